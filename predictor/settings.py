@@ -1,0 +1,55 @@
+"""Service settings, read from ``PREDICTOR_*`` environment variables with embedded defaults.
+
+Every default points inside one home directory (``PREDICTOR_HOME``, default
+``./.predictor``), so a fresh clone runs with a SQLite store and a local MLflow
+backend and nothing else.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_DATA = PROJECT_ROOT / "data"
+
+
+class Settings(BaseSettings):
+    """One settings object for the CLI, the store, training and the API."""
+
+    model_config = SettingsConfigDict(env_prefix="PREDICTOR_", extra="ignore")
+
+    home: Path = Field(default=Path(".predictor"), description="Directory for the embedded store, MLflow and caches.")
+    store_url: str | None = Field(default=None, description="SQLAlchemy URL of the measurement store.")
+    mlflow_tracking_uri: str | None = Field(default=None, description="MLflow tracking and registry URI.")
+    mlflow_artifact_root: Path | None = Field(default=None, description="Artifact folder for a local MLflow backend.")
+    catalog_path: Path = Field(default=BUNDLED_DATA / "catalog.yaml", description="Catalog of algorithms and platforms.")
+    data_roots: list[Path] = Field(default_factory=lambda: [BUNDLED_DATA], description="Folders API clients may name input files under.")
+    api_host: str = "127.0.0.1"
+    api_port: int = 8000
+    api_token: SecretStr | None = Field(default=None, description="Bearer token for write and admin endpoints.")
+    cv_folds: int = Field(default=10, ge=2)
+    seed: int = 20261122
+    selection_metric: str = Field(default="rae", description="Cross-validation metric (lower is better) that picks champions.")
+
+    @cached_property
+    def resolved_home(self) -> Path:
+        """The home directory, absolute and created on first use."""
+        home = self.home.expanduser().resolve()
+        home.mkdir(parents=True, exist_ok=True)
+        return home
+
+    @property
+    def resolved_store_url(self) -> str:
+        return self.store_url or f"sqlite:///{self.resolved_home / 'store.db'}"
+
+    @property
+    def resolved_tracking_uri(self) -> str:
+        return self.mlflow_tracking_uri or f"sqlite:///{self.resolved_home / 'mlflow.db'}"
+
+    @property
+    def resolved_artifact_root(self) -> Path:
+        return (self.mlflow_artifact_root or self.resolved_home / "mlartifacts").expanduser().resolve()

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install the Debian programs the tests drive for real: PostgreSQL (store tests),
+# and the bioinformatics tools the sweeps profile. Only as root, only what is missing.
+set -euo pipefail
+
+need=()
+command -v blastn >/dev/null || need+=(ncbi-blast+)
+command -v mafft >/dev/null || need+=(mafft)
+command -v clustalo >/dev/null || need+=(clustalo)
+command -v seqkit >/dev/null || need+=(seqkit)
+command -v hmmsearch >/dev/null || need+=(hmmer)
+command -v taskset >/dev/null || need+=(util-linux)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+
+if [ ${#need[@]} -eq 0 ]; then
+    exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+    echo "missing system packages: ${need[*]} (run as root, or install them with apt-get)" >&2
+    exit 0
+fi
+echo "installing system packages: ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
