@@ -1,0 +1,5 @@
+"""The measurement store: every finished run, stored once by run_id, read back for training and fallbacks."""
+
+from predictor.store.store import AddResult, MeasurementStore
+
+__all__ = ["AddResult", "MeasurementStore"]

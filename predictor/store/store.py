@@ -1,0 +1,204 @@
+"""The measurement store: finished runs in SQLite (embedded) or PostgreSQL (at scale), same code, a URL apart."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, Engine, create_engine, event, func, make_url, select, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql import Select
+
+from predictor.domain import Measurement
+from predictor.store.tables import measurements as table
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Arbitrary constant key of the PostgreSQL advisory lock that serialises concurrent migrations.
+MIGRATION_LOCK_KEY = 0x6D656173
+# Alembic keeps the running migration context in module globals, so one process migrates one database at a time.
+_ALEMBIC_LOCK = threading.Lock()
+BASE_COLUMNS = (
+    "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds",
+    "max_rss_kb", "exit_status", "cache_state", "source", "recorded_at",
+)  # fmt: skip
+
+
+@dataclass
+class AddResult:
+    """What one :meth:`MeasurementStore.add` call did with each run_id, in input order."""
+
+    stored: list[str]
+    duplicates: list[str]
+
+
+class MeasurementStore:
+    """Stores measurements idempotently by run_id and reads them back as records or frames."""
+
+    def __init__(self, url: str) -> None:
+        parsed = make_url(url)
+        self.dialect = parsed.get_backend_name()
+        if self.dialect not in ("sqlite", "postgresql"):
+            raise ValueError(f"unsupported store URL {parsed!r}: use a sqlite:/// or postgresql+psycopg:// URL")
+        if self.dialect == "sqlite":
+            _make_sqlite_parent(parsed.database)
+        self.engine: Engine = create_engine(parsed)
+        if self.dialect == "sqlite":
+            _configure_sqlite(self.engine)
+
+    def migrate(self) -> None:
+        """Upgrade the schema to the newest revision; a lock makes concurrent callers take turns."""
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
+        with _ALEMBIC_LOCK, self._connect_exclusive() as conn:
+            if self.dialect == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+            conn.commit()
+
+    def add(self, measurements: Iterable[Measurement]) -> AddResult:
+        """Store new runs in one transaction; run_ids already stored or repeated in the batch are duplicates."""
+        rows: dict[str, dict[str, Any]] = {}
+        repeats: list[str] = []
+        for m in measurements:
+            if m.run_id in rows:
+                repeats.append(m.run_id)
+            else:
+                rows[m.run_id] = _to_row(m)
+        inserted: set[str] = set()
+        if rows:
+            insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
+            stmt = insert(table).on_conflict_do_nothing(index_elements=["run_id"]).returning(table.c.run_id)
+            # Sorted by run_id so concurrent PostgreSQL writers lock overlapping keys in one order (no deadlock).
+            batch = [rows[run_id] for run_id in sorted(rows)]
+            with self._connect_exclusive() as conn:
+                inserted = set(conn.execute(stmt, batch).scalars())
+                conn.commit()
+        return AddResult(
+            stored=[run_id for run_id in rows if run_id in inserted],
+            duplicates=[run_id for run_id in rows if run_id not in inserted] + repeats,
+        )
+
+    def count(self, algorithm: str | None = None, platform: str | None = None) -> int:
+        """Number of stored measurements, failed runs included, optionally for one algorithm and/or platform."""
+        stmt = _filtered(select(func.count()).select_from(table), algorithm, platform, successful_only=False)
+        with self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar_one())
+
+    def known_run_ids(self, run_ids: Iterable[str]) -> set[str]:
+        """The subset of ``run_ids`` already stored (lets a resumed sweep skip finished runs)."""
+        wanted = list(dict.fromkeys(run_ids))
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                found.update(conn.execute(select(table.c.run_id).where(table.c.run_id.in_(chunk))).scalars())
+        return found
+
+    def measurements(
+        self, algorithm: str | None = None, platform: str | None = None, successful_only: bool = True
+    ) -> list[Measurement]:
+        """Stored measurements in the order they were recorded (ties by storing order), as domain records."""
+        return [Measurement.model_validate(row) for row in self._rows(algorithm, platform, successful_only)]
+
+    def frame(
+        self, algorithm: str | None = None, platform: str | None = None, successful_only: bool = True
+    ) -> pd.DataFrame:
+        """One row per measurement: the base columns, one float column per feature key (NaN if absent), ``params``."""
+        rows = self._rows(algorithm, platform, successful_only)
+        feature_names = sorted({name for row in rows for name in row["features"]})
+        clashes = set(feature_names) & {*BASE_COLUMNS, "params"}
+        if clashes:
+            raise ValueError(f"feature names clash with frame columns: {', '.join(sorted(clashes))}")
+        frame = pd.DataFrame({
+            **{name: [row[name] for row in rows] for name in BASE_COLUMNS},
+            **{name: [row["features"].get(name) for row in rows] for name in feature_names},
+            "params": [row["params"] for row in rows],
+        })  # fmt: skip
+        floats = ["wall_seconds", "cpu_seconds", "max_rss_kb", *feature_names]
+        frame[floats] = frame[floats].astype("float64")
+        frame["exit_status"] = frame["exit_status"].astype("int64")
+        frame["recorded_at"] = pd.to_datetime(frame["recorded_at"], utc=True)
+        return frame
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Distinct (algorithm, platform) pairs with at least one successful measurement, sorted."""
+        stmt = (
+            select(table.c.algorithm, table.c.platform)
+            .where(table.c.exit_status == 0)
+            .distinct()
+            .order_by(table.c.algorithm, table.c.platform)
+        )
+        with self.engine.connect() as conn:
+            return [(a, p) for a, p in conn.execute(stmt)]
+
+    def profile_table(self) -> dict[tuple[str, str], tuple[float, int]]:
+        """Mean wall seconds and run count per (algorithm, platform) over successful runs: the fallback estimate."""
+        stmt = (
+            select(table.c.algorithm, table.c.platform, func.avg(table.c.wall_seconds), func.count())
+            .where(table.c.exit_status == 0)
+            .group_by(table.c.algorithm, table.c.platform)
+        )
+        with self.engine.connect() as conn:
+            return {(a, p): (float(mean), int(n)) for a, p, mean, n in conn.execute(stmt)}
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+    def _connect_exclusive(self) -> Connection:
+        """A connection whose transaction takes SQLite's write lock at BEGIN, so writers queue instead of failing."""
+        return self.engine.connect().execution_options(sqlite_begin="IMMEDIATE")
+
+    def _rows(self, algorithm: str | None, platform: str | None, successful_only: bool) -> list[dict[str, Any]]:
+        stmt = _filtered(select(table).order_by(table.c.recorded_at, table.c.id), algorithm, platform, successful_only)
+        with self.engine.connect() as conn:
+            return [{k: v for k, v in row.items() if k != "id"} for row in conn.execute(stmt).mappings()]
+
+
+def _filtered(stmt: Select[Any], algorithm: str | None, platform: str | None, successful_only: bool) -> Select[Any]:
+    """Apply the optional algorithm, platform and success filters shared by the queries."""
+    if algorithm is not None:
+        stmt = stmt.where(table.c.algorithm == algorithm)
+    if platform is not None:
+        stmt = stmt.where(table.c.platform == platform)
+    if successful_only:
+        stmt = stmt.where(table.c.exit_status == 0)
+    return stmt
+
+
+def _to_row(m: Measurement) -> dict[str, Any]:
+    """Column values of one measurement; params and context are made JSON-safe."""
+    row = m.model_dump(exclude={"params", "context", "cache_state", "source"})
+    row.update(m.model_dump(mode="json", include={"params", "context", "cache_state", "source"}))
+    return row
+
+
+def _make_sqlite_parent(database: str | None) -> None:
+    """Create the folder of a SQLite file so a fresh home directory just works."""
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """WAL, a busy timeout and foreign keys on every connection; BEGIN issued by us so DDL is transactional."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # the driver stops issuing its own BEGIN
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql(f"BEGIN {conn.get_execution_options().get('sqlite_begin', 'DEFERRED')}")

@@ -1,0 +1,63 @@
+"""SQLAlchemy tables of the measurement store, shared by the store code and its migrations."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, DateTime, Dialect, Float, Index, Integer, String
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite keeps no offset, so store UTC and re-attach it)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = _as_utc(value)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else _as_utc(value)
+
+
+def _as_utc(value: datetime) -> datetime:
+    """Naive datetimes are taken to be UTC; aware ones are converted to UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    """Declarative base whose metadata the migrations target."""
+
+
+class MeasurementRow(Base):
+    """One stored :class:`~predictor.domain.Measurement`; ``run_id`` makes storing idempotent."""
+
+    __tablename__ = "measurements"
+    __table_args__ = (Index("ix_measurements_algorithm_platform", "algorithm", "platform"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(200), unique=True, index=True)
+    algorithm: Mapped[str] = mapped_column(String(200))
+    platform: Mapped[str] = mapped_column(String(200))
+    machine: Mapped[str] = mapped_column(String(200))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    features: Mapped[dict[str, float]] = mapped_column(JSON)
+    wall_seconds: Mapped[float] = mapped_column(Float)
+    cpu_seconds: Mapped[float | None] = mapped_column(Float)
+    max_rss_kb: Mapped[int | None] = mapped_column(BigInteger)
+    exit_status: Mapped[int] = mapped_column(Integer)
+    cache_state: Mapped[str] = mapped_column(String(16))
+    source: Mapped[str] = mapped_column(String(16))
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    context: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+measurements = MeasurementRow.__table__

@@ -1,0 +1,246 @@
+"""Ingesting CSV and Parquet files: conventions, mapping, option defaults, rejects by line and field, idempotency."""
+
+from __future__ import annotations
+
+import csv
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from predictor.catalog import Catalog
+from predictor.domain import CacheState, Source
+from predictor.ingest import IngestError, IngestReport, Reject, ingest_file
+from predictor.store import MeasurementStore
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text.lstrip("\n"))
+    return path
+
+
+def read_rejects(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def assert_accounted(report: IngestReport) -> None:
+    assert report.rows == report.stored + report.duplicates + len(report.rejected)
+
+
+def test_good_csv_is_stored_with_typed_params_features_and_times(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    path = write(tmp_path / "runs.csv", """
+run_id,algorithm,platform,machine,wall_seconds,cpu_seconds,max_rss_kb,exit_status,cache_state,recorded_at,param.threads,param.evalue,param.ungapped,param.task,feature.query_length,params,context.queue
+r1,blastn,cpu-small,node-1,12.5,40.25,2048,0,warm,2026-03-01T12:00:00+02:00,4,1e-5,yes,blastn,1500,"{""query"": ""q.fa""}",short
+r2,mafft,cpu-small,node-2,3,,,1,cold,2026-03-01 10:00:00,,,,,,"{""input"": ""in.fa""}",
+""")
+    report = ingest_file(path, store, catalog)
+    assert (report.rows, report.stored, report.duplicates, report.rejected, report.rejects_path) == (2, 2, 0, [], None)
+    first, second = store.measurements(successful_only=False)
+    assert first.params == {"query": "q.fa", "threads": 4, "evalue": 1e-5, "ungapped": True, "task": "blastn"}
+    assert isinstance(first.params["threads"], int)
+    assert first.features == {"query_length": 1500.0}
+    assert (first.machine, first.cpu_seconds, first.max_rss_kb, first.cache_state) == ("node-1", 40.25, 2048, CacheState.WARM)
+    assert first.recorded_at == datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
+    assert first.source is Source.IMPORT and first.context == {"queue": "short"}
+    assert second.exit_status == 1 and second.cpu_seconds is None and second.features == {}
+    assert second.recorded_at == datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)  # naive means UTC
+
+
+def test_good_parquet_is_stored(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
+    path = tmp_path / "runs.parquet"
+    pd.DataFrame({
+        "algorithm": ["blastn", "blastn"],
+        "platform": ["gpu-a100", "cpu-small"],
+        "wall_seconds": [2.5, 30.0],
+        "max_rss_kb": [1024, None],
+        "recorded_at": pd.to_datetime(["2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"]),
+        "param.threads": [8, 16],
+        "feature.query_length": [100.0, None],
+        "params": ['{"query": "a.fa"}', '{"query": "b.fa"}'],
+    }).to_parquet(path)  # fmt: skip
+    report = ingest_file(path, store, catalog, source=Source.PROBE, machine="imported")
+    assert (report.rows, report.stored, report.rejected) == (2, 2, [])
+    gpu, cpu = store.measurements()
+    assert gpu.params == {"query": "a.fa", "threads": 8} and gpu.max_rss_kb == 1024
+    assert cpu.features == {} and cpu.max_rss_kb is None and cpu.machine == "imported"
+    assert cpu.source is Source.PROBE and cpu.recorded_at == datetime(2026, 1, 2, tzinfo=timezone.utc)
+    assert gpu.run_id.startswith("ingest-")
+    again = ingest_file(path, store, catalog, machine="imported")  # the source is not part of a run's identity
+    assert (again.stored, again.duplicates) == (0, 2)
+
+
+def test_mapping_renames_columns_first(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
+    path = write(tmp_path / "log.csv", """
+job,tool,node_class,runtime,qlen,user
+j1,blastn,cpu-small,7.5,320,alice
+""")
+    mapping = {
+        "job": "run_id", "tool": "algorithm", "node_class": "platform", "runtime": "wall_seconds",
+        "qlen": "feature.query_length", "user": "context.user",
+    }  # fmt: skip
+    report = ingest_file(path, store, catalog, mapping=mapping)
+    assert report.stored == 1
+    [m] = store.measurements()
+    assert (m.run_id, m.algorithm, m.wall_seconds, m.features, m.context) == (
+        "j1", "blastn", 7.5, {"query_length": 320.0}, {"user": "alice"},
+    )  # fmt: skip
+    with pytest.raises(IngestError, match="mapped columns not in the file: nope"):
+        ingest_file(path, store, catalog, mapping={**mapping, "nope": "machine"})
+    with pytest.raises(IngestError, match="both give 'wall_seconds'"):
+        ingest_file(path, store, catalog, mapping={**mapping, "qlen": "wall_seconds"})
+
+
+def test_options_fill_missing_algorithm_and_platform_only(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    no_columns = write(tmp_path / "a.csv", "run_id,wall_seconds\nx1,1.0\n")
+    ingest_file(no_columns, store, catalog, algorithm="blastn", platform="gpu-a100")
+    some_cells = write(tmp_path / "b.csv", "run_id,algorithm,platform,wall_seconds\nx2,,,2.0\nx3,mafft,cpu-small,3.0\n")
+    report = ingest_file(some_cells, store, catalog, algorithm="blastn", platform="cpu-small")
+    assert report.stored == 2
+    got = {m.run_id: (m.algorithm, m.platform) for m in store.measurements()}
+    assert got == {"x1": ("blastn", "gpu-a100"), "x2": ("blastn", "cpu-small"), "x3": ("mafft", "cpu-small")}
+    with pytest.raises(IngestError, match="unknown algorithm option 'nope'"):
+        ingest_file(no_columns, store, catalog, algorithm="nope")
+
+
+BAD_CSV = """
+run_id,algorithm,platform,wall_seconds,cpu_seconds,exit_status,cache_state,param.threads,param.task,feature.query_length,context.note
+ok-1,blastn,cpu-small,1.0,,,,,,,"a note
+spanning two lines"
+bad-algo,blastx,cpu-small,1.0,,,,,,,
+
+bad-platform,blastn,tpu,1.0,,,,,,,
+no-impl,mafft,gpu-a100,1.0,,,,,,,
+no-target,blastn,cpu-small,,,,,,,,
+negative,blastn,cpu-small,-2,,,,,,,
+not-finite,blastn,cpu-small,nan,,,,,,,
+inf-cpu,blastn,cpu-small,1.0,inf,,,,,,
+wrong-type,blastn,cpu-small,1.0,,abc,,,,,
+bad-cache,blastn,cpu-small,1.0,,,lukewarm,,,,
+bad-threads,blastn,cpu-small,1.0,,,,many,,,
+out-of-range,blastn,cpu-small,1.0,,,,0,,,
+bad-choice,blastn,cpu-small,1.0,,,,,tblastx,,
+bad-feature,blastn,cpu-small,1.0,,,,,,long,
+short-row,blastn,cpu-small
+ok-2,blastn,gpu-a100,2.0,,,,8,megablast,10,
+"""
+
+EXPECTED_REJECTS = [
+    (4, "algorithm", "unknown algorithm"),
+    (6, "platform", "unknown platform"),
+    (7, "platform", "mafft has no implementation on 'gpu-a100'"),
+    (8, "wall_seconds", "missing"),
+    (9, "wall_seconds", "greater than or equal to 0"),
+    (10, "wall_seconds", ""),
+    (11, "cpu_seconds", "finite"),
+    (12, "exit_status", "integer"),
+    (13, "cache_state", "'warm', 'cold' or 'unknown'"),
+    (14, "param.threads", "expected a number"),
+    (15, "param.threads", "below the minimum"),
+    (16, "param.task", "not one of megablast, blastn"),
+    (17, "feature.query_length", "expected a number"),
+    (18, "(row)", "has 3 fields but the header has 11"),
+]
+
+
+def test_bad_rows_are_reported_by_line_and_field_and_kept(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    path = write(tmp_path / "mixed.csv", BAD_CSV)
+    report = ingest_file(path, store, catalog)
+    assert_accounted(report)
+    assert (report.rows, report.stored, report.duplicates) == (16, 2, 0)
+    assert [(r.line, r.field) for r in report.rejected] == [(line, field) for line, field, _ in EXPECTED_REJECTS]
+    for reject, (_, _, text) in zip(report.rejected, EXPECTED_REJECTS, strict=True):
+        assert text in reject.message, reject
+    assert sorted(m.run_id for m in store.measurements()) == ["ok-1", "ok-2"]
+    assert report.rejects_path == tmp_path / "mixed.rejects.csv"
+    rows = read_rejects(report.rejects_path)
+    assert [(int(r["_line"]), r["_field"]) for r in rows] == [(line, field) for line, field, _ in EXPECTED_REJECTS]
+    assert rows[0]["run_id"] == "bad-algo" and rows[0]["algorithm"] == "blastx"
+    assert rows[-1]["run_id"] == "short-row" and rows[-1]["wall_seconds"] == ""
+    assert all(r["_error"] for r in rows)
+
+
+def test_param_outside_schema_and_json_problems_are_rejected(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    path = write(tmp_path / "params.csv", """
+run_id,algorithm,platform,wall_seconds,param.word_size,params,features
+p1,blastn,cpu-small,1,11,,
+p2,blastn,cpu-small,1,,not json,
+p3,blastn,cpu-small,1,,[1],
+p4,blastn,cpu-small,1,,"{""threads"": 2}","{""query_length"": ""x""}"
+p5,blastn,cpu-small,1,,"{""threads"": 2}","{""query_length"": 5}"
+""")
+    report = ingest_file(path, store, catalog)
+    assert [(r.line, r.field) for r in report.rejected] == [
+        (2, "param.word_size"), (3, "params"), (4, "params"), (5, "feature.query_length"),
+    ]  # fmt: skip
+    assert "not a parameter of this algorithm" in report.rejected[0].message
+    assert report.stored == 1 and store.measurements()[0].params == {"threads": 2}
+
+
+def test_reingesting_stores_nothing_new(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
+    path = write(tmp_path / "noids.csv", """
+algorithm,platform,wall_seconds,param.threads
+blastn,cpu-small,1.5,2
+blastn,cpu-small,1.50,2.0
+blastn,cpu-small,2.5,2
+""")
+    first = ingest_file(path, store, catalog)
+    assert (first.stored, first.duplicates) == (2, 1)  # rows 2 and 3 are the same run once normalised
+    second = ingest_file(path, store, catalog)
+    assert (second.rows, second.stored, second.duplicates) == (3, 0, 3)
+    assert store.count() == 2
+
+
+def test_corrected_rejects_file_can_be_ingested_and_clean_runs_remove_it(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    path = write(tmp_path / "fix.csv", "run_id,algorithm,platform,wall_seconds\nf1,blastn,cpu-small,-1\n")
+    report = ingest_file(path, store, catalog)
+    assert report.rejects_path is not None
+    fixed = report.rejects_path.read_text().replace("-1", "1")
+    corrected = write(tmp_path / "fixed.csv", fixed)
+    assert ingest_file(corrected, store, catalog).stored == 1
+    write(path, "run_id,algorithm,platform,wall_seconds\nf1,blastn,cpu-small,1\n")
+    again = ingest_file(path, store, catalog)
+    assert (again.duplicates, again.rejects_path) == (1, None)
+    assert not (tmp_path / "fix.rejects.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("runs.txt", "a,b\n", "unsupported file type '.txt'"),
+        ("runs", "a,b\n", "unsupported file type '(none)'"),
+        ("empty.csv", "", "the file is empty"),
+        ("blank.csv", "\n\n", "the file is empty"),
+        ("header.csv", "run_id,wall_seconds\n", "header but no data rows"),
+        ("extra.csv", "run_id,wall_seconds,colour\nr,1,red\n", "unknown columns: 'colour'"),
+        ("broken.parquet", "this is not parquet", "not a readable parquet file"),
+    ],
+)
+def test_unusable_files_raise(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog, name: str, content: str, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(IngestError, match=re.escape(message)):
+        ingest_file(path, store, catalog)
+
+
+def test_missing_file_raises(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
+    with pytest.raises(IngestError, match="cannot read"):
+        ingest_file(tmp_path / "absent.csv", store, catalog)
+
+
+def test_reject_is_a_plain_record() -> None:
+    assert Reject(2, "wall_seconds", "missing") == Reject(line=2, field="wall_seconds", message="missing")

@@ -1,0 +1,212 @@
+"""The measurement store on SQLite and PostgreSQL: migrations, round trips, idempotency, concurrency, read views."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import pytest
+from sqlalchemy import text
+
+from predictor.domain import CacheState, Measurement, Source
+from predictor.store import AddResult, MeasurementStore
+from tests.pgserver import PostgresServer
+
+T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
+
+
+def run(run_id: str, algorithm: str = "blastn", platform: str = "cpu-small", wall: float = 10.0, **extra) -> Measurement:
+    extra.setdefault("recorded_at", T0)
+    return Measurement(run_id=run_id, algorithm=algorithm, platform=platform, wall_seconds=wall, **extra)
+
+
+def test_migrate_is_repeatable(store_url: str) -> None:
+    store = MeasurementStore(store_url)
+    try:
+        store.migrate()
+        store.migrate()
+        assert store.count() == 0
+    finally:
+        store.dispose()
+
+
+def test_concurrent_migrations_take_turns(store_url: str) -> None:
+    code = "import sys; from predictor.store import MeasurementStore; MeasurementStore(sys.argv[1]).migrate()"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, store_url], stderr=subprocess.PIPE, text=True) for _ in range(4)
+    ]  # separate processes, like several API workers starting at once
+    failures = [p.stderr.read() for p in procs if p.wait(timeout=120) != 0]
+    assert failures == []
+    store = MeasurementStore(store_url)
+    try:
+        store.migrate()
+        assert store.add([run("r1")]).stored == ["r1"]
+    finally:
+        store.dispose()
+
+
+def test_migrate_from_threads_is_serialised(store_url: str) -> None:
+    stores = [MeasurementStore(store_url) for _ in range(4)]
+    with ThreadPoolExecutor(len(stores)) as pool:
+        list(pool.map(MeasurementStore.migrate, stores))
+    try:
+        assert stores[0].count() == 0
+    finally:
+        for s in stores:
+            s.dispose()
+
+
+def test_round_trip_keeps_types_json_and_aware_utc_times(store: MeasurementStore) -> None:
+    local = datetime(2026, 3, 1, 14, 30, 15, 123456, tzinfo=timezone(timedelta(hours=2)))
+    original = Measurement(
+        run_id="full-1",
+        algorithm="blastn",
+        platform="gpu-a100",
+        machine="node-07",
+        params={"query": "q.fa", "evalue": 1e-5, "threads": 8, "ungapped": True, "tags": ["a", None], "nested": {"k": 1}},
+        features={"query_length": 1234.0, "db_bytes": 5.5e9},
+        wall_seconds=12.75,
+        cpu_seconds=95.5,
+        max_rss_kb=12_000_000_000,
+        exit_status=0,
+        cache_state=CacheState.WARM,
+        source=Source.PROBE,
+        recorded_at=local,
+        context={"load_average": 0.75, "note": "ünïcode"},
+    )
+    assert store.add([original]) == AddResult(stored=["full-1"], duplicates=[])
+    [back] = store.measurements()
+    assert back == original
+    assert back.recorded_at.utcoffset() == timedelta(0)
+    assert back.recorded_at == T0
+    assert isinstance(back.max_rss_kb, int) and back.cache_state is CacheState.WARM and back.source is Source.PROBE
+
+
+def test_naive_times_are_taken_as_utc(store: MeasurementStore) -> None:
+    store.add([run("naive", recorded_at=datetime(2026, 1, 2, 3, 4, 5))])
+    assert store.measurements()[0].recorded_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+def test_count_and_measurements_filter(store: MeasurementStore) -> None:
+    store.add([
+        run("a", wall=1.0),
+        run("b", platform="gpu-a100", wall=2.0),
+        run("c", algorithm="mafft", wall=3.0),
+        run("failed", wall=4.0, exit_status=137),
+    ])  # fmt: skip
+    assert store.count() == 4
+    assert store.count(algorithm="blastn") == 3
+    assert store.count(algorithm="blastn", platform="cpu-small") == 2
+    assert store.count(platform="nowhere") == 0
+    assert [m.run_id for m in store.measurements()] == ["a", "b", "c"]
+    assert [m.run_id for m in store.measurements(algorithm="blastn", successful_only=False)] == ["a", "b", "failed"]
+    assert [m.run_id for m in store.measurements(platform="gpu-a100")] == ["b"]
+
+
+def test_add_is_idempotent_by_run_id(store: MeasurementStore) -> None:
+    assert store.add([run("x"), run("y"), run("x", wall=99.0)]) == AddResult(stored=["x", "y"], duplicates=["x"])
+    assert store.add(iter([run("y"), run("z")])) == AddResult(stored=["z"], duplicates=["y"])
+    assert store.add([]) == AddResult(stored=[], duplicates=[])
+    assert store.count() == 3
+    assert {m.run_id: m.wall_seconds for m in store.measurements()}["x"] == 10.0
+
+
+def test_concurrent_writers_store_every_run_exactly_once(store_url: str, store: MeasurementStore) -> None:
+    writers = 8
+    batches = [[run(f"run-{j:03d}", wall=float(j)) for j in range(i * 10, i * 10 + 40)] for i in range(writers)]
+    results: list[AddResult] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(writers)
+    lock = threading.Lock()
+
+    def write(batch: list[Measurement]) -> None:
+        own = MeasurementStore(store_url)  # an engine per writer, like separate processes
+        try:
+            barrier.wait()
+            for chunk in (batch[::-1], batch):  # reversed first: overlapping keys in opposite input orders
+                result = own.add(chunk)
+                with lock:
+                    results.append(result)
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+        finally:
+            own.dispose()
+
+    threads = [threading.Thread(target=write, args=(b,)) for b in batches]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    expected = {m.run_id for b in batches for m in b}
+    stored = [run_id for r in results for run_id in r.stored]
+    assert sorted(stored) == sorted(expected)  # every run stored by exactly one writer
+    assert all(len(r.stored) + len(r.duplicates) == 40 for r in results)
+    assert store.count() == len(expected) == 110
+
+
+def test_frame_has_one_row_per_measurement_and_feature_columns(store: MeasurementStore) -> None:
+    store.add([
+        run("a", wall=1.5, features={"query_length": 100.0}, params={"evalue": 0.1}, max_rss_kb=2048),
+        run("b", wall=2.5, features={"db_bytes": 7.0}, cpu_seconds=2.0),
+        run("failed", exit_status=1, features={"other": 1.0}),
+    ])  # fmt: skip
+    frame = store.frame()
+    assert list(frame.columns) == [
+        "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds", "max_rss_kb",
+        "exit_status", "cache_state", "source", "recorded_at", "db_bytes", "query_length", "params",
+    ]  # fmt: skip
+    assert frame["run_id"].tolist() == ["a", "b"]
+    assert frame["query_length"].tolist()[0] == 100.0 and pd.isna(frame["query_length"].tolist()[1])
+    assert frame["db_bytes"].dtype == "float64" and frame["max_rss_kb"].dtype == "float64"
+    assert frame["params"].tolist() == [{"evalue": 0.1}, {}]
+    assert frame["cache_state"].tolist() == ["unknown", "unknown"]
+    assert str(frame["recorded_at"].dt.tz) == "UTC" and frame["recorded_at"].iloc[0] == pd.Timestamp(T0)
+    everything = store.frame(successful_only=False)
+    assert len(everything) == 3 and "other" in everything.columns
+    empty = store.frame(algorithm="nothing")
+    assert empty.empty and list(empty.columns)[:11] == list(frame.columns)[:11]
+
+
+def test_pairs_and_profile_table_use_successful_runs(store: MeasurementStore) -> None:
+    store.add([
+        run("a1", wall=10.0),
+        run("a2", wall=20.0),
+        run("a-failed", wall=1000.0, exit_status=2),
+        run("g1", platform="gpu-a100", wall=4.0),
+        run("m-failed", algorithm="mafft", exit_status=1),
+    ])  # fmt: skip
+    assert store.pairs() == [("blastn", "cpu-small"), ("blastn", "gpu-a100")]
+    assert store.profile_table() == {("blastn", "cpu-small"): (15.0, 2), ("blastn", "gpu-a100"): (4.0, 1)}
+
+
+def test_sqlite_runs_in_wal_mode(tmp_path) -> None:
+    store = MeasurementStore(f"sqlite:///{tmp_path / 'new' / 'dir' / 's.db'}")
+    try:
+        store.migrate()
+        with store.engine.connect() as conn:
+            assert conn.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
+            assert conn.execute(text("PRAGMA foreign_keys")).scalar_one() == 1
+    finally:
+        store.dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_server_is_real(postgres_server: PostgresServer) -> None:
+    store = MeasurementStore(postgres_server.url())
+    try:
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT current_setting('server_version_num')::int")).scalar_one() >= 130000
+    finally:
+        store.dispose()
+
+
+def test_large_batches_report_every_run(store: MeasurementStore) -> None:
+    store.add([run(f"big-{i:05d}") for i in range(0, 2500, 2)])
+    result = store.add([run(f"big-{i:05d}") for i in range(2500)])  # spans several multi-row INSERT pages
+    assert (len(result.stored), len(result.duplicates), store.count()) == (1250, 1250, 2500)
+    assert result.stored[:2] == ["big-00001", "big-00003"]
