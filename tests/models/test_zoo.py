@@ -1,0 +1,80 @@
+"""The zoo: every member honours the scikit-learn contract and learns a simple runtime law."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+from models import ZOO, available_models, make_model, register
+
+
+@pytest.fixture(scope="module")
+def power_law() -> tuple[pd.DataFrame, np.ndarray]:
+    """Seconds = 0.01 * size^1.5, sizes over three orders of magnitude, plus an irrelevant feature."""
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame({"size": 10 ** rng.uniform(1, 4, 120), "noise": rng.normal(0, 1, 120)})
+    return X, 0.01 * X["size"].to_numpy() ** 1.5
+
+
+def test_the_skeleton_members_are_registered() -> None:
+    assert available_models()[:5] == ["mean", "linear", "linear_log", "lightgbm", "lightgbm_log"]
+    assert set(available_models()) == set(ZOO)
+
+
+@pytest.mark.parametrize("name", ["mean", "linear", "linear_log", "lightgbm", "lightgbm_log"])
+def test_member_fits_predicts_and_clones(name: str, power_law: tuple[pd.DataFrame, np.ndarray]) -> None:
+    X, y = power_law
+    model = make_model(name, seed=1)
+    assert model.fit(X, y) is model
+    predictions = model.predict(X)
+    assert predictions.shape == y.shape and np.isfinite(predictions).all()
+    assert clone(model).get_params().keys() == model.get_params().keys()
+
+
+@pytest.mark.parametrize("name", ["linear_log", "lightgbm", "lightgbm_log"])
+def test_member_beats_the_mean_on_a_power_law(name: str, power_law: tuple[pd.DataFrame, np.ndarray]) -> None:
+    X, y = power_law
+    error = np.abs(make_model(name, seed=1).fit(X, y).predict(X) - y).mean()
+    baseline = np.abs(make_model("mean").fit(X, y).predict(X) - y).mean()
+    assert error < 0.2 * baseline
+
+
+def test_linear_log_accepts_zero_and_negative_features() -> None:
+    X = pd.DataFrame({"a": [-5.0, 0.0, 1.0, 10.0, 100.0], "b": [0.0, 1.0, 0.0, 1.0, 0.0]})
+    y = np.array([1.0, 2.0, 3.0, 30.0, 300.0])
+    assert np.isfinite(make_model("linear_log").fit(X, y).predict(X)).all()
+
+
+def test_seed_reaches_nested_random_states_and_params_are_routed() -> None:
+    model = make_model("lightgbm_log", seed=42, regressor__n_estimators=7)
+    assert model.get_params()["regressor__random_state"] == 42
+    assert model.get_params()["regressor__n_estimators"] == 7
+    assert make_model("lightgbm", seed=3).get_params()["random_state"] == 3
+
+
+def test_lightgbm_is_deterministic_for_a_seed(power_law: tuple[pd.DataFrame, np.ndarray]) -> None:
+    X, y = power_law
+    first = make_model("lightgbm", seed=5).fit(X, y).predict(X)
+    np.testing.assert_array_equal(first, make_model("lightgbm", seed=5).fit(X, y).predict(X))
+
+
+def test_unknown_model_names_the_known_ones() -> None:
+    with pytest.raises(KeyError, match="linear_log"):
+        make_model("svr-with-typo")
+
+
+def test_a_name_registers_once() -> None:
+    with pytest.raises(ValueError, match="already registered"):
+        register("mean")(lambda: None)
+
+
+def test_models_imports_nothing_of_the_service() -> None:
+    ours = "{'predictor', 'training', 'serving', 'scheduler'}"
+    probe = f"import sys, models; print(sorted({{m.split('.')[0] for m in sys.modules}} & {ours}))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

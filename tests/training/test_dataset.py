@@ -1,0 +1,71 @@
+"""Training sets from the store's frame: successful runs, informative features, stable order."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from predictor.domain import Measurement
+from predictor.store import MeasurementStore
+from training.dataset import DatasetError, load_training_sets, training_set_from_frame
+
+
+def _frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "run_id": ["r3", "r1", "r2", "r4", "r5"],
+            "algorithm": ["a", "a", "a", "a", "b"],
+            "platform": ["p", "p", "p", "p", "p"],
+            "exit_status": [0, 0, 0, 1, 0],
+            "wall_seconds": [30.0, 10.0, 20.0, 99.0, 5.0],
+            "cpu_seconds": [29.0, 9.0, 19.0, 98.0, 4.0],
+            "size": [3.0, 1.0, np.nan, 4.0, 5.0],
+            "constant": [7.0, 7.0, 7.0, 1.0, 7.0],
+            "missing": [np.nan, np.nan, np.nan, 1.0, 2.0],
+            "params": [{}, {}, {}, {}, {}],
+        }
+    )
+
+
+def test_training_set_from_frame() -> None:
+    ts = training_set_from_frame(_frame(), "a", "p")
+    assert ts.run_ids == ["r1", "r2", "r3"]
+    assert ts.feature_names == ["size"]
+    assert list(ts.X.columns) == ["size"]
+    np.testing.assert_array_equal(ts.X["size"], [1.0, 0.0, 3.0])
+    np.testing.assert_array_equal(ts.y, [10.0, 20.0, 30.0])
+    assert len(ts) == 3
+
+
+def test_unusable_pairs_are_refused() -> None:
+    with pytest.raises(DatasetError, match="b on p: 1 successful run"):
+        training_set_from_frame(_frame(), "b", "p")
+    frame = _frame().assign(size=1.0)
+    with pytest.raises(DatasetError, match="no feature varies"):
+        training_set_from_frame(frame, "a", "p")
+
+
+def test_load_training_sets_from_a_store(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = MeasurementStore(f"sqlite:///{tmp_path / 's.db'}")
+    store.migrate()
+    def run(run_id: str, algorithm: str, platform: str, n: float) -> Measurement:
+        features = {"n": n, "gc": 0.5}
+        return Measurement(run_id=run_id, algorithm=algorithm, platform=platform, features=features, wall_seconds=2 * n)
+
+    store.add(
+        [run(f"a{i}", "a", "p", float(i)) for i in range(1, 6)]
+        + [run(f"b{i}", "b", "p", float(i)) for i in range(2)]
+        + [run("c1", "c", "q", 1.0)]
+    )
+    with caplog.at_level(logging.WARNING, logger="training.dataset"):
+        sets = load_training_sets(store)
+    assert [(ts.algorithm, ts.platform) for ts in sets] == [("a", "p")]
+    assert sets[0].feature_names == ["n"]
+    assert "b on p: 2 successful run(s)" in caplog.text
+    assert load_training_sets(store, algorithms=["c"]) == []
+    assert load_training_sets(store, platforms=["q"]) == []
+    store.dispose()

@@ -1,0 +1,163 @@
+"""End to end: a store of synthetic runs -> training with real MLflow on SQLite -> champions that predict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+
+from predictor import registry
+from predictor.domain import Measurement
+from predictor.settings import Settings
+from predictor.store import MeasurementStore
+from training.champions import best_candidate, list_champions, registered_name
+from training.pipeline import DEFAULT_MODELS, TrainingOutcome, count_steps, run_training
+from training.tracking import Candidate
+
+SPEED = {"fast": 1.0, "slow": 3.0}
+
+
+def _measurements() -> list[Measurement]:
+    """Seconds ~ speed * 0.002 * length * sequences: 40 runs per platform, a failed run, a pair too small to train."""
+    rng = np.random.default_rng(3)
+    runs = []
+    for platform, speed in SPEED.items():
+        for i in range(40):
+            length, count = float(rng.uniform(100, 5000)), float(rng.integers(2, 50))
+            seconds = speed * 0.002 * length * count * float(rng.lognormal(0, 0.05))
+            runs.append(
+                Measurement(
+                    run_id=f"{platform}-{i:02d}",
+                    algorithm="align",
+                    platform=platform,
+                    features={"input.length": length, "input.sequences": count},
+                    wall_seconds=seconds,
+                )
+            )
+    failed = {"input.length": 1.0, "input.sequences": 1.0}
+    runs.append(
+        Measurement(run_id="failed", algorithm="align", platform="fast", features=failed, wall_seconds=1e6, exit_status=1)
+    )
+    runs += [Measurement(run_id=f"tiny-{i}", algorithm="search", platform="fast", wall_seconds=1) for i in range(2)]
+    return runs
+
+
+@dataclass
+class Trained:
+    settings: Settings
+    store: MeasurementStore
+    first: list[TrainingOutcome]
+    second: list[TrainingOutcome]
+    labels: list[str]
+    steps: int
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
+    """Two training sessions over one store and one tracking database: all default models, then two."""
+    home = tmp_path_factory.mktemp("training")
+    settings = Settings(
+        home=home,
+        mlflow_tracking_uri=f"sqlite:///{home / 'mlflow.db'}",
+        mlflow_artifact_root=home / "artifacts",
+        cv_folds=5,
+        selection_metric="rae",
+    )
+    store = MeasurementStore(f"sqlite:///{home / 'store.db'}")
+    store.migrate()
+    store.add(_measurements())
+    labels: list[str] = []
+    steps = count_steps(settings, store)
+    first = run_training(settings, store, progress=labels.append)
+    second = run_training(settings, store, algorithms=["align"], models=["mean", "linear_log"])
+    yield Trained(settings, store, first, second, labels, steps)
+    store.dispose()
+
+
+def test_each_pair_gets_a_champion_chosen_by_rae(trained: Trained) -> None:
+    pairs = [(o.algorithm, o.platform, o.version) for o in trained.first]
+    assert pairs == [("align", "fast", "1"), ("align", "slow", "1")]
+    for outcome in trained.first:
+        assert list(outcome.metrics) == list(DEFAULT_MODELS)
+        assert outcome.champion == min(outcome.metrics, key=lambda m: outcome.metrics[m]["rae"])
+        assert outcome.metrics["mean"]["rae"] == pytest.approx(100.0)
+        assert outcome.metrics[outcome.champion]["rae"] < 20
+
+
+def test_progress_is_reported_once_per_fit(trained: Trained) -> None:
+    assert len(trained.labels) == trained.steps == 2 * len(DEFAULT_MODELS) * (5 + 1)
+    assert trained.labels[0] == "align/fast mean fold 1/5"
+    assert trained.labels[5] == "align/fast mean refit"
+
+
+def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Trained) -> None:
+    experiment = mlflow.get_experiment_by_name("runtime/align")
+    assert experiment.artifact_location == (trained.settings.resolved_artifact_root / "align").as_uri()
+    order = ["attributes.start_time ASC"]
+    runs = mlflow.search_runs([experiment.experiment_id], output_format="list", order_by=order)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert len(parents) == 2 and len(children) == 2 * len(DEFAULT_MODELS)
+    child = next(r for r in children if r.data.tags["model_kind"] == "linear_log" and r.data.tags["platform"] == "fast")
+    assert child.data.params["n_rows"] == "40" and child.data.params["n_features"] == "2"
+    assert "cv_rae" in child.data.metrics and "fit_seconds" in child.data.metrics
+    history = mlflow.MlflowClient().get_metric_history(child.info.run_id, "fold_rae")
+    assert [m.step for m in history] == [0, 1, 2, 3, 4]
+    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(child.info.run_id)}
+    assert {"pred_vs_actual.png", "folds.csv", "features.json"} <= artifacts
+
+
+def test_load_champion_predicts_in_seconds(trained: Trained) -> None:
+    for platform, speed in SPEED.items():
+        champion = registry.load_champion("align", platform)
+        assert champion is not None
+        assert champion.version == "2" and champion.tags["model_kind"] == "linear_log"
+        assert champion.feature_names == ["input.length", "input.sequences"]
+        X = pd.DataFrame({"input.length": [1000.0], "input.sequences": [10.0]})
+        expected = speed * 0.002 * 1000 * 10
+        assert champion.model.predict(X)[0] == pytest.approx(expected, rel=0.5)
+
+
+def test_second_training_moves_the_alias_and_keeps_the_old_version(trained: Trained) -> None:
+    assert [o.version for o in trained.second] == ["2", "2"]
+    client = mlflow.MlflowClient()
+    for outcome in trained.first:
+        name = registered_name("align", outcome.platform)
+        assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
+        old = client.get_model_version(name, "1")
+        assert old.tags["model_kind"] == outcome.champion and "champion" not in old.aliases
+    assert [v.name for v in list_champions()] == ["runtime-align-fast", "runtime-align-slow"]
+
+
+def test_the_oracle_loads_what_training_registered(trained: Trained) -> None:
+    champion = registry.load_champion("align", "slow")
+    assert champion is not None
+    assert champion.feature_names == ["input.length", "input.sequences"]
+    assert champion.metrics["rae"] == pytest.approx(trained.second[1].metrics[champion.tags["model_kind"]]["rae"])
+
+
+def test_pairs_without_enough_runs_are_skipped(trained: Trained) -> None:
+    assert registry.load_champion("search", "fast") is None
+    assert mlflow.get_experiment_by_name("runtime/search") is None
+
+
+def test_unknown_models_and_metrics_are_refused_before_training(trained: Trained) -> None:
+    with pytest.raises(ValueError, match="unknown or no models: nope"):
+        run_training(trained.settings, trained.store, models=["mean", "nope"])
+    bad = trained.settings.model_copy(update={"selection_metric": "cc"})
+    with pytest.raises(ValueError, match="cannot select champions by 'cc'"):
+        run_training(bad, trained.store)
+
+
+def test_best_candidate_takes_the_lowest_and_never_nan() -> None:
+    def candidate(name: str, rae: float) -> Candidate:
+        return Candidate(name, run_id=name, model_uri=f"models:/{name}", metrics={"rae": rae})
+
+    candidates = [candidate("a", float("nan")), candidate("b", 30.0), candidate("c", 12.0), candidate("d", 12.0)]
+    assert best_candidate(candidates, "rae").model_name == "c"
+    with pytest.raises(ValueError, match="no candidates"):
+        best_candidate([], "rae")

@@ -1,0 +1,66 @@
+"""Weka-style regression metrics (seed 001, Table 2) plus the relative errors a scheduler cares about.
+
+``y_prior`` is what the baseline would have said for each row: under cross-validation
+the mean of that row's training fold, as Weka computes RAE and RRSE.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+# Metrics where a smaller value is a better model (the ones that may pick champions).
+LOWER_IS_BETTER = frozenset(
+    {"mae", "rmse", "rae", "rrse", "mape", "median_ape", "underestimate_rate", "mean_underestimate"}
+)
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    """numerator/denominator, with 0/0 = 0 and x/0 = inf (a perfect baseline cannot be beaten)."""
+    if denominator > 0:
+        return numerator / denominator
+    return 0.0 if numerator == 0 else math.inf
+
+
+def _correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation, 0 when either side is constant (as Weka reports it)."""
+    da, db = a - a.mean(), b - b.mean()
+    denominator = math.sqrt(float(da @ da) * float(db @ db))
+    return float(da @ db) / denominator if denominator > 0 else 0.0
+
+
+def compute_metrics(y_true: ArrayLike, y_pred: ArrayLike, y_prior: ArrayLike) -> dict[str, float]:
+    """All metrics of predictions ``y_pred`` of ``y_true`` against the baseline answers ``y_prior``.
+
+    Percentages (rae, rrse, mape, median_ape) are in %; shares are in [0, 1]; relative
+    errors use only rows with a positive true runtime (NaN when there are none).
+    """
+    y = np.asarray(y_true, dtype="float64")
+    pred = np.asarray(y_pred, dtype="float64")
+    prior = np.asarray(y_prior, dtype="float64")
+    if not (y.shape == pred.shape == prior.shape) or y.ndim != 1 or len(y) == 0:
+        shapes = f"{y.shape}, {pred.shape}, {prior.shape}"
+        raise ValueError(f"need three equally long non-empty 1-d arrays, got shapes {shapes}")
+    error = pred - y
+    abs_error = np.abs(error)
+    positive = y > 0
+    ape = abs_error[positive] / y[positive]
+    ratio = pred[positive] / y[positive]
+    under = error < 0
+    some = bool(positive.any())
+    return {
+        "cc": _correlation(y, pred),
+        "mae": float(abs_error.mean()),
+        "rmse": math.sqrt(float((error**2).mean())),
+        "rae": 100.0 * _ratio(float(abs_error.sum()), float(np.abs(y - prior).sum())),
+        "rrse": 100.0 * math.sqrt(_ratio(float((error**2).sum()), float(((y - prior) ** 2).sum()))),
+        "mape": 100.0 * float(ape.mean()) if some else math.nan,
+        "median_ape": 100.0 * float(np.median(ape)) if some else math.nan,
+        "within_10pct": float((ape <= 0.10).mean()) if some else math.nan,
+        "within_25pct": float((ape <= 0.25).mean()) if some else math.nan,
+        "within_factor_2": float(((ratio >= 0.5) & (ratio <= 2.0)).mean()) if some else math.nan,
+        "underestimate_rate": float(under.mean()),
+        "mean_underestimate": float(-error[under].mean()) if under.any() else 0.0,
+    }
