@@ -1,0 +1,51 @@
+"""Turn a job's parameters into features, as the catalog says: one extractor per input file, plus parameters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from features import FeatureError, get_extractor
+from features.params import ParamsExtractor
+from predictor.catalog import Algorithm
+
+
+def file_parameters(algorithm: Algorithm) -> dict[str, str]:
+    """Map each file parameter of ``algorithm`` to the name of the extractor that reads it."""
+    return {name: p.extractor for name, p in algorithm.parameters.items() if p.type == "file" and p.extractor}
+
+
+def check_known_parameters(algorithm: Algorithm, params: dict[str, Any]) -> None:
+    """Reject parameters the algorithm's schema does not declare."""
+    unknown = sorted(set(params) - set(algorithm.parameters))
+    if unknown:
+        raise FeatureError(
+            f"algorithm {algorithm.name}",
+            f"unknown parameter(s) {', '.join(unknown)}; declared: {', '.join(sorted(algorithm.parameters))}",
+        )
+
+
+def parameter_features(algorithm: Algorithm, params: dict[str, Any]) -> dict[str, float]:
+    """Features of the plain (non-file) parameters, defaults applied."""
+    schema = {n: p.schema_dict() for n, p in algorithm.parameters.items() if p.type != "file" and p.feature}
+    return ParamsExtractor(schema).extract({k: v for k, v in params.items() if k in schema})
+
+
+def file_features(algorithm: Algorithm, params: dict[str, Any], **extractor_options: Any) -> dict[str, float]:
+    """Features of every input file named in ``params``, keyed ``<parameter>.<feature>``."""
+    out: dict[str, float] = {}
+    for name, extractor_name in file_parameters(algorithm).items():
+        if name not in params:
+            if algorithm.parameters[name].required:
+                raise FeatureError(f"parameter {name}", "required input file is missing")
+            continue
+        extractor = get_extractor(extractor_name, **extractor_options)
+        for key, value in extractor.extract(Path(params[name])).items():
+            out[f"{name}.{key}"] = value
+    return out
+
+
+def job_features(algorithm: Algorithm, params: dict[str, Any], **extractor_options: Any) -> dict[str, float]:
+    """All features of one job: its input files' and its parameters'."""
+    check_known_parameters(algorithm, params)
+    return {**file_features(algorithm, params, **extractor_options), **parameter_features(algorithm, params)}

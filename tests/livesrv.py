@@ -1,0 +1,72 @@
+"""Start real HTTP servers on 127.0.0.1 for tests: uvicorn in a thread, or the CLI in a subprocess."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import uvicorn
+from fastapi import FastAPI
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
+    """Poll ``url`` until it answers 200; fail early if ``proc`` died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before it was ready")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} not ready after {timeout} s")
+
+
+@contextlib.contextmanager
+def serve_app(app: FastAPI) -> Iterator[str]:
+    """Run ``app`` under a real uvicorn server in a thread; yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(f"{base}/readyz")
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def serve_cli(env: dict[str, str], cwd: Path) -> Iterator[str]:
+    """Run ``predictor serve`` as a subprocess; yields its base URL and stops it afterwards."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "predictor", "serve", "--port", str(port)], env={**os.environ, **env}, cwd=cwd,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(f"{base}/readyz", proc=proc)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()

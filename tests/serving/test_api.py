@@ -1,0 +1,140 @@
+"""The API through real HTTP: estimates per platform, catalog routes, and precise 4xx answers to bad input."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+
+from predictor.catalog import load_catalog
+from predictor.datagen import write_family_fasta
+from predictor.domain import Measurement, Source
+from predictor.jobfeatures import job_features
+from predictor.settings import BUNDLED_DATA, Settings
+from predictor.store import MeasurementStore
+from serving import create_app
+from tests.livesrv import serve_app
+from training.pipeline import run_training
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory):
+    """A service over champions trained on real FASTA features and a known cost law (n^2 x length)."""
+    root = tmp_path_factory.mktemp("api")
+    inputs = root / "inputs"
+    inputs.mkdir()
+    settings = Settings(home=root / "home", data_roots=[inputs], cv_folds=3)
+    catalog = load_catalog(settings.catalog_path)
+    store = MeasurementStore(settings.resolved_store_url)
+    store.migrate()
+    measurements = []
+    for i, (n, length) in enumerate((n, l) for n in (4, 8, 16, 32, 48) for l in (50, 100, 200, 400)):
+        path = write_family_fasta(inputs / f"f{i}.fa", n_sequences=n, length=length, mutation_rate=0.2, alphabet="protein", seed=i)
+        params = {"input": str(path)}
+        features = job_features(catalog.algorithm("mafft"), params)
+        for platform, speed in (("cpu1", 1.0), ("cpu2", 0.6)):
+            measurements.append(
+                Measurement(
+                    run_id=f"{platform}-{i}", algorithm="mafft", platform=platform, params=params, features=features,
+                    wall_seconds=speed * (0.05 + 2e-6 * n * n * length), source=Source.PROBE,
+                )
+            )
+    store.add(measurements)
+    run_training(settings, store, models=["linear_log"])
+    (inputs / "junk.fa").write_bytes(b"\x00\x01\x02 not fasta")
+    (inputs / "escape.fa").symlink_to(BUNDLED_DATA / "catalog.yaml")
+    with serve_app(create_app(settings)) as base:
+        yield base, inputs
+
+
+def post(base: str, body: object, **kwargs) -> httpx.Response:
+    return httpx.post(f"{base}/v1/predict", json=body, **kwargs)
+
+
+def test_estimates_every_platform_with_model_and_features(served):
+    base, _ = served
+    body = post(base, {"algorithm": "mafft", "params": {"input": "f0.fa"}}).json()
+    estimates = {e["platform"]: e for e in body["estimates"]}
+    assert set(estimates) == {"cpu1", "cpu2"}
+    for platform, e in estimates.items():
+        assert e["model_name"] == f"runtime-mafft-{platform}" and e["model_version"] == "1" and e["flavor"] == "sklearn"
+        assert e["seconds"] > 0 and not e["fallback"]
+        assert e["features"]["input.sequences"] == 4
+    assert estimates["cpu2"]["seconds"] < estimates["cpu1"]["seconds"]
+
+
+def test_bigger_job_gets_longer_estimate(served):
+    base, _ = served
+    small = post(base, {"algorithm": "mafft", "params": {"input": "f0.fa"}, "platforms": ["cpu1"]}).json()
+    large = post(base, {"algorithm": "mafft", "params": {"input": "f19.fa"}, "platforms": ["cpu1"]}).json()
+    assert large["estimates"][0]["seconds"] > 5 * small["estimates"][0]["seconds"]
+
+
+def test_precomputed_features_skip_file_reading(served):
+    base, inputs = served
+    features = post(base, {"algorithm": "mafft", "params": {"input": "f3.fa"}}).json()["estimates"][0]["features"]
+    body = post(base, {"algorithm": "mafft", "features": features, "platforms": ["cpu1"]}).json()
+    assert len(body["estimates"]) == 1 and body["estimates"][0]["seconds"] > 0
+
+
+def test_platform_filter_and_unimplemented_algorithm_fallback(served):
+    base, _ = served
+    body = post(base, {"algorithm": "mafft", "params": {"input": "f1.fa"}, "platforms": ["cpu2"]}).json()
+    assert [e["platform"] for e in body["estimates"]] == ["cpu2"]
+    none = post(base, {"algorithm": "clustalo", "params": {"input": "f1.fa"}}).json()
+    for e in none["estimates"]:
+        assert e["seconds"] is None and "no champion" in e["reason"] and "no measurements" in e["reason"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ({"algorithm": "nope", "params": {}}, 404, "unknown algorithm 'nope'"),
+        ({"algorithm": "mafft", "params": {"input": "f0.fa"}, "platforms": ["gpu9"]}, 404, "unknown platform"),
+        ({"algorithm": "mafft", "params": {"input": "../home/store.db"}}, 403, "not a file under"),
+        ({"algorithm": "mafft", "params": {"input": "/etc/passwd"}}, 403, "not a file under"),
+        ({"algorithm": "mafft", "params": {"input": "escape.fa"}}, 403, "not a file under"),
+        ({"algorithm": "mafft", "params": {"input": "missing.fa"}}, 403, "not a file under"),
+        ({"algorithm": "mafft", "params": {"input": 42}}, 403, "must be a non-empty string"),
+        ({"algorithm": "mafft", "params": {"input": "junk.fa"}}, 422, "junk.fa"),
+        ({"algorithm": "mafft", "params": {}}, 422, "required input file is missing"),
+        ({"algorithm": "mafft", "params": {"input": "f0.fa", "colour": "red"}}, 422, "unknown parameter"),
+        ({"algorithm": "mafft", "params": {"input": "f0.fa", "retree": 7}}, 422, "retree"),
+        ({"algorithm": "mafft", "params": {"input": "f0.fa", "retree": "two"}}, 422, "retree"),
+        ({"algorithm": "mafft", "params": {"input": "f0.fa"}, "surprise": 1}, 422, "surprise"),
+        ({"algorithm": 5}, 422, "algorithm"),
+        ({}, 422, "algorithm"),
+    ],
+)
+def test_bad_input_gets_a_precise_4xx(served, body, status, fragment):
+    base, _ = served
+    response = post(base, body)
+    assert response.status_code == status, response.text
+    assert fragment in response.text
+
+
+def test_malformed_json_and_non_finite_features(served):
+    base, _ = served
+    raw = httpx.post(f"{base}/v1/predict", content=b"{not json", headers={"content-type": "application/json"})
+    assert raw.status_code == 422
+    nan = httpx.post(
+        f"{base}/v1/predict", content=b'{"algorithm": "mafft", "features": {"input.sequences": NaN}}',
+        headers={"content-type": "application/json"},
+    )
+    assert nan.status_code == 422, nan.text
+
+
+def test_catalog_routes(served):
+    base, _ = served
+    algorithms = {a["name"]: a for a in httpx.get(f"{base}/v1/algorithms").json()}
+    assert algorithms["mafft"]["platforms"] == ["cpu1", "cpu2"]
+    assert any(p["type"] == "file" and p["extractor"] == "fasta" for p in algorithms["mafft"]["parameters"])
+    platforms = {p["name"]: p for p in httpx.get(f"{base}/v1/platforms").json()}
+    assert platforms["cpu1"]["cores"] == 1 and platforms["cpu2"]["kind"] == "cpu"
+    models = httpx.get(f"{base}/v1/models").json()
+    assert {(m["algorithm"], m["platform"]) for m in models} == {("mafft", "cpu1"), ("mafft", "cpu2")}
+    assert all("rae" in m["metrics"] and m["features"] for m in models)
+    assert httpx.get(f"{base}/healthz").json() == {"status": "ok"}
+    assert httpx.get(f"{base}/readyz").json()["champions"] == 2
