@@ -91,3 +91,18 @@ def catalog(tmp_path: Path) -> Catalog:
     path = tmp_path / "catalog.yaml"
     path.write_text(CATALOG_YAML)
     return load_catalog(path)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say how many store tests ran on each backend, so CI's log shows PostgreSQL really ran."""
+    counts: dict[str, dict[str, int]] = {}
+    for outcome in ("passed", "failed", "error", "skipped"):
+        for report in terminalreporter.stats.get(outcome, []):
+            nodeid = getattr(report, "nodeid", "")
+            for backend in ("sqlite", "postgresql"):
+                if f"[{backend}" in nodeid or f"-{backend}]" in nodeid or f"-{backend}-" in nodeid:
+                    counts.setdefault(backend, {}).setdefault(outcome, 0)
+                    counts[backend][outcome] += 1
+    for backend, by_outcome in sorted(counts.items()):
+        summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(by_outcome.items()))
+        terminalreporter.write_line(f"store tests on {backend}: {summary}")
