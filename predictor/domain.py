@@ -77,7 +77,9 @@ class Estimate(BaseModel):
     seconds: float | None = None
     lower: float | None = None
     upper: float | None = None
-    coverage: float | None = None
+    coverage: float | None = Field(default=None, description="Nominal coverage of [lower, upper].")
+    limit: float | None = Field(default=None, description="Upper estimate at the limit quantile: a walltime request.")
+    limit_quantile: float | None = None
     model_name: str | None = None
     model_version: str | None = None
     flavor: str | None = None

@@ -33,6 +33,8 @@ class EstimateOut(BaseModel):
     lower: float | None = None
     upper: float | None = None
     coverage: float | None = None
+    limit: float | None = None
+    limit_quantile: float | None = None
     model_name: str | None = None
     model_version: str | None = None
     flavor: str | None = None
