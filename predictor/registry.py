@@ -46,6 +46,12 @@ class Champion:
     tags: dict[str, str] = field(default_factory=dict)
 
     @property
+    def residual_quantiles(self) -> dict[float, float]:
+        """Out-of-fold quantiles of log(actual / predicted), from the ``residual_log_quantiles`` tag (empty if absent)."""
+        raw = json.loads(self.tags.get("residual_log_quantiles", "{}"))
+        return {float(level): float(value) for level, value in raw.items()}
+
+    @property
     def metrics(self) -> dict[str, float]:
         """Cross-validation metrics recorded on the version as ``cv_*`` tags."""
         return {k[3:]: float(v) for k, v in self.tags.items() if k.startswith("cv_")}

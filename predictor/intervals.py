@@ -1,0 +1,49 @@
+"""Prediction intervals from out-of-fold residual quantiles (split-conformal on log ratios).
+
+Training records, for each champion, quantiles of log(actual / predicted) over its
+out-of-fold predictions. An interval of nominal coverage c around a new prediction
+p is [p * exp(q((1-c)/2)), p * exp(q((1+c)/2))]; a walltime limit at quantile u is
+p * exp(q(u)). Ratios, not differences, because run-time errors scale with the run time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+QUANTILE_LEVELS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.975, 0.99)
+MIN_SECONDS = 1e-3
+
+
+def residual_log_quantiles(actual: np.ndarray, predicted: np.ndarray) -> dict[float, float]:
+    """Quantiles of log(actual / predicted) at :data:`QUANTILE_LEVELS` (times floored at a millisecond).
+
+    Empirical quantiles rounded outwards (lower levels down, upper levels up), so intervals err wide.
+    """
+    ratios = np.log(np.maximum(actual, MIN_SECONDS)) - np.log(np.maximum(predicted, MIN_SECONDS))
+    return {
+        level: float(np.quantile(ratios, level, method="lower" if level < 0.5 else "higher"))
+        for level in QUANTILE_LEVELS
+    }
+
+
+def quantile_at(quantiles: Mapping[float, float], level: float) -> float:
+    """Log-ratio quantile at ``level``, linearly interpolated between recorded levels (clamped at the ends)."""
+    if not 0.0 < level < 1.0 or not quantiles:
+        raise ValueError(f"quantile level must lie in (0, 1) and quantiles be recorded, got {level}")
+    levels = sorted(quantiles)
+    return float(np.interp(level, levels, [quantiles[q] for q in levels]))
+
+
+def scaled(predicted: float | np.ndarray, quantiles: Mapping[float, float], level: float) -> float | np.ndarray:
+    """``predicted`` scaled by the recorded error ratio at ``level``."""
+    return predicted * math.exp(quantile_at(quantiles, level))
+
+
+def interval(
+    predicted: float | np.ndarray, quantiles: Mapping[float, float], coverage: float
+) -> tuple[float | np.ndarray, float | np.ndarray]:
+    """Central interval of nominal ``coverage`` around ``predicted``."""
+    return scaled(predicted, quantiles, (1 - coverage) / 2), scaled(predicted, quantiles, (1 + coverage) / 2)
