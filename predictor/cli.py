@@ -14,8 +14,8 @@ from rich.table import Table
 from predictor.settings import Settings
 
 app = typer.Typer(help="Runtime prediction for heterogeneous clusters.", no_args_is_help=True, add_completion=False)
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _settings() -> Settings:
@@ -215,8 +215,8 @@ def serve(
 
     settings = _settings()
     host, port = host or settings.api_host, port or settings.api_port
-    console.print(
-        f"serving on http://{host}:{port}  (docs: http://{host}:{port}/docs)\n"
+    typer.echo(f"serving on http://{host}:{port}  (docs: http://{host}:{port}/docs)")
+    typer.echo(
         f"try: curl -s -X POST http://{host}:{port}/v1/predict -H 'content-type: application/json' "
         "-d '{\"algorithm\": \"mafft\", \"params\": {\"input\": \"samples/family-40x300.fa\"}}'"
     )
@@ -263,7 +263,7 @@ def predict(
 def _local_oracle(settings: Settings, catalog: Any):
     from predictor.oracle import build_oracle
 
-    return build_oracle(catalog, settings.resolved_tracking_uri, _open_store(settings).profile_table())
+    return build_oracle(catalog, settings, _open_store(settings).profile_table())
 
 
 @app.command()
