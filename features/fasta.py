@@ -24,37 +24,27 @@ Modes:
 
 from __future__ import annotations
 
-import gzip
 import math
 import time
-import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, ClassVar
 
 import numpy as np
 
-from features.base import CostClass, FeatureError
+from features.base import CostClass
+from features.textio import BadInput, feature_errors, fill, is_binary, open_input
 
 _CHUNK_BYTES = 1 << 23  # full-scan read size: amortises per-chunk calls; memory stays a few times this
 _SNIFF_BYTES = 1 << 16  # prefix checked for binary content and the leading '>'
-_MAX_NON_PRINTABLE = 0.1  # fraction of non-text bytes in the prefix above which input is binary
 _MIN_NUCLEOTIDE = 0.9  # fraction of letters from the nucleotide alphabet that makes input nucleotide
 _CLASSIFY_BYTES = 1 << 19  # the alphabet is judged on this prefix of every chunk: a large sample, a small cost
-_GZIP_MAGIC = b"\x1f\x8b"
 
 _NL, _CR, _GT = ord("\n"), ord("\r"), ord(">")
 _IUPAC = b"ACGTUNRYKMSWBDHV"
 _LETTERS = bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(ord("a"), ord("z") + 1))
 _NON_LETTERS = bytes(b for b in range(256) if b not in _LETTERS)
 _NOT_NON_NUCLEOTIDE = _NON_LETTERS + _IUPAC + _IUPAC.lower()  # deleting these leaves non-nucleotide letters
-_TEXT = bytes([9, 10, 13, *range(32, 127)])
-
-
-class _BadInput(Exception):
-    """A problem with the input; :meth:`FastaExtractor.extract` re-raises it as a FeatureError naming the file."""
 
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -135,7 +125,7 @@ class _Scanner:
         if n == 0:
             return
         if buf.find(0, 0, n) != -1:
-            raise _BadInput("binary data (NUL bytes), not FASTA text")
+            raise BadInput("binary data (NUL bytes), not FASTA text")
         a = np.frombuffer(buf, np.uint8, n)
         newlines = np.flatnonzero(a == _NL)
         ends_line = bool(a[-1] == _NL)  # before header bytes are blanked with newlines
@@ -236,36 +226,24 @@ def _features(size: int, tally: _Tally, scale: float | None) -> dict[str, float]
     }
 
 
-def _fill(stream: BinaryIO, buf: bytearray) -> int:
-    """Read into ``buf`` until it is full or the stream ends; returns the bytes read."""
-    view = memoryview(buf)
-    n = 0
-    while n < len(buf):
-        got = stream.readinto(view[n:])  # type: ignore[attr-defined]
-        if not got:
-            break
-        n += got
-    return n
-
-
 def _check_start(buf: bytearray, n: int) -> int:
     """Check the input looks like FASTA text; returns the offset of its first '>'."""
     head = bytes(buf[: min(n, _SNIFF_BYTES)])
     if not head:
-        raise _BadInput("empty input: no data to read")
-    if b"\0" in head or len(head.translate(None, _TEXT)) > _MAX_NON_PRINTABLE * len(head):
-        raise _BadInput("binary data, not FASTA text")
+        raise BadInput("empty input: no data to read")
+    if is_binary(head):
+        raise BadInput("binary data, not FASTA text")
     body = head.lstrip()
     if not body:
-        raise _BadInput("no FASTA records: the file starts with blank space only")
+        raise BadInput("no FASTA records: the file starts with blank space only")
     if body[0] != _GT:
-        raise _BadInput(f"not FASTA: first non-blank character is {chr(body[0])!r}, expected '>'")
+        raise BadInput(f"not FASTA: first non-blank character is {chr(body[0])!r}, expected '>'")
     return len(head) - len(body)
 
 
 def _read_start(stream: BinaryIO, buf: bytearray) -> int:
     """Fill ``buf`` from the start of the input, check it is FASTA and blank the space before the first '>'."""
-    n = _fill(stream, buf)
+    n = fill(stream, buf)
     first = _check_start(buf, n)
     buf[:first] = b"\n" * first
     return n
@@ -299,22 +277,15 @@ class FastaExtractor:
     def extract(self, value: str | Path) -> dict[str, float]:
         """Features of the FASTA file at ``value``; raises :class:`FeatureError` naming it on bad input."""
         path = Path(value)
-        try:
-            with _open(path) as (stream, raw, compressed):
-                size = path.stat().st_size
-                if self.mode == "full":
-                    return self._full(stream, size, budgeted=True)
-                if compressed:
-                    return self._sampled_prefix(stream, raw, size)
-                if size <= self.sample_blocks * self.block_bytes:
-                    return self._full(stream, size, budgeted=False)
-                return self._sampled_blocks(stream, size)
-        except _BadInput as exc:
-            raise FeatureError(path, str(exc)) from None
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise FeatureError(path, f"corrupt or truncated gzip data: {exc}") from exc
-        except OSError as exc:
-            raise FeatureError(path, f"cannot read: {exc.strerror or exc}") from exc
+        with feature_errors(path), open_input(path) as (stream, raw, compressed):
+            size = path.stat().st_size
+            if self.mode == "full":
+                return self._full(stream, size, budgeted=True)
+            if compressed:
+                return self._sampled_prefix(stream, raw, size)
+            if size <= self.sample_blocks * self.block_bytes:
+                return self._full(stream, size, budgeted=False)
+            return self._sampled_blocks(stream, size)
 
     def _out_of_time(self, started: float) -> bool:
         return self.time_budget_s is not None and time.monotonic() - started > self.time_budget_s
@@ -329,8 +300,8 @@ class FastaExtractor:
         while n:
             scanner.feed(buf, n)
             if budgeted and self._out_of_time(started):
-                raise _BadInput(f"feature extraction exceeded its time budget of {self.time_budget_s} s")
-            n = _fill(stream, buf)
+                raise BadInput(f"feature extraction exceeded its time budget of {self.time_budget_s} s")
+            n = fill(stream, buf)
         scanner.finish()
         return _features(size, tally, None)
 
@@ -351,7 +322,7 @@ class FastaExtractor:
                 scanner.restart(at_line_start=True)
                 scanner.feed(buf, n)
             else:  # from the first line start on, so a cut header is not taken for residues
-                n = _fill(stream, buf)
+                n = fill(stream, buf)
                 skip = buf.find(_NL, 0, n) + 1
                 block = buf[skip:n]
                 scanner.restart(at_line_start=skip > 0)
@@ -374,7 +345,7 @@ class FastaExtractor:
                 return _features(size, tally, None)
             if blocks == self.sample_blocks or self._out_of_time(started):
                 return _features(size, tally, size / raw.tell())
-            n = _fill(stream, buf)
+            n = fill(stream, buf)
 
 
 def _spread_order(n: int) -> list[int]:
@@ -383,19 +354,3 @@ def _spread_order(n: int) -> list[int]:
     order = (int(format(i, f"0{bits}b")[::-1], 2) for i in range(1 << bits))
     return [i for i in order if i < n]
 
-
-@contextmanager
-def _open(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO, bool]]:
-    """Open ``path`` for reading: (text stream, raw file, whether gzip), decompressing by magic bytes."""
-    if path.is_dir():
-        raise _BadInput("is a directory, not a FASTA file")
-    if not path.exists():
-        raise _BadInput("no such file")
-    with open(path, "rb", buffering=0) as raw:
-        if raw.read(2) == _GZIP_MAGIC:
-            raw.seek(0)
-            with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
-                yield stream, raw, True  # type: ignore[misc]
-        else:
-            raw.seek(0)
-            yield raw, raw, False  # type: ignore[misc]

@@ -1,13 +1,17 @@
 """Registry of zoo members: each name builds a fresh, unfitted scikit-learn regressor.
 
 Runtimes span orders of magnitude, so ``*_log`` members learn log(seconds) and
-answer in seconds again (always positive). Settings are routed with ``set_params`` (nested ones with
-double underscores), so every member works with scikit-learn's tools.
+answer in seconds again (always positive), and ``*_log_smeared`` ones also correct exp of a
+log-space answer (a median) towards the mean; a family registered several ways lets
+cross-validation choose the target transform per algorithm and platform. Settings are routed with ``set_params``
+(nested ones with double underscores), so every member works with scikit-learn's tools. Members
+that read particular features (job-history baselines) declare them and apply only where they exist.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,19 +20,43 @@ from sklearn.base import RegressorMixin
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.dummy import DummyRegressor
 from sklearn.linear_model import LinearRegression
+from sklearn.neural_network import MLPRegressor
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.svm import SVR
+
+from models.attribute import BestAttributeIsotonic, SimpleLinearRegression
+from models.baselines import HistoryBaseline, JobTypeMean
+from models.cascade import CascadeNetRegressor
+from models.committee import SeedCommittee
+from models.search import SubsampledGridSearch
+from models.smearing import SmearedLogTarget
+from models.transforms import log_seconds, signed_log1p
 
 ZOO: dict[str, Callable[..., RegressorMixin]] = {}
 
 
-def register(name: str) -> Callable[[Callable[..., RegressorMixin]], Callable[..., RegressorMixin]]:
-    """Add a factory to the zoo under ``name`` (decorator)."""
+@dataclass(frozen=True)
+class Needs:
+    """What a member needs of a training set: features it reads by name, and a least number of rows."""
+
+    features: frozenset[str] = frozenset()
+    min_rows: int = 0
+
+
+NEEDS: dict[str, Needs] = {}
+
+
+def register(
+    name: str, *, requires: Collection[str] = (), min_rows: int = 0
+) -> Callable[[Callable[..., RegressorMixin]], Callable[..., RegressorMixin]]:
+    """Add a factory to the zoo under ``name`` (decorator), with the features and rows it cannot do without."""
 
     def add(factory: Callable[..., RegressorMixin]) -> Callable[..., RegressorMixin]:
         if name in ZOO:
             raise ValueError(f"zoo member {name!r} is already registered")
         ZOO[name] = factory
+        NEEDS[name] = Needs(frozenset(requires), min_rows)
         return factory
 
     return add
@@ -37,6 +65,19 @@ def register(name: str) -> Callable[[Callable[..., RegressorMixin]], Callable[..
 def available_models() -> list[str]:
     """Names of every zoo member, in registration order."""
     return list(ZOO)
+
+
+def applicable(name: str, feature_names: Collection[str], n_rows: int) -> bool:
+    """Whether member ``name`` can train on ``n_rows`` rows with ``feature_names``."""
+    needs = NEEDS.get(name, Needs())
+    return needs.features <= set(feature_names) and n_rows >= needs.min_rows
+
+
+def target_transform(name: str) -> str:
+    """How member ``name`` treats seconds, by its name: ``log`` (``*_log``), ``log smeared`` (``*_log_smeared``), ``raw``."""
+    if name.endswith("_log_smeared"):
+        return "log smeared"
+    return "log" if name.endswith("_log") else "raw"
 
 
 def make_model(name: str, *, seed: int | None = None, **params: Any) -> RegressorMixin:
@@ -51,22 +92,56 @@ def make_model(name: str, *, seed: int | None = None, **params: Any) -> Regresso
     return model.set_params(**params)
 
 
-def signed_log1p(x: Any) -> Any:
-    """log1p of magnitudes with the sign kept: compresses wide ranges and accepts negatives."""
-    return np.sign(x) * np.log1p(np.abs(x))
-
-
-MIN_SECONDS = 1e-3
-
-
-def log_seconds(y: Any) -> Any:
-    """Natural log of run times, floored at a millisecond so a zero-second run stays finite."""
-    return np.log(np.maximum(y, MIN_SECONDS))
+def _signed_log() -> FunctionTransformer:
+    """Feature transform by :func:`signed_log1p`, validating input (numeric, dense, finite) first."""
+    return FunctionTransformer(signed_log1p, validate=True)
 
 
 def _log_target(regressor: RegressorMixin) -> TransformedTargetRegressor:
     """Wrap ``regressor`` to learn log(seconds) and predict exp of its answer, so estimates stay positive."""
     return TransformedTargetRegressor(regressor=regressor, func=log_seconds, inverse_func=np.exp, check_inverse=False)
+
+
+def _standardised_target(regressor: RegressorMixin, *, log: bool) -> TransformedTargetRegressor:
+    """Wrap ``regressor`` to learn standardised seconds (or log seconds), so its tolerances are in units of spread."""
+    steps = [("log", FunctionTransformer(log_seconds, inverse_func=np.exp, check_inverse=False))] if log else []
+    return TransformedTargetRegressor(regressor=regressor, transformer=Pipeline([*steps, ("scale", StandardScaler())]))
+
+
+def _scaled(name: str, regressor: RegressorMixin) -> Pipeline:
+    """``regressor`` on signed-log, then standardised features (sizes span orders of magnitude)."""
+    return Pipeline([("log", _signed_log()), ("scale", StandardScaler()), (name, regressor)])
+
+
+def _log_linear() -> Pipeline:
+    """Least squares on standardised signed-log features."""
+    return Pipeline([("log", _signed_log()), ("scale", StandardScaler()), ("regress", LinearRegression())])
+
+
+def _mlp(*, log: bool) -> SeedCommittee:
+    """Five fixed two-layer perceptrons (seeds) with early stopping on a held-out fifth (so 20 rows or so), averaged."""
+    network = MLPRegressor(
+        hidden_layer_sizes=(32, 16),
+        learning_rate_init=3e-3,
+        max_iter=2000,
+        early_stopping=True,
+        validation_fraction=0.2,
+        n_iter_no_change=15,
+        random_state=0,
+    )
+    return SeedCommittee(_standardised_target(_scaled("mlp", network), log=log), n_members=5)
+
+
+SVR_GRID = {
+    "regressor__svr__C": [1.0, 10.0, 100.0],
+    "regressor__svr__gamma": [0.03, 0.1, 0.3],
+    "regressor__svr__epsilon": [0.02, 0.1],
+}
+
+
+def _svr(*, log: bool) -> SubsampledGridSearch:
+    """RBF epsilon-SVR, C, gamma and epsilon chosen by 3-fold inner CV (on at most 300 rows) on seconds' MAE."""
+    return SubsampledGridSearch(_standardised_target(_scaled("svr", SVR(kernel="rbf")), log=log), SVR_GRID, max_rows=300)
 
 
 def _lightgbm() -> LGBMRegressor:
@@ -97,15 +172,7 @@ def linear() -> Pipeline:
 @register("linear_log")
 def linear_log() -> TransformedTargetRegressor:
     """Least squares in log-log space: a power law seconds ~ prod(feature^k)."""
-    return _log_target(
-        Pipeline(
-            [
-                ("log", FunctionTransformer(signed_log1p)),
-                ("scale", StandardScaler()),
-                ("regress", LinearRegression()),
-            ]
-        )
-    )
+    return _log_target(_log_linear())
 
 
 @register("lightgbm")
@@ -118,3 +185,93 @@ def lightgbm() -> LGBMRegressor:
 def lightgbm_log() -> TransformedTargetRegressor:
     """LightGBM on log(seconds); trees need no feature transform."""
     return _log_target(_lightgbm())
+
+
+@register("profile_mean")
+def profile_mean() -> JobTypeMean:
+    """Baseline: the profile table's mean per job type (seed 000)."""
+    return JobTypeMean()
+
+
+@register("last_two_mean", requires=("history.last2_mean", "history.last1", "request.time"))
+def last_two_mean() -> HistoryBaseline:
+    """Baseline for job-history data: the user's last two run times averaged (Tsafrir et al. 2007)."""
+    return HistoryBaseline()
+
+
+@register("requested_time", requires=("request.time",))
+def requested_time() -> HistoryBaseline:
+    """Baseline for job-history data: the run time the user requested."""
+    return HistoryBaseline(columns=("request.time",), cap_column=None)
+
+
+@register("simple_linear")
+def simple_linear() -> SimpleLinearRegression:
+    """Weka's SimpleLinearRegression on raw seconds (seed 001, Table 2)."""
+    return SimpleLinearRegression()
+
+
+@register("simple_linear_log")
+def simple_linear_log() -> TransformedTargetRegressor:
+    """SimpleLinearRegression in log-log space: a power law of the single best attribute."""
+    return _log_target(Pipeline([("log", _signed_log()), ("regress", SimpleLinearRegression())]))
+
+
+@register("isotonic")
+def isotonic() -> BestAttributeIsotonic:
+    """Weka's IsotonicRegression on raw seconds (seed 001, Table 2)."""
+    return BestAttributeIsotonic()
+
+
+@register("isotonic_log")
+def isotonic_log() -> TransformedTargetRegressor:
+    """IsotonicRegression on log(seconds): the attribute is chosen by squared error of logs."""
+    return _log_target(BestAttributeIsotonic())
+
+
+@register("svr")
+def svr() -> SubsampledGridSearch:
+    """epsilon-SVR on raw seconds (seed 001's tuned LibSVM, Figs 4-5)."""
+    return _svr(log=False)
+
+
+@register("svr_log")
+def svr_log() -> SubsampledGridSearch:
+    """epsilon-SVR on log(seconds), tuned on errors in seconds."""
+    return _svr(log=True)
+
+
+@register("mlp", min_rows=20)
+def mlp() -> SeedCommittee:
+    """Fixed-size network on raw seconds (seed 001's MultilayerPerceptron, Table 2's winner, Figs 2-3)."""
+    return _mlp(log=False)
+
+
+@register("mlp_log", min_rows=20)
+def mlp_log() -> SeedCommittee:
+    """Fixed-size network on log(seconds)."""
+    return _mlp(log=True)
+
+
+@register("cascade")
+def cascade() -> CascadeNetRegressor:
+    """Cascade2-grown network on raw seconds (seed 001's FANN network), sized by held-out error."""
+    return CascadeNetRegressor()
+
+
+@register("cascade_log")
+def cascade_log() -> TransformedTargetRegressor:
+    """The Cascade2-grown network on log(seconds)."""
+    return _log_target(CascadeNetRegressor())
+
+
+@register("linear_log_smeared")
+def linear_log_smeared() -> SmearedLogTarget:
+    """The log-log power law answering the mean run time (Duan's smearing)."""
+    return SmearedLogTarget(_log_linear())
+
+
+@register("lightgbm_log_smeared")
+def lightgbm_log_smeared() -> SmearedLogTarget:
+    """LightGBM on log(seconds) answering the mean run time."""
+    return SmearedLogTarget(_lightgbm())

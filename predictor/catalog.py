@@ -89,6 +89,12 @@ class Implementation(_Strict):
     checkpoint: bool = False
 
 
+class Derived(_Strict):
+    """A feature computed from a job's other features: the product of the named ones (e.g. a search space)."""
+
+    product: list[str] = Field(min_length=2, description="Features multiplied: '<file parameter>.<feature>' or a number parameter.")
+
+
 class Algorithm(_Strict):
     """A named program the facility offers."""
 
@@ -96,6 +102,24 @@ class Algorithm(_Strict):
     description: str = ""
     parameters: dict[str, Parameter]
     implementations: dict[str, Implementation]
+    derived: dict[str, Derived] = Field(default_factory=dict, description="Features computed from the others.")
+
+    @model_validator(mode="after")
+    def _derived_from_known_features(self) -> Algorithm:
+        for name, derived in self.derived.items():
+            if "." in name or "=" in name or name in self.parameters:
+                raise ValueError(f"derived.{name}: a derived name must not contain '.' or '=' nor be a parameter")
+            for operand in derived.product:
+                param, _, feature = operand.partition(".")
+                spec = self.parameters.get(param)
+                if feature and spec is not None and spec.type == "file" and spec.required:
+                    continue
+                if not feature and spec is not None and spec.type in ("int", "float") and spec.feature:
+                    continue
+                raise ValueError(
+                    f"derived.{name}: {operand!r} is neither '<required file parameter>.<feature>' nor a number parameter"
+                )
+        return self
 
     @property
     def platforms(self) -> list[str]:

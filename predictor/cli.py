@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 from rich.console import Console
@@ -62,15 +63,21 @@ def _fail(message: str) -> typer.Exit:
 
 @app.command()
 def ingest(
-    files: Annotated[list[Path], typer.Argument(help="CSV or Parquet files of finished runs.", exists=True, dir_okay=False)],
+    files: Annotated[list[Path], typer.Argument(help="CSV, Parquet or SWF files of finished runs.", exists=True, dir_okay=False)],
     algorithm: Annotated[Optional[str], typer.Option(help="Algorithm for rows that do not name one.")] = None,
     platform: Annotated[Optional[str], typer.Option(help="Platform for rows that do not name one.")] = None,
     map_: Annotated[Optional[list[str]], typer.Option("--map", help="Rename a column: COLUMN=FIELD (repeatable).")] = None,
     machine: Annotated[Optional[str], typer.Option(help="Machine for rows that do not name one.")] = None,
+    file_format: Annotated[
+        Optional[Literal["csv", "parquet", "swf"]],
+        typer.Option("--format", help="How to read the files (default: by suffix; .swf is a Standard Workload Format log)."),
+    ] = None,
+    rejects_dir: Annotated[Optional[Path], typer.Option(help="Folder for rejects files (default: beside each input).")] = None,
 ) -> None:
-    """Validate and store measurements; bad rows go to a rejects file beside the input."""
+    """Validate and store measurements (CSV, Parquet, or SWF job logs); bad rows go to a rejects file beside the input."""
     from predictor.catalog import load_catalog
     from predictor.ingest import IngestError, ingest_file
+    from predictor.swf_ingest import ingest_swf
 
     settings = _settings()
     catalog = load_catalog(settings.catalog_path)
@@ -78,14 +85,22 @@ def ingest(
     mapping = _parse_pairs(map_, "--map")
     any_rejected = False
     for path in files:
+        options = {"algorithm": algorithm, "platform": platform, "machine": machine, "rejects_dir": rejects_dir}
         try:
-            report = ingest_file(path, store, catalog, algorithm=algorithm, platform=platform, mapping=mapping, machine=machine)
+            if (file_format or path.suffix.lower().lstrip(".")) == "swf":
+                if mapping:
+                    raise IngestError("--map renames CSV and Parquet columns; an SWF log has fixed fields")
+                report = ingest_swf(path, store, catalog, **options)
+            else:
+                report = ingest_file(path, store, catalog, mapping=mapping, file_format=file_format, **options)
         except IngestError as exc:
             raise _fail(str(exc)) from None
         console.print(
             f"{path}: {report.rows} rows, {report.stored} stored, {report.duplicates} already stored, "
-            f"{len(report.rejected)} rejected"
+            f"{len(report.skipped)} skipped, {len(report.rejected)} rejected"
         )
+        for message, count in Counter(s.message for s in report.skipped).items():
+            console.print(f"  skipped {count}: {message}")
         for reject in report.rejected[:20]:
             err_console.print(f"  line {reject.line}, {reject.field}: {reject.message}")
         if report.rejected:
@@ -204,6 +219,31 @@ def train(
 
 
 @app.command()
+def report(
+    algorithm: Annotated[str, typer.Option(help="Algorithm whose latest training session to show.")],
+    platform: Annotated[Optional[str], typer.Option(help="Only this platform.")] = None,
+) -> None:
+    """Seed 001's Table 2 for the latest training session: every candidate's cross-validated metrics per platform."""
+    from training.report import REPORT_METRICS, NoSession, latest_session
+
+    try:
+        session = latest_session(_settings(), algorithm, platform)
+    except NoSession as exc:
+        raise _fail(str(exc)) from None
+    coverage = "" if session.nominal_coverage is None else f"; intervals of nominal coverage {session.nominal_coverage:g}"
+    console.print(f"{algorithm}: training session {session.run_id}{coverage}; * = champion (by {session.selection_metric})")
+    wide = Console(width=max(console.width, 150))
+    for name in sorted({r.platform for r in session.rows}):
+        table = Table(title=f"{algorithm} on {name}")
+        for column in ("model", "target", *REPORT_METRICS.values(), "fit s"):
+            table.add_column(column, justify="left" if column in ("model", "target") else "right", no_wrap=True)
+        for r in (r for r in session.rows if r.platform == name):
+            values = [f"{r.metrics[m]:.4g}" if m in r.metrics else "-" for m in REPORT_METRICS]
+            table.add_row(("* " if r.champion else "") + r.model, r.target_transform, *values, f"{r.fit_seconds:.2f}")
+        wide.print(table)
+
+
+@app.command()
 def serve(
     host: Annotated[Optional[str], typer.Option(help="Bind address (default from settings).")] = None,
     port: Annotated[Optional[int], typer.Option(help="Port (default from settings).")] = None,
@@ -220,7 +260,7 @@ def serve(
         f"try: curl -s -X POST http://{host}:{port}/v1/predict -H 'content-type: application/json' "
         "-d '{\"algorithm\": \"mafft\", \"params\": {\"input\": \"samples/family-40x300.fa\"}}'"
     )
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False)  # the app logs each request
 
 
 @app.command()
@@ -278,3 +318,65 @@ def export(
     console.print(f"wrote {rows} measurements to {out}")
 
 
+@app.command()
+def describe(
+    algorithm: Annotated[Optional[str], typer.Option(help="Only this algorithm.")] = None,
+    platform: Annotated[Optional[str], typer.Option(help="Only this platform.")] = None,
+    plots: Annotated[Optional[Path], typer.Option(help="Save a scatter plot (PNG) of runtime against each feature here.")] = None,
+) -> None:
+    """Per algorithm and platform: runs, runtime range and each feature's rank correlation with runtime."""
+    from predictor.describe import describe_pairs, plot_features, summary_table
+
+    described = 0
+    for summary, frame in describe_pairs(_open_store(_settings()), algorithm, platform):
+        console.print(summary_table(summary))
+        if plots:
+            written = plot_features(summary, frame, plots)
+            console.print(f"{len(written)} plots in {written[0].parent if written else plots}")
+        described += 1
+    if not described:
+        raise _fail("no successful measurements stored" + "".join(f" for {x}" for x in (algorithm, platform) if x))
+
+
+
+
+@app.command()
+def simulate(
+    workload: Annotated[str, typer.Option(help="fig11..fig14, ncbi[:hours=25,...], dataset[:load=0.8,...], a measurements .csv or an .swf log[:limit=N,speedup=S].")],
+    cluster: Annotated[Optional[str], typer.Option(help="ncbi[:per_type=N], ncbi-homo, catalog:N, a .machines or .yaml file (default: the workload's).")] = None,
+    policy: Annotated[str, typer.Option(help="Policy, with options as NAME:key=value,... (edf, edf:objective=makespan, fcfs, ...).")] = "edf",
+    estimates: Annotated[Optional[str], typer.Option(help="oracle | model[:MEMBER] | noisy:SIGMA | none | requested | champions (default: model when the workload has history, else oracle).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of generated workloads, noise and models.")] = 0,
+    gantt: Annotated[Optional[Path], typer.Option(help="Gantt chart PNG (default: HOME/simulations/<workload>-<policy>-<estimates>.png).")] = None,
+    chart: Annotated[bool, typer.Option(help="Draw the Gantt chart.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
+) -> None:
+    """Replay a workload through the scheduler in a discrete-event simulation: metrics table and Gantt chart."""
+    from predictor.catalog import load_catalog
+    from scheduler.gantt import plot
+    from scheduler.runner import load_cluster, load_workload, run
+
+    settings = _settings()
+    catalog = load_catalog(settings.catalog_path)
+    try:
+        w = load_workload(workload, catalog, seed)
+        if cluster:
+            w.cluster = load_cluster(cluster, catalog)
+        chosen = estimates or ("model" if w.history else "oracle")
+        result, metrics = run(w, policy, chosen, seed=seed, champions=lambda: _local_oracle(settings, catalog))
+    except (ValueError, KeyError, FileNotFoundError) as exc:
+        raise _fail(str(exc).strip('"')) from None
+    if as_json:
+        console.print_json(json.dumps(metrics.as_dict()))
+    else:
+        table = Table(title=f"{w.name} on {w.cluster.describe()}: {result.policy}, estimates {chosen}")
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for name, value in metrics.as_dict().items():
+            table.add_row(name, f"{value:,.3f}" if isinstance(value, float) else f"{value:,}")
+        table.add_row("simulation seconds", f"{result.wall_seconds:.2f}")
+        console.print(table)
+    if chart:
+        name = f"{w.name}-{result.policy}-{chosen}".replace(":", "_").replace("/", "_")
+        path = plot(result, gantt or settings.resolved_home / "simulations" / f"{name}.png")
+        err_console.print(f"Gantt chart: {path}")

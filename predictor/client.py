@@ -1,12 +1,19 @@
-"""A small Python client of the service's HTTP API, for the CLI's ``--url`` and for schedulers."""
+"""A small Python client of the service's HTTP API, for the CLI's ``--url`` and for schedulers that embed the project.
+
+Answers come back as domain types (:class:`~predictor.domain.Estimate`) or plain records; an error answer
+raises :class:`PredictorError` with the status and the service's detail. Connection failures are retried
+(every call is safe to repeat: predictions change nothing and observations are idempotent by run id).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from predictor.domain import Estimate
+from predictor.domain import Estimate, Measurement
 
 
 class PredictorError(RuntimeError):
@@ -17,12 +24,22 @@ class PredictorError(RuntimeError):
         super().__init__(f"HTTP {status_code}: {detail}")
 
 
+@dataclass(frozen=True)
+class RecordReport:
+    """What the service did with recorded observations."""
+
+    stored: list[str]
+    duplicates: list[str]
+    rejected: list[dict[str, Any]]
+
+
 class PredictorClient:
     """Talks to one running service; reuses one connection pool."""
 
-    def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 10.0) -> None:
+    def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 10.0, retries: int = 2) -> None:
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+        transport = httpx.HTTPTransport(retries=retries)
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport)
 
     def close(self) -> None:
         self._http.close()
@@ -33,26 +50,96 @@ class PredictorClient:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _post(self, path: str, payload: dict[str, Any]) -> Any:
-        response = self._http.post(path, json=payload)
-        if response.is_error:
-            try:
-                detail = response.json().get("detail", response.text)
-            except ValueError:
-                detail = response.text
-            raise PredictorError(response.status_code, str(detail))
-        return response.json()
-
     def predict(
         self,
         algorithm: str,
         params: dict[str, Any] | None = None,
         platforms: list[str] | None = None,
         features: dict[str, float] | None = None,
+        *,
+        coverage: float | None = None,
+        limit_quantile: float | None = None,
     ) -> dict[str, Estimate]:
         """Estimates per platform for one job."""
-        payload: dict[str, Any] = {"algorithm": algorithm, "params": params or {}, "platforms": platforms}
-        if features is not None:
-            payload["features"] = features
-        body = self._post("/v1/predict", payload)
+        payload = _job(algorithm, params, platforms, features) | _options(coverage, limit_quantile)
+        body = self._call("POST", "/v1/predict", payload)
         return {e["platform"]: Estimate(**e) for e in body["estimates"]}
+
+    def predict_batch(
+        self, jobs: Sequence[Mapping[str, Any]], *, coverage: float | None = None, limit_quantile: float | None = None
+    ) -> list[dict[str, Estimate] | PredictorError]:
+        """Estimates for many jobs (each ``{algorithm, params?, platforms?, features?}``); a failed job gives its error."""
+        body = self._call("POST", "/v1/predict/batch", {"jobs": [dict(job) for job in jobs]} | _options(coverage, limit_quantile))
+        return [
+            PredictorError(item["error"]["status"], item["error"]["detail"])
+            if item.get("error")
+            else {e["platform"]: Estimate(**e) for e in item["estimates"]}
+            for item in body["results"]
+        ]
+
+    def predict_matrix(
+        self,
+        algorithm: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[float]],
+        platforms: list[str] | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """Estimates for rows of precomputed features, as columns per platform (``seconds``, ``lower``, ...)."""
+        payload = {"algorithm": algorithm, "columns": list(columns), "rows": [list(r) for r in rows], "params": params or {}}
+        if platforms is not None:
+            payload["platforms"] = platforms
+        body = self._call("POST", "/v1/predict/matrix", payload)
+        return {e["platform"]: e for e in body["estimates"]}
+
+    def record(self, observations: Measurement | Mapping[str, Any] | Sequence[Measurement | Mapping[str, Any]]) -> RecordReport:
+        """Record finished runs (needs the token); runs already stored come back as duplicates, bad ones as rejected."""
+        items = [observations] if isinstance(observations, (Measurement, Mapping)) else list(observations)
+        payload = [o.model_dump(mode="json") if isinstance(o, Measurement) else dict(o) for o in items]
+        body = self._call("POST", "/v1/observations", payload, accept=(200, 422))
+        if "stored" not in body:
+            raise PredictorError(422, str(body.get("detail")))
+        return RecordReport(body["stored"], body["duplicates"], body["rejected"])
+
+    def models(self) -> list[dict[str, Any]]:
+        """The champion serving each (algorithm, platform), with its metrics."""
+        return self._call("GET", "/v1/models")
+
+    def reload(self) -> dict[str, Any]:
+        """Ask the service to check the registry's champion aliases now (needs the token)."""
+        return self._call("POST", "/v1/models/reload")
+
+    def ready(self) -> dict[str, Any]:
+        """Readiness: champions loaded and where they came from."""
+        return self._call("GET", "/readyz")
+
+    def algorithms(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/algorithms")
+
+    def platforms(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/v1/platforms")
+
+    def _call(self, method: str, path: str, payload: Any = None, accept: tuple[int, ...] = (200,)) -> Any:
+        """The JSON answer of one request; PredictorError for a status outside ``accept``."""
+        response = self._http.request(method, path, json=payload)
+        if response.status_code not in accept:
+            try:
+                detail = response.json().get("detail", response.text)
+            except (ValueError, AttributeError):
+                detail = response.text
+            raise PredictorError(response.status_code, str(detail))
+        return response.json()
+
+
+def _job(algorithm: str, params: dict[str, Any] | None, platforms: list[str] | None, features: dict[str, float] | None) -> dict[str, Any]:
+    """One job's request payload, without the fields left unset."""
+    job: dict[str, Any] = {"algorithm": algorithm, "params": params or {}}
+    if platforms is not None:
+        job["platforms"] = platforms
+    if features is not None:
+        job["features"] = features
+    return job
+
+
+def _options(coverage: float | None, limit_quantile: float | None) -> dict[str, float]:
+    return {k: v for k, v in (("coverage", coverage), ("limit_quantile", limit_quantile)) if v is not None}

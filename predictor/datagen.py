@@ -1,14 +1,21 @@
-"""Seeded generators of realistic FASTA inputs, for tests, benchmarks and parameter sweeps.
+"""Seeded generators of realistic inputs, for tests, benchmarks and parameter sweeps.
 
-Everything is vectorised with numpy and written in batches of about 16 M residues
-(a longer record is made whole), so a 1 GB file takes seconds and little memory
-beyond one length per sequence. The same arguments always give the same bytes.
+FASTA (random or families of related sequences), FASTA sampled from other
+sequences (BLAST queries and HMMER targets that find hits), FASTQ reads sampled
+from a reference, and, through the real tools, BLAST databases (``makeblastdb``),
+BWA indexes (``bwa index``) and HMM profiles (``mafft`` then ``hmmbuild``).
+Everything of ours is vectorised with numpy; random FASTA is written in batches of
+about 16 M residues (a longer record is made whole), so a 1 GB file takes seconds
+and little memory beyond one length per sequence. The same arguments always give
+the same bytes (the tools add only a creation date to their outputs).
 """
 
 from __future__ import annotations
 
 import gzip
 import itertools
+import subprocess
+import tempfile
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -152,14 +159,201 @@ def write_family_fasta(
     table = _residue_table(alphabet, 0.5)
     lengths = _lengths(rng, n_sequences, length, 0)
     ancestor = _draw(rng, table, int(lengths[0]))
-    members = np.tile(ancestor, n_sequences)
-    mutated = np.flatnonzero(rng.random(members.size) < mutation_rate)
-    replacement = _draw(rng, table, mutated.size)
-    clash = replacement == members[mutated]
-    while clash.any():  # redraw substitutions that kept the original residue
-        replacement[clash] = _draw(rng, table, int(clash.sum()))
-        clash = replacement == members[mutated]
-    members[mutated] = replacement
+    members = _substitute(rng, np.tile(ancestor, n_sequences), mutation_rate, table)
     with _open_output(path, False) as out:
         out.write(_format_records(members, lengths, 1, line_width))
     return path
+
+
+def _substitute(rng: np.random.Generator, residues: np.ndarray, rate: float, table: np.ndarray) -> np.ndarray:
+    """``residues`` with each position replaced, with probability ``rate``, by a different residue from ``table``."""
+    mutated = np.flatnonzero(rng.random(residues.size) < rate)
+    replacement = _draw(rng, table, mutated.size)
+    clash = replacement == residues[mutated]
+    while clash.any():  # redraw substitutions that kept the original residue
+        replacement[clash] = _draw(rng, table, int(clash.sum()))
+        clash = replacement == residues[mutated]
+    residues[mutated] = replacement
+    return residues
+
+
+def read_sequences(path: str | Path) -> list[bytes]:
+    """The sequences (residues only) of every record of a plain FASTA file."""
+    records = Path(path).read_bytes().split(b"\n>")
+    return [b"".join(record.split(b"\n")[1:]).replace(b"\r", b"") for record in records]
+
+
+def head_fasta(source: str | Path, path: str | Path, n_sequences: int) -> Path:
+    """Copy the first ``n_sequences`` records of the FASTA file ``source`` to ``path``; returns it."""
+    text = Path(source).read_bytes()
+    starts = [i + 1 for i in _record_starts(text)]
+    if n_sequences < 1 or n_sequences > len(starts) + 1:
+        raise ValueError(f"{source} has {len(starts) + 1} records, cannot take {n_sequences}")
+    path = Path(path)
+    path.write_bytes(text[: starts[n_sequences - 1]] if n_sequences <= len(starts) else text)
+    return path
+
+
+def _record_starts(text: bytes) -> np.ndarray:
+    """Offsets of the newlines that precede the 2nd, 3rd, ... record's '>'."""
+    a = np.frombuffer(text, np.uint8)
+    return np.flatnonzero((a[:-1] == ord("\n")) & (a[1:] == ord(">")))
+
+
+# The standard genetic code, codons indexed 16*first + 4*second + third with bases ordered T, C, A, G.
+_CODE = np.frombuffer(b"FFLLSSSSYY**CC*WLLLLPPPPHHQQRRRRIIIMTTTTNNKKSSRRVVVVAAAADDEEGGGG", np.uint8)
+_BASE_INDEX = np.zeros(256, dtype=np.uint8)
+_BASE_INDEX[list(b"TCAGtcag")] = [0, 1, 2, 3, 0, 1, 2, 3]
+_COMPLEMENT = np.arange(256, dtype=np.uint8)
+_COMPLEMENT[list(b"ACGT")] = list(b"TGCA")
+
+
+def _translate(rng: np.random.Generator, dna: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Protein of the codons of ``dna`` (frame 1); stop codons become random residues, so the protein is one piece."""
+    codons = _BASE_INDEX[dna[: dna.size - dna.size % 3]].reshape(-1, 3).astype(np.int64)
+    protein = _CODE[codons[:, 0] * 16 + codons[:, 1] * 4 + codons[:, 2]]
+    stops = protein == ord("*")
+    protein[stops] = _draw(rng, table, int(stops.sum()))
+    return protein
+
+
+def write_sampled_fasta(
+    path: str | Path,
+    source: str | Path,
+    n_sequences: int,
+    length_mean: float,
+    hit_fraction: float,
+    length_sd: float = 0,
+    mutation_rate: float = 0.1,
+    alphabet: Alphabet = "dna",
+    translate: bool = False,
+    seed: int = 0,
+    line_width: int = 60,
+) -> Path:
+    """Write sequences of which about ``hit_fraction`` are mutated pieces of ``source``'s sequences, the rest random.
+
+    A sampled sequence is a window of a random record of ``source`` (the whole record
+    when shorter), with point substitutions at ``mutation_rate``; with ``translate`` the window is DNA read as codons and the
+    output is its protein (for translated searches such as tblastn). This makes BLAST
+    queries and HMMER targets that find real hits among random decoys.
+    """
+    if not 0.0 <= hit_fraction <= 1.0 or not 0.0 <= mutation_rate <= 1.0:
+        raise ValueError(f"hit_fraction and mutation_rate must be within [0, 1], got {hit_fraction}, {mutation_rate}")
+    if translate and alphabet != "protein":
+        raise ValueError("translate makes protein from DNA: alphabet must be 'protein'")
+    pool = read_sequences(source)
+    if not pool or not all(pool):
+        raise ValueError(f"{source}: no sequences to sample from")
+    rng = np.random.default_rng(seed)
+    table = _residue_table(alphabet, 0.5)
+    lengths = _lengths(rng, n_sequences, length_mean, length_sd)
+    hits = rng.random(n_sequences) < hit_fraction
+    pieces = []
+    for length, hit in zip(lengths.tolist(), hits.tolist()):
+        if not hit:
+            pieces.append(_draw(rng, table, length))
+            continue
+        record = np.frombuffer(pool[int(rng.integers(len(pool)))], np.uint8)
+        window = min(record.size, 3 * length if translate else length)
+        start = int(rng.integers(record.size - window + 1))
+        piece = record[start : start + window].copy()
+        if translate:
+            piece = _translate(rng, piece, table)
+        pieces.append(_substitute(rng, piece, mutation_rate, table))
+    out_lengths = np.array([piece.size for piece in pieces], dtype=np.int64)
+    path = Path(path)
+    with _open_output(path, False) as out:
+        out.write(_format_records(np.concatenate(pieces), out_lengths, 1, line_width))
+    return path
+
+
+def write_fastq(
+    path: str | Path,
+    reference: str | Path,
+    n_reads: int,
+    read_length: int,
+    error_rate: float = 0.01,
+    seed: int = 0,
+    gzip_output: bool = False,
+) -> Path:
+    """Write single-end reads sampled uniformly from both strands of ``reference`` (FASTA), with substitution errors.
+
+    Qualities follow the errors: Phred 35-40 at correct bases, 2-15 at substituted ones (Phred+33).
+    """
+    if n_reads < 1 or read_length < 1 or not 0.0 <= error_rate <= 1.0:
+        raise ValueError(f"need n_reads >= 1, read_length >= 1, error_rate in [0, 1]; got {n_reads}, {read_length}, {error_rate}")
+    contigs = [np.frombuffer(s, np.uint8) for s in read_sequences(reference) if len(s) >= read_length]
+    if not contigs:
+        raise ValueError(f"{reference}: no sequence as long as a read ({read_length})")
+    rng = np.random.default_rng(seed)
+    table = _residue_table("dna", 0.5)
+    sizes = np.array([c.size - read_length + 1 for c in contigs], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum([c.size for c in contigs])[:-1]))
+    which = rng.choice(len(contigs), size=n_reads, p=sizes / sizes.sum())
+    starts = offsets[which] + rng.integers(0, sizes[which])
+    reads = np.concatenate(contigs)[starts[:, None] + np.arange(read_length)]
+    reverse = rng.random(n_reads) < 0.5
+    reads[reverse] = _COMPLEMENT[reads[reverse, ::-1]]
+    before = reads.copy()
+    reads = _substitute(rng, reads.reshape(-1), error_rate, table).reshape(n_reads, read_length)
+    wrong = reads != before
+    quality = np.where(wrong, rng.integers(2, 16, reads.shape), rng.integers(35, 41, reads.shape)).astype(np.uint8) + 33
+    headers = [b"@read%d\n" % i for i in range(1, n_reads + 1)]
+    with _open_output(Path(path), gzip_output) as out:
+        for header, read, qual in zip(headers, reads, quality):
+            out.write(header + read.tobytes() + b"\n+\n" + qual.tobytes() + b"\n")
+    return Path(path)
+
+
+def make_blast_db(fasta: str | Path, prefix: str | Path, alphabet: Alphabet) -> Path:
+    """Build a BLAST database (version 5) from ``fasta`` with ``makeblastdb``; returns its prefix."""
+    if alphabet not in ("dna", "protein"):
+        raise ValueError(f"alphabet must be 'dna' or 'protein', got {alphabet!r}")
+    prefix = Path(prefix)
+    dbtype = "nucl" if alphabet == "dna" else "prot"
+    _run(["makeblastdb", "-in", str(fasta), "-dbtype", dbtype, "-out", str(prefix), "-title", prefix.name])
+    return prefix
+
+
+def make_bwa_index(fasta: str | Path) -> Path:
+    """Index the DNA FASTA ``fasta`` for BWA (``bwa index``: its .amb .ann .bwt .pac .sa beside it); returns it."""
+    _run(["bwa", "index", str(fasta)])
+    return Path(fasta)
+
+
+def write_profile(
+    path: str | Path,
+    members: str | Path,
+    length_mean: float,
+    n_members: int,
+    mutation_rate: float,
+    length_sd: float = 0,
+    alphabet: Alphabet = "protein",
+    seed: int = 0,
+) -> Path:
+    """Write a family of related sequences to ``members`` and its HMMER3 profile, built from their alignment, to ``path``.
+
+    The family's length is drawn (lognormal, ``length_mean`` and ``length_sd``) from ``seed``.
+    """
+    length = int(_lengths(np.random.default_rng(seed), 1, length_mean, length_sd)[0])
+    write_family_fasta(members, n_members, length, mutation_rate, alphabet, seed=seed)
+    return build_hmm(members, path, Path(members).stem, alphabet)
+
+
+def build_hmm(family: str | Path, path: str | Path, name: str, alphabet: Alphabet) -> Path:
+    """Align the sequences of ``family`` with ``mafft`` and build an HMMER3 profile named ``name`` at ``path``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        alignment = Path(tmp) / "family.aln"
+        with open(alignment, "wb") as out:
+            _run(["mafft", "--quiet", "--thread", "1", str(family)], stdout=out)
+        kind = "--amino" if alphabet == "protein" else "--dna"
+        _run(["hmmbuild", "-n", name, kind, "-o", "/dev/null", str(path), str(alignment)])
+    return Path(path)
+
+
+def _run(command: list[str], stdout: BinaryIO | int = subprocess.DEVNULL) -> None:
+    """Run a tool; a failure raises RuntimeError with the tool's own message."""
+    done = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, check=False)
+    if done.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip()
+        raise RuntimeError(f"{command[0]} failed (exit {done.returncode}): {message}")

@@ -65,7 +65,11 @@ class Reject:
 
 @dataclass
 class IngestReport:
-    """Outcome of one file; ``rows == stored + duplicates + len(rejected)`` always holds."""
+    """Outcome of one file; ``rows == stored + duplicates + len(skipped) + len(rejected)`` always holds.
+
+    ``skipped`` rows are valid but not measurements (e.g. a log's job whose run time is unknown); CSV and Parquet
+    rows are never skipped.
+    """
 
     path: Path
     rows: int
@@ -73,9 +77,12 @@ class IngestReport:
     duplicates: int
     rejected: list[Reject]
     rejects_path: Path | None
+    skipped: tuple[Reject, ...] = ()
 
 
-class _RowError(Exception):
+class RowError(Exception):
+    """One row's (or record's) first problem: the field that failed and why."""
+
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
@@ -100,14 +107,17 @@ def ingest_file(
     mapping: dict[str, str] | None = None,
     source: Source = Source.IMPORT,
     machine: str | None = None,
+    file_format: str | None = None,
+    rejects_dir: Path | None = None,
 ) -> IngestReport:
-    """Validate every row of a CSV or Parquet file against the catalog and store the good rows in one transaction."""
+    """Validate every row of a CSV or Parquet file against the catalog and store the good rows in one transaction.
+
+    ``file_format`` (``csv`` or ``parquet``) overrides the file's suffix; ``rejects_dir`` is where the rejects
+    file goes instead of beside the input.
+    """
     path = Path(path)
-    if algorithm is not None and algorithm not in catalog.algorithms:
-        raise IngestError(f"unknown algorithm option {algorithm!r}; known: {', '.join(sorted(catalog.algorithms))}")
-    if platform is not None and platform not in catalog.platforms:
-        raise IngestError(f"unknown platform option {platform!r}; known: {', '.join(sorted(catalog.platforms))}")
-    header, records = _read(path)
+    check_options(catalog, algorithm, platform)
+    header, records = _read(path, f".{file_format}" if file_format else path.suffix.lower())
     targets = _targets(path, header, mapping or {})
     defaults = _Defaults(algorithm, platform, machine, Source(source))
     good: list[Measurement] = []
@@ -115,9 +125,9 @@ def ingest_file(
     for line, values in records:
         try:
             good.append(_measurement(values, targets, catalog, defaults))
-        except _RowError as exc:
+        except RowError as exc:
             bad.append((values, Reject(line, exc.field, exc.message)))
-    rejects_path = _write_rejects(path, header, bad)
+    rejects_path = write_rejects(path, header, bad, rejects_dir)
     result = store.add(good)
     return IngestReport(
         path=path,
@@ -129,9 +139,16 @@ def ingest_file(
     )
 
 
-def _read(path: Path) -> tuple[list[str], list[tuple[int, list[Any]]]]:
-    """Header and (line, values) records of a file; raises IngestError when there is nothing usable."""
-    suffix = path.suffix.lower()
+def check_options(catalog: Catalog, algorithm: str | None, platform: str | None) -> None:
+    """Raise IngestError when the algorithm or platform option is not in the catalog."""
+    if algorithm is not None and algorithm not in catalog.algorithms:
+        raise IngestError(f"unknown algorithm option {algorithm!r}; known: {', '.join(sorted(catalog.algorithms))}")
+    if platform is not None and platform not in catalog.platforms:
+        raise IngestError(f"unknown platform option {platform!r}; known: {', '.join(sorted(catalog.platforms))}")
+
+
+def _read(path: Path, suffix: str) -> tuple[list[str], list[tuple[int, list[Any]]]]:
+    """Header and (line, values) records of a file read as ``suffix`` says; IngestError when nothing is usable."""
     reader = READERS.get(suffix)
     if reader is None:
         raise IngestError(f"{path}: unsupported file type {suffix or '(none)'!r}; expected .csv or .parquet")
@@ -212,11 +229,25 @@ def _known_target(target: str) -> bool:
     return any(target.startswith(prefix) and len(target) > len(prefix) for prefix in PREFIXES)
 
 
+def validate_record(record: dict[str, Any], catalog: Catalog, *, source: Source = Source.PRODUCTION) -> Measurement:
+    """Validate one record (fields by name; ``params``, ``features``, ``context`` as objects) exactly as a file row.
+
+    Raises RowError naming the first bad field; the API's observations come through here.
+    """
+    cells = {name: _plain(value) for name, value in record.items() if not _missing(value)}
+    return _validated(cells, catalog, _Defaults(None, None, None, Source(source)))
+
+
 def _measurement(values: list[Any], targets: list[str | None], catalog: Catalog, defaults: _Defaults) -> Measurement:
-    """Validate one row into a Measurement, or raise _RowError naming the first bad field."""
+    """Validate one row into a Measurement, or raise RowError naming the first bad field."""
     if len(values) != len(targets):
-        raise _RowError(ROW, f"has {len(values)} fields but the header has {len(targets)}")
+        raise RowError(ROW, f"has {len(values)} fields but the header has {len(targets)}")
     cells = {t: _plain(v) for t, v in zip(targets, values, strict=True) if t is not None and not _missing(v)}
+    return _validated(cells, catalog, defaults)
+
+
+def _validated(cells: dict[str, Any], catalog: Catalog, defaults: _Defaults) -> Measurement:
+    """A Measurement from cells keyed by target (field, object column or ``prefix.name``), or RowError."""
     data: dict[str, Any] = {name: cells[name] for name in FIELDS if name in cells}
     for name, value in (
         ("algorithm", defaults.algorithm),
@@ -231,14 +262,14 @@ def _measurement(values: list[Any], targets: list[str | None], catalog: Catalog,
     features = _entries(cells, "features", lambda name, value: _number(f"feature.{name}", value))
     context = _entries(cells, "context", lambda _name, value: value)
     if "wall_seconds" not in data:
-        raise _RowError("wall_seconds", "missing: the wall time is the target the models learn")
+        raise RowError("wall_seconds", "missing: the wall time is the target the models learn")
     try:
         measurement = Measurement.model_validate(
             {**data, "run_id": data.get("run_id", "pending"), "params": params, "features": features, "context": context}
         )
     except ValidationError as exc:
         error = exc.errors()[0]
-        raise _RowError(_field_name(error["loc"]), error["msg"]) from None
+        raise RowError(_field_name(error["loc"]), error["msg"]) from None
     recorded_at = measurement.recorded_at
     recorded_at = recorded_at.replace(tzinfo=timezone.utc) if recorded_at.tzinfo is None else recorded_at
     measurement = measurement.model_copy(update={"recorded_at": recorded_at.astimezone(timezone.utc)})
@@ -251,12 +282,12 @@ def _check_catalog(data: dict[str, Any], catalog: Catalog) -> Algorithm:
     """The row's catalog algorithm, after checking the algorithm, the platform and that one runs on the other."""
     for name, known in (("algorithm", catalog.algorithms), ("platform", catalog.platforms)):
         if name not in data:
-            raise _RowError(name, f"missing: give a {name} column or the {name} option")
+            raise RowError(name, f"missing: give a {name} column or the {name} option")
         if data[name] not in known:
-            raise _RowError(name, f"unknown {name} {data[name]!r}; known: {', '.join(sorted(known))}")
+            raise RowError(name, f"unknown {name} {data[name]!r}; known: {', '.join(sorted(known))}")
     algorithm = catalog.algorithms[data["algorithm"]]
     if data["platform"] not in algorithm.implementations:
-        raise _RowError(
+        raise RowError(
             "platform", f"{algorithm.name} has no implementation on {data['platform']!r}; on: {', '.join(algorithm.platforms)}"
         )
     return algorithm
@@ -271,9 +302,9 @@ def _entries(cells: dict[str, Any], kind: str, convert: Callable[[str, Any], Any
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as exc:
-                raise _RowError(kind, f"not valid JSON: {exc.msg}") from None
+                raise RowError(kind, f"not valid JSON: {exc.msg}") from None
         if not isinstance(value, dict):
-            raise _RowError(kind, f"must be a JSON object, got {type(value).__name__}")
+            raise RowError(kind, f"must be a JSON object, got {type(value).__name__}")
         merged.update({str(k): convert(str(k), _plain(v)) for k, v in value.items()})
     prefix = next(p for p, k in PREFIXES.items() if k == kind)
     for target, value in cells.items():
@@ -281,7 +312,7 @@ def _entries(cells: dict[str, Any], kind: str, convert: Callable[[str, Any], Any
             name = target[len(prefix) :]
             value = convert(name, value)
             if name in merged and merged[name] != value:
-                raise _RowError(target, f"also in the {kind} column with a different value ({merged[name]!r})")
+                raise RowError(target, f"also in the {kind} column with a different value ({merged[name]!r})")
             merged[name] = value
     return merged
 
@@ -290,43 +321,43 @@ def _param(schema: dict[str, Parameter], name: str, value: Any) -> Any:
     """One parameter value converted to its schema type and checked against its bounds or choices."""
     field = f"param.{name}"
     if name not in schema:
-        raise _RowError(field, f"not a parameter of this algorithm; known: {', '.join(sorted(schema))}")
+        raise RowError(field, f"not a parameter of this algorithm; known: {', '.join(sorted(schema))}")
     spec = schema[name]
     if spec.type == "bool":
         return _boolean(field, value)
     if spec.type == "categorical":
         if str(value) not in (spec.choices or []):
-            raise _RowError(field, f"{value!r} is not one of {', '.join(spec.choices or [])}")
+            raise RowError(field, f"{value!r} is not one of {', '.join(spec.choices or [])}")
         return str(value)
     if spec.type in ("string", "file"):
         if isinstance(value, (dict, list)):
-            raise _RowError(field, f"expected text, got {type(value).__name__}")
+            raise RowError(field, f"expected text, got {type(value).__name__}")
         return str(value)
     number = _integer(field, value) if spec.type == "int" else _number(field, value)
     if spec.min is not None and number < spec.min:
-        raise _RowError(field, f"{number} is below the minimum {spec.min}")
+        raise RowError(field, f"{number} is below the minimum {spec.min}")
     if spec.max is not None and number > spec.max:
-        raise _RowError(field, f"{number} is above the maximum {spec.max}")
+        raise RowError(field, f"{number} is above the maximum {spec.max}")
     return number
 
 
 def _number(field: str, value: Any) -> float:
     """A finite float from a number or numeric text."""
     if isinstance(value, bool):
-        raise _RowError(field, f"expected a number, got {value!r}")
+        raise RowError(field, f"expected a number, got {value!r}")
     try:
         number = float(value)
-    except (TypeError, ValueError):
-        raise _RowError(field, f"expected a number, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise RowError(field, f"expected a number, got {value!r}") from None
     if not math.isfinite(number):
-        raise _RowError(field, f"must be a finite number, got {value!r}")
+        raise RowError(field, f"must be a finite number, got {value!r}")
     return number
 
 
 def _integer(field: str, value: Any) -> int:
     number = _number(field, value)
     if not number.is_integer():
-        raise _RowError(field, f"expected an integer, got {value!r}")
+        raise RowError(field, f"expected an integer, got {value!r}")
     return int(number)
 
 
@@ -336,7 +367,7 @@ def _boolean(field: str, value: Any) -> bool:
         return True
     if text in ("false", "0", "no"):
         return False
-    raise _RowError(field, f"expected true or false, got {value!r}")
+    raise RowError(field, f"expected true or false, got {value!r}")
 
 
 def _field_name(loc: tuple[int | str, ...]) -> str:
@@ -375,14 +406,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _write_rejects(path: Path, header: list[str], bad: list[tuple[list[Any], Reject]]) -> Path | None:
-    """Write rejected rows beside the input (or remove a stale rejects file when none were rejected)."""
-    rejects_path = path.with_name(f"{path.stem}.rejects.csv")
+def write_rejects(
+    path: Path, header: list[str], bad: list[tuple[list[Any], Reject]], directory: Path | None = None
+) -> Path | None:
+    """Write rejected rows to ``<stem>.rejects.csv`` in ``directory`` (default: beside the input); drop a stale one."""
+    rejects_path = (directory or path.parent) / f"{path.stem}.rejects.csv"
     if not bad:
         rejects_path.unlink(missing_ok=True)
         return None
     keep = [i for i, name in enumerate(header) if name not in REJECT_COLUMNS]
     try:
+        rejects_path.parent.mkdir(parents=True, exist_ok=True)
         with rejects_path.open("w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
             writer.writerow([header[i] for i in keep] + list(REJECT_COLUMNS))
@@ -390,7 +424,9 @@ def _write_rejects(path: Path, header: list[str], bad: list[tuple[list[Any], Rej
                 cells = [_text(values[i]) if i < len(values) else "" for i in keep]
                 writer.writerow(cells + [reject.line, reject.field, reject.message])
     except OSError as exc:
-        raise IngestError(f"{rejects_path}: cannot write the rejects file: {exc.strerror or exc}") from exc
+        raise IngestError(
+            f"{rejects_path}: cannot write the rejects file: {exc.strerror or exc} (choose another folder with --rejects-dir)"
+        ) from exc
     return rejects_path
 
 

@@ -1,7 +1,8 @@
-"""Turn a job's parameters into features, as the catalog says: one extractor per input file, plus parameters."""
+"""Turn a job's parameters into features, as the catalog says: one extractor per input file, parameters, derived ones."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,19 @@ def file_features(algorithm: Algorithm, params: dict[str, Any], **extractor_opti
     return out
 
 
+def derived_features(algorithm: Algorithm, features: dict[str, float]) -> dict[str, float]:
+    """The catalog's derived features of ``algorithm`` computed from a job's other ``features``."""
+    out: dict[str, float] = {}
+    for name, derived in algorithm.derived.items():
+        missing = [operand for operand in derived.product if operand not in features]
+        if missing:
+            raise FeatureError(f"derived feature {name}", f"needs {', '.join(missing)}, which no extractor gave")
+        out[name] = math.prod(features[operand] for operand in derived.product)
+    return out
+
+
 def job_features(algorithm: Algorithm, params: dict[str, Any], **extractor_options: Any) -> dict[str, float]:
-    """All features of one job: its input files' and its parameters'."""
+    """All features of one job: its input files', its parameters' and the ones derived from them."""
     check_known_parameters(algorithm, params)
-    return {**file_features(algorithm, params, **extractor_options), **parameter_features(algorithm, params)}
+    features = {**file_features(algorithm, params, **extractor_options), **parameter_features(algorithm, params)}
+    return {**features, **derived_features(algorithm, features)}

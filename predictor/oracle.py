@@ -1,51 +1,173 @@
-"""The runtime oracle: job -> features -> champion per platform -> estimates.
+"""The runtime oracle: job -> features -> champion per platform -> estimates with intervals and a walltime limit.
 
-The API, the CLI, the scheduler and the simulator all ask this one object.
+The API, the CLI, the scheduler and the simulator all ask this one object. Jobs are estimated in batches:
+features are gathered per job, then each champion is called once on the matrix of every row it serves.
+The champion map is replaced whole by :meth:`RuntimeOracle.swap`; a call reads it once, so calls in
+flight finish on the map they started with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import inspect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import numpy as np
+from pydantic import TypeAdapter
 
-from predictor.catalog import Catalog
+from features import FeatureError, get_extractor
+from predictor.catalog import Algorithm, Catalog
 from predictor.domain import Estimate
-from predictor.jobfeatures import check_known_parameters, job_features
-from predictor.registry import Champion, configure_mlflow, load_champions
+from predictor.fastpath import Rows, compile_rows, probe_rows
+from predictor.intervals import quantile_at
+from predictor.jobfeatures import (
+    check_known_parameters,
+    derived_features,
+    file_parameters,
+    job_features,
+    parameter_features,
+)
+from predictor.registry import Champion
+
+if TYPE_CHECKING:
+    from predictor.settings import Settings
+
+Pair = tuple[str, str]
+ProfileTable = Mapping[Pair, tuple[float, int]]
+BUDGET_OPTION = "time_budget_s"
+NO_CHAMPION = "no champion model for this algorithm and platform"
+PARAM_CACHE_SIZE = 4096  # distinct parameter sets remembered; cleared whole when full
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job ready to estimate: its algorithm, the platforms asked about, and its features."""
+
+    algorithm: str
+    platforms: tuple[str, ...]
+    features: dict[str, float]
+
+
+@dataclass(frozen=True)
+class EstimateColumns:
+    """Estimates of many rows of one algorithm on one platform, as columns; None where an answer is not finite."""
+
+    platform: str
+    seconds: list[float | None]
+    lower: list[float | None] | None = None
+    upper: list[float | None] | None = None
+    limit: list[float | None] | None = None
+    coverage: float | None = None
+    limit_quantile: float | None = None
+    model_name: str | None = None
+    model_version: str | None = None
+    flavor: str | None = None
+    fallback: bool = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A champion ready to answer: its compiled row function (``fast`` or ``generic`` path) and residual quantiles."""
+
+    champion: Champion
+    rows: Rows
+    path: str
+    quantiles: tuple[tuple[float, float], ...]
+
+
+def serve_model(champion: Champion, examples: np.ndarray | None = None) -> ServedModel:
+    """Compile ``champion`` for numpy rows (checked on probes) and read its residual quantiles."""
+    rows, path = compile_rows(champion.model, champion.feature_names, probe_rows(len(champion.feature_names), examples))
+    try:
+        quantiles = tuple(sorted(champion.residual_quantiles.items()))
+    except (ValueError, TypeError, AttributeError):  # a malformed tag means no interval, never a failed load
+        quantiles = ()
+    return ServedModel(champion, rows, path, quantiles)
 
 
 class RuntimeOracle:
-    """Estimates a job's wall seconds on each eligible platform.
+    """Estimates a job's wall seconds on each eligible platform, with an interval and a walltime limit.
 
-    ``champions`` maps (algorithm, platform) to a loaded model; ``profile_table``
-    maps the same keys to (mean seconds, count) and answers, marked as fallback,
-    where no model exists (seed 000's profile table).
+    ``profile_table`` maps (algorithm, platform) to (mean seconds, count) and answers, marked as fallback,
+    where no model exists (seed 000's profile table). ``coverage`` is the nominal coverage of intervals
+    and ``limit_quantile`` the quantile of the limit, both overridable per call.
     """
 
     def __init__(
         self,
         catalog: Catalog,
-        champions: Mapping[tuple[str, str], Champion],
-        profile_table: Mapping[tuple[str, str], tuple[float, int]] | None = None,
+        champions: Mapping[Pair, Champion],
+        profile_table: ProfileTable | None = None,
+        *,
+        coverage: float,
+        limit_quantile: float,
     ) -> None:
         self.catalog = catalog
-        self.champions = dict(champions)
-        self.profile_table = dict(profile_table or {})
+        self.coverage = coverage
+        self.limit_quantile = limit_quantile
+        self._models: Mapping[Pair, ServedModel] = MappingProxyType({})
+        self._profile: ProfileTable = MappingProxyType(dict(profile_table or {}))
+        self._budgeted: dict[str, bool] = {}
+        self._param_cache: dict[tuple[str, frozenset[tuple[str, type, Any]]], dict[str, float]] = {}
+        self.swap({key: serve_model(c) for key, c in champions.items()})
 
-    def eligible_platforms(self, algorithm: str, platforms: list[str] | None = None) -> list[str]:
-        """Platforms with an implementation of ``algorithm``, restricted to ``platforms`` if given."""
+    @property
+    def models(self) -> Mapping[Pair, ServedModel]:
+        """The served models now (a read-only snapshot)."""
+        return self._models
+
+    @property
+    def champions(self) -> dict[Pair, Champion]:
+        """The champion serving each (algorithm, platform) now."""
+        return {key: m.champion for key, m in self._models.items()}
+
+    @property
+    def profile_table(self) -> ProfileTable:
+        return self._profile
+
+    def swap(self, models: Mapping[Pair, ServedModel], profile_table: ProfileTable | None = None) -> None:
+        """Serve ``models`` (and ``profile_table``, when given) from now on; calls in flight keep the old ones."""
+        if profile_table is not None:
+            self._profile = MappingProxyType(dict(profile_table))
+        self._models = MappingProxyType(dict(models))
+
+    def eligible_platforms(self, algorithm: str, platforms: Sequence[str] | None = None) -> list[str]:
+        """Platforms with an implementation of ``algorithm``, restricted to ``platforms`` if given (KeyError if unknown)."""
         implemented = self.catalog.algorithm(algorithm).platforms
         if platforms is None:
             return implemented
         for name in platforms:
             self.catalog.platform(name)
-        return [p for p in platforms if p in implemented]
+        return [p for p in dict.fromkeys(platforms) if p in implemented]
 
-    def features(self, algorithm: str, params: dict[str, Any]) -> dict[str, float]:
-        """Features of a job, extracted as the catalog declares."""
-        return job_features(self.catalog.algorithm(algorithm), params)
+    def features(self, algorithm: str, params: dict[str, Any], budget_s: float | None = None) -> dict[str, float]:
+        """Features of a job, extracted as the catalog declares; file reading bounded by ``budget_s`` where supported."""
+        definition = self.catalog.algorithm(algorithm)
+        options = {BUDGET_OPTION: budget_s} if budget_s is not None and self._supports_budget(definition) else {}
+        return job_features(definition, params, **options)
+
+    def prepare(
+        self,
+        algorithm: str,
+        params: dict[str, Any] | None = None,
+        platforms: Sequence[str] | None = None,
+        features: Mapping[str, float] | None = None,
+        *,
+        budget_s: float | None = None,
+    ) -> Job:
+        """Check a job and gather its features; given ``features`` replace file reading (parameters still count)."""
+        params = params or {}
+        eligible = tuple(self.eligible_platforms(algorithm, platforms))
+        if features is None:
+            found = self.features(algorithm, params, budget_s)
+        else:
+            found = self._with_given(self.catalog.algorithm(algorithm), params, features)
+        return Job(algorithm, eligible, found)
 
     def estimate(
         self,
@@ -54,48 +176,199 @@ class RuntimeOracle:
         platforms: list[str] | None = None,
         features: dict[str, float] | None = None,
     ) -> dict[str, Estimate]:
-        """Estimate the job on each eligible platform; ``features`` skips extraction when given."""
-        params = params or {}
-        if features is None:
-            features = self.features(algorithm, params)
-        else:
-            check_known_parameters(self.catalog.algorithm(algorithm), params)
-        return {p: self._estimate_on(algorithm, p, features) for p in self.eligible_platforms(algorithm, platforms)}
+        """Estimate one job on each eligible platform; ``features`` skips reading its input files."""
+        return self.estimate_jobs([self.prepare(algorithm, params, platforms, features)])[0]
 
-    def _estimate_on(self, algorithm: str, platform: str, features: dict[str, float]) -> Estimate:
-        champion = self.champions.get((algorithm, platform))
-        if champion is None:
-            return self._fallback(algorithm, platform, "no champion model for this algorithm and platform")
-        missing = [n for n in champion.feature_names if n not in features]
-        if missing:
-            return self._fallback(algorithm, platform, f"features missing for the model: {', '.join(missing)}")
-        row = pd.DataFrame([[float(features[n]) for n in champion.feature_names]], columns=champion.feature_names)
-        seconds = max(float(champion.model.predict(row)[0]), 0.0)
-        return Estimate(
-            platform=platform,
-            seconds=seconds,
-            model_name=champion.name,
-            model_version=champion.version,
-            flavor=champion.flavor,
-            features={n: float(features[n]) for n in champion.feature_names},
-        )
+    def estimate_jobs(
+        self, jobs: Sequence[Job], *, coverage: float | None = None, limit_quantile: float | None = None
+    ) -> list[dict[str, Estimate]]:
+        """Estimates for many jobs, one model call per champion: the rows of every job it serves at once."""
+        models, profile = self._models, self._profile  # one snapshot for the whole call
+        results: list[dict[str, Estimate | None]] = [dict.fromkeys(job.platforms) for job in jobs]
+        groups: dict[Pair, list[int]] = {}
+        for index, job in enumerate(jobs):
+            for platform in job.platforms:
+                model = models.get((job.algorithm, platform))
+                if model is None:
+                    results[index][platform] = _fallback(profile, job.algorithm, platform, NO_CHAMPION)
+                    continue
+                missing = [n for n in model.champion.feature_names if n not in job.features]
+                if missing:
+                    reason = f"features missing for the model: {', '.join(missing)}"
+                    results[index][platform] = _fallback(profile, job.algorithm, platform, reason)
+                else:
+                    groups.setdefault((job.algorithm, platform), []).append(index)
+        for (algorithm, platform), indices in groups.items():
+            answers = _predict(
+                models[(algorithm, platform)],
+                [jobs[i].features for i in indices],
+                self.coverage if coverage is None else coverage,
+                self.limit_quantile if limit_quantile is None else limit_quantile,
+            )
+            for index, answer in zip(indices, answers, strict=True):
+                results[index][platform] = answer or _fallback(
+                    profile, algorithm, platform, "the model's estimate is not a finite number for these features"
+                )
+        return results  # type: ignore[return-value]  # every placeholder is filled above
 
-    def _fallback(self, algorithm: str, platform: str, reason: str) -> Estimate:
-        entry = self.profile_table.get((algorithm, platform))
-        if entry is None:
-            return Estimate(platform=platform, reason=f"{reason}; no measurements to fall back on")
-        mean, count = entry
-        return Estimate(
-            platform=platform,
-            seconds=mean,
-            fallback=True,
-            model_name="profile-table",
-            reason=f"{reason}; mean of {count} measured runs",
-        )
+    def estimate_matrix(
+        self,
+        algorithm: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[float]] | np.ndarray,
+        platforms: Sequence[str] | None = None,
+        params: dict[str, Any] | None = None,
+        *,
+        coverage: float | None = None,
+        limit_quantile: float | None = None,
+    ) -> list[EstimateColumns]:
+        """Estimates for rows of precomputed features named by ``columns`` (``params`` shared by all rows): one model call per platform."""
+        definition = self.catalog.algorithm(algorithm)
+        eligible = self.eligible_platforms(algorithm, platforms)
+        X = np.asarray(rows, dtype=float).reshape(-1, len(columns))
+        known = {name: X[:, i] for i, name in enumerate(columns)}
+        for name, value in self._parameter_features(definition, params or {}).items():
+            known.setdefault(name, np.full(len(X), value))
+        for name, derived in definition.derived.items():
+            if name not in known and all(operand in known for operand in derived.product):
+                known[name] = np.prod([known[operand] for operand in derived.product], axis=0)
+        models, profile = self._models, self._profile
+        coverage = self.coverage if coverage is None else coverage
+        limit_quantile = self.limit_quantile if limit_quantile is None else limit_quantile
+        out = []
+        for platform in eligible:
+            model = models.get((algorithm, platform))
+            missing = [] if model is None else [n for n in model.champion.feature_names if n not in known]
+            if model is None or missing:
+                reason = f"features missing for the model: {', '.join(missing)}" if missing else NO_CHAMPION
+                out.append(_fallback_columns(profile, algorithm, platform, len(X), reason))
+                continue
+            champion = model.champion
+            matrix = np.array([known[n] for n in champion.feature_names], dtype=float).T.reshape(len(X), len(champion.feature_names))
+            answers, finite = _scored(model, matrix, coverage, limit_quantile)
+            lists = {key: [v if ok else None for v, ok in zip(column.tolist(), finite, strict=True)] for key, column in answers.items()}
+            intervals = {"coverage": coverage, "limit_quantile": limit_quantile} if len(answers) > 1 else {}
+            out.append(
+                EstimateColumns(
+                    platform=platform, model_name=champion.name, model_version=champion.version, flavor=champion.flavor,
+                    **lists, **intervals,
+                )  # fmt: skip
+            )
+        return out
+
+    def _with_given(self, algorithm: Algorithm, params: dict[str, Any], given: Mapping[str, float]) -> dict[str, float]:
+        """Parameter features, then derived ones where their operands are known, then the given features on top."""
+        found = {**self._parameter_features(algorithm, params), **{k: float(v) for k, v in given.items()}}
+        try:
+            derived = derived_features(algorithm, found)
+        except FeatureError:  # an operand is not given: the champion says which feature it misses
+            derived = {}
+        return {**found, **derived, **given}
+
+    def _parameter_features(self, algorithm: Algorithm, params: dict[str, Any]) -> dict[str, float]:
+        """Features of plain parameters, remembered per distinct value set (jobs of a batch share most of them)."""
+        try:
+            key = (algorithm.name, frozenset((k, type(v), v) for k, v in params.items()))  # typed: True is not 1
+            hash(key)
+        except TypeError:  # unhashable values: compute, and let the checks say what is wrong
+            key = None
+        if key is not None and key in self._param_cache:
+            return self._param_cache[key]
+        check_known_parameters(algorithm, params)
+        found = parameter_features(algorithm, params)
+        if key is not None:
+            if len(self._param_cache) >= PARAM_CACHE_SIZE:
+                self._param_cache.clear()
+            self._param_cache[key] = found
+        return found
+
+    def _supports_budget(self, algorithm: Algorithm) -> bool:
+        """Whether every extractor of ``algorithm`` takes a time budget (cached per algorithm)."""
+        if algorithm.name not in self._budgeted:
+            self._budgeted[algorithm.name] = all(
+                BUDGET_OPTION in inspect.signature(type(get_extractor(name))).parameters
+                for name in file_parameters(algorithm).values()
+            )
+        return self._budgeted[algorithm.name]
 
 
-def build_oracle(catalog: Catalog, tracking_uri: str, profile_table: Mapping[tuple[str, str], tuple[float, int]]) -> RuntimeOracle:
-    """An oracle over every champion registered for the catalog's (algorithm, platform) pairs."""
-    configure_mlflow(tracking_uri)
+def _scored(
+    model: ServedModel, X: np.ndarray, coverage: float, limit_quantile: float
+) -> tuple[dict[str, np.ndarray], list[bool]]:
+    """One model call on ``X``: seconds (and lower, upper, limit when the champion has quantiles), and which rows are finite."""
+    with np.errstate(all="ignore"):
+        seconds = np.maximum(model.rows(X), 0.0)
+        factors = _factors(model.quantiles, coverage, limit_quantile) if model.quantiles else ()
+        answers = {"seconds": seconds, **{key: seconds * f for key, f in zip(BOUNDS, factors, strict=False)}}
+    finite = np.logical_and.reduce([np.isfinite(a) for a in answers.values()]).tolist()
+    return answers, finite
+
+
+def _predict(
+    model: ServedModel, rows: list[dict[str, float]], coverage: float, limit_quantile: float
+) -> list[Estimate | None]:
+    """One model call for ``rows``; None where an answer is not finite."""
+    champion = model.champion
+    names = champion.feature_names
+    X = np.array([[row[n] for n in names] for row in rows], dtype=float).reshape(len(rows), len(names))
+    answers, finite = _scored(model, X, coverage, limit_quantile)
+    fixed: dict[str, Any] = {"platform": champion.platform, "model_name": champion.name,
+                             "model_version": champion.version, "flavor": champion.flavor}  # fmt: skip
+    if len(answers) > 1:
+        fixed.update(coverage=coverage, limit_quantile=limit_quantile)
+    keys = tuple(answers)
+    records = [
+        {**fixed, **dict(zip(keys, answer, strict=True)), "features": dict(zip(names, row, strict=True))}
+        for answer, row, ok in zip(zip(*(a.tolist() for a in answers.values()), strict=True), X.tolist(), finite, strict=True)
+        if ok
+    ]
+    built = iter(_ESTIMATES.validate_python(records))  # one validation call for the lot
+    return [next(built) if ok else None for ok in finite]
+
+
+BOUNDS = ("lower", "upper", "limit")
+_ESTIMATES = TypeAdapter(list[Estimate])
+
+
+@lru_cache(maxsize=256)
+def _factors(quantiles: tuple[tuple[float, float], ...], coverage: float, limit_quantile: float) -> tuple[float, float, float]:
+    """Multipliers of an estimate for its interval's lower and upper ends and its walltime limit."""
+    recorded = dict(quantiles)
+    levels = ((1 - coverage) / 2, (1 + coverage) / 2, limit_quantile)
+    return tuple(math.exp(quantile_at(recorded, level)) for level in levels)  # type: ignore[return-value]
+
+
+def _fallback(profile: ProfileTable, algorithm: str, platform: str, reason: str) -> Estimate:
+    """The profile table's mean for the pair, marked as fallback with ``reason``; no estimate when nothing was measured."""
+    entry = profile.get((algorithm, platform))
+    if entry is None:
+        return Estimate(platform=platform, reason=f"{reason}; no measurements to fall back on")
+    mean, count = entry
+    return Estimate(
+        platform=platform, seconds=mean, fallback=True, model_name="profile-table", reason=f"{reason}; mean of {count} measured runs"
+    )
+
+
+def _fallback_columns(profile: ProfileTable, algorithm: str, platform: str, n: int, reason: str) -> EstimateColumns:
+    """The profile table's answer for every one of ``n`` rows (or none), as columns."""
+    single = _fallback(profile, algorithm, platform, reason)
+    return EstimateColumns(
+        platform=platform, seconds=[single.seconds] * n, model_name=single.model_name, fallback=single.fallback, reason=single.reason
+    )
+
+
+def build_oracle(catalog: Catalog, settings: Settings, profile_table: ProfileTable) -> RuntimeOracle:
+    """An oracle over every champion of the catalog's (algorithm, platform) pairs: from the registry, else the disk cache."""
+    from predictor.champion_source import ChampionSource, RegistryUnavailable
+
+    source = ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache)
     pairs = [(a, p) for a, algo in catalog.algorithms.items() for p in algo.platforms]
-    return RuntimeOracle(catalog, load_champions(pairs), profile_table)
+    try:
+        loaded = {key: source.load(version) for key, version in source.versions(pairs).items()}
+    except RegistryUnavailable:
+        loaded = source.cached(pairs)
+    oracle = RuntimeOracle(
+        catalog, {}, profile_table, coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile
+    )
+    oracle.swap({key: serve_model(c.champion, c.examples) for key, c in loaded.items()})
+    return oracle

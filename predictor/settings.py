@@ -34,6 +34,16 @@ class Settings(BaseSettings):
     cv_folds: int = Field(default=10, ge=2)
     seed: int = 20261122
     selection_metric: str = Field(default="rae", description="Cross-validation metric (lower is better) that picks champions.")
+    n_jobs: int = Field(default=-1, description="Local processes training fits models in (-1: one per core).")
+    interval_coverage: float = Field(default=0.9, gt=0, lt=1, description="Nominal coverage of the estimate intervals.")
+    limit_quantile: float = Field(default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate).")
+    api_max_body_bytes: int = Field(default=4 << 20, gt=0, description="Largest request body the API reads.")
+    api_max_batch: int = Field(default=1000, gt=0, description="Most jobs or observations in one API call.")
+    api_feature_budget_s: float = Field(default=5.0, gt=0, description="Feature-extraction time budget per API request.")
+    api_reload_interval_s: float = Field(default=30.0, ge=0, description="How often the API polls the champion aliases (0: never).")
+    api_registry_wait_s: float = Field(default=15.0, gt=0, description="How long the API waits for the registry at start before serving cached champions.")
+    api_log_level: str = Field(default="info", description="Level of the API's structured JSON logs.")
+    model_cache_dir: Path | None = Field(default=None, description="Local copies of the champions (default HOME/champion-cache).")
 
     @cached_property
     def resolved_home(self) -> Path:
@@ -53,3 +63,7 @@ class Settings(BaseSettings):
     @property
     def resolved_artifact_root(self) -> Path:
         return (self.mlflow_artifact_root or self.resolved_home / "mlartifacts").expanduser().resolve()
+
+    @property
+    def resolved_model_cache(self) -> Path:
+        return (self.model_cache_dir or self.resolved_home / "champion-cache").expanduser().resolve()

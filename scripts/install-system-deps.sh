@@ -9,7 +9,12 @@ command -v mafft >/dev/null || need+=(mafft)
 command -v clustalo >/dev/null || need+=(clustalo)
 command -v seqkit >/dev/null || need+=(seqkit)
 command -v hmmsearch >/dev/null || need+=(hmmer)
+command -v bwa >/dev/null || need+=(bwa)
 command -v taskset >/dev/null || need+=(util-linux)
+[ -e /usr/share/java/weka.jar ] || need+=(weka)  # peers benchmark and the recorded Weka fixture
+command -v java >/dev/null || need+=(default-jre-headless)
+[ -e /usr/include/fann.h ] || need+=(libfann-dev)
+command -v gcc >/dev/null || need+=(gcc)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 
 if [ ${#need[@]} -eq 0 ]; then

@@ -2,76 +2,53 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
 
-from features import FeatureError
-from predictor.catalog import Catalog, load_catalog
-from predictor.oracle import RuntimeOracle, build_oracle
 from predictor.settings import Settings
-from predictor.store import MeasurementStore
-from serving.paths import PathNotAllowed
-from serving.routers import catalog as catalog_routes
-from serving.routers import health, predict
+from serving import errors
+from serving.limits import BodyLimit
+from serving.metrics import Metrics
+from serving.routers import catalog, health, models, observations, predict, scheduler
+from serving.state import build_state, close_state
+from serving.telemetry import Telemetry, configure_logging
 
+DESCRIPTION = """Estimated run time of a job on each platform of a heterogeneous cluster, with an interval
+and a walltime limit, from the champion model of each (algorithm, platform).
 
-@dataclass
-class ServiceState:
-    """What the routes share: settings, catalog, store and the oracle."""
-
-    settings: Settings
-    catalog: Catalog
-    store: MeasurementStore
-    oracle: RuntimeOracle
-
-
-def build_state(settings: Settings) -> ServiceState:
-    """Load the catalog, open the store and load every champion."""
-    catalog = load_catalog(settings.catalog_path)
-    store = MeasurementStore(settings.resolved_store_url)
-    store.migrate()
-    oracle = build_oracle(catalog, settings.resolved_tracking_uri, store.profile_table())
-    return ServiceState(settings, catalog, store, oracle)
+Write and admin routes (`POST /v1/observations`, `POST /v1/models/reload`) need
+`Authorization: Bearer <PREDICTOR_API_TOKEN>`. Every answer carries an `x-request-id` header.
+Errors are JSON `{"detail": ...}` with a precise 4xx status."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the API; nothing is loaded until the app starts."""
     settings = settings or Settings()
+    metrics = Metrics()
+    log = configure_logging(settings.api_log_level)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.service = build_state(settings)
+        app.state.service = await run_in_threadpool(build_state, settings, metrics)
+        gc.freeze()  # what startup loaded (MLflow, scikit-learn, models) lives on: keep full collections from rescanning it
+        status = app.state.service.watcher.status
+        log.info("ready", extra={"fields": {"champions": len(app.state.service.oracle.models), "source": status.source}})
         yield
-        app.state.service.store.dispose()
+        await run_in_threadpool(close_state, app.state.service)
 
     app = FastAPI(
         title="Runtime predictor",
-        version="0.1.0",
-        description="Estimated run time of a job on each platform of a heterogeneous cluster.",
+        version="0.2.0",
+        description=DESCRIPTION,
         lifespan=lifespan,
     )
-    app.include_router(health.router)
-    app.include_router(catalog_routes.router, prefix="/v1")
-    app.include_router(predict.router, prefix="/v1")
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
-        # The offending input is left out: it may hold NaN or infinities, which JSON cannot carry.
-        errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
-        summary = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors)
-        return JSONResponse(status_code=422, content={"detail": summary, "errors": errors})
-
-    @app.exception_handler(FeatureError)
-    async def _feature_error(_: Request, exc: FeatureError) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"detail": str(exc)})
-
-    @app.exception_handler(PathNotAllowed)
-    async def _path_error(_: Request, exc: PathNotAllowed) -> JSONResponse:
-        return JSONResponse(status_code=403, content={"detail": str(exc)})
-
+    for module in (health, catalog, models, predict, observations, scheduler):
+        app.include_router(module.router)
+    errors.install(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    app.add_middleware(Telemetry, metrics=metrics)  # outermost of ours: sees every answer, 413s included
     return app

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 
-if TYPE_CHECKING:
-    from serving.app import ServiceState
+from serving.state import ServiceState
+
+__all__ = ["ServiceState", "State", "service"]
 
 
-def service(request: Request) -> ServiceState:
-    """The state loaded in the app's lifespan."""
+async def service(request: Request) -> ServiceState:
+    """The state loaded in the app's lifespan (``async``: a plain lookup needs no worker thread)."""
     return request.app.state.service
+
+
+State = Annotated[ServiceState, Depends(service)]

@@ -14,6 +14,7 @@ import mlflow
 from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 
+from models.zoo import target_transform
 from predictor.registry import CHAMPION_ALIAS, registered_name
 from training.dataset import TrainingSet
 from training.metrics import LOWER_IS_BETTER
@@ -44,8 +45,12 @@ def best_candidate(candidates: Sequence[Candidate], metric: str) -> Candidate:
     return min(candidates, key=lambda c: (math.isnan(c.metrics[metric]), c.metrics[metric]))
 
 
-def promote(training_set: TrainingSet, candidate: Candidate) -> ModelVersion:
-    """Register ``candidate`` as a new version of the pair's model and point the champion alias at it."""
+def promote(training_set: TrainingSet, candidate: Candidate, *, coverage: float) -> ModelVersion:
+    """Register ``candidate`` as a new version of the pair's model and point the champion alias at it.
+
+    The version's tags carry what the oracle serves with it: the feature order, the out-of-fold
+    residual log-ratio quantiles and the nominal ``coverage`` of the intervals built from them.
+    """
     name = registered_name(training_set.algorithm, training_set.platform)
     client = mlflow.MlflowClient()
     try:
@@ -62,6 +67,9 @@ def promote(training_set: TrainingSet, candidate: Candidate) -> ModelVersion:
         "algorithm": training_set.algorithm,
         "platform": training_set.platform,
         "source_run_id": candidate.run_id,
+        "target_transform": target_transform(candidate.model_name),
+        "residual_log_quantiles": json.dumps({str(level): q for level, q in candidate.residual_quantiles.items()}),
+        "interval_coverage": str(coverage),
         **{f"cv_{k}": str(v) for k, v in candidate.metrics.items()},
     }
     version = mlflow.register_model(candidate.model_uri, name, tags=tags)

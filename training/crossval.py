@@ -1,9 +1,13 @@
-"""Cross-validation of one zoo member on one training set, and the refit on every row that gets served."""
+"""Cross-validation of one zoo member on one training set, and the refit on every row that gets served.
+
+Each fold is one independent fit (:func:`fit_fold`), so a caller may run folds of many models in
+parallel and put them together with :func:`collect`; :func:`cross_validate` does it in turn.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,6 +17,15 @@ from models import make_model
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 from training.metrics import compute_metrics
+
+
+@dataclass(frozen=True)
+class FoldFit:
+    """Predictions of one fold's test rows by a model fitted on its other rows, and the fit's seconds."""
+
+    fold: int
+    predictions: np.ndarray
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,51 @@ def _predict(model: RegressorMixin, X: object) -> np.ndarray:
     return np.maximum(np.asarray(model.predict(X), dtype="float64"), 0.0)
 
 
+def check_plan(training_set: TrainingSet, plan: FoldPlan) -> None:
+    """Refuse a fold plan made for other runs than the training set's."""
+    if plan.run_ids != training_set.run_ids:
+        pair = f"{training_set.algorithm} on {training_set.platform}"
+        raise ValueError(f"the fold plan does not cover the runs of {pair}")
+
+
+def fit_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, fold: int, *, seed: int = 0) -> FoldFit:
+    """Fit ``model_name`` on every fold but ``fold`` and predict ``fold``'s rows."""
+    train, test = np.flatnonzero(plan.folds != fold), np.flatnonzero(plan.folds == fold)
+    X, y = training_set.X, training_set.y
+    started = time.perf_counter()
+    model = make_model(model_name, seed=seed).fit(X.iloc[train], y[train])
+    seconds = time.perf_counter() - started
+    return FoldFit(fold, _predict(model, X.iloc[test]), seconds)
+
+
+def collect(model_name: str, training_set: TrainingSet, plan: FoldPlan, fits: Sequence[FoldFit]) -> CVResult:
+    """Put one model's fold fits together: pooled out-of-fold predictions, priors and metrics per fold and pooled.
+
+    The prior of a row is its training fold's mean, so RAE and RRSE are relative to the
+    baseline that fold would have had, as Weka computes them.
+    """
+    folds = sorted(f.fold for f in fits)
+    if folds != list(range(plan.n_folds)):
+        raise ValueError(f"{model_name}: need one fit per fold of the plan, got folds {folds}")
+    y = training_set.y
+    predictions = np.empty_like(y)
+    priors = np.empty_like(y)
+    fold_metrics = []
+    for fit in sorted(fits, key=lambda f: f.fold):
+        test = plan.folds == fit.fold
+        predictions[test] = fit.predictions
+        priors[test] = y[~test].mean()
+        fold_metrics.append(compute_metrics(y[test], predictions[test], priors[test]))
+    return CVResult(
+        model_name=model_name,
+        predictions=predictions,
+        priors=priors,
+        fold_metrics=fold_metrics,
+        metrics=compute_metrics(y, predictions, priors),
+        fit_seconds=sum(f.seconds for f in fits),
+    )
+
+
 def cross_validate(
     model_name: str,
     training_set: TrainingSet,
@@ -41,31 +99,13 @@ def cross_validate(
     on_fit: Callable[[int], None] | None = None,
 ) -> CVResult:
     """Fit ``model_name`` on each training fold, predict its test fold; ``on_fit(fold)`` after each fit."""
-    if plan.run_ids != training_set.run_ids:
-        pair = f"{training_set.algorithm} on {training_set.platform}"
-        raise ValueError(f"the fold plan does not cover the runs of {pair}")
-    X, y = training_set.X, training_set.y
-    predictions = np.empty_like(y)
-    priors = np.empty_like(y)
-    fold_metrics = []
-    fit_seconds = 0.0
-    for fold, (train, test) in enumerate(plan.splits()):
-        started = time.perf_counter()
-        model = make_model(model_name, seed=seed).fit(X.iloc[train], y[train])
-        fit_seconds += time.perf_counter() - started
-        predictions[test] = _predict(model, X.iloc[test])
-        priors[test] = y[train].mean()
-        fold_metrics.append(compute_metrics(y[test], predictions[test], priors[test]))
+    check_plan(training_set, plan)
+    fits = []
+    for fold in range(plan.n_folds):
+        fits.append(fit_fold(model_name, training_set, plan, fold, seed=seed))
         if on_fit is not None:
             on_fit(fold)
-    return CVResult(
-        model_name=model_name,
-        predictions=predictions,
-        priors=priors,
-        fold_metrics=fold_metrics,
-        metrics=compute_metrics(y, predictions, priors),
-        fit_seconds=fit_seconds,
-    )
+    return collect(model_name, training_set, plan, fits)
 
 
 def refit(model_name: str, training_set: TrainingSet, *, seed: int = 0) -> RegressorMixin:

@@ -1,23 +1,55 @@
-"""The training pipeline: measurements -> training sets -> zoo x k-fold CV -> tracked runs -> champions."""
+"""The training pipeline: measurements -> training sets -> zoo x k-fold CV -> tracked runs -> champions.
+
+All fits of one algorithm (every platform, model and fold, and each model's refit on every row)
+fan out over ``settings.n_jobs`` local processes; tracking and promotion then happen in this process.
+"""
 
 from __future__ import annotations
 
-import time
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
+from pathlib import Path
 
+import mlflow
 from mlflow.entities import Run
 
 from models import available_models
+from models.zoo import applicable
 from predictor.settings import Settings
 from training.champions import best_candidate, check_selection_metric, promote
-from training.crossval import cross_validate, refit
+from training.crossval import CVResult, FoldFit, collect
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
+from training.fanout import Fit, Refit, run_fits
 from training.folds import FoldPlan
-from training.tracking import Candidate, configure_mlflow, log_candidate, training_session
+from training.tracking import configure_mlflow, log_candidate, training_session
 
-DEFAULT_MODELS: tuple[str, ...] = ("mean", "linear", "linear_log", "lightgbm", "lightgbm_log")
+log = logging.getLogger(__name__)
+
+# Every family on raw and on log seconds (cheap ones also smeared): cross-validation picks the target transform.
+DEFAULT_MODELS: tuple[str, ...] = (
+    "mean",
+    "profile_mean",
+    "last_two_mean",
+    "requested_time",
+    "linear",
+    "linear_log",
+    "linear_log_smeared",
+    "simple_linear",
+    "simple_linear_log",
+    "isotonic",
+    "isotonic_log",
+    "svr",
+    "svr_log",
+    "mlp",
+    "mlp_log",
+    "lightgbm",
+    "lightgbm_log",
+    "lightgbm_log_smeared",
+    "cascade",
+    "cascade_log",
+)
 
 Progress = Callable[[str], None]
 
@@ -33,6 +65,11 @@ class TrainingOutcome:
     metrics: dict[str, dict[str, float]]
 
 
+def fold_plan_path(settings: Settings, algorithm: str, platform: str) -> Path:
+    """Where training writes the fold plan of a pair, for peer tools to cross-validate on the very same folds."""
+    return settings.resolved_home / "folds" / f"{algorithm}-{platform}.csv"
+
+
 def count_steps(
     settings: Settings,
     store: MeasurementFrames,
@@ -41,12 +78,8 @@ def count_steps(
     models: Sequence[str] | None = None,
 ) -> int:
     """How many times :func:`run_training` with the same arguments will call ``progress``."""
-    return _steps(load_training_sets(store, algorithms), _models(models), settings)
-
-
-def _steps(training_sets: Sequence[TrainingSet], models: Sequence[str], settings: Settings) -> int:
-    """Fits :func:`train` makes: per set and model, one per fold plus the refit on all rows."""
-    return sum(len(models) * (min(settings.cv_folds, len(ts)) + 1) for ts in training_sets)
+    chosen = _models(models)
+    return sum(len(_members(chosen, ts)) * (_n_folds(settings, ts) + 1) for ts in load_training_sets(store, algorithms))
 
 
 def run_training(
@@ -68,54 +101,111 @@ def train(
     models: Sequence[str] | None = None,
     progress: Progress | None = None,
 ) -> list[TrainingOutcome]:
-    """Cross-validate ``models`` on each set, log them under a parent run per algorithm, promote the best."""
-    models = _models(models)
+    """Cross-validate ``models`` on each set, log them under a parent run per algorithm, promote the best.
+
+    Members that do not apply to a set (features they need are absent, too few rows) are left out
+    of it; ``progress`` is called once per fit, as fits finish.
+    """
+    chosen = _models(models)
     check_selection_metric(settings.selection_metric)
     configure_mlflow(settings)
     outcomes = []
     ordered = sorted(training_sets, key=lambda ts: (ts.algorithm, ts.platform))
     for algorithm, group in groupby(ordered, key=lambda ts: ts.algorithm):
-        with training_session(settings, algorithm, models) as parent:
-            for ts in group:
-                plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed)
-                candidates = [_train_one(settings, parent, ts, plan, name, progress) for name in models]
-                version = promote(ts, best_candidate(candidates, settings.selection_metric))
-                outcomes.append(
-                    TrainingOutcome(
-                        algorithm=ts.algorithm,
-                        platform=ts.platform,
-                        champion=version.tags["model_kind"],
-                        version=str(version.version),
-                        metrics={c.model_name: c.metrics for c in candidates},
-                    )
-                )
+        sets = []
+        for ts in group:
+            if _members(chosen, ts):
+                sets.append(ts)
+            else:
+                log.warning("skipping %s on %s: none of the models applies to its %d runs", algorithm, ts.platform, len(ts))
+        if not sets:
+            continue
+        with training_session(settings, algorithm, chosen) as parent:
+            plans = [_save_plan(settings, ts) for ts in sets]
+            fitted = _fit_all(settings, sets, plans, chosen, progress)
+            for index, ts in enumerate(sets):
+                outcomes.append(_select(settings, parent, ts, plans[index], fitted[index]))
     return outcomes
 
 
-def _train_one(
-    settings: Settings, parent: Run, ts: TrainingSet, plan: FoldPlan, name: str, progress: Progress | None
-) -> Candidate:
-    """Cross-validate and refit one model on one set, reporting each fit, and log it as a child run."""
-    label = f"{ts.algorithm}/{ts.platform} {name}"
-
-    def report(fold: int) -> None:
+def _fit_all(
+    settings: Settings,
+    sets: Sequence[TrainingSet],
+    plans: Sequence[FoldPlan],
+    chosen: Sequence[str],
+    progress: Progress | None,
+) -> list[dict[str, tuple[CVResult, Refit]]]:
+    """Every fold fit and refit of every applicable member on every set, in parallel; per set, results by member."""
+    fits = [
+        Fit(index, name, fold)
+        for index, ts in enumerate(sets)
+        for name in _members(chosen, ts)
+        for fold in [*range(plans[index].n_folds), None]
+    ]
+    folds: dict[tuple[int, str], list[FoldFit]] = {}
+    refits: dict[tuple[int, str], Refit] = {}
+    for fit, result in run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs):
+        key = (fit.set_index, fit.model_name)
+        if isinstance(result, Refit):
+            refits[key] = result
+        else:
+            folds.setdefault(key, []).append(result)
         if progress is not None:
-            progress(f"{label} fold {fold + 1}/{plan.n_folds}")
+            ts, plan = sets[fit.set_index], plans[fit.set_index]
+            step = "refit" if fit.fold is None else f"fold {fit.fold + 1}/{plan.n_folds}"
+            progress(f"{ts.algorithm}/{ts.platform} {fit.model_name} {step}")
+    return [
+        {name: (collect(name, ts, plans[index], folds[index, name]), refits[index, name]) for name in _members(chosen, ts)}
+        for index, ts in enumerate(sets)
+    ]
 
-    result = cross_validate(name, ts, plan, seed=settings.seed, on_fit=report)
-    started = time.perf_counter()
-    model = refit(name, ts, seed=settings.seed)
-    refit_seconds = time.perf_counter() - started
-    if progress is not None:
-        progress(f"{label} refit")
-    return log_candidate(parent, ts, plan, result, model, refit_seconds=refit_seconds)
+
+def _select(
+    settings: Settings, parent: Run, ts: TrainingSet, plan: FoldPlan, fitted: dict[str, tuple[CVResult, Refit]]
+) -> TrainingOutcome:
+    """Log every candidate of one set as a child run, promote the best, and note it on the parent run."""
+    candidates = [
+        log_candidate(parent, ts, plan, result, refit.model, refit_seconds=refit.seconds, coverage=settings.interval_coverage)
+        for result, refit in fitted.values()
+    ]
+    best = best_candidate(candidates, settings.selection_metric)
+    version = promote(ts, best, coverage=settings.interval_coverage)
+    client = mlflow.MlflowClient()
+    client.set_tag(parent.info.run_id, f"champion.{ts.platform}", best.model_name)
+    client.set_tag(parent.info.run_id, f"champion_version.{ts.platform}", str(version.version))
+    return TrainingOutcome(
+        algorithm=ts.algorithm,
+        platform=ts.platform,
+        champion=best.model_name,
+        version=str(version.version),
+        metrics={c.model_name: c.metrics for c in candidates},
+    )
+
+
+def _save_plan(settings: Settings, ts: TrainingSet) -> FoldPlan:
+    """The set's seeded fold plan, written where peer tools find it."""
+    plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed)
+    path = fold_plan_path(settings, ts.algorithm, ts.platform)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plan.save(path)
+    return plan
+
+
+def _n_folds(settings: Settings, ts: TrainingSet) -> int:
+    """Folds of the set's plan: the setting, or one per run when there are fewer runs."""
+    return min(settings.cv_folds, len(ts))
+
+
+def _members(chosen: Sequence[str], ts: TrainingSet) -> list[str]:
+    """The chosen members that apply to ``ts``."""
+    return [name for name in chosen if applicable(name, ts.feature_names, len(ts))]
 
 
 def _models(models: Sequence[str] | None) -> list[str]:
-    """The requested zoo members (the defaults when None), unknown names refused before any work."""
-    chosen = list(DEFAULT_MODELS if models is None else models)
-    unknown = [m for m in chosen if m not in available_models()]
+    """The requested zoo members (the registered defaults when None), unknown names refused before any work."""
+    known = available_models()
+    chosen = [m for m in DEFAULT_MODELS if m in known] if models is None else list(models)
+    unknown = [m for m in chosen if m not in known]
     if unknown or not chosen:
-        known = ", ".join(available_models())
-        raise ValueError(f"unknown or no models: {', '.join(unknown) or '(none)'}; known: {known}")
+        raise ValueError(f"unknown or no models: {', '.join(unknown) or '(none)'}; known: {', '.join(known)}")
     return chosen

@@ -6,24 +6,29 @@ Nothing here touches MLflow at import time; :func:`configure_mlflow` is called e
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import mlflow
 import numpy as np
-from matplotlib.figure import Figure
 from mlflow.entities import Run
 from mlflow.models import infer_signature
 from sklearn.base import RegressorMixin
+from sklearn.pipeline import Pipeline
 
+from models.zoo import target_transform
 from predictor import registry
+from predictor.intervals import residual_log_quantiles
 from predictor.settings import Settings
+from training import plots
 from training.crossval import CVResult
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
+from training.intervals import cross_fitted_coverage
 
 # What a served zoo member needs installed; named here so MLflow need not infer it (slow: a subprocess per model).
 MODEL_REQUIREMENTS = ("scikit-learn", "lightgbm", "numpy", "pandas", "scipy", "skops")
@@ -37,6 +42,7 @@ class Candidate:
     run_id: str
     model_uri: str
     metrics: dict[str, float]
+    residual_quantiles: dict[float, float] = field(default_factory=dict)
 
 
 def configure_mlflow(settings: Settings) -> None:
@@ -79,15 +85,30 @@ def log_candidate(
     model: RegressorMixin,
     *,
     refit_seconds: float,
+    coverage: float,
 ) -> Candidate:
-    """Log one model's cross-validation and its refit on all rows as a child run of ``parent``."""
+    """Log one model's cross-validation and its refit on all rows as a child run of ``parent``.
+
+    Besides the metrics of :func:`~training.metrics.compute_metrics` the candidate gets its
+    out-of-fold residual log-ratio quantiles (what its intervals would serve) and
+    ``interval_coverage``, the share of runs inside intervals of nominal ``coverage`` built
+    from the other folds' residuals.
+    """
     ts = training_set
+    quantiles = residual_log_quantiles(ts.y, result.predictions)
+    metrics = {**result.metrics, "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan.folds, coverage)}
+    tags = {
+        "algorithm": ts.algorithm,
+        "platform": ts.platform,
+        "model_kind": result.model_name,
+        "target_transform": target_transform(result.model_name),
+    }
     with mlflow.start_run(
         experiment_id=parent.info.experiment_id,
         parent_run_id=parent.info.run_id,
         nested=True,
         run_name=f"{result.model_name}@{ts.platform}",
-        tags={"algorithm": ts.algorithm, "platform": ts.platform, "model_kind": result.model_name},
+        tags=tags,
     ) as run:
         mlflow.log_params(
             {
@@ -97,16 +118,25 @@ def log_candidate(
                 "n_rows": len(ts),
                 "n_features": len(ts.feature_names),
                 "n_folds": plan.n_folds,
+                "interval_nominal_coverage": coverage,
                 **_model_params(model),
+                **{f"tuned.{k}": v for k, v in (inner_attribute(model, "best_params_") or {}).items()},
             }
         )
         mlflow.log_dict({"features": ts.feature_names}, "features.json")
-        mlflow.log_metrics({f"cv_{k}": v for k, v in result.metrics.items()})
-        for fold, metrics in enumerate(result.fold_metrics):
-            mlflow.log_metrics({f"fold_{k}": v for k, v in metrics.items()}, step=fold)
+        mlflow.log_dict({str(level): value for level, value in quantiles.items()}, "residual_log_quantiles.json")
+        mlflow.log_metrics({f"cv_{k}": v for k, v in metrics.items()})
+        for fold, fold_metrics in enumerate(result.fold_metrics):
+            mlflow.log_metrics({f"fold_{k}": v for k, v in fold_metrics.items()}, step=fold)
         mlflow.log_metrics({"fit_seconds": result.fit_seconds, "refit_seconds": refit_seconds})
         title = f"{result.model_name}: {ts.algorithm} on {ts.platform}"
-        mlflow.log_figure(_scatter(ts.y, result.predictions, title), "pred_vs_actual.png")
+        mlflow.log_figure(plots.pred_vs_actual(ts.y, result.predictions, title), "pred_vs_actual.png")
+        mlflow.log_figure(plots.relative_errors(ts.y, result.predictions, title), "relative_errors.png")
+        curve: Mapping[str, np.ndarray] | None = inner_attribute(model, "learning_curve_")
+        if curve is not None:
+            mlflow.log_figure(plots.learning_curve(curve, title), "learning_curve.png")
+            for units, error in zip(curve["hidden_units"], curve.get("validation_mse", [])):
+                mlflow.log_metric("curve_validation_mse", float(error), step=int(units))
         with tempfile.TemporaryDirectory() as tmp:
             mlflow.log_artifact(str(plan.save(Path(tmp) / "folds.csv")))
         info = mlflow.sklearn.log_model(
@@ -117,7 +147,24 @@ def log_candidate(
             skops_trusted_types=_trusted_types(model),
             pip_requirements=[f"{name}=={version(name)}" for name in MODEL_REQUIREMENTS],
         )
-    return Candidate(result.model_name, run_id=run.info.run_id, model_uri=info.model_uri, metrics=result.metrics)
+    return Candidate(
+        result.model_name, run_id=run.info.run_id, model_uri=info.model_uri, metrics=metrics, residual_quantiles=quantiles
+    )
+
+
+def inner_attribute(model: Any, attribute: str) -> Any:
+    """``attribute`` of ``model`` or of the first estimator inside it (target transforms, searches, pipelines), or None."""
+    while True:
+        if hasattr(model, attribute):
+            return getattr(model, attribute)
+        if hasattr(model, "regressor_"):
+            model = model.regressor_
+        elif hasattr(model, "best_estimator_"):
+            model = model.best_estimator_
+        elif isinstance(model, Pipeline):
+            model = model[-1]
+        else:
+            return None
 
 
 def _model_params(model: RegressorMixin) -> dict[str, object]:
@@ -134,18 +181,3 @@ def _trusted_types(model: RegressorMixin) -> list[str]:
     import skops.io
 
     return skops.io.get_untrusted_types(data=skops.io.dumps(model))
-
-
-def _scatter(actual: np.ndarray, predicted: np.ndarray, title: str) -> Figure:
-    """Out-of-fold predicted against measured seconds, log-log when every value is positive."""
-    figure = Figure(figsize=(5, 5))
-    axes = figure.subplots()
-    axes.scatter(actual, predicted, s=14, alpha=0.7)
-    low = float(min(actual.min(), predicted.min()))
-    high = float(max(actual.max(), predicted.max()))
-    axes.plot([low, high], [low, high], color="black", linestyle="--", linewidth=1)
-    if low > 0:
-        axes.set_xscale("log")
-        axes.set_yscale("log")
-    axes.set(xlabel="measured seconds", ylabel="predicted seconds (out of fold)", title=title)
-    return figure

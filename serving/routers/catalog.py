@@ -1,17 +1,18 @@
-"""What the service knows: algorithms, platforms and the champion models."""
+"""What the service knows: algorithms with their parameter schemas, and platforms."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 
-from serving.deps import service
-from serving.schemas import AlgorithmOut, ModelOut, ParameterOut, PlatformOut
+from serving.deps import State
+from serving.schemas import AlgorithmOut, ParameterOut, PlatformOut
 
-router = APIRouter(tags=["catalog"])
+router = APIRouter(prefix="/v1", tags=["catalog"])
 
 
 @router.get("/algorithms", response_model=list[AlgorithmOut], summary="Algorithms and their parameter schemas")
-def algorithms(state=Depends(service)) -> list[AlgorithmOut]:
+async def algorithms(state: State) -> list[AlgorithmOut]:
+    """Every algorithm with its parameters (type, default, range, choices, extractor) and the platforms it runs on."""
     return [
         AlgorithmOut(
             name=a.name,
@@ -24,21 +25,6 @@ def algorithms(state=Depends(service)) -> list[AlgorithmOut]:
 
 
 @router.get("/platforms", response_model=list[PlatformOut], summary="Platforms of the cluster")
-def platforms(state=Depends(service)) -> list[PlatformOut]:
+async def platforms(state: State) -> list[PlatformOut]:
+    """Every platform with its kind, cores, clock, memory, disk and power draw."""
     return [PlatformOut(**p.model_dump(include=set(PlatformOut.model_fields))) for p in state.catalog.platforms.values()]
-
-
-@router.get("/models", response_model=list[ModelOut], summary="The champion serving each algorithm and platform")
-def models(state=Depends(service)) -> list[ModelOut]:
-    return [
-        ModelOut(
-            algorithm=c.algorithm,
-            platform=c.platform,
-            name=c.name,
-            version=c.version,
-            flavor=c.flavor,
-            features=c.feature_names,
-            metrics=c.metrics,
-        )
-        for c in state.oracle.champions.values()
-    ]

@@ -1,19 +1,42 @@
-"""Liveness and readiness."""
+"""Operations: liveness, readiness (with where the champions came from) and Prometheus metrics."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST
 
-from serving.deps import service
+from serving.deps import State
+from serving.schemas import ReadyOut
 
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/healthz", summary="The process is up")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
+    """Answers as long as the process serves HTTP at all."""
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="Catalog, store and champions are loaded")
-def readyz(state=Depends(service)) -> dict[str, object]:
-    return {"status": "ready", "champions": len(state.oracle.champions)}
+@router.get("/readyz", response_model=ReadyOut, summary="Ready, with the champions loaded and where they came from")
+async def readyz(state: State) -> ReadyOut:
+    """``degraded`` when the champions come from the disk cache because the registry could not be reached."""
+    status = state.watcher.status
+    return ReadyOut(
+        status="degraded" if status.source == "cache" else "ready",
+        champions=len(state.oracle.models),
+        source=status.source,
+        registry_error=status.registry_error,
+        last_refresh=status.last_refresh,
+    )
+
+
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {"example": "predictor_http_requests_total{...} 42.0"}}}},
+)
+async def metrics(state: State) -> Response:
+    """Requests and latency per route, estimates per model, observations, reloads, champions, registry health."""
+    return Response(state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

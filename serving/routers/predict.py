@@ -1,35 +1,135 @@
-"""Estimates: how long a job takes on each platform."""
+"""Estimates: how long jobs take on each platform, one job or a batch.
+
+Work that reads input files, and every batch, runs in the thread pool (one hop for extraction, model
+calls and JSON encoding together), off the event loop. One job with precomputed features is answered on
+the loop itself: it is bounded (one ~0.1 ms model call per catalog platform) and costs less than the
+hand-off to a worker thread, which under load also makes the loop wait for the GIL.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import Response
+from pydantic import TypeAdapter
+from starlette.concurrency import run_in_threadpool
 
-from serving.deps import service
-from serving.paths import resolve_file_params
-from serving.schemas import ErrorOut, EstimateOut, PredictRequest, PredictResponse
+from features import FeatureError
+from predictor.domain import Estimate
+from serving.deps import ServiceState, State
+from serving.errors import responses
+from serving.jobs import JobRejected, check_job, deadline, prepare
+from serving.schemas import (
+    BatchItem,
+    BatchPredictRequest,
+    BatchPredictResponse,
+    EstimateColumnsOut,
+    EstimateOut,
+    JobError,
+    MatrixPredictRequest,
+    MatrixPredictResponse,
+    PredictResponse,
+    SinglePredictRequest,
+)
 
-router = APIRouter(tags=["predict"])
+router = APIRouter(prefix="/v1", tags=["predict"])
 
 
 @router.post(
     "/predict",
     response_model=PredictResponse,
-    summary="Estimated run time per platform",
-    responses={403: {"model": ErrorOut}, 404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+    summary="Estimated run time per platform, with interval and walltime limit",
+    responses=responses(400, 403, 404, 413, 422),
 )
-def predict(request: PredictRequest, state=Depends(service)) -> PredictResponse:
-    """Plain ``def``: feature extraction and model calls are CPU-bound and run in the thread pool."""
+async def predict(request: SinglePredictRequest, state: State) -> Response:
+    """One job. Input files are paths under the data roots, or give ``features`` and no file is read."""
+    if request.features is not None:
+        return Response(_predict_one(state, request), media_type="application/json")
+    return Response(await run_in_threadpool(_predict_one, state, request), media_type="application/json")
+
+
+@router.post(
+    "/predict/batch",
+    response_model=BatchPredictResponse,
+    summary="Estimates for many jobs, one model call per champion",
+    responses=responses(400, 413, 422),
+)
+async def predict_batch(request: BatchPredictRequest, state: State) -> Response:
+    """Up to ``PREDICTOR_API_MAX_BATCH`` jobs; a job that cannot be estimated gets its own error, the others their estimates."""
+    limit = state.settings.api_max_batch
+    if len(request.jobs) > limit:
+        raise HTTPException(413, f"batch of {len(request.jobs)} jobs is over the limit of {limit}")
+    return Response(await run_in_threadpool(_predict_many, state, request), media_type="application/json")
+
+
+@router.post(
+    "/predict/matrix",
+    response_model=MatrixPredictResponse,
+    summary="Estimates for rows of precomputed features of one algorithm, as columns",
+    responses=responses(400, 404, 413, 422),
+)
+async def predict_matrix(request: MatrixPredictRequest, state: State) -> Response:
+    """The lean batch: up to ``PREDICTOR_API_MAX_BATCH`` rows, one model call per platform, answers as one list per field."""
+    limit = state.settings.api_max_batch
+    if len(request.rows) > limit:
+        raise HTTPException(413, f"{len(request.rows)} rows are over the limit of {limit}")
+    return Response(await run_in_threadpool(_predict_matrix, state, request), media_type="application/json")
+
+
+def _predict_one(state: ServiceState, request: SinglePredictRequest) -> bytes:
+    """The JSON answer for one job; a job the service refuses raises its HTTP error."""
+    try:
+        job = prepare(state, request, deadline(state))
+    except JobRejected as exc:
+        raise exc.http() from None
+    estimates = state.oracle.estimate_jobs([job], coverage=request.coverage, limit_quantile=request.limit_quantile)[0]
+    state.metrics.count_estimates(estimates.values())
+    return PredictResponse(algorithm=request.algorithm, estimates=_out(estimates)).model_dump_json().encode()
+
+
+def _predict_many(state: ServiceState, request: BatchPredictRequest) -> bytes:
+    """The JSON answer for a batch: every job prepared within one time budget, then estimated together."""
+    until = deadline(state)
+    jobs, indices, errors = [], [], {}
+    for index, item in enumerate(request.jobs):
+        try:
+            jobs.append(prepare(state, item, until))
+            indices.append(index)
+        except JobRejected as exc:
+            errors[index] = JobError(status=exc.status, detail=exc.detail)
+    estimated = state.oracle.estimate_jobs(jobs, coverage=request.coverage, limit_quantile=request.limit_quantile)
+    answers = dict(zip(indices, estimated, strict=True))
+    state.metrics.count_estimates(e for estimates in estimated for e in estimates.values())
+    results = [
+        BatchItem(index=i, algorithm=item.algorithm, error=errors[i])
+        if i in errors
+        else BatchItem(index=i, algorithm=item.algorithm, estimates=_out(answers[i]))
+        for i, item in enumerate(request.jobs)
+    ]
+    return BatchPredictResponse(results=results).model_dump_json().encode()
+
+
+def _predict_matrix(state: ServiceState, request: MatrixPredictRequest) -> bytes:
+    """The JSON answer for a feature matrix, one column of answers per field and platform."""
     catalog = state.catalog
-    if request.algorithm not in catalog.algorithms:
-        raise HTTPException(404, f"unknown algorithm {request.algorithm!r}; known: {', '.join(sorted(catalog.algorithms))}")
-    unknown = [p for p in request.platforms or [] if p not in catalog.platforms]
-    if unknown:
-        raise HTTPException(404, f"unknown platform(s) {', '.join(unknown)}; known: {', '.join(sorted(catalog.platforms))}")
-    params = request.params
-    if request.features is None:
-        params = resolve_file_params(catalog.algorithm(request.algorithm), params, state.settings.data_roots)
-    estimates = state.oracle.estimate(request.algorithm, params, request.platforms, request.features)
-    return PredictResponse(
-        algorithm=request.algorithm,
-        estimates=[EstimateOut(**e.model_dump()) for e in estimates.values()],
-    )
+    try:
+        check_job(catalog, request.algorithm, request.platforms)
+        columns = state.oracle.estimate_matrix(
+            request.algorithm, request.columns, request.rows, request.platforms, request.params,
+            coverage=request.coverage, limit_quantile=request.limit_quantile,
+        )  # fmt: skip
+    except JobRejected as exc:
+        raise exc.http() from None
+    except FeatureError as exc:
+        raise HTTPException(422, str(exc)) from None
+    state.metrics.count_columns(columns)
+    out = _COLUMNS_OUT.validate_python(columns, from_attributes=True)
+    return MatrixPredictResponse(algorithm=request.algorithm, rows=len(request.rows), estimates=out).model_dump_json().encode()
+
+
+def _out(estimates: dict[str, Estimate]) -> list[EstimateOut]:
+    """Domain estimates as payloads, validated in one call."""
+    return _ESTIMATES_OUT.validate_python(list(estimates.values()), from_attributes=True)
+
+
+_ESTIMATES_OUT = TypeAdapter(list[EstimateOut])
+_COLUMNS_OUT = TypeAdapter(list[EstimateColumnsOut])

@@ -11,6 +11,10 @@ import pytest
 from sklearn.base import clone
 
 from models import ZOO, available_models, make_model, register
+from models.zoo import applicable, target_transform
+
+# Members that learn from features alone (the history baselines read named columns; cascade has its own tests).
+PLAIN = [m for m in available_models() if not m.startswith("cascade") and m not in ("last_two_mean", "requested_time")]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +30,7 @@ def test_the_skeleton_members_are_registered() -> None:
     assert set(available_models()) == set(ZOO)
 
 
-@pytest.mark.parametrize("name", ["mean", "linear", "linear_log", "lightgbm", "lightgbm_log"])
+@pytest.mark.parametrize("name", PLAIN)
 def test_member_fits_predicts_and_clones(name: str, power_law: tuple[pd.DataFrame, np.ndarray]) -> None:
     X, y = power_law
     model = make_model(name, seed=1)
@@ -36,7 +40,9 @@ def test_member_fits_predicts_and_clones(name: str, power_law: tuple[pd.DataFram
     assert clone(model).get_params().keys() == model.get_params().keys()
 
 
-@pytest.mark.parametrize("name", ["linear_log", "lightgbm", "lightgbm_log"])
+@pytest.mark.parametrize(
+    "name", ["linear_log", "lightgbm", "lightgbm_log", "simple_linear_log", "isotonic", "svr_log", "mlp_log"]
+)
 def test_member_beats_the_mean_on_a_power_law(name: str, power_law: tuple[pd.DataFrame, np.ndarray]) -> None:
     X, y = power_law
     error = np.abs(make_model(name, seed=1).fit(X, y).predict(X) - y).mean()
@@ -78,3 +84,27 @@ def test_models_imports_nothing_of_the_service() -> None:
     probe = f"import sys, models; print(sorted({{m.split('.')[0] for m in sys.modules}} & {ours}))"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", [m for m in PLAIN if target_transform(m) != "raw"])
+def test_log_members_answer_positive_seconds(name: str, power_law: tuple[pd.DataFrame, np.ndarray]) -> None:
+    X, y = power_law
+    far = X.assign(size=X["size"] * 1e-3)
+    assert (make_model(name, seed=1).fit(X, y).predict(far) > 0).all()
+
+
+def test_target_transform_is_read_from_the_name() -> None:
+    assert [target_transform(n) for n in ("mlp", "mlp_log", "mlp_log_smeared")] == ["raw", "log", "log smeared"]
+
+
+def test_every_family_comes_both_ways() -> None:
+    families = {"linear", "simple_linear", "isotonic", "svr", "mlp", "lightgbm"}
+    assert {f"{f}_log" for f in families} | families <= set(available_models())
+
+
+def test_members_apply_where_their_features_and_rows_are() -> None:
+    history = ["history.last2_mean", "history.last1", "request.time"]
+    assert applicable("last_two_mean", history, 10) and not applicable("last_two_mean", history[1:], 10)
+    assert applicable("requested_time", ["request.time"], 3) and not applicable("requested_time", ["size"], 3)
+    assert applicable("mlp", ["size"], 20) and not applicable("mlp", ["size"], 19)
+    assert applicable("mean", [], 3)

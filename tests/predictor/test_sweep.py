@@ -1,4 +1,4 @@
-"""A tiny sweep against the real MAFFT: runs stored as they finish, deterministic ids, resumable, budgeted."""
+"""Tiny sweeps against the real tools (MAFFT, BLAST, HMMER): stored as they finish, resumable, budgeted, failures kept."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from features.fastq import FastqExtractor
 from predictor.catalog import load_catalog
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
@@ -75,3 +76,155 @@ def test_invalid_plan_is_named(tmp_path: Path):
     path.write_text(yaml.safe_dump({**PLAN, "repeats": 0}))
     with pytest.raises(PlanError, match="bad.yaml: invalid plan: repeats"):
         load_plan(path)
+
+
+def need_tools(*tools: str) -> None:
+    """Skip locally when a tool is missing; fail under CI, where `make test` installs them."""
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{', '.join(missing)} missing; `make test` installs them", pytrace=False)
+        pytest.skip(f"{', '.join(missing)} not installed")
+
+
+def sweep_once(tmp_path: Path, plan: dict) -> tuple[list, Path]:
+    """Run ``plan`` into a fresh store; returns the measurements and the inputs folder."""
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
+    store.migrate()
+    done = run_sweep(load_plan(path), load_catalog(BUNDLED_DATA / "catalog.yaml"), store, tmp_path / "inputs")
+    assert store.count() == len(done)
+    return done, tmp_path / "inputs"
+
+
+BLAST_PLAN = {
+    "seed": 4,
+    "timeout_s": 60,
+    "inputs": {
+        "nt": {"generator": "blastdb", "alphabet": "dna", "grid": {"n_sequences": [20, 60]}, "options": {"length_mean": 400}},
+        "aa": {"generator": "blastdb", "alphabet": "protein", "grid": {"n_sequences": [40]}, "options": {"length_mean": 150}},
+        "ntq": {"generator": "sampled", "source": "nt", "alphabet": "dna", "grid": {"n_sequences": [3], "length_mean": [200]}, "options": {"hit_fraction": 1.0}},
+        "aaq": {"generator": "sampled", "source": "aa", "grid": {"n_sequences": [3], "length_mean": [80]}, "options": {"hit_fraction": 1.0}},
+        "txq": {"generator": "sampled", "source": "nt", "grid": {"n_sequences": [2], "length_mean": [60]}, "options": {"hit_fraction": 1.0, "translate": True}},
+    },
+    "jobs": [
+        {"algorithm": "blastn", "platforms": ["cpu1", "cpu2"], "files": {"query": "ntq", "db": "nt"}},
+        {"algorithm": "blastp", "platforms": ["cpu1"], "files": {"query": "aaq", "db": "aa"}, "grid": {"task": ["blastp-fast"], "word_size": [5]}},
+        {"algorithm": "tblastn", "platforms": ["cpu2"], "files": {"query": "txq", "db": "nt"}},
+    ],
+}
+
+
+def test_blast_sweep_on_generated_databases(tmp_path: Path):
+    need_tools("makeblastdb", "blastn", "blastp", "tblastn")
+    done, _ = sweep_once(tmp_path, BLAST_PLAN)
+    assert sorted(m.algorithm for m in done) == ["blastn"] * 4 + ["blastp"] + ["tblastn"] * 2
+    assert all(m.succeeded and m.wall_seconds > 0 for m in done)
+    for m in done:
+        assert m.features["search_space"] == m.features["query.residues"] * m.features["db.residues"]
+        assert m.params["db"].endswith(".blastdb/db") and "-num_threads" in m.context["command"]
+    assert {m.features["db.sequences"] for m in done if m.algorithm == "blastn"} == {20, 60}
+    assert next(m for m in done if m.algorithm == "blastp").features["task=blastp-fast"] == 1.0
+
+
+def test_failing_tool_run_is_stored_as_failed(tmp_path: Path):
+    need_tools("makeblastdb", "blastn")
+    plan = {**BLAST_PLAN, "jobs": BLAST_PLAN["jobs"][:1]}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    inputs = materialise_inputs(load_plan(path), tmp_path / "inputs")
+    broken = inputs["nt"][0]
+    Path(f"{broken}.nsq").unlink()  # the header still reads fine (features extract), the sequences are gone
+    done, _ = sweep_once(tmp_path, plan)
+    failed = [m for m in done if m.params["db"] == str(broken)]
+    assert len(failed) == 2 and all(m.exit_status != 0 and not m.succeeded for m in failed)
+    assert all(m.succeeded for m in done if m not in failed)
+
+
+def test_hmmsearch_sweep_on_built_profiles(tmp_path: Path):
+    need_tools("mafft", "hmmbuild", "hmmsearch")
+    plan = {
+        "seed": 5,
+        "timeout_s": 60,
+        "inputs": {
+            "hmms": {"generator": "hmm", "grid": {"n_models": [1, 2]}, "options": {"length_mean": 50, "n_members": 4, "mutation_rate": 0.2}},
+            "targets": {"generator": "sampled", "source": "hmms", "grid": {"n_sequences": [40]}, "options": {"length_mean": 60, "hit_fraction": 0.25}},
+        },
+        "jobs": [{"algorithm": "hmmsearch", "platforms": ["cpu1", "cpu2"], "files": {"hmm": "hmms", "target": "targets"}}],
+    }
+    done, _ = sweep_once(tmp_path, plan)
+    assert len(done) == 4 and all(m.succeeded for m in done)
+    assert {m.features["hmm.models"] for m in done} == {1, 2}
+    for m in done:
+        assert m.features["search_space"] == m.features["hmm.total_length"] * m.features["target.residues"]
+    two = next(m for m in done if m.features["hmm.models"] == 2).params["hmm"]
+    one = next(m for m in done if m.features["hmm.models"] == 1).params["hmm"]
+    assert Path(two).read_bytes().startswith(Path(one).read_bytes()), "a larger profile file extends the smaller"
+
+
+def test_bwa_mem_sweep_maps_sampled_reads(tmp_path: Path):
+    need_tools("bwa")
+    plan = {
+        "seed": 6,
+        "timeout_s": 60,
+        "inputs": {
+            "ref": {"generator": "bwa", "alphabet": "dna", "grid": {"n_sequences": [2, 4]}, "options": {"length_mean": 3000}},
+            "reads": {"generator": "fastq", "source": "ref", "alphabet": "dna", "grid": {"n_reads": [200]}, "options": {"read_length": 80}},
+        },
+        "jobs": [{"algorithm": "bwa_mem", "platforms": ["cpu1", "cpu2"], "files": {"reference": "ref", "reads": "reads"}}],
+    }
+    done, _ = sweep_once(tmp_path, plan)
+    assert len(done) == 4 and all(m.succeeded for m in done)
+    assert {m.features["reference.sequences"] for m in done} == {2, 4}
+    for m in done:
+        assert m.features["reads.reads"] == 200 and Path(m.params["reference"] + ".bwt").is_file()
+        assert m.features["search_space"] == m.features["reads.bases"] * m.features["reference.residues"]
+
+
+def test_fastq_set_samples_reads_from_its_source(tmp_path: Path):
+    plan = {
+        "inputs": {
+            "ref": {"generator": "random", "alphabet": "dna", "grid": {"n_sequences": [2], "length_mean": [2000]}},
+            "reads": {"generator": "fastq", "source": "ref", "alphabet": "dna", "grid": {"n_reads": [100, 300], "read_length": [50]}},
+        },
+        "jobs": [],
+    }
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    files = materialise_inputs(load_plan(path), tmp_path / "inputs")
+    assert [FastqExtractor().extract(f)["reads"] for f in files["reads"]] == [100, 300]
+    assert files["reads"][0].name == "reads-dna-n_reads100-read_length50-s0.fq"
+    assert materialise_inputs(load_plan(path), tmp_path / "inputs") == files, "existing inputs are reused"
+
+
+@pytest.mark.parametrize(
+    ("inputs", "problem"),
+    [
+        ({"q": {"generator": "sampled", "grid": {"n_sequences": [1]}}}, "needs 'source'"),
+        ({"f": {"generator": "family", "source": "x", "grid": {"n_sequences": [1]}}}, "takes no 'source'"),
+        ({"q": {"generator": "sampled", "source": "nowhere", "grid": {"n_sequences": [1]}}}, "not a non-sampled input set"),
+        ({"db": {"generator": "blastdb", "grid": {"n_sequences": [1], "length_mean": [5]}}}, "varies exactly n_sequences"),
+        ({"h": {"generator": "hmm", "grid": {"n_sequences": [1]}}}, "varies exactly n_models"),
+        ({"r": {"generator": "bwa", "grid": {"n_sequences": [1]}}}, "set alphabet: dna"),
+    ],
+)
+def test_invalid_input_sets_are_named(tmp_path: Path, inputs: dict, problem: str):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"inputs": inputs, "jobs": []}))
+    with pytest.raises(PlanError, match=problem):
+        load_plan(path)
+
+
+def test_job_naming_an_unknown_set_is_rejected(tmp_path: Path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({**PLAN, "jobs": [{**PLAN["jobs"][0], "files": {"input": "missing"}}]}))
+    with pytest.raises(PlanError, match="unknown input set"):
+        load_plan(path)
+
+
+def test_bad_generator_arguments_are_a_plan_error(tmp_path: Path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"inputs": {"r": {"generator": "random", "grid": {"n_sequences": [2], "colour": [1]}}}, "jobs": []}))
+    with pytest.raises(PlanError, match="inputs.r: cannot generate"):
+        materialise_inputs(load_plan(path), tmp_path / "inputs")

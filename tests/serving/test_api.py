@@ -2,51 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import httpx
 import pytest
 
-from predictor.catalog import load_catalog
-from predictor.datagen import write_family_fasta
-from predictor.domain import Measurement, Source
-from predictor.jobfeatures import job_features
-from predictor.settings import BUNDLED_DATA, Settings
-from predictor.store import MeasurementStore
-from serving import create_app
-from tests.livesrv import serve_app
-from training.pipeline import run_training
+from tests.serving.conftest import Home
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory):
-    """A service over champions trained on real FASTA features and a known cost law (n^2 x length)."""
-    root = tmp_path_factory.mktemp("api")
-    inputs = root / "inputs"
-    inputs.mkdir()
-    settings = Settings(home=root / "home", data_roots=[inputs], cv_folds=3)
-    catalog = load_catalog(settings.catalog_path)
-    store = MeasurementStore(settings.resolved_store_url)
-    store.migrate()
-    measurements = []
-    for i, (n, length) in enumerate((n, l) for n in (4, 8, 16, 32, 48) for l in (50, 100, 200, 400)):
-        path = write_family_fasta(inputs / f"f{i}.fa", n_sequences=n, length=length, mutation_rate=0.2, alphabet="protein", seed=i)
-        params = {"input": str(path)}
-        features = job_features(catalog.algorithm("mafft"), params)
-        for platform, speed in (("cpu1", 1.0), ("cpu2", 0.6)):
-            measurements.append(
-                Measurement(
-                    run_id=f"{platform}-{i}", algorithm="mafft", platform=platform, params=params, features=features,
-                    wall_seconds=speed * (0.05 + 2e-6 * n * n * length), source=Source.PROBE,
-                )
-            )
-    store.add(measurements)
-    run_training(settings, store, models=["linear_log"])
-    (inputs / "junk.fa").write_bytes(b"\x00\x01\x02 not fasta")
-    (inputs / "escape.fa").symlink_to(BUNDLED_DATA / "catalog.yaml")
-    with serve_app(create_app(settings)) as base:
-        yield base, inputs
+def served(base: str, trained: Home) -> tuple[str, Path]:
+    return base, trained.inputs
 
 
 def post(base: str, body: object, **kwargs) -> httpx.Response:
@@ -137,4 +103,5 @@ def test_catalog_routes(served):
     assert {(m["algorithm"], m["platform"]) for m in models} == {("mafft", "cpu1"), ("mafft", "cpu2")}
     assert all("rae" in m["metrics"] and m["features"] for m in models)
     assert httpx.get(f"{base}/healthz").json() == {"status": "ok"}
-    assert httpx.get(f"{base}/readyz").json()["champions"] == 2
+    ready = httpx.get(f"{base}/readyz").json()
+    assert ready["champions"] == 2 and ready["status"] == "ready" and ready["source"] == "registry"

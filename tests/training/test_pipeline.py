@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,15 +11,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from typer.testing import CliRunner
+
+from models import available_models
 from predictor import registry
+from predictor.cli import app
+from predictor.intervals import QUANTILE_LEVELS
 from predictor.domain import Measurement
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from training.champions import best_candidate, list_champions, registered_name
-from training.pipeline import DEFAULT_MODELS, TrainingOutcome, count_steps, run_training
+from training.folds import FoldPlan
+from training.pipeline import DEFAULT_MODELS, TrainingOutcome, count_steps, fold_plan_path, run_training
+from training.report import REPORT_METRICS, NoSession, latest_session
 from training.tracking import Candidate
 
 SPEED = {"fast": 1.0, "slow": 3.0}
+# A few members of each kind (baseline, linear, trees, Weka-like) keep the module quick; the zoo has its own tests.
+FIRST_MODELS = ("mean", "profile_mean", "linear_log", "lightgbm")
 
 
 def _measurements() -> list[Measurement]:
@@ -58,7 +68,7 @@ class Trained:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
-    """Two training sessions over one store and one tracking database: all default models, then two."""
+    """Two training sessions over one store and one tracking database: four models, then two."""
     home = tmp_path_factory.mktemp("training")
     settings = Settings(
         home=home,
@@ -66,13 +76,14 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
         mlflow_artifact_root=home / "artifacts",
         cv_folds=5,
         selection_metric="rae",
+        n_jobs=1,
     )
     store = MeasurementStore(f"sqlite:///{home / 'store.db'}")
     store.migrate()
     store.add(_measurements())
     labels: list[str] = []
-    steps = count_steps(settings, store)
-    first = run_training(settings, store, progress=labels.append)
+    steps = count_steps(settings, store, models=FIRST_MODELS)
+    first = run_training(settings, store, models=FIRST_MODELS, progress=labels.append)
     second = run_training(settings, store, algorithms=["align"], models=["mean", "linear_log"])
     yield Trained(settings, store, first, second, labels, steps)
     store.dispose()
@@ -82,14 +93,14 @@ def test_each_pair_gets_a_champion_chosen_by_rae(trained: Trained) -> None:
     pairs = [(o.algorithm, o.platform, o.version) for o in trained.first]
     assert pairs == [("align", "fast", "1"), ("align", "slow", "1")]
     for outcome in trained.first:
-        assert list(outcome.metrics) == list(DEFAULT_MODELS)
+        assert list(outcome.metrics) == list(FIRST_MODELS)
         assert outcome.champion == min(outcome.metrics, key=lambda m: outcome.metrics[m]["rae"])
         assert outcome.metrics["mean"]["rae"] == pytest.approx(100.0)
         assert outcome.metrics[outcome.champion]["rae"] < 20
 
 
 def test_progress_is_reported_once_per_fit(trained: Trained) -> None:
-    assert len(trained.labels) == trained.steps == 2 * len(DEFAULT_MODELS) * (5 + 1)
+    assert len(trained.labels) == trained.steps == 2 * len(FIRST_MODELS) * (5 + 1)
     assert trained.labels[0] == "align/fast mean fold 1/5"
     assert trained.labels[5] == "align/fast mean refit"
 
@@ -101,14 +112,17 @@ def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Tra
     runs = mlflow.search_runs([experiment.experiment_id], output_format="list", order_by=order)
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
-    assert len(parents) == 2 and len(children) == 2 * len(DEFAULT_MODELS)
+    assert len(parents) == 2 and len(children) == 2 * len(FIRST_MODELS)
     child = next(r for r in children if r.data.tags["model_kind"] == "linear_log" and r.data.tags["platform"] == "fast")
     assert child.data.params["n_rows"] == "40" and child.data.params["n_features"] == "2"
     assert "cv_rae" in child.data.metrics and "fit_seconds" in child.data.metrics
+    assert 0.0 <= child.data.metrics["cv_interval_coverage"] <= 1.0
+    assert child.data.tags["target_transform"] == "log" and child.data.params["interval_nominal_coverage"] == "0.9"
     history = mlflow.MlflowClient().get_metric_history(child.info.run_id, "fold_rae")
     assert [m.step for m in history] == [0, 1, 2, 3, 4]
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(child.info.run_id)}
-    assert {"pred_vs_actual.png", "folds.csv", "features.json"} <= artifacts
+    assert {"pred_vs_actual.png", "relative_errors.png", "folds.csv", "features.json"} <= artifacts
+    assert "residual_log_quantiles.json" in artifacts and "learning_curve.png" not in artifacts
 
 
 def test_load_champion_predicts_in_seconds(trained: Trained) -> None:
@@ -161,3 +175,59 @@ def test_best_candidate_takes_the_lowest_and_never_nan() -> None:
     assert best_candidate(candidates, "rae").model_name == "c"
     with pytest.raises(ValueError, match="no candidates"):
         best_candidate([], "rae")
+
+
+def test_champions_carry_interval_quantiles_and_nominal_coverage(trained: Trained) -> None:
+    champion = registry.load_champion("align", "fast")
+    assert champion is not None
+    quantiles = champion.residual_quantiles
+    assert sorted(quantiles) == sorted(QUANTILE_LEVELS)
+    assert quantiles[0.05] <= quantiles[0.5] <= quantiles[0.95]
+    assert champion.tags["interval_coverage"] == "0.9" and champion.tags["target_transform"] == "log"
+    assert 0.0 <= champion.metrics["interval_coverage"] <= 1.0
+    source = mlflow.get_run(champion.tags["source_run_id"])
+    assert json.loads(champion.tags["residual_log_quantiles"]) == mlflow.artifacts.load_dict(
+        f"{source.info.artifact_uri}/residual_log_quantiles.json"
+    )
+
+
+def test_fold_plans_are_written_for_peer_tools(trained: Trained) -> None:
+    for platform in SPEED:
+        plan = FoldPlan.load(fold_plan_path(trained.settings, "align", platform))
+        assert plan.run_ids == sorted(f"{platform}-{i:02d}" for i in range(40)) and plan.n_folds == 5
+
+
+def test_the_parent_run_names_each_platforms_champion(trained: Trained) -> None:
+    experiment = mlflow.get_experiment_by_name("runtime/align")
+    latest = mlflow.search_runs(
+        [experiment.experiment_id], "attributes.run_name = 'train-align'", order_by=["attributes.start_time DESC"], output_format="list"
+    )[0]
+    assert latest.data.tags["champion.fast"] == "linear_log" and latest.data.tags["champion_version.slow"] == "2"
+
+
+def test_default_models_apply_only_where_their_features_exist(trained: Trained) -> None:
+    per_fit = 2 * (5 + 1)
+    defaults = [m for m in DEFAULT_MODELS if m in available_models()]
+    history = {"last_two_mean", "requested_time"}
+    assert count_steps(trained.settings, trained.store) == per_fit * len(set(defaults) - history)
+
+
+def test_report_reads_the_latest_session(trained: Trained) -> None:
+    session = latest_session(trained.settings, "align", "fast")
+    assert [r.model for r in session.rows] == ["linear_log", "mean"] and session.nominal_coverage == 0.9
+    best, baseline = session.rows
+    assert best.champion and not baseline.champion and best.target_transform == "log"
+    assert set(best.metrics) == set(REPORT_METRICS) and best.fit_seconds > 0
+    assert baseline.metrics["rae"] == pytest.approx(100.0)
+    with pytest.raises(NoSession, match="no finished training session of 'search'"):
+        latest_session(trained.settings, "search")
+
+
+def test_report_command_prints_the_table(trained: Trained) -> None:
+    env = {"PREDICTOR_HOME": str(trained.settings.home)}
+    result = CliRunner().invoke(app, ["report", "--algorithm", "align", "--platform", "slow"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "align on slow" in result.output and "align on fast" not in result.output
+    assert "* linear_log" in result.output and "RAE%" in result.output and "cover" in result.output
+    missing = CliRunner().invoke(app, ["report", "--algorithm", "search"], env=env)
+    assert missing.exit_code == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, create_engine
 
+import predictor.store.scheduler_tables  # noqa: F401  (puts the scheduler's tables on Base.metadata)
 from predictor.store.tables import Base
 
 

@@ -1,0 +1,1 @@
+"""FANN's own Cascade2, driven from Python for side-by-side comparisons."""

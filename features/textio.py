@@ -1,0 +1,67 @@
+"""Reading helpers shared by the text-file extractors: open plain or gzip input, fill buffers, map errors."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from features.base import FeatureError
+
+GZIP_MAGIC = b"\x1f\x8b"
+_TEXT = bytes([9, 10, 13, *range(32, 127)])
+_MAX_NON_PRINTABLE = 0.1  # fraction of non-text bytes in a prefix above which input is binary
+
+
+class BadInput(Exception):
+    """A problem with the input; :func:`feature_errors` re-raises it as a FeatureError naming the file."""
+
+
+def fill(stream: BinaryIO, buf: bytearray) -> int:
+    """Read into ``buf`` until it is full or the stream ends; returns the bytes read."""
+    view = memoryview(buf)
+    n = 0
+    while n < len(buf):
+        got = stream.readinto(view[n:])  # type: ignore[attr-defined]
+        if not got:
+            break
+        n += got
+    return n
+
+
+def is_binary(head: bytes) -> bool:
+    """Whether a prefix of the input holds NUL bytes or too many non-text bytes to be a text format."""
+    return b"\0" in head or len(head.translate(None, _TEXT)) > _MAX_NON_PRINTABLE * len(head)
+
+
+@contextmanager
+def open_input(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO, bool]]:
+    """Open ``path`` for reading: (text stream, raw file, whether gzip), decompressing by magic bytes."""
+    if path.is_dir():
+        raise BadInput("is a directory, not a file")
+    if not path.exists():
+        raise BadInput("no such file")
+    with open(path, "rb", buffering=0) as raw:
+        if raw.read(2) == GZIP_MAGIC:
+            raw.seek(0)
+            with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+                yield stream, raw, True  # type: ignore[misc]
+        else:
+            raw.seek(0)
+            yield raw, raw, False  # type: ignore[misc]
+
+
+@contextmanager
+def feature_errors(path: Path) -> Iterator[None]:
+    """Re-raise input problems, gzip corruption and read errors as :class:`FeatureError` naming ``path``."""
+    try:
+        yield
+    except BadInput as exc:
+        raise FeatureError(path, str(exc)) from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise FeatureError(path, f"corrupt or truncated gzip data: {exc}") from exc
+    except OSError as exc:
+        raise FeatureError(path, f"cannot read: {exc.strerror or exc}") from exc

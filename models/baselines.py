@@ -1,0 +1,110 @@
+"""Baselines a learned model must beat: the profile table (seed 000) and job-history predictors (Tsafrir et al. 2007)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+Column = str | int
+
+
+def _column_indices(estimator: BaseEstimator, columns: Sequence[Column]) -> list[int]:
+    """Positions of ``columns`` (names of the fitted frame's columns, or positions) in the training matrix."""
+    names = list(getattr(estimator, "feature_names_in_", []))
+    indices = []
+    for column in columns:
+        if isinstance(column, str):
+            if column not in names:
+                raise ValueError(f"column {column!r} is not among the features: {', '.join(names) or '(unnamed)'}")
+            indices.append(names.index(column))
+        elif 0 <= column < estimator.n_features_in_:
+            indices.append(int(column))
+        else:
+            raise ValueError(f"column {column} is out of range for {estimator.n_features_in_} features")
+    return indices
+
+
+class JobTypeMean(RegressorMixin, BaseEstimator):
+    """Seed 000's profile table: the mean wall time of each job type on the platform (one platform per training set).
+
+    A job type is a distinct combination of the ``group_columns`` values; by default every column
+    whose name has no dot, which under the project's feature naming are the plain parameters (and
+    one-hot categoricals), not the ``<file>.<feature>`` sizes of inputs, as seed 000 keys its
+    table by executable and database. Unseen job types get the training mean.
+    """
+
+    def __init__(self, group_columns: Sequence[Column] | None = None) -> None:
+        self.group_columns = group_columns
+
+    def fit(self, X: Any, y: Any) -> JobTypeMean:
+        """Tabulate the mean of ``y`` per job type."""
+        X, y = validate_data(self, X, y, y_numeric=True)
+        if self.group_columns is None:
+            names = getattr(self, "feature_names_in_", [])
+            self.group_indices_ = [i for i, name in enumerate(names) if "." not in name]
+        else:
+            self.group_indices_ = _column_indices(self, self.group_columns)
+        self.mean_ = float(y.mean())
+        self.job_types_, which = np.unique(X[:, self.group_indices_], axis=0, return_inverse=True)
+        self.type_means_ = np.bincount(which, weights=y) / np.bincount(which)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The mean of each row's job type, or the training mean for a type never seen."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False)
+        table = {tuple(key): mean for key, mean in zip(self.job_types_.tolist(), self.type_means_)}
+        keys = X[:, self.group_indices_].tolist()
+        return np.array([table.get(tuple(key), self.mean_) for key in keys], dtype="float64")
+
+
+class HistoryBaseline(RegressorMixin, BaseEstimator):
+    """Job-history estimate of Tsafrir, Etsion and Feitelson (2007): the mean of the user's last two run times.
+
+    Each row takes the first positive value among ``columns`` (by default the user's last-two
+    mean, else the last run, else the requested time; zero or NaN means unknown), else the
+    training mean; the answer is capped at ``cap_column`` when that is positive, since a job is
+    killed at its requested time. ``columns=("request.time",)`` is the user's own estimate.
+    """
+
+    def __init__(
+        self,
+        columns: Sequence[Column] = ("history.last2_mean", "history.last1", "request.time"),
+        cap_column: Column | None = "request.time",
+    ) -> None:
+        self.columns = columns
+        self.cap_column = cap_column
+
+    def fit(self, X: Any, y: Any) -> HistoryBaseline:
+        """Find the columns; remember the training mean for rows without history."""
+        X, y = validate_data(self, X, y, y_numeric=True, ensure_all_finite="allow-nan")
+        self.column_indices_ = _column_indices(self, self.columns)
+        self.cap_index_ = None if self.cap_column is None else _column_indices(self, [self.cap_column])[0]
+        self.mean_ = float(y.mean())
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """First known history value per row (else the mean), capped at the requested time."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
+        predictions = np.full(len(X), self.mean_)
+        unknown = np.ones(len(X), dtype=bool)
+        for index in self.column_indices_:
+            known = unknown & (np.nan_to_num(X[:, index]) > 0)
+            predictions[known] = X[known, index]
+            unknown &= ~known
+        if self.cap_index_ is not None:
+            cap = np.nan_to_num(X[:, self.cap_index_])
+            predictions = np.where(cap > 0, np.minimum(predictions, cap), predictions)
+        return predictions
+
+    def __sklearn_tags__(self) -> Any:
+        """Missing values mean 'no history'; a copied column fits arbitrary data poorly, by design."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.regressor_tags.poor_score = True
+        return tags

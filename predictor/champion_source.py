@@ -1,0 +1,215 @@
+"""Champions from the MLflow registry, through a local disk cache that keeps them servable when the registry is not.
+
+Each champion version is downloaded once into ``<cache>/<registered name>/<version>/model`` (the MLflow
+model folder as it is), with ``champion.json`` beside it (version tags, registration time, fit time);
+``<cache>/<registered name>/current.json`` names the version last served. When the registry cannot be
+reached, :meth:`ChampionSource.cached` loads those instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from predictor.registry import (
+    CHAMPION_ALIAS,
+    Champion,
+    configure_mlflow,
+    registered_name,
+)
+
+KEEP_VERSIONS = 3  # cached versions kept per registered model; older ones are pruned
+_NOT_FOUND = ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE")  # no such model, or no such alias
+
+
+class RegistryUnavailable(RuntimeError):
+    """The model registry could not be asked (down, unreachable, misconfigured)."""
+
+
+@dataclass(frozen=True)
+class ChampionVersion:
+    """What the ``champion`` alias of one (algorithm, platform) points at, before loading it."""
+
+    algorithm: str
+    platform: str
+    name: str
+    version: str
+    tags: dict[str, str]
+    run_id: str | None
+    registered_at: datetime | None
+
+
+@dataclass(frozen=True)
+class LoadedChampion:
+    """A loaded champion with its registry facts and where it was loaded from (``registry`` or ``cache``)."""
+
+    champion: Champion
+    registered_at: datetime | None
+    fit_seconds: float | None
+    origin: str
+    examples: np.ndarray | None
+
+
+class ChampionSource:
+    """Looks up champion aliases and loads champion versions, caching each on local disk."""
+
+    def __init__(self, tracking_uri: str, cache_dir: Path) -> None:
+        self.tracking_uri = tracking_uri
+        self.cache_dir = cache_dir
+
+    def versions(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], ChampionVersion]:
+        """The version each pair's alias points at (pairs without one are left out); RegistryUnavailable if unreachable."""
+        import mlflow
+        from mlflow.exceptions import MlflowException
+
+        found = {}
+        try:
+            configure_mlflow(self.tracking_uri)
+            client = mlflow.MlflowClient()
+            for algorithm, platform in pairs:
+                name = registered_name(algorithm, platform)
+                try:
+                    v = client.get_model_version_by_alias(name, CHAMPION_ALIAS)
+                except MlflowException as exc:
+                    if exc.error_code in _NOT_FOUND:
+                        continue
+                    raise
+                found[(algorithm, platform)] = ChampionVersion(
+                    algorithm, platform, name, str(v.version), dict(v.tags), v.run_id, _from_millis(v.creation_timestamp)
+                )
+        except Exception as exc:  # noqa: BLE001 - any failure to ask the registry means it is unavailable
+            raise RegistryUnavailable(f"model registry {self.tracking_uri} unavailable: {_short(exc)}") from exc
+        return found
+
+    def load(self, version: ChampionVersion) -> LoadedChampion:
+        """Download ``version`` into the cache (once), mark it current and load it."""
+        folder = self.cache_dir / version.name / version.version
+        if not (folder / "champion.json").exists():
+            self._download(version, folder)
+        loaded = _load_folder(folder, origin="registry")
+        _write_json(self.cache_dir / version.name / "current.json", {"version": version.version})
+        self._prune(version.name, keep=version.version)
+        return loaded
+
+    def cached(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], LoadedChampion]:
+        """The champions last served for ``pairs``, from the cache alone (pairs never cached are left out)."""
+        found = {}
+        for algorithm, platform in pairs:
+            name = registered_name(algorithm, platform)
+            current = self.cache_dir / name / "current.json"
+            if current.exists():
+                version = json.loads(current.read_text())["version"]
+                found[(algorithm, platform)] = _load_folder(self.cache_dir / name / version, origin="cache")
+        return found
+
+    def _download(self, version: ChampionVersion, folder: Path) -> None:
+        """Copy the MLflow model folder and write its facts, atomically: a half-written folder is never used."""
+        import mlflow
+
+        configure_mlflow(self.tracking_uri)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{version.version}-", dir=folder.parent))
+        try:
+            mlflow.artifacts.download_artifacts(
+                artifact_uri=f"models:/{version.name}/{version.version}", dst_path=str(staging / "model")
+            )
+            facts = {
+                "algorithm": version.algorithm,
+                "platform": version.platform,
+                "name": version.name,
+                "version": version.version,
+                "tags": version.tags,
+                "registered_at": version.registered_at.isoformat() if version.registered_at else None,
+                "fit_seconds": _fit_seconds(version.run_id),
+            }
+            _write_json(staging / "champion.json", facts)
+            try:
+                staging.rename(folder)
+            except OSError:  # another process cached the same version first
+                if not (folder / "champion.json").exists():
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _prune(self, name: str, keep: str) -> None:
+        """Remove all but the newest cached versions of ``name`` (never ``keep``)."""
+        versions = sorted(
+            (p for p in (self.cache_dir / name).iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)
+        )
+        for old in versions[:-KEEP_VERSIONS]:
+            if old.name != keep:
+                shutil.rmtree(old, ignore_errors=True)
+
+
+def _load_folder(folder: Path, origin: str) -> LoadedChampion:
+    """Load a cached champion folder with the flavor it was saved in (sklearn, else MLflow's generic pyfunc)."""
+    import mlflow
+    from mlflow.models import Model
+
+    facts = json.loads((folder / "champion.json").read_text())
+    model_dir = folder / "model"
+    meta = Model.load(str(model_dir))
+    flavor = "sklearn" if "sklearn" in meta.flavors else "python_function"
+    model = mlflow.sklearn.load_model(str(model_dir)) if flavor == "sklearn" else mlflow.pyfunc.load_model(str(model_dir))
+    tags = facts["tags"]
+    feature_names = json.loads(tags.get("features", "[]"))
+    champion = Champion(
+        algorithm=facts["algorithm"],
+        platform=facts["platform"],
+        name=facts["name"],
+        version=facts["version"],
+        flavor=flavor,
+        feature_names=feature_names,
+        model=model,
+        tags=tags,
+    )
+    registered_at = datetime.fromisoformat(facts["registered_at"]) if facts["registered_at"] else None
+    return LoadedChampion(champion, registered_at, facts["fit_seconds"], origin, _examples(meta, model_dir, feature_names))
+
+
+def _examples(meta: Any, model_dir: Path, feature_names: list[str]) -> np.ndarray | None:
+    """The input example logged with the model, as rows in the champion's feature order (None if unusable)."""
+    try:
+        example = meta.load_input_example(str(model_dir))
+        return example[feature_names].to_numpy(dtype=float)
+    except Exception:  # noqa: BLE001 - an example is a nicety for checking fast paths, never required
+        return None
+
+
+def _fit_seconds(run_id: str | None) -> float | None:
+    """Seconds the champion's final fit took, from its training run (None when not recorded)."""
+    import mlflow
+
+    if run_id is None:
+        return None
+    try:
+        return mlflow.MlflowClient().get_run(run_id).data.metrics.get("refit_seconds")
+    except Exception:  # noqa: BLE001 - the fit time is informative only
+        return None
+
+
+def _write_json(path: Path, content: dict[str, Any]) -> None:
+    """Write JSON atomically (temporary file, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    with os.fdopen(handle, "w") as out:
+        json.dump(content, out)
+    os.replace(temporary, path)
+
+
+def _from_millis(millis: int | None) -> datetime | None:
+    return datetime.fromtimestamp(millis / 1000, tz=timezone.utc) if millis else None
+
+
+def _short(exc: BaseException) -> str:
+    """The first line of an exception's message, bounded, for status pages."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:300]

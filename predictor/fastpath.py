@@ -1,0 +1,161 @@
+"""Fast predictions of fitted models on numpy rows: the numbers of ``predict``, without its per-call overhead.
+
+A single-row ``predict`` of a scikit-learn model costs about a millisecond, mostly input validation and
+pandas; LightGBM's default threading adds more. Structures the zoo builds (LightGBM's booster on one
+thread, fixed transforms, standard scaling, linear models, target transforms, pipelines of these,
+constants) are evaluated here on a float matrix directly. Each compiled function is checked against the
+model's own ``predict`` on probe rows when it is built, and anything unrecognised or different is served
+by ``predict`` on a DataFrame instead: correctness first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.compose import TransformedTargetRegressor
+from sklearn.dummy import DummyRegressor
+from sklearn.linear_model._base import LinearModel
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+Rows = Callable[[np.ndarray], np.ndarray]
+RTOL = 1e-7
+
+
+def single_threaded(model: Any) -> None:
+    """Set every ``n_jobs`` of a scikit-learn model to 1: LightGBM's default threads make one row ~100x slower."""
+    if hasattr(model, "get_params") and hasattr(model, "set_params"):
+        model.set_params(**{k: 1 for k in model.get_params(deep=True) if k.split("__")[-1] == "n_jobs"})
+
+
+def generic(model: Any, feature_names: Sequence[str]) -> Rows:
+    """``model.predict`` on a DataFrame with the champion's feature names: works for every model."""
+    columns = list(feature_names)
+    return lambda X: np.asarray(model.predict(pd.DataFrame(X, columns=columns)), dtype=float).reshape(-1)
+
+
+def probe_rows(n_features: int, examples: np.ndarray | None = None) -> np.ndarray:
+    """Rows to check a compiled function on: the model's input examples, zeros, ones and seeded log-uniform rows."""
+    rng = np.random.default_rng(0)
+    synthetic = [np.zeros((1, n_features)), np.ones((1, n_features)), 10 ** rng.uniform(-1, 6, size=(8, n_features))]
+    given = [] if examples is None or examples.size == 0 else [np.asarray(examples, dtype=float)]
+    return np.vstack(given + synthetic)
+
+
+def compile_rows(model: Any, feature_names: Sequence[str], probes: np.ndarray) -> tuple[Rows, str]:
+    """The fastest function of an (n, k) float matrix equal to ``model.predict`` on ``probes``; and ``fast`` or ``generic``."""
+    single_threaded(model)
+    reference = generic(model, feature_names)
+    fast = _compile(model)
+    if fast is not None:
+        try:
+            if np.allclose(fast(probes), reference(probes), rtol=RTOL, atol=0.0, equal_nan=True):
+                return fast, "fast"
+        except (ValueError, TypeError, ArithmeticError):
+            pass
+    return reference, "generic"
+
+
+def _compile(model: Any) -> Rows | None:
+    """A numpy evaluation of a recognised fitted regressor or transform, or None."""
+    for kind, build in _BUILDERS:
+        if isinstance(model, kind):
+            return build(model)
+    return _lightgbm(model)
+
+
+def _transformed_target(model: TransformedTargetRegressor) -> Rows | None:
+    """The inner regressor, then the inverse target transform (e.g. exp of a log-seconds model)."""
+    inner = _compile(model.regressor_)
+    transformer = model.transformer_
+    if inner is None or not isinstance(transformer, FunctionTransformer):
+        return None
+    inverse = transformer.inverse_func or (lambda y: y)
+    kwargs = transformer.inv_kw_args or {}
+    return lambda X: np.asarray(inverse(inner(X).reshape(-1, 1), **kwargs), dtype=float).reshape(-1)
+
+
+def _pipeline(model: Pipeline) -> Rows | None:
+    """Each step in turn, when every step is recognised."""
+    stages = [_compile(step) for _, step in model.steps if step not in (None, "passthrough")]
+    if not stages or any(stage is None for stage in stages):
+        return None
+
+    def run(X: np.ndarray) -> np.ndarray:
+        for stage in stages:
+            X = stage(X)  # type: ignore[misc]
+        return X
+
+    return run
+
+
+def _function(model: FunctionTransformer) -> Rows:
+    """The transformer's function with its keyword arguments."""
+    func = model.func or (lambda X: X)
+    kwargs = model.kw_args or {}
+    return lambda X: np.asarray(func(X, **kwargs), dtype=float)
+
+
+def _scaler(model: StandardScaler) -> Rows:
+    """Centre and scale by the fitted mean and scale, as ``transform`` does."""
+    mean = model.mean_ if model.with_mean else None
+    scale = model.scale_ if model.with_std else None
+
+    def run(X: np.ndarray) -> np.ndarray:
+        if mean is not None:
+            X = X - mean
+        return X / scale if scale is not None else X
+
+    return run
+
+
+def _linear(model: LinearModel) -> Rows | None:
+    """``X @ coef + intercept`` for a single-target linear model."""
+    coef = np.asarray(model.coef_, dtype=float)
+    if coef.ndim != 1:
+        return None
+    intercept = float(np.asarray(model.intercept_).reshape(-1)[0])
+    return lambda X: X @ coef + intercept
+
+
+def _constant(model: DummyRegressor) -> Rows | None:
+    """The fitted constant for every row."""
+    constant = np.asarray(model.constant_, dtype=float).reshape(-1)
+    if constant.size != 1:
+        return None
+    return lambda X: np.full(X.shape[0], constant[0])
+
+
+def _lightgbm(model: Any) -> Rows | None:
+    """LightGBM's booster on one thread, for a fitted ``LGBMRegressor`` (None for anything else).
+
+    The booster's own predictor object is built once instead of on every call (a third of a single row's
+    time); that object is internal to LightGBM, so without it the public ``Booster.predict`` is used.
+    """
+    try:
+        from lightgbm import LGBMRegressor
+    except ImportError:
+        return None
+    if not isinstance(model, LGBMRegressor) or not hasattr(model, "booster_"):
+        return None
+    booster = model.booster_
+    try:
+        from lightgbm.basic import _InnerPredictor
+
+        predictor = _InnerPredictor.from_booster(booster, pred_parameter={"num_threads": 1})
+        return lambda X: np.asarray(predictor.predict(X), dtype=float).reshape(-1)
+    except (ImportError, AttributeError, TypeError):
+        return lambda X: np.asarray(booster.predict(X, num_threads=1), dtype=float).reshape(-1)
+
+
+_BUILDERS: tuple[tuple[type, Callable[[Any], Rows | None]], ...] = (
+    (TransformedTargetRegressor, _transformed_target),
+    (Pipeline, _pipeline),
+    (FunctionTransformer, _function),
+    (StandardScaler, _scaler),
+    (LinearModel, _linear),
+    (DummyRegressor, _constant),
+)

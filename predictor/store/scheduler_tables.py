@@ -1,0 +1,115 @@
+"""Tables of the embedded scheduler: its jobs, runs, machines, the orders it issues and the events it is sent.
+
+A resource manager can work through the database alone: it reads ``sched_orders``
+in ``seq`` order (``seq`` only grows, so a cursor is enough) and inserts rows into
+``sched_events`` (machine gained or lost, job ended or failed), which the scheduler
+applies in ``seq`` order and marks processed. Times are Unix seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from predictor.store.tables import Base
+
+
+class SchedJobRow(Base):
+    """One job the scheduler knows, in whatever state."""
+
+    __tablename__ = "sched_jobs"
+    __table_args__ = (Index("ix_sched_jobs_status", "status"),)
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    algorithm: Mapped[str] = mapped_column(String(200))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    features: Mapped[dict[str, float] | None] = mapped_column(JSON, nullable=True)
+    estimates: Mapped[dict[str, float | None]] = mapped_column(JSON)
+    submit: Mapped[float] = mapped_column(Float)
+    deadline: Mapped[float | None] = mapped_column(Float, nullable=True)
+    priority: Mapped[int] = mapped_column(Integer)
+    depends_on: Mapped[list[str]] = mapped_column(JSON)
+    stream_from: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    size: Mapped[int] = mapped_column(Integer)
+    platforms: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    checkpoint: Mapped[list[str]] = mapped_column(JSON)
+    data: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    status: Mapped[str] = mapped_column(String(16))
+    progress: Mapped[float] = mapped_column(Float)
+    attempts: Mapped[int] = mapped_column(Integer)
+    planned_machine: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    planned_start: Mapped[float | None] = mapped_column(Float, nullable=True)
+    started: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ended: Mapped[float | None] = mapped_column(Float, nullable=True)
+    message: Mapped[str] = mapped_column(Text)
+
+
+class SchedRunRow(Base):
+    """A job's run on a machine, while it lasts."""
+
+    __tablename__ = "sched_runs"
+
+    job_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    machine_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    start: Mapped[float] = mapped_column(Float)
+    attempt: Mapped[int] = mapped_column(Integer)
+    estimate: Mapped[float | None] = mapped_column(Float, nullable=True)
+    progress0: Mapped[float] = mapped_column(Float)
+    orphan: Mapped[bool] = mapped_column(Boolean)
+
+
+class SchedMachineRow(Base):
+    """A machine (or a pool of slots) of one platform."""
+
+    __tablename__ = "sched_machines"
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    platform: Mapped[str] = mapped_column(String(200))
+    slots: Mapped[int] = mapped_column(Integer)
+    power_watts: Mapped[float] = mapped_column(Float)
+    online: Mapped[bool] = mapped_column(Boolean)
+    warm: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    idle_since: Mapped[float] = mapped_column(Float)
+
+
+class SchedOrderRow(Base):
+    """An order for the resource manager; (job, kind, attempt) is issued at most once."""
+
+    __tablename__ = "sched_orders"
+    __table_args__ = (UniqueConstraint("job_id", "kind", "attempt", name="uq_sched_orders_job_kind_attempt"),)
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    job_id: Mapped[str] = mapped_column(String(200))
+    machine_id: Mapped[str] = mapped_column(String(200))
+    target: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    requeue: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str] = mapped_column(Text)
+    issued_at: Mapped[float] = mapped_column(Float)
+
+
+class SchedEventRow(Base):
+    """An event sent to the scheduler (by the API or straight into the table); applied once, in ``seq`` order."""
+
+    __tablename__ = "sched_events"
+    __table_args__ = (Index("ix_sched_events_processed", "processed_at"),)
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    machine_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    job_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    processed_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    outcome: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+sched_jobs = SchedJobRow.__table__
+sched_runs = SchedRunRow.__table__
+sched_machines = SchedMachineRow.__table__
+sched_orders = SchedOrderRow.__table__
+sched_events = SchedEventRow.__table__

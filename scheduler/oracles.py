@@ -1,0 +1,117 @@
+"""The one interface through which the scheduler sees run times, and the oracles a simulation can plug in.
+
+The service passes :class:`predictor.oracle.RuntimeOracle` (models); a simulation
+passes a table of true times, the same with lognormal error, the users' requested
+times, fitted-model predictions, or no estimates at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from statistics import NormalDist
+from typing import Any, Protocol
+
+from predictor.domain import Estimate
+
+_NORMAL = NormalDist()
+
+
+class Oracle(Protocol):
+    """Estimated wall seconds of one job on each eligible platform (``predictor.oracle.RuntimeOracle`` fits)."""
+
+    def estimate(
+        self,
+        algorithm: str,
+        params: dict[str, Any] | None = None,
+        platforms: list[str] | None = None,
+        features: dict[str, float] | None = None,
+    ) -> dict[str, Estimate]: ...
+
+
+def job_key(algorithm: str, params: Mapping[str, Any] | None) -> str:
+    """A job's identity for tables of per-job times: algorithm and canonical parameters."""
+    return f"{algorithm}|{json.dumps(params or {}, sort_keys=True, default=str)}"
+
+
+class TableOracle:
+    """Answers from a table {job key: {platform: seconds or None}}; ``label`` names where the numbers came from."""
+
+    def __init__(self, table: Mapping[str, Mapping[str, float | None]], label: str) -> None:
+        self.table = table
+        self.label = label
+
+    def estimate(
+        self,
+        algorithm: str,
+        params: dict[str, Any] | None = None,
+        platforms: list[str] | None = None,
+        features: dict[str, float] | None = None,
+    ) -> dict[str, Estimate]:
+        """The row of the job; a job missing from the table is an error."""
+        row = self.table[job_key(algorithm, params)]
+        return {
+            p: Estimate(platform=p, seconds=s, model_name=self.label)
+            for p, s in row.items()
+            if platforms is None or p in platforms
+        }
+
+
+class NoisyOracle:
+    """Another oracle's estimates times a lognormal factor exp(sigma * z), the same for the same job and platform."""
+
+    def __init__(self, inner: Oracle, sigma: float, seed: int = 0) -> None:
+        if sigma < 0:
+            raise ValueError(f"sigma must be >= 0, got {sigma}")
+        self.inner = inner
+        self.sigma = sigma
+        self.seed = seed
+
+    def estimate(
+        self,
+        algorithm: str,
+        params: dict[str, Any] | None = None,
+        platforms: list[str] | None = None,
+        features: dict[str, float] | None = None,
+    ) -> dict[str, Estimate]:
+        """Scale each available estimate by its own deterministic error factor."""
+        key = job_key(algorithm, params)
+        out = {}
+        for p, e in self.inner.estimate(algorithm, params, platforms, features).items():
+            if e.seconds is not None:
+                e = e.model_copy(update={"seconds": e.seconds * self.factor(key, p), "model_name": f"noisy:{self.sigma}"})
+            out[p] = e
+        return out
+
+    def factor(self, key: str, platform: str) -> float:
+        """exp(sigma * z) with z a standard normal drawn from a hash of (seed, job, platform)."""
+        digest = hashlib.blake2b(f"{self.seed}|{key}|{platform}".encode(), digest_size=8).digest()
+        u = (int.from_bytes(digest, "big") + 0.5) / 2**64
+        return math.exp(self.sigma * _NORMAL.inv_cdf(u))
+
+
+class BlindOracle:
+    """Which platforms can run a job, and no run times: the scheduler schedules without estimates."""
+
+    def __init__(self, inner: Oracle) -> None:
+        self.inner = inner
+
+    def estimate(
+        self,
+        algorithm: str,
+        params: dict[str, Any] | None = None,
+        platforms: list[str] | None = None,
+        features: dict[str, float] | None = None,
+    ) -> dict[str, Estimate]:
+        """The inner oracle's platforms, every estimate withheld."""
+        return {
+            p: Estimate(platform=p, reason="no estimates")
+            for p in self.inner.estimate(algorithm, params, platforms, features)
+        }
+
+
+def seconds(estimates: Mapping[str, Estimate]) -> dict[str, float | None]:
+    """Platform -> estimated seconds (None where the oracle has none)."""
+    return {p: e.seconds for p, e in estimates.items()}

@@ -1,0 +1,59 @@
+"""Orders: what a policy decides and the event loop applies; all but DEFER go to the resource manager."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import NamedTuple
+
+
+class OrderKind(str, Enum):
+    """What to do with a job."""
+
+    START = "start"  # start (or resume from its checkpoint) the job on ``machine`` now
+    DEFER = "defer"  # hold the job for ``machine``, expected to start at ``at`` (the plan; not sent)
+    CANCEL = "cancel"  # abort the job's run on ``machine``; ``requeue`` restarts it later, else it ends
+    PAUSE = "pause"  # checkpoint the job's run on ``machine`` and free it; the job waits with its progress
+    MIGRATE = "migrate"  # checkpoint the run on ``machine`` and resume it on ``target`` now
+    REPLICATE = "replicate"  # start one more copy on ``machine``; the first copy to end wins
+
+
+class Order(NamedTuple):
+    """One decision about one job (a tuple: cheap to make by the ten thousand)."""
+
+    kind: OrderKind
+    job: str
+    machine: str
+    at: float | None = None
+    target: str | None = None
+    requeue: bool = True
+    reason: str = ""
+    attempt: int | None = None  # the run it starts or stops; set by the event loop when it applies the order
+
+    @property
+    def sent(self) -> bool:
+        """Whether the resource manager must act on it (everything but the plan)."""
+        return self.kind is not OrderKind.DEFER
+
+
+def start(job: str, machine: str, reason: str = "") -> Order:
+    return Order(OrderKind.START, job, machine, reason=reason)
+
+
+def defer(job: str, machine: str, at: float) -> Order:
+    return Order(OrderKind.DEFER, job, machine, at=at)
+
+
+def cancel(job: str, machine: str, requeue: bool = True, reason: str = "") -> Order:
+    return Order(OrderKind.CANCEL, job, machine, requeue=requeue, reason=reason)
+
+
+def pause(job: str, machine: str, reason: str = "") -> Order:
+    return Order(OrderKind.PAUSE, job, machine, reason=reason)
+
+
+def migrate(job: str, machine: str, target: str, reason: str = "") -> Order:
+    return Order(OrderKind.MIGRATE, job, machine, target=target, reason=reason)
+
+
+def replicate(job: str, machine: str, reason: str = "") -> Order:
+    return Order(OrderKind.REPLICATE, job, machine, reason=reason)

@@ -1,0 +1,64 @@
+"""First come, first served: the strawman of seed 000 (section 5) and the left of seed 001's Figs 11 and 13."""
+
+from __future__ import annotations
+
+from scheduler import orders as o
+from scheduler.orders import Order
+from scheduler.policy import Context, register_policy
+from scheduler.state import Job
+
+
+@register_policy("fcfs")
+class FCFS:
+    """Each job in queue order (arrival; a requeued job rejoins at the back) to the free machine idle longest.
+
+    ``fastest_only=True`` is the variant of Fig 13: a job waits for a machine of its
+    fastest platform (by estimate) instead of taking any free one. A job that finds no
+    room keeps the many-slot machines it could use for itself, so smaller later jobs
+    cannot starve it; on one-slot machines that changes nothing.
+    """
+
+    def __init__(self, fastest_only: bool = False) -> None:
+        self.fastest_only = fastest_only
+        self.name = "fcfs-fastest" if fastest_only else "fcfs"
+
+    def schedule(self, ctx: Context) -> list[Order]:
+        """START as many jobs as fit, oldest first."""
+        state = ctx.state
+        idle = [m for m in state.machines.values() if m.online and m.used < m.slots]
+        if not idle:
+            return []
+        idle.sort(key=lambda m: m.idle_since)
+        free = {m.id: m.slots - m.used for m in idle}
+        platform_of = {m.id: m.platform for m in idle}
+        present = {p for p, machines in state.platforms.items() if any(m.online for m in machines)}
+        blocked: set[str] = set()
+        out: list[Order] = []
+        for job_id in state.pending:
+            if not free:
+                break
+            job = state.jobs[job_id]
+            if not state.ready(job):
+                continue
+            eligible = self._platforms(job, present)
+            choice = next(
+                (m for m, room in free.items() if room >= job.size and platform_of[m] in eligible and m not in blocked),
+                None,
+            )
+            if choice is None:
+                blocked.update(m for m in free if platform_of[m] in eligible and state.machines[m].slots > 1)
+                continue
+            out.append(o.start(job.id, choice))
+            free[choice] -= job.size
+            if free[choice] == 0:
+                del free[choice]
+        return out
+
+    def _platforms(self, job: Job, present: set[str]) -> set[str]:
+        """Platforms of the cluster the job may take: all it can run on, or only its fastest by estimate."""
+        eligible = {p for p in job.estimates if p in present}
+        known = {p: s for p, s in job.estimates.items() if s is not None and p in eligible}
+        if not self.fastest_only or not known:
+            return eligible
+        best = min(known.values())
+        return {p for p, s in known.items() if s == best}

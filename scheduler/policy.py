@@ -1,0 +1,92 @@
+"""The policy interface: given the state, the oracle and the time, return orders; plus the registry of policies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Protocol
+
+from scheduler.oracles import Oracle
+from scheduler.orders import Order
+from scheduler.state import State
+
+
+class Event(str, Enum):
+    """Why a scheduling pass runs (seed 001, Figs 6-10)."""
+
+    NEW = "N"  # jobs submitted
+    GAINED = "G"  # a machine came online
+    LOST = "L"  # a machine went offline
+    ENDED = "E"  # a job ended cleanly
+    FAILED = "T"  # a job terminated with an error
+    FOLLOWUP = "F"  # the loop's own pass after orders freed machines
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a policy sees: the time, the state (read only), the oracle, and what it may disturb."""
+
+    now: float
+    state: State
+    oracle: Oracle
+    event: Event
+    preempt: bool = False  # may cancel, pause or migrate running lower-priority jobs (high-priority arrivals)
+    rebalance: bool = False  # may move running jobs onto idle machines when that gains significantly (G)
+    arrivals: tuple[str, ...] = ()
+
+
+class Policy(Protocol):
+    """A scheduling policy: orders from a context; it never mutates the state itself."""
+
+    name: str
+
+    def schedule(self, ctx: Context) -> list[Order]: ...
+
+
+POLICIES: dict[str, Callable[..., Policy]] = {}
+
+
+def register_policy(name: str) -> Callable[[Callable[..., Policy]], Callable[..., Policy]]:
+    """Add a policy factory under ``name`` (decorator)."""
+
+    def add(factory: Callable[..., Policy]) -> Callable[..., Policy]:
+        if name in POLICIES:
+            raise ValueError(f"policy {name!r} is already registered")
+        POLICIES[name] = factory
+        return factory
+
+    return add
+
+
+def make_policy(spec: str) -> Policy:
+    """A policy from ``name`` or ``name:key=value,...`` (values parsed as bool, int, float, else kept as text)."""
+    import scheduler.policies  # noqa: F401  (registers the bundled policies)
+
+    name, _, options = spec.partition(":")
+    try:
+        factory = POLICIES[name]
+    except KeyError:
+        raise KeyError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    kwargs: dict[str, Any] = {}
+    for item in filter(None, options.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"policy option {item!r} is not KEY=VALUE")
+        kwargs[key.strip()] = parse_value(value.strip())
+    return factory(**kwargs)
+
+
+def parse_value(text: str) -> Any:
+    """true/false, integers and floats become Python values; anything else stays a string."""
+    lowered = text.lower()
+    if lowered in ("true", "yes", "on"):
+        return True
+    if lowered in ("false", "no", "off"):
+        return False
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text

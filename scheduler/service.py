@@ -1,0 +1,279 @@
+"""The scheduler inside the service: events in, orders out, every step committed to the database.
+
+Each event (a submission, a machine or job event from the API, or a row a resource
+manager put in ``sched_events``) is applied to the in-memory state under one lock
+and committed with the orders it produced in one transaction. A crash loses at most
+an event whose transaction had not committed: its orders were never visible, the
+state on disk is the one before it, and the sender (or the inbox row, still
+unprocessed) brings it again. Nothing is issued twice: every order names the run it
+starts or stops, and the database refuses a second (job, kind, run).
+
+One scheduler process per database: the in-memory state is the writer's cache.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from predictor.catalog import Catalog
+from predictor.domain import Measurement, Source
+from predictor.store import MeasurementStore
+from scheduler.events import OrderError, Scheduler
+from scheduler.oracles import Oracle
+from scheduler.orders import Order
+from scheduler.policy import Policy, make_policy
+from scheduler.state import Job, Machine, Run, State
+from scheduler.store import SchedulerStore
+
+log = logging.getLogger("scheduler")
+MACHINE_EVENTS = ("gained", "lost")
+JOB_EVENTS = ("ended", "failed")
+
+
+class EventError(ValueError):
+    """An event that cannot apply (missing platform, wrong kind, unknown dependency, ...)."""
+
+
+class UnknownEntity(EventError):
+    """An event about a job or machine the scheduler does not know."""
+
+
+class SchedulerService:
+    """Thread-safe front of the scheduler for the API and for resource managers that use the database."""
+
+    def __init__(
+        self,
+        store: MeasurementStore,
+        oracle: Oracle,
+        catalog: Catalog,
+        *,
+        policy: Policy | None = None,
+        threshold: float = 0.25,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db = SchedulerStore(store.engine)
+        self.catalog = catalog
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._observed: list[Measurement] = []
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+        self.scheduler = Scheduler(
+            policy or make_policy("edf"), oracle, self.db.load(), threshold=threshold, on_observation=self._observe,
+            on_notify=lambda job, text: log.warning("job %s: %s", job.id, text),
+        )  # fmt: skip
+
+    @property
+    def state(self) -> State:
+        return self.scheduler.state
+
+    def submit(self, jobs: Sequence[Job]) -> list[Job]:
+        """N: new jobs (ids already known are left as they are: a retried submission is harmless); copies of all of them."""
+        with self._lock:
+            self._sync()
+            known = self.state.jobs
+            ids = [j.id for j in jobs]
+            if len(set(ids)) != len(ids):
+                raise EventError("job ids repeat within the submission")
+            new = [j for j in jobs if j.id not in known]
+            batch = {j.id: j for j in new}
+            for job in new:
+                missing = [d for d in (*job.depends_on, job.stream_from) if d is not None and d not in known and d not in batch]
+                if missing:
+                    raise EventError(f"job {job.id}: unknown dependency {missing[0]}")
+                self._check_algorithm(job)
+            _check_acyclic(batch)
+            if new:
+                now = self.clock()
+                for job in new:
+                    job.submit = now
+                    job.checkpoint = frozenset(
+                        p for p, impl in self.catalog.algorithm(job.algorithm).implementations.items() if impl.checkpoint
+                    )
+                with self._step(now) as step:
+                    step.orders = self.scheduler.submit(new, now)
+            return [copy.deepcopy(known[i]) for i in ids]
+
+    def machine_event(
+        self, machine_id: str, kind: str, *, platform: str | None = None, slots: int = 1, healthy: Sequence[str] = ()
+    ) -> list[Order]:
+        """G or L for one machine."""
+        with self._lock:
+            self._sync()
+            now = self.clock()
+            with self._step(now) as step:
+                step.orders = self._machine(machine_id, kind, platform, slots, healthy, now)
+            return step.orders
+
+    def job_event(self, job_id: str, kind: str, *, machine: str, reason: str = "") -> list[Order]:
+        """E or T for one job's run on ``machine``."""
+        with self._lock:
+            self._sync()
+            now = self.clock()
+            with self._step(now) as step:
+                step.orders = self._job(job_id, kind, machine, reason, now)
+            return step.orders
+
+    def sync(self) -> int:
+        """Apply every unprocessed event of the database inbox, in order; returns how many were taken."""
+        with self._lock:
+            return self._sync()
+
+    def job(self, job_id: str) -> Job | None:
+        """A copy of the job as it stands (events waiting in the inbox are applied first)."""
+        with self._lock:
+            self._sync()
+            job = self.state.jobs.get(job_id)
+            return None if job is None else copy.deepcopy(job)
+
+    def orders(self, after: int = 0, limit: int = 1000, machine: str | None = None) -> list[dict[str, Any]]:
+        """Issued orders after the cursor ``after`` (events waiting in the inbox are applied first)."""
+        self.sync()
+        return self.db.orders(after, limit, machine)
+
+    def start_polling(self, interval_s: float = 1.0) -> None:
+        """Apply inbox events in a background thread every ``interval_s`` (for resource managers that only use SQL)."""
+        if self._poller is not None:
+            return
+        self._stop.clear()
+        self._poller = threading.Thread(target=self._poll, args=(interval_s,), name="scheduler-inbox", daemon=True)
+        self._poller.start()
+
+    def stop(self) -> None:
+        """Stop the background thread, if any."""
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join(timeout=10)
+            self._poller = None
+
+    # --- internals ----------------------------------------------------------------------------------------------
+
+    def _poll(self, interval_s: float) -> None:
+        while not self._stop.is_set():
+            try:
+                self.sync()
+            except Exception:  # a database hiccup must not kill the poller; the next round retries
+                log.exception("applying inbox events failed")
+            self._stop.wait(interval_s)
+
+    def _sync(self) -> int:
+        events = self.db.pending_events()
+        for event in events:
+            now = self.clock()
+            payload = event["payload"] or {}
+            try:
+                with self._step(now, event["seq"]) as step:
+                    if event["kind"] in MACHINE_EVENTS:
+                        step.orders = self._machine(
+                            event["machine_id"], event["kind"], payload.get("platform"), int(payload.get("slots", 1)),
+                            payload.get("healthy", ()), now,
+                        )  # fmt: skip
+                    elif event["kind"] in JOB_EVENTS:
+                        step.orders = self._job(event["job_id"], event["kind"], event["machine_id"], payload.get("reason", ""), now)
+                    else:
+                        raise EventError(f"unknown event kind {event['kind']!r}; use {', '.join(MACHINE_EVENTS + JOB_EVENTS)}")
+            except (EventError, OrderError, KeyError, ValueError) as exc:
+                log.warning("inbox event %s rejected: %s", event["seq"], exc)
+                self.db.reject_event(event["seq"], now, f"rejected: {exc}")
+        return len(events)
+
+    def _machine(
+        self, machine_id: str | None, kind: str, platform: str | None, slots: int, healthy: Sequence[str], now: float
+    ) -> list[Order]:
+        state = self.state
+        if not machine_id:
+            raise EventError("a machine event needs a machine")
+        if kind == "lost":
+            if machine_id not in state.machines:
+                raise UnknownEntity(f"unknown machine {machine_id!r}")
+            return self.scheduler.machine_lost(machine_id, now)
+        if kind != "gained":
+            raise EventError(f"machine event must be one of {', '.join(MACHINE_EVENTS)}, got {kind!r}")
+        known = state.machines.get(machine_id)
+        if known is None:
+            if platform is None:
+                raise EventError(f"new machine {machine_id!r} needs its platform")
+            try:
+                power = self.catalog.platform(platform).power_watts
+            except KeyError as exc:
+                raise EventError(str(exc).strip('"')) from None
+            known = Machine(machine_id, platform, slots, power)
+        elif platform is not None and platform != known.platform:
+            raise EventError(f"machine {machine_id!r} is of platform {known.platform!r}, not {platform!r}")
+        return self.scheduler.machine_gained(known, now, healthy=healthy)
+
+    def _job(self, job_id: str | None, kind: str, machine: str | None, reason: str, now: float) -> list[Order]:
+        job = self.state.jobs.get(job_id or "")
+        if job is None:
+            raise UnknownEntity(f"unknown job {job_id!r}")
+        if not machine or machine not in job.runs:
+            raise EventError(f"job {job_id!r} has no run on machine {machine!r}")
+        if kind == "ended":
+            return self.scheduler.job_ended(job.id, machine, now)
+        if kind == "failed":
+            return self.scheduler.job_failed(job.id, machine, now, reason)
+        raise EventError(f"job event must be one of {', '.join(JOB_EVENTS)}, got {kind!r}")
+
+    def _check_algorithm(self, job: Job) -> None:
+        try:
+            self.catalog.algorithm(job.algorithm)
+        except KeyError as exc:
+            raise EventError(str(exc).strip('"')) from None
+
+    def _observe(self, job: Job, run: Run, machine: Machine, wall: float) -> None:
+        """A cleanly finished run becomes a measurement, stored with the step that saw it end."""
+        self._observed.append(
+            Measurement(
+                run_id=f"sched-{job.id}-{run.attempt}", algorithm=job.algorithm, platform=machine.platform,
+                machine=machine.id, params=job.params, features=job.features or {}, wall_seconds=max(wall, 0.0),
+                source=Source.PRODUCTION, context={"scheduler_estimate": run.estimate},
+            )
+        )  # fmt: skip
+
+    @contextmanager
+    def _step(self, now: float, event: int | None = None) -> Iterator[_Step]:
+        """Apply one event and commit it with its orders; on any failure reload the last committed state."""
+        step = _Step()
+        try:
+            yield step
+            sent = [o for o in step.orders if o.sent]
+            self.db.save(self.state, sent, now, self._observed, event)
+        except BaseException:
+            self.scheduler.state = self.db.load()
+            raise
+        finally:
+            self._observed.clear()
+
+
+def _check_acyclic(batch: dict[str, Job]) -> None:
+    """EventError when new jobs need each other in a circle (they could never start); known jobs cannot need new ones."""
+    done: set[str] = set()
+    for root in batch:
+        path, stack = set(), [(root, False)]
+        while stack:
+            name, leaving = stack.pop()
+            if leaving:
+                path.discard(name)
+                done.add(name)
+                continue
+            if name in path:
+                raise EventError(f"job {name}: its dependencies lead back to it")
+            if name in done or name not in batch:
+                continue
+            path.add(name)
+            stack.append((name, True))
+            job = batch[name]
+            stack += [(d, False) for d in (*job.depends_on, job.stream_from) if d is not None]
+
+
+class _Step:
+    """The orders of one applied event."""
+
+    def __init__(self) -> None:
+        self.orders: list[Order] = []

@@ -1,0 +1,255 @@
+"""A trace-driven discrete-event simulator (after seed 000, section 2) around the service's own scheduler.
+
+The simulator plays the cluster and its resource manager: it delivers arrivals,
+machine outages and job ends to :class:`scheduler.events.Scheduler` and carries out
+the orders it returns, timing each run with the job's *true* run time while the
+scheduler only sees what its oracle tells it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass, field
+from itertools import groupby
+
+from scheduler.events import Scheduler
+from scheduler.oracles import Oracle
+from scheduler.orders import Order, OrderKind
+from scheduler.policy import Policy
+from scheduler.state import JobStatus, Machine
+from scheduler.workload import JobSpec, MachineEvent, Workload
+
+_END, _MACHINE, _ARRIVAL = 0, 1, 2  # order of simultaneous events: ends free machines before arrivals look
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One stretch of a job on a machine; ``outcome`` is done, failed, cancelled, paused or lost."""
+
+    job: str
+    machine: str
+    platform: str
+    start: float
+    end: float
+    outcome: str
+    share: float
+    algorithm: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """How one job went."""
+
+    id: str
+    algorithm: str
+    submit: float
+    deadline: float | None
+    priority: int
+    status: str
+    start: float | None
+    end: float | None
+    platform: str | None
+
+
+@dataclass
+class SimResult:
+    """Everything a run produced, for metrics and charts."""
+
+    workload: str
+    policy: str
+    estimates: str
+    jobs: list[JobRecord]
+    segments: list[Segment]
+    power: dict[str, float]
+    slots: dict[str, int]
+    platform_of: dict[str, str]
+    offline: dict[str, list[tuple[float, float]]]
+    passes: int
+    wall_seconds: float
+    orders: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Attempt:
+    token: int
+    start: float
+    progress0: float
+    duration: float
+
+
+class Simulation:
+    """One run of a workload under a policy and an oracle."""
+
+    def __init__(self, workload: Workload, policy: Policy, oracle: Oracle, threshold: float = 0.25) -> None:
+        self.workload = workload
+        self.scheduler = Scheduler(policy, oracle, threshold=threshold)
+        self.specs: dict[str, JobSpec] = {j.id: j for j in workload.jobs}
+        self.events: list[tuple[float, int, int, object]] = []
+        self.active: dict[tuple[str, str], _Attempt] = {}
+        self.true_progress: dict[str, float] = {}
+        self.warm: dict[str, str | None] = {}
+        self.held: dict[str, list[tuple[str, int, bool]]] = {}
+        self.segments: list[Segment] = []
+        self.offline_since: dict[str, float] = {}
+        self.offline: dict[str, list[tuple[float, float]]] = {}
+        self.order_counts: dict[str, int] = {}
+        self.platform_of = {m.id: m.platform for m in workload.cluster.machines}
+        self.slots = {m.id: m.slots for m in workload.cluster.machines}
+        self._seq = 0
+        self._token = 0
+
+    def run(self, estimates: str = "") -> SimResult:
+        """Play every event to the end and return the record."""
+        began = time.perf_counter()
+        jobs = sorted(self.workload.jobs, key=lambda j: j.submit)
+        t0 = min((j.submit for j in jobs), default=0.0)
+        for spec in self.workload.cluster.machines:
+            self.scheduler.machine_gained(self.workload.cluster.machine(spec), t0)
+        for submit, group in groupby(jobs, key=lambda j: j.submit):
+            self._push(submit, _ARRIVAL, list(group))
+        for event in self.workload.machine_events:
+            self._push(event.time, _MACHINE, event)
+        state = self.scheduler.state
+        while self.events:
+            now, kind, _, payload = heapq.heappop(self.events)
+            if kind == _END:
+                job_id, machine_id, token, ok = payload  # type: ignore[misc]
+                self._end(job_id, machine_id, token, ok, now)
+            elif kind == _ARRIVAL:
+                self._execute(self.scheduler.submit([spec.job() for spec in payload], now), now)  # type: ignore[attr-defined]
+            else:
+                self._machine(payload, now)  # type: ignore[arg-type]
+            state.dirty_jobs.clear()
+            state.dirty_machines.clear()
+        for machine, since in self.offline_since.items():
+            self.offline.setdefault(machine, []).append((since, max(since, self._last_time())))
+        return SimResult(
+            workload=self.workload.name,
+            policy=self.scheduler.policy.name,
+            estimates=estimates,
+            jobs=self._records(),
+            segments=self.segments,
+            power={m: p.power_watts for m, p in self.workload.cluster.platforms.items()},
+            slots=self.slots,
+            platform_of=self.platform_of,
+            offline=self.offline,
+            passes=self.scheduler.passes,
+            wall_seconds=time.perf_counter() - began,
+            orders=self.order_counts,
+        )
+
+    def _push(self, at: float, kind: int, payload: object) -> None:
+        self._seq += 1
+        heapq.heappush(self.events, (at, kind, self._seq, payload))
+
+    def _end(self, job_id: str, machine_id: str, token: int, ok: bool, now: float) -> None:
+        """A run ends in truth; the scheduler hears of it unless the machine is unreachable (then on its return)."""
+        attempt = self.active.get((job_id, machine_id))
+        if attempt is None or attempt.token != token:
+            return
+        if machine_id in self.offline_since:
+            self.held.setdefault(machine_id, []).append((job_id, token, ok))
+            return
+        self._close(job_id, machine_id, now, "done" if ok else "failed")
+        self.warm[machine_id] = self.specs[job_id].data
+        if ok:
+            orders = self.scheduler.job_ended(job_id, machine_id, now)
+        else:
+            orders = self.scheduler.job_failed(job_id, machine_id, now, "simulated failure")
+        self._execute(orders, now)
+
+    def _machine(self, event: MachineEvent, now: float) -> None:
+        """Outages: a lost machine's runs go on (healthy) or die; a returning one reports the survivors."""
+        machine_id = event.machine
+        if event.kind == "lost":
+            self.offline_since[machine_id] = now
+            if not event.healthy:
+                for job_id, m in [key for key in self.active if key[1] == machine_id]:
+                    self._close(job_id, m, now, "lost")
+            self._execute(self.scheduler.machine_lost(machine_id, now), now)
+            return
+        if event.kind != "gained":
+            raise ValueError(f"machine event kind must be 'lost' or 'gained', got {event.kind!r}")
+        since = self.offline_since.pop(machine_id, None)
+        if since is not None:
+            self.offline.setdefault(machine_id, []).append((since, now))
+        known = self.scheduler.state.machines.get(machine_id)
+        if known is None:
+            if event.platform is None:
+                raise ValueError(f"new machine {machine_id!r} needs a platform")
+            self.platform_of[machine_id] = event.platform
+            self.slots[machine_id] = event.slots
+            power = self.workload.cluster.platforms[event.platform].power_watts
+            known = Machine(machine_id, event.platform, event.slots, power)
+        alive = [job_id for job_id, m in self.active if m == machine_id]
+        self._execute(self.scheduler.machine_gained(known, now, healthy=alive), now)
+        for job_id, token, ok in self.held.pop(machine_id, []):
+            self._end(job_id, machine_id, token, ok, now)
+
+    def _execute(self, orders: list[Order], now: float) -> None:
+        """Act as the resource manager: start, stop and move runs as ordered."""
+        for order in orders:
+            self.order_counts[order.kind.value] = self.order_counts.get(order.kind.value, 0) + 1
+            kind = order.kind
+            if kind in (OrderKind.CANCEL, OrderKind.PAUSE, OrderKind.MIGRATE):
+                keep = kind is not OrderKind.CANCEL
+                self._stop(order.job, order.machine, now, "paused" if keep else "cancelled", keep)
+            if kind in (OrderKind.START, OrderKind.REPLICATE, OrderKind.MIGRATE):
+                self._start(order.job, order.target if kind is OrderKind.MIGRATE else order.machine, now)
+
+    def _start(self, job_id: str, machine_id: str, now: float) -> None:
+        spec = self.specs[job_id]
+        platform = self.platform_of[machine_id]
+        done = self.true_progress.get(job_id, 0.0) if platform in spec.checkpoint else 0.0
+        seconds = spec.true_times[platform] * (1.0 - done)
+        gain = self.workload.warm_gain.get((spec.algorithm, platform))
+        if gain and spec.data is not None and self.warm.get(machine_id) == spec.data:
+            seconds *= 1.0 - gain
+        self._token += 1
+        self.active[(job_id, machine_id)] = _Attempt(self._token, now, done, seconds)
+        if spec.fails:
+            self._push(now + seconds * spec.fail_at, _END, (job_id, machine_id, self._token, False))
+        else:
+            self._push(now + seconds, _END, (job_id, machine_id, self._token, True))
+
+    def _stop(self, job_id: str, machine_id: str, now: float, outcome: str, keep: bool) -> None:
+        attempt = self.active.get((job_id, machine_id))
+        if attempt is None:
+            return
+        spec = self.specs[job_id]
+        if keep and self.platform_of[machine_id] in spec.checkpoint and attempt.duration > 0:
+            fraction = min((now - attempt.start) / attempt.duration, 1.0)
+            self.true_progress[job_id] = attempt.progress0 + (1.0 - attempt.progress0) * fraction
+        self._close(job_id, machine_id, now, outcome)
+
+    def _close(self, job_id: str, machine_id: str, now: float, outcome: str) -> None:
+        attempt = self.active.pop((job_id, machine_id))
+        spec = self.specs[job_id]
+        share = spec.size / self.slots[machine_id]
+        self.segments.append(
+            Segment(job_id, machine_id, self.platform_of[machine_id], attempt.start, now, outcome, share, spec.algorithm)
+        )
+
+    def _last_time(self) -> float:
+        return max((s.end for s in self.segments), default=0.0)
+
+    def _records(self) -> list[JobRecord]:
+        state = self.scheduler.state
+        last: dict[str, tuple[float, str]] = {}
+        for s in self.segments:
+            if s.outcome in ("done", "failed"):
+                last[s.job] = (s.start, s.platform)
+        out = []
+        for spec in self.workload.jobs:
+            job = state.jobs.get(spec.id)
+            status = job.status.value if job is not None else JobStatus.PENDING.value
+            start, platform = last.get(spec.id, (None, None))
+            end = job.ended if job is not None else None
+            out.append(JobRecord(spec.id, spec.algorithm, spec.submit, spec.deadline, spec.priority, status, start, end, platform))
+        return out
+
+
+def simulate(workload: Workload, policy: Policy, oracle: Oracle, *, estimates: str = "", threshold: float = 0.25) -> SimResult:
+    """Run ``workload`` under ``policy`` with what ``oracle`` tells the scheduler."""
+    return Simulation(workload, policy, oracle, threshold).run(estimates)

@@ -1,0 +1,253 @@
+"""The scheduler's state: jobs, their runs, machines, and the plan of deferred jobs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+INF = math.inf
+OVERRUN_MARGIN = 0.5  # a run past its estimate is expected to need this fraction of its estimate again
+
+
+class JobStatus(str, Enum):
+    """Where a job is in its life; the last four are final."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    DROPPED = "dropped"
+    CANCELLED = "cancelled"
+
+    @property
+    def final(self) -> bool:
+        return self in FINAL
+
+
+FINAL = frozenset({JobStatus.DONE, JobStatus.FAILED, JobStatus.DROPPED, JobStatus.CANCELLED})
+
+
+@dataclass(slots=True)
+class Run:
+    """One attempt of a job on one machine; ``estimate`` is the expected seconds of the work left at ``start``."""
+
+    machine: str
+    start: float
+    attempt: int
+    estimate: float | None
+    progress0: float = 0.0
+    orphan: bool = False
+
+    def end_after(self, now: float) -> float:
+        """Expected end seen at ``now``: as estimated, or, once overdue, ``OVERRUN_MARGIN`` of the estimate from now."""
+        if self.estimate is None:
+            return INF
+        end = self.start + self.estimate
+        return end if end > now else now + OVERRUN_MARGIN * self.estimate
+
+    def progress_at(self, now: float) -> float:
+        """The job's believed fraction done at ``now``: elapsed over estimated, capped below 1."""
+        if not self.estimate:
+            return self.progress0
+        return self.progress0 + (1.0 - self.progress0) * min((now - self.start) / self.estimate, 0.99)
+
+
+@dataclass(slots=True)
+class Job:
+    """A request to run an algorithm with parameters, and what the scheduler knows and decided about it."""
+
+    id: str
+    algorithm: str
+    submit: float
+    params: dict[str, Any] = field(default_factory=dict)
+    features: dict[str, float] | None = None
+    deadline: float | None = None
+    priority: int = 0
+    depends_on: tuple[str, ...] = ()
+    stream_from: str | None = None
+    size: int = 1
+    platforms: tuple[str, ...] | None = None
+    checkpoint: frozenset[str] = frozenset()
+    data: str | None = None
+    seq: int = 0
+    estimates: dict[str, float | None] = field(default_factory=dict)
+    status: JobStatus = JobStatus.PENDING
+    runs: dict[str, Run] = field(default_factory=dict)
+    progress: float = 0.0
+    attempts: int = 0
+    planned_machine: str | None = None
+    planned_start: float | None = None
+    started: float | None = None
+    ended: float | None = None
+    message: str = ""
+
+    def remaining(self, platform: str) -> float | None:
+        """Estimated seconds of the work left on ``platform``: a checkpoint's progress counts only where it can resume."""
+        seconds = self.estimates.get(platform)
+        if seconds is None:
+            return None
+        return seconds * (1.0 - self.progress) if platform in self.checkpoint else seconds
+
+    def active_runs(self) -> list[Run]:
+        """Runs on machines the scheduler can reach (not orphaned by a lost machine)."""
+        return [r for r in self.runs.values() if not r.orphan]
+
+
+@dataclass(slots=True)
+class Machine:
+    """One node (or one pool of ``slots`` CPUs) of one platform."""
+
+    id: str
+    platform: str
+    slots: int = 1
+    power_watts: float = 0.0
+    online: bool = True
+    running: dict[str, None] = field(default_factory=dict)
+    used: int = 0
+    warm: str | None = None
+    idle_since: float = 0.0
+    busy_until: float = 0.0
+    overrun: float = 0.0
+
+    def free_after(self, now: float) -> float:
+        """When a one-slot machine's run is expected to end, seen at ``now`` (see :meth:`Run.end_after`)."""
+        return self.busy_until if self.busy_until > now else now + self.overrun
+
+    @property
+    def free(self) -> int:
+        return self.slots - self.used if self.online else 0
+
+
+class State:
+    """Every job and machine the scheduler knows, the pending queue in arrival order, and the plan per machine.
+
+    Mutations go through the methods so that ``dirty_jobs`` and ``dirty_machines``
+    name what a persistent owner must write back.
+    """
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, Job] = {}
+        self.machines: dict[str, Machine] = {}
+        self.platforms: dict[str, list[Machine]] = {}
+        self.pending: dict[str, None] = {}
+        self.plan: dict[str, list[str]] = {}
+        self.dependents: dict[str, list[str]] = {}
+        self.consumers: dict[str, list[str]] = {}
+        self.dirty_jobs: set[str] = set()
+        self.dirty_machines: set[str] = set()
+        self._seq = 0
+
+    def add_job(self, job: Job) -> None:
+        """Register a job (pending or restored in any status)."""
+        if job.id in self.jobs:
+            raise ValueError(f"job {job.id!r} is already known")
+        self._seq = max(self._seq, job.seq) + 1
+        if job.seq == 0:
+            job.seq = self._seq
+        self.jobs[job.id] = job
+        for dep in job.depends_on:
+            self.dependents.setdefault(dep, []).append(job.id)
+        if job.stream_from is not None:
+            self.consumers.setdefault(job.stream_from, []).append(job.id)
+        if job.status is JobStatus.PENDING:
+            self.pending[job.id] = None
+        self.dirty_jobs.add(job.id)
+
+    def add_machine(self, machine: Machine) -> None:
+        """Register a machine."""
+        self.machines[machine.id] = machine
+        self.platforms.setdefault(machine.platform, []).append(machine)
+        self.dirty_machines.add(machine.id)
+
+    def touch(self, job: Job) -> None:
+        self.dirty_jobs.add(job.id)
+
+    def touch_machine(self, machine: Machine) -> None:
+        self.dirty_machines.add(machine.id)
+
+    def ready(self, job: Job) -> bool:
+        """Dependencies done, and a streaming producer running or done."""
+        jobs = self.jobs
+        for dep in job.depends_on:
+            other = jobs.get(dep)
+            if other is None or other.status is not JobStatus.DONE:
+                return False
+        if job.stream_from is not None:
+            producer = jobs.get(job.stream_from)
+            if producer is None or producer.status not in (JobStatus.RUNNING, JobStatus.DONE):
+                return False
+        return True
+
+    def start_run(self, job: Job, machine: Machine, now: float) -> Run:
+        """Record a new run of ``job`` on ``machine``."""
+        job.attempts += 1
+        run = Run(machine.id, now, job.attempts, job.remaining(machine.platform), job.progress)
+        job.runs[machine.id] = run
+        job.status = JobStatus.RUNNING
+        if job.started is None:
+            job.started = now
+        job.planned_machine = job.planned_start = None
+        self.pending.pop(job.id, None)
+        machine.running[job.id] = None
+        machine.used += job.size
+        self.refresh(machine)
+        self.touch(job)
+        return run
+
+    def end_run(self, job: Job, machine_id: str, now: float) -> Run:
+        """Remove a run and give its slots back."""
+        run = job.runs.pop(machine_id)
+        machine = self.machines.get(machine_id)
+        if machine is not None and job.id in machine.running:
+            del machine.running[job.id]
+            machine.used -= job.size
+            if machine.used == 0:
+                machine.idle_since = now
+            self.refresh(machine)
+        self.touch(job)
+        return run
+
+    def refresh(self, machine: Machine) -> None:
+        """Recompute when the machine's runs are expected to end (their latest end, INF if one has no estimate)."""
+        machine.busy_until, machine.overrun = 0.0, 0.0
+        for job_id in machine.running:
+            run = self.jobs[job_id].runs[machine.id]
+            end = INF if run.estimate is None else run.start + run.estimate
+            if end >= machine.busy_until:
+                machine.busy_until, machine.overrun = end, OVERRUN_MARGIN * (run.estimate or 0.0)
+        self.touch_machine(machine)
+
+    def requeue(self, job: Job) -> None:
+        """Put a job back in the pending queue."""
+        job.status = JobStatus.PENDING
+        self.pending[job.id] = None
+        self.touch(job)
+
+    def finish(self, job: Job, status: JobStatus, now: float, message: str = "") -> None:
+        """Give a job its final status."""
+        job.status = status
+        job.ended = now
+        if message:
+            job.message = message
+        job.planned_machine = job.planned_start = None
+        self.pending.pop(job.id, None)
+        self.touch(job)
+
+    def replan(self, deferrals: list[tuple[Job, str, float]]) -> None:
+        """Replace the plan: each (job, machine, expected start) holds a pending job for a machine, in order."""
+        old, self.plan = self.plan, {}
+        planned: set[str] = set()
+        for job, machine_id, at in deferrals:
+            if job.planned_machine != machine_id or job.planned_start != at:
+                job.planned_machine, job.planned_start = machine_id, at
+                self.touch(job)
+            self.plan.setdefault(machine_id, []).append(job.id)
+            planned.add(job.id)
+        for queue in old.values():
+            for job_id in queue:
+                job = self.jobs[job_id]
+                if job_id not in planned and job.planned_machine is not None:
+                    job.planned_machine = job.planned_start = None
+                    self.touch(job)

@@ -1,0 +1,187 @@
+"""The scheduler's state, orders and inbox of events in the database (SQLite or PostgreSQL, same code).
+
+:meth:`SchedulerStore.save` writes what one event changed (jobs, runs, machines),
+the orders it produced, the observations of finished runs and the event's receipt
+in one transaction; :meth:`SchedulerStore.load` rebuilds the state from the tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from predictor.domain import Measurement
+from predictor.store.scheduler_tables import sched_events, sched_jobs, sched_machines, sched_orders, sched_runs
+from predictor.store.tables import measurements
+from scheduler.orders import Order
+from scheduler.state import Job, JobStatus, Machine, Run, State
+
+CHUNK = 500
+
+
+class SchedulerStore:
+    """Reads and writes the ``sched_*`` tables through one engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.dialect = engine.dialect.name
+
+    def load(self) -> State:
+        """The state as last committed: machines, every job, the runs in progress, and the plan."""
+        state = State()
+        with self.engine.connect() as conn:
+            for row in conn.execute(select(sched_machines)).mappings():
+                state.add_machine(Machine(row["id"], row["platform"], row["slots"], row["power_watts"], row["online"],
+                                          warm=row["warm"], idle_since=row["idle_since"]))  # fmt: skip
+            for row in conn.execute(select(sched_jobs).order_by(sched_jobs.c.seq)).mappings():
+                state.add_job(_job(row))
+            for row in conn.execute(select(sched_runs)).mappings():
+                job, machine = state.jobs[row["job_id"]], state.machines[row["machine_id"]]
+                job.runs[machine.id] = Run(machine.id, row["start"], row["attempt"], row["estimate"], row["progress0"], row["orphan"])
+                machine.running[job.id] = None
+                machine.used += job.size
+        for machine in state.machines.values():
+            state.refresh(machine)
+        planned = [j for j in state.jobs.values() if j.status is JobStatus.PENDING and j.planned_machine in state.machines]
+        planned.sort(key=lambda j: (j.planned_start or 0.0, j.seq))
+        state.replan([(j, j.planned_machine, j.planned_start or 0.0) for j in planned])  # type: ignore[misc]
+        state.dirty_jobs.clear()
+        state.dirty_machines.clear()
+        return state
+
+    def save(
+        self,
+        state: State,
+        orders: Sequence[Order],
+        now: float,
+        observations: Sequence[Measurement] = (),
+        event: int | None = None,
+        outcome: str = "applied",
+    ) -> list[int]:
+        """Write the dirty jobs and machines, the orders (returns their seqs), observations and the event's receipt."""
+        jobs = [state.jobs[j] for j in sorted(state.dirty_jobs)]
+        machines = [state.machines[m] for m in sorted(state.dirty_machines) if m in state.machines]
+        with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
+            self._upsert(conn, sched_jobs, "id", [_job_row(j) for j in jobs])
+            ids = [j.id for j in jobs]
+            for start in range(0, len(ids), CHUNK):
+                conn.execute(delete(sched_runs).where(sched_runs.c.job_id.in_(ids[start : start + CHUNK])))
+            runs = [_run_row(j, r) for j in jobs for r in j.runs.values()]
+            if runs:
+                conn.execute(insert(sched_runs), runs)
+            self._upsert(conn, sched_machines, "id", [_machine_row(m) for m in machines])
+            seqs = [
+                conn.execute(insert(sched_orders).values(_order_row(o, now)).returning(sched_orders.c.seq)).scalar_one()
+                for o in orders
+            ]
+            if observations:
+                conn.execute(self._insert(measurements).on_conflict_do_nothing(index_elements=["run_id"]),
+                             [_measurement_row(m) for m in observations])  # fmt: skip
+            if event is not None:
+                conn.execute(
+                    update(sched_events).where(sched_events.c.seq == event).values(processed_at=now, outcome=outcome)
+                )
+            conn.commit()
+        state.dirty_jobs.clear()
+        state.dirty_machines.clear()
+        return seqs
+
+    def add_event(
+        self,
+        kind: str,
+        *,
+        machine: str | None = None,
+        job: str | None = None,
+        payload: dict[str, Any] | None = None,
+        at: float | None = None,
+    ) -> int:
+        """Queue an event for the scheduler, as a resource manager would with a plain INSERT."""
+        row = {"kind": kind, "machine_id": machine, "job_id": job, "payload": payload or {}, "at": at}
+        with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
+            seq = conn.execute(insert(sched_events).values(row).returning(sched_events.c.seq)).scalar_one()
+            conn.commit()
+        return int(seq)
+
+    def pending_events(self, limit: int = 1000) -> list[dict[str, Any]]:
+        """Unprocessed events, oldest first."""
+        stmt = select(sched_events).where(sched_events.c.processed_at.is_(None)).order_by(sched_events.c.seq).limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(row) for row in conn.execute(stmt).mappings()]
+
+    def reject_event(self, seq: int, now: float, outcome: str) -> None:
+        """Mark an event processed without effect, saying why."""
+        with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
+            conn.execute(update(sched_events).where(sched_events.c.seq == seq).values(processed_at=now, outcome=outcome))
+            conn.commit()
+
+    def orders(self, after: int = 0, limit: int = 1000, machine: str | None = None) -> list[dict[str, Any]]:
+        """Orders with seq above ``after``, oldest first, optionally only those naming ``machine``."""
+        stmt = select(sched_orders).where(sched_orders.c.seq > after)
+        if machine is not None:
+            stmt = stmt.where((sched_orders.c.machine_id == machine) | (sched_orders.c.target == machine))
+        with self.engine.connect() as conn:
+            return [dict(row) for row in conn.execute(stmt.order_by(sched_orders.c.seq).limit(limit)).mappings()]
+
+    def _insert(self, table: Table) -> Any:
+        return (sqlite.insert if self.dialect == "sqlite" else postgresql.insert)(table)
+
+    def _upsert(self, conn: Connection, table: Table, key: str, rows: Iterable[dict[str, Any]]) -> None:
+        rows = list(rows)
+        if rows:
+            stmt = self._insert(table)
+            stmt = stmt.on_conflict_do_update(
+                index_elements=[key], set_={c.name: stmt.excluded[c.name] for c in table.c if c.name != key}
+            )
+            conn.execute(stmt, rows)
+
+
+def _job(row: Any) -> Job:
+    return Job(
+        id=row["id"], algorithm=row["algorithm"], submit=row["submit"], params=row["params"], features=row["features"],
+        deadline=row["deadline"], priority=row["priority"], depends_on=tuple(row["depends_on"]),
+        stream_from=row["stream_from"], size=row["size"],
+        platforms=None if row["platforms"] is None else tuple(row["platforms"]),
+        checkpoint=frozenset(row["checkpoint"]), data=row["data"], seq=row["seq"], estimates=row["estimates"],
+        status=JobStatus(row["status"]), progress=row["progress"], attempts=row["attempts"],
+        planned_machine=row["planned_machine"], planned_start=row["planned_start"], started=row["started"],
+        ended=row["ended"], message=row["message"],
+    )  # fmt: skip
+
+
+def _job_row(j: Job) -> dict[str, Any]:
+    return {
+        "id": j.id, "seq": j.seq, "algorithm": j.algorithm, "params": j.params, "features": j.features,
+        "estimates": j.estimates, "submit": j.submit, "deadline": j.deadline, "priority": j.priority,
+        "depends_on": list(j.depends_on), "stream_from": j.stream_from, "size": j.size,
+        "platforms": None if j.platforms is None else list(j.platforms), "checkpoint": sorted(j.checkpoint),
+        "data": j.data, "status": j.status.value, "progress": j.progress, "attempts": j.attempts,
+        "planned_machine": j.planned_machine, "planned_start": j.planned_start, "started": j.started,
+        "ended": j.ended, "message": j.message,
+    }  # fmt: skip
+
+
+def _run_row(j: Job, r: Run) -> dict[str, Any]:
+    return {"job_id": j.id, "machine_id": r.machine, "start": r.start, "attempt": r.attempt, "estimate": r.estimate,
+            "progress0": r.progress0, "orphan": r.orphan}  # fmt: skip
+
+
+def _machine_row(m: Machine) -> dict[str, Any]:
+    return {"id": m.id, "platform": m.platform, "slots": m.slots, "power_watts": m.power_watts, "online": m.online,
+            "warm": m.warm, "idle_since": m.idle_since}  # fmt: skip
+
+
+def _order_row(o: Order, now: float) -> dict[str, Any]:
+    if o.attempt is None:
+        raise ValueError(f"{o}: an order for the resource manager must name its run (attempt)")
+    return {"kind": o.kind.value, "job_id": o.job, "machine_id": o.machine, "target": o.target, "attempt": o.attempt,
+            "requeue": o.requeue, "reason": o.reason, "issued_at": now}  # fmt: skip
+
+
+def _measurement_row(m: Measurement) -> dict[str, Any]:
+    """Column values of one measurement (the layout of the measurement store)."""
+    row = m.model_dump(exclude={"params", "context", "cache_state", "source"})
+    row.update(m.model_dump(mode="json", include={"params", "context", "cache_state", "source"}))
+    return row

@@ -1,0 +1,109 @@
+"""What a simulation replays: a cluster, jobs with their true run times, and machine outages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from predictor.domain import Measurement
+from scheduler.state import Job, Machine
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformSpec:
+    """A class of machines: its power draw when busy."""
+
+    name: str
+    power_watts: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class MachineSpec:
+    """One machine of a simulated cluster."""
+
+    id: str
+    platform: str
+    slots: int = 1
+
+
+@dataclass
+class Cluster:
+    """Platforms and machines."""
+
+    platforms: dict[str, PlatformSpec]
+    machines: list[MachineSpec]
+
+    def __post_init__(self) -> None:
+        for m in self.machines:
+            if m.platform not in self.platforms:
+                raise ValueError(f"machine {m.id!r}: unknown platform {m.platform!r}")
+
+    def machine(self, spec: MachineSpec) -> Machine:
+        """A fresh scheduler machine for ``spec``."""
+        return Machine(spec.id, spec.platform, spec.slots, self.platforms[spec.platform].power_watts)
+
+    def describe(self) -> str:
+        counts: dict[str, int] = {}
+        for m in self.machines:
+            counts[m.platform] = counts.get(m.platform, 0) + 1
+        return ", ".join(f"{n} x {p}" for p, n in counts.items())
+
+
+@dataclass(slots=True)
+class JobSpec:
+    """A job of a workload: what the scheduler is told, plus the truth only the simulator knows.
+
+    ``true_times`` holds the wall seconds on each platform that can run it; a job with
+    ``fails`` terminates with an error after ``fail_at`` of its run; ``data`` names the
+    data set it reads (a warm cache on the machine can shorten it, see ``warm_gain``).
+    """
+
+    id: str
+    submit: float
+    algorithm: str
+    true_times: dict[str, float]
+    params: dict[str, Any] = field(default_factory=dict)
+    features: dict[str, float] | None = None
+    deadline: float | None = None
+    priority: int = 0
+    depends_on: tuple[str, ...] = ()
+    stream_from: str | None = None
+    size: int = 1
+    platforms: tuple[str, ...] | None = None
+    checkpoint: frozenset[str] = frozenset()
+    data: str | None = None
+    fails: bool = False
+    fail_at: float = 1.0
+
+    def job(self) -> Job:
+        """The scheduler's view of this job (no truth in it)."""
+        return Job(
+            id=self.id, algorithm=self.algorithm, submit=self.submit, params=self.params, features=self.features,
+            deadline=self.deadline, priority=self.priority, depends_on=self.depends_on, stream_from=self.stream_from,
+            size=self.size, platforms=self.platforms, checkpoint=self.checkpoint, data=self.data,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class MachineEvent:
+    """A machine goes offline (``lost``) or comes (back) online (``gained``); ``healthy`` says its jobs survive."""
+
+    time: float
+    machine: str
+    kind: str
+    healthy: bool = True
+    platform: str | None = None
+    slots: int = 1
+
+
+@dataclass
+class Workload:
+    """Jobs, the cluster they run on, outages, and past runs a model may learn from."""
+
+    name: str
+    jobs: list[JobSpec]
+    cluster: Cluster
+    machine_events: list[MachineEvent] = field(default_factory=list)
+    history: list[Measurement] = field(default_factory=list)
+    warm_gain: dict[tuple[str, str], float] = field(default_factory=dict)
+    notes: str = ""

@@ -1,0 +1,173 @@
+"""Champion hot swap: follow the registry's ``champion`` aliases, load new versions off the request path, swap atomically.
+
+A background thread refreshes every ``interval_s`` seconds (and ``POST /v1/models/reload`` refreshes at
+once). A refresh asks the registry where each alias points, loads only versions not loaded yet, compiles
+them, then hands the oracle a complete new map in one assignment: requests already running finish on the
+old map. When the registry cannot be reached before anything was loaded, the champions cached on local
+disk are served and the status says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+
+from predictor.champion_source import (
+    ChampionSource,
+    LoadedChampion,
+    RegistryUnavailable,
+)
+from predictor.oracle import Pair, ProfileTable, RuntimeOracle, ServedModel, serve_model
+from serving.metrics import Metrics
+from serving.telemetry import LOGGER_NAME
+
+
+LOAD_WAIT_FACTOR = 20  # how many registry waits loading the first champions may take before the cache is served
+
+
+@dataclass
+class Status:
+    """Where the served champions came from, and the last registry problem."""
+
+    source: str = "none"  # registry | cache | none
+    registry_error: str | None = None
+    last_refresh: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """What one refresh changed (pairs as ``algorithm/platform``)."""
+
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+class ChampionWatcher:
+    """Keeps the oracle's champions in step with the registry, with the disk cache as the fallback at start."""
+
+    def __init__(
+        self,
+        oracle: RuntimeOracle,
+        source: ChampionSource,
+        pairs: list[Pair],
+        *,
+        interval_s: float,
+        profile_table: Callable[[], ProfileTable],
+        metrics: Metrics,
+    ) -> None:
+        self.oracle = oracle
+        self.source = source
+        self.pairs = pairs
+        self.interval_s = interval_s
+        self.profile_table = profile_table
+        self.metrics = metrics
+        self.status = Status()
+        self.loaded: dict[Pair, LoadedChampion] = {}
+        self.log = logging.getLogger(LOGGER_NAME)
+        self._refreshing = threading.Lock()  # one refresh at a time
+        self._state = threading.RLock()  # guards loaded, status and the swap
+        self._stop = threading.Event()
+        self._answered = threading.Event()  # the registry said where the aliases point, or failed to
+        self._first = threading.Event()  # the first refresh is over
+        self._thread: threading.Thread | None = None
+
+    def start(self, wait_s: float) -> None:
+        """Start polling; serve the disk cache unless the registry answers within ``wait_s`` and its champions load."""
+        self._thread = threading.Thread(target=self._run, name="champion-watcher", daemon=True)
+        self._thread.start()
+        if self._answered.wait(wait_s) and self.status.registry_error is None:
+            self._first.wait(wait_s * LOAD_WAIT_FACTOR)  # the registry is up: give loading (cold imports) its time
+        if self.status.source == "none":
+            self.serve_cache()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def refresh(self) -> Refresh:
+        """Ask the registry where every alias points and swap in whatever moved; a registry failure keeps what is served."""
+        with self._refreshing:
+            try:
+                versions = self.source.versions(self.pairs)
+            except RegistryUnavailable as exc:
+                self._unavailable(str(exc))
+                return Refresh()
+            finally:
+                self._answered.set()
+            fresh: dict[Pair, LoadedChampion] = {}
+            changed: list[Pair] = []
+            for pair, version in versions.items():
+                current = self.loaded.get(pair)
+                if current is not None and current.champion.version == version.version:
+                    fresh[pair] = replace(current, origin="registry")
+                    continue
+                try:
+                    fresh[pair] = self.source.load(version)
+                    changed.append(pair)
+                except Exception:  # noqa: BLE001 - a broken version must not take the served one down
+                    self.log.exception("cannot load champion", extra={"fields": {"model": version.name, "version": version.version}})
+                    self.metrics.reloads.labels("load_failed").inc()
+                    if current is not None:
+                        fresh[pair] = current
+            removed = [pair for pair in self.loaded if pair not in fresh]
+            self._swap(fresh, source="registry", error=None)
+            self.metrics.reloads.labels("changed" if changed or removed else "unchanged").inc()
+            if changed or removed:
+                names = {"changed": [_label(p) for p in changed], "removed": [_label(p) for p in removed]}
+                self.log.info("champions swapped", extra={"fields": names})
+            return Refresh([_label(p) for p in changed], [_label(p) for p in removed])
+
+    def serve_cache(self) -> None:
+        """Serve the champions cached on disk, unless the registry has answered already."""
+        cached = self.source.cached(self.pairs)
+        with self._state:
+            if self.status.source == "registry":
+                return
+            self._swap(cached, source="cache" if cached else "none", error=self.status.registry_error)
+        self.log.warning("serving cached champions", extra={"fields": {"champions": len(cached), "error": self.status.registry_error}})
+
+    def _unavailable(self, error: str) -> None:
+        with self._state:
+            self.status.registry_error = error
+        self.metrics.registry_up.set(0)
+        self.metrics.reloads.labels("registry_unavailable").inc()
+        self.log.warning("model registry unavailable", extra={"fields": {"error": error}})
+
+    def _swap(self, loaded: dict[Pair, LoadedChampion], *, source: str, error: str | None) -> None:
+        """Compile what is new, then replace the oracle's models (and profile table) in one step."""
+        served = self.oracle.models
+        models: dict[Pair, ServedModel] = {}
+        for pair, champion in loaded.items():
+            existing = served.get(pair)
+            same = existing is not None and existing.champion is champion.champion
+            models[pair] = existing if same else serve_model(champion.champion, champion.examples)  # type: ignore[assignment]
+        try:
+            profile = self.profile_table()
+        except Exception:  # noqa: BLE001 - a store hiccup keeps the previous fallback table
+            self.log.exception("cannot refresh the profile table")
+            profile = None
+        with self._state:
+            self.oracle.swap(models, profile)
+            self.loaded = loaded
+            self.status = Status(source, error, datetime.now(timezone.utc))
+        self.metrics.champions.set(len(models))
+        self.metrics.registry_up.set(1 if source == "registry" else 0)
+
+    def _run(self) -> None:
+        """The poll loop: refresh now, then every ``interval_s`` until stopped (once only when it is 0)."""
+        while True:
+            try:
+                self.refresh()
+            except Exception:  # noqa: BLE001 - the loop outlives any one failure
+                self.log.exception("champion refresh failed")
+            self._first.set()
+            if self.interval_s <= 0 or self._stop.wait(self.interval_s):
+                return
+
+
+def _label(pair: Pair) -> str:
+    return f"{pair[0]}/{pair[1]}"

@@ -1,0 +1,59 @@
+"""From a request's job to an oracle job: catalog checks, paths under the data roots, features within the time budget."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import HTTPException
+
+from features import FeatureError
+from predictor.catalog import Catalog
+from predictor.oracle import Job
+from serving.paths import PathNotAllowed, resolve_file_params
+from serving.schemas import PredictRequest
+from serving.state import ServiceState
+
+
+class JobRejected(Exception):
+    """A job the service will not estimate, with the HTTP status it earns and the detail."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+    def http(self) -> HTTPException:
+        return HTTPException(self.status, self.detail)
+
+
+def check_job(catalog: Catalog, algorithm: str, platforms: list[str] | None) -> None:
+    """JobRejected (404) for an algorithm or platform the catalog does not know."""
+    if algorithm not in catalog.algorithms:
+        raise JobRejected(404, f"unknown algorithm {algorithm!r}; known: {', '.join(sorted(catalog.algorithms))}")
+    unknown = [p for p in platforms or [] if p not in catalog.platforms]
+    if unknown:
+        raise JobRejected(404, f"unknown platform(s) {', '.join(unknown)}; known: {', '.join(sorted(catalog.platforms))}")
+
+
+def deadline(state: ServiceState) -> float:
+    """When this request's feature-extraction budget runs out (``time.monotonic`` clock)."""
+    return time.monotonic() + state.settings.api_feature_budget_s
+
+
+def prepare(state: ServiceState, job: PredictRequest, until: float) -> Job:
+    """Check ``job`` against the catalog and the data roots and gather its features before ``until``; JobRejected if not."""
+    catalog = state.catalog
+    check_job(catalog, job.algorithm, job.platforms)
+    params = job.params
+    budget = None
+    try:
+        if job.features is None:
+            budget = until - time.monotonic()
+            if budget <= 0:
+                budget_s = state.settings.api_feature_budget_s
+                raise JobRejected(422, f"the feature-extraction budget of {budget_s} s for this request is spent; send features")
+            params = resolve_file_params(catalog.algorithm(job.algorithm), params, state.settings.data_roots)
+        return state.oracle.prepare(job.algorithm, params, job.platforms, job.features, budget_s=budget)
+    except PathNotAllowed as exc:
+        raise JobRejected(403, str(exc)) from None
+    except FeatureError as exc:
+        raise JobRejected(422, str(exc)) from None

@@ -1,0 +1,66 @@
+"""Prometheus metrics of one app: requests and latency per route, estimates per model, observations, reloads."""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Iterable
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+
+from predictor.domain import Estimate
+from predictor.oracle import EstimateColumns
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """The service's metrics in a registry of their own, so several apps (tests) never share counters."""
+
+    def __init__(self) -> None:
+        disable_created_metrics()  # the *_created series only add noise to scrapes
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "predictor_http_requests", "HTTP requests answered.", ["method", "route", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "predictor_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"],
+            buckets=LATENCY_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+        self.predictions = Counter(
+            "predictor_predictions", "Estimates served, per model and version.", ["model", "version"], registry=self.registry
+        )
+        self.observations = Counter(
+            "predictor_observations", "Observations received, by outcome.", ["outcome"], registry=self.registry
+        )
+        self.reloads = Counter(
+            "predictor_model_reloads", "Champion refreshes from the registry, by outcome.", ["outcome"], registry=self.registry
+        )
+        self.champions = Gauge("predictor_champions", "Champion models being served.", registry=self.registry)
+        self.registry_up = Gauge(
+            "predictor_registry_up", "1 when the last registry check succeeded, else 0.", registry=self.registry
+        )
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        self.requests.labels(method, route, str(status)).inc()
+        self.latency.labels(method, route).observe(seconds)
+
+    def count_estimates(self, estimates: Iterable[Estimate]) -> None:
+        """Count estimates per model (``profile-table`` for fallbacks, ``none`` where nothing answered)."""
+        for (model, version), n in Tally((e.model_name or "none", e.model_version or "") for e in estimates).items():
+            self.predictions.labels(model, version).inc(n)
+
+    def count_columns(self, columns: Iterable[EstimateColumns]) -> None:
+        """Count the rows each platform's model (or fallback) answered in a matrix request."""
+        for c in columns:
+            self.predictions.labels(c.model_name or "none", c.model_version or "").inc(len(c.seconds))
+
+    def exposition(self) -> bytes:
+        """The text format Prometheus scrapes."""
+        return generate_latest(self.registry)

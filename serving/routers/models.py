@@ -1,0 +1,62 @@
+"""The champion models: what serves each (algorithm, platform), and an explicit reload from the registry."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from starlette.concurrency import run_in_threadpool
+
+from serving.auth import require_token
+from serving.deps import State
+from serving.errors import responses
+from serving.schemas import ModelOut, ReloadResponse
+
+router = APIRouter(prefix="/v1", tags=["models"])
+
+
+@router.get("/models", response_model=list[ModelOut], summary="The champion serving each algorithm and platform")
+async def models(state: State) -> list[ModelOut]:
+    """Each champion with its cross-validation metrics, training time, and whether it gives intervals."""
+    loaded = state.watcher.loaded
+    out = []
+    for pair, served in sorted(state.oracle.models.items()):
+        c = served.champion
+        facts = loaded.get(pair)
+        same = facts is not None and facts.champion is c
+        out.append(
+            ModelOut(
+                algorithm=c.algorithm,
+                platform=c.platform,
+                name=c.name,
+                version=c.version,
+                flavor=c.flavor,
+                model_kind=c.tags.get("model_kind"),
+                features=c.feature_names,
+                metrics=c.metrics,
+                registered_at=facts.registered_at if same else None,
+                fit_seconds=facts.fit_seconds if same else None,
+                intervals=bool(served.quantiles),
+                prediction_path=served.path,
+                origin=facts.origin if same else "unknown",
+            )
+        )
+    return out
+
+
+@router.post(
+    "/models/reload",
+    response_model=ReloadResponse,
+    summary="Check the registry's champion aliases now and swap in what moved",
+    dependencies=[Depends(require_token)],
+    responses=responses(401, 403),
+)
+async def reload(state: State) -> ReloadResponse:
+    """Loads new versions in a worker thread; predictions keep being answered by the current champions meanwhile."""
+    refresh = await run_in_threadpool(state.watcher.refresh)
+    status = state.watcher.status
+    return ReloadResponse(
+        changed=refresh.changed,
+        removed=refresh.removed,
+        champions=len(state.oracle.models),
+        source=status.source,
+        registry_error=status.registry_error,
+    )

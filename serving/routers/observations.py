@@ -1,0 +1,58 @@
+"""Observations: finished runs recorded through the API, validated like ``predictor ingest``, stored once by run id."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from predictor.ingest import RowError, validate_record
+from serving.auth import require_token
+from serving.deps import ServiceState, State
+from serving.errors import responses
+from serving.schemas import ObservationIn, ObservationsResponse, Rejected, ValidationErrorOut
+
+router = APIRouter(prefix="/v1", tags=["observations"])
+
+
+@router.post(
+    "/observations",
+    response_model=ObservationsResponse,
+    summary="Record finished runs (one or a list); idempotent by run_id",
+    dependencies=[Depends(require_token)],
+    responses={
+        **responses(400, 401, 403, 413, 503),
+        422: {
+            "model": ObservationsResponse | ValidationErrorOut,
+            "description": "Every observation was rejected (the report says why), or the payload is malformed.",
+        },
+    },
+)
+async def record(body: ObservationIn | list[ObservationIn], state: State) -> JSONResponse:
+    """Store the valid observations in one transaction and say which were new, already stored, or rejected and why.
+
+    200 when anything was stored or already known; 422 when every observation was rejected (the body says why).
+    """
+    items = body if isinstance(body, list) else [body]
+    limit = state.settings.api_max_batch
+    if len(items) > limit:
+        raise HTTPException(413, f"{len(items)} observations are over the limit of {limit} per call")
+    if not items:
+        raise HTTPException(422, "no observations given")
+    report = await run_in_threadpool(_store, state, items)
+    status = 422 if report.rejected and not (report.stored or report.duplicates) else 200
+    return JSONResponse(report.model_dump(mode="json"), status_code=status)
+
+
+def _store(state: ServiceState, items: list[ObservationIn]) -> ObservationsResponse:
+    """Validate each observation like an ingested row, store the good ones in one transaction, report all."""
+    good, rejected = [], []
+    for index, item in enumerate(items):
+        try:
+            good.append(validate_record(item.model_dump(exclude_none=True), state.catalog, source=item.source))
+        except RowError as exc:
+            rejected.append(Rejected(index=index, run_id=item.run_id, field=exc.field, message=exc.message))
+    result = state.store.add(good)
+    for outcome, n in (("stored", len(result.stored)), ("duplicate", len(result.duplicates)), ("rejected", len(rejected))):
+        state.metrics.observations.labels(outcome).inc(n)
+    return ObservationsResponse(stored=result.stored, duplicates=result.duplicates, rejected=rejected)

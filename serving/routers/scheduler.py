@@ -1,0 +1,263 @@
+"""The embedded scheduler over HTTP: submit jobs, report machine and job events, read the orders.
+
+The scheduler service starts with the app (this router's lifespan) on the app's
+store, oracle and catalog, and polls the ``sched_events`` table every second so a
+resource manager may also work through the database alone. Writes need the bearer
+token; reads are open, like the estimates.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from scheduler.orders import Order
+from scheduler.service import EventError, SchedulerService, UnknownEntity
+from scheduler.state import Job
+from serving.auth import require_token
+from serving.deps import ServiceState, State
+from serving.errors import responses
+from serving.jobs import JobRejected, deadline, prepare
+from serving.schemas import FiniteFloat, Name, PredictRequest, Text
+
+POLL_S = 1.0
+MAX_SEQ = 2**63 - 1
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"  # ids travel in URL paths: letters, digits and a few marks
+Ident = Annotated[str, Field(min_length=1, max_length=200, pattern=ID_PATTERN)]
+JobId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The job's id.")]
+MachineId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The machine's id.")]
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Start the scheduler on the loaded service state (entered after the app's own lifespan) and stop it first."""
+    state: ServiceState = app.state.service
+    service = await run_in_threadpool(SchedulerService, state.store, state.oracle, state.catalog)
+    service.start_polling(POLL_S)
+    app.state.scheduler = service
+    try:
+        yield
+    finally:
+        await run_in_threadpool(service.stop)
+
+
+router = APIRouter(prefix="/v1", tags=["scheduler"], lifespan=lifespan)
+
+
+def scheduler(request: Request) -> SchedulerService:
+    return request.app.state.scheduler
+
+
+Scheduler = Annotated[SchedulerService, Depends(scheduler)]
+
+
+class JobIn(PredictRequest):
+    """A job to run: the estimate request plus what the scheduler needs."""
+
+    id: Ident | None = Field(default=None, description="Client-chosen id; resubmitting a known id changes nothing (default: a new UUID).")
+    deadline: FiniteFloat | None = Field(default=None, description="Unix time by which it should end.")
+    priority: int = Field(default=0, ge=-100, le=100, description="Above 0 may cancel or pause lower-priority running jobs.")
+    depends_on: list[Ident] = Field(default_factory=list, max_length=100, description="Jobs that must end cleanly first.")
+    stream_from: Ident | None = Field(default=None, description="A producer whose output this job reads as it is written.")
+    size: int = Field(default=1, ge=1, le=1_000_000, description="Slots (CPUs) it occupies on a machine.")
+
+
+class RunOut(BaseModel):
+    machine: str
+    start: float
+    attempt: int
+    estimate: float | None
+    orphan: bool = Field(description="Its machine was lost; it may still be alive there.")
+
+
+class JobOut(BaseModel):
+    """What the scheduler knows and decided about one job (times are Unix seconds)."""
+
+    id: str
+    algorithm: str
+    status: str
+    submit: float
+    deadline: float | None
+    priority: int
+    depends_on: list[str]
+    stream_from: str | None
+    size: int
+    estimates: dict[str, float | None]
+    planned_machine: str | None = Field(description="The machine it is deferred for, if waiting.")
+    planned_start: float | None
+    runs: list[RunOut]
+    attempts: int
+    progress: float
+    started: float | None
+    ended: float | None
+    message: str
+
+
+class JobsOut(BaseModel):
+    jobs: list[JobOut]
+
+
+class MachineEventIn(BaseModel):
+    """G (gained: new, or back with the jobs still healthy on it) or L (lost)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event: Literal["gained", "lost"]
+    platform: Name | None = Field(default=None, description="Needed for a new machine.")
+    slots: int = Field(default=1, ge=1, le=1_000_000)
+    healthy: list[Ident] = Field(default_factory=list, max_length=100_000, description="On return: jobs that kept running on it.")
+
+
+class JobEventIn(BaseModel):
+    """E (ended cleanly) or T (failed) for the job's run on ``machine``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event: Literal["ended", "failed"]
+    machine: Ident
+    reason: Text = ""
+
+
+class OrderOut(BaseModel):
+    kind: str
+    job: str
+    machine: str
+    target: str | None
+    attempt: int | None
+    requeue: bool
+    reason: str
+
+
+class OrdersOut(BaseModel):
+    orders: list[OrderOut]
+
+
+class IssuedOrderOut(OrderOut):
+    seq: int
+    issued_at: float
+
+
+class IssuedOrdersOut(BaseModel):
+    orders: list[IssuedOrderOut]
+    cursor: int = Field(description="Pass as ``after`` to get only newer orders.")
+
+
+@router.post(
+    "/jobs",
+    response_model=JobsOut,
+    summary="Submit jobs (one or a list): estimated, then scheduled",
+    dependencies=[Depends(require_token)],
+    responses=responses(400, 401, 403, 404, 413, 422, 503),
+)
+async def submit(body: JobIn | list[JobIn], state: State, service: Scheduler) -> JobsOut:
+    """Input files are paths under the data roots (or give ``features``); ids already known are left as they are."""
+    items = body if isinstance(body, list) else [body]
+    if not items:
+        raise HTTPException(422, "no jobs given")
+    if len(items) > state.settings.api_max_batch:
+        raise HTTPException(413, f"{len(items)} jobs are over the limit of {state.settings.api_max_batch} per call")
+    return await run_in_threadpool(_submit, state, service, items)
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut, summary="One job's status, estimates, plan and runs", responses=responses(404, 422, 503))
+async def get_job(job_id: JobId, service: Scheduler) -> JobOut:
+    job = await run_in_threadpool(service.job, job_id)
+    if job is None:
+        raise HTTPException(404, f"unknown job {job_id!r}")
+    return _job_out(job)
+
+
+@router.post(
+    "/machines/{machine_id}/events",
+    response_model=OrdersOut,
+    summary="A machine joined, came back or was lost",
+    dependencies=[Depends(require_token)],
+    responses=responses(400, 401, 403, 404, 413, 422, 503),
+)
+async def machine_event(machine_id: MachineId, body: MachineEventIn, service: Scheduler) -> OrdersOut:
+    """Answers with the orders this event caused."""
+    orders = await _guarded(service.machine_event, machine_id, body.event, platform=body.platform, slots=body.slots, healthy=body.healthy)
+    return OrdersOut(orders=[_order_out(o) for o in orders])
+
+
+@router.post(
+    "/jobs/{job_id}/events",
+    response_model=OrdersOut,
+    summary="A job's run ended or failed",
+    dependencies=[Depends(require_token)],
+    responses=responses(400, 401, 403, 404, 413, 422, 503),
+)
+async def job_event(job_id: JobId, body: JobEventIn, service: Scheduler) -> OrdersOut:
+    """Answers with the orders this event caused; a clean end is stored as a measurement."""
+    orders = await _guarded(service.job_event, job_id, body.event, machine=body.machine, reason=body.reason)
+    return OrdersOut(orders=[_order_out(o) for o in orders])
+
+
+@router.get("/orders", response_model=IssuedOrdersOut, summary="Orders for the resource manager, oldest first", responses=responses(422, 503))
+async def orders(
+    after: int = Query(0, ge=0, le=MAX_SEQ, description="Only orders with a seq above this cursor."),
+    limit: int = Query(1000, ge=1, le=10_000),
+    machine: str | None = Query(None, min_length=1, max_length=200, pattern=ID_PATTERN, description="Only orders acting on this machine."),
+    *,
+    service: Scheduler,
+) -> IssuedOrdersOut:
+    rows = await run_in_threadpool(service.orders, after, limit, machine)
+    out = [
+        IssuedOrderOut(seq=r["seq"], issued_at=r["issued_at"], kind=r["kind"], job=r["job_id"], machine=r["machine_id"],
+                       target=r["target"], attempt=r["attempt"], requeue=r["requeue"], reason=r["reason"])
+        for r in rows
+    ]  # fmt: skip
+    return IssuedOrdersOut(orders=out, cursor=out[-1].seq if out else after)
+
+
+def _submit(state: ServiceState, service: SchedulerService, items: list[JobIn]) -> JobsOut:
+    until = deadline(state)
+    jobs = []
+    for item in items:
+        try:
+            prepared = prepare(state, item, until)
+        except JobRejected as exc:
+            raise exc.http() from None
+        jobs.append(
+            Job(
+                id=item.id or uuid.uuid4().hex, algorithm=item.algorithm, submit=0.0, params=dict(item.params),
+                features=dict(prepared.features), deadline=item.deadline, priority=item.priority,
+                depends_on=tuple(item.depends_on), stream_from=item.stream_from, size=item.size,
+                platforms=tuple(item.platforms) if item.platforms else None,
+            )
+        )  # fmt: skip
+    try:
+        return JobsOut(jobs=[_job_out(j) for j in service.submit(jobs)])
+    except EventError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+async def _guarded(call, *args, **kwargs) -> list[Order]:
+    """Run a service call off the loop; unknown jobs or machines are 404, impossible events 422."""
+    try:
+        return await run_in_threadpool(call, *args, **kwargs)
+    except UnknownEntity as exc:
+        raise HTTPException(404, str(exc)) from None
+    except EventError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+def _job_out(job: Job) -> JobOut:
+    return JobOut(
+        id=job.id, algorithm=job.algorithm, status=job.status.value, submit=job.submit, deadline=job.deadline,
+        priority=job.priority, depends_on=list(job.depends_on), stream_from=job.stream_from, size=job.size,
+        estimates=job.estimates, planned_machine=job.planned_machine, planned_start=job.planned_start,
+        runs=[RunOut(machine=r.machine, start=r.start, attempt=r.attempt, estimate=r.estimate, orphan=r.orphan) for r in job.runs.values()],
+        attempts=job.attempts, progress=job.progress, started=job.started, ended=job.ended, message=job.message,
+    )  # fmt: skip
+
+
+def _order_out(order: Order) -> OrderOut:
+    return OrderOut(kind=order.kind.value, job=order.job, machine=order.machine, target=order.target,
+                    attempt=order.attempt, requeue=order.requeue, reason=order.reason)  # fmt: skip

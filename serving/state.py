@@ -1,0 +1,51 @@
+"""What the routes share, built once in the app's lifespan: settings, catalog, store, oracle, watcher, metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from predictor.catalog import Catalog, load_catalog
+from predictor.champion_source import ChampionSource
+from predictor.oracle import RuntimeOracle
+from predictor.settings import Settings
+from predictor.store import MeasurementStore
+from serving.hotswap import ChampionWatcher
+from serving.metrics import Metrics
+
+
+@dataclass
+class ServiceState:
+    """The loaded service: the routes read it, the lifespan builds and closes it."""
+
+    settings: Settings
+    catalog: Catalog
+    store: MeasurementStore
+    oracle: RuntimeOracle
+    watcher: ChampionWatcher
+    metrics: Metrics
+
+
+def build_state(settings: Settings, metrics: Metrics) -> ServiceState:
+    """Load the catalog, open and migrate the store, and start following the champions (cache fallback included)."""
+    catalog = load_catalog(settings.catalog_path)
+    store = MeasurementStore(settings.resolved_store_url)
+    store.migrate()
+    oracle = RuntimeOracle(
+        catalog, {}, store.profile_table(), coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile
+    )
+    watcher = ChampionWatcher(
+        oracle,
+        ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache),
+        [(a, p) for a, algo in catalog.algorithms.items() for p in algo.platforms],
+        interval_s=settings.api_reload_interval_s,
+        profile_table=store.profile_table,
+        metrics=metrics,
+    )
+    watcher.start(wait_s=settings.api_registry_wait_s)
+    return ServiceState(settings, catalog, store, oracle, watcher, metrics)
+
+
+def close_state(state: ServiceState) -> None:
+    """Stop polling and close the store's connections."""
+    state.watcher.stop()
+    state.store.dispose()

@@ -1,0 +1,147 @@
+"""The runtime oracle: fast paths equal to ``predict``, one model call per champion per batch, atomic swaps, intervals."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from features import FeatureError
+from models import make_model
+from predictor.catalog import Catalog
+from predictor.datagen import write_family_fasta
+from predictor.fastpath import compile_rows, probe_rows, single_threaded
+from predictor.oracle import RuntimeOracle, serve_model
+from predictor.registry import Champion
+
+NAMES = ["a", "b", "c"]
+QUANTILES = {0.05: -0.2, 0.5: 0.0, 0.95: 0.4}
+
+
+class Counting:
+    """A model that is not scikit-learn (so served on the generic path), counting calls and rows."""
+
+    def __init__(self, scale: float = 1.0, gate: threading.Event | None = None) -> None:
+        self.scale, self.gate, self.calls, self.rows = scale, gate, 0, 0
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        if self.gate is not None:
+            self.gate.wait(timeout=30)
+        self.calls += 1
+        self.rows += len(X)
+        return self.scale * X.sum(axis=1).to_numpy()
+
+
+def champion(model, platform: str = "cpu-small", version: str = "1", quantiles: dict | None = None) -> Champion:
+    tags = {"residual_log_quantiles": json.dumps(quantiles)} if quantiles else {}
+    return Champion("blastn", platform, f"runtime-blastn-{platform}", version, "sklearn", NAMES, model, tags)
+
+
+def oracle(catalog: Catalog, *champions: Champion, profile=None) -> RuntimeOracle:
+    return RuntimeOracle(catalog, {(c.algorithm, c.platform): c for c in champions}, profile, coverage=0.9, limit_quantile=0.95)
+
+
+def features(i: float) -> dict[str, float]:
+    return {"a": 1.0 + i, "b": 2.0 * i, "c": 3.0}
+
+
+@pytest.mark.parametrize("name", ["mean", "linear", "linear_log", "lightgbm", "lightgbm_log"])
+def test_fast_path_gives_the_numbers_of_predict(name):
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame(10 ** rng.uniform(0, 4, size=(60, 3)), columns=NAMES)
+    y = 0.01 * X["a"] * X["b"] ** 0.5 + rng.uniform(0, 0.1, 60)
+    model = make_model(name, seed=0).fit(X, y)
+    rows, path = compile_rows(model, NAMES, probe_rows(3, X.head(3).to_numpy()))
+    fresh = 10 ** rng.uniform(-1, 5, size=(200, 3))
+    assert path == "fast"
+    np.testing.assert_allclose(rows(fresh), model.predict(pd.DataFrame(fresh, columns=NAMES)), rtol=1e-9)
+    np.testing.assert_allclose(rows(fresh[:1]), model.predict(pd.DataFrame(fresh[:1], columns=NAMES)), rtol=1e-9)
+
+
+def test_unknown_models_take_the_generic_path_and_lightgbm_runs_on_one_thread():
+    rows, path = compile_rows(Counting(), NAMES, probe_rows(3))
+    assert path == "generic" and rows(np.ones((2, 3))).tolist() == [3.0, 3.0]
+    model = make_model("lightgbm", seed=0).set_params(n_jobs=4)
+    single_threaded(model)
+    assert model.get_params()["n_jobs"] == 1
+
+
+def test_a_batch_makes_one_model_call_per_champion(catalog):
+    cpu, gpu = Counting(), Counting(2.0)
+    o = oracle(catalog, champion(cpu), champion(gpu, "gpu-a100"))
+    jobs = [o.prepare("blastn", {}, None, features(i)) for i in range(50)]
+    answers = o.estimate_jobs(jobs)
+    assert (cpu.calls, cpu.rows, gpu.calls, gpu.rows) == (1, 50, 1, 50)
+    assert [a["cpu-small"].seconds for a in answers] == [sum(features(i).values()) for i in range(50)]
+    assert [a["gpu-a100"].seconds for a in answers] == [2 * sum(features(i).values()) for i in range(50)]
+
+
+def test_matrix_equals_jobs_and_parameters_become_features(catalog):
+    o = oracle(catalog, champion(Counting()))
+    rows = [[features(i)[n] for n in NAMES] for i in range(5)]
+    columns = o.estimate_matrix("blastn", NAMES, rows, ["cpu-small"], {"threads": 4})
+    jobs = o.estimate_jobs([o.prepare("blastn", {"threads": 4}, ["cpu-small"], features(i)) for i in range(5)])
+    assert columns[0].seconds == [j["cpu-small"].seconds for j in jobs]
+    assert o.prepare("blastn", {"threads": 4}, None, features(0)).features["threads"] == 4.0
+
+
+def test_intervals_and_limits_come_from_the_residual_quantiles(catalog):
+    o = oracle(catalog, champion(Counting(), quantiles=QUANTILES), champion(Counting(), "gpu-a100"))
+    e = o.estimate("blastn", {}, None, features(2))
+    cpu, gpu = e["cpu-small"], e["gpu-a100"]
+    assert cpu.lower == pytest.approx(cpu.seconds * math.exp(-0.2)) and cpu.upper == pytest.approx(cpu.seconds * math.exp(0.4))
+    assert cpu.limit == pytest.approx(cpu.seconds * math.exp(0.4)) and (cpu.coverage, cpu.limit_quantile) == (0.9, 0.95)
+    assert (gpu.lower, gpu.upper, gpu.limit, gpu.coverage) == (None, None, None, None)
+    narrow = o.estimate_jobs([o.prepare("blastn", {}, ["cpu-small"], features(2))], coverage=0.5, limit_quantile=0.5)[0]
+    assert narrow["cpu-small"].limit == pytest.approx(cpu.seconds) and narrow["cpu-small"].coverage == 0.5
+
+
+def test_a_swap_leaves_calls_in_flight_on_the_old_champions(catalog):
+    gate = threading.Event()
+    o = oracle(catalog, champion(Counting(gate=gate)))
+    gate.set()
+    o.estimate("blastn", {}, ["cpu-small"], features(1))  # warm: compiled and probed
+    gate.clear()
+    job = o.prepare("blastn", {}, ["cpu-small"], features(1))
+    answers: list = []
+    worker = threading.Thread(target=lambda: answers.append(o.estimate_jobs([job])))
+    worker.start()
+    o.swap({("blastn", "cpu-small"): serve_model(champion(Counting(10.0), version="2"))})
+    gate.set()
+    worker.join()
+    assert answers[0][0]["cpu-small"].model_version == "1"
+    assert o.estimate_jobs([job])[0]["cpu-small"].model_version == "2"
+
+
+def test_fallbacks_say_why(catalog):
+    o = oracle(catalog, champion(Counting()), profile={("blastn", "gpu-a100"): (12.5, 4)})
+    e = o.estimate("blastn", {}, None, {"a": 1.0})
+    assert e["cpu-small"].seconds is None and "features missing for the model: b, c" in e["cpu-small"].reason
+    assert e["gpu-a100"].fallback and e["gpu-a100"].seconds == 12.5 and "mean of 4 measured runs" in e["gpu-a100"].reason
+
+
+def test_non_finite_answers_become_fallbacks(catalog):
+    o = oracle(catalog, champion(Counting(float("inf"))))
+    e = o.estimate("blastn", {}, ["cpu-small"], features(1))["cpu-small"]
+    assert e.seconds is None and "not a finite number" in e.reason
+
+
+def test_parameter_checks_hold_for_remembered_parameter_sets(catalog):
+    o = oracle(catalog, champion(Counting()))
+    assert o.prepare("blastn", {"threads": 1}, None, features(0)).features["threads"] == 1.0
+    with pytest.raises(FeatureError, match="threads"):
+        o.prepare("blastn", {"threads": True}, None, features(0))
+    with pytest.raises(FeatureError, match="unknown parameter"):
+        o.prepare("blastn", {"colour": "red"}, None, features(0))
+
+
+def test_feature_extraction_honours_the_time_budget(catalog, tmp_path):
+    path = write_family_fasta(tmp_path / "q.fa", n_sequences=50, length=200, mutation_rate=0.1, alphabet="dna", seed=1)
+    o = oracle(catalog)
+    assert o.prepare("blastn", {"query": str(path)}, None, budget_s=60).features["query.sequences"] == 50
+    with pytest.raises(FeatureError, match="time budget"):
+        o.prepare("blastn", {"query": str(path)}, None, budget_s=1e-9)

@@ -1,0 +1,119 @@
+"""The scheduler routes through real HTTP: submit, machine and job events, orders; auth and precise 4xx answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from predictor.domain import Measurement, Source
+from predictor.settings import Settings
+from predictor.store import MeasurementStore
+from serving import create_app
+from serving.routers import scheduler as scheduler_routes
+from tests.livesrv import serve_app
+
+TOKEN = "sched-token"
+AUTH = {"authorization": f"Bearer {TOKEN}"}
+FEATURES = {"input.sequences": 20.0, "input.mean_length": 250.0}
+
+
+def app_with_scheduler(settings: Settings):
+    """The service's app; the scheduler router is included once (it may already be wired in)."""
+    app = create_app(settings)
+    if not any(getattr(r, "path", "") == "/v1/orders" for r in app.routes):
+        app.include_router(scheduler_routes.router)
+    return app
+
+
+def seed_profile(settings: Settings) -> None:
+    """Measured runs, so the oracle answers from the profile table (mafft: cpu1 4 s, cpu2 1 s)."""
+    store = MeasurementStore(settings.resolved_store_url)
+    store.migrate()
+    store.add(
+        Measurement(run_id=f"{p}-{i}", algorithm="mafft", platform=p, wall_seconds=s, source=Source.PROBE)
+        for p, s in (("cpu1", 4.0), ("cpu2", 1.0))
+        for i in range(3)
+    )
+    store.dispose()
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root: Path = tmp_path_factory.mktemp("sched-api")
+    settings = Settings(home=root / "home", data_roots=[root], api_token=TOKEN, api_reload_interval_s=0, api_registry_wait_s=1)
+    seed_profile(settings)
+    with serve_app(app_with_scheduler(settings)) as url:
+        yield url
+
+
+def post(base: str, path: str, body: object, auth: bool = True) -> httpx.Response:
+    return httpx.post(f"{base}{path}", json=body, headers=AUTH if auth else {}, timeout=30)
+
+
+def job(name: str, **extra) -> dict:
+    return {"id": name, "algorithm": "mafft", "features": FEATURES, **extra}
+
+
+def test_writes_need_the_token(base):
+    assert post(base, "/v1/jobs", job("nope"), auth=False).status_code == 401
+    assert post(base, "/v1/machines/x/events", {"event": "gained", "platform": "cpu1"}, auth=False).status_code == 401
+    assert httpx.get(f"{base}/v1/jobs/nope").status_code == 404
+
+
+def test_submit_defer_start_end_and_read_orders(base):
+    cursor = httpx.get(f"{base}/v1/orders").json()["cursor"]
+    answer = post(base, "/v1/jobs", [job("a"), job("b")])
+    assert answer.status_code == 200, answer.text
+    jobs = {j["id"]: j for j in answer.json()["jobs"]}
+    assert jobs["a"]["estimates"] == {"cpu1": 4.0, "cpu2": 1.0} and jobs["a"]["status"] == "pending"
+    gained = post(base, "/v1/machines/fast/events", {"event": "gained", "platform": "cpu2"}).json()["orders"]
+    assert [(o["kind"], o["job"], o["machine"]) for o in gained] == [("start", "a", "fast")]
+    slow = post(base, "/v1/machines/slow/events", {"event": "gained", "platform": "cpu1"}).json()["orders"]
+    assert slow == []  # b waits for the fast machine (done at +2 s) rather than take the slow one (+4 s)
+    b = httpx.get(f"{base}/v1/jobs/b").json()
+    assert b["planned_machine"] == "fast" and b["status"] == "pending"
+    ended = post(base, "/v1/jobs/a/events", {"event": "ended", "machine": "fast"}).json()["orders"]
+    assert [(o["kind"], o["job"], o["machine"], o["attempt"]) for o in ended] == [("start", "b", "fast", 1)]
+    listed = httpx.get(f"{base}/v1/orders", params={"after": cursor}).json()
+    assert [(o["kind"], o["job"]) for o in listed["orders"]] == [("start", "a"), ("start", "b")]
+    assert listed["cursor"] == listed["orders"][-1]["seq"]
+    assert httpx.get(f"{base}/v1/orders", params={"after": listed["cursor"]}).json()["orders"] == []
+    assert httpx.get(f"{base}/v1/orders", params={"after": cursor, "machine": "slow"}).json()["orders"] == []
+    done = httpx.get(f"{base}/v1/jobs/a").json()
+    assert done["status"] == "done" and done["runs"] == [] and done["ended"] >= done["started"]
+    again = post(base, "/v1/jobs", job("a", priority=9)).json()["jobs"][0]
+    assert again["status"] == "done" and again["priority"] == 0
+
+
+def test_failure_drops_dependents(base):
+    post(base, "/v1/machines/solo/events", {"event": "gained", "platform": "cpu1"})
+    post(base, "/v1/jobs", [job("p", platforms=["cpu1"]), job("c", depends_on=["p"])])
+    (run,) = httpx.get(f"{base}/v1/jobs/p").json()["runs"]
+    post(base, "/v1/jobs/p/events", {"event": "failed", "machine": run["machine"], "reason": "segfault"})
+    assert httpx.get(f"{base}/v1/jobs/p").json()["message"] == "segfault"
+    child = httpx.get(f"{base}/v1/jobs/c").json()
+    assert child["status"] == "dropped" and "p" in child["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "detail"),
+    [
+        ("/v1/jobs", {"algorithm": "nope", "features": {}}, 404, "unknown algorithm"),
+        ("/v1/jobs", job("x", depends_on=["ghost"]), 422, "unknown dependency"),
+        ("/v1/jobs", job("x", size=0), 422, "size"),
+        ("/v1/jobs", [], 422, "no jobs"),
+        ("/v1/machines/ghost/events", {"event": "lost"}, 404, "unknown machine"),
+        ("/v1/machines/new/events", {"event": "gained"}, 422, "platform"),
+        ("/v1/machines/new/events", {"event": "gained", "platform": "gpu9"}, 422, "unknown platform"),
+        ("/v1/machines/new/events", {"event": "exploded"}, 422, "event"),
+        ("/v1/jobs/ghost/events", {"event": "ended", "machine": "fast"}, 404, "unknown job"),
+        ("/v1/jobs/a/events", {"event": "ended", "machine": "elsewhere"}, 422, "no run"),
+    ],
+)
+def test_bad_requests_get_precise_answers(base, path, body, status, detail):
+    answer = post(base, path, body)
+    assert answer.status_code == status, answer.text
+    assert detail in answer.text

@@ -1,0 +1,118 @@
+"""Hot swap: a moved champion alias is loaded off the request path and swapped in atomically; a dead registry means the disk cache."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import httpx
+import mlflow
+import pytest
+
+from predictor.registry import CHAMPION_ALIAS, registered_name
+from predictor.store import MeasurementStore
+from serving import create_app
+from tests.livesrv import free_port, serve_app
+from tests.serving.conftest import TOKEN, Home, train_home
+from training.pipeline import run_training
+
+AUTH = {"authorization": f"Bearer {TOKEN}"}
+JOB = {"algorithm": "mafft", "params": {"input": "f12.fa"}}
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    return train_home(tmp_path_factory.mktemp("hotswap"), ["linear_log"])
+
+
+def retrain(home: Home, model: str) -> None:
+    """Train ``model`` on the same data: a new version of each champion, and the alias moved to it."""
+    store = MeasurementStore(home.settings.resolved_store_url)
+    run_training(home.settings, store, models=[model])
+    store.dispose()
+
+
+def versions(base: str) -> set[str]:
+    return {e["model_version"] for e in httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]}
+
+
+def eventually(check: Callable[[], bool], timeout: float = 60.0) -> bool:
+    """Whether ``check`` turns true before ``timeout`` (polled; the bound is a safety net, not a timing assert)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home):
+    with serve_app(create_app(home.settings)) as base:
+        before = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
+        assert versions(base) == {"1"}
+        retrain(home, "mean")
+        assert versions(base) == {"1"}, "nothing moves until the service looks"
+        assert httpx.post(f"{base}/v1/models/reload").status_code == 401
+
+        seen: list[tuple[int, frozenset[str]]] = []
+        stop = threading.Event()
+
+        def hammer() -> None:
+            with httpx.Client(base_url=base, timeout=30) as http:
+                while not stop.is_set():
+                    response = http.post("/v1/predict", json=JOB)
+                    body = response.json()
+                    seen.append((response.status_code, frozenset(e["model_version"] for e in body["estimates"])))
+
+        threads = [threading.Thread(target=hammer) for _ in range(4)]
+        for t in threads:
+            t.start()
+        reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH, timeout=120)
+        after_reload = len(seen)
+        time.sleep(0.3)
+        stop.set()
+        for t in threads:
+            t.join()
+        assert reload.status_code == 200, reload.text
+        assert sorted(reload.json()["changed"]) == ["mafft/cpu1", "mafft/cpu2"] and reload.json()["source"] == "registry"
+        assert all(status == 200 for status, _ in seen) and len(seen) > after_reload
+        assert {v for _, vs in seen for v in vs} <= {"1", "2"}
+        assert all(vs == {"2"} for _, vs in seen[after_reload + 4 :])  # the few in flight at the swap may still say 1
+        after = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
+        assert {e["model_version"] for e in after} == {"2"} and after[0]["seconds"] != before[0]["seconds"]
+        models = httpx.get(f"{base}/v1/models").json()
+        assert {m["model_kind"] for m in models} == {"mean"}
+        again = httpx.post(f"{base}/v1/models/reload", headers=AUTH).json()
+        assert again["changed"] == [] and again["champions"] == 2
+
+
+def test_the_poller_follows_the_alias_without_being_asked(home):
+    settings = home.settings.model_copy(update={"api_reload_interval_s": 0.2})
+    mlflow.set_tracking_uri(settings.resolved_tracking_uri)
+    client = mlflow.MlflowClient()
+    with serve_app(create_app(settings)) as base:
+        current = versions(base)
+        target = "1" if current == {"2"} else "2"
+        for platform in ("cpu1", "cpu2"):
+            client.set_registered_model_alias(registered_name("mafft", platform), CHAMPION_ALIAS, target)
+        assert eventually(lambda: versions(base) == {target})
+        assert 'predictor_model_reloads_total{outcome="changed"}' in httpx.get(f"{base}/metrics").text
+
+
+def test_unreachable_registry_at_start_serves_the_disk_cache_and_says_so(home, monkeypatch):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with serve_app(create_app(home.settings)) as base:  # a reachable registry fills the cache
+        served = versions(base)
+    dead = home.settings.model_copy(
+        update={"mlflow_tracking_uri": f"http://127.0.0.1:{free_port()}", "api_registry_wait_s": 5.0}
+    )
+    with serve_app(create_app(dead)) as base:
+        ready = httpx.get(f"{base}/readyz").json()
+        assert ready["status"] == "degraded" and ready["source"] == "cache" and ready["champions"] == 2
+        assert "unavailable" in ready["registry_error"]
+        assert versions(base) == served
+        assert {m["origin"] for m in httpx.get(f"{base}/v1/models").json()} == {"cache"}
+        reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH).json()
+        assert reload["changed"] == [] and reload["source"] == "cache" and reload["registry_error"]
+        assert "predictor_registry_up 0.0" in httpx.get(f"{base}/metrics").text

@@ -1,0 +1,58 @@
+"""Limits answered with a precise 4xx, never a 500: body size, batch size, feature-extraction time budget."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from serving import create_app
+from tests.livesrv import serve_app
+from tests.serving.conftest import Home
+
+
+@pytest.fixture(scope="module")
+def strict(trained: Home) -> Iterator[str]:
+    """The same champions behind tight limits: 4 KB bodies, 3 jobs a call, a feature budget no file read fits in."""
+    settings = trained.settings.model_copy(update={"api_max_body_bytes": 4000, "api_max_batch": 3, "api_feature_budget_s": 1e-9})
+    with serve_app(create_app(settings)) as url:
+        yield url
+
+
+def test_declared_oversized_body_is_413_before_reading_it(strict):
+    response = httpx.post(f"{strict}/v1/predict", content=b"{" + b" " * 5000 + b"}", headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert response.json() == {"detail": "request body of 5002 bytes is over the limit of 4000 bytes"}
+    assert httpx.get(f"{strict}/healthz").status_code == 200
+
+
+def test_streamed_oversized_body_is_413(strict):
+    chunks = (b" " * 1000 for _ in range(6))  # no content-length: chunked transfer
+    response = httpx.post(f"{strict}/v1/predict", content=chunks, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert "over the limit of 4000 bytes" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "fragment"),
+    [
+        ("/v1/predict/batch", {"jobs": [{"algorithm": "mafft"}] * 4}, "batch of 4 jobs is over the limit of 3"),
+        ("/v1/predict/matrix", {"algorithm": "mafft", "columns": ["a"], "rows": [[1.0]] * 4}, "4 rows are over the limit of 3"),
+        ("/v1/observations", [{"algorithm": "mafft", "platform": "cpu1", "wall_seconds": 1.0}] * 4, "4 observations are over the limit of 3"),
+    ],
+)
+def test_oversized_batches_are_413(strict, auth, path, body, fragment):
+    response = httpx.post(f"{strict}{path}", json=body, headers=auth)
+    assert response.status_code == 413, response.text
+    assert fragment in response.json()["detail"]
+
+
+def test_feature_budget_spent_is_422_and_features_still_work(strict, features_of):
+    response = httpx.post(f"{strict}/v1/predict", json={"algorithm": "mafft", "params": {"input": "f19.fa"}})
+    assert response.status_code == 422
+    assert "budget" in response.json()["detail"] and "features" in response.json()["detail"]
+    given = httpx.post(f"{strict}/v1/predict", json={"algorithm": "mafft", "features": features_of("f19.fa")})
+    assert given.status_code == 200 and given.json()["estimates"][0]["seconds"] > 0
+    batch = httpx.post(f"{strict}/v1/predict/batch", json={"jobs": [{"algorithm": "mafft", "params": {"input": "f1.fa"}}]}).json()
+    assert batch["results"][0]["error"]["status"] == 422 and "budget" in batch["results"][0]["error"]["detail"]

@@ -1,0 +1,118 @@
+"""Estimates with intervals and limits, per-call options, batches (jobs and matrix forms) and answers that stay finite."""
+
+from __future__ import annotations
+
+import math
+
+import httpx
+import pytest
+
+
+def predict(base: str, body: dict) -> httpx.Response:
+    return httpx.post(f"{base}/v1/predict", json=body)
+
+
+def test_estimates_carry_an_interval_and_a_walltime_limit(base):
+    body = predict(base, {"algorithm": "mafft", "params": {"input": "f7.fa"}}).json()
+    for e in body["estimates"]:
+        assert e["coverage"] == 0.9 and e["limit_quantile"] == 0.95
+        assert 0 < e["lower"] < e["seconds"] < e["upper"] < e["limit"] or 0 < e["lower"] <= e["seconds"] <= e["limit"]
+        assert e["lower"] <= e["upper"]
+
+
+def test_coverage_and_limit_quantile_can_be_asked_per_call(base):
+    job = {"algorithm": "mafft", "params": {"input": "f7.fa"}, "platforms": ["cpu1"]}
+    default = predict(base, job).json()["estimates"][0]
+    wide = predict(base, {**job, "coverage": 0.98, "limit_quantile": 0.99}).json()["estimates"][0]
+    assert wide["coverage"] == 0.98 and wide["limit_quantile"] == 0.99
+    assert wide["seconds"] == pytest.approx(default["seconds"])
+    assert wide["lower"] <= default["lower"] and wide["upper"] >= default["upper"] and wide["limit"] >= default["limit"]
+
+
+@pytest.mark.parametrize("option", [{"coverage": 0}, {"coverage": 1}, {"limit_quantile": 1.5}, {"coverage": "wide"}])
+def test_bad_interval_options_are_422(base, option):
+    response = predict(base, {"algorithm": "mafft", "params": {"input": "f7.fa"}, **option})
+    assert response.status_code == 422, response.text
+
+
+def test_features_plus_parameters_match_the_file_path(base, features_of):
+    from_file = predict(base, {"algorithm": "mafft", "params": {"input": "f5.fa", "retree": 1}, "platforms": ["cpu1"]}).json()
+    given = {k: v for k, v in features_of("f5.fa").items() if k.startswith("input.")}
+    from_features = predict(base, {"algorithm": "mafft", "params": {"retree": 1}, "features": given, "platforms": ["cpu1"]}).json()
+    assert from_features["estimates"][0]["seconds"] == pytest.approx(from_file["estimates"][0]["seconds"])
+
+
+def test_missing_features_fall_back_with_the_reason(base):
+    body = predict(base, {"algorithm": "mafft", "features": {"input.sequences": 4.0}, "platforms": ["cpu1"]}).json()
+    e = body["estimates"][0]
+    assert "features missing for the model" in e["reason"] and "input.bytes" in e["reason"]
+    assert e["fallback"] and e["model_name"] == "profile-table" and "mean of 20 measured runs" in e["reason"]
+    assert e["seconds"] == pytest.approx(sum(0.05 + 2e-6 * n * n * l for n in (4, 8, 16, 32, 48) for l in (50, 100, 200, 400)) / 20)
+
+
+def test_huge_features_never_give_a_500(base, features_of):
+    features = {k: 1e308 for k in features_of("f1.fa")}
+    response = predict(base, {"algorithm": "mafft", "features": features})
+    assert response.status_code == 200, response.text
+    for e in response.json()["estimates"]:
+        assert e["seconds"] is None or math.isfinite(e["seconds"])
+
+
+def test_batch_answers_each_job_or_says_why_not(base, features_of):
+    jobs = [
+        {"algorithm": "mafft", "params": {"input": "f2.fa"}},
+        {"algorithm": "nope"},
+        {"algorithm": "mafft", "params": {"input": "/etc/passwd"}},
+        {"algorithm": "mafft", "features": features_of("f9.fa"), "platforms": ["cpu2"]},
+        {"algorithm": "mafft", "params": {"input": "junk.fa"}},
+        {"algorithm": "mafft", "params": {"input": "f2.fa"}, "platforms": ["gpu9"]},
+    ]
+    response = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs, "coverage": 0.8})
+    assert response.status_code == 200, response.text
+    results = response.json()["results"]
+    assert [r["index"] for r in results] == list(range(len(jobs)))
+    assert [e["platform"] for e in results[0]["estimates"]] == ["cpu1", "cpu2"]
+    assert results[0]["estimates"][0]["coverage"] == 0.8
+    assert [r["error"]["status"] if r["error"] else 200 for r in results] == [200, 404, 403, 200, 422, 404]
+    assert "unknown algorithm 'nope'" in results[1]["error"]["detail"] and "junk.fa" in results[4]["error"]["detail"]
+    single = predict(base, {"algorithm": "mafft", "params": {"input": "f2.fa"}, "coverage": 0.8}).json()["estimates"]
+    assert results[0]["estimates"] == single
+
+
+def test_matrix_answers_columns_equal_to_single_predictions(base, features_of):
+    names = sorted(features_of("f3.fa"))
+    rows = [[features_of(f"f{i}.fa")[n] for n in names] for i in (3, 11, 17)]
+    body = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": names, "rows": rows}).json()
+    assert body["rows"] == 3 and [e["platform"] for e in body["estimates"]] == ["cpu1", "cpu2"]
+    for e in body["estimates"]:
+        singles = [
+            predict(base, {"algorithm": "mafft", "features": dict(zip(names, row)), "platforms": [e["platform"]]}).json()["estimates"][0]
+            for row in rows
+        ]
+        assert e["seconds"] == pytest.approx([s["seconds"] for s in singles])
+        assert e["limit"] == pytest.approx([s["limit"] for s in singles])
+        assert e["model_version"] == "1" and e["coverage"] == 0.9
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "fragment"),
+    [
+        ({"algorithm": "mafft", "columns": ["a", "b"], "rows": [[1.0]]}, 422, "row 0 has 1 values but there are 2 columns"),
+        ({"algorithm": "mafft", "columns": ["a", "a"], "rows": [[1.0, 2.0]]}, 422, "distinct"),
+        ({"algorithm": "mafft", "columns": ["a"], "rows": []}, 422, "rows"),
+        ({"algorithm": "nope", "columns": ["a"], "rows": [[1.0]]}, 404, "unknown algorithm"),
+        ({"algorithm": "mafft", "columns": ["a"], "rows": [[1.0]], "platforms": ["x"]}, 404, "unknown platform"),
+        ({"algorithm": "mafft", "columns": ["a"], "rows": [[1.0]], "params": {"retree": 9}}, 422, "retree"),
+    ],
+)
+def test_bad_matrices_get_a_precise_4xx(base, body, status, fragment):
+    response = httpx.post(f"{base}/v1/predict/matrix", json=body)
+    assert response.status_code == status, response.text
+    assert fragment in response.text
+
+
+def test_matrix_without_the_model_features_falls_back_for_every_row(base):
+    body = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": ["x"], "rows": [[1.0], [2.0]]}).json()
+    for e in body["estimates"]:
+        assert e["fallback"] and e["seconds"][0] == e["seconds"][1] > 0 and "features missing: " not in e["reason"]
+        assert "features missing for the model" in e["reason"] and e["model_name"] == "profile-table"

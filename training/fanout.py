@@ -1,0 +1,51 @@
+"""Fits of many (training set, model, fold) in local processes, each result handed back as it finishes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from joblib import Parallel, delayed
+from sklearn.base import RegressorMixin
+
+from training.crossval import FoldFit, fit_fold, refit
+from training.dataset import TrainingSet
+from training.folds import FoldPlan
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One fit to make: ``model_name`` on training set ``set_index`` without ``fold``, or on every row (fold None)."""
+
+    set_index: int
+    model_name: str
+    fold: int | None
+
+
+@dataclass(frozen=True)
+class Refit:
+    """A model fitted on every row of its training set, and the fit's seconds."""
+
+    model: RegressorMixin
+    seconds: float
+
+
+def _run(fit: Fit, training_set: TrainingSet, plan: FoldPlan, seed: int) -> tuple[Fit, FoldFit | Refit]:
+    """Make one fit (in whichever process joblib chose)."""
+    if fit.fold is not None:
+        return fit, fit_fold(fit.model_name, training_set, plan, fit.fold, seed=seed)
+    started = time.perf_counter()
+    model = refit(fit.model_name, training_set, seed=seed)
+    return fit, Refit(model, time.perf_counter() - started)
+
+
+def run_fits(
+    fits: Sequence[Fit], training_sets: Sequence[TrainingSet], plans: Sequence[FoldPlan], *, seed: int, n_jobs: int
+) -> Iterator[tuple[Fit, FoldFit | Refit]]:
+    """Make ``fits`` in ``n_jobs`` local processes (joblib's loky; -1 is one per core), yielding results as they finish.
+
+    With ``n_jobs=1`` everything runs in this process, in the order given.
+    """
+    tasks = (delayed(_run)(f, training_sets[f.set_index], plans[f.set_index], seed) for f in fits)
+    return Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks)
