@@ -5,7 +5,9 @@ Trains two versions of the champion from the bundled dataset into ``WORKDIR/home
 rate with a mix of single predictions (precomputed features, and input files read), batches of jobs,
 feature matrices, observations (each a new run id, with the token), and reads. Every minute the
 ``champion`` alias of every platform is flipped between the two versions, so the service hot-swaps
-under load. The server's resident memory (its process tree, from /proc) is sampled every 5 s.
+under load. The server's resident memory (its process tree, from /proc) and threads are sampled every 5 s.
+The server runs with ``MALLOC_ARENA_MAX=2`` (``--arena-max``), as Python services usually do: glibc's
+default gives each new worker thread its own malloc arena, which shows as ~8 MiB steps of RSS.
 Reports errors (must be zero), latency, the versions seen, every observation stored exactly once, and
 memory: the mean of the first and of the last minute after warm-up, and the fitted slope.
 
@@ -78,6 +80,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=330.0)
     parser.add_argument("--rate", type=float, default=100.0, help="requests per second, open loop")
     parser.add_argument("--flip-every", type=float, default=60.0)
+    parser.add_argument("--arena-max", default="2", help="MALLOC_ARENA_MAX of the server ('' for glibc's default)")
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     home = trained_home(workdir / "home", args.algorithm, args.model)
@@ -86,7 +89,8 @@ def main() -> None:
     before = store.count()
     import httpx
 
-    with ours(home, workdir / "soak.log", api_token=TOKEN, api_reload_interval_s="10", api_log_level="warning") as (base, pid):
+    environ = {"MALLOC_ARENA_MAX": args.arena_max} if args.arena_max else {}
+    with ours(home, workdir / "soak.log", environ, api_token=TOKEN, api_reload_interval_s="10", api_log_level="warning") as (base, pid):
         platforms = sorted({m["platform"] for m in httpx.get(f"{base}/v1/models").json() if m["algorithm"] == args.algorithm})
         names = next(m["features"] for m in httpx.get(f"{base}/v1/models").json() if m["platform"] == args.platform)
         rows = feature_rows(home, args.algorithm, args.platform, names, 200)
@@ -160,7 +164,7 @@ def _report(args, summary, error_samples, samples, versions, flips, posted, stor
     slope = float(np.polyfit(times / 60, mib, 1)[0]) if len(mib) > 2 else float("nan")
     swaps = [line for line in metrics.splitlines() if line.startswith("predictor_model_reloads_total")]
     return {
-        "command": f"benchmarks/api_soak.py --seconds {args.seconds:g} --rate {args.rate:g}",
+        "command": f"benchmarks/api_soak.py --seconds {args.seconds:g} --rate {args.rate:g} --arena-max '{args.arena_max}'",
         "load": summary,
         "error_samples": error_samples,
         "versions_seen": dict(versions),

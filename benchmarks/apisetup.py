@@ -82,10 +82,12 @@ def server(command: list[str], env: dict[str, str], ready_path: str, port: int, 
                 proc.kill()
 
 
-def ours(home: Path, log: Path, **settings: str) -> contextlib.AbstractContextManager[tuple[str, int]]:
-    """``predictor serve`` over ``home`` (one process), with extra PREDICTOR_* settings."""
+def ours(
+    home: Path, log: Path, environ: dict[str, str] | None = None, **settings: str
+) -> contextlib.AbstractContextManager[tuple[str, int]]:
+    """``predictor serve`` over ``home`` (one process), with extra environment and PREDICTOR_* settings."""
     port = free_port()
-    env = home_env(home, **{f"PREDICTOR_{k.upper()}": v for k, v in settings.items()})
+    env = home_env(home, **(environ or {}), **{f"PREDICTOR_{k.upper()}": v for k, v in settings.items()})
     return server([sys.executable, "-m", "predictor", "serve", "--port", str(port)], env, "/readyz", port, log)
 
 
