@@ -25,7 +25,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from apisetup import ROOT, cpu_seconds, mlflow_scoring, ours, trained_home  # noqa: E402
+from apisetup import (  # noqa: E402
+    ROOT,
+    champion_of_kind,
+    cpu_seconds,
+    mlflow_scoring,
+    ours,
+    trained_home,
+)
 from loadgen import Request, post_json, run  # noqa: E402
 
 from predictor.store import MeasurementStore  # noqa: E402
@@ -98,6 +105,7 @@ def main() -> None:
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     home = trained_home(workdir / "home", args.algorithm, args.model)
+    champion_of_kind(home, args.algorithm, args.model)
     uri = f"models:/runtime-{args.algorithm}-{args.platform}@champion"
     results = []
     with ours(home, workdir / "ours.log", api_reload_interval_s="30") as (base, pid), mlflow_scoring(home, uri, workdir / "mlflow.log") as (mbase, mpid):

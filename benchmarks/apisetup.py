@@ -52,6 +52,19 @@ def trained_home(home: Path, algorithm: str, model: str, folds: int = 5) -> Path
     return home
 
 
+def champion_of_kind(home: Path, algorithm: str, model: str) -> None:
+    """Point each platform's ``champion`` alias at the newest version trained as ``model`` (the soak moves it)."""
+    import mlflow
+
+    from predictor.registry import CHAMPION_ALIAS
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{home / 'mlflow.db'}", registry_uri=f"sqlite:///{home / 'mlflow.db'}")
+    for registered in client.search_registered_models(filter_string=f"name LIKE 'runtime-{algorithm}-%'"):
+        versions = client.search_model_versions(f"name = '{registered.name}'")
+        chosen = max((v for v in versions if v.tags.get("model_kind") == model), key=lambda v: int(v.version))
+        client.set_registered_model_alias(registered.name, CHAMPION_ALIAS, chosen.version)
+
+
 def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 180) -> None:
     """Poll ``url`` until it answers 200; fail if the server exits or takes too long."""
     deadline = time.monotonic() + timeout

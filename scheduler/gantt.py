@@ -22,7 +22,7 @@ def plot(result: SimResult, path: str | Path, title: str | None = None) -> Path:
     machines = sorted(result.platform_of, key=lambda m: (result.platform_of[m], m))
     row = {m: i for i, m in enumerate(machines)}
     label = len(result.segments) <= LABEL_LIMIT
-    by_job = label and len({s.algorithm for s in result.segments}) == 1
+    by_job = len({s.algorithm for s in result.segments}) == 1  # one program: tell its jobs apart instead
     key = (lambda s: s.job) if by_job else (lambda s: s.algorithm)
     algorithms = sorted({key(s) for s in result.segments})
     palette = plt.get_cmap("tab10" if len(algorithms) <= 10 else "tab20")
@@ -55,7 +55,7 @@ def plot(result: SimResult, path: str | Path, title: str | None = None) -> Path:
     ax.invert_yaxis()
     ax.set_xlabel("time (s)")
     ax.set_title(title or f"{result.workload}: {result.policy}, estimates {result.estimates or '-'}")
-    handles = [Patch(facecolor=color[a], label=a) for a in algorithms[:20]]
+    handles = [Patch(facecolor=color[a], label=a) for a in algorithms[:20]] if len(algorithms) <= 20 else []
     handles.append(Patch(facecolor="white", edgecolor="black", hatch="///", label="lost work"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     ax.grid(axis="x", alpha=0.3)
