@@ -24,7 +24,6 @@ from predictor.oracle import Pair, ProfileTable, RuntimeOracle, ServedModel, ser
 from serving.metrics import Metrics
 from serving.telemetry import LOGGER_NAME
 
-
 LOAD_WAIT_FACTOR = 20  # how many registry waits loading the first champions may take before the cache is served
 
 

@@ -10,7 +10,12 @@ from predictor.ingest import RowError, validate_record
 from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
-from serving.schemas import ObservationIn, ObservationsResponse, Rejected, ValidationErrorOut
+from serving.schemas import (
+    ObservationIn,
+    ObservationsResponse,
+    Rejected,
+    ValidationErrorOut,
+)
 
 router = APIRouter(prefix="/v1", tags=["observations"])
 

@@ -38,7 +38,7 @@ def measurements(inputs: Path) -> list[Measurement]:
     """Runs of MAFFT on generated families under a known cost law (n^2 x length), cpu2 0.6x cpu1."""
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
     out = []
-    for i, (n, length) in enumerate((n, l) for n in (4, 8, 16, 32, 48) for l in (50, 100, 200, 400)):
+    for i, (n, length) in enumerate((n, m) for n in (4, 8, 16, 32, 48) for m in (50, 100, 200, 400)):
         path = write_family_fasta(inputs / f"f{i}.fa", n_sequences=n, length=length, mutation_rate=0.2, alphabet="protein", seed=i)
         params = {"input": str(path)}
         features = job_features(catalog.algorithm("mafft"), params)

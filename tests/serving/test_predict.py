@@ -47,7 +47,7 @@ def test_missing_features_fall_back_with_the_reason(base):
     e = body["estimates"][0]
     assert "features missing for the model" in e["reason"] and "input.bytes" in e["reason"]
     assert e["fallback"] and e["model_name"] == "profile-table" and "mean of 20 measured runs" in e["reason"]
-    assert e["seconds"] == pytest.approx(sum(0.05 + 2e-6 * n * n * l for n in (4, 8, 16, 32, 48) for l in (50, 100, 200, 400)) / 20)
+    assert e["seconds"] == pytest.approx(sum(0.05 + 2e-6 * n * n * m for n in (4, 8, 16, 32, 48) for m in (50, 100, 200, 400)) / 20)
 
 
 def test_huge_features_never_give_a_500(base, features_of):
@@ -86,7 +86,7 @@ def test_matrix_answers_columns_equal_to_single_predictions(base, features_of):
     assert body["rows"] == 3 and [e["platform"] for e in body["estimates"]] == ["cpu1", "cpu2"]
     for e in body["estimates"]:
         singles = [
-            predict(base, {"algorithm": "mafft", "features": dict(zip(names, row)), "platforms": [e["platform"]]}).json()["estimates"][0]
+            predict(base, {"algorithm": "mafft", "features": dict(zip(names, row, strict=True)), "platforms": [e["platform"]]}).json()["estimates"][0]
             for row in rows
         ]
         assert e["seconds"] == pytest.approx([s["seconds"] for s in singles])
