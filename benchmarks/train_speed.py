@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -24,12 +23,10 @@ import numpy as np
 import pandas as pd
 from joblib.externals.loky import get_reusable_executor
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from predictor.settings import Settings  # noqa: E402
-from training.dataset import TrainingSet  # noqa: E402
-from training.pipeline import TrainingOutcome, train  # noqa: E402
-from training.tracking import configure_mlflow  # noqa: E402
+from predictor.settings import Settings
+from training.dataset import TrainingSet
+from training.pipeline import TrainingOutcome, train
+from training.tracking import configure_mlflow
 
 
 def generated_runs(rows: int, seed: int) -> TrainingSet:

@@ -113,11 +113,6 @@ def _scaled(name: str, regressor: RegressorMixin) -> Pipeline:
     return Pipeline([("log", _signed_log()), ("scale", StandardScaler()), (name, regressor)])
 
 
-def _log_linear() -> Pipeline:
-    """Least squares on standardised signed-log features."""
-    return Pipeline([("log", _signed_log()), ("scale", StandardScaler()), ("regress", LinearRegression())])
-
-
 def _mlp(*, log: bool) -> SeedCommittee:
     """Five fixed two-layer perceptrons (seeds) with early stopping on a held-out fifth (so 20 rows or so), averaged."""
     network = MLPRegressor(
@@ -172,7 +167,7 @@ def linear() -> Pipeline:
 @register("linear_log")
 def linear_log() -> TransformedTargetRegressor:
     """Least squares in log-log space: a power law seconds ~ prod(feature^k)."""
-    return _log_target(_log_linear())
+    return _log_target(_scaled("regress", LinearRegression()))
 
 
 @register("lightgbm")
@@ -268,7 +263,7 @@ def cascade_log() -> TransformedTargetRegressor:
 @register("linear_log_smeared")
 def linear_log_smeared() -> SmearedLogTarget:
     """The log-log power law answering the mean run time (Duan's smearing)."""
-    return SmearedLogTarget(_log_linear())
+    return SmearedLogTarget(_scaled("regress", LinearRegression()))
 
 
 @register("lightgbm_log_smeared")

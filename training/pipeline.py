@@ -7,7 +7,7 @@ fan out over ``settings.n_jobs`` local processes; tracking and promotion then ha
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -23,7 +23,7 @@ from training.crossval import CVResult, FoldFit, collect
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
 from training.fanout import Fit, Refit, run_fits
 from training.folds import FoldPlan
-from training.tracking import configure_mlflow, log_candidate, training_session
+from training.tracking import Candidate, configure_mlflow, log_candidate, training_session
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +122,16 @@ def train(
             continue
         with training_session(settings, algorithm, chosen) as parent:
             plans = [_save_plan(settings, ts) for ts in sets]
-            fitted = _fit_all(settings, sets, plans, chosen, progress)
-            for index, ts in enumerate(sets):
-                outcomes.append(_select(settings, parent, ts, plans[index], fitted[index]))
+            candidates: list[list[Candidate]] = [[] for _ in sets]
+            for index, result, refit in _fit_all(settings, sets, plans, chosen, progress):
+                candidates[index].append(
+                    log_candidate(
+                        parent, sets[index], plans[index], result, refit.model,
+                        refit_seconds=refit.seconds, coverage=settings.interval_coverage,
+                    )
+                )  # fmt: skip
+            for ts, found in zip(sets, candidates):
+                outcomes.append(_promote_best(settings, parent, ts, sorted(found, key=lambda c: chosen.index(c.model_name))))
     return outcomes
 
 
@@ -134,8 +141,12 @@ def _fit_all(
     plans: Sequence[FoldPlan],
     chosen: Sequence[str],
     progress: Progress | None,
-) -> list[dict[str, tuple[CVResult, Refit]]]:
-    """Every fold fit and refit of every applicable member on every set, in parallel; per set, results by member."""
+) -> Iterator[tuple[int, CVResult, Refit]]:
+    """Every fold fit and refit of every applicable member on every set, in parallel.
+
+    Yields (set index, cross-validation, refit) for each member as soon as its last fit is in, so
+    tracking in this process overlaps the fits still running in the workers.
+    """
     fits = [
         Fit(index, name, fold)
         for index, ts in enumerate(sets)
@@ -150,24 +161,16 @@ def _fit_all(
             refits[key] = result
         else:
             folds.setdefault(key, []).append(result)
+        ts, plan = sets[fit.set_index], plans[fit.set_index]
         if progress is not None:
-            ts, plan = sets[fit.set_index], plans[fit.set_index]
             step = "refit" if fit.fold is None else f"fold {fit.fold + 1}/{plan.n_folds}"
             progress(f"{ts.algorithm}/{ts.platform} {fit.model_name} {step}")
-    return [
-        {name: (collect(name, ts, plans[index], folds[index, name]), refits[index, name]) for name in _members(chosen, ts)}
-        for index, ts in enumerate(sets)
-    ]
+        if key in refits and len(folds.get(key, [])) == plan.n_folds:
+            yield fit.set_index, collect(fit.model_name, ts, plan, folds.pop(key)), refits.pop(key)
 
 
-def _select(
-    settings: Settings, parent: Run, ts: TrainingSet, plan: FoldPlan, fitted: dict[str, tuple[CVResult, Refit]]
-) -> TrainingOutcome:
-    """Log every candidate of one set as a child run, promote the best, and note it on the parent run."""
-    candidates = [
-        log_candidate(parent, ts, plan, result, refit.model, refit_seconds=refit.seconds, coverage=settings.interval_coverage)
-        for result, refit in fitted.values()
-    ]
+def _promote_best(settings: Settings, parent: Run, ts: TrainingSet, candidates: list[Candidate]) -> TrainingOutcome:
+    """Promote the set's best candidate and note it on the parent run."""
     best = best_candidate(candidates, settings.selection_metric)
     version = promote(ts, best, coverage=settings.interval_coverage)
     client = mlflow.MlflowClient()

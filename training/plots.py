@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 def pred_vs_actual(actual: np.ndarray, predicted: np.ndarray, title: str) -> Figure:
     """Out-of-fold predicted against measured seconds, log-log when every value is positive (seed Figs 2 and 4)."""
-    figure = Figure(figsize=(5, 5))
+    figure = Figure(figsize=(5, 5), layout="constrained")
     axes = figure.subplots()
     axes.scatter(actual, predicted, s=14, alpha=0.7)
     low = float(min(actual.min(), predicted.min()))
@@ -28,7 +28,7 @@ def relative_errors(actual: np.ndarray, predicted: np.ndarray, title: str) -> Fi
     positive = actual > 0
     order = np.argsort(actual[positive], kind="stable")
     errors = 100.0 * (predicted[positive] - actual[positive]) / actual[positive]
-    figure = Figure(figsize=(7, 4))
+    figure = Figure(figsize=(7, 4), layout="constrained")
     axes = figure.subplots()
     axes.vlines(np.arange(len(order)), 0.0, errors[order], linewidth=1.0)
     axes.axhline(0.0, color="black", linewidth=1)
@@ -39,7 +39,7 @@ def relative_errors(actual: np.ndarray, predicted: np.ndarray, title: str) -> Fi
 
 def learning_curve(curve: Mapping[str, np.ndarray], title: str) -> Figure:
     """Training and held-out error against hidden units of a network grown unit by unit."""
-    figure = Figure(figsize=(6, 4))
+    figure = Figure(figsize=(6, 4), layout="constrained")
     axes = figure.subplots()
     units = curve["hidden_units"]
     for key in ("train_mse", "validation_mse"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from sklearn.neural_network import MLPRegressor
 
 from models import make_model
@@ -14,6 +15,7 @@ X = pd.DataFrame({"a": RNG.uniform(0, 1, 80), "b": RNG.uniform(0, 1, 80)})
 Y = 3 * X["a"].to_numpy() + X["b"].to_numpy() ** 2
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_members_differ_and_the_committee_answers_their_mean() -> None:
     committee = SeedCommittee(MLPRegressor(hidden_layer_sizes=(8,), max_iter=300), n_members=3, random_state=4).fit(X, Y)
     seeds = {m.random_state for m in committee.estimators_}

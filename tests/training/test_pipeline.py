@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import mlflow
 import numpy as np
 import pandas as pd
 import pytest
-
 from typer.testing import CliRunner
 
 from models import available_models
 from predictor import registry
 from predictor.cli import app
-from predictor.intervals import QUANTILE_LEVELS
 from predictor.domain import Measurement
+from predictor.intervals import QUANTILE_LEVELS
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from training.champions import best_candidate, list_champions, registered_name
 from training.folds import FoldPlan
-from training.pipeline import DEFAULT_MODELS, TrainingOutcome, count_steps, fold_plan_path, run_training
+from training.pipeline import (
+    DEFAULT_MODELS,
+    TrainingOutcome,
+    count_steps,
+    fold_plan_path,
+    run_training,
+)
 from training.report import REPORT_METRICS, NoSession, latest_session
 from training.tracking import Candidate
 
