@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,15 @@ def derived_features(algorithm: Algorithm, features: dict[str, float]) -> dict[s
             raise FeatureError(f"derived feature {name}", f"needs {', '.join(missing)}, which no extractor gave")
         out[name] = math.prod(features[operand] for operand in derived.product)
     return out
+
+
+def known_derived_features(algorithm: Algorithm, known: Mapping[str, Any]) -> dict[str, Any]:
+    """The derived features of ``algorithm`` not in ``known`` whose operands all are (numbers or NumPy columns)."""
+    return {
+        name: math.prod(known[operand] for operand in derived.product)
+        for name, derived in algorithm.derived.items()
+        if name not in known and all(operand in known for operand in derived.product)
+    }
 
 
 def job_features(algorithm: Algorithm, params: dict[str, Any], **extractor_options: Any) -> dict[str, float]:

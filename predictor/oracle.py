@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import TypeAdapter
 
-from features import FeatureError, get_extractor
+from features import get_extractor
 from predictor.catalog import Algorithm, Catalog
 from predictor.domain import Estimate
 from predictor.fastpath import Rows, compile_rows, probe_rows
 from predictor.intervals import quantile_at
 from predictor.jobfeatures import (
     check_known_parameters,
-    derived_features,
     file_parameters,
     job_features,
+    known_derived_features,
     parameter_features,
 )
 from predictor.registry import Champion
@@ -229,9 +229,7 @@ class RuntimeOracle:
         known = {name: X[:, i] for i, name in enumerate(columns)}
         for name, value in self._parameter_features(definition, params or {}).items():
             known.setdefault(name, np.full(len(X), value))
-        for name, derived in definition.derived.items():
-            if name not in known and all(operand in known for operand in derived.product):
-                known[name] = np.prod([known[operand] for operand in derived.product], axis=0)
+        known.update(known_derived_features(definition, known))
         models, profile = self._models, self._profile
         coverage = self.coverage if coverage is None else coverage
         limit_quantile = self.limit_quantile if limit_quantile is None else limit_quantile
@@ -259,11 +257,7 @@ class RuntimeOracle:
     def _with_given(self, algorithm: Algorithm, params: dict[str, Any], given: Mapping[str, float]) -> dict[str, float]:
         """Parameter features, then derived ones where their operands are known, then the given features on top."""
         found = {**self._parameter_features(algorithm, params), **{k: float(v) for k, v in given.items()}}
-        try:
-            derived = derived_features(algorithm, found)
-        except FeatureError:  # an operand is not given: the champion says which feature it misses
-            derived = {}
-        return {**found, **derived, **given}
+        return {**found, **known_derived_features(algorithm, found)}
 
     def _parameter_features(self, algorithm: Algorithm, params: dict[str, Any]) -> dict[str, float]:
         """Features of plain parameters, remembered per distinct value set (jobs of a batch share most of them)."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from features import FeatureError, get_extractor
 from predictor.catalog import CatalogError, load_catalog
-from predictor.jobfeatures import derived_features, job_features
+from predictor.jobfeatures import derived_features, job_features, known_derived_features
+from predictor.oracle import RuntimeOracle
 from predictor.settings import BUNDLED_DATA
 
 PLATFORMS = {"p": {"kind": "cpu", "cores": 1, "clock_ghz": 1, "memory_gb": 1, "disk": "ssd", "power_watts": 1}}
@@ -68,3 +70,21 @@ def test_bundled_derived_features_name_features_the_extractors_give():
                 param, _, feature = operand.partition(".")
                 if feature:
                     assert feature in get_extractor(algo.parameters[param].extractor).feature_names, (algo.name, operand)
+
+
+def test_given_features_get_each_derived_feature_whose_operands_are_there(tmp_path: Path):
+    algorithm = catalog_with(
+        tmp_path, {"space": {"product": ["a.residues", "b.residues"]}, "scaled": {"product": ["a.residues", "n"]}}
+    ).algorithm("job")
+    known = {"a.residues": 4.0, "n": 3.0}
+    assert known_derived_features(algorithm, known) == {"scaled": 12.0}  # space lacks b.residues: left to the model to name
+    assert known_derived_features(algorithm, {**known, "b.residues": 2.0, "scaled": 1.0}) == {"space": 8.0}  # given wins
+    columns = known_derived_features(algorithm, {"a.residues": np.array([1.0, 2.0]), "b.residues": np.array([3.0, 4.0])})
+    assert columns["space"].tolist() == [3.0, 8.0]
+
+
+def test_the_oracle_derives_features_from_client_given_ones():
+    catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
+    oracle = RuntimeOracle(catalog, {}, coverage=0.9, limit_quantile=0.95)
+    job = oracle.prepare("blastn", {"query": "q.fa", "db": "nt"}, None, {"query.residues": 1000.0, "db.residues": 5e6})
+    assert job.features["search_space"] == 5e9
