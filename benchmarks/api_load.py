@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from apisetup import (  # noqa: E402
+from apisetup import (
     ROOT,
     champion_of_kind,
     cpu_seconds,
@@ -33,9 +33,9 @@ from apisetup import (  # noqa: E402
     ours,
     trained_home,
 )
-from loadgen import Request, post_json, run  # noqa: E402
+from loadgen import Request, post_json, run
 
-from predictor.store import MeasurementStore  # noqa: E402
+from predictor.store import MeasurementStore
 
 
 def feature_rows(home: Path, algorithm: str, platform: str, names: list[str], n: int, seed: int = 0) -> np.ndarray:
@@ -81,7 +81,7 @@ def measure(base: str, pid: int, requests: list[Request], concurrency: int, seco
     """Warm up briefly, then load ``base`` with ``requests`` round-robin for ``seconds``; adds the server's CPU per request."""
     import httpx
 
-    pick = lambda i: requests[i % len(requests)]  # noqa: E731
+    pick = lambda i: requests[i % len(requests)]
     first = requests[0]
     answer = httpx.request(first.method, base + first.path, content=first.body, headers={"content-type": "application/json"}, timeout=60)
     run(base, pick, concurrency=concurrency, max_requests=200, max_seconds=min(2.0, seconds))
@@ -118,7 +118,7 @@ def main() -> None:
         difference = same_numbers(base, mbase, args.algorithm, args.platform, names, batch)
         print(f"champion {model['name']} v{model['version']} ({model['model_kind']}, path {model['prediction_path']}); "
               f"largest relative difference from MLflow's answers on {len(batch)} rows: {difference:.2e}")  # fmt: skip
-        sample = str((ROOT / "data" / "samples" / "family-40x300.fa"))
+        sample = str(ROOT / "data" / "samples" / "family-40x300.fa")
         workloads = {
             "single": ([our_single(args.algorithm, args.platform, names, r) for r in pool], [mlflow_rows(names, r[None, :]) for r in pool], args.single),
             f"batch of {args.batch_size}, jobs form": ([our_batch(args.algorithm, args.platform, names, batch)], [mlflow_rows(names, batch)], args.batch),

@@ -28,12 +28,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from api_load import feature_rows, our_batch, our_matrix, our_single  # noqa: E402
-from apisetup import ROOT, cli, ours, rss_kb, threads, trained_home  # noqa: E402
-from loadgen import Request, post_json, run  # noqa: E402
+from api_load import feature_rows, our_batch, our_matrix, our_single
+from apisetup import ROOT, cli, ours, rss_kb, threads, trained_home
+from loadgen import Request, post_json, run
 
-from predictor.registry import CHAMPION_ALIAS, registered_name  # noqa: E402
-from predictor.store import MeasurementStore  # noqa: E402
+from predictor.registry import CHAMPION_ALIAS, registered_name
+from predictor.store import MeasurementStore
 
 TOKEN = "soak-token"
 WARMUP_S = 30.0

@@ -150,7 +150,7 @@ async def _run(
             raw = request.encoded(f"{host}:{port}")
             try:
                 status, body = await asyncio.wait_for(connection.call(raw), timeout=30)
-            except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as exc:
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
                 connection.close()
                 errors.append(f"{request.method} {request.path}: {type(exc).__name__} {exc}")
                 continue

@@ -31,7 +31,7 @@ import heapq
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone, tzinfo
+from datetime import UTC, datetime, tzinfo
 
 from features.swf import UNKNOWN, SwfJob
 
@@ -56,7 +56,7 @@ class _User:
     recent: deque[float] = field(default_factory=lambda: deque(maxlen=_LAST))  # newest first
 
 
-def history_features(jobs: Sequence[SwfJob], start_time: float = 0.0, tz: tzinfo = timezone.utc) -> list[dict[str, float]]:
+def history_features(jobs: Sequence[SwfJob], start_time: float = 0.0, tz: tzinfo = UTC) -> list[dict[str, float]]:
     """Features of every job (same order as ``jobs``) from what was known at its submit time."""
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].submit)
     users: dict[int, _User] = {}

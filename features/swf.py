@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import timedelta, timezone, tzinfo
+from datetime import UTC, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -101,7 +101,7 @@ class SwfLog:
     jobs: list[SwfJob] = field(default_factory=list)
     problems: list[SwfProblem] = field(default_factory=list)
     start_time: float = 0.0
-    timezone: tzinfo = timezone.utc
+    timezone: tzinfo = UTC
 
 
 class _LineError(Exception):

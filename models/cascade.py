@@ -13,7 +13,12 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from models._cascade_activations import AFFINE, CANDIDATE_ACTIVATIONS, Activations, value_range
+from models._cascade_activations import (
+    AFFINE,
+    CANDIDATE_ACTIVATIONS,
+    Activations,
+    value_range,
+)
 from models._cascade_grow import Growth, Network, grow
 from models._cascade_train import Phase, Rprop
 

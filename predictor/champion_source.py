@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,7 @@ class ChampionSource:
                 found[(algorithm, platform)] = ChampionVersion(
                     algorithm, platform, name, str(v.version), dict(v.tags), v.run_id, _from_millis(v.creation_timestamp)
                 )
-        except Exception as exc:  # noqa: BLE001 - any failure to ask the registry means it is unavailable
+        except Exception as exc:
             raise RegistryUnavailable(f"model registry {self.tracking_uri} unavailable: {_short(exc)}") from exc
         return found
 
@@ -206,7 +206,7 @@ def _write_json(path: Path, content: dict[str, Any]) -> None:
 
 
 def _from_millis(millis: int | None) -> datetime | None:
-    return datetime.fromtimestamp(millis / 1000, tz=timezone.utc) if millis else None
+    return datetime.fromtimestamp(millis / 1000, tz=UTC) if millis else None
 
 
 def _short(exc: BaseException) -> str:

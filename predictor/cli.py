@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from predictor.settings import Settings
@@ -64,15 +70,15 @@ def _fail(message: str) -> typer.Exit:
 @app.command()
 def ingest(
     files: Annotated[list[Path], typer.Argument(help="CSV, Parquet or SWF files of finished runs.", exists=True, dir_okay=False)],
-    algorithm: Annotated[Optional[str], typer.Option(help="Algorithm for rows that do not name one.")] = None,
-    platform: Annotated[Optional[str], typer.Option(help="Platform for rows that do not name one.")] = None,
-    map_: Annotated[Optional[list[str]], typer.Option("--map", help="Rename a column: COLUMN=FIELD (repeatable).")] = None,
-    machine: Annotated[Optional[str], typer.Option(help="Machine for rows that do not name one.")] = None,
+    algorithm: Annotated[str | None, typer.Option(help="Algorithm for rows that do not name one.")] = None,
+    platform: Annotated[str | None, typer.Option(help="Platform for rows that do not name one.")] = None,
+    map_: Annotated[list[str] | None, typer.Option("--map", help="Rename a column: COLUMN=FIELD (repeatable).")] = None,
+    machine: Annotated[str | None, typer.Option(help="Machine for rows that do not name one.")] = None,
     file_format: Annotated[
-        Optional[Literal["csv", "parquet", "swf"]],
+        Literal["csv", "parquet", "swf"] | None,
         typer.Option("--format", help="How to read the files (default: by suffix; .swf is a Standard Workload Format log)."),
     ] = None,
-    rejects_dir: Annotated[Optional[Path], typer.Option(help="Folder for rejects files (default: beside each input).")] = None,
+    rejects_dir: Annotated[Path | None, typer.Option(help="Folder for rejects files (default: beside each input).")] = None,
 ) -> None:
     """Validate and store measurements (CSV, Parquet, or SWF job logs); bad rows go to a rejects file beside the input."""
     from predictor.catalog import load_catalog
@@ -115,10 +121,10 @@ def profile(
     ctx: typer.Context,
     algorithm: Annotated[str, typer.Option(help="Algorithm being run.")],
     platform: Annotated[str, typer.Option(help="Platform it runs on.")],
-    param: Annotated[Optional[list[str]], typer.Option(help="Job parameter NAME=VALUE (repeatable); input files too.")] = None,
+    param: Annotated[list[str] | None, typer.Option(help="Job parameter NAME=VALUE (repeatable); input files too.")] = None,
     launcher: Annotated[bool, typer.Option(help="Prefix the platform's launcher (e.g. taskset) to the command.")] = True,
-    run_id: Annotated[Optional[str], typer.Option(help="Run id (default: a new UUID).")] = None,
-    timeout: Annotated[Optional[float], typer.Option(help="Kill the command after this many seconds.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: a new UUID).")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Kill the command after this many seconds.")] = None,
 ) -> None:
     """Run COMMAND (after --), measure it, extract its features and store the measurement."""
     from features import FeatureError
@@ -151,8 +157,8 @@ def profile(
 @app.command()
 def sweep(
     plan: Annotated[Path, typer.Option(help="Sweep plan (YAML).", exists=True, dir_okay=False)],
-    budget: Annotated[Optional[str], typer.Option(help="Stop starting runs after this long, e.g. 30m, 90s, 2h.")] = None,
-    workdir: Annotated[Optional[Path], typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")] = None,
+    budget: Annotated[str | None, typer.Option(help="Stop starting runs after this long, e.g. 30m, 90s, 2h.")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")] = None,
 ) -> None:
     """Run a parameter sweep of real programs through the profiler; each run is stored as it finishes."""
     from predictor.catalog import load_catalog
@@ -192,8 +198,8 @@ def _parse_duration(text: str) -> float:
 
 @app.command()
 def train(
-    algorithm: Annotated[Optional[list[str]], typer.Option(help="Only these algorithms (repeatable).")] = None,
-    model: Annotated[Optional[list[str]], typer.Option(help="Only these zoo members (repeatable).")] = None,
+    algorithm: Annotated[list[str] | None, typer.Option(help="Only these algorithms (repeatable).")] = None,
+    model: Annotated[list[str] | None, typer.Option(help="Only these zoo members (repeatable).")] = None,
 ) -> None:
     """Cross-validate the zoo per (algorithm, platform), track it in MLflow and promote champions."""
     from training.pipeline import count_steps, run_training
@@ -221,7 +227,7 @@ def train(
 @app.command()
 def report(
     algorithm: Annotated[str, typer.Option(help="Algorithm whose latest training session to show.")],
-    platform: Annotated[Optional[str], typer.Option(help="Only this platform.")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
 ) -> None:
     """Seed 001's Table 2 for the latest training session: every candidate's cross-validated metrics per platform."""
     from training.report import REPORT_METRICS, NoSession, latest_session
@@ -245,8 +251,8 @@ def report(
 
 @app.command()
 def serve(
-    host: Annotated[Optional[str], typer.Option(help="Bind address (default from settings).")] = None,
-    port: Annotated[Optional[int], typer.Option(help="Port (default from settings).")] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address (default from settings).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default from settings).")] = None,
 ) -> None:
     """Serve the HTTP API with uvicorn."""
     import uvicorn
@@ -266,9 +272,9 @@ def serve(
 @app.command()
 def predict(
     algorithm: Annotated[str, typer.Option(help="Algorithm to estimate.")],
-    param: Annotated[Optional[list[str]], typer.Option(help="Job parameter NAME=VALUE (repeatable).")] = None,
-    platform: Annotated[Optional[list[str]], typer.Option(help="Only these platforms (repeatable).")] = None,
-    url: Annotated[Optional[str], typer.Option(help="Ask a running service instead of loading models here.")] = None,
+    param: Annotated[list[str] | None, typer.Option(help="Job parameter NAME=VALUE (repeatable).")] = None,
+    platform: Annotated[list[str] | None, typer.Option(help="Only these platforms (repeatable).")] = None,
+    url: Annotated[str | None, typer.Option(help="Ask a running service instead of loading models here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Estimated run time of one job on each platform."""
@@ -309,7 +315,7 @@ def _local_oracle(settings: Settings, catalog: Any):
 @app.command()
 def export(
     out: Annotated[Path, typer.Argument(help="CSV file to write (the format `predictor ingest` reads).")],
-    algorithm: Annotated[Optional[str], typer.Option(help="Only this algorithm.")] = None,
+    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
 ) -> None:
     """Write stored measurements as CSV, one column per parameter and feature."""
     from predictor.export import export_csv
@@ -320,9 +326,9 @@ def export(
 
 @app.command()
 def describe(
-    algorithm: Annotated[Optional[str], typer.Option(help="Only this algorithm.")] = None,
-    platform: Annotated[Optional[str], typer.Option(help="Only this platform.")] = None,
-    plots: Annotated[Optional[Path], typer.Option(help="Save a scatter plot (PNG) of runtime against each feature here.")] = None,
+    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
+    plots: Annotated[Path | None, typer.Option(help="Save a scatter plot (PNG) of runtime against each feature here.")] = None,
 ) -> None:
     """Per algorithm and platform: runs, runtime range and each feature's rank correlation with runtime."""
     from predictor.describe import describe_pairs, plot_features, summary_table
@@ -343,11 +349,11 @@ def describe(
 @app.command()
 def simulate(
     workload: Annotated[str, typer.Option(help="fig11..fig14, ncbi[:hours=25,...], dataset[:load=0.8,...], a measurements .csv or an .swf log[:limit=N,speedup=S].")],
-    cluster: Annotated[Optional[str], typer.Option(help="ncbi[:per_type=N], ncbi-homo, catalog:N, a .machines or .yaml file (default: the workload's).")] = None,
+    cluster: Annotated[str | None, typer.Option(help="ncbi[:per_type=N], ncbi-homo, catalog:N, a .machines or .yaml file (default: the workload's).")] = None,
     policy: Annotated[str, typer.Option(help="Policy, with options as NAME:key=value,... (edf, edf:objective=makespan, fcfs, ...).")] = "edf",
-    estimates: Annotated[Optional[str], typer.Option(help="oracle | model[:MEMBER] | noisy:SIGMA | none | requested | champions (default: model when the workload has history, else oracle).")] = None,
+    estimates: Annotated[str | None, typer.Option(help="oracle | model[:MEMBER] | noisy:SIGMA | none | requested | champions (default: model when the workload has history, else oracle).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of generated workloads, noise and models.")] = 0,
-    gantt: Annotated[Optional[Path], typer.Option(help="Gantt chart PNG (default: HOME/simulations/<workload>-<policy>-<estimates>.png).")] = None,
+    gantt: Annotated[Path | None, typer.Option(help="Gantt chart PNG (default: HOME/simulations/<workload>-<policy>-<estimates>.png).")] = None,
     chart: Annotated[bool, typer.Option(help="Draw the Gantt chart.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
 ) -> None:
@@ -380,3 +386,51 @@ def simulate(
         name = f"{w.name}-{result.policy}-{chosen}".replace(":", "_").replace("/", "_")
         path = plot(result, gantt or settings.resolved_home / "simulations" / f"{name}.png")
         err_console.print(f"Gantt chart: {path}")
+
+
+@app.command()
+def compare(
+    workload: Annotated[str, typer.Option(help="Workload spec, as for `predictor simulate`.")],
+    cluster: Annotated[str | None, typer.Option(help="Cluster spec, as for `predictor simulate` (default: the workload's).")] = None,
+    policies: Annotated[str | None, typer.Option(help="Comma-separated policies, each NAME[:key=value,...] (default: every policy the workload can run).")] = None,
+    estimates: Annotated[str | None, typer.Option(help="Comma-separated estimate sources (default: oracle,model,noisy:0.5; model only when the workload has history).")] = None,
+    seeds: Annotated[int, typer.Option(help="Seeds 0..N-1: each generates the workload, the noise and the models anew.", min=1)] = 3,
+    metric: Annotated[str, typer.Option(help="Metric to plot and rank the table by.")] = "mean_completion",
+    out: Annotated[Path | None, typer.Option(help="Folder for the runs CSV, the summary CSV and the plot (default: HOME/comparisons).")] = None,
+    as_markdown: Annotated[bool, typer.Option("--markdown", help="Print the table as markdown.")] = False,
+) -> None:
+    """Every applicable policy x estimate source x seed on one workload: metrics with 95% t-intervals, CSVs and a plot."""
+    from predictor.catalog import load_catalog
+    from scheduler import compare as grid
+    from scheduler.runner import load_cluster
+
+    if metric not in grid.METRICS:
+        raise _fail(f"unknown metric {metric!r}; known: {', '.join(grid.METRICS)}")
+    settings = _settings()
+    catalog = load_catalog(settings.catalog_path)
+    try:
+        machines = load_cluster(cluster, catalog) if cluster else None
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console) as bar:
+            task = bar.add_task("compare", total=None)
+            runs = grid.run_grid(
+                workload, catalog, cluster=machines, seeds=seeds,
+                policies=grid.split_specs(policies) if policies else None,
+                estimates=grid.split_specs(estimates) if estimates else None,
+                champions=lambda: _local_oracle(settings, catalog),
+                progress=lambda label, done, total: bar.update(task, completed=done, total=total, description=label),
+            )  # fmt: skip
+    except (ValueError, KeyError, FileNotFoundError) as exc:
+        raise _fail(str(exc).strip('"')) from None
+    summary = grid.summarize(runs)
+    header, rows = grid.table(summary, grid.table_metrics(runs, [metric]), metric)
+    if as_markdown:
+        console.print(grid.markdown(header, rows), markup=False, highlight=False)
+    else:
+        table = Table(title=f"{workload}: {seeds} seed{'s' * (seeds > 1)}, mean ± {grid.CONFIDENCE:.0%} t-interval; makespan_ratio = makespan / lower bound")
+        for i, column in enumerate(header):
+            table.add_column(column, justify="left" if i < 2 else "right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    for path in grid.save(runs, summary, metric, out or settings.resolved_home / "comparisons", Path(workload).name):
+        err_console.print(f"wrote {path}")

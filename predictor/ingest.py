@@ -27,7 +27,7 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -271,8 +271,8 @@ def _validated(cells: dict[str, Any], catalog: Catalog, defaults: _Defaults) -> 
         error = exc.errors()[0]
         raise RowError(_field_name(error["loc"]), error["msg"]) from None
     recorded_at = measurement.recorded_at
-    recorded_at = recorded_at.replace(tzinfo=timezone.utc) if recorded_at.tzinfo is None else recorded_at
-    measurement = measurement.model_copy(update={"recorded_at": recorded_at.astimezone(timezone.utc)})
+    recorded_at = recorded_at.replace(tzinfo=UTC) if recorded_at.tzinfo is None else recorded_at
+    measurement = measurement.model_copy(update={"recorded_at": recorded_at.astimezone(UTC)})
     if "run_id" not in data:
         measurement = measurement.model_copy(update={"run_id": _derived_run_id(measurement, "recorded_at" in data)})
     return measurement

@@ -13,9 +13,10 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from predictor.catalog import Catalog
 from predictor.domain import CacheState, Measurement, Source

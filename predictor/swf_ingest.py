@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,15 @@ from features.history import history_features
 from features.swf import UNKNOWN, SwfJob, SwfLog, read_swf
 from predictor.catalog import Catalog
 from predictor.domain import Source
-from predictor.ingest import IngestError, IngestReport, Reject, RowError, check_options, validate_record, write_rejects
+from predictor.ingest import (
+    IngestError,
+    IngestReport,
+    Reject,
+    RowError,
+    check_options,
+    validate_record,
+    write_rejects,
+)
 from predictor.store import MeasurementStore
 
 EXIT_STATUS = {1: 0, 0: 1, 5: 2}  # SWF status -> exit status: completed, failed, cancelled
@@ -143,7 +151,7 @@ def _run(log: SwfLog, job: SwfJob) -> dict[str, Any]:
     return {
         "wall_seconds": job.run,
         "exit_status": EXIT_STATUS[job.status],
-        "recorded_at": datetime.fromtimestamp(log.start_time + job.submit, timezone.utc),
+        "recorded_at": datetime.fromtimestamp(log.start_time + job.submit, UTC),
         "context": _context(job),
     }
 

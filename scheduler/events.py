@@ -49,6 +49,9 @@ class Scheduler:
         self.on_observation = on_observation
         self.on_notify = on_notify
         self.passes = 0
+        # a policy that replicates running jobs (seed 003's WQR, Storage Affinity) is asked whenever a machine frees,
+        # even with nothing pending: its ``replicates`` attribute says so
+        self._replicates = bool(getattr(policy, "replicates", False))
 
     # --- events -----------------------------------------------------------------------------------------------
 
@@ -134,13 +137,22 @@ class Scheduler:
             self._give_up(job, JobStatus.FAILED, now, reason or f"terminated with an error on {machine_id}", issued)
         return issued + self._pass(Event.FAILED, now)
 
+    def wake_at(self) -> float | None:
+        """When the policy wants a pass though nothing happens: its optional ``wake_at()`` (e.g. a wait runs out)."""
+        ask = getattr(self.policy, "wake_at", None)
+        return ask() if ask is not None else None
+
+    def wake(self, now: float) -> list[Order]:
+        """W: the pass the policy asked for at ``now`` (see :meth:`wake_at`)."""
+        return self._pass(Event.WAKE, now)
+
     # --- passes -----------------------------------------------------------------------------------------------
 
     def _pass(
         self, event: Event, now: float, preempt: bool = False, rebalance: bool = False, arrivals: tuple[str, ...] = ()
     ) -> list[Order]:
         """Ask the policy and apply its orders; once more if those orders freed machines while jobs wait."""
-        if not self.state.pending and not rebalance:
+        if not self.state.pending and not rebalance and not self._replicates:
             self.state.replan([])
             return []
         ctx = Context(now, self.state, self.oracle, event, preempt, rebalance, arrivals)
@@ -156,7 +168,7 @@ class Scheduler:
         if deviation > self.threshold:
             return self._pass(Event.ENDED, now)
         issued = self._dispatch(now)
-        if machine.online and machine.free > 0 and self.state.pending:
+        if machine.online and machine.free > 0 and (self.state.pending or self._replicates):
             issued += self._pass(Event.ENDED, now)
         return issued
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
@@ -21,6 +21,7 @@ class Event(str, Enum):
     ENDED = "E"  # a job ended cleanly
     FAILED = "T"  # a job terminated with an error
     FOLLOWUP = "F"  # the loop's own pass after orders freed machines
+    WAKE = "W"  # a time the policy asked to look again at (its optional ``wake_at()``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,18 +46,28 @@ class Policy(Protocol):
 
 
 POLICIES: dict[str, Callable[..., Policy]] = {}
+NEEDS: dict[str, frozenset[str]] = {}  # policy name -> what a workload must provide for it (see Workload.provides)
 
 
-def register_policy(name: str) -> Callable[[Callable[..., Policy]], Callable[..., Policy]]:
-    """Add a policy factory under ``name`` (decorator)."""
+def register_policy(name: str, needs: Iterable[str] = ()) -> Callable[[Callable[..., Policy]], Callable[..., Policy]]:
+    """Add a policy factory under ``name`` (decorator); ``needs`` names the workload capabilities it relies on."""
 
     def add(factory: Callable[..., Policy]) -> Callable[..., Policy]:
         if name in POLICIES:
             raise ValueError(f"policy {name!r} is already registered")
         POLICIES[name] = factory
+        NEEDS[name] = frozenset(needs)
         return factory
 
     return add
+
+
+def applicable_policies(provides: Iterable[str]) -> list[str]:
+    """Names of the registered policies whose needs a workload providing ``provides`` meets, sorted."""
+    import scheduler.policies  # noqa: F401  (registers the bundled policies)
+
+    offered = frozenset(provides)
+    return sorted(name for name, needs in NEEDS.items() if needs <= offered)
 
 
 def make_policy(spec: str) -> Policy:

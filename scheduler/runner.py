@@ -1,6 +1,9 @@
 """One simulation from text specs (what ``predictor simulate`` takes): workload, cluster, policy, estimates.
 
 Workloads: ``fig11``..``fig14``; ``ncbi[:hours=25,seed=0,per_type=20,deadline_factor=F]``;
+``walker[:net=2,jobs=40,util=0.6,...]`` (seed 002's grid, see ``walker_grid.generate``);
+``bot[:granularity=15,app=vis,sites=4,warm=true,...]`` (seed 003's data-intensive bag of tasks,
+see ``bag_of_tasks.generate``);
 ``dataset[:load=0.8,copies=1,per_platform=2]`` (the bundled measurements, or a CSV
 path); a path to an SWF log ``LOG.swf[:limit=N,train=0.3,speedup=1]`` (its cluster
 from ``LOG.swf.machines``). Clusters (default: the workload's own):
@@ -26,7 +29,7 @@ from scheduler.oracles import Oracle
 from scheduler.policy import make_policy, parse_value
 from scheduler.simulate import SimResult, simulate
 from scheduler.workload import Cluster, MachineSpec, PlatformSpec, Workload
-from scheduler.workloads import dataset, ncbi, swf
+from scheduler.workloads import bag_of_tasks, dataset, ncbi, swf, walker_grid
 from scheduler.workloads.figures import FIGURES
 
 
@@ -51,6 +54,10 @@ def load_workload(spec: str, catalog: Catalog, seed: int = 0) -> Workload:
         return FIGURES[name]()
     if name == "ncbi":
         return ncbi.generate(seed=options.pop("seed", seed), **options)
+    if name == "walker":
+        return walker_grid.generate(seed=options.pop("seed", seed), **options)
+    if name == "bot":
+        return bag_of_tasks.generate(seed=options.pop("seed", seed), **options)
     if name == "dataset" or name.endswith(".csv"):
         paths = sorted((BUNDLED_DATA / "measurements").glob("*.csv")) if name == "dataset" else [Path(name)]
         return dataset.from_measurements(paths, catalog, seed=options.pop("seed", seed), **options)
@@ -59,7 +66,7 @@ def load_workload(spec: str, catalog: Catalog, seed: int = 0) -> Workload:
             raise FileNotFoundError(f"no such log: {name}")
         train = options.pop("train", 0.3)
         return swf.replay(name, train_fraction=train, **options)
-    raise ValueError(f"unknown workload {spec!r}: use fig11..fig14, ncbi, dataset, a .csv of measurements or a .swf log")
+    raise ValueError(f"unknown workload {spec!r}: use fig11..fig14, ncbi, walker, bot, dataset, a .csv of measurements or a .swf log")
 
 
 def load_cluster(spec: str, catalog: Catalog) -> Cluster:
@@ -101,6 +108,17 @@ def cluster_file(path: Path, catalog: Catalog) -> Cluster:
     return Cluster(platforms, machines)
 
 
+def estimates_oracle(
+    workload: Workload, estimates: str, seed: int = 0, champions: Callable[[], Oracle] | None = None
+) -> Oracle:
+    """The oracle an ``--estimates`` value names, ``champions`` being the service's registered models."""
+    if estimates == "champions":
+        if champions is None:
+            raise ValueError("estimates 'champions' needs the service's runtime oracle")
+        return champions()
+    return oracle_for(workload, estimates, seed)
+
+
 def run(
     workload: Workload,
     policy: str,
@@ -109,13 +127,10 @@ def run(
     seed: int = 0,
     champions: Callable[[], Oracle] | None = None,
     threshold: float = 0.25,
+    oracle: Oracle | None = None,
 ) -> tuple[SimResult, Metrics]:
-    """Simulate ``workload`` under ``policy`` with ``estimates`` (``champions``: the service's registered models)."""
-    if estimates == "champions":
-        if champions is None:
-            raise ValueError("estimates 'champions' needs the service's runtime oracle")
-        oracle = champions()
-    else:
-        oracle = oracle_for(workload, estimates, seed)
+    """Simulate ``workload`` under ``policy`` with ``estimates`` (``oracle``: one already built for them, to reuse)."""
+    if oracle is None:
+        oracle = estimates_oracle(workload, estimates, seed, champions)
     result = simulate(workload, make_policy(policy), oracle, estimates=estimates, threshold=threshold)
     return result, compute(result)

@@ -14,13 +14,15 @@ from dataclasses import dataclass, field
 from itertools import groupby
 
 from scheduler.events import Scheduler
-from scheduler.oracles import Oracle
+from scheduler.grid import GridRecord, Staging
+from scheduler.oracles import Oracle, seconds
 from scheduler.orders import Order, OrderKind
 from scheduler.policy import Policy
 from scheduler.state import JobStatus, Machine
 from scheduler.workload import JobSpec, MachineEvent, Workload
 
-_END, _MACHINE, _ARRIVAL = 0, 1, 2  # order of simultaneous events: ends free machines before arrivals look
+_END, _MACHINE, _ARRIVAL, _WAKE = 0, 1, 2, 3  # simultaneous events: ends free machines before arrivals look; wake-ups last
+_STAGED = 4  # seed 003: an input transfer over the home link may have ended (scheduler/grid.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,7 @@ class SimResult:
     passes: int
     wall_seconds: float
     orders: dict[str, int] = field(default_factory=dict)
+    grid: GridRecord | None = None  # seed 003: each run's transfer and the data servers' final contents
 
 
 @dataclass(slots=True)
@@ -98,6 +101,8 @@ class Simulation:
         self.slots = {m.id: m.slots for m in workload.cluster.machines}
         self._seq = 0
         self._token = 0
+        self._wake: float | None = None  # the last wake-up pushed for the policy (see Scheduler.wake_at)
+        self.staging = Staging.attach(workload, self.scheduler.state)  # seed 003: runs fetch inputs first (sites only)
 
     def run(self, estimates: str = "") -> SimResult:
         """Play every event to the end and return the record."""
@@ -118,8 +123,18 @@ class Simulation:
                 self._end(job_id, machine_id, token, ok, now)
             elif kind == _ARRIVAL:
                 self._execute(self.scheduler.submit([spec.job() for spec in payload], now), now)  # type: ignore[attr-defined]
+            elif kind == _STAGED:
+                self._staged(now)
+            elif kind == _WAKE:
+                wake = self.scheduler.wake_at()
+                if wake is not None and wake <= now:
+                    self._execute(self.scheduler.wake(now), now)
             else:
                 self._machine(payload, now)  # type: ignore[arg-type]
+            wake = self.scheduler.wake_at()
+            if wake is not None and wake > now and wake != self._wake:
+                self._wake = wake
+                self._push(wake, _WAKE, None)
             state.dirty_jobs.clear()
             state.dirty_machines.clear()
         for machine, since in self.offline_since.items():
@@ -137,6 +152,7 @@ class Simulation:
             passes=self.scheduler.passes,
             wall_seconds=time.perf_counter() - began,
             orders=self.order_counts,
+            grid=self.staging.record() if self.staging is not None else None,
         )
 
     def _push(self, at: float, kind: int, payload: object) -> None:
@@ -208,6 +224,9 @@ class Simulation:
             seconds *= 1.0 - gain
         self._token += 1
         self.active[(job_id, machine_id)] = _Attempt(self._token, now, done, seconds)
+        if self.staging is not None and self.staging.start(spec, machine_id, now, seconds):
+            self._push_staged()
+            return  # it computes once its inputs are at its site: see _staged
         if spec.fails:
             self._push(now + seconds * spec.fail_at, _END, (job_id, machine_id, self._token, False))
         else:
@@ -223,6 +242,20 @@ class Simulation:
             self.true_progress[job_id] = attempt.progress0 + (1.0 - attempt.progress0) * fraction
         self._close(job_id, machine_id, now, outcome)
 
+    def _staged(self, now: float) -> None:
+        """Seed 003: runs whose inputs reached their site now compute; their ends (or failures) are pushed."""
+        assert self.staging is not None
+        for job_id, machine_id, staged, compute in self.staging.arrived(now):
+            spec, token = self.specs[job_id], self.active[(job_id, machine_id)].token
+            end = max(staged + compute * (spec.fail_at if spec.fails else 1.0), now)
+            self._push(end, _END, (job_id, machine_id, token, not spec.fails))
+        self._push_staged()
+
+    def _push_staged(self) -> None:
+        wake = self.staging.next_wake() if self.staging is not None else None
+        if wake is not None:
+            self._push(wake, _STAGED, None)
+
     def _close(self, job_id: str, machine_id: str, now: float, outcome: str) -> None:
         attempt = self.active.pop((job_id, machine_id))
         spec = self.specs[job_id]
@@ -230,6 +263,9 @@ class Simulation:
         self.segments.append(
             Segment(job_id, machine_id, self.platform_of[machine_id], attempt.start, now, outcome, share, spec.algorithm)
         )
+        if self.staging is not None:  # seed 003: log its transfer, abort it if unfinished
+            self.staging.stop(job_id, machine_id, now, outcome)
+            self._push_staged()
 
     def _last_time(self) -> float:
         return max((s.end for s in self.segments), default=0.0)
@@ -253,3 +289,18 @@ class Simulation:
 def simulate(workload: Workload, policy: Policy, oracle: Oracle, *, estimates: str = "", threshold: float = 0.25) -> SimResult:
     """Run ``workload`` under ``policy`` with what ``oracle`` tells the scheduler."""
     return Simulation(workload, policy, oracle, threshold).run(estimates)
+
+
+def backlog(workload: Workload, policy: Policy, oracle: Oracle) -> Scheduler:
+    """A scheduler with ``workload``'s machines online and every job pending at t=0 with its estimates.
+
+    The starting point for timing one scheduling pass (benchmarks); nothing has been scheduled yet.
+    """
+    scheduler = Scheduler(policy, oracle)
+    for spec in workload.cluster.machines:
+        scheduler.machine_gained(workload.cluster.machine(spec), 0.0)
+    for spec in workload.jobs:
+        job = spec.job()
+        job.estimates = seconds(oracle.estimate(job.algorithm, job.params))
+        scheduler.state.add_job(job)
+    return scheduler

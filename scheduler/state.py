@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scheduler.grid import DataStores
 
 INF = math.inf
 OVERRUN_MARGIN = 0.5  # a run past its estimate is expected to need this fraction of its estimate again
@@ -71,6 +74,7 @@ class Job:
     platforms: tuple[str, ...] | None = None
     checkpoint: frozenset[str] = frozenset()
     data: str | None = None
+    inputs: tuple[tuple[str, int], ...] = ()  # seed 003: input files (name, bytes), see scheduler/grid.py
     seq: int = 0
     estimates: dict[str, float | None] = field(default_factory=dict)
     status: JobStatus = JobStatus.PENDING
@@ -110,6 +114,7 @@ class Machine:
     idle_since: float = 0.0
     busy_until: float = 0.0
     overrun: float = 0.0
+    attributes: dict[str, Any] = field(default_factory=dict)  # what the grid's information agent says (gridinfo)
 
     def free_after(self, now: float) -> float:
         """When a one-slot machine's run is expected to end, seen at ``now`` (see :meth:`Run.end_after`)."""
@@ -138,6 +143,7 @@ class State:
         self.dirty_jobs: set[str] = set()
         self.dirty_machines: set[str] = set()
         self._seq = 0
+        self.sites: DataStores | None = None  # seed 003: what each site's data server holds (scheduler/grid.py)
 
     def add_job(self, job: Job) -> None:
         """Register a job (pending or restored in any status)."""

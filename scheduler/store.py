@@ -14,7 +14,13 @@ from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from predictor.domain import Measurement
-from predictor.store.scheduler_tables import sched_events, sched_jobs, sched_machines, sched_orders, sched_runs
+from predictor.store.scheduler_tables import (
+    sched_events,
+    sched_jobs,
+    sched_machines,
+    sched_orders,
+    sched_runs,
+)
 from predictor.store.tables import measurements
 from scheduler.orders import Order
 from scheduler.state import Job, JobStatus, Machine, Run, State

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from predictor.domain import Measurement
 from scheduler.state import Job, Machine
+
+if TYPE_CHECKING:
+    from scheduler.grid import Grid
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +27,7 @@ class MachineSpec:
     id: str
     platform: str
     slots: int = 1
+    attributes: dict[str, Any] = field(default_factory=dict, hash=False)  # see scheduler.gridinfo
 
 
 @dataclass
@@ -40,12 +44,15 @@ class Cluster:
 
     def machine(self, spec: MachineSpec) -> Machine:
         """A fresh scheduler machine for ``spec``."""
-        return Machine(spec.id, spec.platform, spec.slots, self.platforms[spec.platform].power_watts)
+        power = self.platforms[spec.platform].power_watts
+        return Machine(spec.id, spec.platform, spec.slots, power, attributes=dict(spec.attributes))
 
     def describe(self) -> str:
         counts: dict[str, int] = {}
         for m in self.machines:
             counts[m.platform] = counts.get(m.platform, 0) + 1
+        if len(counts) > 12:  # e.g. a grid where every machine is its own platform
+            return f"{len(self.machines)} machines on {len(counts)} platforms"
         return ", ".join(f"{n} x {p}" for p, n in counts.items())
 
 
@@ -74,6 +81,7 @@ class JobSpec:
     data: str | None = None
     fails: bool = False
     fail_at: float = 1.0
+    inputs: tuple[tuple[str, int], ...] = ()  # seed 003: input files (name, bytes) its site must hold (scheduler/grid.py)
 
     def job(self) -> Job:
         """The scheduler's view of this job (no truth in it)."""
@@ -81,6 +89,7 @@ class JobSpec:
             id=self.id, algorithm=self.algorithm, submit=self.submit, params=self.params, features=self.features,
             deadline=self.deadline, priority=self.priority, depends_on=self.depends_on, stream_from=self.stream_from,
             size=self.size, platforms=self.platforms, checkpoint=self.checkpoint, data=self.data,
+            inputs=self.inputs,
         )  # fmt: skip
 
 
@@ -107,3 +116,5 @@ class Workload:
     history: list[Measurement] = field(default_factory=list)
     warm_gain: dict[tuple[str, str], float] = field(default_factory=dict)
     notes: str = ""
+    provides: frozenset[str] = frozenset()  # capabilities beyond jobs and machines that some policies need
+    grid: Grid | None = None  # seed 003: sites, their data servers and the home link (capability "sites", scheduler/grid.py)

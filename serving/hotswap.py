@@ -13,7 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from predictor.champion_source import (
     ChampionSource,
@@ -107,7 +107,7 @@ class ChampionWatcher:
                 try:
                     fresh[pair] = self.source.load(version)
                     changed.append(pair)
-                except Exception:  # noqa: BLE001 - a broken version must not take the served one down
+                except Exception:
                     self.log.exception("cannot load champion", extra={"fields": {"model": version.name, "version": version.version}})
                     self.metrics.reloads.labels("load_failed").inc()
                     if current is not None:
@@ -146,13 +146,13 @@ class ChampionWatcher:
             models[pair] = existing if same else serve_model(champion.champion, champion.examples)  # type: ignore[assignment]
         try:
             profile = self.profile_table()
-        except Exception:  # noqa: BLE001 - a store hiccup keeps the previous fallback table
+        except Exception:
             self.log.exception("cannot refresh the profile table")
             profile = None
         with self._state:
             self.oracle.swap(models, profile)
             self.loaded = loaded
-            self.status = Status(source, error, datetime.now(timezone.utc))
+            self.status = Status(source, error, datetime.now(UTC))
         self.metrics.champions.set(len(models))
         self.metrics.registry_up.set(1 if source == "registry" else 0)
 
@@ -161,7 +161,7 @@ class ChampionWatcher:
         while True:
             try:
                 self.refresh()
-            except Exception:  # noqa: BLE001 - the loop outlives any one failure
+            except Exception:
                 self.log.exception("champion refresh failed")
             self._first.set()
             if self.interval_s <= 0 or self._stop.wait(self.interval_s):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,18 +21,28 @@ class FoldPlan:
     folds: np.ndarray
 
     @classmethod
-    def create(cls, run_ids: Sequence[str], n_folds: int, seed: int) -> FoldPlan:
-        """Shuffled k-fold over ``run_ids``; k shrinks to the row count for tiny sets, fewer than 3 rows are refused."""
+    def create(cls, run_ids: Sequence[str], n_folds: int, seed: int, groups: Sequence[Hashable] | None = None) -> FoldPlan:
+        """Shuffled k-fold over ``run_ids``; k shrinks to the group count for tiny sets, fewer than 3 rows are refused.
+
+        Runs with equal ``groups`` (repeats of one job) share a fold, so no model is scored on a job
+        whose own repeat it trained on; without groups every run is its own.
+        """
         n_rows = len(run_ids)
         if n_rows < MIN_ROWS:
             raise ValueError(f"cross-validation needs at least {MIN_ROWS} runs, got {n_rows}")
         if n_folds < 2:
             raise ValueError(f"cross-validation needs at least 2 folds, got {n_folds}")
-        folds = np.empty(n_rows, dtype="int64")
-        splitter = KFold(n_splits=min(n_folds, n_rows), shuffle=True, random_state=seed)
-        for fold, (_, test) in enumerate(splitter.split(np.zeros(n_rows))):
-            folds[test] = fold
-        return cls(run_ids=[str(r) for r in run_ids], folds=folds)
+        if groups is not None and len(groups) != n_rows:
+            raise ValueError(f"{len(groups)} groups for {n_rows} runs")
+        group_of_row = np.arange(n_rows) if groups is None else pd.factorize(pd.Series(list(groups)))[0]
+        n_groups = int(group_of_row.max()) + 1
+        if n_groups < 2:
+            raise ValueError("cross-validation needs at least 2 distinct jobs, got 1")
+        group_folds = np.empty(n_groups, dtype="int64")
+        splitter = KFold(n_splits=min(n_folds, n_groups), shuffle=True, random_state=seed)
+        for fold, (_, test) in enumerate(splitter.split(np.zeros(n_groups))):
+            group_folds[test] = fold
+        return cls(run_ids=[str(r) for r in run_ids], folds=group_folds[group_of_row])
 
     @property
     def n_folds(self) -> int:

@@ -13,6 +13,7 @@ from itertools import groupby
 from pathlib import Path
 
 import mlflow
+import pandas as pd
 from mlflow.entities import Run
 
 from models import available_models
@@ -23,7 +24,12 @@ from training.crossval import CVResult, FoldFit, collect
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
 from training.fanout import Fit, Refit, run_fits
 from training.folds import FoldPlan
-from training.tracking import Candidate, configure_mlflow, log_candidate, training_session
+from training.tracking import (
+    Candidate,
+    configure_mlflow,
+    log_candidate,
+    training_session,
+)
 
 log = logging.getLogger(__name__)
 
@@ -185,9 +191,14 @@ def _promote_best(settings: Settings, parent: Run, ts: TrainingSet, candidates: 
     )
 
 
+def job_groups(ts: TrainingSet) -> list[int]:
+    """One label per run, equal for runs of the same job (the same feature values)."""
+    return pd.util.hash_pandas_object(ts.X, index=False).tolist()
+
+
 def _save_plan(settings: Settings, ts: TrainingSet) -> FoldPlan:
-    """The set's seeded fold plan, written where peer tools find it."""
-    plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed)
+    """The set's seeded fold plan (repeats of one job, i.e. equal feature rows, in one fold), written where peer tools find it."""
+    plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed, groups=job_groups(ts))
     path = fold_plan_path(settings, ts.algorithm, ts.platform)
     path.parent.mkdir(parents=True, exist_ok=True)
     plan.save(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
-from datetime import timezone
+from datetime import UTC
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -52,7 +52,7 @@ def test_hand_checked_log() -> None:
         "J4": job(7, 200, 0, 7, user=1, req=30),
     }
     names = ["K3", "J4", "J1", "K1", "J3", "J2", "K2"]  # log order need not be submit order
-    features = dict(zip(names, history_features([jobs[n] for n in names], MONDAY, timezone.utc)))
+    features = dict(zip(names, history_features([jobs[n] for n in names], MONDAY, UTC)))
     assert features["J1"] == expected(500, 2, 0, [500] * 3, 500, 0, 0, 0, 0)
     assert features["J2"] == expected(60, 1, 0, [60] * 3, 60, 1, 50, 1, 2)
     assert features["K1"] == expected(2000, 8, 0, [2000] * 3, 2000, 0, 60, 0, 0)
@@ -65,7 +65,7 @@ def test_hand_checked_log() -> None:
 
 def test_time_of_submission_is_local_to_the_log() -> None:
     jobs = [job(1, 23 * 3600, 0, 1, user=1), job(2, 23 * 3600 + 86400 * 5, 0, 1, user=1)]
-    utc = history_features(jobs, MONDAY, timezone.utc)
+    utc = history_features(jobs, MONDAY, UTC)
     local = history_features(jobs, MONDAY, ZoneInfo("Europe/Stockholm"))  # UTC+1 in January
     assert [(f["time.hour"], f["time.weekday"]) for f in utc] == [(23, 0), (23, 5)]
     assert [(f["time.hour"], f["time.weekday"]) for f in local] == [(0, 1), (0, 6)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta, timezone
+from datetime import UTC, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -51,7 +51,7 @@ def test_extended_line_keeps_nodes_queue_and_request(tmp_path: Path) -> None:
 
 def test_without_header_times_are_unix_times_in_utc(tmp_path: Path) -> None:
     log = read_swf(write(tmp_path, GOOD))
-    assert (log.start_time, log.timezone) == (0.0, timezone.utc)
+    assert (log.start_time, log.timezone) == (0.0, UTC)
 
 
 def test_unknown_zone_name_falls_back_to_the_offset(tmp_path: Path) -> None:

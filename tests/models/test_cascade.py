@@ -12,7 +12,12 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import models._cascade_grow as grow_module
 from benchmarks.fann.driver import fann_available, run_cascade2
 from models import make_model
-from models._cascade_activations import AFFINE, CANDIDATE_ACTIVATIONS, Activations, by_base
+from models._cascade_activations import (
+    AFFINE,
+    CANDIDATE_ACTIVATIONS,
+    Activations,
+    by_base,
+)
 from models._cascade_train import (
     IRpropMinus,
     OutputError,

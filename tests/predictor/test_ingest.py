@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -45,10 +45,10 @@ r2,mafft,cpu-small,node-2,3,,,1,cold,2026-03-01 10:00:00,,,,,,"{""input"": ""in.
     assert isinstance(first.params["threads"], int)
     assert first.features == {"query_length": 1500.0}
     assert (first.machine, first.cpu_seconds, first.max_rss_kb, first.cache_state) == ("node-1", 40.25, 2048, CacheState.WARM)
-    assert first.recorded_at == datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
+    assert first.recorded_at == datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
     assert first.source is Source.IMPORT and first.context == {"queue": "short"}
     assert second.exit_status == 1 and second.cpu_seconds is None and second.features == {}
-    assert second.recorded_at == datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)  # naive means UTC
+    assert second.recorded_at == datetime(2026, 3, 1, 10, 0, tzinfo=UTC)  # naive means UTC
 
 
 def test_good_parquet_is_stored(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
@@ -68,7 +68,7 @@ def test_good_parquet_is_stored(tmp_path: Path, store: MeasurementStore, catalog
     gpu, cpu = store.measurements()
     assert gpu.params == {"query": "a.fa", "threads": 8} and gpu.max_rss_kb == 1024
     assert cpu.features == {} and cpu.max_rss_kb is None and cpu.machine == "imported"
-    assert cpu.source is Source.PROBE and cpu.recorded_at == datetime(2026, 1, 2, tzinfo=timezone.utc)
+    assert cpu.source is Source.PROBE and cpu.recorded_at == datetime(2026, 1, 2, tzinfo=UTC)
     assert gpu.run_id.startswith("ingest-")
     again = ingest_file(path, store, catalog, machine="imported")  # the source is not part of a run's identity
     assert (again.stored, again.duplicates) == (0, 2)

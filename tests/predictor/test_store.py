@@ -6,7 +6,7 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pandas as pd
 import pytest
@@ -16,7 +16,7 @@ from predictor.domain import CacheState, Measurement, Source
 from predictor.store import AddResult, MeasurementStore
 from tests.pgserver import PostgresServer
 
-T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
 
 
 def run(run_id: str, algorithm: str = "blastn", platform: str = "cpu-small", wall: float = 10.0, **extra) -> Measurement:
@@ -88,7 +88,7 @@ def test_round_trip_keeps_types_json_and_aware_utc_times(store: MeasurementStore
 
 def test_naive_times_are_taken_as_utc(store: MeasurementStore) -> None:
     store.add([run("naive", recorded_at=datetime(2026, 1, 2, 3, 4, 5))])
-    assert store.measurements()[0].recorded_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert store.measurements()[0].recorded_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 def test_count_and_measurements_filter(store: MeasurementStore) -> None:

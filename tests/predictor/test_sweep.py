@@ -13,7 +13,14 @@ from features.fastq import FastqExtractor
 from predictor.catalog import load_catalog
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
-from predictor.sweep import PlanError, command_for, expand, load_plan, materialise_inputs, run_sweep
+from predictor.sweep import (
+    PlanError,
+    command_for,
+    expand,
+    load_plan,
+    materialise_inputs,
+    run_sweep,
+)
 
 pytestmark = pytest.mark.tools
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -79,7 +79,7 @@ def test_jobs_become_measurements_with_class_cluster_status_time_and_context(
     assert (first.algorithm, first.platform, first.machine, first.wall_seconds, first.exit_status) == (
         "toy-short", "alpha", "node1", 100, 0,
     )  # fmt: skip
-    assert first.source is Source.IMPORT and first.recorded_at == datetime(2024, 1, 1, tzinfo=timezone.utc)
+    assert first.source is Source.IMPORT and first.recorded_at == datetime(2024, 1, 1, tzinfo=UTC)
     assert first.context == {
         "job": 0, "swf_status": 1, "user": 10, "group": 1, "executable": 1, "partition": 1, "requested_procs": 2,
         "requested_seconds": 200, "allocated_procs": 2, "avg_cpu_seconds": 1, "used_memory": 1024, "wait_seconds": 5,
@@ -122,7 +122,7 @@ def test_options_fill_only_what_the_log_does_not_say(tmp_path: Path, toy_catalog
         "swf-toy-3": ("toy-short", "beta", "m9"), "swf-plain-1": ("plain-all", "plain", "unknown"),
         "swf-plain-2": ("plain-q3", "plain", "unknown"),
     }  # fmt: skip
-    assert store.measurements()[0].recorded_at == datetime(1970, 1, 1, tzinfo=timezone.utc)  # no header: Unix times
+    assert store.measurements()[0].recorded_at == datetime(1970, 1, 1, tzinfo=UTC)  # no header: Unix times
 
 
 @pytest.mark.parametrize(
@@ -179,7 +179,7 @@ def test_real_hpc2n_log_imports_cleanly(real_store: tuple[MeasurementStore, dict
     assert {s.message for s in report.skipped} == {"run time unknown (-1): not a measurement"}
     assert ("hpc2n-all", "hpc2n") in store.pairs()
     first = store.measurements("hpc2n-all", "hpc2n")[0]
-    assert first.run_id == "swf-hpc2n-1" and first.recorded_at == datetime.fromtimestamp(1027839845, timezone.utc)
+    assert first.run_id == "swf-hpc2n-1" and first.recorded_at == datetime.fromtimestamp(1027839845, UTC)
     assert (first.features["time.hour"], first.features["time.weekday"]) == (9, 6)  # Sunday 09:04 in Stockholm
 
 

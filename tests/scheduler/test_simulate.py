@@ -9,7 +9,14 @@ from scheduler.gantt import plot
 from scheduler.metrics import compute
 from scheduler.policy import make_policy
 from scheduler.simulate import simulate
-from scheduler.workload import Cluster, JobSpec, MachineEvent, MachineSpec, PlatformSpec, Workload
+from scheduler.workload import (
+    Cluster,
+    JobSpec,
+    MachineEvent,
+    MachineSpec,
+    PlatformSpec,
+    Workload,
+)
 from scheduler.workloads.figures import fig11, fig14
 
 TWO = Cluster({"a": PlatformSpec("a", 100.0), "b": PlatformSpec("b", 50.0)}, [MachineSpec("A", "a"), MachineSpec("B", "b")])

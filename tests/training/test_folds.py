@@ -56,3 +56,19 @@ def test_load_refuses_a_foreign_table(tmp_path: Path) -> None:
     path.write_text("run_id,fold\na,0\nb,2\n")
     with pytest.raises(ValueError, match="0..k-1"):
         FoldPlan.load(path)
+
+
+def test_repeats_of_one_job_share_a_fold() -> None:
+    jobs = [i // 3 for i in range(30)]  # ten jobs, three repeats each
+    plan = FoldPlan.create([f"r{i}" for i in range(30)], 5, seed=4, groups=jobs)
+    assert plan.n_folds == 5
+    for job in range(10):
+        assert len({plan.folds[i] for i in range(30) if jobs[i] == job}) == 1
+    assert sorted(np.bincount(plan.folds)) == [6] * 5
+
+
+def test_groups_must_match_the_runs_and_be_two_or_more() -> None:
+    with pytest.raises(ValueError, match="2 groups for 4 runs"):
+        FoldPlan.create(RUNS[:4], 3, seed=1, groups=[1, 2])
+    with pytest.raises(ValueError, match="at least 2 distinct jobs"):
+        FoldPlan.create(RUNS[:4], 3, seed=1, groups=[7, 7, 7, 7])
