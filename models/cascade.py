@@ -53,7 +53,7 @@ class CascadeNetRegressor(RegressorMixin, BaseEstimator):
         *,
         max_hidden_units: int = 30,
         validation_fraction: float | None = 0.15,
-        n_iter_no_change: int = 5,
+        n_iter_no_change: int = 2,
         validation_metric: str = "mae",
         desired_error: float = 0.0,
         activation_functions: Sequence[str] = CANDIDATE_ACTIVATIONS,

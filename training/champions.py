@@ -18,7 +18,7 @@ from models.zoo import target_transform
 from predictor.registry import CHAMPION_ALIAS, registered_name
 from training.dataset import TrainingSet
 from training.metrics import LOWER_IS_BETTER
-from training.tracking import Candidate
+from training.tracking import Candidate, log_served_model
 
 __all__ = [
     "CHAMPION_ALIAS",
@@ -46,7 +46,7 @@ def best_candidate(candidates: Sequence[Candidate], metric: str) -> Candidate:
 
 
 def promote(training_set: TrainingSet, candidate: Candidate, *, coverage: float) -> ModelVersion:
-    """Register ``candidate`` as a new version of the pair's model and point the champion alias at it.
+    """Log ``candidate``'s model, register it as a new version of the pair's model and point the champion alias at it.
 
     The version's tags carry what the oracle serves with it: the feature order, the out-of-fold
     residual log-ratio quantiles and the nominal ``coverage`` of the intervals built from them.
@@ -72,7 +72,7 @@ def promote(training_set: TrainingSet, candidate: Candidate, *, coverage: float)
         "interval_coverage": str(coverage),
         **{f"cv_{k}": str(v) for k, v in candidate.metrics.items()},
     }
-    version = mlflow.register_model(candidate.model_uri, name, tags=tags)
+    version = mlflow.register_model(log_served_model(candidate, training_set), name, tags=tags)
     client.set_registered_model_alias(name, CHAMPION_ALIAS, version.version)
     return client.get_model_version(name, version.version)
 

@@ -5,7 +5,9 @@ Nothing here touches MLflow at import time; :func:`configure_mlflow` is called e
 
 from __future__ import annotations
 
+import json
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,8 +17,9 @@ from typing import Any
 
 import mlflow
 import numpy as np
-from mlflow.entities import Run
+from mlflow.entities import Metric, Param, Run
 from mlflow.models import infer_signature
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 from sklearn.base import RegressorMixin
 from sklearn.pipeline import Pipeline
 
@@ -36,11 +39,11 @@ MODEL_REQUIREMENTS = ("scikit-learn", "lightgbm", "numpy", "pandas", "scipy", "s
 
 @dataclass(frozen=True)
 class Candidate:
-    """A cross-validated, refitted model logged in a child run: what champion selection chooses among."""
+    """A cross-validated, refitted model tracked in a child run: what champion selection chooses among."""
 
     model_name: str
     run_id: str
-    model_uri: str
+    model: RegressorMixin
     metrics: dict[str, float]
     residual_quantiles: dict[float, float] = field(default_factory=dict)
 
@@ -66,15 +69,27 @@ def ensure_experiment(settings: Settings, algorithm: str) -> str:
 
 
 @contextmanager
-def training_session(settings: Settings, algorithm: str, models: Sequence[str]) -> Iterator[Run]:
-    """The parent run of one algorithm's training session; candidates are logged as its children."""
-    experiment_id = ensure_experiment(settings, algorithm)
-    tags = {"algorithm": algorithm}
-    with mlflow.start_run(experiment_id=experiment_id, run_name=f"train-{algorithm}", tags=tags) as run:
-        mlflow.log_params(
-            {"algorithm": algorithm, "models": ",".join(models), "cv_folds": settings.cv_folds, "seed": settings.seed}
-        )
-        yield run
+def training_sessions(settings: Settings, algorithms: Sequence[str], models: Sequence[str]) -> Iterator[dict[str, Run]]:
+    """The parent run of each algorithm's training session, all open at once; candidates are logged as children.
+
+    Opening every session together lets the fits of all algorithms share one pool of processes. The
+    runs end FINISHED, or FAILED if training raised.
+    """
+    client = mlflow.MlflowClient()
+    parents: dict[str, Run] = {}
+    status = "FAILED"
+    try:
+        for algorithm in algorithms:
+            tags = {"algorithm": algorithm, MLFLOW_RUN_NAME: f"train-{algorithm}"}
+            run = client.create_run(ensure_experiment(settings, algorithm), tags=tags)
+            params = {"algorithm": algorithm, "models": ",".join(models), "cv_folds": settings.cv_folds, "seed": settings.seed}
+            client.log_batch(run.info.run_id, params=[Param(k, str(v)) for k, v in params.items()])
+            parents[algorithm] = run
+        yield parents
+        status = "FINISHED"
+    finally:
+        for run in parents.values():
+            client.set_terminated(run.info.run_id, status)
 
 
 def log_candidate(
@@ -103,53 +118,90 @@ def log_candidate(
         "model_kind": result.model_name,
         "target_transform": target_transform(result.model_name),
     }
-    with mlflow.start_run(
-        experiment_id=parent.info.experiment_id,
-        parent_run_id=parent.info.run_id,
-        nested=True,
-        run_name=f"{result.model_name}@{ts.platform}",
-        tags=tags,
-    ) as run:
-        mlflow.log_params(
-            {
-                "model_kind": result.model_name,
-                "algorithm": ts.algorithm,
-                "platform": ts.platform,
-                "n_rows": len(ts),
-                "n_features": len(ts.feature_names),
-                "n_folds": plan.n_folds,
-                "interval_nominal_coverage": coverage,
-                **_model_params(model),
-                **{f"tuned.{k}": v for k, v in (inner_attribute(model, "best_params_") or {}).items()},
-            }
-        )
-        mlflow.log_dict({"features": ts.feature_names}, "features.json")
-        mlflow.log_dict({str(level): value for level, value in quantiles.items()}, "residual_log_quantiles.json")
-        mlflow.log_metrics({f"cv_{k}": v for k, v in metrics.items()})
-        for fold, fold_metrics in enumerate(result.fold_metrics):
-            mlflow.log_metrics({f"fold_{k}": v for k, v in fold_metrics.items()}, step=fold)
-        mlflow.log_metrics({"fit_seconds": result.fit_seconds, "refit_seconds": refit_seconds})
-        title = f"{result.model_name}: {ts.algorithm} on {ts.platform}"
-        mlflow.log_figure(plots.pred_vs_actual(ts.y, result.predictions, title), "pred_vs_actual.png")
-        mlflow.log_figure(plots.relative_errors(ts.y, result.predictions, title), "relative_errors.png")
-        curve: Mapping[str, np.ndarray] | None = inner_attribute(model, "learning_curve_")
-        if curve is not None:
-            mlflow.log_figure(plots.learning_curve(curve, title), "learning_curve.png")
-            for units, error in zip(curve["hidden_units"], curve.get("validation_mse", [])):
-                mlflow.log_metric("curve_validation_mse", float(error), step=int(units))
-        with tempfile.TemporaryDirectory() as tmp:
-            mlflow.log_artifact(str(plan.save(Path(tmp) / "folds.csv")))
+    params = {
+        "model_kind": result.model_name,
+        "algorithm": ts.algorithm,
+        "platform": ts.platform,
+        "n_rows": len(ts),
+        "n_features": len(ts.feature_names),
+        "n_folds": plan.n_folds,
+        "interval_nominal_coverage": coverage,
+        **_model_params(model),
+        **{f"tuned.{k}": v for k, v in (inner_attribute(model, "best_params_") or {}).items()},
+    }
+    curve: Mapping[str, np.ndarray] | None = inner_attribute(model, "learning_curve_")
+    client = mlflow.MlflowClient()
+    tags[MLFLOW_PARENT_RUN_ID] = parent.info.run_id
+    tags[MLFLOW_RUN_NAME] = f"{result.model_name}@{ts.platform}"
+    run = client.create_run(parent.info.experiment_id, tags=tags)
+    run_id = run.info.run_id
+    client.log_batch(
+        run_id,
+        metrics=_metrics(metrics, result, refit_seconds, curve),
+        params=[Param(k, str(v)) for k, v in params.items()],
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        _write_artifacts(Path(tmp), ts, plan, result, quantiles, curve)
+        client.log_artifacts(run_id, tmp)
+    client.set_terminated(run_id)
+    return Candidate(result.model_name, run_id=run_id, model=model, metrics=metrics, residual_quantiles=quantiles)
+
+
+def log_served_model(candidate: Candidate, training_set: TrainingSet) -> str:
+    """Log ``candidate``'s refitted model in its run, with signature and input example; its URI.
+
+    Only the candidate that gets promoted is logged: a model artifact costs more than all of a
+    candidate's metrics and plots, and the others are never served.
+    """
+    X, model = training_set.X, candidate.model
+    with mlflow.start_run(run_id=candidate.run_id, nested=True):
         info = mlflow.sklearn.log_model(
             model,
             name="model",
-            signature=infer_signature(ts.X, model.predict(ts.X)),
-            input_example=ts.X.head(3),
+            signature=infer_signature(X, model.predict(X)),
+            input_example=X.head(3),
             skops_trusted_types=_trusted_types(model),
             pip_requirements=[f"{name}=={version(name)}" for name in MODEL_REQUIREMENTS],
         )
-    return Candidate(
-        result.model_name, run_id=run.info.run_id, model_uri=info.model_uri, metrics=metrics, residual_quantiles=quantiles
-    )
+    return info.model_uri
+
+
+def _metrics(
+    pooled: Mapping[str, float], result: CVResult, refit_seconds: float, curve: Mapping[str, np.ndarray] | None
+) -> list[Metric]:
+    """Every metric of a candidate, for one batched call: pooled, per fold (step = fold), times, growth curve."""
+    now = int(time.time() * 1000)
+    metrics = [Metric(f"cv_{k}", float(v), now, 0) for k, v in pooled.items()]
+    for fold, fold_metrics in enumerate(result.fold_metrics):
+        metrics += [Metric(f"fold_{k}", float(v), now, fold) for k, v in fold_metrics.items()]
+    metrics += [Metric("fit_seconds", result.fit_seconds, now, 0), Metric("refit_seconds", refit_seconds, now, 0)]
+    if curve is not None:
+        for units, error in zip(curve["hidden_units"], curve.get("validation_mse", [])):
+            metrics.append(Metric("curve_validation_mse", float(error), now, int(units)))
+    return metrics
+
+
+def _write_artifacts(
+    folder: Path,
+    ts: TrainingSet,
+    plan: FoldPlan,
+    result: CVResult,
+    quantiles: Mapping[float, float],
+    curve: Mapping[str, np.ndarray] | None,
+) -> None:
+    """A candidate's files: features, residual quantiles, the fold plan and its figures."""
+    (folder / "features.json").write_text(json.dumps({"features": ts.feature_names}))
+    (folder / "residual_log_quantiles.json").write_text(json.dumps({str(q): v for q, v in quantiles.items()}))
+    plan.save(folder / "folds.csv")
+    title = f"{result.model_name}: {ts.algorithm} on {ts.platform}"
+    figures = {
+        "pred_vs_actual.png": plots.pred_vs_actual(ts.y, result.predictions, title),
+        "relative_errors.png": plots.relative_errors(ts.y, result.predictions, title),
+    }
+    if curve is not None:
+        figures["learning_curve.png"] = plots.learning_curve(curve, title)
+    for name, figure in figures.items():
+        figure.savefig(folder / name, pil_kwargs={"compress_level": 1})
 
 
 def inner_attribute(model: Any, attribute: str) -> Any:

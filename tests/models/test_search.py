@@ -23,5 +23,6 @@ def test_the_svr_members_tune_cost_gamma_and_epsilon() -> None:
     X = rng.uniform(1, 100, size=(60, 2))
     y = 0.5 * X[:, 0] ** 1.2 + 1.0
     model = make_model("svr_log", seed=3).fit(X, y)
-    assert set(model.best_params_) == {"regressor__svr__C", "regressor__svr__gamma", "regressor__svr__epsilon"}
-    assert model.random_state == 3 and (model.predict(X) > 0).all()
+    search = model.named_steps["svr"].regressor_
+    assert set(search.best_params_) == {"C", "gamma", "epsilon"}
+    assert search.random_state == 3 and (model.predict(X) > 0).all()

@@ -9,6 +9,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.dummy import DummyRegressor
 from typer.testing import CliRunner
 
 from models import available_models
@@ -173,7 +174,7 @@ def test_unknown_models_and_metrics_are_refused_before_training(trained: Trained
 
 def test_best_candidate_takes_the_lowest_and_never_nan() -> None:
     def candidate(name: str, rae: float) -> Candidate:
-        return Candidate(name, run_id=name, model_uri=f"models:/{name}", metrics={"rae": rae})
+        return Candidate(name, run_id=name, model=DummyRegressor(), metrics={"rae": rae})
 
     candidates = [candidate("a", float("nan")), candidate("b", 30.0), candidate("c", 12.0), candidate("d", 12.0)]
     assert best_candidate(candidates, "rae").model_name == "c"

@@ -17,8 +17,8 @@ Y = 0.01 * X["size"].to_numpy() ** 1.3
 
 
 def test_tuned_settings_are_found_through_wrappers() -> None:
-    model = make_model("svr_log", seed=0, param_grid={"regressor__svr__C": [1.0, 10.0]}).fit(X, Y)
-    assert set(inner_attribute(model, "best_params_")) == {"regressor__svr__C"}
+    model = make_model("svr_log", seed=0, svr__regressor__param_grid={"C": [1.0, 10.0]}).fit(X, Y)
+    assert set(inner_attribute(model, "best_params_")) == {"C"}
     assert inner_attribute(make_model("linear_log").fit(X, Y), "best_params_") is None
 
 
