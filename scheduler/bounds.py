@@ -54,7 +54,20 @@ def completion_lower_bound(workload: Workload) -> float:
         best = best_time(spec, workload, biggest)
         latest_single = max(latest_single, spec.submit + best)
         work += spec.size * best
-    return max(latest_single, t0 + work / total_slots)
+    return max(latest_single, t0 + work / total_slots, t0 + link_seconds(workload))
+
+
+def link_seconds(workload: Workload) -> float:
+    """Seconds the home link needs to carry every input no data server holds yet (0 without sites).
+
+    Seed 003's tasks read their inputs at their site's data server; an input no server holds
+    must cross the shared home link at least once, and the link carries one byte stream at a time.
+    """
+    if workload.grid is None:
+        return 0.0
+    held = {name for files in workload.grid.stored.values() for name in files}
+    missing = {name: size for spec in workload.jobs for name, size in spec.inputs if name not in held}
+    return sum(missing.values()) / workload.grid.bandwidth
 
 
 def makespan_lower_bound(workload: Workload) -> float:
@@ -66,7 +79,9 @@ def makespan_lower_bound(workload: Workload) -> float:
     least the larger of
 
     (a) max_j (submit_j + best_j): no job ends before it was submitted and run once, and
-    (b) t0 + sum_j size_j * best_j / S: the slot-seconds of all work spread over every slot from t0.
+    (b) t0 + sum_j size_j * best_j / S: the slot-seconds of all work spread over every slot from t0,
+    (c) t0 + the home link's time to carry every input no data server holds (workloads with sites,
+        :func:`link_seconds`).
 
     The bound returned is that end time minus ``t0``, so it compares with
     ``Metrics.makespan`` directly (it equals the end-time bound when all jobs arrive at 0).

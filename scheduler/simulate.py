@@ -295,8 +295,10 @@ def backlog(workload: Workload, policy: Policy, oracle: Oracle) -> Scheduler:
     """A scheduler with ``workload``'s machines online and every job pending at t=0 with its estimates.
 
     The starting point for timing one scheduling pass (benchmarks); nothing has been scheduled yet.
+    A workload with sites gets its data servers, as the simulator gives them.
     """
     scheduler = Scheduler(policy, oracle)
+    Staging.attach(workload, scheduler.state)
     for spec in workload.cluster.machines:
         scheduler.machine_gained(workload.cluster.machine(spec), 0.0)
     for spec in workload.jobs:

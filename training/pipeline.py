@@ -16,11 +16,13 @@ import pandas as pd
 from mlflow.entities import Run
 
 from models import available_models
+from models.ensemble import ENSEMBLE, AveragedRegressor
 from models.zoo import applicable
 from predictor.settings import Settings
 from training.champions import best_candidate, check_selection_metric, promote
 from training.crossval import CVResult, FoldFit, collect
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
+from training.ensemble import cross_validated_ensemble
 from training.fanout import Fit, Refit, run_fits
 from training.folds import FoldPlan
 from training.tracking import (
@@ -127,19 +129,38 @@ def train(
     sets.sort(key=len, reverse=True)
     plans = [_save_plan(settings, ts) for ts in sets]
     candidates: list[list[Candidate]] = [[] for _ in sets]
+    results: list[list[CVResult]] = [[] for _ in sets]
     outcomes = []
+    order = [*chosen, ENSEMBLE]
     with training_sessions(settings, sorted({ts.algorithm for ts in sets}), chosen) as parents:
         for index, result, refit in _fit_all(settings, sets, plans, chosen, progress):
             ts, found = sets[index], candidates[index]
             parent = parents[ts.algorithm]
+            results[index].append(result)
             found.append(
                 log_candidate(
                     parent, ts, plans[index], result, refit.model, refit_seconds=refit.seconds, coverage=settings.interval_coverage
                 )
             )
             if len(found) == len(_members(chosen, ts)):
-                outcomes.append(_promote_best(settings, parent, ts, sorted(found, key=lambda c: chosen.index(c.model_name))))
+                if len(found) > 1:
+                    found.append(_ensemble(settings, parent, ts, plans[index], results[index], found))
+                outcomes.append(_promote_best(settings, parent, ts, sorted(found, key=lambda c: order.index(c.model_name))))
     return sorted(outcomes, key=lambda o: (o.algorithm, o.platform))
+
+
+def _ensemble(
+    settings: Settings, parent: Run, ts: TrainingSet, plan: FoldPlan, results: Sequence[CVResult], members: Sequence[Candidate]
+) -> Candidate:
+    """Greedy ensemble selection over the set's members, logged as one more candidate (it fits nothing itself)."""
+    result, weights = cross_validated_ensemble(results, ts, plan, settings.selection_metric)
+    refits = {c.model_name: c.model for c in members}
+    names = [c.model_name for c in members if c.model_name in weights]
+    model = AveragedRegressor.from_fitted([(n, refits[n]) for n in names], [weights[n] for n in names], ts.X)
+    described = ", ".join(f"{n} x{weights[n]}" for n in names)
+    return log_candidate(
+        parent, ts, plan, result, model, refit_seconds=0.0, coverage=settings.interval_coverage, params={"ensemble.members": described}
+    )
 
 
 def _fit_all(

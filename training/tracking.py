@@ -101,8 +101,9 @@ def log_candidate(
     *,
     refit_seconds: float,
     coverage: float,
+    params: Mapping[str, object] | None = None,
 ) -> Candidate:
-    """Log one model's cross-validation and its refit on all rows as a child run of ``parent``.
+    """Log one model's cross-validation and its refit on all rows as a child run of ``parent``, with extra ``params``.
 
     Besides the metrics of :func:`~training.metrics.compute_metrics` the candidate gets its
     out-of-fold residual log-ratio quantiles (what its intervals would serve) and
@@ -128,6 +129,7 @@ def log_candidate(
         "interval_nominal_coverage": coverage,
         **_model_params(model),
         **{f"tuned.{k}": v for k, v in (inner_attribute(model, "best_params_") or {}).items()},
+        **(params or {}),
     }
     curve: Mapping[str, np.ndarray] | None = inner_attribute(model, "learning_curve_")
     client = mlflow.MlflowClient()

@@ -38,6 +38,22 @@ def free_slots(state: State) -> list[Machine]:
     return [m for m in idle for _ in range(m.slots - m.used)]
 
 
+def runs_on(job: Job, machine: Machine) -> bool:
+    """Whether ``job`` has an implementation on ``machine``'s platform (the paper's tasks run anywhere; ours may not)."""
+    return machine.platform in job.estimates
+
+
+def pair_up(tasks: list[Job], free: list[Machine]) -> tuple[list[tuple[Job, Machine]], list[Machine]]:
+    """Tasks in order, each with the first free slot left that can run it (tasks no slot can run wait); the slots left."""
+    left = list(free)
+    pairs = []
+    for job in tasks:
+        i = next((i for i, m in enumerate(left) if runs_on(job, m)), None)
+        if i is not None:
+            pairs.append((job, left.pop(i)))
+    return pairs, left
+
+
 def waiting(state: State) -> list[Job]:
     """Pending tasks whose dependencies allow them to start, in queue order."""
     return [job for job in (state.jobs[j] for j in state.pending) if state.ready(job)]
@@ -55,8 +71,8 @@ class Copies:
         self.placed = {(order.job, order.machine) for order in starts}
 
     def allowed(self, job: Job, machine: Machine) -> bool:
-        """No copy of ``job`` runs on ``machine`` or was just ordered there."""
-        return machine.id not in job.runs and (job.id, machine.id) not in self.placed
+        """``job`` can run on ``machine``, and no copy of it runs there or was just ordered there."""
+        return runs_on(job, machine) and machine.id not in job.runs and (job.id, machine.id) not in self.placed
 
     def add(self, job: Job, machine: Machine) -> Order:
         """Count one more copy of ``job``, on ``machine``; the REPLICATE order."""
@@ -93,12 +109,13 @@ class WorkqueueReplication:
         free = free_slots(state)
         self.rng.shuffle(free)
         tasks = waiting(state)
-        out = [o.start(job.id, m.id) for job, m in zip(tasks, free)]
-        if len(free) <= len(tasks) or not self.replicates:
+        pairs, left = pair_up(tasks, free)
+        out = [o.start(job.id, m.id) for job, m in pairs]
+        if len(pairs) < len(tasks) or not self.replicates:
             return out
         copies = Copies(state, out)
         count = copies.count
-        for m in free[len(tasks) :]:
+        for m in left:
             choice = min(
                 (job for job in copies.tasks if count[job.id] < self.copies and copies.allowed(job, m)),
                 key=lambda job: (count[job.id], job.started if job.started is not None else INF, job.seq),
@@ -165,10 +182,12 @@ class StorageAffinity:
                 break
             site = min(heaps, key=lambda s: heaps[s][0][:2])
             _, _, job = heapq.heappop(heaps[site])
-            out.append(o.start(job.id, self._take(free, site).id, "storage affinity"))
-            taken.add(job.id)
+            machine = self._take(free, site, job)
+            if machine is not None:
+                out.append(o.start(job.id, machine.id, "storage affinity"))
+                taken.add(job.id)
         rest = sorted((m for machines in free.values() for m in machines), key=lambda m: m.idle_since)
-        for job, m in zip((j for j in tasks if j.id not in taken), rest):
+        for job, m in pair_up([j for j in tasks if j.id not in taken], rest)[0]:
             out.append(o.start(job.id, m.id))
             free[stores.site_of[m.id]].remove(m)
         for site in [s for s, machines in free.items() if not machines]:
@@ -196,9 +215,13 @@ class StorageAffinity:
         return out
 
     @staticmethod
-    def _take(free: dict[str, list[Machine]], site: str) -> Machine:
+    def _take(free: dict[str, list[Machine]], site: str, job: Job) -> Machine | None:
+        """The site's processor idle longest that can run ``job``, taken from ``free``; None if none can."""
         machines = free[site]
-        m = machines.pop(0)
+        m = next((m for m in machines if runs_on(job, m)), None)
+        if m is None:
+            return None
+        machines.remove(m)
         if not machines:
             del free[site]
         return m

@@ -184,3 +184,17 @@ def test_next_execution_starts_from_the_data_the_last_one_left():
     second = run(following, "storage-affinity")
     assert sum(r.fetched for r in second.grid.runs if r.outcome == "done") == 0.0  # every task found its data
     assert compute(second).makespan < compute(first).makespan / 100
+
+
+def test_the_makespan_bound_counts_inputs_the_home_link_must_carry():
+    from scheduler.bounds import makespan_lower_bound
+
+    # Two tasks of 1 s each on two sites, 1000 + 500 bytes over a 100 B/s link: the link needs 15 s,
+    # a shared input counts once, and an input a data server already holds not at all.
+    jobs = [task("a", {"a1": 1.0}, {"f": 1000}), task("b", {"b1": 1.0}, {"g": 500}), task("c", {"a1": 1.0}, {"f": 1000})]
+    w = grid_workload(jobs, {"A": ["A1"], "B": ["B1"]}, bandwidth=100.0)
+    assert makespan_lower_bound(w) == 15.0
+    for policy in DATA_AWARE:
+        assert compute(run(w, policy, "oracle")).makespan >= 15.0
+    held = grid_workload(jobs, {"A": ["A1"], "B": ["B1"]}, bandwidth=100.0, stored={"B": {"f": 1000}})
+    assert makespan_lower_bound(held) == 5.0

@@ -98,7 +98,7 @@ def test_each_pair_gets_a_champion_chosen_by_rae(trained: Trained) -> None:
     pairs = [(o.algorithm, o.platform, o.version) for o in trained.first]
     assert pairs == [("align", "fast", "1"), ("align", "slow", "1")]
     for outcome in trained.first:
-        assert list(outcome.metrics) == list(FIRST_MODELS)
+        assert list(outcome.metrics) == [*FIRST_MODELS, "ensemble"]
         assert outcome.champion == min(outcome.metrics, key=lambda m: outcome.metrics[m]["rae"])
         assert outcome.metrics["mean"]["rae"] == pytest.approx(100.0)
         assert outcome.metrics[outcome.champion]["rae"] < 20
@@ -117,7 +117,7 @@ def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Tra
     runs = mlflow.search_runs([experiment.experiment_id], output_format="list", order_by=order)
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
-    assert len(parents) == 2 and len(children) == 2 * len(FIRST_MODELS)
+    assert len(parents) == 2 and len(children) == 2 * (len(FIRST_MODELS) + 1)
     child = next(r for r in children if r.data.tags["model_kind"] == "linear_log" and r.data.tags["platform"] == "fast")
     assert child.data.params["n_rows"] == "40" and child.data.params["n_features"] == "2"
     assert "cv_rae" in child.data.metrics and "fit_seconds" in child.data.metrics
@@ -219,8 +219,9 @@ def test_default_models_apply_only_where_their_features_exist(trained: Trained) 
 
 def test_report_reads_the_latest_session(trained: Trained) -> None:
     session = latest_session(trained.settings, "align", "fast")
-    assert [r.model for r in session.rows] == ["linear_log", "mean"] and session.nominal_coverage == 0.9
-    best, baseline = session.rows
+    rows = {r.model: r for r in session.rows}
+    assert set(rows) == {"linear_log", "mean", "ensemble"} and session.nominal_coverage == 0.9
+    best, baseline = rows["linear_log"], rows["mean"]
     assert best.champion and not baseline.champion and best.target_transform == "log"
     assert set(best.metrics) == set(REPORT_METRICS) and best.fit_seconds > 0
     assert baseline.metrics["rae"] == pytest.approx(100.0)

@@ -1,0 +1,62 @@
+"""Greedy ensemble selection over the zoo's out-of-fold predictions, cross-validated like any member.
+
+Caruana et al. (2004): start from nothing and repeatedly add (with replacement) the member whose
+addition gives the mean prediction with the lowest selection metric, until no addition helps or
+``max_size`` picks are made. No member is fitted again: the candidates are the members'
+out-of-fold predictions, which is what the ensemble of those members would have predicted.
+
+Choosing members on the very rows they are then scored on would flatter the ensemble, so its
+cross-validated predictions are nested: each fold's rows are predicted by an ensemble chosen on
+the other folds' rows only. The ensemble that is served is chosen on every row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from models.ensemble import ENSEMBLE
+from training.crossval import CVResult, FoldFit, collect
+from training.dataset import TrainingSet
+from training.folds import FoldPlan
+from training.metrics import compute_metrics
+
+
+def greedy_selection(
+    predictions: Mapping[str, np.ndarray], y: np.ndarray, priors: np.ndarray, metric: str, *, max_size: int = 10
+) -> Counter[str]:
+    """How many times forward selection with replacement picks each member, judged by ``metric`` on these rows."""
+    chosen: Counter[str] = Counter()
+    total = np.zeros_like(y)
+    best = math.inf
+    for size in range(1, max_size + 1):
+        scores = {name: compute_metrics(y, (total + p) / size, priors)[metric] for name, p in predictions.items()}
+        name = min(scores, key=lambda n: (math.isnan(scores[n]), scores[n]))
+        if not scores[name] < best:
+            break
+        best = scores[name]
+        chosen[name] += 1
+        total += predictions[name]
+    return chosen
+
+
+def blend(predictions: Mapping[str, np.ndarray], weights: Counter[str]) -> np.ndarray:
+    """The weighted mean of the chosen members' predictions."""
+    return sum(w * predictions[name] for name, w in weights.items()) / sum(weights.values())
+
+
+def cross_validated_ensemble(
+    results: Sequence[CVResult], training_set: TrainingSet, plan: FoldPlan, metric: str
+) -> tuple[CVResult, Counter[str]]:
+    """The ensemble's nested out-of-fold predictions and metrics, and the members (with weights) it serves."""
+    predictions = {r.model_name: r.predictions for r in results}
+    y, priors = training_set.y, results[0].priors
+    fits = []
+    for fold in range(plan.n_folds):
+        test = plan.folds == fold
+        weights = greedy_selection({n: p[~test] for n, p in predictions.items()}, y[~test], priors[~test], metric)
+        fits.append(FoldFit(fold, blend({n: p[test] for n, p in predictions.items()}, weights), 0.0))
+    return collect(ENSEMBLE, training_set, plan, fits), greedy_selection(predictions, y, priors, metric)
