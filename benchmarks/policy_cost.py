@@ -44,10 +44,10 @@ from scheduler_scale import load_note, queue
 
 from scheduler.bounds import makespan_lower_bound
 from scheduler.estimates import oracle_for
-from scheduler.metrics import compute
-from scheduler.orders import OrderKind
 from scheduler.grid import SITES
 from scheduler.gridinfo import GRID_ATTRIBUTES
+from scheduler.metrics import compute
+from scheduler.orders import OrderKind
 from scheduler.policies.walker import StaticPlacement
 from scheduler.policy import Context, Event, Policy, applicable_policies, make_policy
 from scheduler.simulate import backlog, simulate

@@ -86,7 +86,7 @@ class EarlyStoppedNetwork(RegressorMixin, BaseEstimator):
 
     def _held_out_rows(self, n_rows: int, seed: int) -> np.ndarray | None:
         """A mask of the rows that judge training length, or None when there are too few rows to spare any."""
-        n_held = int(round((self.validation_fraction or 0.0) * n_rows))
+        n_held = round((self.validation_fraction or 0.0) * n_rows)
         if n_held < 2 or n_rows - n_held < 2:
             return None
         mask = np.zeros(n_rows, dtype=bool)

@@ -202,11 +202,12 @@ def train(
     model: Annotated[list[str] | None, typer.Option(help="Only these zoo members (repeatable).")] = None,
 ) -> None:
     """Cross-validate the zoo per (algorithm, platform), track it in MLflow and promote champions."""
-    from training.pipeline import count_steps, run_training
+    from training.dataset import load_training_sets
+    from training.pipeline import count_steps, train as train_sets
 
     settings = _settings()
-    store = _open_store(settings)
-    total = count_steps(settings, store, algorithms=algorithm, models=model)
+    training_sets = load_training_sets(_open_store(settings), algorithm)
+    total = count_steps(settings, training_sets, models=model)
     if total == 0:
         raise _fail("no measurements to train on; run `predictor ingest` first")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
@@ -215,7 +216,7 @@ def train(
         def advance(label: str) -> None:
             bar.update(task, advance=1, description=label)
 
-        outcomes = run_training(settings, store, algorithms=algorithm, models=model, progress=advance)
+        outcomes = train_sets(settings, training_sets, models=model, progress=advance)
     table = Table(title="Champions")
     for column in ("algorithm", "platform", "champion", "version", settings.selection_metric.upper()):
         table.add_column(column)

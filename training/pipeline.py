@@ -78,16 +78,10 @@ def fold_plan_path(settings: Settings, algorithm: str, platform: str) -> Path:
     return settings.resolved_home / "folds" / f"{algorithm}-{platform}.csv"
 
 
-def count_steps(
-    settings: Settings,
-    store: MeasurementFrames,
-    *,
-    algorithms: Iterable[str] | None = None,
-    models: Sequence[str] | None = None,
-) -> int:
-    """How many times :func:`run_training` with the same arguments will call ``progress``."""
+def count_steps(settings: Settings, training_sets: Sequence[TrainingSet], *, models: Sequence[str] | None = None) -> int:
+    """How many times :func:`train` with the same arguments will call ``progress``."""
     chosen = _models(models)
-    return sum(len(_members(chosen, ts)) * (_n_folds(settings, ts) + 1) for ts in load_training_sets(store, algorithms))
+    return sum(len(_members(chosen, ts)) * (_n_folds(settings, ts) + 1) for ts in training_sets)
 
 
 def run_training(

@@ -76,7 +76,10 @@ def test_batch_answers_each_job_or_says_why_not(base, features_of):
     assert [r["error"]["status"] if r["error"] else 200 for r in results] == [200, 404, 403, 200, 422, 404]
     assert "unknown algorithm 'nope'" in results[1]["error"]["detail"] and "junk.fa" in results[4]["error"]["detail"]
     single = predict(base, {"algorithm": "mafft", "params": {"input": "f2.fa"}, "coverage": 0.8}).json()["estimates"]
-    assert results[0]["estimates"] == single
+    numbers = ("seconds", "lower", "upper", "limit")  # a batch goes through BLAS in one block: equal to the last bits or so
+    for batched, alone in zip(results[0]["estimates"], single, strict=True):
+        assert {k: v for k, v in batched.items() if k not in numbers} == {k: v for k, v in alone.items() if k not in numbers}
+        assert [batched[k] for k in numbers] == pytest.approx([alone[k] for k in numbers], rel=1e-12)
 
 
 def test_matrix_answers_columns_equal_to_single_predictions(base, features_of):

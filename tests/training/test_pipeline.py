@@ -20,6 +20,7 @@ from predictor.intervals import QUANTILE_LEVELS
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from training.champions import best_candidate, list_champions, registered_name
+from training.dataset import load_training_sets
 from training.folds import FoldPlan
 from training.pipeline import (
     DEFAULT_MODELS,
@@ -87,7 +88,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
     store.migrate()
     store.add(_measurements())
     labels: list[str] = []
-    steps = count_steps(settings, store, models=FIRST_MODELS)
+    steps = count_steps(settings, load_training_sets(store), models=FIRST_MODELS)
     first = run_training(settings, store, models=FIRST_MODELS, progress=labels.append)
     second = run_training(settings, store, algorithms=["align"], models=["mean", "linear_log"])
     yield Trained(settings, store, first, second, labels, steps)
@@ -214,7 +215,7 @@ def test_default_models_apply_only_where_their_features_exist(trained: Trained) 
     per_fit = 2 * (5 + 1)
     defaults = [m for m in DEFAULT_MODELS if m in available_models()]
     history = {"last_two_mean", "requested_time"}
-    assert count_steps(trained.settings, trained.store) == per_fit * len(set(defaults) - history)
+    assert count_steps(trained.settings, load_training_sets(trained.store)) == per_fit * len(set(defaults) - history)
 
 
 def test_report_reads_the_latest_session(trained: Trained) -> None:
