@@ -94,17 +94,18 @@ class EarlyStoppedNetwork(RegressorMixin, BaseEstimator):
         return mask
 
     def _best_length(self, X: np.ndarray, y: np.ndarray, held_out: np.ndarray, seed: int) -> int:
-        """Iterations after which a probe trained on the other rows had its lowest held-out squared error."""
+        """Iterations after which a probe trained on the other rows had its lowest held-out squared error.
+
+        Called from :meth:`fit`, which silences the probe's convergence warnings (each chunk stops early on purpose).
+        """
         probe = self._network(self.chunk, seed, warm_start=True)
         best_error, best, waited, done = np.inf, self.chunk, 0, 0
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            while done + self.chunk <= self.max_iter and waited < self.n_iter_no_change:
-                probe.fit(X[~held_out], y[~held_out])
-                done += self.chunk
-                error = float(np.mean((probe.predict(X[held_out]) - y[held_out]) ** 2))
-                if error < best_error:
-                    best_error, best, waited = error, done, 0
-                else:
-                    waited += 1
+        while done + self.chunk <= self.max_iter and waited < self.n_iter_no_change:
+            probe.fit(X[~held_out], y[~held_out])
+            done += self.chunk
+            error = float(np.mean((probe.predict(X[held_out]) - y[held_out]) ** 2))
+            if error < best_error:
+                best_error, best, waited = error, done, 0
+            else:
+                waited += 1
         return best

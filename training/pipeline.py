@@ -113,21 +113,22 @@ def train(
     chosen = _models(models)
     check_selection_metric(settings.selection_metric)
     configure_mlflow(settings)
-    sets = []
+    usable: list[tuple[TrainingSet, list[str]]] = []
     for ts in sorted(training_sets, key=lambda ts: (ts.algorithm, ts.platform)):
-        if _members(chosen, ts):
-            sets.append(ts)
+        if names := _members(chosen, ts):
+            usable.append((ts, names))
         else:
             log.warning("skipping %s on %s: none of the models applies to its %d runs", ts.algorithm, ts.platform, len(ts))
     # Largest sets first: their fits cost most, and the last to finish should be a small one.
-    sets.sort(key=len, reverse=True)
+    usable.sort(key=lambda pair: len(pair[0]), reverse=True)
+    sets, members = [ts for ts, _ in usable], [names for _, names in usable]
     plans = [_save_plan(settings, ts) for ts in sets]
     candidates: list[list[Candidate]] = [[] for _ in sets]
     results: list[list[CVResult]] = [[] for _ in sets]
     outcomes = []
     order = [*chosen, ENSEMBLE]
     with training_sessions(settings, sorted({ts.algorithm for ts in sets}), chosen) as parents:
-        for index, result, refit in _fit_all(settings, sets, plans, chosen, progress):
+        for index, result, refit in _fit_all(settings, sets, plans, members, progress):
             ts, found = sets[index], candidates[index]
             parent = parents[ts.algorithm]
             results[index].append(result)
@@ -136,7 +137,7 @@ def train(
                     parent, ts, plans[index], result, refit.model, refit_seconds=refit.seconds, coverage=settings.interval_coverage
                 )
             )
-            if len(found) == len(_members(chosen, ts)):
+            if len(found) == len(members[index]):
                 if len(found) > 1:
                     found.append(_ensemble(settings, parent, ts, plans[index], results[index], found))
                 outcomes.append(_promote_best(settings, parent, ts, sorted(found, key=lambda c: order.index(c.model_name))))
@@ -161,18 +162,18 @@ def _fit_all(
     settings: Settings,
     sets: Sequence[TrainingSet],
     plans: Sequence[FoldPlan],
-    chosen: Sequence[str],
+    members: Sequence[Sequence[str]],
     progress: Progress | None,
 ) -> Iterator[tuple[int, CVResult, Refit]]:
-    """Every fold fit and refit of every applicable member on every set, in parallel.
+    """Every fold fit and refit of each set's ``members`` (the ones that apply to it), in parallel.
 
     Yields (set index, cross-validation, refit) for each member as soon as its last fit is in, so
     tracking in this process overlaps the fits still running in the workers.
     """
     fits = [
         Fit(index, name, fold)
-        for index, ts in enumerate(sets)
-        for name in _members(chosen, ts)
+        for index, names in enumerate(members)
+        for name in names
         for fold in [*range(plans[index].n_folds), None]
     ]
     folds: dict[tuple[int, str], list[FoldFit]] = {}

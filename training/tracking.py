@@ -83,7 +83,7 @@ def training_sessions(settings: Settings, algorithms: Sequence[str], models: Seq
             tags = {"algorithm": algorithm, MLFLOW_RUN_NAME: f"train-{algorithm}"}
             run = client.create_run(ensure_experiment(settings, algorithm), tags=tags)
             params = {"algorithm": algorithm, "models": ",".join(models), "cv_folds": settings.cv_folds, "seed": settings.seed}
-            client.log_batch(run.info.run_id, params=[Param(k, str(v)) for k, v in params.items()])
+            client.log_batch(run.info.run_id, params=_params(params))
             parents[algorithm] = run
         yield parents
         status = "FINISHED"
@@ -140,7 +140,7 @@ def log_candidate(
     client.log_batch(
         run_id,
         metrics=_metrics(metrics, result, refit_seconds, curve),
-        params=[Param(k, str(v)) for k, v in params.items()],
+        params=_params(params),
     )
     with tempfile.TemporaryDirectory() as tmp:
         _write_artifacts(Path(tmp), ts, plan, result, quantiles, curve)
@@ -166,6 +166,11 @@ def log_served_model(candidate: Candidate, training_set: TrainingSet) -> str:
             pip_requirements=[f"{name}=={version(name)}" for name in MODEL_REQUIREMENTS],
         )
     return info.model_uri
+
+
+def _params(values: Mapping[str, object]) -> list[Param]:
+    """Run parameters for one batched call (MLflow stores them as text)."""
+    return [Param(k, str(v)) for k, v in values.items()]
 
 
 def _metrics(
