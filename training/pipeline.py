@@ -45,6 +45,8 @@ DEFAULT_MODELS: tuple[str, ...] = (
     "linear",
     "linear_log",
     "linear_log_smeared",
+    "lad",
+    "lad_log",
     "simple_linear",
     "simple_linear_log",
     "isotonic",

@@ -41,13 +41,24 @@ def test_member_fits_predicts_and_clones(name: str, power_law: tuple[pd.DataFram
 
 
 @pytest.mark.parametrize(
-    "name", ["linear_log", "lightgbm", "lightgbm_log", "simple_linear_log", "isotonic", "svr_log", "mlp_log"]
+    "name", ["linear_log", "lad_log", "lightgbm", "lightgbm_log", "simple_linear_log", "isotonic", "svr_log", "mlp", "mlp_log"]
 )
 def test_member_beats_the_mean_on_a_power_law(name: str, power_law: tuple[pd.DataFrame, np.ndarray]) -> None:
     X, y = power_law
     error = np.abs(make_model(name, seed=1).fit(X, y).predict(X) - y).mean()
     baseline = np.abs(make_model("mean").fit(X, y).predict(X) - y).mean()
     assert error < 0.2 * baseline
+
+
+def test_lad_is_not_dragged_by_a_few_slow_outliers() -> None:
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"size": rng.uniform(1, 100, 60)})
+    y = 2.0 * X["size"].to_numpy() + 5.0
+    y[:3] *= 50  # three runs on a congested node
+    clean = 2.0 * X["size"].to_numpy()[3:] + 5.0
+    lad_error = np.abs(make_model("lad").fit(X, y).predict(X)[3:] - clean).max()
+    linear_error = np.abs(make_model("linear").fit(X, y).predict(X)[3:] - clean).max()
+    assert lad_error < 1e-6 * clean.max() < linear_error
 
 
 def test_linear_log_accepts_zero_and_negative_features() -> None:
