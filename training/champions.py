@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import mlflow
 from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
+from sklearn.base import RegressorMixin
 
 from models.zoo import target_transform
 from predictor.registry import CHAMPION_ALIAS, registered_name
@@ -45,8 +46,10 @@ def best_candidate(candidates: Sequence[Candidate], metric: str) -> Candidate:
     return min(candidates, key=lambda c: (math.isnan(c.metrics[metric]), c.metrics[metric]))
 
 
-def promote(training_set: TrainingSet, candidate: Candidate, *, coverage: float) -> ModelVersion:
-    """Log ``candidate``'s model, register it as a new version of the pair's model and point the champion alias at it.
+def promote(
+    training_set: TrainingSet, candidate: Candidate, model: RegressorMixin, *, refit_seconds: float, coverage: float
+) -> ModelVersion:
+    """Log ``model`` (``candidate`` refitted on every row), register it as a new version of the pair's model, alias it champion.
 
     The version's tags carry what the oracle serves with it: the feature order, the out-of-fold
     residual log-ratio quantiles and the nominal ``coverage`` of the intervals built from them.
@@ -72,7 +75,7 @@ def promote(training_set: TrainingSet, candidate: Candidate, *, coverage: float)
         "interval_coverage": str(coverage),
         **{f"cv_{k}": str(v) for k, v in candidate.metrics.items()},
     }
-    version = mlflow.register_model(log_served_model(candidate, training_set), name, tags=tags)
+    version = mlflow.register_model(log_served_model(candidate, model, training_set, refit_seconds=refit_seconds), name, tags=tags)
     client.set_registered_model_alias(name, CHAMPION_ALIAS, version.version)
     return client.get_model_version(name, version.version)
 

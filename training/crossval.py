@@ -7,11 +7,13 @@ parallel and put them together with :func:`collect`; :func:`cross_validate` does
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sklearn.base import RegressorMixin
+from sklearn.pipeline import Pipeline
 
 from models import make_model
 from training.dataset import TrainingSet
@@ -21,11 +23,16 @@ from training.metrics import compute_metrics
 
 @dataclass(frozen=True)
 class FoldFit:
-    """Predictions of one fold's test rows by a model fitted on its other rows, and the fit's seconds."""
+    """Predictions of one fold's test rows by a model fitted on its other rows, the fit's seconds, what it chose.
+
+    ``tuned`` holds the settings an inner search picked, ``curve`` a grown network's error per size.
+    """
 
     fold: int
     predictions: np.ndarray
     seconds: float
+    tuned: Mapping[str, Any] = field(default_factory=dict)
+    curve: Mapping[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,23 @@ class CVResult:
     fold_metrics: list[dict[str, float]]
     metrics: dict[str, float]
     fit_seconds: float
+    tuned: list[Mapping[str, Any]] = field(default_factory=list)
+    curves: list[Mapping[str, np.ndarray]] = field(default_factory=list)
+
+
+def inner_attribute(model: Any, attribute: str) -> Any:
+    """``attribute`` of ``model`` or of the first estimator inside it (target transforms, searches, pipelines), or None."""
+    while True:
+        if hasattr(model, attribute):
+            return getattr(model, attribute)
+        if hasattr(model, "regressor_"):
+            model = model.regressor_
+        elif hasattr(model, "best_estimator_"):
+            model = model.best_estimator_
+        elif isinstance(model, Pipeline):
+            model = model[-1]
+        else:
+            return None
 
 
 def _predict(model: RegressorMixin, X: object) -> np.ndarray:
@@ -59,14 +83,16 @@ def fit_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, fold: i
     started = time.perf_counter()
     model = make_model(model_name, seed=seed).fit(X.iloc[train], y[train])
     seconds = time.perf_counter() - started
-    return FoldFit(fold, _predict(model, X.iloc[test]), seconds)
+    tuned = inner_attribute(model, "best_params_") or {}
+    return FoldFit(fold, _predict(model, X.iloc[test]), seconds, tuned, inner_attribute(model, "learning_curve_"))
 
 
 def collect(model_name: str, training_set: TrainingSet, plan: FoldPlan, fits: Sequence[FoldFit]) -> CVResult:
     """Put one model's fold fits together: pooled out-of-fold predictions, priors and metrics per fold and pooled.
 
     The prior of a row is its training fold's mean, so RAE and RRSE are relative to the
-    baseline that fold would have had, as Weka computes them.
+    baseline that fold would have had, as Weka computes them. What the fits chose (tuned
+    settings, growth curves) is kept in fold order.
     """
     folds = sorted(f.fold for f in fits)
     if folds != list(range(plan.n_folds)):
@@ -75,7 +101,8 @@ def collect(model_name: str, training_set: TrainingSet, plan: FoldPlan, fits: Se
     predictions = np.empty_like(y)
     priors = np.empty_like(y)
     fold_metrics = []
-    for fit in sorted(fits, key=lambda f: f.fold):
+    fits = sorted(fits, key=lambda f: f.fold)
+    for fit in fits:
         test = plan.folds == fit.fold
         predictions[test] = fit.predictions
         priors[test] = y[~test].mean()
@@ -87,6 +114,8 @@ def collect(model_name: str, training_set: TrainingSet, plan: FoldPlan, fits: Se
         fold_metrics=fold_metrics,
         metrics=compute_metrics(y, predictions, priors),
         fit_seconds=sum(f.seconds for f in fits),
+        tuned=[f.tuned for f in fits],
+        curves=[f.curve for f in fits if f.curve is not None],
     )
 
 
@@ -109,5 +138,5 @@ def cross_validate(
 
 
 def refit(model_name: str, training_set: TrainingSet, *, seed: int = 0) -> RegressorMixin:
-    """``model_name`` fitted on every row of ``training_set``: the candidate that may be served."""
+    """``model_name`` fitted on every row of ``training_set``: what is served when it (or an ensemble of it) wins."""
     return make_model(model_name, seed=seed).fit(training_set.X, training_set.y)

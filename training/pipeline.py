@@ -1,12 +1,15 @@
 """The training pipeline: measurements -> training sets -> zoo x k-fold CV -> tracked runs -> champions.
 
-All fits (every algorithm, platform, model and fold, and each model's refit on every row) fan out
-over ``settings.n_jobs`` local processes; tracking and promotion happen in this process meanwhile.
+All fold fits (every algorithm, platform, model and fold) fan out over ``settings.n_jobs`` local
+processes while this process tracks each candidate as its folds come in. Then only what is
+served, each pair's champion (or the members of its winning ensemble), is refitted on every row,
+in the same processes, and promoted.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,8 +17,9 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 from mlflow.entities import Run
+from sklearn.base import RegressorMixin
 
-from models import available_models
+from models import available_models, make_model
 from models.ensemble import ENSEMBLE, AveragedRegressor
 from models.zoo import applicable
 from predictor.settings import Settings
@@ -80,10 +84,20 @@ def fold_plan_path(settings: Settings, algorithm: str, platform: str) -> Path:
     return settings.resolved_home / "folds" / f"{algorithm}-{platform}.csv"
 
 
+@dataclass(frozen=True)
+class Pick:
+    """A set's champion among its tracked candidates, and the members (with weights) its served model averages."""
+
+    set_index: int
+    champion: Candidate
+    served: dict[str, int]
+    candidates: list[Candidate]
+
+
 def count_steps(settings: Settings, training_sets: Sequence[TrainingSet], *, models: Sequence[str] | None = None) -> int:
-    """How many times :func:`train` with the same arguments will call ``progress``."""
+    """How many times :func:`train` with the same arguments will call ``progress``: once per fold fit, once per champion."""
     chosen = _models(models)
-    return sum(len(_members(chosen, ts)) * (_n_folds(settings, ts) + 1) for ts in training_sets)
+    return sum(len(names) * _n_folds(settings, ts) + 1 for ts in training_sets if (names := _members(chosen, ts)))
 
 
 def run_training(
@@ -105,12 +119,14 @@ def train(
     models: Sequence[str] | None = None,
     progress: Progress | None = None,
 ) -> list[TrainingOutcome]:
-    """Cross-validate ``models`` on each set, log them under a parent run per algorithm, promote the best.
+    """Cross-validate ``models`` on each set, log them under a parent run per algorithm, refit and promote the best.
 
-    The fits of every set share one pool of processes; each candidate is logged as soon as its
-    fits are in, and each set's champion promoted as soon as its last candidate is, while other
-    fits still run. Members that do not apply to a set (features they need are absent, too few
-    rows) are left out of it; ``progress`` is called once per fit, as fits finish.
+    The fold fits of every set share one pool of processes; each candidate is logged as soon as
+    its folds are in, while other fits still run, and each set's champion is picked as soon as
+    its last candidate is. Then the champions (or their ensembles' members) are refitted on
+    every row, together, and promoted. Members that do not apply to a set (features they need
+    are absent, too few rows) are left out of it; ``progress`` is called once per fold fit, as
+    fits finish, and once per promoted champion.
     """
     chosen = _models(models)
     check_selection_metric(settings.selection_metric)
@@ -127,77 +143,102 @@ def train(
     plans = [_save_plan(settings, ts) for ts in sets]
     candidates: list[list[Candidate]] = [[] for _ in sets]
     results: list[list[CVResult]] = [[] for _ in sets]
-    outcomes = []
+    picks: list[Pick] = []
     order = [*chosen, ENSEMBLE]
     with training_sessions(settings, sorted({ts.algorithm for ts in sets}), chosen) as parents:
-        for index, result, refit in _fit_all(settings, sets, plans, members, progress):
+        for index, result in _cross_validate_all(settings, sets, plans, members, progress):
             ts, found = sets[index], candidates[index]
             parent = parents[ts.algorithm]
             results[index].append(result)
-            found.append(
-                log_candidate(
-                    parent, ts, plans[index], result, refit.model, refit_seconds=refit.seconds, coverage=settings.interval_coverage
-                )
-            )
+            model = make_model(result.model_name, seed=settings.seed)
+            found.append(log_candidate(parent, ts, plans[index], result, model, coverage=settings.interval_coverage))
             if len(found) == len(members[index]):
+                weights: Counter[str] = Counter()
                 if len(found) > 1:
-                    found.append(_ensemble(settings, parent, ts, plans[index], results[index], found))
-                outcomes.append(_promote_best(settings, parent, ts, sorted(found, key=lambda c: order.index(c.model_name))))
+                    ensemble, weights = _ensemble(settings, parent, ts, plans[index], results[index])
+                    found.append(ensemble)
+                found.sort(key=lambda c: order.index(c.model_name))
+                best = best_candidate(found, settings.selection_metric)
+                served = dict(weights) if best.model_name == ENSEMBLE else {best.model_name: 1}
+                picks.append(Pick(index, best, served, found))
+        outcomes = [
+            _promote(settings, parents[sets[pick.set_index].algorithm], sets[pick.set_index], pick, model, seconds)
+            for pick, model, seconds in _refit_served(settings, sets, plans, picks, progress)
+        ]
     return sorted(outcomes, key=lambda o: (o.algorithm, o.platform))
 
 
 def _ensemble(
-    settings: Settings, parent: Run, ts: TrainingSet, plan: FoldPlan, results: Sequence[CVResult], members: Sequence[Candidate]
-) -> Candidate:
+    settings: Settings, parent: Run, ts: TrainingSet, plan: FoldPlan, results: Sequence[CVResult]
+) -> tuple[Candidate, Counter[str]]:
     """Greedy ensemble selection over the set's members, logged as one more candidate (it fits nothing itself)."""
     result, weights = cross_validated_ensemble(results, ts, plan, settings.selection_metric)
-    refits = {c.model_name: c.model for c in members}
-    names = [c.model_name for c in members if c.model_name in weights]
-    model = AveragedRegressor.from_fitted([(n, refits[n]) for n in names], [weights[n] for n in names], ts.X)
+    names = [r.model_name for r in results if r.model_name in weights]
+    model = AveragedRegressor([(n, make_model(n, seed=settings.seed)) for n in names], [weights[n] for n in names])
     described = ", ".join(f"{n} x{weights[n]}" for n in names)
-    return log_candidate(
-        parent, ts, plan, result, model, refit_seconds=0.0, coverage=settings.interval_coverage, params={"ensemble.members": described}
+    candidate = log_candidate(
+        parent, ts, plan, result, model, coverage=settings.interval_coverage, params={"ensemble.members": described}
     )
+    return candidate, weights
 
 
-def _fit_all(
+def _cross_validate_all(
     settings: Settings,
     sets: Sequence[TrainingSet],
     plans: Sequence[FoldPlan],
     members: Sequence[Sequence[str]],
     progress: Progress | None,
-) -> Iterator[tuple[int, CVResult, Refit]]:
-    """Every fold fit and refit of each set's ``members`` (the ones that apply to it), in parallel.
+) -> Iterator[tuple[int, CVResult]]:
+    """Every fold fit of each set's ``members`` (the ones that apply to it), in parallel.
 
-    Yields (set index, cross-validation, refit) for each member as soon as its last fit is in, so
+    Yields (set index, cross-validation) for each member as soon as its last fold is in, so
     tracking in this process overlaps the fits still running in the workers.
     """
-    fits = [
-        Fit(index, name, fold)
-        for index, names in enumerate(members)
-        for name in names
-        for fold in [*range(plans[index].n_folds), None]
-    ]
+    fits = [Fit(index, name, fold) for index, names in enumerate(members) for name in names for fold in range(plans[index].n_folds)]
     folds: dict[tuple[int, str], list[FoldFit]] = {}
-    refits: dict[tuple[int, str], Refit] = {}
     for fit, result in run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs):
         key = (fit.set_index, fit.model_name)
-        if isinstance(result, Refit):
-            refits[key] = result
-        else:
-            folds.setdefault(key, []).append(result)
+        found = folds.setdefault(key, [])
+        found.append(result)
         ts, plan = sets[fit.set_index], plans[fit.set_index]
         if progress is not None:
-            step = "refit" if fit.fold is None else f"fold {fit.fold + 1}/{plan.n_folds}"
-            progress(f"{ts.algorithm}/{ts.platform} {fit.model_name} {step}")
-        if key in refits and len(folds.get(key, [])) == plan.n_folds:
-            yield fit.set_index, collect(fit.model_name, ts, plan, folds.pop(key)), refits.pop(key)
+            progress(f"{ts.algorithm}/{ts.platform} {fit.model_name} fold {fit.fold + 1}/{plan.n_folds}")
+        if len(found) == plan.n_folds:
+            yield fit.set_index, collect(fit.model_name, ts, plan, folds.pop(key))
 
 
-def _promote_best(settings: Settings, parent: Run, ts: TrainingSet, candidates: list[Candidate]) -> TrainingOutcome:
-    """Promote the set's best candidate and note it on the parent run."""
-    best = best_candidate(candidates, settings.selection_metric)
-    version = promote(ts, best, coverage=settings.interval_coverage)
+def _refit_served(
+    settings: Settings, sets: Sequence[TrainingSet], plans: Sequence[FoldPlan], picks: Sequence[Pick], progress: Progress | None
+) -> Iterator[tuple[Pick, RegressorMixin, float]]:
+    """Each pick's served model fitted on every row of its set, and the seconds its fits took, in parallel.
+
+    A single champion is refitted; an ensemble is assembled from its members' refits.
+    """
+    by_set = {pick.set_index: pick for pick in picks}
+    fits = [Fit(pick.set_index, name, None) for pick in picks for name in pick.served]
+    refits: dict[int, dict[str, Refit]] = {}
+    for fit, result in run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs):
+        pick, done = by_set[fit.set_index], refits.setdefault(fit.set_index, {})
+        done[fit.model_name] = result
+        if len(done) < len(pick.served):
+            continue
+        ts = sets[fit.set_index]
+        if progress is not None:
+            progress(f"{ts.algorithm}/{ts.platform} champion {pick.champion.model_name} refit")
+        seconds = sum(r.seconds for r in done.values())
+        if pick.champion.model_name == ENSEMBLE:
+            fitted = [(name, done[name].model) for name in pick.served]
+            yield pick, AveragedRegressor.from_fitted(fitted, list(pick.served.values()), ts.X), seconds
+        else:
+            yield pick, done[pick.champion.model_name].model, seconds
+
+
+def _promote(
+    settings: Settings, parent: Run, ts: TrainingSet, pick: Pick, model: RegressorMixin, refit_seconds: float
+) -> TrainingOutcome:
+    """Promote the set's champion with its refitted ``model`` and note it on the parent run."""
+    best = pick.champion
+    version = promote(ts, best, model, refit_seconds=refit_seconds, coverage=settings.interval_coverage)
     client = mlflow.MlflowClient()
     client.set_tag(parent.info.run_id, f"champion.{ts.platform}", best.model_name)
     client.set_tag(parent.info.run_id, f"champion_version.{ts.platform}", str(version.version))
@@ -206,7 +247,7 @@ def _promote_best(settings: Settings, parent: Run, ts: TrainingSet, candidates: 
         platform=ts.platform,
         champion=best.model_name,
         version=str(version.version),
-        metrics={c.model_name: c.metrics for c in candidates},
+        metrics={c.model_name: c.metrics for c in pick.candidates},
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -63,15 +63,18 @@ def relative_errors(actual: np.ndarray, predicted: np.ndarray, title: str) -> Fi
     return figure
 
 
-def learning_curve(curve: Mapping[str, np.ndarray], title: str) -> Figure:
-    """Training and held-out error against hidden units of a network grown unit by unit."""
+def learning_curves(curves: Sequence[Mapping[str, np.ndarray]], title: str) -> Figure:
+    """Error against hidden units of a network grown unit by unit, one line per cross-validation fold.
+
+    Each fold's held-out error is drawn (its training error where it kept no rows aside): where a
+    line turns up is where that fold's network stopped growing usefully.
+    """
     figure, axes = _figure(6, 4, title)
-    units = curve["hidden_units"]
-    for key in ("train_mse", "validation_mse"):
-        if key in curve and len(curve[key]) == len(units):
-            axes.plot(units, curve[key], marker="o", label=key.replace("_", " "))
+    for fold, curve in enumerate(curves):
+        key = "validation_mse" if len(curve.get("validation_mse", [])) == len(curve["hidden_units"]) else "train_mse"
+        axes.plot(curve["hidden_units"], curve[key], marker="o", markersize=3, linewidth=1, label=f"fold {fold + 1}")
     axes.set_yscale("log")
     _plain_log_ticks(axes)
-    axes.legend()
-    axes.set(xlabel="hidden units", ylabel="mean squared error (scaled target)")
+    axes.legend(fontsize="small", ncol=2)
+    axes.set(xlabel="hidden units", ylabel="held-out mean squared error (scaled target)")
     return figure

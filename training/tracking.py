@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 import mlflow
 import numpy as np
@@ -21,14 +20,13 @@ from mlflow.entities import Metric, Param, Run
 from mlflow.models import infer_signature
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 from sklearn.base import RegressorMixin
-from sklearn.pipeline import Pipeline
 
 from models.zoo import target_transform
 from predictor import registry
 from predictor.intervals import residual_log_quantiles
 from predictor.settings import Settings
 from training import plots
-from training.crossval import CVResult
+from training.crossval import CVResult, inner_attribute
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 from training.intervals import cross_fitted_coverage
@@ -39,11 +37,10 @@ MODEL_REQUIREMENTS = ("scikit-learn", "lightgbm", "numpy", "pandas", "scipy", "s
 
 @dataclass(frozen=True)
 class Candidate:
-    """A cross-validated, refitted model tracked in a child run: what champion selection chooses among."""
+    """A cross-validated model tracked in a child run: what champion selection chooses among."""
 
     model_name: str
     run_id: str
-    model: RegressorMixin
     metrics: dict[str, float]
     residual_quantiles: dict[float, float] = field(default_factory=dict)
 
@@ -99,16 +96,16 @@ def log_candidate(
     result: CVResult,
     model: RegressorMixin,
     *,
-    refit_seconds: float,
     coverage: float,
     params: Mapping[str, object] | None = None,
 ) -> Candidate:
-    """Log one model's cross-validation and its refit on all rows as a child run of ``parent``, with extra ``params``.
+    """Log one model's cross-validation as a child run of ``parent``: ``model``'s settings, extra ``params``, metrics, files.
 
     Besides the metrics of :func:`~training.metrics.compute_metrics` the candidate gets its
     out-of-fold residual log-ratio quantiles (what its intervals would serve) and
     ``interval_coverage``, the share of runs inside intervals of nominal ``coverage`` built
-    from the other folds' residuals.
+    from the other folds' residuals. What each fold's fit chose (tuned settings, the growth
+    curve of a cascade network) is logged per fold; the model itself only if it is served.
     """
     ts = training_set
     quantiles = residual_log_quantiles(ts.y, result.predictions)
@@ -128,10 +125,8 @@ def log_candidate(
         "n_folds": plan.n_folds,
         "interval_nominal_coverage": coverage,
         **_model_params(model),
-        **{f"tuned.{k}": v for k, v in (inner_attribute(model, "best_params_") or {}).items()},
         **(params or {}),
     }
-    curve: Mapping[str, np.ndarray] | None = inner_attribute(model, "learning_curve_")
     client = mlflow.MlflowClient()
     tags[MLFLOW_PARENT_RUN_ID] = parent.info.run_id
     tags[MLFLOW_RUN_NAME] = f"{result.model_name}@{ts.platform}"
@@ -139,23 +134,30 @@ def log_candidate(
     run_id = run.info.run_id
     client.log_batch(
         run_id,
-        metrics=_metrics(metrics, result, refit_seconds, curve),
+        metrics=_metrics(metrics, result),
         params=_params(params),
     )
     with tempfile.TemporaryDirectory() as tmp:
-        _write_artifacts(Path(tmp), ts, plan, result, quantiles, curve)
+        _write_artifacts(Path(tmp), ts, plan, result, quantiles)
         client.log_artifacts(run_id, tmp)
     client.set_terminated(run_id)
-    return Candidate(result.model_name, run_id=run_id, model=model, metrics=metrics, residual_quantiles=quantiles)
+    return Candidate(result.model_name, run_id=run_id, metrics=metrics, residual_quantiles=quantiles)
 
 
-def log_served_model(candidate: Candidate, training_set: TrainingSet) -> str:
-    """Log ``candidate``'s refitted model in its run, with signature and input example; its URI.
+def log_served_model(candidate: Candidate, model: RegressorMixin, training_set: TrainingSet, *, refit_seconds: float) -> str:
+    """Log ``model``, ``candidate`` refitted on every row, in the candidate's run with signature and input example; its URI.
 
-    Only the candidate that gets promoted is logged: a model artifact costs more than all of a
-    candidate's metrics and plots, and the others are never served.
+    Only the candidate that gets promoted is refitted and logged: a refit and a model artifact
+    cost more than all of a candidate's metrics and plots, and the others are never served. The
+    run also gets the refit's seconds and the settings its inner search chose on every row.
     """
-    X, model = training_set.X, candidate.model
+    X = training_set.X
+    tuned = inner_attribute(model, "best_params_") or {}
+    mlflow.MlflowClient().log_batch(
+        candidate.run_id,
+        metrics=[Metric("refit_seconds", refit_seconds, int(time.time() * 1000), 0)],
+        params=_params({f"tuned.{k}": v for k, v in tuned.items()}),
+    )
     with mlflow.start_run(run_id=candidate.run_id, nested=True):
         info = mlflow.sklearn.log_model(
             model,
@@ -173,18 +175,25 @@ def _params(values: Mapping[str, object]) -> list[Param]:
     return [Param(k, str(v)) for k, v in values.items()]
 
 
-def _metrics(
-    pooled: Mapping[str, float], result: CVResult, refit_seconds: float, curve: Mapping[str, np.ndarray] | None
-) -> list[Metric]:
-    """Every metric of a candidate, for one batched call: pooled, per fold (step = fold), times, growth curve."""
+def _metrics(pooled: Mapping[str, float], result: CVResult) -> list[Metric]:
+    """Every metric of a candidate, for one batched call.
+
+    Pooled; per fold (step = fold), with the numeric settings each fold's search chose; the fit
+    seconds; a grown network's held-out error per size (step = hidden units), averaged over the
+    folds that reached that size.
+    """
     now = int(time.time() * 1000)
     metrics = [Metric(f"cv_{k}", float(v), now, 0) for k, v in pooled.items()]
     for fold, fold_metrics in enumerate(result.fold_metrics):
         metrics += [Metric(f"fold_{k}", float(v), now, fold) for k, v in fold_metrics.items()]
-    metrics += [Metric("fit_seconds", result.fit_seconds, now, 0), Metric("refit_seconds", refit_seconds, now, 0)]
-    if curve is not None:
+    for fold, tuned in enumerate(result.tuned):
+        metrics += [Metric(f"fold_tuned.{k}", float(v), now, fold) for k, v in tuned.items() if isinstance(v, (int, float))]
+    metrics.append(Metric("fit_seconds", result.fit_seconds, now, 0))
+    by_size: dict[int, list[float]] = {}
+    for curve in result.curves:
         for units, error in zip(curve["hidden_units"], curve.get("validation_mse", [])):
-            metrics.append(Metric("curve_validation_mse", float(error), now, int(units)))
+            by_size.setdefault(int(units), []).append(float(error))
+    metrics += [Metric("curve_validation_mse", float(np.mean(errors)), now, units) for units, errors in sorted(by_size.items())]
     return metrics
 
 
@@ -194,7 +203,6 @@ def _write_artifacts(
     plan: FoldPlan,
     result: CVResult,
     quantiles: Mapping[float, float],
-    curve: Mapping[str, np.ndarray] | None,
 ) -> None:
     """A candidate's files: features, residual quantiles, the fold plan and its figures."""
     (folder / "features.json").write_text(json.dumps({"features": ts.feature_names}))
@@ -205,25 +213,10 @@ def _write_artifacts(
         "pred_vs_actual.png": plots.pred_vs_actual(ts.y, result.predictions, title),
         "relative_errors.png": plots.relative_errors(ts.y, result.predictions, title),
     }
-    if curve is not None:
-        figures["learning_curve.png"] = plots.learning_curve(curve, title)
+    if result.curves:
+        figures["learning_curve.png"] = plots.learning_curves(result.curves, title)
     for name, figure in figures.items():
         figure.savefig(folder / name, pil_kwargs={"compress_level": 1})
-
-
-def inner_attribute(model: Any, attribute: str) -> Any:
-    """``attribute`` of ``model`` or of the first estimator inside it (target transforms, searches, pipelines), or None."""
-    while True:
-        if hasattr(model, attribute):
-            return getattr(model, attribute)
-        if hasattr(model, "regressor_"):
-            model = model.regressor_
-        elif hasattr(model, "best_estimator_"):
-            model = model.best_estimator_
-        elif isinstance(model, Pipeline):
-            model = model[-1]
-        else:
-            return None
 
 
 def _model_params(model: RegressorMixin) -> dict[str, object]:

@@ -106,9 +106,11 @@ def test_each_pair_gets_a_champion_chosen_by_rae(trained: Trained) -> None:
 
 
 def test_progress_is_reported_once_per_fit(trained: Trained) -> None:
-    assert len(trained.labels) == trained.steps == 2 * len(FIRST_MODELS) * (5 + 1)
+    assert len(trained.labels) == trained.steps == 2 * (len(FIRST_MODELS) * 5 + 1)
     assert trained.labels[0] == "align/fast mean fold 1/5"
-    assert trained.labels[5] == "align/fast mean refit"
+    refits = sorted(label for label in trained.labels if label.endswith("refit"))
+    assert refits == [f"align/{o.platform} champion {o.champion} refit" for o in trained.first]
+    assert trained.labels[-2:] == refits or trained.labels[-2:] == refits[::-1]
 
 
 def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Trained) -> None:
@@ -175,7 +177,7 @@ def test_unknown_models_and_metrics_are_refused_before_training(trained: Trained
 
 def test_best_candidate_takes_the_lowest_and_never_nan() -> None:
     def candidate(name: str, rae: float) -> Candidate:
-        return Candidate(name, run_id=name, model=DummyRegressor(), metrics={"rae": rae})
+        return Candidate(name, run_id=name, metrics={"rae": rae})
 
     candidates = [candidate("a", float("nan")), candidate("b", 30.0), candidate("c", 12.0), candidate("d", 12.0)]
     assert best_candidate(candidates, "rae").model_name == "c"
@@ -212,10 +214,20 @@ def test_the_parent_run_names_each_platforms_champion(trained: Trained) -> None:
 
 
 def test_default_models_apply_only_where_their_features_exist(trained: Trained) -> None:
-    per_fit = 2 * (5 + 1)
     defaults = [m for m in DEFAULT_MODELS if m in available_models()]
     history = {"last_two_mean", "requested_time"}
-    assert count_steps(trained.settings, load_training_sets(trained.store)) == per_fit * len(set(defaults) - history)
+    per_platform = 5 * len(set(defaults) - history) + 1  # every fold fit, and the champion's refit
+    assert count_steps(trained.settings, load_training_sets(trained.store)) == 2 * per_platform
+
+
+def test_only_what_is_served_is_refitted(trained: Trained) -> None:
+    client = mlflow.MlflowClient()
+    champion = registry.load_champion("align", "fast")
+    assert champion is not None
+    assert client.get_run(champion.tags["source_run_id"]).data.metrics["refit_seconds"] > 0
+    experiment = mlflow.get_experiment_by_name("runtime/align")
+    baselines = mlflow.search_runs([experiment.experiment_id], "tags.model_kind = 'mean'", output_format="list")
+    assert len(baselines) == 4 and all("refit_seconds" not in run.data.metrics for run in baselines)
 
 
 def test_report_reads_the_latest_session(trained: Trained) -> None:

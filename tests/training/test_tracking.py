@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 from models import available_models, make_model
 from training import plots
-from training.tracking import inner_attribute
+from training.crossval import inner_attribute
 
 RNG = np.random.default_rng(9)
 X = pd.DataFrame({"size": 10 ** RNG.uniform(1, 3, 60), "other": RNG.normal(0, 1, 60)})
@@ -26,7 +26,7 @@ def test_tuned_settings_are_found_through_wrappers() -> None:
 def test_the_cascade_learning_curve_is_found_inside_the_log_target() -> None:
     curve = inner_attribute(make_model("cascade_log", seed=0).fit(X, Y), "learning_curve_")
     assert len(curve["hidden_units"]) >= 1
-    assert isinstance(plots.learning_curve(curve, "cascade"), Figure)
+    assert isinstance(plots.learning_curves([curve, curve], "cascade"), Figure)
 
 
 def test_figures_are_drawn_even_with_zero_runtimes() -> None:
@@ -35,4 +35,4 @@ def test_figures_are_drawn_even_with_zero_runtimes() -> None:
     assert len(plots.relative_errors(actual, predicted, "t").axes) == 1
     assert len(plots.pred_vs_actual(actual, predicted, "t").axes) == 1
     curve = {"hidden_units": np.array([0, 1, 2]), "train_mse": np.array([1.0, 0.5, 0.2])}
-    assert len(plots.learning_curve(curve, "t").axes[0].lines) == 1
+    assert len(plots.learning_curves([curve], "t").axes[0].lines) == 1
