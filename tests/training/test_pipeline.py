@@ -9,7 +9,6 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.dummy import DummyRegressor
 from typer.testing import CliRunner
 
 from models import available_models
