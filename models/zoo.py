@@ -295,4 +295,3 @@ def linear_log_smeared() -> SmearedLogTarget:
 def lightgbm_log_smeared() -> SmearedLogTarget:
     """LightGBM on log(seconds) answering the mean run time."""
     return SmearedLogTarget(_lightgbm())
-

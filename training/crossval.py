@@ -94,14 +94,14 @@ def collect(model_name: str, training_set: TrainingSet, plan: FoldPlan, fits: Se
     baseline that fold would have had, as Weka computes them. What the fits chose (tuned
     settings, growth curves) is kept in fold order.
     """
-    folds = sorted(f.fold for f in fits)
+    fits = sorted(fits, key=lambda f: f.fold)
+    folds = [f.fold for f in fits]
     if folds != list(range(plan.n_folds)):
         raise ValueError(f"{model_name}: need one fit per fold of the plan, got folds {folds}")
     y = training_set.y
     predictions = np.empty_like(y)
     priors = np.empty_like(y)
     fold_metrics = []
-    fits = sorted(fits, key=lambda f: f.fold)
     for fit in fits:
         test = plan.folds == fit.fold
         predictions[test] = fit.predictions
