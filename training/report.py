@@ -28,10 +28,11 @@ REPORT_METRICS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ReportRow:
-    """One candidate of a session on one platform: its pooled out-of-fold metrics and summed fold-fit seconds."""
+    """One candidate of a session on one platform: its child run, pooled out-of-fold metrics and summed fold-fit seconds."""
 
     platform: str
     model: str
+    run_id: str
     target_transform: str
     metrics: dict[str, float]
     fit_seconds: float
@@ -95,6 +96,7 @@ def _row(child: mlflow.entities.Run, parent_tags: dict[str, str]) -> ReportRow:
     return ReportRow(
         platform=platform,
         model=model,
+        run_id=child.info.run_id,
         target_transform=tags.get("target_transform", "raw"),
         metrics={k: metrics[f"cv_{k}"] for k in REPORT_METRICS if f"cv_{k}" in metrics},
         fit_seconds=metrics.get("fit_seconds", float("nan")),

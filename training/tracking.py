@@ -16,6 +16,7 @@ from pathlib import Path
 
 import mlflow
 import numpy as np
+import pandas as pd
 from mlflow.entities import Metric, Param, Run
 from mlflow.models import infer_signature
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
@@ -33,6 +34,8 @@ from training.intervals import cross_fitted_coverage
 
 # What a served zoo member needs installed; named here so MLflow need not infer it (slow: a subprocess per model).
 MODEL_REQUIREMENTS = ("scikit-learn", "lightgbm", "numpy", "pandas", "scipy", "skops")
+# Each candidate's out-of-fold predictions, as an artifact of its run (see out_of_fold_table).
+OUT_OF_FOLD = "out_of_fold.csv"
 
 
 @dataclass(frozen=True)
@@ -204,10 +207,11 @@ def _write_artifacts(
     result: CVResult,
     quantiles: Mapping[float, float],
 ) -> None:
-    """A candidate's files: features, residual quantiles, the fold plan and its figures."""
+    """A candidate's files: features, residual quantiles, the fold plan, the out-of-fold predictions and its figures."""
     (folder / "features.json").write_text(json.dumps({"features": ts.feature_names}))
     (folder / "residual_log_quantiles.json").write_text(json.dumps({str(q): v for q, v in quantiles.items()}))
     plan.save(folder / "folds.csv")
+    out_of_fold_table(ts, plan, result).to_csv(folder / OUT_OF_FOLD, index=False)
     title = f"{result.model_name}: {ts.algorithm} on {ts.platform}"
     figures = {
         "pred_vs_actual.png": plots.pred_vs_actual(ts.y, result.predictions, title),
@@ -217,6 +221,23 @@ def _write_artifacts(
         figures["learning_curve.png"] = plots.learning_curves(result.curves, title)
     for name, figure in figures.items():
         figure.savefig(folder / name, pil_kwargs={"compress_level": 1})
+
+
+def out_of_fold_table(ts: TrainingSet, plan: FoldPlan, result: CVResult) -> pd.DataFrame:
+    """Each run's fold, measured seconds, out-of-fold prediction and prior (its training folds' mean), in row order.
+
+    Logged with every candidate so its figures and metrics can be redrawn, or compared with
+    another tool's predictions on the same folds, without refitting anything.
+    """
+    return pd.DataFrame(
+        {
+            "run_id": ts.run_ids,
+            "fold": plan.folds,
+            "measured_seconds": ts.y,
+            "predicted_seconds": result.predictions,
+            "prior_seconds": result.priors,
+        }
+    )
 
 
 def _model_params(model: RegressorMixin) -> dict[str, object]:

@@ -29,7 +29,8 @@ from training.pipeline import (
     run_training,
 )
 from training.report import REPORT_METRICS, NoSession, latest_session
-from training.tracking import Candidate
+from training.metrics import compute_metrics
+from training.tracking import OUT_OF_FOLD, Candidate
 
 SPEED = {"fast": 1.0, "slow": 3.0}
 # A few members of each kind (baseline, linear, trees, Weka-like) keep the module quick; the zoo has its own tests.
@@ -130,6 +131,18 @@ def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Tra
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(child.info.run_id)}
     assert {"pred_vs_actual.png", "relative_errors.png", "folds.csv", "features.json"} <= artifacts
     assert "residual_log_quantiles.json" in artifacts and "learning_curve.png" not in artifacts
+
+
+def test_each_candidate_logs_its_out_of_fold_predictions(trained: Trained) -> None:
+    report = latest_session(trained.settings, "align", "fast")
+    row = next(r for r in report.rows if r.model == "linear_log")
+    folder = mlflow.artifacts.download_artifacts(run_id=row.run_id)
+    table = pd.read_csv(f"{folder}/{OUT_OF_FOLD}", dtype={"run_id": str})
+    plan = FoldPlan.load(f"{folder}/folds.csv")
+    assert list(table.columns) == ["run_id", "fold", "measured_seconds", "predicted_seconds", "prior_seconds"]
+    assert table["run_id"].tolist() == plan.run_ids and (table["fold"].to_numpy() == plan.folds).all()
+    recomputed = compute_metrics(table["measured_seconds"], table["predicted_seconds"], table["prior_seconds"])
+    assert recomputed["rae"] == pytest.approx(row.metrics["rae"])
 
 
 def test_load_champion_predicts_in_seconds(trained: Trained) -> None:
