@@ -1,0 +1,82 @@
+"""Paired bootstrap of RAE and RRSE differences: exact where nothing varies, decisive where one model is plainly better."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training.metrics import compute_metrics
+from training.significance import paired_bootstrap
+
+
+def _jobs(n_jobs: int, repeats: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Measured seconds of ``repeats`` runs of each job, a prior per row, and each row's job."""
+    rng = np.random.default_rng(seed)
+    truth = np.repeat(rng.uniform(1.0, 100.0, n_jobs), repeats)
+    y = truth * rng.lognormal(0.0, 0.05, len(truth))
+    return y, np.full_like(y, y.mean()), list(np.repeat(np.arange(n_jobs), repeats))
+
+
+def test_observed_differences_are_the_metrics_differences() -> None:
+    y, prior, groups = _jobs(30, 3)
+    rng = np.random.default_rng(1)
+    a, b = y * rng.lognormal(0, 0.1, len(y)), y * rng.lognormal(0, 0.2, len(y))
+    found = paired_bootstrap(y, prior, a, b, groups)
+    ma, mb = compute_metrics(y, a, prior), compute_metrics(y, b, prior)
+    assert found["rae"].observed == pytest.approx(ma["rae"] - mb["rae"])
+    assert found["rrse"].observed == pytest.approx(ma["rrse"] - mb["rrse"])
+
+
+def test_a_plainly_better_model_wins_every_resample() -> None:
+    y, prior, groups = _jobs(40, 3)
+    rng = np.random.default_rng(2)
+    a, b = y * rng.lognormal(0, 0.02, len(y)), y * rng.lognormal(0, 0.5, len(y))
+    for difference in paired_bootstrap(y, prior, a, b, groups).values():
+        assert difference.low <= difference.observed <= difference.high < 0
+        assert difference.share_a_better == 1.0
+
+
+def test_equally_good_models_get_an_interval_around_zero() -> None:
+    y, prior, groups = _jobs(40, 3)
+    rng = np.random.default_rng(3)
+    a, b = (y * rng.lognormal(0, 0.2, len(y)) for _ in range(2))
+    for difference in paired_bootstrap(y, prior, a, b, groups).values():
+        assert difference.low < 0 < difference.high
+        assert 0.05 < difference.share_a_better < 0.95
+
+
+def test_identical_predictions_differ_by_nothing() -> None:
+    y, prior, groups = _jobs(10, 2)
+    for difference in paired_bootstrap(y, prior, y * 1.1, y * 1.1, groups).values():
+        assert difference.observed == difference.low == difference.high == 0.0
+        assert difference.share_a_better == 0.0
+
+
+def test_repeats_of_a_job_are_resampled_together() -> None:
+    # One job only: every resample draws that job, so the interval collapses onto the observed value.
+    y = np.array([1.0, 2.0, 3.0])
+    found = paired_bootstrap(y, np.full(3, 2.5), y + 0.1, y + 0.3, ["job"] * 3, n_resamples=50)
+    for difference in found.values():
+        assert difference.low == pytest.approx(difference.observed)
+        assert difference.high == pytest.approx(difference.observed)
+
+
+def test_the_same_seed_gives_the_same_interval() -> None:
+    y, prior, groups = _jobs(20, 3)
+    a, b = y * 1.05, y * 0.9
+    assert paired_bootstrap(y, prior, a, b, groups, seed=7) == paired_bootstrap(y, prior, a, b, groups, seed=7)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"groups": [0, 1]}, "one group per row"),
+        ({"pred_b": np.ones(2)}, "equally long"),
+        ({"level": 1.0}, "level"),
+        ({"n_resamples": 0}, "n_resamples"),
+    ],
+)
+def test_bad_input_is_refused_clearly(kwargs: dict, message: str) -> None:
+    args = {"y_true": np.ones(3), "y_prior": np.ones(3), "pred_a": np.ones(3), "pred_b": np.ones(3), "groups": [0, 1, 2]}
+    with pytest.raises(ValueError, match=message):
+        paired_bootstrap(**{**args, **kwargs})

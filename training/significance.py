@@ -1,0 +1,82 @@
+"""Is one model's lead over another real? A paired bootstrap over jobs of the difference in RAE and RRSE.
+
+Two models scored on the same folds differ partly by chance: which jobs happened to be measured,
+and how noisy their repeats were. Resampling whole jobs (all repeats of a job together, as the fold
+plan keeps them) with replacement, and scoring both models on each resample, gives the spread of
+the difference; an interval that straddles zero says the table cannot tell the two apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Metric of model A minus metric of model B (in % points; negative: A is better), with a bootstrap interval.
+
+    ``share_a_better`` is the share of resamples in which A's metric is the lower one.
+    """
+
+    metric: str
+    observed: float
+    low: float
+    high: float
+    share_a_better: float
+
+
+def paired_bootstrap(
+    y_true: ArrayLike,
+    y_prior: ArrayLike,
+    pred_a: ArrayLike,
+    pred_b: ArrayLike,
+    groups: Sequence[Hashable],
+    *,
+    n_resamples: int = 4000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Difference]:
+    """RAE and RRSE differences of predictions ``pred_a`` and ``pred_b`` of ``y_true``, resampling ``groups`` (jobs).
+
+    Both metrics are computed as :func:`training.metrics.compute_metrics` does (against each row's
+    ``y_prior``) on every resample; the interval holds the central ``level`` share of the differences.
+    """
+    y, prior, a, b = (np.asarray(v, dtype="float64") for v in (y_true, y_prior, pred_a, pred_b))
+    if not (y.shape == prior.shape == a.shape == b.shape) or y.ndim != 1 or len(y) == 0 or len(groups) != len(y):
+        raise ValueError("need equally long non-empty 1-d arrays and one group per row")
+    if not 0 < level < 1 or n_resamples < 1:
+        raise ValueError(f"need 0 < level < 1 and n_resamples >= 1, got {level} and {n_resamples}")
+    group_of_row = pd.factorize(pd.Series(list(groups)))[0]
+    n_groups = int(group_of_row.max()) + 1
+    # Per job: sums of absolute and squared errors of A, of B and of the prior; a resample adds them up by its counts.
+    columns = np.stack([np.abs(a - y), np.abs(b - y), np.abs(prior - y), (a - y) ** 2, (b - y) ** 2, (prior - y) ** 2], axis=1)
+    per_group = np.zeros((n_groups, columns.shape[1]))
+    np.add.at(per_group, group_of_row, columns)
+    counts = np.random.default_rng(seed).multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_resamples)
+    observed = per_group.sum(axis=0)[None, :]
+    tails = (1.0 - level) / 2.0
+    result = {}
+    for metric, scores in (("rae", _rae), ("rrse", _rrse)):
+        now = scores(observed)[0]
+        drawn = scores(counts @ per_group)
+        drawn = drawn[np.isfinite(drawn)]
+        low, high = np.quantile(drawn, [tails, 1.0 - tails]) if len(drawn) else (np.nan, np.nan)
+        result[metric] = Difference(metric, float(now), float(low), float(high), float((drawn < 0).mean()) if len(drawn) else np.nan)
+    return result
+
+
+def _rae(sums: np.ndarray) -> np.ndarray:
+    """RAE of A minus RAE of B (% points) from rows of summed errors; NaN where the prior made no error."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 100.0 * (sums[:, 0] - sums[:, 1]) / sums[:, 2]
+
+
+def _rrse(sums: np.ndarray) -> np.ndarray:
+    """RRSE of A minus RRSE of B (% points) from rows of summed errors; NaN where the prior made no error."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 100.0 * (np.sqrt(sums[:, 3] / sums[:, 5]) - np.sqrt(sums[:, 4] / sums[:, 5]))
