@@ -13,6 +13,11 @@
    the oracle serves clipped answers; it only helps the peers) and scored by ``training.metrics.compute_metrics``
    with each row's training-fold mean as prior, exactly as the zoo's are; the zoo's rows come from its
    MLflow session.
+4. The summary sets the champion against the best peer by RAE and by RRSE; each difference gets a 95 %
+   interval from a paired bootstrap over jobs (``training.significance``: all repeats of a job resampled
+   together, both contenders scored on each resample, the champion's out-of-fold predictions read back
+   from its run's ``out_of_fold.csv``). An interval that straddles zero means these runs cannot tell the two apart.
+   Each pair's table also has a noise-floor row: every run predicted by the mean of its job's other repeats.
 
     .venv/bin/python benchmarks/peers.py --jobs 2
 """
@@ -30,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import mlflow
 import numpy as np
 import pandas as pd
 
@@ -41,8 +47,10 @@ from training.crossval import check_plan
 from training.dataset import TrainingSet, load_training_sets
 from training.folds import FoldPlan
 from training.metrics import compute_metrics
-from training.pipeline import fold_plan_path, run_training
+from training.pipeline import fold_plan_path, job_groups, run_training
 from training.report import latest_session
+from training.significance import Difference, paired_bootstrap
+from training.tracking import OUT_OF_FOLD
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for benchmarks.fann, imported when FANN runs
@@ -62,12 +70,13 @@ MILLISECONDS = 1000.0
 
 @dataclass(frozen=True)
 class Row:
-    """One contender's cross-validated result on one pair."""
+    """One contender's cross-validated result on one pair (out-of-fold predictions kept for peers and the champion)."""
 
     name: str
     kind: str
     metrics: dict[str, float]
     fit_seconds: float
+    predictions: np.ndarray | None = None
 
 
 # A peer fits on a training fold and predicts a test fold: (X_train, y_train, X_test, fold, workdir) -> (pred, seconds).
@@ -120,8 +129,8 @@ def _run(command: list[str]) -> str:
     return done.stdout
 
 
-def cross_validate_peer(peer: Peer, ts: TrainingSet, plan: FoldPlan, work: Path) -> tuple[dict[str, float], float]:
-    """Pooled metrics of ``peer``'s out-of-fold predictions on ``plan`` (priors: training-fold means), and fit seconds."""
+def cross_validate_peer(peer: Peer, ts: TrainingSet, plan: FoldPlan, work: Path) -> tuple[np.ndarray, dict[str, float], float]:
+    """``peer``'s out-of-fold predictions on ``plan``, their pooled metrics (priors: training-fold means), fit seconds."""
     predictions, priors, seconds = np.empty_like(ts.y), np.empty_like(ts.y), 0.0
     for fold, (train, test) in enumerate(plan.splits()):
         folder = work / f"fold{fold:02d}"
@@ -130,52 +139,101 @@ def cross_validate_peer(peer: Peer, ts: TrainingSet, plan: FoldPlan, work: Path)
         predictions[test] = np.maximum(predicted, 0.0)
         priors[test] = ts.y[train].mean()
         seconds += fit_seconds
-    return compute_metrics(ts.y, predictions, priors), seconds
+    return predictions, compute_metrics(ts.y, predictions, priors), seconds
 
 
-def compare(settings: Settings, ts: TrainingSet, peers: dict[str, tuple[str, Peer]], work: Path, jobs: int) -> list[Row]:
-    """The zoo's candidates from the latest session and every peer on the pair's saved fold plan, best RAE first."""
+@dataclass(frozen=True)
+class Pair:
+    """Every contender on one (algorithm, platform), best RAE first, and each run's prior (its training folds' mean)."""
+
+    ts: TrainingSet
+    priors: np.ndarray
+    rows: list[Row]
+
+
+def champion_out_of_fold(run_id: str, ts: TrainingSet) -> pd.DataFrame:
+    """The champion's out-of-fold table, logged with its MLflow run, checked to be of ``ts``'s runs in order."""
+    table = pd.read_csv(Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=OUT_OF_FOLD)), dtype={"run_id": str})
+    if table["run_id"].tolist() != ts.run_ids:
+        raise RuntimeError(f"{ts.algorithm}/{ts.platform}: the champion's {OUT_OF_FOLD} is not of the pair's runs")
+    return table
+
+
+def repeats_row(ts: TrainingSet, priors: np.ndarray) -> Row:
+    """The noise floor of a pair: each run predicted by the mean of its job's other repeats (runs without one left out).
+
+    No model can know a job better than its own repeats do, so a contender near this row is as
+    good as the measurements' noise lets anyone be.
+    """
+    jobs = pd.Series(ts.y).groupby(job_groups(ts))
+    n, total = jobs.transform("count").to_numpy(), jobs.transform("sum").to_numpy()
+    repeated = n > 1
+    others = (total[repeated] - ts.y[repeated]) / (n[repeated] - 1)
+    return Row("mean of the job's other repeats", "noise floor", compute_metrics(ts.y[repeated], others, priors[repeated]), 0.0)
+
+
+def compare(settings: Settings, ts: TrainingSet, peers: dict[str, tuple[str, Peer]], work: Path, jobs: int) -> Pair:
+    """The zoo's candidates from the latest session and every peer on the pair's saved fold plan."""
     plan = FoldPlan.load(fold_plan_path(settings, ts.algorithm, ts.platform))
     check_plan(ts, plan)
     session = latest_session(settings, ts.algorithm, ts.platform)
-    rows = [Row(r.model, "zoo *" if r.champion else "zoo", r.metrics, r.fit_seconds) for r in session.rows]
+    rows = [Row(r.model, "zoo", r.metrics, r.fit_seconds) for r in session.rows if not r.champion]
+    champion = next(r for r in session.rows if r.champion)
+    table = champion_out_of_fold(champion.run_id, ts)
+    rows.append(Row(champion.model, "zoo *", champion.metrics, champion.fit_seconds, table["predicted_seconds"].to_numpy()))
 
     def one(name: str) -> Row:
         kind, peer = peers[name]
-        metrics, seconds = cross_validate_peer(peer, ts, plan, work / f"{ts.algorithm}-{ts.platform}" / name)
-        return Row(name, kind, metrics, seconds)
+        predictions, metrics, seconds = cross_validate_peer(peer, ts, plan, work / f"{ts.algorithm}-{ts.platform}" / name)
+        return Row(name, kind, metrics, seconds, predictions)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         rows += list(pool.map(one, peers))
-    return sorted(rows, key=lambda r: r.metrics["rae"])
+    priors = table["prior_seconds"].to_numpy()
+    if len(set(job_groups(ts))) < len(ts):
+        rows.append(repeats_row(ts, priors))
+    return Pair(ts, priors, sorted(rows, key=lambda r: r.metrics["rae"]))
 
 
-def print_pair(ts: TrainingSet, rows: list[Row]) -> None:
+def print_pair(pair: Pair) -> None:
     """One Markdown table: every contender of a pair."""
+    ts = pair.ts
     print(f"\n### {ts.algorithm} on {ts.platform} ({len(ts)} runs, {len(ts.feature_names)} features)\n")
     print("| model | from | CC | MAE (s) | RMSE (s) | RAE % | RRSE % | fit s (all folds) |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for r in rows:
+    for r in pair.rows:
         m = r.metrics
         print(f"| {r.name} | {r.kind} | {m['cc']:.4f} | {m['mae']:.4g} | {m['rmse']:.4g} | {m['rae']:.2f} | {m['rrse']:.2f} | {r.fit_seconds:.2f} |")
 
 
-def print_summary(results: dict[tuple[str, str], list[Row]]) -> None:
-    """Champion against the best peer on RAE and on RRSE, per pair."""
+def champion_against(pair: Pair, peer: Row, metric: str) -> Difference:
+    """The champion's ``metric`` minus ``peer``'s, with a 95 % interval from resampling the pair's jobs."""
+    champion = next(r for r in pair.rows if r.kind == "zoo *")
+    ts = pair.ts
+    return paired_bootstrap(ts.y, pair.priors, champion.predictions, peer.predictions, job_groups(ts))[metric]
+
+
+def print_summary(pairs: list[Pair]) -> None:
+    """Champion against the best peer on RAE and on RRSE, per pair, each difference with its bootstrap interval."""
     print("\n### Champion against the best peer\n")
-    print("| algorithm | platform | champion | RAE % | best peer by RAE | RAE % | RRSE % | best peer by RRSE | RRSE % | beats both |")
-    print("| --- | --- | --- | ---: | --- | ---: | ---: | --- | ---: | --- |")
-    for (algorithm, platform), rows in results.items():
-        champion = next(r for r in rows if r.kind == "zoo *")
-        peers = [r for r in rows if not r.kind.startswith("zoo")]
-        by_rae = min(peers, key=lambda r: r.metrics["rae"])
-        by_rrse = min(peers, key=lambda r: r.metrics["rrse"])
-        wins = champion.metrics["rae"] < by_rae.metrics["rae"] and champion.metrics["rrse"] < by_rrse.metrics["rrse"]
-        print(
-            f"| {algorithm} | {platform} | {champion.name} | {champion.metrics['rae']:.2f} | {by_rae.name} | "
-            f"{by_rae.metrics['rae']:.2f} | {champion.metrics['rrse']:.2f} | {by_rrse.name} | {by_rrse.metrics['rrse']:.2f} | "
-            f"{'yes' if wins else 'NO'} |"
-        )
+    print(
+        "| algorithm | platform | champion | RAE % | best peer by RAE | RAE % | difference [95 % interval] "
+        "| RRSE % | best peer by RRSE | RRSE % | difference [95 % interval] | beats both |"
+    )
+    print("| --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |")
+    for pair in pairs:
+        champion = next(r for r in pair.rows if r.kind == "zoo *")
+        peers = [r for r in pair.rows if r.predictions is not None and r.kind != "zoo *"]
+        cells, wins = [], True
+        for metric in ("rae", "rrse"):
+            best = min(peers, key=lambda r: r.metrics[metric])
+            d = champion_against(pair, best, metric)
+            wins &= champion.metrics[metric] < best.metrics[metric]
+            cells.append(
+                f"{champion.metrics[metric]:.2f} | {best.name} | {best.metrics[metric]:.2f} | {d.observed:+.2f} [{d.low:+.2f}, {d.high:+.2f}]"
+            )
+        ts = pair.ts
+        print(f"| {ts.algorithm} | {ts.platform} | {champion.name} | {' | '.join(cells)} | {'yes' if wins else 'NO'} |")
 
 
 def available_peers(names: list[str], max_neurons: int) -> dict[str, tuple[str, Peer]]:
@@ -218,11 +276,11 @@ def main() -> None:
         outcomes = run_training(settings, store, algorithms=args.algorithm)
         print(f"trained {len(outcomes)} pairs into {home}", file=sys.stderr)
     peers = available_peers(args.peers, args.fann_max_neurons)
-    results = {}
+    pairs = []
     for ts in load_training_sets(store, args.algorithm):
-        results[ts.algorithm, ts.platform] = rows = compare(settings, ts, peers, home / "peers", args.jobs)
-        print_pair(ts, rows)
-    print_summary(results)
+        pairs.append(compare(settings, ts, peers, home / "peers", args.jobs))
+        print_pair(pairs[-1])
+    print_summary(pairs)
 
 
 if __name__ == "__main__":
