@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
+from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, NullLocator
+
+
+def save(figure: Figure, path: Path) -> Path:
+    """Write ``figure`` as SVG with its text kept as text: a third cheaper than PNG, sharp at any zoom, shown by MLflow's UI."""
+    with rc_context({"svg.fonttype": "none"}):
+        figure.savefig(path, format="svg")
+    return path
 
 
 def _figure(width: float, height: float, title: str) -> tuple[Figure, Axes]:

@@ -214,13 +214,13 @@ def _write_artifacts(
     out_of_fold_table(ts, plan, result).to_csv(folder / OUT_OF_FOLD, index=False)
     title = f"{result.model_name}: {ts.algorithm} on {ts.platform}"
     figures = {
-        "pred_vs_actual.png": plots.pred_vs_actual(ts.y, result.predictions, title),
-        "relative_errors.png": plots.relative_errors(ts.y, result.predictions, title),
+        "pred_vs_actual.svg": plots.pred_vs_actual(ts.y, result.predictions, title),
+        "relative_errors.svg": plots.relative_errors(ts.y, result.predictions, title),
     }
     if result.curves:
-        figures["learning_curve.png"] = plots.learning_curves(result.curves, title)
+        figures["learning_curve.svg"] = plots.learning_curves(result.curves, title)
     for name, figure in figures.items():
-        figure.savefig(folder / name, pil_kwargs={"compress_level": 1})
+        plots.save(figure, folder / name)
 
 
 def out_of_fold_table(ts: TrainingSet, plan: FoldPlan, result: CVResult) -> pd.DataFrame:

@@ -129,8 +129,8 @@ def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Tra
     history = mlflow.MlflowClient().get_metric_history(child.info.run_id, "fold_rae")
     assert [m.step for m in history] == [0, 1, 2, 3, 4]
     artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(child.info.run_id)}
-    assert {"pred_vs_actual.png", "relative_errors.png", "folds.csv", "features.json"} <= artifacts
-    assert "residual_log_quantiles.json" in artifacts and "learning_curve.png" not in artifacts
+    assert {"pred_vs_actual.svg", "relative_errors.svg", "folds.csv", "features.json", OUT_OF_FOLD} <= artifacts
+    assert "residual_log_quantiles.json" in artifacts and "learning_curve.svg" not in artifacts
 
 
 def test_each_candidate_logs_its_out_of_fold_predictions(trained: Trained) -> None:

@@ -36,3 +36,11 @@ def test_figures_are_drawn_even_with_zero_runtimes() -> None:
     assert len(plots.pred_vs_actual(actual, predicted, "t").axes) == 1
     curve = {"hidden_units": np.array([0, 1, 2]), "train_mse": np.array([1.0, 0.5, 0.2])}
     assert len(plots.learning_curves([curve], "t").axes[0].lines) == 1
+
+
+def test_figures_are_saved_as_svg_with_their_text_as_text(tmp_path) -> None:
+    actual = np.array([1.0, 2.0, 10.0])
+    path = plots.save(plots.pred_vs_actual(actual, actual * 1.1, "mafft on cpu1"), tmp_path / "pred_vs_actual.svg")
+    svg = path.read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    assert "mafft on cpu1" in svg and "measured seconds" in svg
