@@ -35,7 +35,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import pandas as pd
 
@@ -47,10 +46,10 @@ from training.crossval import check_plan
 from training.dataset import TrainingSet, load_training_sets
 from training.folds import FoldPlan
 from training.metrics import compute_metrics
-from training.pipeline import fold_plan_path, job_groups, run_training
+from training.pipeline import fold_plan_path, run_training
 from training.report import latest_session
 from training.significance import Difference, paired_bootstrap
-from training.tracking import OUT_OF_FOLD
+from training.tracking import OUT_OF_FOLD, load_out_of_fold
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for benchmarks.fann, imported when FANN runs
@@ -153,7 +152,7 @@ class Pair:
 
 def champion_out_of_fold(run_id: str, ts: TrainingSet) -> pd.DataFrame:
     """The champion's out-of-fold table, logged with its MLflow run, checked to be of ``ts``'s runs in order."""
-    table = pd.read_csv(Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=OUT_OF_FOLD)), dtype={"run_id": str})
+    table = load_out_of_fold(run_id)
     if table["run_id"].tolist() != ts.run_ids:
         raise RuntimeError(f"{ts.algorithm}/{ts.platform}: the champion's {OUT_OF_FOLD} is not of the pair's runs")
     return table
@@ -165,7 +164,7 @@ def repeats_row(ts: TrainingSet, priors: np.ndarray) -> Row:
     No model can know a job better than its own repeats do, so a contender near this row is as
     good as the measurements' noise lets anyone be.
     """
-    jobs = pd.Series(ts.y).groupby(job_groups(ts))
+    jobs = pd.Series(ts.y).groupby(ts.jobs())
     n, total = jobs.transform("count").to_numpy(), jobs.transform("sum").to_numpy()
     repeated = n > 1
     others = (total[repeated] - ts.y[repeated]) / (n[repeated] - 1)
@@ -190,7 +189,7 @@ def compare(settings: Settings, ts: TrainingSet, peers: dict[str, tuple[str, Pee
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         rows += list(pool.map(one, peers))
     priors = table["prior_seconds"].to_numpy()
-    if len(set(job_groups(ts))) < len(ts):
+    if len(set(ts.jobs())) < len(ts):
         rows.append(repeats_row(ts, priors))
     return Pair(ts, priors, sorted(rows, key=lambda r: r.metrics["rae"]))
 
@@ -210,7 +209,7 @@ def champion_against(pair: Pair, peer: Row, metric: str) -> Difference:
     """The champion's ``metric`` minus ``peer``'s, with a 95 % interval from resampling the pair's jobs."""
     champion = next(r for r in pair.rows if r.kind == "zoo *")
     ts = pair.ts
-    return paired_bootstrap(ts.y, pair.priors, champion.predictions, peer.predictions, job_groups(ts))[metric]
+    return paired_bootstrap(ts.y, pair.priors, champion.predictions, peer.predictions, ts.jobs())[metric]
 
 
 def print_summary(pairs: list[Pair]) -> None:

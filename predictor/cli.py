@@ -230,8 +230,8 @@ def report(
     algorithm: Annotated[str, typer.Option(help="Algorithm whose latest training session to show.")],
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
 ) -> None:
-    """Seed 001's Table 2 for the latest training session: every candidate's cross-validated metrics per platform."""
-    from training.report import REPORT_METRICS, NoSession, latest_session
+    """Seed 001's Table 2 for the latest training session per platform, and the champion's lead over the runner-up."""
+    from training.report import REPORT_METRICS, NoSession, champion_lead, latest_session
 
     try:
         session = latest_session(_settings(), algorithm, platform)
@@ -248,6 +248,15 @@ def report(
             values = [f"{r.metrics[m]:.4g}" if m in r.metrics else "-" for m in REPORT_METRICS]
             table.add_row(("* " if r.champion else "") + r.model, r.target_transform, *values, f"{r.fit_seconds:.2f}")
         wide.print(table)
+        lead = champion_lead(session, name)
+        if lead is not None:
+            gaps = ", ".join(
+                f"{d.metric.upper()} {d.observed:+.2f} [{d.low:+.2f}, {d.high:+.2f}]" for d in lead.differences.values()
+            )
+            console.print(
+                f"champion {lead.champion} minus runner-up {lead.runner_up}, % points with 95 % intervals "
+                f"(paired bootstrap over {lead.n_jobs} jobs): {gaps}"
+            )
 
 
 @app.command()

@@ -62,6 +62,10 @@ class TrainingSet:
     def __len__(self) -> int:
         return len(self.y)
 
+    def jobs(self) -> np.ndarray:
+        """A job number per run (0, 1, ... in order of first run), equal for repeats of a job (the same feature values)."""
+        return pd.factorize(pd.util.hash_pandas_object(self.X, index=False))[0]
+
 
 def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str) -> TrainingSet:
     """The successful runs of (algorithm, platform) in ``frame``, with its informative numeric features."""

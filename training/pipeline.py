@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import mlflow
-import pandas as pd
 from mlflow.entities import Run
 from sklearn.base import RegressorMixin
 
@@ -251,14 +250,9 @@ def _promote(
     )
 
 
-def job_groups(ts: TrainingSet) -> list[int]:
-    """One label per run, equal for runs of the same job (the same feature values)."""
-    return pd.util.hash_pandas_object(ts.X, index=False).tolist()
-
-
 def _save_plan(settings: Settings, ts: TrainingSet) -> FoldPlan:
     """The set's seeded fold plan (repeats of one job, i.e. equal feature rows, in one fold), written where peer tools find it."""
-    plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed, groups=job_groups(ts))
+    plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed, groups=ts.jobs())
     path = fold_plan_path(settings, ts.algorithm, ts.platform)
     path.parent.mkdir(parents=True, exist_ok=True)
     plan.save(path)

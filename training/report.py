@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import mlflow
 
 from predictor.settings import Settings
-from training.tracking import configure_mlflow, experiment_name
+from training.significance import Difference, paired_bootstrap
+from training.tracking import configure_mlflow, experiment_name, load_out_of_fold
 
 # Column label of each metric shown: Weka's (seed 001, Table 2, plus RRSE), what a scheduler cares about,
 # and the coverage the intervals achieved out of fold.
@@ -102,3 +103,36 @@ def _row(child: mlflow.entities.Run, parent_tags: dict[str, str]) -> ReportRow:
         fit_seconds=metrics.get("fit_seconds", float("nan")),
         champion=parent_tags.get(f"champion.{platform}") == model,
     )
+
+
+@dataclass(frozen=True)
+class Lead:
+    """The champion against the runner-up of one platform: RAE and RRSE differences over ``n_jobs`` resampled jobs."""
+
+    champion: str
+    runner_up: str
+    n_jobs: int
+    differences: dict[str, Difference]
+
+
+def champion_lead(session: SessionReport, platform: str) -> Lead | None:
+    """How far the champion of ``platform`` is ahead of the runner-up (next by the selection metric), with 95 % intervals.
+
+    Both candidates' logged out-of-fold predictions are compared by a paired bootstrap over jobs;
+    None where there is no champion or runner-up, or their runs predate ``out_of_fold.csv``.
+    """
+    rows = [r for r in session.rows if r.platform == platform]
+    champion = next((r for r in rows if r.champion), None)
+    runner_up = next((r for r in rows if not r.champion), None)
+    if champion is None or runner_up is None:
+        return None
+    try:
+        ours, theirs = load_out_of_fold(champion.run_id), load_out_of_fold(runner_up.run_id)
+    except FileNotFoundError:
+        return None
+    if ours["run_id"].tolist() != theirs["run_id"].tolist():
+        return None
+    differences = paired_bootstrap(
+        ours["measured_seconds"], ours["prior_seconds"], ours["predicted_seconds"], theirs["predicted_seconds"], ours["job"].tolist()
+    )
+    return Lead(champion.model, runner_up.model, int(ours["job"].nunique()), differences)

@@ -18,6 +18,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 from mlflow.entities import Metric, Param, Run
+from mlflow.exceptions import MlflowException
 from mlflow.models import infer_signature
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 from sklearn.base import RegressorMixin
@@ -36,6 +37,7 @@ from training.intervals import cross_fitted_coverage
 MODEL_REQUIREMENTS = ("scikit-learn", "lightgbm", "numpy", "pandas", "scipy", "skops")
 # Each candidate's out-of-fold predictions, as an artifact of its run (see out_of_fold_table).
 OUT_OF_FOLD = "out_of_fold.csv"
+OUT_OF_FOLD_COLUMNS = ("run_id", "job", "fold", "measured_seconds", "predicted_seconds", "prior_seconds")
 
 
 @dataclass(frozen=True)
@@ -224,20 +226,29 @@ def _write_artifacts(
 
 
 def out_of_fold_table(ts: TrainingSet, plan: FoldPlan, result: CVResult) -> pd.DataFrame:
-    """Each run's fold, measured seconds, out-of-fold prediction and prior (its training folds' mean), in row order.
+    """Each run's job, fold, measured seconds, out-of-fold prediction and prior (its training folds' mean), in row order.
 
     Logged with every candidate so its figures and metrics can be redrawn, or compared with
-    another tool's predictions on the same folds, without refitting anything.
+    another model's or tool's predictions on the same folds (resampling jobs), without refitting anything.
     """
-    return pd.DataFrame(
-        {
-            "run_id": ts.run_ids,
-            "fold": plan.folds,
-            "measured_seconds": ts.y,
-            "predicted_seconds": result.predictions,
-            "prior_seconds": result.priors,
-        }
-    )
+    columns = (ts.run_ids, ts.jobs(), plan.folds, ts.y, result.predictions, result.priors)
+    return pd.DataFrame(dict(zip(OUT_OF_FOLD_COLUMNS, columns, strict=True)))
+
+
+def load_out_of_fold(run_id: str) -> pd.DataFrame:
+    """The :func:`out_of_fold_table` a candidate's run logged.
+
+    ``FileNotFoundError`` if the run has none, or one without every column of today's (older sessions).
+    """
+    try:
+        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=OUT_OF_FOLD)
+    except (OSError, MlflowException) as exc:
+        raise FileNotFoundError(f"run {run_id} has no {OUT_OF_FOLD}: {exc}") from exc
+    table = pd.read_csv(path, dtype={"run_id": str})
+    missing = sorted(set(OUT_OF_FOLD_COLUMNS) - set(table.columns))
+    if missing:
+        raise FileNotFoundError(f"run {run_id}'s {OUT_OF_FOLD} predates column(s) {', '.join(missing)}")
+    return table
 
 
 def _model_params(model: RegressorMixin) -> dict[str, object]:

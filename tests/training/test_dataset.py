@@ -31,6 +31,18 @@ def _frame() -> pd.DataFrame:
     )
 
 
+def test_repeats_of_a_job_get_one_job_number() -> None:
+    frame = pd.DataFrame(
+        {
+            "run_id": [f"r{i}" for i in range(5)],
+            "wall_seconds": [1.0, 2.0, 1.1, 3.0, 2.1],
+            "size": [1.0, 2.0, 1.0, 3.0, 2.0],
+            "threads": [4.0, 4.0, 4.0, 8.0, 4.0],
+        }
+    )
+    assert training_set_from_frame(frame, "a", "p").jobs().tolist() == [0, 1, 0, 2, 1]
+
+
 def test_training_set_from_frame() -> None:
     ts = training_set_from_frame(_frame(), "a", "p")
     assert ts.run_ids == ["r1", "r2", "r3"]

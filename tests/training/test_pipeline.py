@@ -28,9 +28,9 @@ from training.pipeline import (
     fold_plan_path,
     run_training,
 )
-from training.report import REPORT_METRICS, NoSession, latest_session
+from training.report import REPORT_METRICS, NoSession, champion_lead, latest_session
 from training.metrics import compute_metrics
-from training.tracking import OUT_OF_FOLD, Candidate
+from training.tracking import OUT_OF_FOLD, Candidate, load_out_of_fold
 
 SPEED = {"fast": 1.0, "slow": 3.0}
 # A few members of each kind (baseline, linear, trees, Weka-like) keep the module quick; the zoo has its own tests.
@@ -139,7 +139,8 @@ def test_each_candidate_logs_its_out_of_fold_predictions(trained: Trained) -> No
     folder = mlflow.artifacts.download_artifacts(run_id=row.run_id)
     table = pd.read_csv(f"{folder}/{OUT_OF_FOLD}", dtype={"run_id": str})
     plan = FoldPlan.load(f"{folder}/folds.csv")
-    assert list(table.columns) == ["run_id", "fold", "measured_seconds", "predicted_seconds", "prior_seconds"]
+    assert list(table.columns) == ["run_id", "job", "fold", "measured_seconds", "predicted_seconds", "prior_seconds"]
+    assert table.groupby("job")["fold"].nunique().max() == 1  # repeats of a job share a fold
     assert table["run_id"].tolist() == plan.run_ids and (table["fold"].to_numpy() == plan.folds).all()
     recomputed = compute_metrics(table["measured_seconds"], table["predicted_seconds"], table["prior_seconds"])
     assert recomputed["rae"] == pytest.approx(row.metrics["rae"])
@@ -254,11 +255,30 @@ def test_report_reads_the_latest_session(trained: Trained) -> None:
         latest_session(trained.settings, "search")
 
 
+def test_report_sets_the_champion_against_the_runner_up(trained: Trained) -> None:
+    session = latest_session(trained.settings, "align", "fast")
+    lead = champion_lead(session, "fast")
+    assert lead is not None and lead.champion == "linear_log" and lead.n_jobs == 40
+    runner_up = next(r for r in session.rows if not r.champion)
+    champion = next(r for r in session.rows if r.champion)
+    assert lead.runner_up == runner_up.model
+    for metric, difference in lead.differences.items():
+        assert difference.observed == pytest.approx(champion.metrics[metric] - runner_up.metrics[metric])
+        assert difference.low <= difference.observed <= difference.high
+
+
+def test_a_run_without_out_of_fold_predictions_is_named(trained: Trained) -> None:
+    session = latest_session(trained.settings, "align", "fast")
+    with pytest.raises(FileNotFoundError, match=f"run {session.run_id} has no {OUT_OF_FOLD}"):
+        load_out_of_fold(session.run_id)  # the session's parent run logs no candidate files
+
+
 def test_report_command_prints_the_table(trained: Trained) -> None:
     env = {"PREDICTOR_HOME": str(trained.settings.home)}
     result = CliRunner().invoke(app, ["report", "--algorithm", "align", "--platform", "slow"], env=env)
     assert result.exit_code == 0, result.output
     assert "align on slow" in result.output and "align on fast" not in result.output
     assert "* linear_log" in result.output and "RAE%" in result.output and "cover" in result.output
+    assert "champion linear_log minus runner-up" in result.output and "paired bootstrap over 40 jobs" in result.output
     missing = CliRunner().invoke(app, ["report", "--algorithm", "search"], env=env)
     assert missing.exit_code == 2
