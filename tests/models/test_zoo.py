@@ -41,7 +41,7 @@ def test_member_fits_predicts_and_clones(name: str, power_law: tuple[pd.DataFram
 
 
 @pytest.mark.parametrize(
-    "name", ["linear_log", "lad_log", "lightgbm", "lightgbm_log", "simple_linear_log", "isotonic", "svr_log", "mlp", "mlp_log"]
+    "name", ["linear_log", "lad_log", "quadratic_log", "lightgbm", "lightgbm_log", "simple_linear_log", "isotonic", "svr_log", "mlp", "mlp_log"]
 )
 def test_member_beats_the_mean_on_a_power_law(name: str, power_law: tuple[pd.DataFrame, np.ndarray]) -> None:
     X, y = power_law
@@ -59,6 +59,23 @@ def test_lad_is_not_dragged_by_a_few_slow_outliers() -> None:
     lad_error = np.abs(make_model("lad").fit(X, y).predict(X)[3:] - clean).max()
     linear_error = np.abs(make_model("linear").fit(X, y).predict(X)[3:] - clean).max()
     assert lad_error < 1e-6 * clean.max() < linear_error
+
+
+def test_quadratic_log_learns_an_exponent_that_another_feature_sets() -> None:
+    # MAFFT-like: seconds ~ sequences^1 in one strategy and sequences^2 in the other, on unseen sizes.
+    rng = np.random.default_rng(4)
+
+    def runs(n: int, low: float, high: float) -> tuple[pd.DataFrame, np.ndarray]:
+        X = pd.DataFrame({"sequences": rng.uniform(low, high, n), "iterative": rng.integers(0, 2, n).astype(float)})
+        return X, 0.01 * X["sequences"].to_numpy() ** (1.0 + X["iterative"].to_numpy())
+
+    X, y = runs(80, 10, 200)
+    X_new, y_new = runs(40, 200, 400)
+
+    def error(name: str) -> float:
+        return float(np.median(np.abs(make_model(name).fit(X, y).predict(X_new) / y_new - 1)))
+
+    assert error("quadratic_log") < 0.02 < 0.3 < error("linear_log")
 
 
 def test_linear_log_accepts_zero_and_negative_features() -> None:
