@@ -113,6 +113,11 @@ def _standardised_target(regressor: RegressorMixin, *, log: bool) -> Transformed
     return TransformedTargetRegressor(regressor=regressor, transformer=Pipeline([*steps, ("scale", StandardScaler())]))
 
 
+def _standardised(regressor: RegressorMixin) -> Pipeline:
+    """``regressor`` on standardised raw features (a linear model's coefficients then compare across features)."""
+    return Pipeline([("scale", StandardScaler()), ("regress", regressor)])
+
+
 def _scaled(name: str, regressor: RegressorMixin) -> Pipeline:
     """``regressor`` on signed-log, then standardised features (sizes span orders of magnitude)."""
     return Pipeline([("log", _signed_log()), ("scale", StandardScaler()), (name, regressor)])
@@ -166,7 +171,7 @@ def mean() -> DummyRegressor:
 @register("linear")
 def linear() -> Pipeline:
     """Ordinary least squares on standardised features."""
-    return Pipeline([("scale", StandardScaler()), ("regress", LinearRegression())])
+    return _standardised(LinearRegression())
 
 
 @register("linear_log")
@@ -198,7 +203,7 @@ def lad() -> Pipeline:
 
     It is what Weka's SMOreg fits with its linear kernel and tiny epsilon, minus the penalty (seed 001, Table 2).
     """
-    return Pipeline([("scale", StandardScaler()), ("regress", _least_absolute_deviations())])
+    return _standardised(_least_absolute_deviations())
 
 
 @register("lad_log")
