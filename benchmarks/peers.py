@@ -164,7 +164,7 @@ def repeats_row(ts: TrainingSet, priors: np.ndarray) -> Row:
     No model can know a job better than its own repeats do, so a contender near this row is as
     good as the measurements' noise lets anyone be.
     """
-    jobs = pd.Series(ts.y).groupby(ts.jobs())
+    jobs = pd.Series(ts.y).groupby(ts.jobs)
     n, total = jobs.transform("count").to_numpy(), jobs.transform("sum").to_numpy()
     repeated = n > 1
     others = (total[repeated] - ts.y[repeated]) / (n[repeated] - 1)
@@ -189,7 +189,7 @@ def compare(settings: Settings, ts: TrainingSet, peers: dict[str, tuple[str, Pee
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         rows += list(pool.map(one, peers))
     priors = table["prior_seconds"].to_numpy()
-    if len(set(ts.jobs())) < len(ts):
+    if len(set(ts.jobs)) < len(ts):
         rows.append(repeats_row(ts, priors))
     return Pair(ts, priors, sorted(rows, key=lambda r: r.metrics["rae"]))
 
@@ -209,7 +209,7 @@ def champion_against(pair: Pair, peer: Row, metric: str) -> Difference:
     """The champion's ``metric`` minus ``peer``'s, with a 95 % interval from resampling the pair's jobs."""
     champion = next(r for r in pair.rows if r.kind == "zoo *")
     ts = pair.ts
-    return paired_bootstrap(ts.y, pair.priors, champion.predictions, peer.predictions, ts.jobs())[metric]
+    return paired_bootstrap(ts.y, pair.priors, champion.predictions, peer.predictions, ts.jobs)[metric]
 
 
 def print_summary(pairs: list[Pair]) -> None:

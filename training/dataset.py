@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -62,8 +63,13 @@ class TrainingSet:
     def __len__(self) -> int:
         return len(self.y)
 
+    @cached_property
     def jobs(self) -> np.ndarray:
-        """A job number per run (0, 1, ... in order of first run), equal for repeats of a job (the same feature values)."""
+        """A job number per run (0, 1, ... in order of first run), equal for repeats of a job (the same feature values).
+
+        Computed once per set: the fold plan, every candidate's out-of-fold table and the
+        bootstraps all group runs by it.
+        """
         return pd.factorize(pd.util.hash_pandas_object(self.X, index=False))[0]
 
 

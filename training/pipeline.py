@@ -253,7 +253,7 @@ def _promote(
 
 def _save_plan(settings: Settings, ts: TrainingSet) -> FoldPlan:
     """The set's seeded fold plan (repeats of one job, i.e. equal feature rows, in one fold), written where peer tools find it."""
-    plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed, groups=ts.jobs())
+    plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed, groups=ts.jobs)
     path = fold_plan_path(settings, ts.algorithm, ts.platform)
     path.parent.mkdir(parents=True, exist_ok=True)
     plan.save(path)

@@ -231,7 +231,7 @@ def out_of_fold_table(ts: TrainingSet, plan: FoldPlan, result: CVResult) -> pd.D
     Logged with every candidate so its figures and metrics can be redrawn, or compared with
     another model's or tool's predictions on the same folds (resampling jobs), without refitting anything.
     """
-    columns = (ts.run_ids, ts.jobs(), plan.folds, ts.y, result.predictions, result.priors)
+    columns = (ts.run_ids, ts.jobs, plan.folds, ts.y, result.predictions, result.priors)
     return pd.DataFrame(dict(zip(OUT_OF_FOLD_COLUMNS, columns, strict=True)))
 
 

@@ -40,7 +40,7 @@ def test_repeats_of_a_job_get_one_job_number() -> None:
             "threads": [4.0, 4.0, 4.0, 8.0, 4.0],
         }
     )
-    assert training_set_from_frame(frame, "a", "p").jobs().tolist() == [0, 1, 0, 2, 1]
+    assert training_set_from_frame(frame, "a", "p").jobs.tolist() == [0, 1, 0, 2, 1]
 
 
 def test_training_set_from_frame() -> None:
