@@ -31,6 +31,7 @@ from models.ensemble import ENSEMBLE
 from models.network import EarlyStoppedNetwork
 from models.search import SubsampledGridSearch
 from models.smearing import SmearedLogTarget
+from models.sparse import SparseMedianRegression
 from models.transforms import log_seconds, signed_log1p
 
 ZOO: dict[str, Callable[..., RegressorMixin]] = {}
@@ -210,6 +211,12 @@ def lad() -> Pipeline:
 def lad_log() -> TransformedTargetRegressor:
     """Least absolute deviations in log-log space: the median power law."""
     return _log_target(_scaled("regress", _least_absolute_deviations()))
+
+
+@register("sparse_lad_log")
+def sparse_lad_log() -> TransformedTargetRegressor:
+    """The median power law on the features a BIC-chosen lasso keeps: inputs that vary by chance are left out of it."""
+    return _log_target(_scaled("regress", SparseMedianRegression()))
 
 
 @register("quadratic_log")

@@ -50,6 +50,7 @@ DEFAULT_MODELS: tuple[str, ...] = (
     "linear_log_smeared",
     "lad",
     "lad_log",
+    "sparse_lad_log",
     "quadratic_log",
     "simple_linear",
     "simple_linear_log",
