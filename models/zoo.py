@@ -19,7 +19,7 @@ from lightgbm import LGBMRegressor
 from sklearn.base import RegressorMixin
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.dummy import DummyRegressor
-from sklearn.linear_model import LinearRegression, QuantileRegressor, RidgeCV
+from sklearn.linear_model import LinearRegression, RidgeCV
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, MinMaxScaler, PolynomialFeatures, StandardScaler
 from sklearn.svm import SVR
@@ -31,7 +31,7 @@ from models.ensemble import ENSEMBLE
 from models.network import EarlyStoppedNetwork
 from models.search import SubsampledGridSearch
 from models.smearing import SmearedLogTarget
-from models.sparse import SparseMedianRegression
+from models.sparse import SparseMedianRegression, median_line
 from models.transforms import log_seconds, signed_log1p
 
 ZOO: dict[str, Callable[..., RegressorMixin]] = {}
@@ -193,24 +193,19 @@ def lightgbm_log() -> TransformedTargetRegressor:
     return _log_target(_lightgbm())
 
 
-def _least_absolute_deviations() -> QuantileRegressor:
-    """The median regression line: no penalty, solved exactly as a linear programme."""
-    return QuantileRegressor(quantile=0.5, alpha=0.0, solver="highs")
-
-
 @register("lad")
 def lad() -> Pipeline:
     """Least absolute deviations on standardised features: a linear model that a few slow outlier runs do not drag.
 
     It is what Weka's SMOreg fits with its linear kernel and tiny epsilon, minus the penalty (seed 001, Table 2).
     """
-    return _standardised(_least_absolute_deviations())
+    return _standardised(median_line())
 
 
 @register("lad_log")
 def lad_log() -> TransformedTargetRegressor:
     """Least absolute deviations in log-log space: the median power law."""
-    return _log_target(_scaled("regress", _least_absolute_deviations()))
+    return _log_target(_scaled("regress", median_line()))
 
 
 @register("sparse_lad_log")
