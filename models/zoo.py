@@ -210,7 +210,7 @@ def lad_log() -> TransformedTargetRegressor:
 
 @register("sparse_lad_log")
 def sparse_lad_log() -> TransformedTargetRegressor:
-    """The median power law on the features a BIC-chosen lasso keeps: inputs that vary by chance are left out of it."""
+    """The median power law on the features a BIC-chosen lasso keeps: most inputs that vary by chance are left out of it."""
     return _log_target(_scaled("regress", SparseMedianRegression()))
 
 

@@ -10,7 +10,7 @@ from models.sparse import SparseMedianRegression, bic_support
 
 
 def _runs(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
-    """Seconds = 0.002 * bases^1.0 * length^0.5, with five input statistics that do not matter (a file's GC content)."""
+    """Seconds = 2e-6 * bases^1.0 * length^0.5, with five input statistics that do not matter (a file's GC content)."""
     rng = np.random.default_rng(seed)
     X = pd.DataFrame({"bases": 10 ** rng.uniform(4, 7, n), "length": rng.choice([100.0, 250.0], n)})
     for i in range(5):
