@@ -45,6 +45,10 @@ class Measurement(BaseModel):
     cpu_seconds: float | None = Field(default=None, ge=0)
     max_rss_kb: int | None = Field(default=None, ge=0)
     exit_status: int = 0
+    censored: bool = Field(
+        default=False,
+        description="The run was stopped before it finished (time limit, kill): wall_seconds is a lower bound on its run time.",
+    )
     cache_state: CacheState = CacheState.UNKNOWN
     source: Source = Source.PRODUCTION
     recorded_at: datetime = Field(default_factory=utcnow)
@@ -69,6 +73,11 @@ class Measurement(BaseModel):
     def succeeded(self) -> bool:
         return self.exit_status == 0
 
+    @property
+    def informative(self) -> bool:
+        """Whether training learns from it: a finished run (its time), or a censored one (a lower bound)."""
+        return self.succeeded or self.censored
+
 
 class Estimate(BaseModel):
     """Predicted wall seconds for one job on one platform, and what produced it."""
@@ -85,8 +94,44 @@ class Estimate(BaseModel):
     flavor: str | None = None
     features: dict[str, float] = Field(default_factory=dict)
     fallback: bool = False
+    extrapolating: bool = Field(
+        default=False, description="The job lies outside the runs the model was trained on; the interval is widened."
+    )
+    out_of_domain: list[str] = Field(
+        default_factory=list, description="Features beyond the trained range (empty when only far from every trained job)."
+    )
     reason: str | None = None
 
     @property
     def available(self) -> bool:
         return self.seconds is not None
+
+
+class ServedEstimate(BaseModel):
+    """The estimate a finished run was given before it ran, kept beside its measurement to score the model live."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(min_length=1, max_length=200)
+    algorithm: str = Field(min_length=1, max_length=200)
+    platform: str = Field(min_length=1, max_length=200)
+    seconds: float = Field(gt=0)
+    lower: float | None = Field(default=None, ge=0)
+    upper: float | None = Field(default=None, ge=0)
+    limit: float | None = Field(default=None, ge=0)
+    model_name: str | None = Field(default=None, max_length=200)
+    model_version: str | None = Field(default=None, max_length=64)
+    extrapolating: bool = False
+    origin: str = Field(default="service", max_length=16, description="client (it said what it was served), service or scheduler.")
+    served_at: datetime = Field(default_factory=utcnow)
+
+    @classmethod
+    def of(cls, run_id: str, algorithm: str, estimate: Estimate, origin: str) -> ServedEstimate | None:
+        """The record of ``estimate`` served for run ``run_id``; None when it gave no time."""
+        if estimate.seconds is None or not estimate.seconds > 0:
+            return None
+        return cls(
+            run_id=run_id, algorithm=algorithm, platform=estimate.platform, seconds=estimate.seconds,
+            lower=estimate.lower, upper=estimate.upper, limit=estimate.limit, model_name=estimate.model_name,
+            model_version=estimate.model_version, extrapolating=estimate.extrapolating, origin=origin,
+        )  # fmt: skip

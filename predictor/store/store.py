@@ -24,8 +24,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import Select
 
-from predictor.domain import Measurement
+from predictor.domain import Measurement, ServedEstimate
 from predictor.store.tables import measurements as table
+from predictor.store.tables import model_decisions, served_estimates
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -35,8 +36,10 @@ MIGRATION_LOCK_KEY = 0x6D656173
 _ALEMBIC_LOCK = threading.Lock()
 BASE_COLUMNS = (
     "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds",
-    "max_rss_kb", "exit_status", "cache_state", "source", "recorded_at",
+    "max_rss_kb", "exit_status", "censored", "cache_state", "source", "recorded_at",
 )  # fmt: skip
+# Rows of a pair's live window: what it was served beside what it measured (see live_window).
+LIVE_COLUMNS = ("run_id", "seconds", "lower", "upper", "limit", "model_version", "extrapolating", "wall_seconds", "censored")
 
 
 @dataclass
@@ -95,9 +98,17 @@ class MeasurementStore:
             duplicates=[run_id for run_id in rows if run_id not in inserted] + repeats,
         )
 
-    def count(self, algorithm: str | None = None, platform: str | None = None) -> int:
-        """Number of stored measurements, failed runs included, optionally for one algorithm and/or platform."""
-        stmt = _filtered(select(func.count()).select_from(table), algorithm, platform, successful_only=False)
+    def count(
+        self, algorithm: str | None = None, platform: str | None = None, *, informative_only: bool = False
+    ) -> int:
+        """Number of stored measurements, optionally for one algorithm and/or platform.
+
+        Failed runs count too, unless ``informative_only`` (then: finished and censored runs, what training reads).
+        """
+        stmt = _filtered(
+            select(func.count()).select_from(table), algorithm, platform,
+            successful_only=informative_only, with_censored=informative_only,
+        )  # fmt: skip
         with self.engine.connect() as conn:
             return int(conn.execute(stmt).scalar_one())
 
@@ -112,16 +123,29 @@ class MeasurementStore:
         return found
 
     def measurements(
-        self, algorithm: str | None = None, platform: str | None = None, successful_only: bool = True
+        self,
+        algorithm: str | None = None,
+        platform: str | None = None,
+        successful_only: bool = True,
+        *,
+        with_censored: bool = False,
     ) -> list[Measurement]:
-        """Stored measurements in the order they were recorded (ties by storing order), as domain records."""
-        return [Measurement.model_validate(row) for row in self._rows(algorithm, platform, successful_only)]
+        """Stored measurements in the order they were recorded (ties by storing order), as domain records.
+
+        ``successful_only`` keeps finished runs, and censored ones too when ``with_censored``.
+        """
+        return [Measurement.model_validate(row) for row in self._rows(algorithm, platform, successful_only, with_censored)]
 
     def frame(
-        self, algorithm: str | None = None, platform: str | None = None, successful_only: bool = True
+        self,
+        algorithm: str | None = None,
+        platform: str | None = None,
+        successful_only: bool = True,
+        *,
+        with_censored: bool = False,
     ) -> pd.DataFrame:
         """One row per measurement: the base columns, one float column per feature key (NaN if absent), ``params``."""
-        rows = self._rows(algorithm, platform, successful_only)
+        rows = self._rows(algorithm, platform, successful_only, with_censored)
         feature_names = sorted({name for row in rows for name in row["features"]})
         clashes = set(feature_names) & {*BASE_COLUMNS, "params"}
         if clashes:
@@ -134,6 +158,7 @@ class MeasurementStore:
         floats = ["wall_seconds", "cpu_seconds", "max_rss_kb", *feature_names]
         frame[floats] = frame[floats].astype("float64")
         frame["exit_status"] = frame["exit_status"].astype("int64")
+        frame["censored"] = frame["censored"].astype("bool")
         frame["recorded_at"] = pd.to_datetime(frame["recorded_at"], utc=True)
         return frame
 
@@ -158,6 +183,56 @@ class MeasurementStore:
         with self.engine.connect() as conn:
             return {(a, p): (float(mean), int(n)) for a, p, mean, n in conn.execute(stmt)}
 
+    def add_served(self, served: Iterable[ServedEstimate]) -> int:
+        """Keep the estimate each run was served (the first one recorded per run_id wins); how many were new."""
+        rows = {s.run_id: s.model_dump() for s in served}
+        if not rows:
+            return 0
+        insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
+        stmt = insert(served_estimates).on_conflict_do_nothing(index_elements=["run_id"]).returning(served_estimates.c.run_id)
+        with self._connect_exclusive() as conn:
+            added = len(conn.execute(stmt, [rows[k] for k in sorted(rows)]).scalars().all())
+            conn.commit()
+        return added
+
+    def live_window(self, algorithm: str, platform: str, size: int) -> pd.DataFrame:
+        """The pair's last ``size`` runs that were served an estimate and have a measurement (oldest first): :data:`LIVE_COLUMNS`."""
+        s = served_estimates.c
+        stmt = (
+            select(s.run_id, s.seconds, s.lower, s.upper, s.limit, s.model_version, s.extrapolating,
+                   table.c.wall_seconds, table.c.censored)
+            .join(table, table.c.run_id == s.run_id)
+            .where(s.algorithm == algorithm, s.platform == platform)
+            .where((table.c.exit_status == 0) | table.c.censored)
+            .order_by(s.id.desc())
+            .limit(size)
+        )  # fmt: skip
+        with self.engine.connect() as conn:
+            rows = [tuple(r) for r in conn.execute(stmt)][::-1]
+        return pd.DataFrame(rows, columns=list(LIVE_COLUMNS))
+
+    def served_pairs(self) -> list[tuple[str, str]]:
+        """(algorithm, platform) pairs with at least one served estimate recorded, sorted."""
+        stmt = select(served_estimates.c.algorithm, served_estimates.c.platform).distinct()
+        with self.engine.connect() as conn:
+            return sorted((a, p) for a, p in conn.execute(stmt))
+
+    def add_decision(self, row: dict[str, Any]) -> None:
+        """Record one decision of the champion guard (columns of ``model_decisions`` but its id)."""
+        with self._connect_exclusive() as conn:
+            conn.execute(model_decisions.insert().values(row))
+            conn.commit()
+
+    def decisions(self, algorithm: str | None = None, platform: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest ``limit`` decisions, newest first, optionally for one algorithm and/or platform."""
+        stmt = select(model_decisions).order_by(model_decisions.c.id.desc()).limit(limit)
+        if algorithm is not None:
+            stmt = stmt.where(model_decisions.c.algorithm == algorithm)
+        if platform is not None:
+            stmt = stmt.where(model_decisions.c.platform == platform)
+        with self.engine.connect() as conn:
+            return [dict(row) for row in conn.execute(stmt).mappings()]
+
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
@@ -166,20 +241,25 @@ class MeasurementStore:
         """A connection whose transaction takes SQLite's write lock at BEGIN, so writers queue instead of failing."""
         return self.engine.connect().execution_options(sqlite_begin="IMMEDIATE")
 
-    def _rows(self, algorithm: str | None, platform: str | None, successful_only: bool) -> list[dict[str, Any]]:
-        stmt = _filtered(select(table).order_by(table.c.recorded_at, table.c.id), algorithm, platform, successful_only)
+    def _rows(
+        self, algorithm: str | None, platform: str | None, successful_only: bool, with_censored: bool = False
+    ) -> list[dict[str, Any]]:
+        stmt = select(table).order_by(table.c.recorded_at, table.c.id)
+        stmt = _filtered(stmt, algorithm, platform, successful_only, with_censored)
         with self.engine.connect() as conn:
             return [{k: v for k, v in row.items() if k != "id"} for row in conn.execute(stmt).mappings()]
 
 
-def _filtered(stmt: Select[Any], algorithm: str | None, platform: str | None, successful_only: bool) -> Select[Any]:
-    """Apply the optional algorithm, platform and success filters shared by the queries."""
+def _filtered(
+    stmt: Select[Any], algorithm: str | None, platform: str | None, successful_only: bool, with_censored: bool = False
+) -> Select[Any]:
+    """Apply the optional algorithm, platform and success filters shared by the queries (censored runs pass with ``with_censored``)."""
     if algorithm is not None:
         stmt = stmt.where(table.c.algorithm == algorithm)
     if platform is not None:
         stmt = stmt.where(table.c.platform == platform)
     if successful_only:
-        stmt = stmt.where(table.c.exit_status == 0)
+        stmt = stmt.where((table.c.exit_status == 0) | table.c.censored) if with_censored else stmt.where(table.c.exit_status == 0)
     return stmt
 
 

@@ -8,12 +8,15 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     Dialect,
     Float,
     Index,
     Integer,
     String,
+    Text,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -63,10 +66,55 @@ class MeasurementRow(Base):
     cpu_seconds: Mapped[float | None] = mapped_column(Float)
     max_rss_kb: Mapped[int | None] = mapped_column(BigInteger)
     exit_status: Mapped[int] = mapped_column(Integer)
+    censored: Mapped[bool] = mapped_column(Boolean, server_default=false(), default=False)
     cache_state: Mapped[str] = mapped_column(String(16))
     source: Mapped[str] = mapped_column(String(16))
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)
     context: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
+class ServedEstimateRow(Base):
+    """The estimate a stored run was served (see :class:`~predictor.domain.ServedEstimate`): live error is scored from it."""
+
+    __tablename__ = "served_estimates"
+    __table_args__ = (Index("ix_served_estimates_pair", "algorithm", "platform", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(200), unique=True)
+    algorithm: Mapped[str] = mapped_column(String(200))
+    platform: Mapped[str] = mapped_column(String(200))
+    seconds: Mapped[float] = mapped_column(Float)
+    lower: Mapped[float | None] = mapped_column(Float)
+    upper: Mapped[float | None] = mapped_column(Float)
+    limit: Mapped[float | None] = mapped_column(Float)
+    model_name: Mapped[str | None] = mapped_column(String(200))
+    model_version: Mapped[str | None] = mapped_column(String(64))
+    extrapolating: Mapped[bool] = mapped_column(Boolean)
+    origin: Mapped[str] = mapped_column(String(16))
+    served_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ModelDecisionRow(Base):
+    """What training decided for one (algorithm, platform): promoted, refreshed, kept (challenger registered), forced."""
+
+    __tablename__ = "model_decisions"
+    __table_args__ = (Index("ix_model_decisions_pair", "algorithm", "platform", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    decided_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    algorithm: Mapped[str] = mapped_column(String(200))
+    platform: Mapped[str] = mapped_column(String(200))
+    decision: Mapped[str] = mapped_column(String(16))
+    trigger: Mapped[str] = mapped_column(String(200))
+    challenger: Mapped[str] = mapped_column(String(200))
+    incumbent: Mapped[str | None] = mapped_column(String(200))
+    version: Mapped[str | None] = mapped_column(String(64))
+    serving_version: Mapped[str | None] = mapped_column(String(64))
+    n_rows: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
 measurements = MeasurementRow.__table__
+served_estimates = ServedEstimateRow.__table__
+model_decisions = ModelDecisionRow.__table__

@@ -158,7 +158,7 @@ def test_frame_has_one_row_per_measurement_and_feature_columns(store: Measuremen
     frame = store.frame()
     assert list(frame.columns) == [
         "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds", "max_rss_kb",
-        "exit_status", "cache_state", "source", "recorded_at", "db_bytes", "query_length", "params",
+        "exit_status", "censored", "cache_state", "source", "recorded_at", "db_bytes", "query_length", "params",
     ]  # fmt: skip
     assert frame["run_id"].tolist() == ["a", "b"]
     assert frame["query_length"].tolist()[0] == 100.0 and pd.isna(frame["query_length"].tolist()[1])
@@ -169,7 +169,7 @@ def test_frame_has_one_row_per_measurement_and_feature_columns(store: Measuremen
     everything = store.frame(successful_only=False)
     assert len(everything) == 3 and "other" in everything.columns
     empty = store.frame(algorithm="nothing")
-    assert empty.empty and list(empty.columns)[:11] == list(frame.columns)[:11]
+    assert empty.empty and list(empty.columns)[:12] == list(frame.columns)[:12]
 
 
 def test_pairs_and_profile_table_use_successful_runs(store: MeasurementStore) -> None:
@@ -210,3 +210,46 @@ def test_large_batches_report_every_run(store: MeasurementStore) -> None:
     result = store.add([run(f"big-{i:05d}") for i in range(2500)])  # spans several multi-row INSERT pages
     assert (len(result.stored), len(result.duplicates), store.count()) == (1250, 1250, 2500)
     assert result.stored[:2] == ["big-00001", "big-00003"]
+
+
+def test_censored_runs_are_stored_and_read_with_finished_ones_for_training(store: MeasurementStore) -> None:
+    store.add([
+        run("done", wall=5.0),
+        run("timed-out", wall=60.0, exit_status=124, censored=True),
+        run("failed", wall=1.0, exit_status=1),
+    ])  # fmt: skip
+    assert [m.run_id for m in store.measurements()] == ["done"]
+    informative = store.measurements(with_censored=True)
+    assert sorted(m.run_id for m in informative) == ["done", "timed-out"]
+    assert {m.run_id: m.censored for m in informative} == {"done": False, "timed-out": True}
+    assert store.count(informative_only=True) == 2 and store.count() == 3
+    frame = store.frame(with_censored=True)
+    assert frame.set_index("run_id")["censored"].to_dict() == {"done": False, "timed-out": True}
+
+
+def test_served_estimates_are_kept_once_per_run_and_joined_with_measurements(store: MeasurementStore) -> None:
+    from predictor.domain import ServedEstimate
+
+    def served(run_id: str, seconds: float) -> ServedEstimate:
+        return ServedEstimate(run_id=run_id, algorithm="blastn", platform="cpu-small", seconds=seconds, limit=2 * seconds)
+
+    assert store.add_served([served("r1", 4.0), served("r2", 8.0), served("r3", 1.0)]) == 3
+    assert store.add_served([served("r1", 99.0)]) == 0  # the first estimate recorded for a run stays
+    store.add([run("r1", wall=5.0), run("r2", wall=20.0, exit_status=137, censored=True), run("r3", exit_status=1)])
+    window = store.live_window("blastn", "cpu-small", size=10)
+    assert window["run_id"].tolist() == ["r1", "r2"]  # the failed run r3 says nothing about run time
+    assert window["seconds"].tolist() == [4.0, 8.0] and window["censored"].tolist() == [False, True]
+    assert store.live_window("blastn", "cpu-small", size=1)["run_id"].tolist() == ["r2"]
+    assert store.served_pairs() == [("blastn", "cpu-small")]
+
+
+def test_decisions_are_listed_newest_first(store: MeasurementStore) -> None:
+    for n, decision in enumerate(("promoted", "kept")):
+        store.add_decision({
+            "decided_at": T0 + timedelta(minutes=n), "algorithm": "mafft", "platform": "cpu1", "decision": decision,
+            "trigger": "manual", "challenger": "mean", "incumbent": "linear_log", "version": str(n + 1),
+            "serving_version": "1", "n_rows": 10, "reason": "test", "details": {"rae": 1.0},
+        })  # fmt: skip
+    rows = store.decisions("mafft")
+    assert [r["decision"] for r in rows] == ["kept", "promoted"] and rows[0]["details"] == {"rae": 1.0}
+    assert store.decisions(platform="gpu") == []
