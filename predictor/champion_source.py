@@ -12,15 +12,17 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from predictor.envelope import TrainingEnvelope
 from predictor.registry import (
     CHAMPION_ALIAS,
+    ENVELOPE_ARTIFACT,
     Champion,
     configure_mlflow,
     registered_name,
@@ -130,6 +132,7 @@ class ChampionSource:
                 "registered_at": version.registered_at.isoformat() if version.registered_at else None,
                 "fit_seconds": _fit_seconds(version.run_id),
             }
+            _download_envelope(version.run_id, staging)
             _write_json(staging / "champion.json", facts)
             try:
                 staging.rename(folder)
@@ -171,6 +174,9 @@ def _load_folder(folder: Path, origin: str) -> LoadedChampion:
         model=model,
         tags=tags,
     )
+    envelope_file = folder / ENVELOPE_ARTIFACT
+    if envelope_file.exists():
+        champion = replace(champion, envelope=TrainingEnvelope.from_json(envelope_file.read_text()))
     registered_at = datetime.fromisoformat(facts["registered_at"]) if facts["registered_at"] else None
     return LoadedChampion(champion, registered_at, facts["fit_seconds"], origin, _examples(meta, model_dir, feature_names))
 
@@ -182,6 +188,19 @@ def _examples(meta: Any, model_dir: Path, feature_names: list[str]) -> np.ndarra
         return example[feature_names].to_numpy(dtype=float)
     except Exception:  # noqa: BLE001 - an example is a nicety for checking fast paths, never required
         return None
+
+
+def _download_envelope(run_id: str | None, folder: Path) -> None:
+    """Copy the version's training envelope beside its model; versions registered before envelopes have none."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    if run_id is None:
+        return
+    try:
+        mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=ENVELOPE_ARTIFACT, dst_path=str(folder))
+    except (OSError, MlflowException):
+        return
 
 
 def _fit_seconds(run_id: str | None) -> float | None:

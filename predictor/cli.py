@@ -200,13 +200,16 @@ def _parse_duration(text: str) -> float:
 def train(
     algorithm: Annotated[list[str] | None, typer.Option(help="Only these algorithms (repeatable).")] = None,
     model: Annotated[list[str] | None, typer.Option(help="Only these zoo members (repeatable).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Promote each pair's best candidate even if it does not beat the serving champion.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Cross-validate and judge, but register and promote nothing.")] = False,
 ) -> None:
-    """Cross-validate the zoo per (algorithm, platform), track it in MLflow and promote champions."""
+    """Cross-validate the zoo per (algorithm, platform), track it in MLflow, and promote what beats the serving champion."""
     from training.dataset import load_training_sets
-    from training.pipeline import count_steps, train as train_sets
+    from training.pipeline import count_steps, decision_row, train as train_sets
 
     settings = _settings()
-    training_sets = load_training_sets(_open_store(settings), algorithm)
+    store = _open_store(settings)
+    training_sets = load_training_sets(store, algorithm)
     total = count_steps(settings, training_sets, models=model)
     if total == 0:
         raise _fail("no measurements to train on; run `predictor ingest` first")
@@ -214,15 +217,54 @@ def train(
         task = bar.add_task("training", total=total)
 
         def advance(label: str) -> None:
-            bar.update(task, advance=1, description=label)
+            done = bar.tasks[0].completed + 1  # the serving champions' members and the registrations add steps
+            bar.update(task, completed=done, total=max(done, bar.tasks[0].total or 0), description=label)
 
-        outcomes = train_sets(settings, training_sets, models=model, progress=advance)
-    table = Table(title="Champions")
-    for column in ("algorithm", "platform", "champion", "version", settings.selection_metric.upper()):
-        table.add_column(column)
+        outcomes = train_sets(settings, training_sets, models=model, progress=advance, force=force, dry_run=dry_run)
+    if not dry_run:
+        for o in outcomes:
+            store.add_decision(decision_row(o, "predictor train --force" if force else "predictor train"))
+    if force:
+        err_console.print("[yellow]--force:[/yellow] the champion guard was overridden; every pair's best candidate was promoted")
+    metric = settings.selection_metric
+    table = Table(title="Dry run: what training would do (nothing registered)" if dry_run else "Champions")
+    for column in ("algorithm", "platform", "best candidate", metric.upper(), "decision", "serving", "version"):
+        table.add_column(column, no_wrap=True)
     for o in outcomes:
-        table.add_row(o.algorithm, o.platform, o.champion, str(o.version), f"{o.metrics[o.champion][settings.selection_metric]:.2f}")
-    console.print(table)
+        table.add_row(
+            o.algorithm, o.platform, o.challenger, f"{o.metrics[o.challenger][metric]:.2f}", o.decision.verdict.value,
+            o.serving or "-", o.version or "-",
+        )  # fmt: skip
+    Console(width=max(console.width, 120)).print(table)
+    for o in outcomes:
+        console.print(f"{o.algorithm}/{o.platform} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
+
+
+models_app = typer.Typer(help="The champion models: what serves, and what training decided.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("history")
+def models_history(
+    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many decisions, newest first.", min=1)] = 50,
+) -> None:
+    """Every decision of the champion guard: trained, promoted, refreshed or kept, and why."""
+    rows = _open_store(_settings()).decisions(algorithm, platform, limit)
+    if not rows:
+        raise _fail("no training decisions recorded" + "".join(f" for {x}" for x in (algorithm, platform) if x))
+    table = Table(title="Champion decisions, newest first")
+    for column in ("#", "when (UTC)", "algorithm", "platform", "decision", "trigger", "challenger", "incumbent", "registered", "serving", "runs"):
+        table.add_column(column, no_wrap=True)
+    for r in rows:
+        table.add_row(
+            str(r["id"]), f"{r['decided_at']:%Y-%m-%d %H:%M:%S}", r["algorithm"], r["platform"], r["decision"], r["trigger"],
+            r["challenger"], r["incumbent"] or "-", r["version"] or "-", r["serving_version"] or "-", str(r["n_rows"]),
+        )  # fmt: skip
+    Console(width=max(console.width, 160)).print(table)
+    for r in rows:
+        console.print(f"#{r['id']} {r['algorithm']}/{r['platform']}: {r['reason']}", markup=False, highlight=False)
 
 
 @app.command()

@@ -22,8 +22,9 @@ from pydantic import TypeAdapter
 from features import get_extractor
 from predictor.catalog import Algorithm, Catalog
 from predictor.domain import Estimate
+from predictor.envelope import Check
 from predictor.fastpath import Rows, compile_rows, probe_rows
-from predictor.intervals import quantile_at
+from predictor.intervals import MIN_SECONDS, quantile_at
 from predictor.jobfeatures import (
     check_known_parameters,
     file_parameters,
@@ -68,6 +69,7 @@ class EstimateColumns:
     flavor: str | None = None
     fallback: bool = False
     reason: str | None = None
+    extrapolating: list[bool] | None = None  # per row: outside the champion's training envelope
 
 
 @dataclass(frozen=True)
@@ -243,13 +245,14 @@ class RuntimeOracle:
                 continue
             champion = model.champion
             matrix = np.array([known[n] for n in champion.feature_names], dtype=float).T.reshape(len(X), len(champion.feature_names))
-            answers, finite = _scored(model, matrix, coverage, limit_quantile)
+            answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
             lists = {key: [v if ok else None for v, ok in zip(column.tolist(), finite, strict=True)] for key, column in answers.items()}
             intervals = {"coverage": coverage, "limit_quantile": limit_quantile} if len(answers) > 1 else {}
+            outside = check.outside.tolist() if check is not None else [False] * len(matrix)
             out.append(
                 EstimateColumns(
                     platform=platform, model_name=champion.name, model_version=champion.version, flavor=champion.flavor,
-                    **lists, **intervals,
+                    extrapolating=outside, **lists, **intervals,
                 )  # fmt: skip
             )
         return out
@@ -288,14 +291,33 @@ class RuntimeOracle:
 
 def _scored(
     model: ServedModel, X: np.ndarray, coverage: float, limit_quantile: float
-) -> tuple[dict[str, np.ndarray], list[bool]]:
-    """One model call on ``X``: seconds (and lower, upper, limit when the champion has quantiles), and which rows are finite."""
+) -> tuple[dict[str, np.ndarray], list[bool], Check | None]:
+    """One model call on ``X``: seconds (and lower, upper, limit when the champion has quantiles), which rows are finite,
+    and where the rows lie relative to the champion's training envelope.
+
+    Answers keep ``0 < lower <= seconds <= upper <= limit``: seconds are floored at the pair's fastest
+    finished run; rows outside the envelope are answered by its monotone power law, with intervals
+    widened by how far out they lie (:mod:`predictor.envelope`).
+    """
+    envelope = model.champion.envelope
     with np.errstate(all="ignore"):
-        seconds = np.maximum(model.rows(X), 0.0)
-        factors = _factors(model.quantiles, coverage, limit_quantile) if model.quantiles else ()
-        answers = {"seconds": seconds, **{key: seconds * f for key, f in zip(BOUNDS, factors, strict=False)}}
+        seconds = np.asarray(model.rows(X), dtype="float64")
+        check = None
+        widen: np.ndarray | float = 1.0
+        if envelope is not None:
+            check = envelope.check(X)
+            if check.outside.any():
+                seconds = np.where(check.outside, envelope.law(X), seconds)
+            widen = 1.0 + check.excess
+        seconds = np.maximum(seconds, envelope.floor if envelope is not None else MIN_SECONDS)  # NaN stays NaN
+        answers = {"seconds": seconds}
+        if model.quantiles:
+            low, high, lim = (np.exp(q * widen) for q in _log_factors(model.quantiles, coverage, limit_quantile))
+            answers["lower"] = np.clip(seconds * low, MIN_LOWER, seconds)
+            answers["upper"] = np.maximum(seconds * high, seconds)
+            answers["limit"] = np.maximum(seconds * lim, answers["upper"])
     finite = np.logical_and.reduce([np.isfinite(a) for a in answers.values()]).tolist()
-    return answers, finite
+    return answers, finite, check
 
 
 def _predict(
@@ -305,31 +327,40 @@ def _predict(
     champion = model.champion
     names = champion.feature_names
     X = np.array([[row[n] for n in names] for row in rows], dtype=float).reshape(len(rows), len(names))
-    answers, finite = _scored(model, X, coverage, limit_quantile)
+    answers, finite, check = _scored(model, X, coverage, limit_quantile)
     fixed: dict[str, Any] = {"platform": champion.platform, "model_name": champion.name,
                              "model_version": champion.version, "flavor": champion.flavor}  # fmt: skip
     if len(answers) > 1:
         fixed.update(coverage=coverage, limit_quantile=limit_quantile)
     keys = tuple(answers)
-    records = [
-        {**fixed, **dict(zip(keys, answer, strict=True)), "features": dict(zip(names, row, strict=True))}
-        for answer, row, ok in zip(zip(*(a.tolist() for a in answers.values()), strict=True), X.tolist(), finite, strict=True)
-        if ok
-    ]
+    records = []
+    for i, (answer, row, ok) in enumerate(zip(zip(*(a.tolist() for a in answers.values()), strict=True), X.tolist(), finite, strict=True)):
+        if not ok:
+            continue
+        record = {**fixed, **dict(zip(keys, answer, strict=True)), "features": dict(zip(names, row, strict=True))}
+        if check is not None and check.outside[i]:
+            record.update(extrapolating=True, out_of_domain=check.out_of_range[i], reason=_outside(check.out_of_range[i]))
+        records.append(record)
     built = iter(_ESTIMATES.validate_python(records))  # one validation call for the lot
     return [next(built) if ok else None for ok in finite]
 
 
-BOUNDS = ("lower", "upper", "limit")
+def _outside(features: list[str]) -> str:
+    """Why an answer came from the envelope's power law."""
+    where = f"beyond the trained range of {', '.join(features)}" if features else "far from every trained job"
+    return f"outside the training data ({where}): monotone power-law estimate, interval widened"
+
+
+MIN_LOWER = 1e-6  # seconds: the least lower end of an interval (a positive number however wide the interval)
 _ESTIMATES = TypeAdapter(list[Estimate])
 
 
 @lru_cache(maxsize=256)
-def _factors(quantiles: tuple[tuple[float, float], ...], coverage: float, limit_quantile: float) -> tuple[float, float, float]:
-    """Multipliers of an estimate for its interval's lower and upper ends and its walltime limit."""
+def _log_factors(quantiles: tuple[tuple[float, float], ...], coverage: float, limit_quantile: float) -> tuple[float, float, float]:
+    """Log multipliers of an estimate for its interval's lower and upper ends and its walltime limit."""
     recorded = dict(quantiles)
     levels = ((1 - coverage) / 2, (1 + coverage) / 2, limit_quantile)
-    return tuple(math.exp(quantile_at(recorded, level)) for level in levels)  # type: ignore[return-value]
+    return tuple(quantile_at(recorded, level) for level in levels)  # type: ignore[return-value]
 
 
 def _fallback(profile: ProfileTable, algorithm: str, platform: str, reason: str) -> Estimate:

@@ -12,7 +12,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from predictor.envelope import TrainingEnvelope
+
 CHAMPION_ALIAS = "champion"
+ENVELOPE_ARTIFACT = "envelope.json"  # in the run of the registered version: see predictor.envelope
 
 
 class Predicts(Protocol):
@@ -44,6 +47,7 @@ class Champion:
     feature_names: list[str]
     model: Predicts
     tags: dict[str, str] = field(default_factory=dict)
+    envelope: TrainingEnvelope | None = None  # what it was trained on; None for versions registered before envelopes
 
     @property
     def residual_quantiles(self) -> dict[float, float]:

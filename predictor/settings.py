@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     cv_folds: int = Field(default=10, ge=2)
     seed: int = 20261122
     selection_metric: str = Field(default="rae", description="Cross-validation metric (lower is better) that picks champions.")
+    guard_margin: float = Field(default=0.0, ge=0, description="A challenger must lead the champion by more than this (% points).")
+    guard_confidence: float = Field(default=0.9, gt=0.5, lt=1, description="One-sided bootstrap confidence the guard asks of a lead.")
+    guard_min_new_jobs: int = Field(default=5, ge=1, description="New jobs needed to test a refreshed champion against the served one.")
     n_jobs: int = Field(default=-1, description="Local processes training fits models in (-1: one per core).")
     interval_coverage: float = Field(default=0.9, gt=0, lt=1, description="Nominal coverage of the estimate intervals.")
     limit_quantile: float = Field(default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate).")

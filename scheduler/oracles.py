@@ -113,5 +113,9 @@ class BlindOracle:
 
 
 def seconds(estimates: Mapping[str, Estimate]) -> dict[str, float | None]:
-    """Platform -> estimated seconds (None where the oracle has none)."""
-    return {p: e.seconds for p, e in estimates.items()}
+    """Platform -> the seconds to plan with (None where the oracle has none).
+
+    An estimate for a job outside the model's training data is uncertain: the scheduler plans
+    with its limit (the upper estimate), not its point.
+    """
+    return {p: e.limit if e.extrapolating and e.limit is not None else e.seconds for p, e in estimates.items()}

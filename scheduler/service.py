@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from predictor.catalog import Catalog
-from predictor.domain import Measurement, Source
+from predictor.domain import Measurement, ServedEstimate, Source
 from predictor.store import MeasurementStore
 from scheduler.events import OrderError, Scheduler
 from scheduler.oracles import Oracle
@@ -62,6 +62,7 @@ class SchedulerService:
         self.clock = clock
         self._lock = threading.RLock()
         self._observed: list[Measurement] = []
+        self._served: list[ServedEstimate] = []
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
         self.scheduler = Scheduler(
@@ -227,14 +228,20 @@ class SchedulerService:
             raise EventError(str(exc).strip('"')) from None
 
     def _observe(self, job: Job, run: Run, machine: Machine, wall: float) -> None:
-        """A cleanly finished run becomes a measurement, stored with the step that saw it end."""
+        """A cleanly finished run becomes a measurement, stored with the step that saw it end, beside the estimate the
+        scheduler planned it with (what scores the model live)."""
+        run_id = f"sched-{job.id}-{run.attempt}"
         self._observed.append(
             Measurement(
-                run_id=f"sched-{job.id}-{run.attempt}", algorithm=job.algorithm, platform=machine.platform,
+                run_id=run_id, algorithm=job.algorithm, platform=machine.platform,
                 machine=machine.id, params=job.params, features=job.features or {}, wall_seconds=max(wall, 0.0),
                 source=Source.PRODUCTION, context={"scheduler_estimate": run.estimate},
             )
         )  # fmt: skip
+        if run.estimate is not None and run.estimate > 0:
+            self._served.append(
+                ServedEstimate(run_id=run_id, algorithm=job.algorithm, platform=machine.platform, seconds=run.estimate, origin="scheduler")
+            )
 
     @contextmanager
     def _step(self, now: float, event: int | None = None) -> Iterator[_Step]:
@@ -243,12 +250,13 @@ class SchedulerService:
         try:
             yield step
             sent = [o for o in step.orders if o.sent]
-            self.db.save(self.state, sent, now, self._observed, event)
+            self.db.save(self.state, sent, now, self._observed, event, served=self._served)
         except BaseException:
             self.scheduler.state = self.db.load()
             raise
         finally:
             self._observed.clear()
+            self._served.clear()
 
 
 def _check_acyclic(batch: dict[str, Job]) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from predictor.domain import Measurement
+from predictor.domain import Measurement, ServedEstimate
 from predictor.store.scheduler_tables import (
     sched_events,
     sched_jobs,
@@ -21,7 +21,7 @@ from predictor.store.scheduler_tables import (
     sched_orders,
     sched_runs,
 )
-from predictor.store.tables import measurements
+from predictor.store.store import insert_measurements, insert_served
 from scheduler.orders import Order
 from scheduler.state import Job, JobStatus, Machine, Run, State
 
@@ -66,8 +66,10 @@ class SchedulerStore:
         observations: Sequence[Measurement] = (),
         event: int | None = None,
         outcome: str = "applied",
+        served: Sequence[ServedEstimate] = (),
     ) -> list[int]:
-        """Write the dirty jobs and machines, the orders (returns their seqs), observations and the event's receipt."""
+        """Write the dirty jobs and machines, the orders (returns their seqs), observations (through the measurement
+        store's inserts, with the estimates they were served) and the event's receipt, in one transaction."""
         jobs = [state.jobs[j] for j in sorted(state.dirty_jobs)]
         machines = [state.machines[m] for m in sorted(state.dirty_machines) if m in state.machines]
         with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
@@ -83,9 +85,8 @@ class SchedulerStore:
                 conn.execute(insert(sched_orders).values(_order_row(o, now)).returning(sched_orders.c.seq)).scalar_one()
                 for o in orders
             ]
-            if observations:
-                conn.execute(self._insert(measurements).on_conflict_do_nothing(index_elements=["run_id"]),
-                             [_measurement_row(m) for m in observations])  # fmt: skip
+            insert_measurements(conn, observations)
+            insert_served(conn, served)
             if event is not None:
                 conn.execute(
                     update(sched_events).where(sched_events.c.seq == event).values(processed_at=now, outcome=outcome)
@@ -185,9 +186,3 @@ def _order_row(o: Order, now: float) -> dict[str, Any]:
     return {"kind": o.kind.value, "job_id": o.job, "machine_id": o.machine, "target": o.target, "attempt": o.attempt,
             "requeue": o.requeue, "reason": o.reason, "issued_at": now}  # fmt: skip
 
-
-def _measurement_row(m: Measurement) -> dict[str, Any]:
-    """Column values of one measurement (the layout of the measurement store)."""
-    row = m.model_dump(exclude={"params", "context", "cache_state", "source"})
-    row.update(m.model_dump(mode="json", include={"params", "context", "cache_state", "source"}))
-    return row

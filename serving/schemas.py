@@ -167,7 +167,12 @@ class EstimateOut(BaseModel):
     model_version: str | None = None
     flavor: str | None = None
     fallback: bool = Field(default=False, description="True when the profile table's mean answered instead of a model.")
-    reason: str | None = Field(default=None, description="Why there is no model estimate.")
+    extrapolating: bool = Field(
+        default=False,
+        description="The job lies outside what the model was trained on: a monotone power law answered and the interval is widened.",
+    )
+    out_of_domain: list[str] = Field(default_factory=list, description="Features beyond their trained range.")
+    reason: str | None = Field(default=None, description="Why there is no model estimate, or why it extrapolates.")
     features: dict[str, float] = Field(default_factory=dict, description="The features the model used.")
 
 
@@ -193,6 +198,7 @@ class EstimateColumnsOut(BaseModel):
     flavor: str | None = None
     fallback: bool = False
     reason: str | None = None
+    extrapolating: list[bool] | None = Field(default=None, description="Per row: outside what the model was trained on.")
 
 
 class MatrixPredictResponse(BaseModel):
@@ -300,8 +306,30 @@ class ObservationIn(_Strict):
     exit_status: Int32 = 0
     cache_state: CacheState = CacheState.UNKNOWN
     source: Source = Source.PRODUCTION
+    censored: StrictBool = Field(
+        default=False, description="The run was stopped before it finished (time limit, kill): wall_seconds is a lower bound."
+    )
     recorded_at: datetime | None = Field(default=None, description="When the run finished (default: now); naive is UTC.")
     context: FreeJson = Field(default_factory=dict, description="Circumstances of the run, e.g. load average.")
+    served: ServedIn | None = Field(
+        default=None,
+        description="The estimate this run was given before it ran (what the client asked the API); by default the service "
+        "scores the run against what its champion serves for the run's features when it is recorded.",
+    )
+
+
+class ServedIn(BaseModel):
+    """The estimate a run was served before it ran, as the predict routes answered it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seconds: FiniteFloat = Field(gt=0)
+    lower: FiniteFloat | None = Field(default=None, ge=0)
+    upper: FiniteFloat | None = Field(default=None, ge=0)
+    limit: FiniteFloat | None = Field(default=None, ge=0)
+    model_name: Name | None = None
+    model_version: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    extrapolating: StrictBool = False
 
 
 class Rejected(BaseModel):

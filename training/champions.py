@@ -1,32 +1,40 @@
-"""Champion selection and promotion in the MLflow model registry.
+"""Champion selection, and champions in the MLflow model registry.
 
-The best candidate of a pair becomes a new version of ``runtime-{algorithm}-{platform}``
-and takes the ``champion`` alias; earlier versions stay registered under their numbers.
+Every registered version of ``runtime-{algorithm}-{platform}`` is a composition refitted on every
+run; the ``champion`` alias points at the one served, and moves only as the guard
+(:mod:`training.guard`) allows. Earlier versions stay registered under their numbers.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import mlflow
+import numpy as np
+import pandas as pd
 from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from sklearn.base import RegressorMixin
 
+from models.ensemble import ENSEMBLE
 from models.zoo import target_transform
-from predictor.registry import CHAMPION_ALIAS, registered_name
+from predictor.envelope import TrainingEnvelope
+from predictor.registry import CHAMPION_ALIAS, ENVELOPE_ARTIFACT, registered_name
 from training.dataset import TrainingSet
+from training.guard import Decision, Incumbent
 from training.metrics import LOWER_IS_BETTER
-from training.tracking import Candidate, log_served_model
+from training.tracking import Candidate, load_out_of_fold, log_served_model
 
 __all__ = [
     "CHAMPION_ALIAS",
+    "MlflowChampions",
     "best_candidate",
     "check_selection_metric",
     "list_champions",
-    "promote",
     "registered_name",
 ]
 
@@ -46,38 +54,130 @@ def best_candidate(candidates: Sequence[Candidate], metric: str) -> Candidate:
     return min(candidates, key=lambda c: (math.isnan(c.metrics[metric]), c.metrics[metric]))
 
 
-def promote(
-    training_set: TrainingSet, candidate: Candidate, model: RegressorMixin, *, refit_seconds: float, coverage: float
-) -> ModelVersion:
-    """Log ``model`` (``candidate`` refitted on every row), register it as a new version of the pair's model, alias it champion.
+class MlflowChampions:
+    """Champions in the MLflow model registry: the serving version of a pair, and registering new versions."""
 
-    The version's tags carry what the oracle serves with it: the feature order, the out-of-fold
-    residual log-ratio quantiles and the nominal ``coverage`` of the intervals built from them.
-    """
-    name = registered_name(training_set.algorithm, training_set.platform)
-    client = mlflow.MlflowClient()
-    try:
-        client.get_registered_model(name)
-    except MlflowException:
-        client.create_registered_model(
-            name,
-            tags={"algorithm": training_set.algorithm, "platform": training_set.platform},
-            description=f"Wall seconds of {training_set.algorithm} on {training_set.platform}.",
+    def incumbent(self, algorithm: str, platform: str) -> Incumbent | None:
+        """The version the ``champion`` alias points at, as the guard needs it; None when there is none."""
+        name = registered_name(algorithm, platform)
+        client = mlflow.MlflowClient()
+        try:
+            version = client.get_model_version_by_alias(name, CHAMPION_ALIAS)
+        except MlflowException as exc:
+            if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+                return None
+            raise
+        tags = dict(version.tags)
+        source = tags.get("source_run_id") or version.run_id
+        features = json.loads(tags.get("features", "[]"))
+        uri = f"models:/{name}/{version.version}"
+        return Incumbent(
+            version=str(version.version),
+            composition=_composition(tags, source),
+            trained_runs=_trained_runs(source),
+            feature_names=features,
+            predict=_lazy_predict(uri, features),
         )
-    tags = {
-        "features": json.dumps(training_set.feature_names),
+
+    def register(
+        self,
+        training_set: TrainingSet,
+        candidate: Candidate,
+        model: RegressorMixin,
+        *,
+        refit_seconds: float,
+        coverage: float,
+        composition: Mapping[str, int],
+        decision: Decision,
+        alias: bool,
+    ) -> str:
+        """Log ``model`` (``candidate``'s composition refitted on every row) with its training envelope, register it as a
+        new version of the pair's model, and move the ``champion`` alias to it when ``alias``; the version's number.
+
+        The version's tags carry what the oracle serves with it (feature order, residual log-ratio
+        quantiles and their nominal ``coverage``) and what the guard decided (``role``, ``guard_*``).
+        """
+        ts = training_set
+        name = registered_name(ts.algorithm, ts.platform)
+        client = mlflow.MlflowClient()
+        try:
+            client.get_registered_model(name)
+        except MlflowException:
+            client.create_registered_model(
+                name,
+                tags={"algorithm": ts.algorithm, "platform": ts.platform},
+                description=f"Wall seconds of {ts.algorithm} on {ts.platform}.",
+            )
+        client.log_text(candidate.run_id, training_envelope(ts).to_json(), ENVELOPE_ARTIFACT)
+        tags = {
+            **version_tags(ts, candidate, composition, coverage),
+            "role": CHAMPION_ALIAS if alias else "challenger",
+            "guard_verdict": decision.verdict.value,
+            "guard_reason": decision.reason[:4000],
+        }
+        uri = log_served_model(candidate, model, ts, refit_seconds=refit_seconds)
+        version = mlflow.register_model(uri, name, tags=tags)
+        if alias:
+            client.set_registered_model_alias(name, CHAMPION_ALIAS, version.version)
+        return str(version.version)
+
+
+def version_tags(
+    training_set: TrainingSet, candidate: Candidate, composition: Mapping[str, int], coverage: float
+) -> dict[str, str]:
+    """What a registered version carries: feature order, zoo member, composition, quantiles, coverage, CV metrics."""
+    ts = training_set
+    return {
+        "features": json.dumps(ts.feature_names),
         "model_kind": candidate.model_name,
-        "algorithm": training_set.algorithm,
-        "platform": training_set.platform,
+        "served_members": json.dumps(dict(composition)),
+        "algorithm": ts.algorithm,
+        "platform": ts.platform,
+        "n_rows": str(len(ts)),
         "source_run_id": candidate.run_id,
         "target_transform": target_transform(candidate.model_name),
         "residual_log_quantiles": json.dumps({str(level): q for level, q in candidate.residual_quantiles.items()}),
         "interval_coverage": str(coverage),
         **{f"cv_{k}": str(v) for k, v in candidate.metrics.items()},
     }
-    version = mlflow.register_model(log_served_model(candidate, model, training_set, refit_seconds=refit_seconds), name, tags=tags)
-    client.set_registered_model_alias(name, CHAMPION_ALIAS, version.version)
-    return client.get_model_version(name, version.version)
+
+
+def training_envelope(training_set: TrainingSet) -> TrainingEnvelope:
+    """The envelope of a training set's runs (see :mod:`predictor.envelope`)."""
+    return TrainingEnvelope.fit(training_set.X, training_set.y)
+
+
+def _composition(tags: Mapping[str, str], run_id: str | None) -> dict[str, int]:
+    """The members (and weights) a version averages: its tag, else (older versions) its member or its run's ensemble param."""
+    if "served_members" in tags:
+        return {str(k): int(v) for k, v in json.loads(tags["served_members"]).items()}
+    kind = tags.get("model_kind", "")
+    if kind != ENSEMBLE or run_id is None:
+        return {kind: 1}
+    described = mlflow.MlflowClient().get_run(run_id).data.params.get("ensemble.members", "")
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"([\w.]+) x(\d+)", described)}
+
+
+def _trained_runs(run_id: str | None) -> frozenset[str] | None:
+    """Run ids a version was fitted on: those of its candidate's out-of-fold table (None when it has none)."""
+    if run_id is None:
+        return None
+    try:
+        return frozenset(load_out_of_fold(run_id)["run_id"].astype(str))
+    except FileNotFoundError:
+        return None
+
+
+def _lazy_predict(uri: str, features: list[str]) -> Callable[[np.ndarray], np.ndarray]:
+    """The registered model's predictions on rows in ``features`` order, loaded on first use."""
+    loaded: list[Any] = []
+
+    def predict(X: np.ndarray) -> np.ndarray:
+        if not loaded:
+            loaded.append(mlflow.sklearn.load_model(uri))
+        return np.asarray(loaded[0].predict(pd.DataFrame(X, columns=features)), dtype="float64")
+
+    return predict
 
 
 def list_champions() -> list[ModelVersion]:

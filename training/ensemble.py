@@ -60,3 +60,12 @@ def cross_validated_ensemble(
         weights = greedy_selection({n: p[~test] for n, p in predictions.items()}, y[~test], priors[~test], metric)
         fits.append(FoldFit(fold, blend({n: p[test] for n, p in predictions.items()}, weights), 0.0))
     return collect(ENSEMBLE, training_set, plan, fits), greedy_selection(predictions, y, priors, metric)
+
+
+def fixed_ensemble(
+    results: Mapping[str, CVResult], weights: Counter[str], training_set: TrainingSet, plan: FoldPlan
+) -> CVResult:
+    """Out-of-fold predictions and metrics of an ensemble whose members and weights are given (not selected here)."""
+    predictions = {name: results[name].predictions for name in weights}
+    fits = [FoldFit(f, blend({n: p[plan.folds == f] for n, p in predictions.items()}, weights), 0.0) for f in range(plan.n_folds)]
+    return collect(ENSEMBLE, training_set, plan, fits)

@@ -1,39 +1,38 @@
-"""The training pipeline: measurements -> training sets -> zoo x k-fold CV -> tracked runs -> champions.
+"""The training pipeline: measurements -> training sets -> zoo x k-fold CV -> tracked runs -> guarded champions.
 
 All fold fits (every algorithm, platform, model and fold) fan out over ``settings.n_jobs`` local
-processes while this process tracks each candidate as its folds come in. Then only what is
-served, each pair's champion (or the members of its winning ensemble), is refitted on every row,
-in the same processes, and promoted.
+processes while this process tracks each candidate as its folds come in. Each pair's best candidate
+is judged against the serving champion by the guard (:mod:`training.guard`); then only what the
+decisions register is refitted on every row, in the same processes, and registered. Tracking and
+the registry are MLflow's by default, or in memory (:mod:`training.memory`) for simulations.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Protocol
 
-import mlflow
-from mlflow.entities import Run
+import numpy as np
 from sklearn.base import RegressorMixin
 
 from models import available_models, make_model
 from models.ensemble import ENSEMBLE, AveragedRegressor
 from models.zoo import applicable
 from predictor.settings import Settings
-from training.champions import best_candidate, check_selection_metric, promote
+from training.champions import MlflowChampions, best_candidate, check_selection_metric
 from training.crossval import CVResult, FoldFit, collect
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
-from training.ensemble import cross_validated_ensemble
+from training.ensemble import cross_validated_ensemble, fixed_ensemble
 from training.fanout import Fit, Refit, run_fits
 from training.folds import FoldPlan
-from training.tracking import (
-    Candidate,
-    configure_mlflow,
-    log_candidate,
-    training_sessions,
-)
+from training.guard import Decision, GuardSettings, Incumbent, Serve, judge, label
+from training.tracking import Candidate, MlflowTracker
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +68,63 @@ DEFAULT_MODELS: tuple[str, ...] = (
 Progress = Callable[[str], None]
 
 
+class Tracker(Protocol):
+    """Where training logs each session and candidate: MLflow (:class:`MlflowTracker`) or memory."""
+
+    def sessions(self, algorithms: Sequence[str], models: Sequence[str]) -> AbstractContextManager[dict[str, Any]]: ...
+
+    def log_candidate(
+        self,
+        session: Any,
+        training_set: TrainingSet,
+        plan: FoldPlan,
+        result: CVResult,
+        model: RegressorMixin,
+        *,
+        params: Mapping[str, object] | None = None,
+    ) -> Candidate: ...
+
+    def note(self, session: Any, tags: Mapping[str, str]) -> None: ...
+
+
+class ChampionBook(Protocol):
+    """Where champions are registered and looked up: the MLflow registry (:class:`MlflowChampions`) or memory."""
+
+    def incumbent(self, algorithm: str, platform: str) -> Incumbent | None: ...
+
+    def register(
+        self,
+        training_set: TrainingSet,
+        candidate: Candidate,
+        model: RegressorMixin,
+        *,
+        refit_seconds: float,
+        coverage: float,
+        composition: Mapping[str, int],
+        decision: Decision,
+        alias: bool,
+    ) -> str: ...
+
+
 @dataclass(frozen=True)
 class TrainingOutcome:
-    """What one (algorithm, platform) got: its new champion and every candidate's pooled CV metrics."""
+    """What one (algorithm, platform) got: the guard's decision, what serves now, and every candidate's pooled CV metrics.
+
+    ``challenger`` is the session's best candidate (a member or ``ensemble``); ``serving`` the zoo
+    member of the version the alias points at after the decision and ``version`` its number
+    (None when nothing serves, or on a dry run that would change it); ``registered`` the
+    versions this session added.
+    """
 
     algorithm: str
     platform: str
-    champion: str
-    version: str
+    challenger: str
+    decision: Decision
+    serving: str | None
+    version: str | None
+    registered: list[str]
     metrics: dict[str, dict[str, float]]
+    n_rows: int
 
 
 def fold_plan_path(settings: Settings, algorithm: str, platform: str) -> Path:
@@ -87,16 +134,39 @@ def fold_plan_path(settings: Settings, algorithm: str, platform: str) -> Path:
 
 @dataclass(frozen=True)
 class Pick:
-    """A set's champion among its tracked candidates, and the members (with weights) its served model averages."""
+    """A set's challenger and incumbent (candidates and compositions), and what the guard decided between them."""
 
     set_index: int
-    champion: Candidate
-    served: dict[str, int]
+    challenger: Candidate
+    challenger_members: dict[str, int]
+    incumbent: Candidate | None
+    incumbent_members: dict[str, int]
+    decision: Decision
     candidates: list[Candidate]
+
+    def to_register(self) -> list[tuple[Candidate, dict[str, int], bool]]:
+        """(candidate, composition, takes the alias) for each version to register, in order."""
+        serve, out = self.decision.serve, []
+        if self.decision.register_challenger:
+            out.append((self.challenger, self.challenger_members, serve is Serve.CHALLENGER))
+        if serve is Serve.INCUMBENT and self.incumbent is not None:
+            out.append((self.incumbent, self.incumbent_members, True))
+        return out
+
+
+def guard_settings(settings: Settings) -> GuardSettings:
+    """The guard's thresholds from the service settings."""
+    return GuardSettings(
+        metric=settings.selection_metric, margin=settings.guard_margin, confidence=settings.guard_confidence,
+        min_new_jobs=settings.guard_min_new_jobs, seed=settings.seed,
+    )  # fmt: skip
 
 
 def count_steps(settings: Settings, training_sets: Sequence[TrainingSet], *, models: Sequence[str] | None = None) -> int:
-    """How many times :func:`train` with the same arguments will call ``progress``: once per fold fit, once per champion."""
+    """How many times :func:`train` with the same arguments will call ``progress`` at least: once per fold fit, once per pair.
+
+    Members the serving champions need for their comparison are fitted too and add steps.
+    """
     chosen = _models(models)
     return sum(len(names) * _n_folds(settings, ts) + 1 for ts in training_sets if (names := _members(chosen, ts)))
 
@@ -108,9 +178,10 @@ def run_training(
     algorithms: Iterable[str] | None = None,
     models: Sequence[str] | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> list[TrainingOutcome]:
-    """Train every stored pair of ``algorithms`` (all by default) and promote a champion for each."""
-    return train(settings, load_training_sets(store, algorithms), models=models, progress=progress)
+    """Train every stored pair of ``algorithms`` (all by default) under the guard (overridden with ``force``)."""
+    return train(settings, load_training_sets(store, algorithms), models=models, progress=progress, force=force)
 
 
 def train(
@@ -119,19 +190,25 @@ def train(
     *,
     models: Sequence[str] | None = None,
     progress: Progress | None = None,
+    tracker: Tracker | None = None,
+    champions: ChampionBook | None = None,
+    force: bool = False,
+    dry_run: bool = False,
 ) -> list[TrainingOutcome]:
-    """Cross-validate ``models`` on each set, log them under a parent run per algorithm, refit and promote the best.
+    """Cross-validate ``models`` on each set, log them, let the guard judge the best against the serving champion, register.
 
     The fold fits of every set share one pool of processes; each candidate is logged as soon as
-    its folds are in, while other fits still run, and each set's champion is picked as soon as
-    its last candidate is. Then the champions (or their ensembles' members) are refitted on
-    every row, together, and promoted. Members that do not apply to a set (features they need
-    are absent, too few rows) are left out of it; ``progress`` is called once per fold fit, as
-    fits finish, and once per promoted champion.
+    its folds are in, and each set is judged as soon as its last candidate is. The serving
+    champion's members are fitted on the same folds when ``models`` leave them out, so the guard
+    compares like with like (:mod:`training.guard`). Then what the decisions register is refitted
+    on every row, together, and registered; ``dry_run`` stops before that. ``force`` promotes each
+    set's best candidate whatever the guard says. Members that do not apply to a set are left out
+    of it; ``progress`` is called once per fold fit, as fits finish, and once per judged set.
     """
     chosen = _models(models)
     check_selection_metric(settings.selection_metric)
-    configure_mlflow(settings)
+    tracker = tracker or MlflowTracker(settings)
+    book = champions or MlflowChampions()
     usable: list[tuple[TrainingSet, list[str]]] = []
     for ts in sorted(training_sets, key=lambda ts: (ts.algorithm, ts.platform)):
         if names := _members(chosen, ts):
@@ -140,47 +217,117 @@ def train(
             log.warning("skipping %s on %s: none of the models applies to its %d runs", ts.algorithm, ts.platform, len(ts))
     # Largest sets first: their fits cost most, and the last to finish should be a small one.
     usable.sort(key=lambda pair: len(pair[0]), reverse=True)
-    sets, members = [ts for ts, _ in usable], [names for _, names in usable]
+    sets = [ts for ts, _ in usable]
+    incumbents = [book.incumbent(ts.algorithm, ts.platform) for ts in sets]
+    members = [
+        names + [m for m in _members(list(inc.composition), ts) if m not in names] if inc is not None else names
+        for (ts, names), inc in zip(usable, incumbents, strict=True)
+    ]
     plans = [_save_plan(settings, ts) for ts in sets]
     candidates: list[list[Candidate]] = [[] for _ in sets]
-    results: list[list[CVResult]] = [[] for _ in sets]
+    results: list[dict[str, CVResult]] = [{} for _ in sets]
     picks: list[Pick] = []
-    order = [*chosen, ENSEMBLE]
-    with training_sessions(settings, sorted({ts.algorithm for ts in sets}), chosen) as parents:
+    with tracker.sessions(sorted({ts.algorithm for ts in sets}), chosen) as sessions:
         for index, result in _cross_validate_all(settings, sets, plans, members, progress):
-            ts, found = sets[index], candidates[index]
-            parent = parents[ts.algorithm]
-            results[index].append(result)
+            ts, session = sets[index], sessions[sets[index].algorithm]
+            results[index][result.model_name] = result
             model = make_model(result.model_name, seed=settings.seed)
-            found.append(log_candidate(parent, ts, plans[index], result, model, coverage=settings.interval_coverage))
-            if len(found) == len(members[index]):
-                weights: Counter[str] = Counter()
-                if len(found) > 1:
-                    ensemble, weights = _ensemble(settings, parent, ts, plans[index], results[index])
-                    found.append(ensemble)
-                found.sort(key=lambda c: order.index(c.model_name))
-                best = best_candidate(found, settings.selection_metric)
-                served = dict(weights) if best.model_name == ENSEMBLE else {best.model_name: 1}
-                picks.append(Pick(index, best, served, found))
-        outcomes = [
-            _promote(settings, parents[sets[pick.set_index].algorithm], sets[pick.set_index], pick, model, seconds)
-            for pick, model, seconds in _refit_served(settings, sets, plans, picks, progress)
-        ]
+            candidates[index].append(tracker.log_candidate(session, ts, plans[index], result, model))
+            if len(results[index]) == len(members[index]):
+                pick = _judge(settings, tracker, session, index, ts, plans[index], chosen, results[index],
+                              candidates[index], incumbents[index], force)  # fmt: skip
+                picks.append(pick)
+                if progress is not None:
+                    progress(f"{ts.algorithm}/{ts.platform} {pick.decision.verdict.value}")
+        registered = {} if dry_run else _register_all(settings, book, sets, plans, picks, progress)
+        outcomes = []
+        for pick in picks:
+            ts = sets[pick.set_index]
+            outcome = _outcome(pick, ts, incumbents[pick.set_index], registered.get(pick.set_index, []), dry_run)
+            tracker.note(sessions[ts.algorithm], _session_tags(outcome))
+            outcomes.append(outcome)
     return sorted(outcomes, key=lambda o: (o.algorithm, o.platform))
 
 
-def _ensemble(
-    settings: Settings, parent: Run, ts: TrainingSet, plan: FoldPlan, results: Sequence[CVResult]
-) -> tuple[Candidate, Counter[str]]:
-    """Greedy ensemble selection over the set's members, logged as one more candidate (it fits nothing itself)."""
-    result, weights = cross_validated_ensemble(results, ts, plan, settings.selection_metric)
-    names = [r.model_name for r in results if r.model_name in weights]
+def _judge(
+    settings: Settings,
+    tracker: Tracker,
+    session: Any,
+    index: int,
+    ts: TrainingSet,
+    plan: FoldPlan,
+    chosen: Sequence[str],
+    results: dict[str, CVResult],
+    logged: list[Candidate],
+    incumbent: Incumbent | None,
+    force: bool,
+) -> Pick:
+    """Pick the set's best candidate among the ``chosen`` members (and their ensemble) and let the guard judge it."""
+    found = {c.model_name: c for c in logged}
+    order = [*chosen, ENSEMBLE]
+    names = [n for n in chosen if n in results]
+    challengers = [found[n] for n in names]
+    weights: Counter[str] = Counter()
+    if len(names) > 1:
+        ensemble, weights = cross_validated_ensemble([results[n] for n in names], ts, plan, settings.selection_metric)
+        results = {**results, ENSEMBLE: ensemble}
+        found[ENSEMBLE] = _log_ensemble(settings, tracker, session, ts, plan, ensemble, weights)
+        challengers.append(found[ENSEMBLE])
+    best = best_candidate(sorted(challengers, key=lambda c: order.index(c.model_name)), settings.selection_metric)
+    challenger_members = dict(weights) if best.model_name == ENSEMBLE else {best.model_name: 1}
+    incumbent_candidate, incumbent_predictions, X = None, None, None
+    if incumbent is not None and all(m in results for m in incumbent.composition):
+        incumbent_candidate, incumbent_predictions = _incumbent_result(
+            settings, tracker, session, ts, plan, results, found, incumbent.composition, challenger_members
+        )
+        if set(incumbent.feature_names) <= set(ts.X.columns):
+            X = ts.X[incumbent.feature_names].to_numpy(dtype="float64")
+    decision = judge(
+        y=ts.y, priors=results[best.model_name].priors, jobs=ts.jobs, run_ids=ts.run_ids, X=X,
+        challenger=challenger_members, challenger_predictions=results[best.model_name].predictions,
+        incumbent=incumbent, incumbent_predictions=incumbent_predictions, settings=guard_settings(settings), force=force,
+    )  # fmt: skip
+    members = dict(incumbent.composition) if incumbent is not None else {}
+    return Pick(index, best, challenger_members, incumbent_candidate, members, decision, list(found.values()))
+
+
+def _incumbent_result(
+    settings: Settings,
+    tracker: Tracker,
+    session: Any,
+    ts: TrainingSet,
+    plan: FoldPlan,
+    results: Mapping[str, CVResult],
+    found: Mapping[str, Candidate],
+    composition: Mapping[str, int],
+    challenger_members: Mapping[str, int],
+) -> tuple[Candidate, np.ndarray]:
+    """The incumbent composition's candidate and out-of-fold predictions on this plan (an ensemble with its fixed weights)."""
+    if len(composition) == 1:
+        name = next(iter(composition))
+        return found[name], results[name].predictions
+    if dict(composition) == dict(challenger_members):
+        return found[ENSEMBLE], results[ENSEMBLE].predictions
+    fixed = fixed_ensemble(results, Counter(composition), ts, plan)
+    candidate = _log_ensemble(settings, tracker, session, ts, plan, fixed, Counter(composition), role="incumbent")
+    return candidate, fixed.predictions
+
+
+def _log_ensemble(
+    settings: Settings,
+    tracker: Tracker,
+    session: Any,
+    ts: TrainingSet,
+    plan: FoldPlan,
+    result: CVResult,
+    weights: Counter[str],
+    role: str = "challenger",
+) -> Candidate:
+    """An ensemble's cross-validation logged as one more candidate (it fits nothing itself)."""
+    names = list(weights)
     model = AveragedRegressor([(n, make_model(n, seed=settings.seed)) for n in names], [weights[n] for n in names])
     described = ", ".join(f"{n} x{weights[n]}" for n in names)
-    candidate = log_candidate(
-        parent, ts, plan, result, model, coverage=settings.interval_coverage, params={"ensemble.members": described}
-    )
-    return candidate, weights
+    return tracker.log_candidate(session, ts, plan, result, model, params={"ensemble.members": described, "role": role})
 
 
 def _cross_validate_all(
@@ -208,48 +355,87 @@ def _cross_validate_all(
             yield fit.set_index, collect(fit.model_name, ts, plan, folds.pop(key))
 
 
-def _refit_served(
-    settings: Settings, sets: Sequence[TrainingSet], plans: Sequence[FoldPlan], picks: Sequence[Pick], progress: Progress | None
-) -> Iterator[tuple[Pick, RegressorMixin, float]]:
-    """Each pick's served model fitted on every row of its set, and the seconds its fits took, in parallel.
+def _register_all(
+    settings: Settings,
+    book: ChampionBook,
+    sets: Sequence[TrainingSet],
+    plans: Sequence[FoldPlan],
+    picks: Sequence[Pick],
+    progress: Progress | None,
+) -> dict[int, list[str]]:
+    """Refit on every row, in parallel, each member of every composition the decisions register; register them in order.
 
-    A single champion is refitted; an ensemble is assembled from its members' refits.
+    Returns the versions registered per set. An ensemble is assembled from its members' refits.
     """
-    by_set = {pick.set_index: pick for pick in picks}
-    fits = [Fit(pick.set_index, name, None) for pick in picks for name in pick.served]
+    wanted = {pick.set_index: pick.to_register() for pick in picks}
+    needed = {index: sorted({m for _, members, _ in todo for m in members}) for index, todo in wanted.items()}
+    fits = [Fit(index, name, None) for index, names in needed.items() for name in names]
     refits: dict[int, dict[str, Refit]] = {}
+    registered: dict[int, list[str]] = {}
     for fit, result in run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs):
-        pick, done = by_set[fit.set_index], refits.setdefault(fit.set_index, {})
+        done = refits.setdefault(fit.set_index, {})
         done[fit.model_name] = result
-        if len(done) < len(pick.served):
+        if len(done) < len(needed[fit.set_index]):
             continue
-        ts = sets[fit.set_index]
-        if progress is not None:
-            progress(f"{ts.algorithm}/{ts.platform} champion {pick.champion.model_name} refit")
-        seconds = sum(r.seconds for r in done.values())
-        if pick.champion.model_name == ENSEMBLE:
-            fitted = [(name, done[name].model) for name in pick.served]
-            yield pick, AveragedRegressor.from_fitted(fitted, list(pick.served.values()), ts.X), seconds
-        else:
-            yield pick, done[pick.champion.model_name].model, seconds
+        ts, pick = sets[fit.set_index], next(p for p in picks if p.set_index == fit.set_index)
+        for candidate, members, alias in wanted[fit.set_index]:
+            model = _assembled(members, done, ts)
+            seconds = sum(done[m].seconds for m in members)
+            version = book.register(
+                ts, candidate, model, refit_seconds=seconds, coverage=settings.interval_coverage,
+                composition=members, decision=pick.decision, alias=alias,
+            )  # fmt: skip
+            registered.setdefault(fit.set_index, []).append(version)
+            if progress is not None:
+                progress(f"{ts.algorithm}/{ts.platform} {label(members)} registered as version {version}")
+    return registered
 
 
-def _promote(
-    settings: Settings, parent: Run, ts: TrainingSet, pick: Pick, model: RegressorMixin, refit_seconds: float
-) -> TrainingOutcome:
-    """Promote the set's champion with its refitted ``model`` and note it on the parent run."""
-    best = pick.champion
-    version = promote(ts, best, model, refit_seconds=refit_seconds, coverage=settings.interval_coverage)
-    client = mlflow.MlflowClient()
-    client.set_tag(parent.info.run_id, f"champion.{ts.platform}", best.model_name)
-    client.set_tag(parent.info.run_id, f"champion_version.{ts.platform}", str(version.version))
+def _assembled(members: Mapping[str, int], refits: Mapping[str, Refit], ts: TrainingSet) -> RegressorMixin:
+    """The served model of a composition: its single member's refit, or the weighted mean of its members' refits."""
+    if len(members) == 1:
+        return refits[next(iter(members))].model
+    return AveragedRegressor.from_fitted([(n, refits[n].model) for n in members], list(members.values()), ts.X)
+
+
+def _outcome(pick: Pick, ts: TrainingSet, incumbent: Incumbent | None, registered: list[str], dry_run: bool) -> TrainingOutcome:
+    """The outcome of one set: what serves after the decision (on a dry run: the version that serves now, if it stays)."""
+    serve = pick.decision.serve
+    if serve is Serve.CHALLENGER:
+        serving, version = pick.challenger.model_name, None if dry_run else registered[0]
+    elif serve is Serve.INCUMBENT:
+        serving, version = pick.incumbent.model_name if pick.incumbent else None, None if dry_run else registered[-1]
+    else:
+        serving = pick.incumbent.model_name if pick.incumbent else (label(incumbent.composition) if incumbent else None)
+        version = incumbent.version if incumbent else None
     return TrainingOutcome(
-        algorithm=ts.algorithm,
-        platform=ts.platform,
-        champion=best.model_name,
-        version=str(version.version),
-        metrics={c.model_name: c.metrics for c in pick.candidates},
-    )
+        algorithm=ts.algorithm, platform=ts.platform, challenger=pick.challenger.model_name, decision=pick.decision,
+        serving=serving, version=version, registered=registered, metrics={c.model_name: c.metrics for c in pick.candidates},
+        n_rows=len(ts),
+    )  # fmt: skip
+
+
+def _session_tags(outcome: TrainingOutcome) -> dict[str, str]:
+    """What the session's parent run says of one platform: the serving member, its best candidate, the guard's verdict."""
+    p = outcome.platform
+    return {
+        f"champion.{p}": outcome.serving or "",
+        f"challenger.{p}": outcome.challenger,
+        f"guard.{p}": outcome.decision.verdict.value,
+        f"guard_reason.{p}": outcome.decision.reason[:4000],
+        f"champion_version.{p}": outcome.version or "",
+    }
+
+
+def decision_row(outcome: TrainingOutcome, trigger: str) -> dict[str, Any]:
+    """The ``model_decisions`` row of an outcome (what ``predictor models history`` lists)."""
+    d = outcome.decision
+    return {
+        "decided_at": datetime.now(UTC), "algorithm": outcome.algorithm, "platform": outcome.platform,
+        "decision": d.verdict.value, "trigger": trigger[:200], "challenger": d.challenger[:200],
+        "incumbent": d.incumbent[:200] if d.incumbent else None, "version": ",".join(outcome.registered)[:64] or None,
+        "serving_version": outcome.version, "n_rows": outcome.n_rows, "reason": d.reason, "details": dict(d.details),
+    }  # fmt: skip
 
 
 def _save_plan(settings: Settings, ts: TrainingSet) -> FoldPlan:

@@ -9,7 +9,7 @@ import json
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -94,6 +94,16 @@ def training_sessions(settings: Settings, algorithms: Sequence[str], models: Seq
             client.set_terminated(run.info.run_id, status)
 
 
+def candidate_numbers(
+    training_set: TrainingSet, plan: FoldPlan, result: CVResult, coverage: float
+) -> tuple[dict[str, float], dict[float, float]]:
+    """A candidate's metrics (with ``interval_coverage``, cross-fitted) and its residual log-ratio quantiles."""
+    ts = training_set
+    quantiles = residual_log_quantiles(ts.y, result.predictions)
+    metrics = {**result.metrics, "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan.folds, coverage)}
+    return metrics, quantiles
+
+
 def log_candidate(
     parent: Run,
     training_set: TrainingSet,
@@ -113,8 +123,7 @@ def log_candidate(
     curve of a cascade network) is logged per fold; the model itself only if it is served.
     """
     ts = training_set
-    quantiles = residual_log_quantiles(ts.y, result.predictions)
-    metrics = {**result.metrics, "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan.folds, coverage)}
+    metrics, quantiles = candidate_numbers(ts, plan, result, coverage)
     tags = {
         "algorithm": ts.algorithm,
         "platform": ts.platform,
@@ -265,3 +274,36 @@ def _trusted_types(model: RegressorMixin) -> list[str]:
     import skops.io
 
     return skops.io.get_untrusted_types(data=skops.io.dumps(model))
+
+
+class MlflowTracker:
+    """Training tracked in MLflow: an experiment per algorithm, a parent run per session, a child run per candidate."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        configure_mlflow(settings)
+
+    def sessions(self, algorithms: Sequence[str], models: Sequence[str]) -> AbstractContextManager[dict[str, Run]]:
+        """The parent run of each algorithm's session (see :func:`training_sessions`)."""
+        return training_sessions(self.settings, algorithms, models)
+
+    def log_candidate(
+        self,
+        session: Run,
+        training_set: TrainingSet,
+        plan: FoldPlan,
+        result: CVResult,
+        model: RegressorMixin,
+        *,
+        params: Mapping[str, object] | None = None,
+    ) -> Candidate:
+        """One candidate as a child run of ``session`` (see :func:`log_candidate`)."""
+        return log_candidate(
+            session, training_set, plan, result, model, coverage=self.settings.interval_coverage, params=params
+        )
+
+    def note(self, session: Run, tags: Mapping[str, str]) -> None:
+        """Tag the session's parent run (what was decided for each platform)."""
+        client = mlflow.MlflowClient()
+        for key, value in tags.items():
+            client.set_tag(session.info.run_id, key, value)

@@ -75,23 +75,22 @@ class MeasurementStore:
             command.upgrade(config, "head")
             conn.commit()
 
-    def add(self, measurements: Iterable[Measurement]) -> AddResult:
-        """Store new runs in one transaction; run_ids already stored or repeated in the batch are duplicates."""
-        rows: dict[str, dict[str, Any]] = {}
+    def add(self, measurements: Iterable[Measurement], served: Iterable[ServedEstimate] = ()) -> AddResult:
+        """Store new runs (and the estimates they were served) in one transaction; run_ids already stored or repeated in
+        the batch are duplicates."""
+        rows: dict[str, Measurement] = {}
         repeats: list[str] = []
         for m in measurements:
             if m.run_id in rows:
                 repeats.append(m.run_id)
             else:
-                rows[m.run_id] = _to_row(m)
+                rows[m.run_id] = m
+        served = list(served)
         inserted: set[str] = set()
-        if rows:
-            insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
-            stmt = insert(table).on_conflict_do_nothing(index_elements=["run_id"]).returning(table.c.run_id)
-            # Sorted by run_id so concurrent PostgreSQL writers lock overlapping keys in one order (no deadlock).
-            batch = [rows[run_id] for run_id in sorted(rows)]
+        if rows or served:
             with self._connect_exclusive() as conn:
-                inserted = set(conn.execute(stmt, batch).scalars())
+                inserted = insert_measurements(conn, rows.values())
+                insert_served(conn, served)
                 conn.commit()
         return AddResult(
             stored=[run_id for run_id in rows if run_id in inserted],
@@ -185,13 +184,8 @@ class MeasurementStore:
 
     def add_served(self, served: Iterable[ServedEstimate]) -> int:
         """Keep the estimate each run was served (the first one recorded per run_id wins); how many were new."""
-        rows = {s.run_id: s.model_dump() for s in served}
-        if not rows:
-            return 0
-        insert = sqlite.insert if self.dialect == "sqlite" else postgresql.insert
-        stmt = insert(served_estimates).on_conflict_do_nothing(index_elements=["run_id"]).returning(served_estimates.c.run_id)
         with self._connect_exclusive() as conn:
-            added = len(conn.execute(stmt, [rows[k] for k in sorted(rows)]).scalars().all())
+            added = insert_served(conn, served)
             conn.commit()
         return added
 
@@ -261,6 +255,31 @@ def _filtered(
     if successful_only:
         stmt = stmt.where((table.c.exit_status == 0) | table.c.censored) if with_censored else stmt.where(table.c.exit_status == 0)
     return stmt
+
+
+def _insert(conn: Connection) -> Any:
+    """The dialect's INSERT, which knows ON CONFLICT."""
+    return sqlite.insert if conn.dialect.name == "sqlite" else postgresql.insert
+
+
+def insert_measurements(conn: Connection, measurements: Iterable[Measurement]) -> set[str]:
+    """Insert runs not stored yet, inside the caller's transaction (the scheduler commits its finished runs with its
+    step); the run ids inserted. Sorted by run_id so concurrent PostgreSQL writers lock keys in one order (no deadlock).
+    """
+    rows = {m.run_id: _to_row(m) for m in measurements}
+    if not rows:
+        return set()
+    stmt = _insert(conn)(table).on_conflict_do_nothing(index_elements=["run_id"]).returning(table.c.run_id)
+    return set(conn.execute(stmt, [rows[k] for k in sorted(rows)]).scalars())
+
+
+def insert_served(conn: Connection, served: Iterable[ServedEstimate]) -> int:
+    """Insert served estimates of runs that have none yet, inside the caller's transaction; how many were new."""
+    rows = {s.run_id: s.model_dump() for s in served}
+    if not rows:
+        return 0
+    stmt = _insert(conn)(served_estimates).on_conflict_do_nothing(index_elements=["run_id"]).returning(served_estimates.c.run_id)
+    return len(conn.execute(stmt, [rows[k] for k in sorted(rows)]).scalars().all())
 
 
 def _to_row(m: Measurement) -> dict[str, Any]:

@@ -6,7 +6,9 @@ from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from predictor.domain import Measurement, ServedEstimate
 from predictor.ingest import RowError, validate_record
+from predictor.oracle import Job
 from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
@@ -50,14 +52,36 @@ async def record(body: ObservationIn | list[ObservationIn], state: State) -> JSO
 
 
 def _store(state: ServiceState, items: list[ObservationIn]) -> ObservationsResponse:
-    """Validate each observation like an ingested row, store the good ones in one transaction, report all."""
-    good, rejected = [], []
+    """Validate each observation like an ingested row, store the good ones with their served estimates in one transaction.
+
+    Each run that tells a time (finished or censored) is kept beside the estimate it was served:
+    the one the client says it got, else what the champion serves now for its features (it has
+    not seen the run), so the live error is prequential.
+    """
+    good, rejected, told = [], [], []
     for index, item in enumerate(items):
         try:
-            good.append(validate_record(item.model_dump(exclude_none=True), state.catalog, source=item.source))
+            measurement = validate_record(item.model_dump(exclude_none=True, exclude={"served"}), state.catalog, source=item.source)
         except RowError as exc:
             rejected.append(Rejected(index=index, run_id=item.run_id, field=exc.field, message=exc.message))
-    result = state.store.add(good)
+            continue
+        good.append(measurement)
+        if item.served is not None:
+            told.append(ServedEstimate(run_id=measurement.run_id, algorithm=measurement.algorithm,
+                                       platform=measurement.platform, origin="client", **item.served.model_dump()))  # fmt: skip
+    result = state.store.add(good, served=told + _served_now(state, good, {s.run_id for s in told}))
     for outcome, n in (("stored", len(result.stored)), ("duplicate", len(result.duplicates)), ("rejected", len(rejected))):
         state.metrics.observations.labels(outcome).inc(n)
     return ObservationsResponse(stored=result.stored, duplicates=result.duplicates, rejected=rejected)
+
+
+def _served_now(state: ServiceState, runs: list[Measurement], told: set[str]) -> list[ServedEstimate]:
+    """What the champions serve now for the runs the client did not say were served (one model call per pair)."""
+    pending = [m for m in runs if m.informative and m.run_id not in told]
+    jobs = [Job(m.algorithm, (m.platform,), m.features) for m in pending]
+    out = []
+    for m, answer in zip(pending, state.oracle.estimate_jobs(jobs), strict=True):
+        served = ServedEstimate.of(m.run_id, m.algorithm, answer[m.platform], origin="service")
+        if served is not None:
+            out.append(served)
+    return out

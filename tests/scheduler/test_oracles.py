@@ -74,3 +74,12 @@ def test_fitted_model_errs_like_the_hidden_complexity():
         for p, e in model.estimate(spec.algorithm, spec.params).items()
     ]
     assert abs(np.mean(ratios)) < 0.1 and 0.1 < np.std(ratios) < 0.5
+
+
+def test_an_extrapolating_estimate_is_planned_with_its_limit() -> None:
+    from predictor.domain import Estimate
+    from scheduler.oracles import seconds
+
+    inside = Estimate(platform="cpu", seconds=10.0, upper=12.0, limit=15.0)
+    outside = Estimate(platform="gpu", seconds=10.0, upper=30.0, limit=40.0, extrapolating=True)
+    assert seconds({"cpu": inside, "gpu": outside, "none": Estimate(platform="none")}) == {"cpu": 10.0, "gpu": 40.0, "none": None}

@@ -27,9 +27,9 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
 
 
 def retrain(home: Home, model: str) -> None:
-    """Train ``model`` on the same data: a new version of each champion, and the alias moved to it."""
+    """Train ``model`` on the same data: a new version of each champion, and the alias moved to it (past the guard)."""
     store = MeasurementStore(home.settings.resolved_store_url)
-    run_training(home.settings, store, models=[model])
+    run_training(home.settings, store, models=[model], force=True)
     store.dispose()
 
 

@@ -37,12 +37,12 @@ SPEED = {"fast": 1.0, "slow": 3.0}
 FIRST_MODELS = ("mean", "profile_mean", "linear_log", "lightgbm")
 
 
-def _measurements() -> list[Measurement]:
-    """Seconds ~ speed * 0.002 * length * sequences: 40 runs per platform, a failed run, a pair too small to train."""
-    rng = np.random.default_rng(3)
+def _measurements(start: int = 0, n: int = 40, seed: int = 3) -> list[Measurement]:
+    """Seconds ~ speed * 0.002 * length * sequences: ``n`` runs per platform, a failed run, a pair too small to train."""
+    rng = np.random.default_rng(seed)
     runs = []
     for platform, speed in SPEED.items():
-        for i in range(40):
+        for i in range(start, start + n):
             length, count = float(rng.uniform(100, 5000)), float(rng.integers(2, 50))
             seconds = speed * 0.002 * length * count * float(rng.lognormal(0, 0.05))
             runs.append(
@@ -55,6 +55,8 @@ def _measurements() -> list[Measurement]:
                 )
             )
     failed = {"input.length": 1.0, "input.sequences": 1.0}
+    if start:
+        return runs
     runs.append(
         Measurement(run_id="failed", algorithm="align", platform="fast", features=failed, wall_seconds=1e6, exit_status=1)
     )
@@ -67,7 +69,9 @@ class Trained:
     settings: Settings
     store: MeasurementStore
     first: list[TrainingOutcome]
+    unchanged: list[TrainingOutcome]
     second: list[TrainingOutcome]
+    newcomer: list[TrainingOutcome]
     labels: list[str]
     steps: int
 
@@ -90,8 +94,11 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
     labels: list[str] = []
     steps = count_steps(settings, load_training_sets(store), models=FIRST_MODELS)
     first = run_training(settings, store, models=FIRST_MODELS, progress=labels.append)
+    unchanged = run_training(settings, store, algorithms=["align"], models=["mean", "linear_log"])
+    store.add(_measurements(start=40, n=20, seed=4))  # new runs: the champion's member is refreshed on them
     second = run_training(settings, store, algorithms=["align"], models=["mean", "linear_log"])
-    yield Trained(settings, store, first, second, labels, steps)
+    newcomer = run_training(settings, store, algorithms=["align"], models=["mean"])  # the mean cannot take over
+    yield Trained(settings, store, first, unchanged, second, newcomer, labels, steps)
     store.dispose()
 
 
@@ -100,17 +107,19 @@ def test_each_pair_gets_a_champion_chosen_by_rae(trained: Trained) -> None:
     assert pairs == [("align", "fast", "1"), ("align", "slow", "1")]
     for outcome in trained.first:
         assert list(outcome.metrics) == [*FIRST_MODELS, "ensemble"]
-        assert outcome.champion == min(outcome.metrics, key=lambda m: outcome.metrics[m]["rae"])
+        assert outcome.challenger == min(outcome.metrics, key=lambda m: outcome.metrics[m]["rae"])
+        assert outcome.serving == outcome.challenger and outcome.decision.verdict.value == "promoted"
+        assert outcome.decision.reason == "no champion served before"
         assert outcome.metrics["mean"]["rae"] == pytest.approx(100.0)
-        assert outcome.metrics[outcome.champion]["rae"] < 20
+        assert outcome.metrics[outcome.challenger]["rae"] < 20
 
 
 def test_progress_is_reported_once_per_fit(trained: Trained) -> None:
-    assert len(trained.labels) == trained.steps == 2 * (len(FIRST_MODELS) * 5 + 1)
+    assert len(trained.labels) == trained.steps + 2  # and once per registered version
     assert trained.labels[0] == "align/fast mean fold 1/5"
-    refits = sorted(label for label in trained.labels if label.endswith("refit"))
-    assert refits == [f"align/{o.platform} champion {o.champion} refit" for o in trained.first]
-    assert sorted(trained.labels[-2:]) == refits
+    registered = sorted(label for label in trained.labels if "registered as version" in label)
+    assert registered == [f"align/{o.platform} {o.challenger} registered as version 1" for o in trained.first]
+    assert sorted(trained.labels[-2:]) == registered
 
 
 def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Trained) -> None:
@@ -120,7 +129,7 @@ def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Tra
     runs = mlflow.search_runs([experiment.experiment_id], output_format="list", order_by=order)
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
-    assert len(parents) == 2 and len(children) == 2 * (len(FIRST_MODELS) + 1)
+    assert len(parents) == 4 and len(children) == 2 * (len(FIRST_MODELS) + 1)
     child = next(r for r in children if r.data.tags["model_kind"] == "linear_log" and r.data.tags["platform"] == "fast")
     assert child.data.params["n_rows"] == "40" and child.data.params["n_features"] == "2"
     assert "cv_rae" in child.data.metrics and "fit_seconds" in child.data.metrics
@@ -150,22 +159,44 @@ def test_load_champion_predicts_in_seconds(trained: Trained) -> None:
     for platform, speed in SPEED.items():
         champion = registry.load_champion("align", platform)
         assert champion is not None
-        assert champion.version == "2" and champion.tags["model_kind"] == "linear_log"
+        assert champion.version == "2" and champion.tags["model_kind"] == "linear_log"  # the refreshed one, not v3
         assert champion.feature_names == ["input.length", "input.sequences"]
         X = pd.DataFrame({"input.length": [1000.0], "input.sequences": [10.0]})
         expected = speed * 0.002 * 1000 * 10
         assert champion.model.predict(X)[0] == pytest.approx(expected, rel=0.5)
 
 
-def test_second_training_moves_the_alias_and_keeps_the_old_version(trained: Trained) -> None:
-    assert [o.version for o in trained.second] == ["2", "2"]
+def test_training_again_on_the_same_runs_changes_nothing(trained: Trained) -> None:
+    for outcome in trained.unchanged:
+        assert outcome.decision.verdict.value == "kept" and outcome.registered == [] and outcome.version == "1"
+        assert "no runs since version 1 was trained" in outcome.decision.reason
+
+
+def test_new_runs_refresh_the_champion_and_keep_the_old_version(trained: Trained) -> None:
+    assert [(o.version, o.decision.verdict.value) for o in trained.second] == [("2", "refreshed"), ("2", "refreshed")]
     client = mlflow.MlflowClient()
     for outcome in trained.first:
         name = registered_name("align", outcome.platform)
         assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
         old = client.get_model_version(name, "1")
-        assert old.tags["model_kind"] == outcome.champion and "champion" not in old.aliases
+        assert old.tags["model_kind"] == outcome.challenger and "champion" not in old.aliases
+    for outcome in trained.second:
+        assert "refreshed minus served on 20 new run(s)" in outcome.decision.reason
+        assert outcome.n_rows == 60
     assert [v.name for v in list_champions()] == ["runtime-align-fast", "runtime-align-slow"]
+
+
+def test_a_worse_challenger_is_registered_but_does_not_take_the_alias(trained: Trained) -> None:
+    client = mlflow.MlflowClient()
+    for outcome in trained.newcomer:
+        assert outcome.challenger == "mean" and outcome.decision.verdict.value == "kept"
+        assert outcome.decision.reason.startswith("mean does not beat linear_log: RAE +")
+        assert outcome.registered == ["3"] and outcome.version == "2" and outcome.serving == "linear_log"
+        name = registered_name("align", outcome.platform)
+        assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
+        challenger = client.get_model_version(name, "3")
+        assert challenger.tags["role"] == "challenger" and challenger.tags["guard_verdict"] == "kept"
+        assert challenger.tags["model_kind"] == "mean"
 
 
 def test_the_oracle_loads_what_training_registered(trained: Trained) -> None:
@@ -215,7 +246,7 @@ def test_champions_carry_interval_quantiles_and_nominal_coverage(trained: Traine
 def test_fold_plans_are_written_for_peer_tools(trained: Trained) -> None:
     for platform in SPEED:
         plan = FoldPlan.load(fold_plan_path(trained.settings, "align", platform))
-        assert plan.run_ids == sorted(f"{platform}-{i:02d}" for i in range(40)) and plan.n_folds == 5
+        assert plan.run_ids == sorted(f"{platform}-{i:02d}" for i in range(60)) and plan.n_folds == 5
 
 
 def test_the_parent_run_names_each_platforms_champion(trained: Trained) -> None:
@@ -224,6 +255,7 @@ def test_the_parent_run_names_each_platforms_champion(trained: Trained) -> None:
         [experiment.experiment_id], "attributes.run_name = 'train-align'", order_by=["attributes.start_time DESC"], output_format="list"
     )[0]
     assert latest.data.tags["champion.fast"] == "linear_log" and latest.data.tags["champion_version.slow"] == "2"
+    assert latest.data.tags["challenger.fast"] == "mean" and latest.data.tags["guard.fast"] == "kept"
 
 
 def test_default_models_apply_only_where_their_features_exist(trained: Trained) -> None:
@@ -240,13 +272,14 @@ def test_only_what_is_served_is_refitted(trained: Trained) -> None:
     assert client.get_run(champion.tags["source_run_id"]).data.metrics["refit_seconds"] > 0
     experiment = mlflow.get_experiment_by_name("runtime/align")
     baselines = mlflow.search_runs([experiment.experiment_id], "tags.model_kind = 'mean'", output_format="list")
-    assert len(baselines) == 4 and all("refit_seconds" not in run.data.metrics for run in baselines)
+    refitted = [run for run in baselines if "refit_seconds" in run.data.metrics]
+    assert len(baselines) == 8 and len(refitted) == 2  # four sessions; only the newcomer's challengers were registered
 
 
 def test_report_reads_the_latest_session(trained: Trained) -> None:
     session = latest_session(trained.settings, "align", "fast")
     rows = {r.model: r for r in session.rows}
-    assert set(rows) == {"linear_log", "mean", "ensemble"} and session.nominal_coverage == 0.9
+    assert set(rows) == {"linear_log", "mean"} and session.nominal_coverage == 0.9  # the newcomer's session
     best, baseline = rows["linear_log"], rows["mean"]
     assert best.champion and not baseline.champion and best.target_transform == "log"
     assert set(best.metrics) == set(REPORT_METRICS) and best.fit_seconds > 0
@@ -258,7 +291,7 @@ def test_report_reads_the_latest_session(trained: Trained) -> None:
 def test_report_sets_the_champion_against_the_runner_up(trained: Trained) -> None:
     session = latest_session(trained.settings, "align", "fast")
     lead = champion_lead(session, "fast")
-    assert lead is not None and lead.champion == "linear_log" and lead.n_jobs == 40
+    assert lead is not None and lead.champion == "linear_log" and lead.n_jobs == 60
     runner_up = next(r for r in session.rows if not r.champion)
     champion = next(r for r in session.rows if r.champion)
     assert lead.runner_up == runner_up.model
@@ -279,6 +312,6 @@ def test_report_command_prints_the_table(trained: Trained) -> None:
     assert result.exit_code == 0, result.output
     assert "align on slow" in result.output and "align on fast" not in result.output
     assert "* linear_log" in result.output and "RAE%" in result.output and "cover" in result.output
-    assert "champion linear_log minus runner-up" in result.output and "paired bootstrap over 40 jobs" in result.output
+    assert "champion linear_log minus runner-up" in result.output and "paired bootstrap over 60 jobs" in result.output
     missing = CliRunner().invoke(app, ["report", "--algorithm", "search"], env=env)
     assert missing.exit_code == 2

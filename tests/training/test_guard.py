@@ -1,0 +1,147 @@
+"""The champion-challenger guard: nothing worse than the serving champion takes the alias, unless forced."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from predictor.cli import app
+from predictor.domain import Measurement
+from predictor.settings import Settings
+from predictor.store import MeasurementStore
+from training.dataset import TrainingSet, load_training_sets
+from training.guard import GuardSettings, Incumbent, Serve, Verdict, judge
+from training.memory import MemoryChampions, MemoryTracker
+from training.pipeline import train
+
+GUARD = GuardSettings(n_resamples=500)
+
+
+def _rows(n: int = 60, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """True seconds, a constant prior, one job per row, run ids."""
+    rng = np.random.default_rng(seed)
+    y = rng.uniform(1.0, 100.0, n)
+    return y, np.full(n, y.mean()), np.arange(n), [f"r{i}" for i in range(n)]
+
+
+def _incumbent(composition: dict[str, int], trained: list[str] | None, predict=None) -> Incumbent:
+    return Incumbent("1", composition, None if trained is None else frozenset(trained), ["x"], predict)
+
+
+def test_the_first_champion_is_promoted_and_force_overrides_the_guard() -> None:
+    y, prior, jobs, ids = _rows()
+    first = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"mean": 1}, challenger_predictions=prior,
+                  incumbent=None, incumbent_predictions=None, settings=GUARD)  # fmt: skip
+    assert (first.verdict, first.serve, first.register_challenger) == (Verdict.PROMOTED, Serve.CHALLENGER, True)
+    forced = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"mean": 1}, challenger_predictions=prior,
+                   incumbent=_incumbent({"linear_log": 1}, ids), incumbent_predictions=y, settings=GUARD, force=True)  # fmt: skip
+    assert forced.verdict is Verdict.FORCED and forced.serve is Serve.CHALLENGER and "forced" in forced.reason
+
+
+def test_a_challenger_takes_over_only_with_a_lead_the_bootstrap_trusts() -> None:
+    y, prior, jobs, ids = _rows()
+    rng = np.random.default_rng(1)
+    good, rough = y * rng.lognormal(0, 0.05, len(y)), y * rng.lognormal(0, 0.5, len(y))
+    incumbent = _incumbent({"lad": 1}, ids)
+    better = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"svr_log": 1}, challenger_predictions=good,
+                   incumbent=incumbent, incumbent_predictions=rough, settings=GUARD)  # fmt: skip
+    assert better.verdict is Verdict.PROMOTED and better.serve is Serve.CHALLENGER
+    assert better.details["high"] < 0 and better.reason.startswith("svr_log beats lad: RAE -")
+    tie = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"svr_log": 1}, challenger_predictions=good * 1.001,
+                incumbent=incumbent, incumbent_predictions=good, settings=GUARD)  # fmt: skip
+    assert tie.verdict is Verdict.KEPT and tie.serve is None and tie.register_challenger
+    assert "no runs since version 1 was trained" in tie.reason
+    margin = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"svr_log": 1}, challenger_predictions=good,
+                   incumbent=incumbent, incumbent_predictions=rough, settings=GuardSettings(margin=500.0, n_resamples=500))  # fmt: skip
+    assert margin.verdict is Verdict.KEPT  # a lead must exceed the margin
+
+
+def test_a_losing_challenger_leaves_the_incumbent_refreshed_when_runs_arrived() -> None:
+    y, prior, jobs, ids = _rows()
+    X = y[:, None]
+    incumbent = _incumbent({"lad": 1}, ids[:40], predict=lambda rows: rows[:, 0] * 1.10)  # trained on fewer runs
+    decision = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=X, challenger={"mean": 1}, challenger_predictions=prior,
+                     incumbent=incumbent, incumbent_predictions=y * 1.02, settings=GUARD)  # fmt: skip
+    assert decision.verdict is Verdict.REFRESHED and decision.serve is Serve.INCUMBENT and decision.register_challenger
+    assert decision.reason.startswith("mean does not beat lad") and "on 20 new run(s)" in decision.reason
+
+
+def test_a_refresh_shown_worse_than_the_served_version_is_not_promoted() -> None:
+    y, prior, jobs, ids = _rows()
+    X = y[:, None]
+    served = _incumbent({"lad": 1}, ids[:30], predict=lambda rows: rows[:, 0])  # perfect on the new runs
+    worse = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=X, challenger={"lad": 1}, challenger_predictions=y * 2.0,
+                  incumbent=served, incumbent_predictions=None, settings=GUARD)  # fmt: skip
+    assert worse.verdict is Verdict.KEPT and worse.serve is None and not worse.register_challenger
+    assert "refresh is worse" in worse.reason and worse.details["refresh_low"] > 0
+    few = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=X, challenger={"lad": 1}, challenger_predictions=y * 2.0,
+                incumbent=_incumbent({"lad": 1}, ids[:58], lambda rows: rows[:, 0]), incumbent_predictions=None,
+                settings=GUARD)  # fmt: skip
+    assert few.verdict is Verdict.REFRESHED and "2 new job(s) are too few to compare" in few.reason
+
+
+def _power_law_set(n: int, seed: int = 0, start: int = 0) -> TrainingSet:
+    rng = np.random.default_rng(seed)
+    size = rng.uniform(10, 1000, n)
+    y = 0.01 * size**1.2 * rng.lognormal(0, 0.05, n)
+    X = pd.DataFrame({"input.size": size})
+    return TrainingSet("tool", "cpu", X, y, ["input.size"], [f"run-{start + i:04d}" for i in range(n)])
+
+
+@pytest.fixture
+def memory_settings(tmp_path) -> Settings:
+    return Settings(home=tmp_path, cv_folds=5, n_jobs=1)
+
+
+def test_in_memory_the_guard_runs_the_same_pipeline(memory_settings: Settings) -> None:
+    book, tracker = MemoryChampions(), MemoryTracker(0.9)
+    data = _power_law_set(60)
+
+    def session(models: list[str], ts: TrainingSet = data, **options):
+        return train(memory_settings, [ts], models=models, tracker=tracker, champions=book, **options)[0]
+
+    assert session(["mean"]).decision.verdict is Verdict.PROMOTED
+    better = session(["mean", "linear_log"])
+    assert better.challenger == "linear_log" and better.decision.verdict is Verdict.PROMOTED and better.version == "2"
+    newcomer = session(["mean"])
+    assert newcomer.decision.verdict is Verdict.KEPT and newcomer.registered == ["3"] and newcomer.version == "2"
+    assert book.alias[("tool", "cpu")].champion.tags["model_kind"] == "linear_log"
+    dry = session(["mean"], force=True, dry_run=True)
+    assert dry.decision.verdict is Verdict.FORCED and dry.registered == [] and len(book.versions[("tool", "cpu")]) == 3
+    forced = session(["mean"], force=True)
+    assert forced.decision.verdict is Verdict.FORCED and forced.version == "4"
+    assert book.alias[("tool", "cpu")].champion.tags["model_kind"] == "mean"
+
+
+def _store_runs(store: MeasurementStore, n: int, seed: int) -> None:
+    data = _power_law_set(n, seed)
+    store.add(
+        Measurement(run_id=r, algorithm="mafft", platform="cpu1", features={"input.residues": float(x)}, wall_seconds=float(t))
+        for r, x, t in zip(data.run_ids, data.X["input.size"], data.y, strict=True)
+    )
+
+
+def test_the_cli_keeps_the_champion_from_the_mean_unless_forced(tmp_path) -> None:
+    """The newcomer's case: `predictor train --model mean` must not replace a far better champion."""
+    env = {"PREDICTOR_HOME": str(tmp_path), "PREDICTOR_CV_FOLDS": "5", "PREDICTOR_N_JOBS": "1"}
+    store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
+    store.migrate()
+    _store_runs(store, 60, seed=2)
+    runner = CliRunner()
+    first = runner.invoke(app, ["train", "--model", "linear_log"], env=env)
+    assert first.exit_code == 0, first.output
+    dry = runner.invoke(app, ["train", "--model", "mean", "--dry-run"], env=env)
+    assert dry.exit_code == 0 and "Dry run" in dry.output and "kept" in dry.output, dry.output
+    kept = runner.invoke(app, ["train", "--model", "mean"], env=env)
+    assert kept.exit_code == 0 and "kept" in kept.output and "mean does not beat linear_log" in kept.output, kept.output
+    forced = runner.invoke(app, ["train", "--model", "mean", "--force"], env=env)
+    assert forced.exit_code == 0 and "forced" in forced.output and "guard was overridden" in forced.output, forced.output
+    history = runner.invoke(app, ["models", "history"], env=env)
+    assert history.exit_code == 0, history.output
+    decisions = [row["decision"] for row in store.decisions()]
+    assert decisions == ["forced", "kept", "promoted"]  # newest first; the dry run recorded nothing
+    assert "predictor train --force" in history.output and "no champion served before" in history.output
+    assert len(load_training_sets(store)) == 1
+    store.dispose()
