@@ -269,12 +269,18 @@ def models_history(
 
 @app.command()
 def report(
-    algorithm: Annotated[str, typer.Option(help="Algorithm whose latest training session to show.")],
+    algorithm: Annotated[str | None, typer.Option(help="Algorithm whose latest training session to show.")] = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
+    live: Annotated[bool, typer.Option("--live", help="Show the live error of the served estimates instead (prequential).")] = False,
 ) -> None:
     """Seed 001's Table 2 for the latest training session per platform, and the champion's lead over the runner-up."""
     from training.report import REPORT_METRICS, NoSession, champion_lead, latest_session
 
+    if live:
+        _live_report(_settings(), algorithm, platform)
+        return
+    if algorithm is None:
+        raise _fail("give --algorithm (or --live for every pair's live error)")
     try:
         session = latest_session(_settings(), algorithm, platform)
     except NoSession as exc:
@@ -299,6 +305,47 @@ def report(
                 f"champion {lead.champion} minus runner-up {lead.runner_up}, % points with 95 % intervals "
                 f"(paired bootstrap over {lead.n_jobs} jobs): {gaps}"
             )
+
+
+def _live_report(settings: Settings, algorithm: str | None, platform: str | None) -> None:
+    """Live error per pair over its latest served runs (see predictor.live)."""
+    from predictor.live import live_report
+
+    rows = {
+        pair: values
+        for pair, values in live_report(_open_store(settings), settings.live_window).items()
+        if algorithm in (None, pair[0]) and platform in (None, pair[1])
+    }
+    if not rows:
+        raise _fail("no served estimates recorded yet" + "".join(f" for {x}" for x in (algorithm, platform) if x))
+    table = Table(title=f"Live error over each pair's latest {settings.live_window} served runs")
+    for column in ("algorithm", "platform", "runs", "RAE%", "in25%", "under", "limit exceeded", "cover"):
+        table.add_column(column, justify="left" if column in ("algorithm", "platform") else "right", no_wrap=True)
+    for (a, p), v in sorted(rows.items()):
+        cells = [f"{v[m]:.3g}" if v[m] == v[m] else "-" for m in ("rae", "within_25pct", "underestimate_rate", "limit_exceeded", "interval_coverage")]
+        table.add_row(a, p, f"{int(v['runs'])}", *cells)
+    Console(width=max(console.width, 120)).print(table)
+
+
+@app.command()
+def worker(
+    once: Annotated[bool, typer.Option("--once", help="One pass over the store, then exit.")] = False,
+) -> None:
+    """The retrain worker: retrain pairs with enough new runs or drifting live error, under the champion guard."""
+    import logging
+
+    from training.worker import run
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = _settings()
+
+    def said(outcomes) -> None:
+        for o in outcomes:
+            console.print(f"{o.algorithm}/{o.platform} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
+        if once and not outcomes:
+            console.print("nothing is due for training")
+
+    run(settings, _open_store(settings), once=once, on_pass=said)
 
 
 @app.command()

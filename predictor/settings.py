@@ -34,9 +34,20 @@ class Settings(BaseSettings):
     cv_folds: int = Field(default=10, ge=2)
     seed: int = 20261122
     selection_metric: str = Field(default="rae", description="Cross-validation metric (lower is better) that picks champions.")
+    train_models: list[str] | None = Field(
+        default=None, description="Zoo members training and the worker use when none are named (JSON list; unset: the defaults)."
+    )
     guard_margin: float = Field(default=0.0, ge=0, description="A challenger must lead the champion by more than this (% points).")
     guard_confidence: float = Field(default=0.9, gt=0.5, lt=1, description="One-sided bootstrap confidence the guard asks of a lead.")
     guard_min_new_jobs: int = Field(default=5, ge=1, description="New jobs needed to test a refreshed champion against the served one.")
+    live_window: int = Field(default=200, ge=1, description="Latest runs per pair that live error is measured over.")
+    retrain_min_new_runs: int = Field(default=20, ge=1, description="New runs of a pair that can trigger a retrain...")
+    retrain_min_new_fraction: float = Field(default=0.1, ge=0, description="...when they are also this share of the runs its champion was trained on.")
+    drift_rae_factor: float = Field(default=1.5, gt=1, description="Retrain when the live RAE exceeds the champion's cross-validated RAE this many times...")
+    drift_min_runs: int = Field(default=30, ge=1, description="...over at least this many runs served by it.")
+    worker_interval_s: float = Field(default=60.0, gt=0, description="How often the retrain worker looks at the store.")
+    worker_n_jobs: int = Field(default=1, description="Processes the retrain worker trains in (leave cores to the API).")
+    worker_nice: int = Field(default=10, ge=0, le=19, description="Niceness the retrain worker runs at, below the API.")
     n_jobs: int = Field(default=-1, description="Local processes training fits models in (-1: one per core).")
     interval_coverage: float = Field(default=0.9, gt=0, lt=1, description="Nominal coverage of the estimate intervals.")
     limit_quantile: float = Field(default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate).")

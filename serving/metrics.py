@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from prometheus_client import (
     CollectorRegistry,
@@ -15,6 +15,7 @@ from prometheus_client import (
 )
 
 from predictor.domain import Estimate
+from predictor.live import LIVE_METRICS
 from predictor.oracle import EstimateColumns
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -46,6 +47,11 @@ class Metrics:
         self.registry_up = Gauge(
             "predictor_registry_up", "1 when the last registry check succeeded, else 0.", registry=self.registry
         )
+        self.live = {
+            name: Gauge(f"predictor_live_{name}", f"Live {name} of served estimates over each pair's window.",
+                        ["algorithm", "platform"], registry=self.registry)  # fmt: skip
+            for name in LIVE_METRICS
+        }
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         self.requests.labels(method, route, str(status)).inc()
@@ -60,6 +66,14 @@ class Metrics:
         """Count the rows each platform's model (or fallback) answered in a matrix request."""
         for c in columns:
             self.predictions.labels(c.model_name or "none", c.model_version or "").inc(len(c.seconds))
+
+    def set_live(self, report: Mapping[tuple[str, str], Mapping[str, float]]) -> None:
+        """Replace the live-error gauges by ``report`` (pair -> metrics; see predictor.live)."""
+        for gauge in self.live.values():
+            gauge.clear()
+        for (algorithm, platform), values in report.items():
+            for name, gauge in self.live.items():
+                gauge.labels(algorithm, platform).set(values[name])
 
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes."""

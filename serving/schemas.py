@@ -469,6 +469,11 @@ class ModelOut(BaseModel):
     intervals: bool = Field(description="Whether residual quantiles give this model intervals and limits.")
     prediction_path: str = Field(description="'fast' (numpy, checked against predict at load) or 'generic'.")
     origin: str = Field(description="'registry', or 'cache' when loaded from the local disk cache.")
+    live: dict[str, float | None] | None = Field(
+        default=None,
+        description="Live error of the estimates this pair was served over its latest runs: runs, rae, within_25pct, "
+        "underestimate_rate, limit_exceeded, interval_coverage (null where nothing applies); null before any.",
+    )
 
 
 class ReloadResponse(BaseModel):

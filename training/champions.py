@@ -11,6 +11,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import mlflow
@@ -71,12 +72,15 @@ class MlflowChampions:
         source = tags.get("source_run_id") or version.run_id
         features = json.loads(tags.get("features", "[]"))
         uri = f"models:/{name}/{version.version}"
+        trained = _trained_runs(source)
         return Incumbent(
             version=str(version.version),
             composition=_composition(tags, source),
-            trained_runs=_trained_runs(source),
+            trained_runs=trained,
             feature_names=features,
             predict=_lazy_predict(uri, features),
+            n_rows=int(tags["n_rows"]) if "n_rows" in tags else (len(trained) if trained is not None else None),
+            metrics={k[3:]: float(v) for k, v in tags.items() if k.startswith("cv_")},
         )
 
     def register(
@@ -158,8 +162,12 @@ def _composition(tags: Mapping[str, str], run_id: str | None) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"([\w.]+) x(\d+)", described)}
 
 
+@lru_cache(maxsize=1024)
 def _trained_runs(run_id: str | None) -> frozenset[str] | None:
-    """Run ids a version was fitted on: those of its candidate's out-of-fold table (None when it has none)."""
+    """Run ids a version was fitted on: those of its candidate's out-of-fold table (None when it has none).
+
+    Remembered per run (a registered version never changes), so a worker polling the champions downloads each table once.
+    """
     if run_id is None:
         return None
     try:

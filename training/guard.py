@@ -54,6 +54,8 @@ class Incumbent:
     trained_runs: frozenset[str] | None  # run ids it was fitted on (None: unknown)
     feature_names: list[str]
     predict: Callable[[np.ndarray], np.ndarray] | None = None  # the served model on rows in feature_names order
+    n_rows: int | None = None  # runs it was trained on
+    metrics: dict[str, float] = field(default_factory=dict)  # its cross-validated metrics
 
     @property
     def label(self) -> str:

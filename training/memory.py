@@ -81,7 +81,10 @@ class MemoryChampions:
         def predict(X: np.ndarray) -> np.ndarray:
             return np.asarray(champion.model.predict(pd.DataFrame(X, columns=names)), dtype="float64")
 
-        return Incumbent(served.number, served.composition, served.trained_runs, names, predict)
+        return Incumbent(
+            served.number, served.composition, served.trained_runs, names, predict,
+            n_rows=len(served.trained_runs), metrics=champion.metrics,
+        )  # fmt: skip
 
     def register(
         self,

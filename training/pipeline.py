@@ -167,7 +167,7 @@ def count_steps(settings: Settings, training_sets: Sequence[TrainingSet], *, mod
 
     Members the serving champions need for their comparison are fitted too and add steps.
     """
-    chosen = _models(models)
+    chosen = _models(models if models is not None else settings.train_models)
     return sum(len(names) * _n_folds(settings, ts) + 1 for ts in training_sets if (names := _members(chosen, ts)))
 
 
@@ -205,7 +205,7 @@ def train(
     set's best candidate whatever the guard says. Members that do not apply to a set are left out
     of it; ``progress`` is called once per fold fit, as fits finish, and once per judged set.
     """
-    chosen = _models(models)
+    chosen = _models(models if models is not None else settings.train_models)
     check_selection_metric(settings.selection_metric)
     tracker = tracker or MlflowTracker(settings)
     book = champions or MlflowChampions()

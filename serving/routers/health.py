@@ -5,6 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.concurrency import run_in_threadpool
+
+from predictor.live import live_report
 
 from serving.deps import State
 from serving.schemas import ReadyOut
@@ -38,5 +41,8 @@ async def readyz(state: State) -> ReadyOut:
     responses={200: {"content": {"text/plain": {"example": "predictor_http_requests_total{...} 42.0"}}}},
 )
 async def metrics(state: State) -> Response:
-    """Requests and latency per route, estimates per model, observations, reloads, champions, registry health."""
+    """Requests and latency per route, estimates per model, observations, reloads, champions, registry health, and the
+    live error of each pair's served estimates (read from the store at each scrape, so every API process agrees)."""
+    report = await run_in_threadpool(live_report, state.store, state.settings.live_window)
+    state.metrics.set_live(report)
     return Response(state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from starlette.concurrency import run_in_threadpool
 
+from predictor.live import live_report
 from serving.auth import require_token
 from serving.deps import State
 from serving.errors import responses
@@ -15,7 +16,9 @@ router = APIRouter(prefix="/v1", tags=["models"])
 
 @router.get("/models", response_model=list[ModelOut], summary="The champion serving each algorithm and platform")
 async def models(state: State) -> list[ModelOut]:
-    """Each champion with its cross-validation metrics, training time, and whether it gives intervals."""
+    """Each champion with its cross-validation metrics, training time, whether it gives intervals, and the live error of the
+    estimates its pair was served (over the latest ``PREDICTOR_LIVE_WINDOW`` runs)."""
+    live = await run_in_threadpool(live_report, state.store, state.settings.live_window)
     loaded = state.watcher.loaded
     out = []
     for pair, served in sorted(state.oracle.models.items()):
@@ -37,6 +40,7 @@ async def models(state: State) -> list[ModelOut]:
                 intervals=bool(served.quantiles),
                 prediction_path=served.path,
                 origin=facts.origin if same else "unknown",
+                live={k: v if v == v else None for k, v in live[pair].items()} if pair in live else None,
             )
         )
     return out

@@ -1,0 +1,76 @@
+"""The retrain worker's triggers (new runs, drifting live error) and one pass, on a real store with in-memory champions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from predictor.domain import Measurement, ServedEstimate
+from predictor.settings import Settings
+from predictor.store import MeasurementStore
+from training.guard import Verdict
+from training.memory import MemoryChampions, MemoryTracker
+from training.worker import due, retrain_due
+
+
+def _runs(n: int, start: int = 0, speed: float = 1.0, seed: int = 0) -> list[Measurement]:
+    rng = np.random.default_rng(seed)
+    size = rng.uniform(10, 1000, n)
+    return [
+        Measurement(run_id=f"r{start + i:04d}", algorithm="tool", platform="cpu", features={"input.size": float(x)},
+                    wall_seconds=float(speed * 0.01 * x * rng.lognormal(0, 0.05)))
+        for i, x in enumerate(size)
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def store(tmp_path) -> MeasurementStore:
+    store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
+    store.migrate()
+    yield store
+    store.dispose()
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return Settings(home=tmp_path, cv_folds=5, n_jobs=1, train_models=["linear_log"], retrain_min_new_runs=10,
+                    retrain_min_new_fraction=0.25, drift_min_runs=10)  # fmt: skip
+
+
+def test_a_pair_without_a_champion_is_due_then_trained_and_recorded(settings: Settings, store: MeasurementStore) -> None:
+    book, tracker = MemoryChampions(), MemoryTracker(0.9)
+    store.add(_runs(40))
+    assert [t.reason for t in due(settings, store, book)] == ["no champion; 40 runs"]
+    outcomes = retrain_due(settings, store, book=book, tracker=tracker)
+    assert [o.decision.verdict for o in outcomes] == [Verdict.PROMOTED]
+    assert store.decisions()[0]["trigger"] == "worker: no champion; 40 runs"
+    assert due(settings, store, book) == []  # nothing new since
+
+
+def test_new_runs_trigger_only_past_both_thresholds(settings: Settings, store: MeasurementStore) -> None:
+    book, tracker = MemoryChampions(), MemoryTracker(0.9)
+    store.add(_runs(40))
+    retrain_due(settings, store, book=book, tracker=tracker)
+    store.add(_runs(9, start=40, seed=1))
+    assert due(settings, store, book) == []  # 9 < 10 new runs
+    store.add(_runs(1, start=49, seed=2))
+    assert [t.reason for t in due(settings, store, book)] == ["10 new runs since version 1 (40 runs)"]
+    outcomes = retrain_due(settings, store, book=book, tracker=tracker)
+    assert outcomes[0].decision.verdict is Verdict.REFRESHED and outcomes[0].version == "2" and outcomes[0].n_rows == 50
+
+
+def test_drifting_live_error_triggers_a_retrain(settings: Settings, store: MeasurementStore) -> None:
+    settings = settings.model_copy(update={"retrain_min_new_runs": 100})  # only the drift can trigger here
+    book, tracker = MemoryChampions(), MemoryTracker(0.9)
+    store.add(_runs(40))
+    retrain_due(settings, store, book=book, tracker=tracker)
+    runs = _runs(5, start=40, speed=4.0, seed=3)  # the program got 4x slower; too few runs to trigger on count
+    served = [ServedEstimate(run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / 4, model_version="1")
+              for m in runs]  # fmt: skip
+    store.add(runs, served=served)
+    assert due(settings, store, book) == []  # 5 runs: fewer than drift_min_runs
+    more = _runs(5, start=45, speed=4.0, seed=4)
+    store.add(more, served=[ServedEstimate(run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / 4,
+                                           model_version="1") for m in more])  # fmt: skip
+    (trigger,) = due(settings, store, book)
+    assert trigger.reason.startswith("live RAE ") and "over 10 runs" in trigger.reason

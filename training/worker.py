@@ -1,0 +1,139 @@
+"""The retrain worker: it watches the store and retrains a pair when its data or its live error says so.
+
+A pair is *due* when
+
+- it has no champion yet and enough finished runs to train on;
+- runs arrived since its champion was trained: at least ``retrain_min_new_runs`` of them, and at
+  least ``retrain_min_new_fraction`` of the runs the champion was trained on (so a pair of 50 runs
+  retrains after 20 more, one of 5,000 after 500);
+- or its live error drifted: over at least ``drift_min_runs`` runs served by the current version,
+  the live RAE exceeds ``drift_rae_factor`` times the version's cross-validated RAE.
+
+Due pairs are trained by the same pipeline as ``predictor train`` (same tracking, same guard), each
+decision recorded in the store with what triggered it. The service's champion watcher picks up a
+moved alias on its next poll. The same :func:`retrain_due` runs inside the simulator, on its clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from predictor.live import LiveWindows, live_metrics
+from predictor.settings import Settings
+from training.dataset import MeasurementFrames, load_training_sets
+from training.folds import MIN_ROWS
+from training.pipeline import ChampionBook, Progress, Tracker, TrainingOutcome, decision_row, train
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Why a pair is due for training."""
+
+    algorithm: str
+    platform: str
+    reason: str
+
+
+class WorkerStore(MeasurementFrames, LiveWindows, Protocol):
+    """The part of the measurement store the worker reads and writes (:class:`predictor.store.MeasurementStore` fits)."""
+
+    def count(self, algorithm: str | None = None, platform: str | None = None, *, informative_only: bool = False) -> int: ...
+
+    def add_decision(self, row: dict[str, Any]) -> None: ...
+
+
+def due(settings: Settings, store: WorkerStore, book: ChampionBook) -> list[Trigger]:
+    """Every pair of the store that is due for training, and why (see the module docstring)."""
+    triggers = []
+    for algorithm, platform in store.pairs():
+        runs = store.count(algorithm, platform, informative_only=True)
+        incumbent = book.incumbent(algorithm, platform)
+        if incumbent is None:
+            if runs >= MIN_ROWS:
+                triggers.append(Trigger(algorithm, platform, f"no champion; {runs} runs"))
+            continue
+        trained = incumbent.n_rows or 0
+        new = runs - trained
+        if new >= settings.retrain_min_new_runs and new >= settings.retrain_min_new_fraction * trained:
+            triggers.append(Trigger(algorithm, platform, f"{new} new runs since version {incumbent.version} ({trained} runs)"))
+            continue
+        drift = _drift(settings, store, algorithm, platform, incumbent.version, incumbent.metrics.get("rae"))
+        if drift is not None:
+            triggers.append(Trigger(algorithm, platform, drift))
+    return triggers
+
+
+def _drift(settings: Settings, store: WorkerStore, algorithm: str, platform: str, version: str, cv_rae: float | None) -> str | None:
+    """Why the live error of ``version`` drifted from its cross-validated RAE, or None."""
+    if cv_rae is None or not cv_rae > 0:
+        return None
+    window = store.live_window(algorithm, platform, settings.live_window)
+    window = window[window["model_version"] == version]
+    if len(window) < settings.drift_min_runs:
+        return None
+    live = live_metrics(window)["rae"]
+    if live > settings.drift_rae_factor * cv_rae:
+        return f"live RAE {live:.1f} over {len(window)} runs > {settings.drift_rae_factor:g} x cross-validated {cv_rae:.1f}"
+    return None
+
+
+def retrain_due(
+    settings: Settings,
+    store: WorkerStore,
+    *,
+    book: ChampionBook | None = None,
+    tracker: Tracker | None = None,
+    models: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> list[TrainingOutcome]:
+    """Train every due pair once, under the guard, and record each decision with its trigger."""
+    from training.champions import MlflowChampions
+
+    book = book or MlflowChampions()
+    triggers = due(settings, store, book)
+    if not triggers:
+        return []
+    reasons = {(t.algorithm, t.platform): t.reason for t in triggers}
+    sets = [ts for ts in load_training_sets(store, {t.algorithm for t in triggers}) if (ts.algorithm, ts.platform) in reasons]
+    outcomes = train(settings, sets, models=models, progress=progress, tracker=tracker, champions=book)
+    for outcome in outcomes:
+        reason = reasons[(outcome.algorithm, outcome.platform)]
+        store.add_decision(decision_row(outcome, f"worker: {reason}"))
+        log.info("%s/%s: %s (%s)", outcome.algorithm, outcome.platform, outcome.decision.verdict.value, outcome.decision.reason)
+    return outcomes
+
+
+def run(
+    settings: Settings,
+    store: WorkerStore,
+    *,
+    once: bool = False,
+    stop: threading.Event | None = None,
+    on_pass: Callable[[list[TrainingOutcome]], None] | None = None,
+) -> None:
+    """Retrain what is due now, then every ``worker_interval_s`` until ``stop`` is set (or once).
+
+    Runs at ``worker_nice`` niceness and in ``worker_n_jobs`` processes, so the API on the same
+    machine keeps its cores. A pass that fails is logged and the next one tries again.
+    """
+    os.nice(settings.worker_nice)
+    settings = settings.model_copy(update={"n_jobs": settings.worker_n_jobs})
+    stop = stop or threading.Event()
+    while True:
+        try:
+            outcomes = retrain_due(settings, store)
+            if on_pass is not None:
+                on_pass(outcomes)
+        except Exception:
+            if once:
+                raise
+            log.exception("retrain pass failed; trying again in %.0f s", settings.worker_interval_s)
+        if once or stop.wait(settings.worker_interval_s):
+            return
