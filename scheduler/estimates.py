@@ -3,8 +3,10 @@
 ``--estimates`` values: ``oracle`` (true times), ``model[:zoo-member]`` (a zoo model
 per algorithm and platform fitted on the workload's history, the same
 :class:`predictor.registry.Champion` objects the service's runtime oracle calls),
-``noisy:SIGMA`` (true times x a lognormal factor), ``none`` (no estimates), and
-``requested`` (the time the user asked for, where the workload has one).
+``noisy:SIGMA`` (true times x a lognormal factor), ``none`` (no estimates),
+``requested`` (the time the user asked for, where the workload has one), and
+``service[:OPTIONS]`` (the product itself: champions chosen by the real training pipeline,
+retrained as jobs end; :mod:`scheduler.learning`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pandas as pd
 from predictor.domain import Measurement
 from predictor.registry import Champion
 from scheduler.oracles import BlindOracle, NoisyOracle, Oracle, TableOracle, job_key
+from scheduler.policy import split_spec
 from scheduler.workload import JobSpec, Workload
 
 DEFAULT_MODEL = "linear_log"
@@ -100,4 +103,23 @@ def oracle_for(workload: Workload, spec: str, seed: int = 0) -> Oracle:
             raise ValueError(f"workload {workload.name} has no history to fit a model on")
         member = arg or DEFAULT_MODEL
         return predicted(workload.jobs, fit_champions(workload.history, member, seed), f"model:{member}")
-    raise ValueError(f"unknown estimates {spec!r}: use oracle, model[:MEMBER], noisy:SIGMA, none or requested")
+    if name == "service":
+        return learning_oracle(workload, spec, seed)
+    raise ValueError(f"unknown estimates {spec!r}: use oracle, model[:MEMBER], service[:OPTIONS], noisy:SIGMA, none or requested")
+
+
+def learning_oracle(workload: Workload, spec: str, seed: int = 0) -> Oracle:
+    """``service[:models=a+b,folds=5,min_new_runs=20,min_new_fraction=0.5,drift_every=10]``: the product, learning online."""
+    from predictor.settings import Settings
+    from scheduler.learning import LearningOptions, LearningOracle
+
+    if not workload.history:
+        raise ValueError(f"workload {workload.name} has no history for the service to start from")
+    _, options = split_spec(spec)
+    known = set(LearningOptions.__dataclass_fields__)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(unknown)} of {spec!r}; known: {', '.join(sorted(known))}")
+    if "models" in options:
+        options["models"] = tuple(str(options["models"]).split("+"))
+    return LearningOracle(workload, Settings(seed=seed), LearningOptions(**options))

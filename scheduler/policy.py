@@ -101,3 +101,17 @@ def parse_value(text: str) -> Any:
         except ValueError:
             pass
     return text
+
+
+def split_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``NAME:key=value,...`` -> (NAME, options); a NAME may itself hold colons (paths) when no option follows."""
+    name, sep, tail = spec.rpartition(":")
+    if not sep or "=" not in tail:
+        return spec, {}
+    options = {}
+    for item in tail.split(","):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"option {item!r} of {spec!r} is not KEY=VALUE")
+        options[key.strip()] = parse_value(value.strip())
+    return name, options

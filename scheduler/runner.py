@@ -26,25 +26,11 @@ from predictor.settings import BUNDLED_DATA
 from scheduler.estimates import oracle_for
 from scheduler.metrics import Metrics, compute
 from scheduler.oracles import Oracle
-from scheduler.policy import make_policy, parse_value
+from scheduler.policy import make_policy, split_spec
 from scheduler.simulate import SimResult, simulate
 from scheduler.workload import Cluster, MachineSpec, PlatformSpec, Workload
 from scheduler.workloads import bag_of_tasks, dataset, ncbi, swf, walker_grid
 from scheduler.workloads.figures import FIGURES
-
-
-def split_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``NAME:key=value,...`` -> (NAME, options); a NAME may itself hold colons (paths) when no option follows."""
-    name, sep, tail = spec.rpartition(":")
-    if not sep or "=" not in tail:
-        return spec, {}
-    options = {}
-    for item in tail.split(","):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise ValueError(f"option {item!r} of {spec!r} is not KEY=VALUE")
-        options[key.strip()] = parse_value(value.strip())
-    return name, options
 
 
 def load_workload(spec: str, catalog: Catalog, seed: int = 0) -> Workload:

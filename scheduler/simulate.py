@@ -86,7 +86,8 @@ class Simulation:
 
     def __init__(self, workload: Workload, policy: Policy, oracle: Oracle, threshold: float = 0.25) -> None:
         self.workload = workload
-        self.scheduler = Scheduler(policy, oracle, threshold=threshold)
+        # an oracle that learns (the ``service`` estimates) hears of every cleanly finished run, as the service's store does
+        self.scheduler = Scheduler(policy, oracle, threshold=threshold, on_observation=getattr(oracle, "observe", None))
         self.specs: dict[str, JobSpec] = {j.id: j for j in workload.jobs}
         self.events: list[tuple[float, int, int, object]] = []
         self.active: dict[tuple[str, str], _Attempt] = {}

@@ -9,15 +9,18 @@ so the models a simulation serves are the ones the real pipeline would promote.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.base import RegressorMixin
 
+from predictor.domain import Measurement, ServedEstimate
 from predictor.registry import Champion, registered_name
+from predictor.store.store import LIVE_COLUMNS, frame_of, measurement_row
 from training.champions import training_envelope, version_tags
 from training.crossval import CVResult
 from training.dataset import TrainingSet
@@ -117,3 +120,91 @@ class MemoryChampions:
     def champions(self) -> dict[tuple[str, str], Champion]:
         """The champion of every pair that has one."""
         return {pair: version.champion for pair, version in self.alias.items()}
+
+
+class MemoryMeasurements:
+    """Measurements, served estimates and decisions in memory, read as :class:`predictor.store.MeasurementStore` reads them.
+
+    The simulator stores every finished job here: a SQLite transaction per job end would cost more
+    than the simulation. Frames come from the store's own :func:`~predictor.store.store.frame_of`.
+    """
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._served: dict[str, ServedEstimate] = {}
+        self._served_order: dict[tuple[str, str], list[str]] = {}
+        self._by_id: dict[str, dict[str, Any]] = {}
+        self._finished: dict[tuple[str, str], list[float]] = {}  # wall seconds of finished runs per pair
+        self._informative: dict[tuple[str, str], int] = {}
+        self.decision_rows: list[dict[str, Any]] = []
+
+    def add(self, measurements: Iterable[Measurement], served: Iterable[ServedEstimate] = ()) -> None:
+        """Keep new runs (a run id seen before is ignored) and the estimates they were served."""
+        for m in measurements:
+            if m.run_id in self._by_id:
+                continue
+            pair = (m.algorithm, m.platform)
+            row = self._by_id[m.run_id] = measurement_row(m)
+            self._rows.setdefault(pair, []).append(row)
+            if m.succeeded:
+                self._finished.setdefault(pair, []).append(m.wall_seconds)
+            if m.informative:
+                self._informative[pair] = self._informative.get(pair, 0) + 1
+        for s in served:
+            if s.run_id not in self._served:
+                self._served[s.run_id] = s
+                self._served_order.setdefault((s.algorithm, s.platform), []).append(s.run_id)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return sorted(self._finished)
+
+    def count(self, algorithm: str | None = None, platform: str | None = None, *, informative_only: bool = False) -> int:
+        if algorithm is not None and platform is not None and informative_only:
+            return self._informative.get((algorithm, platform), 0)  # the simulator asks this at every job end
+        return sum(1 for r in self._select(algorithm, platform) if not informative_only or _informative(r))
+
+    def profile_table(self) -> dict[tuple[str, str], tuple[float, int]]:
+        """Mean wall seconds and count of finished runs per pair (the oracle's fallback)."""
+        return {pair: (sum(walls) / len(walls), len(walls)) for pair, walls in self._finished.items()}
+
+    def frame(
+        self,
+        algorithm: str | None = None,
+        platform: str | None = None,
+        successful_only: bool = True,
+        *,
+        with_censored: bool = False,
+    ) -> pd.DataFrame:
+        rows = [
+            r for r in self._select(algorithm, platform)
+            if not successful_only or r["exit_status"] == 0 or (with_censored and r["censored"])
+        ]  # fmt: skip
+        return frame_of(rows)
+
+    def live_window(self, algorithm: str, platform: str, size: int) -> pd.DataFrame:
+        found = []
+        for run_id in reversed(self._served_order.get((algorithm, platform), [])):
+            row = self._by_id.get(run_id)
+            if row is not None and _informative(row):
+                s = self._served[run_id]
+                found.append((run_id, s.seconds, s.lower, s.upper, s.limit, s.model_version, s.extrapolating,
+                              row["wall_seconds"], row["censored"]))  # fmt: skip
+                if len(found) == size:
+                    break
+        frame = pd.DataFrame(found[::-1], columns=list(LIVE_COLUMNS))
+        return frame.astype({"lower": "float64", "upper": "float64", "limit": "float64"})
+
+    def served_pairs(self) -> list[tuple[str, str]]:
+        return sorted(self._served_order)
+
+    def add_decision(self, row: dict[str, Any]) -> None:
+        self.decision_rows.append(row)
+
+    def _select(self, algorithm: str | None, platform: str | None) -> Iterator[dict[str, Any]]:
+        for (a, p), rows in self._rows.items():
+            if algorithm in (None, a) and platform in (None, p):
+                yield from rows
+
+
+def _informative(row: Mapping[str, Any]) -> bool:
+    return row["exit_status"] == 0 or bool(row["censored"])

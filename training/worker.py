@@ -27,6 +27,7 @@ from predictor.live import LiveWindows, live_metrics
 from predictor.settings import Settings
 from training.dataset import MeasurementFrames, load_training_sets
 from training.folds import MIN_ROWS
+from training.guard import Incumbent
 from training.pipeline import ChampionBook, Progress, Tracker, TrainingOutcome, decision_row, train
 
 log = logging.getLogger(__name__)
@@ -53,21 +54,22 @@ def due(settings: Settings, store: WorkerStore, book: ChampionBook) -> list[Trig
     """Every pair of the store that is due for training, and why (see the module docstring)."""
     triggers = []
     for algorithm, platform in store.pairs():
-        runs = store.count(algorithm, platform, informative_only=True)
-        incumbent = book.incumbent(algorithm, platform)
-        if incumbent is None:
-            if runs >= MIN_ROWS:
-                triggers.append(Trigger(algorithm, platform, f"no champion; {runs} runs"))
-            continue
-        trained = incumbent.n_rows or 0
-        new = runs - trained
-        if new >= settings.retrain_min_new_runs and new >= settings.retrain_min_new_fraction * trained:
-            triggers.append(Trigger(algorithm, platform, f"{new} new runs since version {incumbent.version} ({trained} runs)"))
-            continue
-        drift = _drift(settings, store, algorithm, platform, incumbent.version, incumbent.metrics.get("rae"))
-        if drift is not None:
-            triggers.append(Trigger(algorithm, platform, drift))
+        reason = why_due(settings, store, algorithm, platform, book.incumbent(algorithm, platform))
+        if reason is not None:
+            triggers.append(Trigger(algorithm, platform, reason))
     return triggers
+
+
+def why_due(settings: Settings, store: WorkerStore, algorithm: str, platform: str, incumbent: Incumbent | None) -> str | None:
+    """Why one pair, served by ``incumbent``, is due for training now; None when it is not."""
+    runs = store.count(algorithm, platform, informative_only=True)
+    if incumbent is None:
+        return f"no champion; {runs} runs" if runs >= MIN_ROWS else None
+    trained = incumbent.n_rows or 0
+    new = runs - trained
+    if new >= settings.retrain_min_new_runs and new >= settings.retrain_min_new_fraction * trained:
+        return f"{new} new runs since version {incumbent.version} ({trained} runs)"
+    return _drift(settings, store, algorithm, platform, incumbent.version, incumbent.metrics.get("rae"))
 
 
 def _drift(settings: Settings, store: WorkerStore, algorithm: str, platform: str, version: str, cv_rae: float | None) -> str | None:

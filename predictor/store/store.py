@@ -144,22 +144,7 @@ class MeasurementStore:
         with_censored: bool = False,
     ) -> pd.DataFrame:
         """One row per measurement: the base columns, one float column per feature key (NaN if absent), ``params``."""
-        rows = self._rows(algorithm, platform, successful_only, with_censored)
-        feature_names = sorted({name for row in rows for name in row["features"]})
-        clashes = set(feature_names) & {*BASE_COLUMNS, "params"}
-        if clashes:
-            raise ValueError(f"feature names clash with frame columns: {', '.join(sorted(clashes))}")
-        frame = pd.DataFrame({
-            **{name: [row[name] for row in rows] for name in BASE_COLUMNS},
-            **{name: [row["features"].get(name) for row in rows] for name in feature_names},
-            "params": [row["params"] for row in rows],
-        })  # fmt: skip
-        floats = ["wall_seconds", "cpu_seconds", "max_rss_kb", *feature_names]
-        frame[floats] = frame[floats].astype("float64")
-        frame["exit_status"] = frame["exit_status"].astype("int64")
-        frame["censored"] = frame["censored"].astype("bool")
-        frame["recorded_at"] = pd.to_datetime(frame["recorded_at"], utc=True)
-        return frame
+        return frame_of(self._rows(algorithm, platform, successful_only, with_censored))
 
     def pairs(self) -> list[tuple[str, str]]:
         """Distinct (algorithm, platform) pairs with at least one successful measurement, sorted."""
@@ -244,6 +229,25 @@ class MeasurementStore:
             return [{k: v for k, v in row.items() if k != "id"} for row in conn.execute(stmt).mappings()]
 
 
+def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The frame of :meth:`MeasurementStore.frame` from measurement rows (column values, features and params as dicts)."""
+    feature_names = sorted({name for row in rows for name in row["features"]})
+    clashes = set(feature_names) & {*BASE_COLUMNS, "params"}
+    if clashes:
+        raise ValueError(f"feature names clash with frame columns: {', '.join(sorted(clashes))}")
+    frame = pd.DataFrame({
+        **{name: [row[name] for row in rows] for name in BASE_COLUMNS},
+        **{name: [row["features"].get(name) for row in rows] for name in feature_names},
+        "params": [row["params"] for row in rows],
+    })  # fmt: skip
+    floats = ["wall_seconds", "cpu_seconds", "max_rss_kb", *feature_names]
+    frame[floats] = frame[floats].astype("float64")
+    frame["exit_status"] = frame["exit_status"].astype("int64")
+    frame["censored"] = frame["censored"].astype("bool")
+    frame["recorded_at"] = pd.to_datetime(frame["recorded_at"], utc=True)
+    return frame
+
+
 def _filtered(
     stmt: Select[Any], algorithm: str | None, platform: str | None, successful_only: bool, with_censored: bool = False
 ) -> Select[Any]:
@@ -266,7 +270,7 @@ def insert_measurements(conn: Connection, measurements: Iterable[Measurement]) -
     """Insert runs not stored yet, inside the caller's transaction (the scheduler commits its finished runs with its
     step); the run ids inserted. Sorted by run_id so concurrent PostgreSQL writers lock keys in one order (no deadlock).
     """
-    rows = {m.run_id: _to_row(m) for m in measurements}
+    rows = {m.run_id: measurement_row(m) for m in measurements}
     if not rows:
         return set()
     stmt = _insert(conn)(table).on_conflict_do_nothing(index_elements=["run_id"]).returning(table.c.run_id)
@@ -282,7 +286,7 @@ def insert_served(conn: Connection, served: Iterable[ServedEstimate]) -> int:
     return len(conn.execute(stmt, [rows[k] for k in sorted(rows)]).scalars().all())
 
 
-def _to_row(m: Measurement) -> dict[str, Any]:
+def measurement_row(m: Measurement) -> dict[str, Any]:
     """Column values of one measurement; params and context are made JSON-safe."""
     row = m.model_dump(exclude={"params", "context", "cache_state", "source"})
     row.update(m.model_dump(mode="json", include={"params", "context", "cache_state", "source"}))
