@@ -29,6 +29,7 @@ from sklearn.svm import SVR
 from models.attribute import BestAttributeIsotonic, SimpleLinearRegression
 from models.baselines import HistoryBaseline, JobTypeMean
 from models.cascade import CascadeNetRegressor
+from models.censored import TobitLogRegression
 from models.ensemble import ENSEMBLE
 from models.network import EarlyStoppedNetwork
 from models.search import SubsampledGridSearch
@@ -334,3 +335,9 @@ def linear_log_smeared() -> SmearedLogTarget:
 def lightgbm_log_smeared() -> SmearedLogTarget:
     """LightGBM on log(seconds) answering the mean run time."""
     return SmearedLogTarget(_lightgbm())
+
+
+@register("tobit_log", censored=True)
+def tobit_log() -> TobitLogRegression:
+    """The log-log power law fitted to finished runs and, as lower bounds, censored ones (Tobit, log-normal AFT)."""
+    return TobitLogRegression()

@@ -47,6 +47,7 @@ DEFAULT_MODELS: tuple[str, ...] = (
     "requested_time",
     "linear",
     "linear_log",
+    "tobit_log",
     "linear_log_smeared",
     "lad",
     "lad_log",
