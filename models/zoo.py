@@ -42,8 +42,10 @@ ZOO: dict[str, Callable[..., RegressorMixin]] = {}
 
 @dataclass(frozen=True)
 class Needs:
-    """What a member needs of a training set: features it reads by name, a least number of rows, and whether
-    it takes the censored runs (``fit(X, y, censored=mask)``) rather than only the finished ones."""
+    """What a member needs of a training set: features it reads by name, a least number of rows; and whether it learns from censored runs.
+
+    ``censored``: its ``fit(X, y, censored=mask)`` takes them as lower bounds; other members get the finished runs only.
+    """
 
     features: frozenset[str] = frozenset()
     min_rows: int = 0
