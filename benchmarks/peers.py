@@ -209,7 +209,7 @@ def champion_against(pair: Pair, peer: Row, metric: str) -> Difference:
     """The champion's ``metric`` minus ``peer``'s, with a 95 % interval from resampling the pair's jobs."""
     champion = next(r for r in pair.rows if r.kind == "zoo *")
     ts = pair.ts
-    return paired_bootstrap(ts.y, pair.priors, champion.predictions, peer.predictions, ts.jobs)[metric]
+    return paired_bootstrap(ts.y, pair.priors, champion.predictions, peer.predictions, ts.jobs, censored=ts.censored)[metric]
 
 
 def print_summary(pairs: list[Pair]) -> None:

@@ -6,6 +6,8 @@ log-space answer (a median) towards the mean; a family registered several ways l
 cross-validation choose the target transform per algorithm and platform. Settings are routed with ``set_params``
 (nested ones with double underscores), so every member works with scikit-learn's tools. Members
 that read particular features (job-history baselines) declare them and apply only where they exist.
+Members that learn from censored runs (a lower bound on their time) are registered ``censored=True``:
+training calls their ``fit(X, y, censored=mask)``; every other member is fitted on the finished runs only.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sklearn.svm import SVR
 from models.attribute import BestAttributeIsotonic, SimpleLinearRegression
 from models.baselines import HistoryBaseline, JobTypeMean
 from models.cascade import CascadeNetRegressor
+from models.censored import TobitLogRegression
 from models.ensemble import ENSEMBLE
 from models.network import EarlyStoppedNetwork
 from models.search import SubsampledGridSearch
@@ -39,28 +42,40 @@ ZOO: dict[str, Callable[..., RegressorMixin]] = {}
 
 @dataclass(frozen=True)
 class Needs:
-    """What a member needs of a training set: features it reads by name, and a least number of rows."""
+    """What a member needs of a training set: features it reads by name, a least number of rows; and whether it learns from censored runs.
+
+    ``censored``: its ``fit(X, y, censored=mask)`` takes them as lower bounds; other members get the finished runs only.
+    """
 
     features: frozenset[str] = frozenset()
     min_rows: int = 0
+    censored: bool = False
 
 
 NEEDS: dict[str, Needs] = {}
 
 
 def register(
-    name: str, *, requires: Collection[str] = (), min_rows: int = 0
+    name: str, *, requires: Collection[str] = (), min_rows: int = 0, censored: bool = False
 ) -> Callable[[Callable[..., RegressorMixin]], Callable[..., RegressorMixin]]:
-    """Add a factory to the zoo under ``name`` (decorator), with the features and rows it cannot do without."""
+    """Add a factory to the zoo under ``name`` (decorator), with the features and rows it cannot do without.
+
+    ``censored=True`` declares that its ``fit`` takes a ``censored`` mask and learns from those rows as lower bounds.
+    """
 
     def add(factory: Callable[..., RegressorMixin]) -> Callable[..., RegressorMixin]:
         if name in ZOO:
             raise ValueError(f"zoo member {name!r} is already registered")
         ZOO[name] = factory
-        NEEDS[name] = Needs(frozenset(requires), min_rows)
+        NEEDS[name] = Needs(frozenset(requires), min_rows, censored)
         return factory
 
     return add
+
+
+def learns_from_censored(name: str) -> bool:
+    """Whether member ``name`` was registered to learn from censored runs (its fit takes ``censored=``)."""
+    return NEEDS.get(name, Needs()).censored
 
 
 def available_models() -> list[str]:
@@ -322,3 +337,9 @@ def linear_log_smeared() -> SmearedLogTarget:
 def lightgbm_log_smeared() -> SmearedLogTarget:
     """LightGBM on log(seconds) answering the mean run time."""
     return SmearedLogTarget(_lightgbm())
+
+
+@register("tobit_log", censored=True)
+def tobit_log() -> TobitLogRegression:
+    """The log-log power law fitted to finished runs and, as lower bounds, censored ones (Tobit, log-normal AFT)."""
+    return TobitLogRegression()

@@ -145,7 +145,12 @@ def profile(
     except (FeatureError, KeyError) as exc:
         raise _fail(str(exc).strip('"')) from None
     _open_store(settings).add([measurement])
-    status = "ok" if measurement.succeeded else f"FAILED (exit {measurement.exit_status})"
+    if measurement.succeeded:
+        status = "ok"
+    elif measurement.censored:
+        status = f"STOPPED before it finished (exit {measurement.exit_status}): stored censored, its wall time a lower bound"
+    else:
+        status = f"FAILED (exit {measurement.exit_status})"
     console.print(
         f"{measurement.run_id}: {status}, wall {measurement.wall_seconds:.3f} s, cpu {measurement.cpu_seconds:.3f} s, "
         f"max rss {measurement.max_rss_kb} KiB"

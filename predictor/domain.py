@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 
 class CacheState(str, Enum):
@@ -59,6 +59,14 @@ class Measurement(BaseModel):
     def _finite(cls, value: float | None) -> float | None:
         if value is not None and not math.isfinite(value):
             raise ValueError("must be a finite number")
+        return value
+
+    @field_validator("censored")
+    @classmethod
+    def _censored_ran(cls, value: bool, info: ValidationInfo) -> bool:
+        """A censored run's wall time is the bound it gives, so it must have run for some time."""
+        if value and info.data.get("wall_seconds", 1.0) <= 0:
+            raise ValueError("a censored run needs wall_seconds > 0 (the time it ran before it was stopped)")
         return value
 
     @field_validator("features")

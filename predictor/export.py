@@ -11,7 +11,7 @@ from predictor.store import MeasurementStore
 
 SCALAR_FIELDS = (
     "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds", "max_rss_kb",
-    "exit_status", "cache_state", "source", "recorded_at",
+    "exit_status", "censored", "cache_state", "source", "recorded_at",
 )
 
 

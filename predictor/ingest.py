@@ -3,7 +3,9 @@
 Column conventions (after ``mapping`` renames source columns, e.g. ``{"runtime": "wall_seconds"}``):
 
 - a :class:`~predictor.domain.Measurement` field by name (``run_id``, ``algorithm``, ``platform``, ``machine``,
-  ``wall_seconds``, ``cpu_seconds``, ``max_rss_kb``, ``exit_status``, ``cache_state``, ``source``, ``recorded_at``);
+  ``wall_seconds``, ``cpu_seconds``, ``max_rss_kb``, ``exit_status``, ``censored``, ``cache_state``, ``source``,
+  ``recorded_at``); ``censored`` is ``true``/``false`` or ``1``/``0`` (any case), nothing else, and a censored run
+  (stopped before it finished: its wall time is a lower bound) needs ``wall_seconds`` > 0;
 - ``param.<name>``, ``feature.<name>`` and ``context.<name>`` for one entry of params, features or context;
 - ``params``, ``features`` and ``context`` holding a JSON object each;
 - ``_line``, ``_field`` and ``_error`` are ignored, so a corrected rejects file can be ingested as it is.
@@ -42,7 +44,7 @@ from predictor.store import MeasurementStore
 
 FIELDS = (
     "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds",
-    "max_rss_kb", "exit_status", "cache_state", "source", "recorded_at",
+    "max_rss_kb", "exit_status", "censored", "cache_state", "source", "recorded_at",
 )  # fmt: skip
 OBJECT_COLUMNS = ("params", "features", "context")
 PREFIXES = {"param.": "params", "feature.": "features", "context.": "context"}
@@ -263,6 +265,8 @@ def _validated(cells: dict[str, Any], catalog: Catalog, defaults: _Defaults) -> 
     context = _entries(cells, "context", lambda _name, value: value)
     if "wall_seconds" not in data:
         raise RowError("wall_seconds", "missing: the wall time is the target the models learn")
+    if "censored" in data:
+        data["censored"] = _flag("censored", data["censored"])
     try:
         measurement = Measurement.model_validate(
             {**data, "run_id": data.get("run_id", "pending"), "params": params, "features": features, "context": context}
@@ -370,6 +374,18 @@ def _boolean(field: str, value: Any) -> bool:
     raise RowError(field, f"expected true or false, got {value!r}")
 
 
+def _flag(field: str, value: Any) -> bool:
+    """A strict yes/no: a boolean, 1/0, or the text true/false/1/0; a looser reading could turn a time into a bound."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ("true", "1", "false", "0"):
+        return text in ("true", "1")
+    raise RowError(field, f"expected true or false (or 1 or 0), got {value!r}")
+
+
 def _field_name(loc: tuple[int | str, ...]) -> str:
     """The column name a pydantic error location corresponds to."""
     if len(loc) > 1 and loc[0] in OBJECT_COLUMNS:
@@ -379,7 +395,8 @@ def _field_name(loc: tuple[int | str, ...]) -> str:
 
 def _derived_run_id(m: Measurement, has_time: bool) -> str:
     """A run_id hashed from the row's validated content, so the same row always gets the same id."""
-    content = m.model_dump(mode="json", exclude={"run_id", "source", "recorded_at"})
+    # A finished run's id leaves ``censored`` out, so it is the id that run had before the flag existed.
+    content = m.model_dump(mode="json", exclude={"run_id", "source", "recorded_at", *(() if m.censored else ("censored",))})
     content["recorded_at"] = m.recorded_at.isoformat() if has_time else None
     digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
     return f"ingest-{digest}"

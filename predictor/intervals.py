@@ -4,6 +4,10 @@ Training records, for each champion, quantiles of log(actual / predicted) over i
 out-of-fold predictions. An interval of nominal coverage c around a new prediction
 p is [p * exp(q((1-c)/2)), p * exp(q((1+c)/2))]; a walltime limit at quantile u is
 p * exp(q(u)). Ratios, not differences, because run-time errors scale with the run time.
+
+A censored run (stopped before it finished) gives a ratio that is a lower bound; with such runs the
+quantiles are those of the product-limit (Kaplan-Meier) estimate (:mod:`predictor.kaplan_meier`), so
+a limit those runs exceeded is not taken for enough. Without any, they are the plain empirical ones.
 """
 
 from __future__ import annotations
@@ -13,20 +17,28 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from predictor.kaplan_meier import product_limit
+
 QUANTILE_LEVELS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.975, 0.99)
 MIN_SECONDS = 1e-3
 
 
-def residual_log_quantiles(actual: np.ndarray, predicted: np.ndarray) -> dict[float, float]:
-    """Quantiles of log(actual / predicted) at :data:`QUANTILE_LEVELS` (times floored at a millisecond).
+def log_ratios(actual: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """log(actual / predicted) with both floored at a millisecond."""
+    return np.log(np.maximum(actual, MIN_SECONDS)) - np.log(np.maximum(predicted, MIN_SECONDS))
 
-    Empirical quantiles rounded outwards (lower levels down, upper levels up), so intervals err wide.
+
+def residual_log_quantiles(
+    actual: np.ndarray, predicted: np.ndarray, censored: np.ndarray | None = None
+) -> dict[float, float]:
+    """Quantiles of log(actual / predicted) at :data:`QUANTILE_LEVELS`, ``censored`` rows' ratios being lower bounds.
+
+    Product-limit quantiles (the empirical ones when nothing is censored) rounded outwards (lower
+    levels down, upper levels up), so intervals err wide; levels beyond the last finished ratio take
+    the largest ratio observed.
     """
-    ratios = np.log(np.maximum(actual, MIN_SECONDS)) - np.log(np.maximum(predicted, MIN_SECONDS))
-    return {
-        level: float(np.quantile(ratios, level, method="lower" if level < 0.5 else "higher"))
-        for level in QUANTILE_LEVELS
-    }
+    estimate = product_limit(log_ratios(actual, predicted), censored)
+    return {level: estimate.quantile(level, "lower" if level < 0.5 else "higher") for level in QUANTILE_LEVELS}
 
 
 def quantile_at(quantiles: Mapping[float, float], level: float) -> float:

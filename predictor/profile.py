@@ -2,7 +2,9 @@
 
 Wall time comes from a monotonic clock around the child; user+system CPU time and
 max RSS come from the child's own resource usage (``wait4``), so they cover the
-command and every process it waited for, and nothing of ours.
+command and every process it waited for, and nothing of ours. A run stopped before it
+finished (killed at its timeout, or by a stopping signal from outside) is censored: its
+wall time is a lower bound on how long it would have run.
 """
 
 from __future__ import annotations
@@ -23,14 +25,19 @@ from predictor.domain import CacheState, Measurement, Source
 from predictor.jobfeatures import job_features
 
 
+# Signals that stop a run from outside (an operator, a batch system's limits, our timeout): it did not finish.
+STOPPING_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGXCPU, signal.SIGINT, signal.SIGHUP})
+
+
 @dataclass(frozen=True)
 class RunUsage:
-    """What one finished child process cost."""
+    """What one child process cost; ``censored`` when it was stopped before it finished (wall time: a lower bound)."""
 
     wall_seconds: float
     cpu_seconds: float
     max_rss_kb: int
     exit_status: int
+    censored: bool = False
 
 
 def exit_status_of(wait_status: int) -> int:
@@ -38,6 +45,11 @@ def exit_status_of(wait_status: int) -> int:
     if os.WIFSIGNALED(wait_status):
         return 128 + os.WTERMSIG(wait_status)
     return os.waitstatus_to_exitcode(wait_status)
+
+
+def stopped_by_signal(wait_status: int) -> bool:
+    """Whether one of :data:`STOPPING_SIGNALS` ended the child (it did not finish, it was stopped)."""
+    return os.WIFSIGNALED(wait_status) and os.WTERMSIG(wait_status) in STOPPING_SIGNALS
 
 
 def run_measured(
@@ -51,7 +63,8 @@ def run_measured(
     """Run ``command`` to completion and return its wall time, CPU time, max RSS and exit status.
 
     A command that cannot be started is a failed run (exit status 127), not an
-    exception; a command over ``timeout`` is killed and reported with 128 + SIGKILL.
+    exception; a command over ``timeout`` is killed and reported with 128 + SIGKILL. Either
+    that, or a stopping signal from outside, makes the run censored.
     """
     start = time.perf_counter()
     try:
@@ -59,6 +72,7 @@ def run_measured(
     except (FileNotFoundError, PermissionError):
         return RunUsage(time.perf_counter() - start, 0.0, 0, 127)
     deadline = None if timeout is None else start + timeout
+    timed_out = False
     while True:
         pid, status, usage = os.wait4(child.pid, os.WNOHANG if deadline else 0)
         if pid:
@@ -66,11 +80,13 @@ def run_measured(
         if time.perf_counter() >= deadline:  # type: ignore[operator]
             os.killpg(child.pid, signal.SIGKILL)
             pid, status, usage = os.wait4(child.pid, 0)
+            timed_out = True
             break
         time.sleep(0.002)
     wall = time.perf_counter() - start
     child.returncode = exit_status_of(status)  # keep Popen from reaping a second time
-    return RunUsage(wall, usage.ru_utime + usage.ru_stime, int(usage.ru_maxrss), child.returncode)
+    censored = timed_out or stopped_by_signal(status)
+    return RunUsage(wall, usage.ru_utime + usage.ru_stime, int(usage.ru_maxrss), child.returncode, censored)
 
 
 def profile_command(
@@ -91,7 +107,8 @@ def profile_command(
 ) -> Measurement:
     """Extract the job's features, run it on ``platform`` and return its measurement.
 
-    Features are read before the run, so a bad input fails fast and costs no run.
+    Features are read before the run, so a bad input fails fast and costs no run. A run
+    stopped before it finished is returned censored, with its exit status.
     """
     algo = catalog.algorithm(algorithm)
     plat = catalog.platform(platform)
@@ -112,6 +129,7 @@ def profile_command(
         cpu_seconds=usage.cpu_seconds,
         max_rss_kb=usage.max_rss_kb,
         exit_status=usage.exit_status,
+        censored=usage.censored,
         cache_state=cache_state,
         source=source,
         context={"load_avg_1m": load_before, "command": full_command},

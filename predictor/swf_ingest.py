@@ -11,6 +11,10 @@ One measurement per job, validated like a CSV row (:func:`predictor.ingest.valid
   such request reached) the ``platform`` option, else ``<log>``;
 - ``machine`` ``node<id>`` for a job on one node, else the ``machine`` option;
 - ``wall_seconds`` the run time; ``exit_status`` 0 completed, 1 failed, 2 cancelled (SWF status 1, 0, 5);
+- ``censored`` when the run time reached the requested time (known, > 0): the scheduler's limit stopped the job,
+  so its run time is a lower bound on the time it needed, whatever status the log gives it (logs record such
+  kills as completed, failed or cancelled; a grace period lets the run exceed the request a little). A job that
+  failed or was cancelled before its limit is not censored: it stopped for its own reasons, not for lack of time;
 - ``recorded_at`` the submit time: the header's ``UnixStartTime`` plus the submit offset (submit times are
   Unix times when the header has none);
 - ``features`` from :func:`features.history.history_features`; ``context`` the job's other known fields.
@@ -151,9 +155,15 @@ def _run(log: SwfLog, job: SwfJob) -> dict[str, Any]:
     return {
         "wall_seconds": job.run,
         "exit_status": EXIT_STATUS[job.status],
+        "censored": killed_by_limit(job),
         "recorded_at": datetime.fromtimestamp(log.start_time + job.submit, UTC),
         "context": _context(job),
     }
+
+
+def killed_by_limit(job: SwfJob) -> bool:
+    """Whether the job ran until its requested time: the limit stopped it, so its run time is a lower bound (censored)."""
+    return job.requested_time != UNKNOWN and job.requested_time > 0 and job.run >= job.requested_time
 
 
 def _context(job: SwfJob) -> dict[str, Any]:

@@ -304,6 +304,9 @@ class ObservationIn(_Strict):
     cpu_seconds: FiniteFloat | None = Field(default=None, ge=0)
     max_rss_kb: Int64 | None = Field(default=None, ge=0)
     exit_status: Int32 = 0
+    censored: StrictBool = Field(
+        default=False, description="Stopped before it finished (time limit, kill): wall_seconds, > 0, is a lower bound."
+    )
     cache_state: CacheState = CacheState.UNKNOWN
     source: Source = Source.PRODUCTION
     censored: StrictBool = Field(

@@ -147,8 +147,9 @@ def version_tags(
 
 
 def training_envelope(training_set: TrainingSet) -> TrainingEnvelope:
-    """The envelope of a training set's runs (see :mod:`predictor.envelope`)."""
-    return TrainingEnvelope.fit(training_set.X, training_set.y)
+    """The envelope of a training set's finished runs (see :mod:`predictor.envelope`)."""
+    done = training_set.finished
+    return TrainingEnvelope.fit(training_set.X[done], training_set.y[done])
 
 
 def _composition(tags: Mapping[str, str], run_id: str | None) -> dict[str, int]:

@@ -2,6 +2,10 @@
 
 Each fold is one independent fit (:func:`fit_fold`), so a caller may run folds of many models in
 parallel and put them together with :func:`collect`; :func:`cross_validate` does it in turn.
+
+Censored runs (stopped before they finished: ``y`` a lower bound) are passed, flagged, to the members
+registered to learn from them; every other member is fitted on the finished runs only. Every row, censored
+or not, gets an out-of-fold prediction; the metrics score the finished rows (see :mod:`training.metrics`).
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn.base import RegressorMixin
 from sklearn.pipeline import Pipeline
 
 from models import make_model
+from models.zoo import learns_from_censored
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 from training.metrics import compute_metrics
@@ -76,12 +82,22 @@ def check_plan(training_set: TrainingSet, plan: FoldPlan) -> None:
         raise ValueError(f"the fold plan does not cover the runs of {pair}")
 
 
+def _fitted(model_name: str, X: pd.DataFrame, y: np.ndarray, censored: np.ndarray, *, seed: int) -> RegressorMixin:
+    """``model_name`` fitted on these rows: with their censoring if it learns from it, else on the finished ones only."""
+    model = make_model(model_name, seed=seed)
+    if learns_from_censored(model_name):
+        return model.fit(X, y, censored=censored)
+    if censored.any():
+        X, y = X[~censored], y[~censored]
+    return model.fit(X, y)
+
+
 def fit_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, fold: int, *, seed: int = 0) -> FoldFit:
-    """Fit ``model_name`` on every fold but ``fold`` and predict ``fold``'s rows."""
+    """Fit ``model_name`` on every fold but ``fold`` and predict all of ``fold``'s rows (censored ones too)."""
     train, test = np.flatnonzero(plan.folds != fold), np.flatnonzero(plan.folds == fold)
     X, y = training_set.X, training_set.y
     started = time.perf_counter()
-    model = make_model(model_name, seed=seed).fit(X.iloc[train], y[train])
+    model = _fitted(model_name, X.iloc[train], y[train], training_set.censored[train], seed=seed)
     seconds = time.perf_counter() - started
     tuned = inner_attribute(model, "best_params_") or {}
     return FoldFit(fold, _predict(model, X.iloc[test]), seconds, tuned, inner_attribute(model, "learning_curve_"))
@@ -90,29 +106,29 @@ def fit_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, fold: i
 def collect(model_name: str, training_set: TrainingSet, plan: FoldPlan, fits: Sequence[FoldFit]) -> CVResult:
     """Put one model's fold fits together: pooled out-of-fold predictions, priors and metrics per fold and pooled.
 
-    The prior of a row is its training fold's mean, so RAE and RRSE are relative to the
-    baseline that fold would have had, as Weka computes them. What the fits chose (tuned
-    settings, growth curves) is kept in fold order.
+    The prior of a row is its training fold's mean (of the finished runs), so RAE and RRSE are
+    relative to the baseline that fold would have had, as Weka computes them; censored rows are
+    scored as bounds only. What the fits chose (tuned settings, growth curves) is kept in fold order.
     """
     fits = sorted(fits, key=lambda f: f.fold)
     folds = [f.fold for f in fits]
     if folds != list(range(plan.n_folds)):
         raise ValueError(f"{model_name}: need one fit per fold of the plan, got folds {folds}")
-    y = training_set.y
+    y, censored = training_set.y, training_set.censored
     predictions = np.empty_like(y)
     priors = np.empty_like(y)
     fold_metrics = []
     for fit in fits:
         test = plan.folds == fit.fold
         predictions[test] = fit.predictions
-        priors[test] = y[~test].mean()
-        fold_metrics.append(compute_metrics(y[test], predictions[test], priors[test]))
+        priors[test] = y[~test & ~censored].mean()
+        fold_metrics.append(compute_metrics(y[test], predictions[test], priors[test], censored[test]))
     return CVResult(
         model_name=model_name,
         predictions=predictions,
         priors=priors,
         fold_metrics=fold_metrics,
-        metrics=compute_metrics(y, predictions, priors),
+        metrics=compute_metrics(y, predictions, priors, censored),
         fit_seconds=sum(f.seconds for f in fits),
         tuned=[f.tuned for f in fits],
         curves=[f.curve for f in fits if f.curve is not None],
@@ -139,4 +155,4 @@ def cross_validate(
 
 def refit(model_name: str, training_set: TrainingSet, *, seed: int = 0) -> RegressorMixin:
     """``model_name`` fitted on every row of ``training_set``: what is served when it (or an ensemble of it) wins."""
-    return make_model(model_name, seed=seed).fit(training_set.X, training_set.y)
+    return _fitted(model_name, training_set.X, training_set.y, training_set.censored, seed=seed)

@@ -1,10 +1,15 @@
-"""Training sets: one (algorithm, platform)'s successful runs as a feature matrix and wall seconds."""
+"""Training sets: one (algorithm, platform)'s finished and censored runs as a feature matrix and wall seconds.
+
+A censored run was stopped before it finished (a time limit, a kill): its wall seconds are a lower bound
+on its run time, marked in the set's ``censored`` mask. Members that learn from bounds take them; the
+rest, and every metric, use the finished runs only.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
@@ -26,6 +31,7 @@ RUN_COLUMNS = frozenset(
         "cpu_seconds",
         "max_rss_kb",
         "exit_status",
+        "censored",
         "cache_state",
         "source",
         "recorded_at",
@@ -45,13 +51,17 @@ class MeasurementFrames(Protocol):
     def pairs(self) -> list[tuple[str, str]]: ...
 
     def frame(
-        self, algorithm: str | None = None, platform: str | None = None, successful_only: bool = True
+        self, algorithm: str | None = None, platform: str | None = None, successful_only: bool = True, *, with_censored: bool = False
     ) -> pd.DataFrame: ...
 
 
 @dataclass(frozen=True)
 class TrainingSet:
-    """Features ``X`` (columns ``feature_names``) and wall seconds ``y`` of one pair, ordered by run id."""
+    """Features ``X`` (columns ``feature_names``) and wall seconds ``y`` of one pair, ordered by run id.
+
+    ``censored`` marks the rows whose ``y`` is a lower bound (the run was stopped); all False when none is
+    (the default).
+    """
 
     algorithm: str
     platform: str
@@ -59,9 +69,21 @@ class TrainingSet:
     y: np.ndarray
     feature_names: list[str]
     run_ids: list[str]
+    censored: np.ndarray = field(default=None)  # type: ignore[assignment]  # None: no row is censored
+
+    def __post_init__(self) -> None:
+        mask = np.zeros(len(self.y), dtype=bool) if self.censored is None else np.asarray(self.censored, dtype=bool)
+        if mask.shape != (len(self.y),):
+            raise ValueError(f"censored has shape {mask.shape}, need one flag per row ({len(self.y)})")
+        object.__setattr__(self, "censored", mask)
 
     def __len__(self) -> int:
         return len(self.y)
+
+    @property
+    def finished(self) -> np.ndarray:
+        """Rows of runs that finished: their ``y`` is a run time (what metrics and most members learn from)."""
+        return ~self.censored
 
     @cached_property
     def jobs(self) -> np.ndarray:
@@ -74,17 +96,24 @@ class TrainingSet:
 
 
 def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str) -> TrainingSet:
-    """The successful runs of (algorithm, platform) in ``frame``, with its informative numeric features."""
+    """The finished and censored runs of (algorithm, platform) in ``frame``, with its informative numeric features.
+
+    A pair needs :data:`~training.folds.MIN_ROWS` finished runs; censored ones do not count towards it.
+    """
     rows = frame
     if "algorithm" in rows:
         rows = rows[rows["algorithm"] == algorithm]
     if "platform" in rows:
         rows = rows[rows["platform"] == platform]
+    rows = rows.assign(censored=rows["censored"].astype(bool) if "censored" in rows else False)
     if "exit_status" in rows:
-        rows = rows[rows["exit_status"] == 0]
+        rows = rows[(rows["exit_status"] == 0) | rows["censored"]]
     rows = rows.sort_values("run_id", kind="stable").reset_index(drop=True)
-    if len(rows) < MIN_ROWS:
-        raise DatasetError(f"{algorithm} on {platform}: {len(rows)} successful run(s), need at least {MIN_ROWS}")
+    censored = rows["censored"].to_numpy(dtype=bool)
+    finished = int((~censored).sum())
+    if finished < MIN_ROWS:
+        also = f" (and {len(rows) - finished} censored)" if finished < len(rows) else ""
+        raise DatasetError(f"{algorithm} on {platform}: {finished} successful run(s){also}, need at least {MIN_ROWS}")
     candidates = [c for c in rows.columns if c not in RUN_COLUMNS and pd.api.types.is_numeric_dtype(rows[c])]
     X = rows[candidates].astype("float64").dropna(axis="columns", how="all").fillna(0.0)
     X = X.loc[:, X.nunique() > 1]
@@ -98,6 +127,7 @@ def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str) 
         y=rows["wall_seconds"].to_numpy(dtype="float64"),
         feature_names=names,
         run_ids=rows["run_id"].astype(str).tolist(),
+        censored=censored,
     )
 
 
@@ -116,7 +146,7 @@ def load_training_sets(
         if wanted_platforms is not None and platform not in wanted_platforms:
             continue
         try:
-            sets.append(training_set_from_frame(store.frame(algorithm, platform), algorithm, platform))
+            sets.append(training_set_from_frame(store.frame(algorithm, platform, with_censored=True), algorithm, platform))
         except DatasetError as exc:
             log.warning("skipping %s", exc)
     return sets

@@ -7,7 +7,8 @@ out-of-fold predictions, which is what the ensemble of those members would have 
 
 Choosing members on the very rows they are then scored on would flatter the ensemble, so its
 cross-validated predictions are nested: each fold's rows are predicted by an ensemble chosen on
-the other folds' rows only. The ensemble that is served is chosen on every row.
+the other folds' rows only. The ensemble that is served is chosen on every row. Members are judged on
+finished runs only: a censored run's time is a lower bound, not a time to get close to.
 """
 
 from __future__ import annotations
@@ -53,13 +54,16 @@ def cross_validated_ensemble(
 ) -> tuple[CVResult, Counter[str]]:
     """The ensemble's nested out-of-fold predictions and metrics, and the members (with weights) it serves."""
     predictions = {r.model_name: r.predictions for r in results}
-    y, priors = training_set.y, results[0].priors
+    y, priors, finished = training_set.y, results[0].priors, training_set.finished
+
+    def selected(rows: np.ndarray) -> Counter[str]:
+        return greedy_selection({n: p[rows] for n, p in predictions.items()}, y[rows], priors[rows], metric)
+
     fits = []
     for fold in range(plan.n_folds):
         test = plan.folds == fold
-        weights = greedy_selection({n: p[~test] for n, p in predictions.items()}, y[~test], priors[~test], metric)
-        fits.append(FoldFit(fold, blend({n: p[test] for n, p in predictions.items()}, weights), 0.0))
-    return collect(ENSEMBLE, training_set, plan, fits), greedy_selection(predictions, y, priors, metric)
+        fits.append(FoldFit(fold, blend({n: p[test] for n, p in predictions.items()}, selected(~test & finished)), 0.0))
+    return collect(ENSEMBLE, training_set, plan, fits), selected(finished)
 
 
 def fixed_ensemble(

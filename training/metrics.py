@@ -1,7 +1,11 @@
 """Weka-style regression metrics (seed 001, Table 2) plus the relative errors a scheduler cares about.
 
 ``y_prior`` is what the baseline would have said for each row: under cross-validation
-the mean of that row's training fold, as Weka computes RAE and RRSE.
+the mean of that row's training fold (its finished runs), as Weka computes RAE and RRSE.
+
+A censored run's time is a lower bound, not a time, so it is left out of every error; its rows are
+counted (``censored_rows``) and judged only where a bound can judge: ``censored_underestimate``, the share
+predicted below the time the run had already taken when it was stopped, a sure underestimate.
 """
 
 from __future__ import annotations
@@ -11,6 +15,11 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+# Every metric of finished runs, as compute_metrics names them.
+METRICS = (
+    "cc", "mae", "rmse", "rae", "rrse", "mape", "median_ape", "within_10pct", "within_25pct", "within_factor_2",
+    "underestimate_rate", "mean_underestimate",
+)  # fmt: skip
 # Metrics where a smaller value is a better model (the ones that may pick champions).
 LOWER_IS_BETTER = frozenset(
     {"mae", "rmse", "rae", "rrse", "mape", "median_ape", "underestimate_rate", "mean_underestimate"}
@@ -31,18 +40,34 @@ def _correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float(da @ db) / denominator if denominator > 0 else 0.0
 
 
-def compute_metrics(y_true: ArrayLike, y_pred: ArrayLike, y_prior: ArrayLike) -> dict[str, float]:
+def compute_metrics(
+    y_true: ArrayLike, y_pred: ArrayLike, y_prior: ArrayLike, censored: ArrayLike | None = None
+) -> dict[str, float]:
     """All metrics of predictions ``y_pred`` of ``y_true`` against the baseline answers ``y_prior``.
 
     Percentages (rae, rrse, mape, median_ape) are in %; shares are in [0, 1]; relative
-    errors use only rows with a positive true runtime (NaN when there are none).
+    errors use only rows with a positive true runtime (NaN when there are none). Rows flagged
+    ``censored`` enter only ``censored_rows`` and ``censored_underestimate``, present when there are
+    any; the other metrics are NaN when every row is censored.
     """
     y = np.asarray(y_true, dtype="float64")
     pred = np.asarray(y_pred, dtype="float64")
     prior = np.asarray(y_prior, dtype="float64")
-    if not (y.shape == pred.shape == prior.shape) or y.ndim != 1 or len(y) == 0:
-        shapes = f"{y.shape}, {pred.shape}, {prior.shape}"
-        raise ValueError(f"need three equally long non-empty 1-d arrays, got shapes {shapes}")
+    bound = np.zeros(y.shape, dtype=bool) if censored is None else np.asarray(censored, dtype=bool)
+    if not (y.shape == pred.shape == prior.shape == bound.shape) or y.ndim != 1 or len(y) == 0:
+        shapes = f"{y.shape}, {pred.shape}, {prior.shape}, {bound.shape}"
+        raise ValueError(f"need equally long non-empty 1-d arrays, got shapes {shapes}")
+    if not bound.any():
+        return _finished_metrics(y, pred, prior)
+    finished = ~bound
+    metrics = _finished_metrics(y[finished], pred[finished], prior[finished]) if finished.any() else dict.fromkeys(METRICS, math.nan)
+    metrics["censored_rows"] = float(bound.sum())
+    metrics["censored_underestimate"] = float((pred[bound] < y[bound]).mean())
+    return metrics
+
+
+def _finished_metrics(y: np.ndarray, pred: np.ndarray, prior: np.ndarray) -> dict[str, float]:
+    """:data:`METRICS` of predictions of finished runs' times (non-empty, equally long arrays)."""
     error = pred - y
     abs_error = np.abs(error)
     positive = y > 0

@@ -46,6 +46,7 @@ DEFAULT_MODELS: tuple[str, ...] = (
     "requested_time",
     "linear",
     "linear_log",
+    "tobit_log",
     "linear_log_smeared",
     "lad",
     "lad_log",
@@ -282,10 +283,13 @@ def _judge(
         )
         if set(incumbent.feature_names) <= set(ts.X.columns):
             X = ts.X[incumbent.feature_names].to_numpy(dtype="float64")
+    done = ts.finished  # the guard compares on finished runs: a censored run's time is only a bound
     decision = judge(
-        y=ts.y, priors=results[best.model_name].priors, jobs=ts.jobs, run_ids=ts.run_ids, X=X,
-        challenger=challenger_members, challenger_predictions=results[best.model_name].predictions,
-        incumbent=incumbent, incumbent_predictions=incumbent_predictions, settings=guard_settings(settings), force=force,
+        y=ts.y[done], priors=results[best.model_name].priors[done], jobs=ts.jobs[done],
+        run_ids=[r for r, keep in zip(ts.run_ids, done, strict=True) if keep], X=None if X is None else X[done],
+        challenger=challenger_members, challenger_predictions=results[best.model_name].predictions[done],
+        incumbent=incumbent, incumbent_predictions=None if incumbent_predictions is None else incumbent_predictions[done],
+        settings=guard_settings(settings), force=force,
     )  # fmt: skip
     members = dict(incumbent.composition) if incumbent is not None else {}
     return Pick(index, best, challenger_members, incumbent_candidate, members, decision, list(found.values()))

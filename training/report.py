@@ -133,6 +133,7 @@ def champion_lead(session: SessionReport, platform: str) -> Lead | None:
     if ours["run_id"].tolist() != theirs["run_id"].tolist():
         return None
     differences = paired_bootstrap(
-        ours["measured_seconds"], ours["prior_seconds"], ours["predicted_seconds"], theirs["predicted_seconds"], ours["job"].tolist()
-    )
-    return Lead(champion.model, runner_up.model, int(ours["job"].nunique()), differences)
+        ours["measured_seconds"], ours["prior_seconds"], ours["predicted_seconds"], theirs["predicted_seconds"], ours["job"].tolist(),
+        censored=ours["censored"],
+    )  # fmt: skip
+    return Lead(champion.model, runner_up.model, int(ours["job"][~ours["censored"]].nunique()), differences)

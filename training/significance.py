@@ -40,15 +40,22 @@ def paired_bootstrap(
     n_resamples: int = 4000,
     level: float = 0.95,
     seed: int = 0,
+    censored: ArrayLike | None = None,
 ) -> dict[str, Difference]:
     """RAE and RRSE differences of predictions ``pred_a`` and ``pred_b`` of ``y_true``, resampling ``groups`` (jobs).
 
     Both metrics are computed as :func:`training.metrics.compute_metrics` does (against each row's
     ``y_prior``) on every resample; the interval holds the central ``level`` share of the differences.
+    Rows flagged ``censored`` are left out, as the metrics leave them out: their time is only a bound.
     """
     y, prior, a, b = (np.asarray(v, dtype="float64") for v in (y_true, y_prior, pred_a, pred_b))
     if not (y.shape == prior.shape == a.shape == b.shape) or y.ndim != 1 or len(y) == 0 or len(groups) != len(y):
         raise ValueError("need equally long non-empty 1-d arrays and one group per row")
+    if censored is not None:
+        finished = ~np.asarray(censored, dtype=bool)
+        if finished.shape != y.shape or not finished.any():
+            raise ValueError("need one censored flag per row, and some finished row")
+        y, prior, a, b, groups = y[finished], prior[finished], a[finished], b[finished], [g for g, f in zip(groups, finished) if f]
     if not 0 < level < 1 or n_resamples < 1:
         raise ValueError(f"need 0 < level < 1 and n_resamples >= 1, got {level} and {n_resamples}")
     group_of_row = pd.factorize(pd.Series(list(groups)))[0]

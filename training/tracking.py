@@ -37,7 +37,7 @@ from training.intervals import cross_fitted_coverage
 MODEL_REQUIREMENTS = ("scikit-learn", "lightgbm", "numpy", "pandas", "scipy", "skops")
 # Each candidate's out-of-fold predictions, as an artifact of its run (see out_of_fold_table).
 OUT_OF_FOLD = "out_of_fold.csv"
-OUT_OF_FOLD_COLUMNS = ("run_id", "job", "fold", "measured_seconds", "predicted_seconds", "prior_seconds")
+OUT_OF_FOLD_COLUMNS = ("run_id", "job", "fold", "measured_seconds", "predicted_seconds", "prior_seconds", "censored")
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,8 @@ def candidate_numbers(
 ) -> tuple[dict[str, float], dict[float, float]]:
     """A candidate's metrics (with ``interval_coverage``, cross-fitted) and its residual log-ratio quantiles."""
     ts = training_set
-    quantiles = residual_log_quantiles(ts.y, result.predictions)
-    metrics = {**result.metrics, "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan.folds, coverage)}
+    quantiles = residual_log_quantiles(ts.y, result.predictions, ts.censored)
+    metrics = {**result.metrics, "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan.folds, coverage, ts.censored)}
     return metrics, quantiles
 
 
@@ -239,8 +239,9 @@ def out_of_fold_table(ts: TrainingSet, plan: FoldPlan, result: CVResult) -> pd.D
 
     Logged with every candidate so its figures and metrics can be redrawn, or compared with
     another model's or tool's predictions on the same folds (resampling jobs), without refitting anything.
+    ``censored`` marks runs stopped before they finished: their measured seconds are a lower bound.
     """
-    columns = (ts.run_ids, ts.jobs, plan.folds, ts.y, result.predictions, result.priors)
+    columns = (ts.run_ids, ts.jobs, plan.folds, ts.y, result.predictions, result.priors, ts.censored)
     return pd.DataFrame(dict(zip(OUT_OF_FOLD_COLUMNS, columns, strict=True)))
 
 
@@ -254,6 +255,8 @@ def load_out_of_fold(run_id: str) -> pd.DataFrame:
     except (OSError, MlflowException) as exc:
         raise FileNotFoundError(f"run {run_id} has no {OUT_OF_FOLD}: {exc}") from exc
     table = pd.read_csv(path, dtype={"run_id": str})
+    if "censored" not in table:  # written before censored runs were trained on: none of its runs was
+        table["censored"] = False
     missing = sorted(set(OUT_OF_FOLD_COLUMNS) - set(table.columns))
     if missing:
         raise FileNotFoundError(f"run {run_id}'s {OUT_OF_FOLD} predates column(s) {', '.join(missing)}")

@@ -11,7 +11,7 @@ def test_export_then_ingest_round_trips(store: MeasurementStore, catalog, tmp_pa
         Measurement(
             run_id=f"r{i}", algorithm="blastn", platform="cpu-small", params={"evalue": 0.1 * (i + 1), "task": "blastn"},
             features={"query.sequences": float(i + 1)}, wall_seconds=1.5 * i, exit_status=i % 2,
-            context={"load_avg_1m": 0.5},
+            censored=i == 3, context={"load_avg_1m": 0.5},
         )
         for i in range(4)
     ]
@@ -28,3 +28,4 @@ def test_export_then_ingest_round_trips(store: MeasurementStore, catalog, tmp_pa
         copy = by_id[original.run_id]
         assert copy.model_dump(exclude={"recorded_at"}) == original.model_dump(exclude={"recorded_at"})
         assert copy.recorded_at == original.recorded_at
+    assert [m.run_id for m in fresh.measurements(successful_only=False) if m.censored] == ["r3"]

@@ -244,3 +244,50 @@ def test_missing_file_raises(tmp_path: Path, store: MeasurementStore, catalog: C
 
 def test_reject_is_a_plain_record() -> None:
     assert Reject(2, "wall_seconds", "missing") == Reject(line=2, field="wall_seconds", message="missing")
+
+
+def test_censored_flag_is_strict_and_needs_a_run_time(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
+    path = write(tmp_path / "censored.csv", """
+run_id,algorithm,platform,wall_seconds,exit_status,censored
+c-true,blastn,cpu-small,60,137,true
+c-one,blastn,cpu-small,61,137,1
+c-upper,blastn,cpu-small,62,0,TRUE
+f-false,blastn,cpu-small,5,0,False
+f-zero,blastn,cpu-small,6,0,0
+f-empty,blastn,cpu-small,7,0,
+bad-yes,blastn,cpu-small,60,137,yes
+bad-two,blastn,cpu-small,60,137,2
+bad-float,blastn,cpu-small,60,137,1.0
+bad-zero-time,blastn,cpu-small,0,137,true
+""")
+    report = ingest_file(path, store, catalog)
+    assert_accounted(report)
+    assert [(r.line, r.field) for r in report.rejected] == [(8, "censored"), (9, "censored"), (10, "censored"), (11, "censored")]
+    assert "expected true or false" in report.rejected[0].message and "'yes'" in report.rejected[0].message
+    assert "needs wall_seconds > 0" in report.rejected[-1].message
+    stored = {m.run_id: m.censored for m in store.measurements(with_censored=True)}
+    assert stored == {"c-true": True, "c-one": True, "c-upper": True, "f-false": False, "f-zero": False, "f-empty": False}
+    assert store.count(informative_only=True) == 6 and len(store.measurements()) == 4  # the censored 137s are no finished runs
+
+
+def test_parquet_censored_column_of_booleans(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
+    path = tmp_path / "runs.parquet"
+    frame = pd.DataFrame({"run_id": ["a", "b"], "algorithm": "blastn", "platform": "cpu-small", "wall_seconds": [9.0, 3.0]})
+    frame.assign(censored=[True, False], exit_status=[137, 0]).to_parquet(path)
+    assert ingest_file(path, store, catalog).stored == 2
+    assert {m.run_id: m.censored for m in store.measurements(with_censored=True)} == {"a": True, "b": False}
+
+
+FINISHED_RUN_ID = "ingest-3a3cf7a280efbbbeba1314e1261a81ac12dc5ded93f1029073ebcd6ffab829a4"
+
+
+def test_derived_run_id_of_a_finished_run_ignores_the_censored_flag(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    without = write(tmp_path / "without.csv", "algorithm,platform,wall_seconds\nblastn,cpu-small,8\n")
+    flagged = write(tmp_path / "flagged.csv", "algorithm,platform,wall_seconds,censored\nblastn,cpu-small,8,false\nblastn,cpu-small,8,true\n")
+    assert ingest_file(without, store, catalog).stored == 1
+    again = ingest_file(flagged, store, catalog)
+    assert (again.stored, again.duplicates) == (1, 1), "the same finished run keeps its id; a censored one is another run"
+    # The id a finished run had before the censored flag existed (computed on main before the flag, commit 1865d63).
+    assert store.measurements()[0].run_id == FINISHED_RUN_ID

@@ -3,11 +3,14 @@
 import sys
 
 import pytest
+from typer.testing import CliRunner
 
 from predictor.catalog import load_catalog
+from predictor.cli import app
 from predictor.datagen import write_fasta
 from predictor.profile import profile_command, run_measured
-from predictor.settings import BUNDLED_DATA
+from predictor.settings import BUNDLED_DATA, Settings
+from predictor.store import MeasurementStore
 
 BURN = [sys.executable, "-c", "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass"]
 
@@ -38,6 +41,22 @@ def test_timeout_kills_the_command():
     assert usage.wall_seconds < 5
 
 
+def test_a_run_stopped_before_it_finished_is_censored_at_its_wall_time():
+    timed_out = run_measured([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.3)
+    assert timed_out.censored and timed_out.exit_status == 128 + 9 and 0.3 <= timed_out.wall_seconds < 5
+    # Another process stops it (as an operator or a batch system's limit would): SIGTERM, then SIGXCPU.
+    for name, number in (("TERM", 15), ("XCPU", 24)):
+        stopped = run_measured(["bash", "-c", f"(sleep 0.3; kill -{name} $$) & exec sleep 30"])
+        assert stopped.censored and stopped.exit_status == 128 + number and 0.3 <= stopped.wall_seconds < 5
+
+
+def test_finished_failed_and_crashed_runs_are_not_censored():
+    assert not run_measured([sys.executable, "-c", "pass"]).censored
+    assert not run_measured([sys.executable, "-c", "raise SystemExit(3)"]).censored
+    crashed = run_measured([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
+    assert crashed.exit_status == 128 + 11 and not crashed.censored, "a crash is a failure: it says nothing of the run time"
+
+
 @pytest.fixture
 def catalog():
     return load_catalog(BUNDLED_DATA / "catalog.yaml")
@@ -66,3 +85,33 @@ def test_profile_uses_platform_launcher(tmp_path, catalog):
     )
     assert m.succeeded, "cpu1 must confine the command to core 0"
     assert m.context["command"][:3] == ["taskset", "-c", "0"]
+
+
+def test_a_profiled_run_over_its_timeout_is_stored_censored_and_counted(tmp_path, catalog, store: MeasurementStore):
+    fasta = write_fasta(tmp_path / "in.fa", n_sequences=3, length_mean=30, alphabet="protein", seed=1)
+    slow = profile_command(
+        [sys.executable, "-c", "import time; time.sleep(30)"], catalog=catalog, algorithm="mafft", platform="cpu2",
+        params={"input": str(fasta)}, timeout=0.3, run_id="slow",
+    )
+    quick = profile_command(
+        [sys.executable, "-c", "pass"], catalog=catalog, algorithm="mafft", platform="cpu2", params={"input": str(fasta)}, run_id="quick"
+    )
+    assert slow.censored and slow.exit_status == 137 and slow.wall_seconds >= 0.3 and not quick.censored
+    store.add([slow, quick])
+    assert store.count(informative_only=True) == 2, "the censored run counts for training beside the finished one"
+    stored = {m.run_id: m for m in store.measurements(with_censored=True)}
+    assert stored["slow"].censored and stored["slow"].wall_seconds == slow.wall_seconds and stored["slow"].exit_status == 137
+
+
+def test_cli_profile_with_a_timeout_stores_the_run_censored(tmp_path, monkeypatch):
+    monkeypatch.setenv("PREDICTOR_HOME", str(tmp_path / "home"))
+    fasta = write_fasta(tmp_path / "in.fa", n_sequences=3, length_mean=30, alphabet="protein", seed=1)
+    result = CliRunner().invoke(
+        app, ["profile", "--algorithm", "mafft", "--platform", "cpu2", "--param", f"input={fasta}", "--run-id", "cli-slow",
+              "--timeout", "0.3", "--", sys.executable, "-c", "import time; time.sleep(30)"],
+    )  # fmt: skip
+    assert result.exit_code == 137, result.output
+    assert "stored censored" in result.output
+    store = MeasurementStore(Settings().resolved_store_url)
+    (stored,) = store.measurements(with_censored=True)
+    assert stored.run_id == "cli-slow" and stored.censored and stored.wall_seconds >= 0.3

@@ -68,6 +68,18 @@ def test_budget_stops_starting_runs(plan_file: Path, tmp_path: Path):
     assert store.count() == 0
 
 
+def test_a_run_over_the_plans_timeout_is_stored_censored(plan_file: Path, tmp_path: Path):
+    plan = {
+        **PLAN, "repeats": 1, "timeout_s": 0.2,
+        "inputs": {"big": {"generator": "family", "grid": {"n_sequences": [400], "length": [400], "mutation_rate": [0.3]}}},
+        "jobs": [{"algorithm": "mafft", "platforms": ["cpu1"], "files": {"input": "big"}, "grid": {"retree": [2]}}],
+    }  # fmt: skip
+    (done,), _ = sweep_once(tmp_path, plan)
+    assert done.censored and done.exit_status == 137 and 0.2 <= done.wall_seconds < 10
+    store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
+    assert store.count(informative_only=True) == 1 and store.measurements(with_censored=True)[0].censored
+
+
 def test_expansion_order_is_seeded_and_commands_filled(plan_file: Path, tmp_path: Path):
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
     plan = load_plan(plan_file)

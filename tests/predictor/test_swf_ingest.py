@@ -92,6 +92,28 @@ def test_jobs_become_measurements_with_class_cluster_status_time_and_context(
     assert cancelled.features["user.submitted_jobs"] == 1  # the skipped job 2 still counts as a submission
 
 
+LIMITED = """1 0 0 60 1 -1 -1 1 60 -1 0 1 1 -1 -1 -1 -1 -1
+2 5 0 65 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1
+3 9 0 30 1 -1 -1 1 60 -1 5 1 1 -1 -1 -1 -1 -1
+4 12 0 90 1 -1 -1 1 -1 -1 1 1 1 -1 -1 -1 -1 -1
+5 15 0 20 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1
+"""
+
+
+def test_a_job_that_ran_to_its_requested_time_is_censored(tmp_path: Path, store: MeasurementStore, toy_catalog: Catalog) -> None:
+    report = ingest_swf(write(tmp_path, "plain.swf", LIMITED), store, toy_catalog)
+    assert report.stored == 5 and accounted(report)
+    found = {m.run_id: (m.censored, m.exit_status) for m in store.measurements(successful_only=False)}
+    assert found == {
+        "swf-plain-1": (True, 1),  # killed at its 60 s limit, logged as failed
+        "swf-plain-2": (True, 0),  # ran past its limit (grace), logged as completed
+        "swf-plain-3": (False, 2),  # cancelled at 30 s, before its limit: a failure, not a bound
+        "swf-plain-4": (False, 0),  # no requested time: nothing says a limit stopped it
+        "swf-plain-5": (False, 0),
+    }  # fmt: skip
+    assert store.count(informative_only=True) == 4
+
+
 def test_rejects_file_keeps_the_lines_as_they_were(tmp_path: Path, store: MeasurementStore, toy_catalog: Catalog) -> None:
     path = write(tmp_path / "logs", "toy.swf", TOY)
     report = ingest_swf(path, store, toy_catalog, rejects_dir=tmp_path / "rejects")

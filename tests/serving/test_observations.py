@@ -100,6 +100,19 @@ def test_run_id_is_derived_from_the_content_when_absent(service, tag):
     assert second == {"stored": [], "duplicates": first["stored"], "rejected": []}
 
 
+def test_a_censored_observation_is_stored_as_a_bound_and_counted(service, tag):
+    base, store = service
+    before = store.count(informative_only=True)
+    response = post(base, [run(f"{tag}killed", wall_seconds=600.0, exit_status=137, censored=True), run(f"{tag}done")])
+    assert response.status_code == 200 and sorted(response.json()["stored"]) == [f"{tag}done", f"{tag}killed"]
+    stored = {m.run_id: m for m in store.measurements(with_censored=True) if m.run_id.startswith(tag)}
+    assert stored[f"{tag}killed"].censored and stored[f"{tag}killed"].wall_seconds == 600.0 and not stored[f"{tag}done"].censored
+    assert store.count(informative_only=True) == before + 2
+    zero = post(base, run(f"{tag}zero", wall_seconds=0.0, censored=True))
+    assert zero.status_code == 422 and zero.json()["rejected"][0]["field"] == "censored"
+    assert "wall_seconds > 0" in zero.json()["rejected"][0]["message"] and mine(store, tag) == [f"{tag}done", f"{tag}killed"]
+
+
 @pytest.mark.parametrize(
     ("body", "fragment"),
     [
@@ -110,6 +123,8 @@ def test_run_id_is_derived_from_the_content_when_absent(service, tag):
         (run("n", context={"k": "bad\x00"}), "NUL"),
         (run("n", surprise=1), "surprise"),
         (run("n", cache_state="tepid"), "cache_state"),
+        (run("n", censored="yes"), "censored"),
+        (run("n", censored=1), "censored"),
         ([run("n"), 5], "body.1"),
         ({"algorithm": "mafft"}, "wall_seconds"),
         ([], "no observations"),

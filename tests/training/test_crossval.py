@@ -6,9 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from models import make_model
 from training.crossval import cross_validate, refit
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
+from training.metrics import compute_metrics
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +61,50 @@ def test_plan_must_cover_the_training_set(doubling: TrainingSet) -> None:
 def test_refit_uses_every_row(doubling: TrainingSet) -> None:
     model = refit("linear", doubling)
     np.testing.assert_allclose(model.predict(pd.DataFrame({"x": [500.0]})), [1000.0])
+
+
+@pytest.fixture(scope="module")
+def stopped() -> TrainingSet:
+    """Seconds = x^1.2 with noise, 60 runs; the 15 longest were stopped at one limit (censored there)."""
+    rng = np.random.default_rng(5)
+    x = 10 ** rng.uniform(0, 3, 60)
+    truth = x**1.2 * rng.lognormal(0, 0.3, 60)
+    limit = np.sort(truth)[-15]
+    return TrainingSet("a", "p", pd.DataFrame({"x": x}), np.minimum(truth, limit), ["x"], [f"r{i:02d}" for i in range(60)], truth >= limit)
+
+
+def test_members_that_ignore_censoring_fit_the_finished_runs_only(stopped: TrainingSet) -> None:
+    plan = FoldPlan.create(stopped.run_ids, 5, seed=2)
+    result = cross_validate("linear_log", stopped, plan)
+    for fold, (train, test) in enumerate(plan.splits()):
+        kept = train[~stopped.censored[train]]
+        by_hand = make_model("linear_log").fit(stopped.X.iloc[kept], stopped.y[kept]).predict(stopped.X.iloc[test])
+        np.testing.assert_allclose(result.predictions[test], by_hand, err_msg=f"fold {fold}")
+    np.testing.assert_allclose(refit("linear_log", stopped).predict(stopped.X), make_model("linear_log").fit(
+        stopped.X[stopped.finished], stopped.y[stopped.finished]).predict(stopped.X))  # fmt: skip
+
+
+def test_members_that_learn_from_censoring_get_it(stopped: TrainingSet) -> None:
+    plan = FoldPlan.create(stopped.run_ids, 5, seed=2)
+    result = cross_validate("tobit_log", stopped, plan)
+    train, test = next(plan.splits())
+    by_hand = make_model("tobit_log").fit(stopped.X.iloc[train], stopped.y[train], censored=stopped.censored[train])
+    np.testing.assert_allclose(result.predictions[test], by_hand.predict(stopped.X.iloc[test]))
+    served = refit("tobit_log", stopped)
+    expected = make_model("tobit_log").fit(stopped.X, stopped.y, censored=stopped.censored)
+    np.testing.assert_allclose(served.predict(stopped.X), expected.predict(stopped.X))
+
+
+def test_every_row_is_predicted_and_metrics_score_finished_rows_against_finished_priors(stopped: TrainingSet) -> None:
+    plan = FoldPlan.create(stopped.run_ids, 5, seed=2)
+    result = cross_validate("linear_log", stopped, plan)
+    assert np.isfinite(result.predictions).all() and (result.predictions > 0).all()
+    finished = stopped.finished
+    for train, test in plan.splits():
+        assert set(result.priors[test]) == {stopped.y[train][finished[train]].mean()}
+    expected = compute_metrics(stopped.y[finished], result.predictions[finished], result.priors[finished])
+    assert {k: result.metrics[k] for k in expected} == expected
+    bounds = stopped.censored
+    assert result.metrics["censored_rows"] == 15
+    assert result.metrics["censored_underestimate"] == pytest.approx((result.predictions[bounds] < stopped.y[bounds]).mean())
+    assert all(m["censored_rows"] == bounds[test].sum() for m, (_, test) in zip(result.fold_metrics, plan.splits()) if bounds[test].any())

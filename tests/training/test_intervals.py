@@ -31,3 +31,27 @@ def test_coverage_of_lognormal_errors_is_near_nominal() -> None:
     actual = predicted * rng.lognormal(0.0, 0.3, 2000)
     achieved = cross_fitted_coverage(actual, predicted, np.arange(2000) % 10, 0.8)
     assert achieved == pytest.approx(0.8, abs=0.03)
+
+
+def test_a_censored_run_counts_for_the_chance_that_the_interval_held_it() -> None:
+    # Fold 0: eight finished rows, log ratios -0.35..0.35. Fold 1: two runs stopped at log ratios 0.9 and -1.
+    predicted = np.full(10, 10.0)
+    ratios = np.array([-0.35, -0.25, -0.15, -0.05, 0.05, 0.15, 0.25, 0.35, 0.9, -1.0])
+    censored = np.array([False] * 8 + [True, True])
+    folds = np.array([0] * 8 + [1, 1])
+    coverage = cross_fitted_coverage(predicted * np.exp(ratios), predicted, folds, 0.5, censored)
+    # Fold 1 is judged by the eight finished ratios: the 25% and 75% quantiles are -0.25 and 0.25 (rounded out).
+    # The run stopped at 0.9 overran that interval: a miss. The one stopped at -1 lies inside it with the chance
+    # that a ratio above -1 lies in [-0.25, 0.25]: 6 in 8. Fold 0 is judged by two bounds only: every quantile is
+    # the largest, 0.9, and no finished row lies at it.
+    assert coverage == pytest.approx((0.0 + 6 / 8) / 10)
+
+
+def test_without_censored_rows_coverage_is_unchanged() -> None:
+    rng = np.random.default_rng(7)
+    predicted = rng.uniform(1, 100, 200)
+    actual = predicted * rng.lognormal(0.0, 0.3, 200)
+    folds = np.arange(200) % 10
+    assert cross_fitted_coverage(actual, predicted, folds, 0.8, np.zeros(200, dtype=bool)) == cross_fitted_coverage(
+        actual, predicted, folds, 0.8
+    )

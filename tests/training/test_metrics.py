@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from training.metrics import LOWER_IS_BETTER, compute_metrics
+from training.metrics import LOWER_IS_BETTER, METRICS, compute_metrics
 
 # Three rows from two folds: training-fold means 20 (rows 1, 2) and 30 (row 3).
 Y = [10.0, 20.0, 40.0]
@@ -71,3 +71,20 @@ def test_shapes_are_checked() -> None:
 
 def test_selection_metrics_are_computed() -> None:
     assert LOWER_IS_BETTER <= compute_metrics(Y, PRED, PRIOR).keys()
+
+
+def test_metrics_name_every_metric_of_finished_runs() -> None:
+    assert tuple(compute_metrics(Y, PRED, PRIOR)) == METRICS
+
+
+def test_censored_rows_are_left_out_of_errors_and_judged_as_bounds() -> None:
+    # Two censored rows: stopped at 50 s (predicted 30: a sure underestimate) and at 5 s (predicted 60: fine).
+    m = compute_metrics([*Y, 50.0, 5.0], [*PRED, 30.0, 60.0], [*PRIOR, 99.0, 99.0], [False, False, False, True, True])
+    assert {k: m[k] for k in METRICS} == compute_metrics(Y, PRED, PRIOR)
+    assert (m["censored_rows"], m["censored_underestimate"]) == (2.0, 0.5)
+    assert "censored_rows" not in compute_metrics(Y, PRED, PRIOR, [False, False, False])
+
+
+def test_only_censored_rows_leave_the_errors_undefined() -> None:
+    m = compute_metrics([50.0], [60.0], [10.0], [True])
+    assert all(math.isnan(m[k]) for k in METRICS) and (m["censored_rows"], m["censored_underestimate"]) == (1.0, 0.0)

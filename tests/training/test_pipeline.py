@@ -148,7 +148,7 @@ def test_each_candidate_logs_its_out_of_fold_predictions(trained: Trained) -> No
     folder = mlflow.artifacts.download_artifacts(run_id=row.run_id)
     table = pd.read_csv(f"{folder}/{OUT_OF_FOLD}", dtype={"run_id": str})
     plan = FoldPlan.load(f"{folder}/folds.csv")
-    assert list(table.columns) == ["run_id", "job", "fold", "measured_seconds", "predicted_seconds", "prior_seconds"]
+    assert list(table.columns) == ["run_id", "job", "fold", "measured_seconds", "predicted_seconds", "prior_seconds", "censored"]
     assert table.groupby("job")["fold"].nunique().max() == 1  # repeats of a job share a fold
     assert table["run_id"].tolist() == plan.run_ids and (table["fold"].to_numpy() == plan.folds).all()
     recomputed = compute_metrics(table["measured_seconds"], table["predicted_seconds"], table["prior_seconds"])
