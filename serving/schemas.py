@@ -16,10 +16,12 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    computed_field,
     model_validator,
 )
 
 from predictor.domain import CacheState, Source
+from predictor.walltime import slurm_walltime
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 Text = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]
@@ -43,6 +45,8 @@ ESTIMATE_EXAMPLE = {
     "coverage": 0.9,
     "limit": 1.02,
     "limit_quantile": 0.95,
+    "walltime": "00:00:01",
+    "limit_walltime": "00:00:02",
     "model_name": "runtime-mafft-cpu1",
     "model_version": "3",
     "flavor": "sklearn",
@@ -169,6 +173,16 @@ class EstimateOut(BaseModel):
     fallback: bool = Field(default=False, description="True when the profile table's mean answered instead of a model.")
     reason: str | None = Field(default=None, description="Why there is no model estimate.")
     features: dict[str, float] = Field(default_factory=dict, description="The features the model used.")
+
+    @computed_field(description="``seconds`` as a Slurm walltime, rounded up (HH:MM:SS or D-HH:MM:SS).")
+    @property
+    def walltime(self) -> str | None:
+        return None if self.seconds is None else slurm_walltime(self.seconds)
+
+    @computed_field(description="``limit`` as a Slurm walltime, rounded up: a value for `sbatch --time`.")
+    @property
+    def limit_walltime(self) -> str | None:
+        return None if self.limit is None else slurm_walltime(self.limit)
 
 
 class PredictResponse(BaseModel):
