@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperArgument, TyperCommand
 
 from predictor import __version__
 from predictor.progress import progress
@@ -23,6 +24,18 @@ if TYPE_CHECKING:
     from training.report import SessionReport
 
 T = TypeVar("T")
+
+class _PathsCommand(TyperCommand):
+    """A command whose help types a repeated path argument as ``<file>...``, where typer prints ``<list[Path]>``."""
+
+    def get_params(self, ctx: typer.Context) -> list[Any]:
+        params = super().get_params(ctx)
+        for param in params:
+            if isinstance(param, TyperArgument) and param.type_descriptor.is_list:
+                shown = f"<{param.type_descriptor.path_type}>..."
+                param.display_type_rich = lambda ctx, shown=shown: shown  # type: ignore[method-assign]
+        return params
+
 
 app = typer.Typer(help="Runtime prediction for heterogeneous clusters.", no_args_is_help=True, add_completion=False)
 console = Console(soft_wrap=True)
@@ -91,9 +104,9 @@ def main(
     """Runtime prediction for heterogeneous clusters."""
 
 
-@app.command()
+@app.command(cls=_PathsCommand)
 def ingest(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="CSV, Parquet or SWF files of finished runs.", exists=True, dir_okay=False)],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="CSV, Parquet or SWF files of finished runs.", exists=True, dir_okay=False)],
     algorithm: Annotated[str | None, typer.Option(help="Algorithm for rows that do not name one.")] = None,
     platform: Annotated[str | None, typer.Option(help="Platform for rows that do not name one.")] = None,
     map_: Annotated[list[str] | None, typer.Option("--map", metavar="COLUMN=FIELD", help="Rename a column (repeatable).")] = None,
