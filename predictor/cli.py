@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from itertools import count
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from training.report import SessionReport
 
 T = TypeVar("T")
+
 
 class _PathsCommand(TyperCommand):
     """A command whose help types a repeated path argument as ``<file>...``, where typer prints ``<list[Path]>``."""
@@ -357,7 +358,6 @@ def predict(
     """Estimated run time of one job on each platform: seconds, interval, walltime limit, and both as Slurm walltimes."""
     from features import FeatureError
     from predictor.catalog import load_catalog
-    from serving.schemas import EstimateOut
 
     settings = _settings()
     catalog = load_catalog(settings.catalog_path)
@@ -369,24 +369,34 @@ def predict(
             estimates = _local_oracle(settings, catalog).estimate(algorithm, params, platform)
     except (FeatureError, KeyError) as exc:
         raise _fail(str(exc).strip('"')) from None
-    shown = {p: EstimateOut.model_validate(e, from_attributes=True) for p, e in estimates.items()}
+    shown = {
+        p: e.model_dump() | {"walltime": _walltime(e.seconds), "limit_walltime": _walltime(e.limit)}
+        for p, e in estimates.items()
+    }
     if as_json:
-        console.print_json(json.dumps({p: e.model_dump() for p, e in shown.items()}))
+        console.print_json(json.dumps(shown))
         return
     table = Table(title=f"{algorithm}: estimated run time (seconds; walltimes rounded up)")
     for column in ("platform", "seconds", "walltime", "lower", "upper", "limit", "limit walltime", "model"):
         table.add_column(column, justify="left" if column in ("platform", "model") else "right", no_wrap=True)
     for p, e in shown.items():
-        numbers = [_number(x) for x in (e.seconds, e.walltime, e.lower, e.upper, e.limit, e.limit_walltime)]
-        model_label = f"{e.model_name} v{e.model_version}" if e.model_version else (e.model_name or "-")
-        table.add_row(p, *numbers, model_label)
+        cells = [_cell(e[k]) for k in ("seconds", "walltime", "lower", "upper", "limit", "limit_walltime")]
+        model_label = f"{e['model_name']} v{e['model_version']}" if e["model_version"] else (e["model_name"] or "-")
+        table.add_row(p, *cells, model_label)
     _wide_console().print(table)
     for p, e in shown.items():
-        if e.reason:
-            console.print(f"{p}: {e.reason}", markup=False, highlight=False)
+        if e["reason"]:
+            console.print(f"{p}: {e['reason']}", markup=False, highlight=False)
 
 
-def _number(value: float | str | None) -> str:
+def _walltime(seconds: float | None) -> str | None:
+    """``seconds`` as a Slurm walltime, as the API gives it beside each estimate (None stays None)."""
+    from predictor.walltime import slurm_walltime
+
+    return None if seconds is None else slurm_walltime(seconds)
+
+
+def _cell(value: float | str | None) -> str:
     """A table cell: seconds to the millisecond, a walltime as it is, '-' for none."""
     if value is None:
         return "-"

@@ -15,25 +15,31 @@ PLAIN_EVERY_S = 10.0
 
 
 class PlainProgress:
-    """Progress as plain lines: the first step, then at most one line every ``every_s`` seconds, and the last step."""
+    """Progress as plain lines: the first step, then at most one line every ``every_s`` seconds, and the last step.
+
+    The time left is extrapolated from the pace since the first step, so start-up time does not inflate it.
+    """
 
     def __init__(self, console: Console, title: str, every_s: float = PLAIN_EVERY_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.console, self.title, self.every_s, self.clock = console, title, every_s, clock
         self.started = clock()
+        self.first: tuple[int, float] | None = None  # (steps done, time) at the first update
         self.last_line: float | None = None
 
     def __call__(self, done: int, total: int | None, label: str) -> None:
         now = self.clock()
+        if self.first is None:
+            self.first = (done, now)
         if self.last_line is not None and now - self.last_line < self.every_s and done != total:
             return
         self.last_line = now
-        elapsed = now - self.started
         parts = [f"{self.title}: {done}"]
         if total:
             parts[0] += f"/{total} ({done / total:.0%})"
-        parts.append(f"{_clock(elapsed)} elapsed")
-        if total and 0 < done < total:
-            parts.append(f"about {_clock(elapsed / done * (total - done))} left")
+        parts.append(f"{_clock(now - self.started)} elapsed")
+        first_done, first_at = self.first
+        if total and first_done < done < total:
+            parts.append(f"about {_clock((now - first_at) / (done - first_done) * (total - done))} left")
         self.console.print(", ".join(parts) + f": {label}", markup=False, highlight=False, soft_wrap=True)
 
 

@@ -18,7 +18,8 @@ def test_plain_lines_come_at_the_first_step_every_interval_and_the_last():
         now[0] += 1.0  # one second per step
         update(step, 100, f"step {step}")
     lines = out.getvalue().splitlines()
-    assert lines[0] == "training: 1/100 (1%), 1s elapsed, about 1m39s left: step 1"
+    assert lines[0] == "training: 1/100 (1%), 1s elapsed: step 1"
+    assert lines[1] == "training: 11/100 (11%), 11s elapsed, about 1m29s left: step 11"
     assert [int(re.match(r"training: (\d+)/100 ", line).group(1)) for line in lines] == [*range(1, 92, 10), 100]
     assert lines[-1] == "training: 100/100 (100%), 1m40s elapsed: step 100"
 
