@@ -358,6 +358,7 @@ def predict(
     """Estimated run time of one job on each platform: seconds, interval, walltime limit, and both as Slurm walltimes."""
     from features import FeatureError
     from predictor.catalog import load_catalog
+    from predictor.walltime import optional_walltime
 
     settings = _settings()
     catalog = load_catalog(settings.catalog_path)
@@ -370,7 +371,7 @@ def predict(
     except (FeatureError, KeyError) as exc:
         raise _fail(str(exc).strip('"')) from None
     shown = {
-        p: e.model_dump() | {"walltime": _walltime(e.seconds), "limit_walltime": _walltime(e.limit)}
+        p: e.model_dump() | {"walltime": optional_walltime(e.seconds), "limit_walltime": optional_walltime(e.limit)}
         for p, e in estimates.items()
     }
     if as_json:
@@ -387,13 +388,6 @@ def predict(
     for p, e in shown.items():
         if e["reason"]:
             console.print(f"{p}: {e['reason']}", markup=False, highlight=False)
-
-
-def _walltime(seconds: float | None) -> str | None:
-    """``seconds`` as a Slurm walltime, as the API gives it beside each estimate (None stays None)."""
-    from predictor.walltime import slurm_walltime
-
-    return None if seconds is None else slurm_walltime(seconds)
 
 
 def _cell(value: float | str | None) -> str:

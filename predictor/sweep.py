@@ -288,7 +288,7 @@ def check_jobs(plan: Plan, catalog: Catalog) -> None:
             raise PlanError(f"{where}: {exc.args[0]}") from None
         missing = [p for p in job.platforms if p not in algo.implementations]
         if missing:
-            raise PlanError(f"{job.algorithm} has no implementation on {', '.join(missing)}")
+            raise PlanError(f"{where}: {job.algorithm} has no implementation on {', '.join(missing)}")
         unknown = sorted((set(job.files) | set(job.grid)) - set(algo.parameters))
         if unknown:
             raise PlanError(f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(algo.parameters)}")

@@ -16,3 +16,8 @@ def slurm_walltime(seconds: float) -> str:
     minutes, secs = divmod(rest, 60)
     clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
     return f"{days}-{clock}" if days else clock
+
+
+def optional_walltime(seconds: float | None) -> str | None:
+    """:func:`slurm_walltime` of ``seconds``, None for None (an estimate without seconds or without a limit)."""
+    return None if seconds is None else slurm_walltime(seconds)

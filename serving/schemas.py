@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from predictor.domain import CacheState, Source
-from predictor.walltime import slurm_walltime
+from predictor.walltime import optional_walltime
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 Text = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]
@@ -177,12 +177,12 @@ class EstimateOut(BaseModel):
     @computed_field(description="``seconds`` as a Slurm walltime, rounded up (HH:MM:SS or D-HH:MM:SS).")
     @property
     def walltime(self) -> str | None:
-        return None if self.seconds is None else slurm_walltime(self.seconds)
+        return optional_walltime(self.seconds)
 
     @computed_field(description="``limit`` as a Slurm walltime, rounded up: a value for `sbatch --time`.")
     @property
     def limit_walltime(self) -> str | None:
-        return None if self.limit is None else slurm_walltime(self.limit)
+        return optional_walltime(self.limit)
 
 
 class PredictResponse(BaseModel):

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from predictor.walltime import slurm_walltime
+from predictor.walltime import optional_walltime, slurm_walltime
 
 
 @pytest.mark.parametrize(
@@ -26,6 +26,10 @@ from predictor.walltime import slurm_walltime
 )
 def test_seconds_become_a_slurm_walltime_rounded_up(seconds: float, walltime: str) -> None:
     assert slurm_walltime(seconds) == walltime
+
+
+def test_no_seconds_is_no_walltime() -> None:
+    assert optional_walltime(None) is None and optional_walltime(59.2) == "00:01:00"
 
 
 @pytest.mark.parametrize("seconds", [-0.5, -60, math.nan, math.inf])
