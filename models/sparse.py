@@ -18,14 +18,15 @@ def median_line() -> QuantileRegressor:
 
 
 def bic_support(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
-    """Columns of ``X`` kept by the lasso (LARS path) model with the lowest BIC, and how many regressors the path dropped.
+    """Columns of ``X`` kept by the lasso (LARS path) model with the lowest BIC, and how many convergence warnings it gave.
 
     The criterion needs the noise variance: from the least-squares fit on every column when
     there are more rows than columns plus one (LassoLarsIC's own estimate), else the target's
     variance, which errs towards fewer columns, as one should on so few rows. Nearly collinear
     columns (a FASTA's residues and its sequences times mean length) make the active set
-    degenerate; LARS then drops a regressor with a ConvergenceWarning, which is expected here, so
-    it is counted instead of printed (other warnings pass on).
+    degenerate, or the residues tiny, and LARS then drops a regressor or stops the path early with
+    a ConvergenceWarning; both are expected here (the BIC still chooses among the steps taken), so
+    they are counted instead of printed (other warnings pass on).
     """
     n, p = X.shape
     if not np.ptp(y) or not np.any(np.ptp(X, axis=0)):
@@ -47,13 +48,13 @@ class SparseMedianRegression(RegressorMixin, BaseEstimator):
     path chooses which, BIC how many, and the median line is refitted on those alone without
     shrinkage. Attributes that vary only by chance (a file's GC content when a tool's time does
     not depend on it) mostly drop out instead of bending the line; a few slow runs cannot bend it either.
-    ``dropped_regressors_`` counts the regressors the lasso path dropped from a degenerate active set.
+    ``lasso_warnings_`` counts the lasso path's convergence warnings (regressors dropped, early stops).
     """
 
     def fit(self, X: Any, y: Any) -> SparseMedianRegression:
         """Choose the support along the lasso path, then fit the median line on it."""
         X, y = validate_data(self, X, y, y_numeric=True)
-        self.support_, self.dropped_regressors_ = bic_support(X, y)
+        self.support_, self.lasso_warnings_ = bic_support(X, y)
         if len(self.support_) == 0:
             self.coef_, self.intercept_ = np.empty(0), float(np.median(y))
             return self
