@@ -4,21 +4,39 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
+from itertools import count
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperArgument, TyperCommand
 
+from predictor import __version__
+from predictor.progress import progress
 from predictor.settings import Settings
+
+if TYPE_CHECKING:
+    from predictor.client import PredictorClient
+    from training.report import SessionReport
+
+T = TypeVar("T")
+
+
+class _PathsCommand(TyperCommand):
+    """A command whose help types a repeated path argument as ``<file>...``, where typer prints ``<list[Path]>``."""
+
+    def get_params(self, ctx: typer.Context) -> list[Any]:
+        params = super().get_params(ctx)
+        for param in params:
+            if isinstance(param, TyperArgument) and param.type_descriptor.is_list:
+                shown = f"<{param.type_descriptor.path_type}>..."
+                param.display_type_rich = lambda ctx, shown=shown: shown  # type: ignore[method-assign]
+        return params
+
 
 app = typer.Typer(help="Runtime prediction for heterogeneous clusters.", no_args_is_help=True, add_completion=False)
 console = Console(soft_wrap=True)
@@ -62,17 +80,37 @@ def _open_store(settings: Settings):
     return store
 
 
+def _wide_console() -> Console:
+    """Standard output at least 150 columns wide, for tables with many columns (a pipe would cut them at 80)."""
+    return Console(width=max(console.width, 150))
+
+
 def _fail(message: str) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {message}")
+    err_console.print(f"[red]error:[/red] {escape(message)}")
     return typer.Exit(code=2)
 
 
-@app.command()
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"predictor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Runtime prediction for heterogeneous clusters."""
+
+
+@app.command(cls=_PathsCommand)
 def ingest(
-    files: Annotated[list[Path], typer.Argument(help="CSV, Parquet or SWF files of finished runs.", exists=True, dir_okay=False)],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="CSV, Parquet or SWF files of finished runs.", exists=True, dir_okay=False)],
     algorithm: Annotated[str | None, typer.Option(help="Algorithm for rows that do not name one.")] = None,
     platform: Annotated[str | None, typer.Option(help="Platform for rows that do not name one.")] = None,
-    map_: Annotated[list[str] | None, typer.Option("--map", help="Rename a column: COLUMN=FIELD (repeatable).")] = None,
+    map_: Annotated[list[str] | None, typer.Option("--map", metavar="COLUMN=FIELD", help="Rename a column (repeatable).")] = None,
     machine: Annotated[str | None, typer.Option(help="Machine for rows that do not name one.")] = None,
     file_format: Annotated[
         Literal["csv", "parquet", "swf"] | None,
@@ -121,7 +159,7 @@ def profile(
     ctx: typer.Context,
     algorithm: Annotated[str, typer.Option(help="Algorithm being run.")],
     platform: Annotated[str, typer.Option(help="Platform it runs on.")],
-    param: Annotated[list[str] | None, typer.Option(help="Job parameter NAME=VALUE (repeatable); input files too.")] = None,
+    param: Annotated[list[str] | None, typer.Option(metavar="NAME=VALUE", help="Job parameter (repeatable); input files too.")] = None,
     launcher: Annotated[bool, typer.Option(help="Prefix the platform's launcher (e.g. taskset) to the command.")] = True,
     run_id: Annotated[str | None, typer.Option(help="Run id (default: a new UUID).")] = None,
     timeout: Annotated[float | None, typer.Option(help="Kill the command after this many seconds.")] = None,
@@ -166,26 +204,23 @@ def sweep(
     workdir: Annotated[Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")] = None,
 ) -> None:
     """Run a parameter sweep of real programs through the profiler; each run is stored as it finishes."""
+    from features import FeatureError
     from predictor.catalog import load_catalog
     from predictor.sweep import PlanError, load_plan, run_sweep
 
     settings = _settings()
+    budget_s = _parse_duration(budget) if budget else None
+    catalog = load_catalog(settings.catalog_path)
     try:
         sweep_plan = load_plan(plan)
-    except PlanError as exc:
+        store = _open_store(settings)
+        with progress(console, "sweep") as update:
+            runs = run_sweep(
+                sweep_plan, catalog, store, workdir or settings.resolved_home / "sweep-inputs", budget_s=budget_s,
+                on_run=lambda m, done, total: update(done, total, f"{m.algorithm}@{m.platform} {m.wall_seconds:.2f}s"),
+            )  # fmt: skip
+    except (PlanError, FeatureError) as exc:
         raise _fail(str(exc)) from None
-    catalog = load_catalog(settings.catalog_path)
-    store = _open_store(settings)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
-        task = bar.add_task("sweep", total=None)
-
-        def advance(m, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, description=f"{m.algorithm}@{m.platform} {m.wall_seconds:.2f}s")
-
-        runs = run_sweep(
-            sweep_plan, catalog, store, workdir or settings.resolved_home / "sweep-inputs",
-            budget_s=_parse_duration(budget) if budget else None, on_run=advance,
-        )
     failed = sum(not m.succeeded for m in runs)
     console.print(f"{len(runs)} runs stored ({failed} failed)")
 
@@ -203,8 +238,8 @@ def _parse_duration(text: str) -> float:
 
 @app.command()
 def train(
-    algorithm: Annotated[list[str] | None, typer.Option(help="Only these algorithms (repeatable).")] = None,
-    model: Annotated[list[str] | None, typer.Option(help="Only these zoo members (repeatable).")] = None,
+    algorithm: Annotated[list[str] | None, typer.Option(metavar="ALGORITHM", help="Only these algorithms (repeatable).")] = None,
+    model: Annotated[list[str] | None, typer.Option(metavar="MODEL", help="Only these zoo members (repeatable).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Promote each pair's best candidate even if it does not beat the serving champion.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Cross-validate and judge, but register and promote nothing.")] = False,
 ) -> None:
@@ -218,12 +253,12 @@ def train(
     total = count_steps(settings, training_sets, models=model)
     if total == 0:
         raise _fail("no measurements to train on; run `predictor ingest` first")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
-        task = bar.add_task("training", total=total)
+    with progress(console, "training", total) as update:
+        steps = count(1)
 
         def advance(label: str) -> None:
-            done = bar.tasks[0].completed + 1  # the serving champions' members and the registrations add steps
-            bar.update(task, completed=done, total=max(done, bar.tasks[0].total or 0), description=label)
+            done = next(steps)  # the serving champions' members and the registrations add steps to the estimate
+            update(done, max(done, total), label)
 
         outcomes = train_sets(settings, training_sets, models=model, progress=advance, force=force, dry_run=dry_run)
     if not dry_run:
@@ -240,60 +275,51 @@ def train(
             o.algorithm, o.platform, o.challenger, f"{o.metrics[o.challenger][metric]:.2f}", o.decision.verdict.value,
             o.serving or "-", o.version or "-",
         )  # fmt: skip
-    Console(width=max(console.width, 120)).print(table)
+    _wide_console().print(table)
     for o in outcomes:
         console.print(f"{o.algorithm}/{o.platform} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
 
 
-models_app = typer.Typer(help="The champion models: what serves, and what training decided.", no_args_is_help=True)
-app.add_typer(models_app, name="models")
-
-
-@models_app.command("history")
-def models_history(
-    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
-    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many decisions, newest first.", min=1)] = 50,
-) -> None:
-    """Every decision of the champion guard: trained, promoted, refreshed or kept, and why."""
-    rows = _open_store(_settings()).decisions(algorithm, platform, limit)
-    if not rows:
-        raise _fail("no training decisions recorded" + "".join(f" for {x}" for x in (algorithm, platform) if x))
-    table = Table(title="Champion decisions, newest first")
-    for column in ("#", "when (UTC)", "algorithm", "platform", "decision", "trigger", "challenger", "incumbent", "registered", "serving", "runs"):
-        table.add_column(column, no_wrap=True)
-    for r in rows:
-        table.add_row(
-            str(r["id"]), f"{r['decided_at']:%Y-%m-%d %H:%M:%S}", r["algorithm"], r["platform"], r["decision"], r["trigger"],
-            r["challenger"], r["incumbent"] or "-", r["version"] or "-", r["serving_version"] or "-", str(r["n_rows"]),
-        )  # fmt: skip
-    Console(width=max(console.width, 160)).print(table)
-    for r in rows:
-        console.print(f"#{r['id']} {r['algorithm']}/{r['platform']}: {r['reason']}", markup=False, highlight=False)
-
-
 @app.command()
 def report(
-    algorithm: Annotated[str | None, typer.Option(help="Algorithm whose latest training session to show.")] = None,
+    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm (default: every trained one).")] = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
     live: Annotated[bool, typer.Option("--live", help="Show the live error of the served estimates instead (prequential).")] = False,
 ) -> None:
     """Seed 001's Table 2 for the latest training session per platform, and the champion's lead over the runner-up."""
-    from training.report import REPORT_METRICS, NoSession, champion_lead, latest_session
+    from training.report import NoSession, latest_session, tracked_algorithms
 
+    settings = _settings()
     if live:
-        _live_report(_settings(), algorithm, platform)
+        _live_report(settings, algorithm, platform)
         return
-    if algorithm is None:
-        raise _fail("give --algorithm (or --live for every pair's live error)")
-    try:
-        session = latest_session(_settings(), algorithm, platform)
-    except NoSession as exc:
-        raise _fail(str(exc)) from None
+    sessions = []
+    for name in [algorithm] if algorithm else tracked_algorithms(settings):
+        try:
+            sessions.append(latest_session(settings, name))
+        except NoSession as exc:
+            if algorithm:
+                raise _fail(str(exc)) from None
+    if not sessions:
+        raise _fail("no finished training session is tracked; run `predictor train` first")
+    trained_on = sorted({r.platform for session in sessions for r in session.rows})
+    if platform is not None and platform not in trained_on:
+        where = f"{algorithm}'s latest training session has none" if algorithm else "no training session has any"
+        raise _fail(f"unknown platform {platform!r}: {where}; trained on: {', '.join(trained_on)}")
+    for session in sessions:
+        if platform is None or any(r.platform == platform for r in session.rows):
+            _print_session(session, platform)
+
+
+def _print_session(session: SessionReport, platform: str | None) -> None:
+    """One session's table per platform (only ``platform``'s, if given) and each champion's lead."""
+    from training.report import REPORT_METRICS, champion_lead
+
+    algorithm = session.algorithm
     coverage = "" if session.nominal_coverage is None else f"; intervals of nominal coverage {session.nominal_coverage:g}"
     console.print(f"{algorithm}: training session {session.run_id}{coverage}; * = champion (by {session.selection_metric})")
-    wide = Console(width=max(console.width, 150))
-    for name in sorted({r.platform for r in session.rows}):
+    wide = _wide_console()
+    for name in sorted({r.platform for r in session.rows} if platform is None else {platform}):
         table = Table(title=f"{algorithm} on {name}")
         for column in ("model", "target", *REPORT_METRICS.values(), "fit s"):
             table.add_column(column, justify="left" if column in ("model", "target") else "right", no_wrap=True)
@@ -329,7 +355,7 @@ def _live_report(settings: Settings, algorithm: str | None, platform: str | None
     for (a, p), v in sorted(rows.items()):
         cells = [f"{v[m]:.3g}" if v[m] == v[m] else "-" for m in ("rae", "within_25pct", "underestimate_rate", "limit_exceeded", "interval_coverage")]
         table.add_row(a, p, f"{int(v['runs'])}", *cells)
-    Console(width=max(console.width, 120)).print(table)
+    _wide_console().print(table)
 
 
 @app.command()
@@ -363,7 +389,7 @@ def serve(
 
     from serving import create_app
 
-    settings = _settings()
+    settings = _with_token(_settings())
     host, port = host or settings.api_host, port or settings.api_port
     typer.echo(f"serving on http://{host}:{port}  (docs: http://{host}:{port}/docs)")
     typer.echo(
@@ -373,41 +399,88 @@ def serve(
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False)  # the app logs each request
 
 
+def _with_token(settings: Settings) -> Settings:
+    """``settings`` with an API token: PREDICTOR_API_TOKEN or the one under HOME, generated (and printed) on first start."""
+    from pydantic import SecretStr
+
+    from predictor.apitoken import ensure_token, token_path
+
+    if settings.api_token is not None:
+        return settings
+    token, created = ensure_token(settings.resolved_home)
+    if created:
+        path = token_path(settings.resolved_home)
+        typer.echo(f"generated the API token for write and admin endpoints, kept in {path} (owner-only); shown this once:")
+        typer.echo(f"  {token}")
+        typer.echo(f"send it as: -H \"Authorization: Bearer $(cat {path})\"  (PREDICTOR_API_TOKEN, if set, is used instead)")
+    return settings.model_copy(update={"api_token": SecretStr(token)})
+
+
 @app.command()
 def predict(
     algorithm: Annotated[str, typer.Option(help="Algorithm to estimate.")],
-    param: Annotated[list[str] | None, typer.Option(help="Job parameter NAME=VALUE (repeatable).")] = None,
-    platform: Annotated[list[str] | None, typer.Option(help="Only these platforms (repeatable).")] = None,
+    param: Annotated[list[str] | None, typer.Option(metavar="NAME=VALUE", help="Job parameter (repeatable).")] = None,
+    platform: Annotated[list[str] | None, typer.Option(metavar="PLATFORM", help="Only these platforms (repeatable).")] = None,
     url: Annotated[str | None, typer.Option(help="Ask a running service instead of loading models here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Estimated run time of one job on each platform."""
+    """Estimated run time of one job on each platform: seconds, interval, walltime limit, and both as Slurm walltimes."""
     from features import FeatureError
     from predictor.catalog import load_catalog
+    from predictor.walltime import optional_walltime
 
     settings = _settings()
     catalog = load_catalog(settings.catalog_path)
     try:
         params = _typed_params(_parse_pairs(param, "--param"), algorithm, catalog)
         if url:
-            from predictor.client import PredictorClient
-
-            estimates = PredictorClient(url).predict(algorithm, params, platform)
+            estimates = _from_service(url, lambda client: client.predict(algorithm, params, platform))
         else:
             estimates = _local_oracle(settings, catalog).estimate(algorithm, params, platform)
     except (FeatureError, KeyError) as exc:
         raise _fail(str(exc).strip('"')) from None
+    shown = {
+        p: e.model_dump() | {"walltime": optional_walltime(e.seconds), "limit_walltime": optional_walltime(e.limit)}
+        for p, e in estimates.items()
+    }
     if as_json:
-        console.print_json(json.dumps({p: e.model_dump() for p, e in estimates.items()}))
+        console.print_json(json.dumps(shown))
         return
-    table = Table(title=f"{algorithm}: estimated run time")
-    for column in ("platform", "seconds", "model", "note"):
-        table.add_column(column)
-    for p, e in estimates.items():
-        seconds = "-" if e.seconds is None else f"{e.seconds:.3f}"
-        model_label = f"{e.model_name} v{e.model_version}" if e.model_version else (e.model_name or "-")
-        table.add_row(p, seconds, model_label, e.reason or "")
-    console.print(table)
+    table = Table(title=f"{algorithm}: estimated run time (seconds; walltimes rounded up)")
+    for column in ("platform", "seconds", "walltime", "lower", "upper", "limit", "limit walltime", "model"):
+        table.add_column(column, justify="left" if column in ("platform", "model") else "right", no_wrap=True)
+    for p, e in shown.items():
+        cells = [_cell(e[k]) for k in ("seconds", "walltime", "lower", "upper", "limit", "limit_walltime")]
+        model_label = f"{e['model_name']} v{e['model_version']}" if e["model_version"] else (e["model_name"] or "-")
+        table.add_row(p, *cells, model_label)
+    _wide_console().print(table)
+    for p, e in shown.items():
+        if e["reason"]:
+            console.print(f"{p}: {e['reason']}", markup=False, highlight=False)
+
+
+def _cell(value: float | str | None) -> str:
+    """A table cell: seconds to the millisecond, a walltime as it is, '-' for none."""
+    if value is None:
+        return "-"
+    return value if isinstance(value, str) else f"{value:.3f}"
+
+
+def _from_service(url: str, ask: Callable[[PredictorClient], T]) -> T:
+    """``ask`` a running service; an error answer, no answer or a foreign one is one CLI error line naming the URL."""
+    import httpx
+
+    from predictor.client import PredictorClient, PredictorError
+
+    try:
+        with PredictorClient(url) as client:
+            return ask(client)
+    except PredictorError as exc:
+        raise _fail(f"{url} answered {exc}") from None
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise _fail(f"cannot reach {url}: {exc or type(exc).__name__}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise _fail(f"{url} did not answer like a runtime-predictor service ({type(exc).__name__}: {exc})") from None
 
 
 def _local_oracle(settings: Settings, catalog: Any):
@@ -514,14 +587,13 @@ def compare(
     catalog = load_catalog(settings.catalog_path)
     try:
         machines = load_cluster(cluster, catalog) if cluster else None
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console) as bar:
-            task = bar.add_task("compare", total=None)
+        with progress(err_console, "compare") as update:
             runs = grid.run_grid(
                 workload, catalog, cluster=machines, seeds=seeds,
                 policies=grid.split_specs(policies) if policies else None,
                 estimates=grid.split_specs(estimates) if estimates else None,
                 champions=lambda: _local_oracle(settings, catalog),
-                progress=lambda label, done, total: bar.update(task, completed=done, total=total, description=label),
+                progress=lambda label, done, total: update(done, total, label),
             )  # fmt: skip
     except (ValueError, KeyError, FileNotFoundError) as exc:
         raise _fail(str(exc).strip('"')) from None
@@ -538,3 +610,107 @@ def compare(
         console.print(table)
     for path in grid.save(runs, summary, metric, out or settings.resolved_home / "comparisons", Path(workload).name):
         err_console.print(f"wrote {path}")
+
+
+@app.command()
+def algorithms(algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None) -> None:
+    """The catalog's algorithms: each parameter (type, default, range, choices, the extractor of a file) and the platforms."""
+    from predictor.catalog import load_catalog
+
+    catalog = load_catalog(_settings().catalog_path)
+    try:
+        chosen = [catalog.algorithm(algorithm)] if algorithm else list(catalog.algorithms.values())
+    except KeyError as exc:
+        raise _fail(str(exc).strip('"')) from None
+    wide = _wide_console()
+    for algo in chosen:
+        table = Table(title=f"{algo.name}: {algo.description}" if algo.description else algo.name, title_justify="left")
+        for column in ("parameter", "type", "required", "default", "range", "choices", "extractor"):
+            table.add_column(column)
+        for name, p in algo.parameters.items():
+            default = "" if p.default is None else str(p.default)
+            table.add_row(name, p.type, "yes" if p.required else "", default, _range(p.min, p.max), ", ".join(p.choices or ()), p.extractor or "")
+        wide.print(table)
+        wide.print(f"platforms: {', '.join(algo.platforms)}", markup=False, highlight=False)
+
+
+def _range(low: float | None, high: float | None) -> str:
+    """A parameter's bounds as ``4..64``, ``>= 0`` or ``<= 9`` ('' when unbounded)."""
+    if low is not None and high is not None:
+        return f"{low:g}..{high:g}"
+    return f">= {low:g}" if low is not None else (f"<= {high:g}" if high is not None else "")
+
+
+models_app = typer.Typer(help="The champion models: what serves each algorithm and platform, and what training decided.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+MODEL_METRICS = ("rae", "rrse", "median_ape", "within_factor_2", "interval_coverage")  # shown by `models list`
+
+
+@models_app.command("list")
+def models_list(
+    url: Annotated[str | None, typer.Option(help="Ask a running service instead of the local registry.")] = None,
+) -> None:
+    """Each (algorithm, platform)'s champion: registered version, zoo member and cross-validation metrics."""
+    from training.report import REPORT_METRICS
+
+    settings = _settings()
+    champions = _from_service(url, lambda client: client.models()) if url else _registered_champions(settings)
+    if not champions:
+        err_console.print("no champions registered; `predictor train` trains and registers them")
+        return
+    table = Table(title=f"Champions ({'served by ' + url if url else 'registry ' + settings.resolved_tracking_uri})")
+    for column in ("algorithm", "platform", "version", "member", *(REPORT_METRICS[m] for m in MODEL_METRICS)):
+        table.add_column(column, justify="left" if column in ("algorithm", "platform", "member") else "right", no_wrap=True)
+    for c in sorted(champions, key=lambda c: (c["algorithm"], c["platform"])):
+        metrics = [f"{c['metrics'][m]:.4g}" if m in c["metrics"] else "-" for m in MODEL_METRICS]
+        table.add_row(c["algorithm"], c["platform"], str(c["version"]), c.get("model_kind") or "-", *metrics)
+    _wide_console().print(table)
+
+
+@models_app.command("history")
+def models_history(
+    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many decisions, newest first.", min=1)] = 50,
+) -> None:
+    """Every decision of the champion guard: trained, promoted, refreshed or kept, and why."""
+    rows = _open_store(_settings()).decisions(algorithm, platform, limit)
+    if not rows:
+        raise _fail("no training decisions recorded" + "".join(f" for {x}" for x in (algorithm, platform) if x))
+    table = Table(title="Champion decisions, newest first")
+    for column in ("#", "when (UTC)", "algorithm", "platform", "decision", "trigger", "challenger", "incumbent", "registered", "serving", "runs"):
+        table.add_column(column, no_wrap=True)
+    for r in rows:
+        table.add_row(
+            str(r["id"]), f"{r['decided_at']:%Y-%m-%d %H:%M:%S}", r["algorithm"], r["platform"], r["decision"], r["trigger"],
+            r["challenger"], r["incumbent"] or "-", r["version"] or "-", r["serving_version"] or "-", str(r["n_rows"]),
+        )  # fmt: skip
+    _wide_console().print(table)
+    for r in rows:
+        console.print(f"#{r['id']} {r['algorithm']}/{r['platform']}: {r['reason']}", markup=False, highlight=False)
+
+
+def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
+    """Every champion in the registry, as the API's ``/v1/models`` lists them (algorithm, platform, version, member, metrics)."""
+    from mlflow.exceptions import MlflowException
+
+    from predictor.registry import cv_metrics
+    from training.champions import list_champions
+    from training.tracking import configure_mlflow
+
+    try:
+        configure_mlflow(settings)
+        versions = list_champions()
+    except MlflowException as exc:
+        raise _fail(f"model registry {settings.resolved_tracking_uri} unavailable: {exc.message}") from None
+    return [
+        {
+            "algorithm": v.tags.get("algorithm", "?"),
+            "platform": v.tags.get("platform", "?"),
+            "version": v.version,
+            "model_kind": v.tags.get("model_kind"),
+            "metrics": cv_metrics(v.tags),
+        }
+        for v in versions
+    ]

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from predictor.domain import Estimate, Measurement
+from predictor.settings import Settings
 
 
 class PredictorError(RuntimeError):
@@ -40,6 +41,12 @@ class PredictorClient:
         headers = {"authorization": f"Bearer {token}"} if token else {}
         transport = httpx.HTTPTransport(retries=retries)
         self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport)
+
+    @classmethod
+    def for_settings(cls, settings: Settings, **options: Any) -> PredictorClient:
+        """A client of the service ``settings`` describe, with its token (``PREDICTOR_API_TOKEN``, else the generated one)."""
+        token = settings.api_token.get_secret_value() if settings.api_token else None
+        return cls(f"http://{settings.api_host}:{settings.api_port}", token=token, **options)
 
     def close(self) -> None:
         self._http.close()

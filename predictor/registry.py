@@ -7,6 +7,7 @@ whatever the alias points at. Both sides use the names defined here.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -58,7 +59,12 @@ class Champion:
     @property
     def metrics(self) -> dict[str, float]:
         """Cross-validation metrics recorded on the version as ``cv_*`` tags."""
-        return {k[3:]: float(v) for k, v in self.tags.items() if k.startswith("cv_")}
+        return cv_metrics(self.tags)
+
+
+def cv_metrics(tags: Mapping[str, str]) -> dict[str, float]:
+    """The cross-validation metrics training records on a champion version as ``cv_<metric>`` tags."""
+    return {k.removeprefix("cv_"): float(v) for k, v in tags.items() if k.startswith("cv_")}
 
 
 def load_champion(algorithm: str, platform: str) -> Champion | None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from predictor.apitoken import read_token
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATA = PROJECT_ROOT / "data"
@@ -30,7 +32,9 @@ class Settings(BaseSettings):
     data_roots: list[Path] = Field(default_factory=lambda: [BUNDLED_DATA], description="Folders API clients may name input files under.")
     api_host: str = "127.0.0.1"
     api_port: int = 8000
-    api_token: SecretStr | None = Field(default=None, description="Bearer token for write and admin endpoints.")
+    api_token: SecretStr | None = Field(
+        default=None, description="Bearer token for write and admin endpoints (default: the one generated under HOME)."
+    )
     cv_folds: int = Field(default=10, ge=2)
     seed: int = 20261122
     selection_metric: str = Field(default="rae", description="Cross-validation metric (lower is better) that picks champions.")
@@ -58,6 +62,13 @@ class Settings(BaseSettings):
     api_registry_wait_s: float = Field(default=15.0, gt=0, description="How long the API waits for the registry at start before serving cached champions.")
     api_log_level: str = Field(default="info", description="Level of the API's structured JSON logs.")
     model_cache_dir: Path | None = Field(default=None, description="Local copies of the champions (default HOME/champion-cache).")
+
+    @model_validator(mode="after")
+    def _generated_token(self) -> Settings:
+        """Without ``PREDICTOR_API_TOKEN``, the token ``predictor serve`` generated under the home, if it did."""
+        if self.api_token is None and (token := read_token(self.home)) is not None:
+            self.api_token = SecretStr(token)
+        return self
 
     @cached_property
     def resolved_home(self) -> Path:

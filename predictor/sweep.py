@@ -123,8 +123,13 @@ class SweepRun:
 
 
 def load_plan(path: Path) -> Plan:
+    """The plan in a YAML file; any problem is a one-line PlanError naming the file (and the line, for bad YAML)."""
     try:
         return Plan.model_validate(yaml.safe_load(path.read_text()))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise PlanError(f"{where}: cannot read plan: {exc.problem or exc.context}") from exc
     except (OSError, yaml.YAMLError) as exc:
         raise PlanError(f"{path}: cannot read plan: {exc}") from exc
     except ValidationError as exc:
@@ -271,15 +276,31 @@ def materialise_inputs(plan: Plan, workdir: Path) -> dict[str, list[Path]]:
     return {name: b.files for name, b in built.items()}
 
 
+def check_jobs(plan: Plan, catalog: Catalog) -> None:
+    """Refuse jobs the catalog cannot run (unknown algorithm, platform or parameter, a required one unset) as a PlanError."""
+    for job in plan.jobs:
+        where = f"jobs.{job.algorithm}"
+        try:
+            algo = catalog.algorithm(job.algorithm)
+            for platform in job.platforms:
+                catalog.platform(platform)
+        except KeyError as exc:
+            raise PlanError(f"{where}: {exc.args[0]}") from None
+        missing = [p for p in job.platforms if p not in algo.implementations]
+        if missing:
+            raise PlanError(f"{where}: {job.algorithm} has no implementation on {', '.join(missing)}")
+        unknown = sorted((set(job.files) | set(job.grid)) - set(algo.parameters))
+        if unknown:
+            raise PlanError(f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(algo.parameters)}")
+        unset = [n for n, p in algo.parameters.items() if p.required and n not in job.files and n not in job.grid]
+        if unset:
+            raise PlanError(f"{where}: required parameter(s) {', '.join(unset)} set neither in files nor in grid")
+
+
 def expand(plan: Plan, catalog: Catalog, inputs: dict[str, list[Path]]) -> list[SweepRun]:
     """Every run of the plan, in the plan's seeded random order."""
     runs = []
     for job in plan.jobs:
-        algo = catalog.algorithm(job.algorithm)
-        for platform in job.platforms:
-            catalog.platform(platform)
-            if platform not in algo.implementations:
-                raise PlanError(f"{job.algorithm} has no implementation on {platform}")
         file_choices = {param: inputs[set_name] for param, set_name in job.files.items()}
         for files in _grid({k: [str(p) for p in v] for k, v in file_choices.items()}):
             for point in _grid(job.grid):
@@ -307,7 +328,11 @@ def run_sweep(
     budget_s: float | None = None,
     on_run: Callable[[Measurement | None, int, int], None] | None = None,
 ) -> list[Measurement]:
-    """Run what the store does not hold yet, storing each run as it finishes, until done or out of budget."""
+    """Run what the store does not hold yet, storing each run as it finishes, until done or out of budget.
+
+    Jobs the catalog cannot run are refused (PlanError) before any input is generated.
+    """
+    check_jobs(plan, catalog)
     runs = expand(plan, catalog, materialise_inputs(plan, workdir))
     known = store.known_run_ids([r.run_id(plan.seed) for r in runs])
     todo = [r for r in runs if r.run_id(plan.seed) not in known]

@@ -16,10 +16,12 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    computed_field,
     model_validator,
 )
 
 from predictor.domain import CacheState, Source
+from predictor.walltime import optional_walltime
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 Text = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]
@@ -43,6 +45,8 @@ ESTIMATE_EXAMPLE = {
     "coverage": 0.9,
     "limit": 1.02,
     "limit_quantile": 0.95,
+    "walltime": "00:00:01",
+    "limit_walltime": "00:00:02",
     "model_name": "runtime-mafft-cpu1",
     "model_version": "3",
     "flavor": "sklearn",
@@ -174,6 +178,16 @@ class EstimateOut(BaseModel):
     out_of_domain: list[str] = Field(default_factory=list, description="Features beyond their trained range.")
     reason: str | None = Field(default=None, description="Why there is no model estimate, or why it extrapolates.")
     features: dict[str, float] = Field(default_factory=dict, description="The features the model used.")
+
+    @computed_field(description="``seconds`` as a Slurm walltime, rounded up (HH:MM:SS or D-HH:MM:SS).")
+    @property
+    def walltime(self) -> str | None:
+        return optional_walltime(self.seconds)
+
+    @computed_field(description="``limit`` as a Slurm walltime, rounded up: a value for `sbatch --time`.")
+    @property
+    def limit_walltime(self) -> str | None:
+        return optional_walltime(self.limit)
 
 
 class PredictResponse(BaseModel):

@@ -53,12 +53,13 @@ def serve_app(app: FastAPI) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def serve_cli(env: dict[str, str], cwd: Path) -> Iterator[str]:
-    """Run ``predictor serve`` as a subprocess; yields its base URL and stops it afterwards."""
+def serve_cli(env: dict[str, str], cwd: Path, output: Path | None = None) -> Iterator[str]:
+    """Run ``predictor serve`` as a subprocess (what it prints into ``output``, if given); yields its base URL, stops it after."""
     port = free_port()
+    out = subprocess.PIPE if output is None else output.open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "predictor", "serve", "--port", str(port)], env={**os.environ, **env}, cwd=cwd,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=out, stderr=subprocess.STDOUT, text=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -70,3 +71,6 @@ def serve_cli(env: dict[str, str], cwd: Path) -> Iterator[str]:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait(timeout=15)
+        if output is not None:
+            out.close()

@@ -56,6 +56,14 @@ class NoSession(LookupError):
     """No finished training session of the algorithm is tracked."""
 
 
+def tracked_algorithms(settings: Settings) -> list[str]:
+    """The algorithms training has tracked an experiment for, by name."""
+    configure_mlflow(settings)
+    prefix = experiment_name("")
+    names = (e.name for e in mlflow.search_experiments(filter_string=f"name LIKE '{prefix}%'"))
+    return sorted(name.removeprefix(prefix) for name in names)
+
+
 def latest_session(settings: Settings, algorithm: str, platform: str | None = None) -> SessionReport:
     """Read the candidates of ``algorithm``'s latest finished session (only ``platform``'s, if given)."""
     configure_mlflow(settings)

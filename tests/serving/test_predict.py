@@ -7,6 +7,8 @@ import math
 import httpx
 import pytest
 
+from predictor.walltime import slurm_walltime
+
 
 def predict(base: str, body: dict) -> httpx.Response:
     return httpx.post(f"{base}/v1/predict", json=body)
@@ -18,6 +20,17 @@ def test_estimates_carry_an_interval_and_a_walltime_limit(base):
         assert e["coverage"] == 0.9 and e["limit_quantile"] == 0.95
         assert 0 < e["lower"] < e["seconds"] < e["upper"] < e["limit"] or 0 < e["lower"] <= e["seconds"] <= e["limit"]
         assert e["lower"] <= e["upper"]
+
+
+def test_estimates_give_seconds_and_limit_as_slurm_walltimes(base):
+    body = predict(base, {"algorithm": "mafft", "params": {"input": "f7.fa"}}).json()
+    batch = httpx.post(f"{base}/v1/predict/batch", json={"jobs": [{"algorithm": "mafft", "params": {"input": "f7.fa"}}]}).json()
+    estimates = body["estimates"] + batch["results"][0]["estimates"]
+    assert len(estimates) == 4
+    for e in estimates:
+        assert e["walltime"] == slurm_walltime(e["seconds"]) and e["limit_walltime"] == slurm_walltime(e["limit"])
+    schema = httpx.get(f"{base}/openapi.json").json()["components"]["schemas"]["EstimateOut"]["properties"]
+    assert {"walltime", "limit_walltime"} <= set(schema)
 
 
 def test_coverage_and_limit_quantile_can_be_asked_per_call(base):

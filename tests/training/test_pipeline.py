@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import mlflow
 import numpy as np
@@ -315,3 +317,19 @@ def test_report_command_prints_the_table(trained: Trained) -> None:
     assert "champion linear_log minus runner-up" in result.output and "paired bootstrap over 60 jobs" in result.output
     missing = CliRunner().invoke(app, ["report", "--algorithm", "search"], env=env)
     assert missing.exit_code == 2
+
+
+def test_train_command_prints_plain_progress_lines_in_a_pipe(tmp_path: Path) -> None:
+    store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")  # the default store of PREDICTOR_HOME=tmp_path
+    store.migrate()
+    store.add(_measurements())
+    store.dispose()
+    env = {"PREDICTOR_HOME": str(tmp_path), "PREDICTOR_CV_FOLDS": "3", "PREDICTOR_N_JOBS": "1"}
+    result = CliRunner().invoke(app, ["train", "--model", "mean", "--model", "linear_log"], env=env)
+    assert result.exit_code == 0, result.output
+    total = 2 * (2 * 3 + 1)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("training: ")]
+    assert len(lines) >= 2, result.stdout
+    assert re.match(rf"training: 1/{total} \(7%\), \d+s elapsed: align/fast mean fold 1/3$", lines[0])
+    # judging each pair and registering each version add steps beyond the estimate: the count catches up at the end
+    assert re.match(r"training: (\d+)/\1 \(100%\), \d+s elapsed: align/\w+ \w+ registered as version 1$", lines[-1])

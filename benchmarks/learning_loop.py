@@ -1,0 +1,231 @@
+"""The learning loop, measured: prequential error of a static model against the loop, and the API's latency while it retrains.
+
+    .venv/bin/python benchmarks/learning_loop.py prequential [--initial 0.2] [--windows 8]
+    .venv/bin/python benchmarks/learning_loop.py latency [--seconds 15] [--rounds 4] [--rate 200]
+
+``prequential``: the bundled runs replayed in the order they were recorded. Each run is first
+estimated, then learnt: by a *static* service trained once on the first ``--initial`` share of
+the runs, and by the *loop*, the same service whose pairs are retrained by the worker's own rule
+(``training.worker.why_due``: at least 20 new runs and a quarter more than the champion saw) and
+judged by the guard, as runs arrive. Both train the default zoo with the real pipeline (10 folds),
+tracked in memory. Reports RAE, share within 25 % and underestimate rate per window of the replay,
+as a table and a figure (``benchmarks/results/learning_loop_prequential.svg``).
+
+``latency``: ``predictor serve`` under an open-loop load of single predictions while the retrain
+worker (``predictor worker --once``, its own process) trains every pair of the bundled dataset.
+The worker is paused (SIGSTOP) and resumed (SIGCONT) in alternating windows of ``--seconds``, so
+the API's p50/p99 with and without a retrain running are measured side by side on the same busy
+machine; once with the worker's defaults (niceness 10, one process), once at niceness 0 with two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from apisetup import ROOT, cli, home_env, ours, trained_home
+from loadgen import post_json, run
+
+from predictor.catalog import load_catalog
+from predictor.domain import Measurement, ServedEstimate
+from predictor.ingest import ingest_file
+from predictor.oracle import Job, RuntimeOracle, serve_model
+from predictor.settings import BUNDLED_DATA, Settings
+from predictor.store import MeasurementStore
+from training.dataset import load_training_sets
+from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
+from training.pipeline import train
+from training.worker import why_due
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+@dataclass
+class Service:
+    """A service in memory: its measurements, champions and the oracle serving them."""
+
+    store: MemoryMeasurements
+    book: MemoryChampions
+    tracker: MemoryTracker
+    oracle: RuntimeOracle
+    retrains: int = 0
+
+    def estimate(self, m: Measurement) -> float | None:
+        answer = self.oracle.estimate_jobs([Job(m.algorithm, (m.platform,), m.features)])[0][m.platform]
+        return answer.seconds if not answer.fallback else None
+
+    def train(self, settings: Settings, pairs: Sequence[tuple[str, str]]) -> None:
+        wanted = set(pairs)
+        sets = [ts for ts in load_training_sets(self.store, {a for a, _ in wanted}) if (ts.algorithm, ts.platform) in wanted]
+        train(settings, sets, tracker=self.tracker, champions=self.book)
+        self.retrains += len(sets)
+        self.oracle.swap({pair: serve_model(c) for pair, c in self.book.champions().items()}, self.store.profile_table())
+
+
+def bundled_runs(catalog_path: Path) -> list[Measurement]:
+    """The bundled dataset's finished runs, in the order they were recorded."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = MeasurementStore(f"sqlite:///{tmp}/store.db")
+        store.migrate()
+        catalog = load_catalog(catalog_path)
+        for path in sorted((BUNDLED_DATA / "measurements").glob("*.csv")):
+            ingest_file(path, store, catalog, rejects_dir=Path(tmp))
+        runs = store.measurements()
+        store.dispose()
+    return sorted(runs, key=lambda m: m.recorded_at)
+
+
+def service(settings: Settings, runs: Sequence[Measurement]) -> Service:
+    store = MemoryMeasurements()
+    store.add(runs)
+    catalog = load_catalog(settings.catalog_path)
+    s = Service(store, MemoryChampions(), MemoryTracker(settings.interval_coverage),
+                RuntimeOracle(catalog, {}, coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile))  # fmt: skip
+    s.train(settings, store.pairs())
+    return s
+
+
+def prequential(args: argparse.Namespace) -> dict:
+    settings = Settings(home=Path(tempfile.mkdtemp()), n_jobs=args.jobs, retrain_min_new_runs=20, retrain_min_new_fraction=0.25)
+    runs = bundled_runs(settings.catalog_path)
+    cut = int(len(runs) * args.initial)
+    started = time.perf_counter()
+    static, loop = service(settings, runs[:cut]), service(settings, runs[:cut])
+    print(f"{len(runs)} runs; both services trained on the first {cut} in {time.perf_counter() - started:.0f} s", flush=True)
+    rows = []
+    for i, m in enumerate(runs[cut:]):
+        said = {name: s.estimate(m) for name, s in (("static", static), ("loop", loop))}
+        rows.append((i, m.algorithm, m.platform, m.wall_seconds, said["static"], said["loop"]))
+        served = [ServedEstimate(run_id=m.run_id, algorithm=m.algorithm, platform=m.platform, seconds=said["loop"])] if said["loop"] else []
+        loop.store.add([m], served)
+        pair = (m.algorithm, m.platform)
+        if why_due(settings, loop.store, *pair, loop.book.incumbent(*pair)) is not None:
+            loop.train(settings, [pair])
+        if i % 250 == 0:
+            print(f"  {i}/{len(runs) - cut} replayed, {loop.retrains} pair retrains, {time.perf_counter() - started:.0f} s", flush=True)
+    table = windows(rows, args.windows)
+    out = {"runs": len(runs), "initial": cut, "replayed": len(rows), "retrains": loop.retrains,
+           "seconds": time.perf_counter() - started, "windows": table}  # fmt: skip
+    RESULTS.mkdir(exist_ok=True)
+    figure(table, RESULTS / "learning_loop_prequential.svg", cut)
+    return out
+
+
+def windows(rows: list[tuple], n: int) -> list[dict]:
+    """Per window of the replay: pooled RAE against each pair's window mean, share within 25 %, underestimate rate."""
+    out = []
+    for k, chunk in enumerate(np.array_split(np.arange(len(rows)), n)):
+        part = [rows[i] for i in chunk if rows[i][4] is not None and rows[i][5] is not None]
+        y = np.array([r[3] for r in part])
+        pairs = np.array([f"{r[1]}/{r[2]}" for r in part])
+        spread = sum(np.abs(y[pairs == p] - y[pairs == p].mean()).sum() for p in np.unique(pairs))
+        entry = {"window": k + 1, "runs": len(part)}
+        for name, column in (("static", 4), ("loop", 5)):
+            p = np.array([r[column] for r in part])
+            entry[f"{name}_rae"] = 100 * float(np.abs(p - y).sum() / spread)
+            entry[f"{name}_within_25pct"] = float(np.mean(np.abs(p - y) <= 0.25 * y))
+            entry[f"{name}_under"] = float(np.mean(p < y))
+        out.append(entry)
+    return out
+
+
+def figure(table: list[dict], path: Path, initial: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.fonttype"] = "none"
+    x = [t["window"] for t in table]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for ax, (metric, label) in zip(axes, (("rae", "RAE (%)"), ("within_25pct", "share within 25 %"), ("under", "underestimate rate"))):
+        for name, style in (("static", "--"), ("loop", "-")):
+            ax.plot(x, [t[f"{name}_{metric}"] for t in table], style, marker="o", label=name)
+        ax.set_xlabel("window of the replay (time order)")
+        ax.set_title(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.suptitle(f"Bundled runs replayed in time order after the first {initial}: static model vs the learning loop")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def latency(args: argparse.Namespace) -> dict:
+    home = trained_home(Path(args.workdir) / "home", "mafft", "linear_log")
+    names = json.loads(subprocess.run(
+        [sys.executable, "-c", "import mlflow,sys; c=mlflow.MlflowClient(); "
+         "print(c.get_model_version_by_alias('runtime-mafft-cpu1','champion').tags['features'])"],
+        env=home_env(home), capture_output=True, text=True, check=True).stdout)  # fmt: skip
+    store = MeasurementStore(f"sqlite:///{home / 'store.db'}")
+    frame = store.frame("mafft", "cpu1")
+    store.dispose()
+    rows = frame[names].to_numpy(dtype=float)
+    pool = [post_json("/v1/predict", {"algorithm": "mafft", "platforms": ["cpu1"], "features": dict(zip(names, r.tolist()))}) for r in rows]
+    out = {}
+    for label, settings in (("worker defaults (nice 10, 1 process)", {}), ("nice 0, 2 processes", {"worker_nice": "0", "worker_n_jobs": "2"})):
+        with ours(home, Path(args.workdir) / "api.log", api_log_level="warning") as (base, _pid):
+            worker = start_worker(home, **settings)
+            try:
+                idle, busy = [], []
+                for k in range(args.rounds):
+                    for phase, bucket in (("idle", idle), ("busy", busy)):
+                        os.killpg(worker.pid, signal.SIGSTOP if phase == "idle" else signal.SIGCONT)
+                        time.sleep(1.0)
+                        result = run(base, lambda i: pool[i % len(pool)], concurrency=8, max_requests=10**7,
+                                     max_seconds=args.seconds, rate=args.rate)  # fmt: skip
+                        bucket.extend(result.latencies)
+                        print(f"{label} round {k + 1} {phase}: p99 {1e3 * np.quantile(result.latencies, 0.99):.1f} ms, "
+                              f"errors {result.errors}", flush=True)  # fmt: skip
+                still_running = worker.poll() is None
+            finally:
+                os.killpg(worker.pid, signal.SIGCONT)
+                os.killpg(worker.pid, signal.SIGTERM)
+                worker.wait(timeout=60)
+        out[label] = {
+            "idle_p50_ms": 1e3 * float(np.quantile(idle, 0.5)), "idle_p99_ms": 1e3 * float(np.quantile(idle, 0.99)),
+            "busy_p50_ms": 1e3 * float(np.quantile(busy, 0.5)), "busy_p99_ms": 1e3 * float(np.quantile(busy, 0.99)),
+            "requests": len(idle) + len(busy), "worker_still_training_at_end": still_running,
+        }  # fmt: skip
+    return out
+
+
+def start_worker(home: Path, **settings: str) -> subprocess.Popen:
+    """``predictor worker --once`` over ``home`` as its own process group, all its pairs due (their champions dropped)."""
+    cli(home, "ingest", *map(str, sorted((BUNDLED_DATA / "measurements").glob("*.csv"))))
+    env = home_env(home, PREDICTOR_RETRAIN_MIN_NEW_RUNS="1", **{f"PREDICTOR_{k.upper()}": v for k, v in settings.items()})
+    return subprocess.Popen([sys.executable, "-m", "predictor", "worker", "--once"], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prequential")
+    p.add_argument("--initial", type=float, default=0.2)
+    p.add_argument("--windows", type=int, default=8)
+    p.add_argument("--jobs", type=int, default=2)
+    p = sub.add_parser("latency")
+    p.add_argument("--seconds", type=float, default=15.0)
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--rate", type=float, default=200.0)
+    p.add_argument("--workdir", default="/tmp/learning-loop-latency")
+    args = parser.parse_args()
+    result = prequential(args) if args.command == "prequential" else latency(args)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
