@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -469,13 +469,20 @@ class ReadyOut(BaseModel):
                     "source": "registry",
                     "registry_error": None,
                     "last_refresh": "2026-11-22T05:00:00Z",
+                    "reasons": [],
                 }
             ]
         }
     )
 
-    status: str
+    status: Literal["ready", "degraded", "not_ready"] = Field(
+        description="'degraded': serving, with the reasons; 'not_ready' (503): champions exist but none is served."
+    )
     champions: int
     source: str = Field(description="'registry', 'cache' (registry unreachable at start) or 'none'.")
     registry_error: str | None
     last_refresh: datetime | None
+    reasons: list[str] = Field(
+        default_factory=list,
+        description="Why the service is not fully ready: registry, champions that cannot be loaded, scheduler inbox.",
+    )

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from scheduler.orders import Order
-from scheduler.service import EventError, SchedulerService, UnknownEntity
+from scheduler.service import MAX_HEALTHY, MAX_SLOTS, EventError, SchedulerService, UnknownEntity
 from scheduler.state import Job
 from serving.auth import require_token
 from serving.deps import ServiceState, State
@@ -27,7 +27,7 @@ from serving.jobs import JobRejected, deadline, prepare
 from serving.schemas import FiniteFloat, Name, PredictRequest, Text
 
 POLL_S = 1.0
-MAX_SEQ = 2**63 - 1
+MAX_SEQ = 2**31 - 1  # order seqs are 32-bit integer columns (PostgreSQL's integer)
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"  # ids travel in URL paths: letters, digits and a few marks
 Ident = Annotated[str, Field(min_length=1, max_length=200, pattern=ID_PATTERN)]
 JobId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The job's id.")]
@@ -110,8 +110,8 @@ class MachineEventIn(BaseModel):
 
     event: Literal["gained", "lost"]
     platform: Name | None = Field(default=None, description="Needed for a new machine.")
-    slots: int = Field(default=1, ge=1, le=1_000_000)
-    healthy: list[Ident] = Field(default_factory=list, max_length=100_000, description="On return: jobs that kept running on it.")
+    slots: int = Field(default=1, ge=1, le=MAX_SLOTS)
+    healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY, description="On return: jobs that kept running on it.")
 
 
 class JobEventIn(BaseModel):

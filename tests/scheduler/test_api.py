@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from predictor.domain import Measurement, Source
 from predictor.settings import Settings
@@ -14,6 +16,7 @@ from predictor.store import MeasurementStore
 from serving import create_app
 from serving.routers import scheduler as scheduler_routes
 from tests.livesrv import serve_app
+from tests.scheduler.test_service import REFUSE_UPDATES, inbox_rows
 
 TOKEN = "sched-token"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
@@ -43,7 +46,8 @@ def seed_profile(settings: Settings) -> None:
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root: Path = tmp_path_factory.mktemp("sched-api")
-    settings = Settings(home=root / "home", data_roots=[root], api_token=TOKEN, api_reload_interval_s=0, api_registry_wait_s=1)
+    # The registry's first answer is awaited (MLflow creating its database runs Alembic, which must not overlap another migration).
+    settings = Settings(home=root / "home", data_roots=[root], api_token=TOKEN, api_reload_interval_s=0)
     seed_profile(settings)
     with serve_app(app_with_scheduler(settings)) as url:
         yield url
@@ -117,3 +121,58 @@ def test_bad_requests_get_precise_answers(base, path, body, status, detail):
     answer = post(base, path, body)
     assert answer.status_code == status, answer.text
     assert detail in answer.text
+
+
+@pytest.fixture
+def served_on(store_url: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """The scheduler API over a store of each backend: (base URL, store URL)."""
+    settings = Settings(home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url, api_token=TOKEN, api_reload_interval_s=0)
+    with serve_app(app_with_scheduler(settings)) as url:
+        yield url, store_url
+
+
+def eventually(check, timeout: float = 30.0) -> bool:
+    """Whether ``check()`` turns true before ``timeout`` seconds (polled)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_poisoned_inbox_row_neither_stops_the_routes_nor_later_events(served_on):
+    base, store_url = served_on
+    inbox_rows(store_url, "('gained', 'bad', '[1, 2]')", """('gained', 'good', '{"platform": "cpu1"}')""")
+    assert post(base, "/v1/jobs", job("after-poison", platforms=["cpu1"])).status_code == 200
+    orders = httpx.get(f"{base}/v1/orders")
+    assert orders.status_code == 200 and [(o["job"], o["machine"]) for o in orders.json()["orders"]] == [("after-poison", "good")]
+    assert httpx.get(f"{base}/readyz").json()["status"] == "ready"
+
+
+def test_readiness_says_degraded_while_the_inbox_is_stuck(served_on):
+    base, store_url = served_on
+    store = MeasurementStore(store_url)
+    dialect = store.engine.dialect.name
+    try:
+        with store.engine.begin() as conn:
+            for statement in REFUSE_UPDATES[dialect]:
+                conn.execute(text(statement))
+        inbox_rows(store_url, """('gained', 'm1', '{"platform": "cpu1"}')""")
+        assert eventually(lambda: httpx.get(f"{base}/readyz").json()["status"] == "degraded")
+        ready = httpx.get(f"{base}/readyz").json()
+        assert any(r.startswith("scheduler inbox stuck") and "read-only" in r for r in ready["reasons"]), ready
+        assert httpx.get(f"{base}/v1/orders").status_code == 200 and httpx.get(f"{base}/v1/jobs/ghost").status_code == 404
+        with store.engine.begin() as conn:
+            conn.execute(text("DROP TRIGGER refuse" + (" ON sched_events" if dialect == "postgresql" else "")))
+        assert eventually(lambda: httpx.get(f"{base}/readyz").json()["status"] == "ready")
+    finally:
+        store.dispose()
+
+
+def test_an_order_cursor_beyond_the_32_bit_column_is_a_422(served_on):
+    base, _ = served_on
+    last = httpx.get(f"{base}/v1/orders", params={"after": 2**31 - 1})
+    assert last.status_code == 200 and last.json() == {"orders": [], "cursor": 2**31 - 1}
+    beyond = httpx.get(f"{base}/v1/orders", params={"after": 2**31})
+    assert beyond.status_code == 422 and "after" in beyond.text, beyond.text
