@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -24,7 +25,7 @@ from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, deadline, prepare
-from serving.schemas import FiniteFloat, Name, PredictRequest, Text
+from serving.schemas import FiniteFloat, Name, PredictRequest, Text, ValidationErrorOut
 
 POLL_S = 1.0
 MAX_SEQ = 2**31 - 1  # order seqs are 32-bit integer columns (PostgreSQL's integer)
@@ -99,8 +100,20 @@ class JobOut(BaseModel):
     message: str
 
 
+class RejectedJobOut(BaseModel):
+    """A job of a submitted list that was not taken: its position, id, the status it would have had alone and why."""
+
+    index: int
+    id: str | None
+    status: int
+    detail: str
+
+
 class JobsOut(BaseModel):
     jobs: list[JobOut]
+    rejected: list[RejectedJobOut] = Field(
+        default_factory=list, description="Jobs of a list not submitted (bad input, or needing a rejected job); the others were."
+    )
 
 
 class MachineEventIn(BaseModel):
@@ -153,16 +166,25 @@ class IssuedOrdersOut(BaseModel):
     response_model=JobsOut,
     summary="Submit jobs (one or a list): estimated, then scheduled",
     dependencies=[Depends(require_token)],
-    responses=responses(400, 401, 403, 404, 413, 422, 503),
+    responses={
+        **responses(400, 401, 403, 404, 413, 503),
+        422: {"model": JobsOut | ValidationErrorOut, "description": "Every job of a list was rejected (the report says why), or the payload is malformed."},
+    },
 )
-async def submit(body: JobIn | list[JobIn], state: State, service: Scheduler) -> JobsOut:
-    """Input files are paths under the data roots (or give ``features``); ids already known are left as they are."""
+async def submit(body: JobIn | list[JobIn], state: State, service: Scheduler) -> JSONResponse:
+    """Input files are paths under the data roots (or give ``features``); ids already known are left as they are.
+
+    One job: its error status when it cannot be taken. A list: each job that cannot be taken is listed under
+    ``rejected`` with its reason and the others are submitted (200), or 422 when none can be.
+    """
     items = body if isinstance(body, list) else [body]
     if not items:
         raise HTTPException(422, "no jobs given")
     if len(items) > state.settings.api_max_batch:
         raise HTTPException(413, f"{len(items)} jobs are over the limit of {state.settings.api_max_batch} per call")
-    return await run_in_threadpool(_submit, state, service, items)
+    answer = await run_in_threadpool(_submit, state, service, items, isinstance(body, list))
+    status = 422 if answer.rejected and not answer.jobs else 200
+    return JSONResponse(answer.model_dump(mode="json"), status_code=status)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, summary="One job's status, estimates, plan and runs", responses=responses(404, 422, 503))
@@ -216,26 +238,41 @@ async def orders(
     return IssuedOrdersOut(orders=out, cursor=out[-1].seq if out else after)
 
 
-def _submit(state: ServiceState, service: SchedulerService, items: list[JobIn]) -> JobsOut:
+def _submit(state: ServiceState, service: SchedulerService, items: list[JobIn], several: bool) -> JobsOut:
+    """Prepare each job (a single job's problem is its HTTP error; in a list, only that job is rejected), then submit the rest."""
     until = deadline(state)
-    jobs = []
-    for item in items:
+    jobs: dict[int, Job] = {}
+    rejected: dict[int, RejectedJobOut] = {}
+    for index, item in enumerate(items):
         try:
             prepared = prepare(state, item, until)
         except JobRejected as exc:
-            raise exc.http() from None
-        jobs.append(
-            Job(
-                id=item.id or uuid.uuid4().hex, algorithm=item.algorithm, submit=0.0, params=dict(item.params),
-                features=dict(prepared.features), deadline=item.deadline, priority=item.priority,
-                depends_on=tuple(item.depends_on), stream_from=item.stream_from, size=item.size,
-                platforms=tuple(item.platforms) if item.platforms else None,
-            )
+            if not several:
+                raise exc.http() from None
+            rejected[index] = RejectedJobOut(index=index, id=item.id, status=exc.status, detail=exc.detail)
+            continue
+        jobs[index] = Job(
+            id=item.id or uuid.uuid4().hex, algorithm=item.algorithm, submit=0.0, params=dict(item.params),
+            features=dict(prepared.features), deadline=item.deadline, priority=item.priority,
+            depends_on=tuple(item.depends_on), stream_from=item.stream_from, size=item.size,
+            platforms=tuple(item.platforms) if item.platforms else None,
         )  # fmt: skip
+    _reject_needers(jobs, rejected)
     try:
-        return JobsOut(jobs=[_job_out(j) for j in service.submit(jobs)])
+        submitted = service.submit(list(jobs.values())) if jobs else []
     except EventError as exc:
         raise HTTPException(422, str(exc)) from None
+    return JobsOut(jobs=[_job_out(j) for j in submitted], rejected=[rejected[i] for i in sorted(rejected)])
+
+
+def _reject_needers(jobs: dict[int, Job], rejected: dict[int, RejectedJobOut]) -> None:
+    """Move the jobs that need a rejected job (directly or through others) from ``jobs`` to ``rejected``, saying which."""
+    gone = {r.id for r in rejected.values() if r.id}
+    while blocked := {i: need for i, j in jobs.items() for need in (*j.depends_on, j.stream_from) if need in gone}:
+        for index, need in blocked.items():
+            job = jobs.pop(index)
+            rejected[index] = RejectedJobOut(index=index, id=job.id, status=422, detail=f"job {job.id} needs job {need}, which was rejected")
+            gone.add(job.id)
 
 
 async def _guarded(call, *args, **kwargs) -> list[Order]:

@@ -176,3 +176,21 @@ def test_an_order_cursor_beyond_the_32_bit_column_is_a_422(served_on):
     assert last.status_code == 200 and last.json() == {"orders": [], "cursor": 2**31 - 1}
     beyond = httpx.get(f"{base}/v1/orders", params={"after": 2**31})
     assert beyond.status_code == 422 and "after" in beyond.text, beyond.text
+
+
+def test_a_bad_job_of_a_list_is_rejected_alone(base):
+    listed = [job("ok-1"), {"id": "long", "algorithm": "mafft", "params": {"input": "y" * 256}},
+              job("needs-long", depends_on=["long"]), job("needs-needer", stream_from="needs-long"),
+              {"id": "ghost-algo", "algorithm": "nope", "features": {}}, job("ok-2", depends_on=["ok-1"])]  # fmt: skip
+    answer = post(base, "/v1/jobs", listed)
+    assert answer.status_code == 200, answer.text
+    assert [j["id"] for j in answer.json()["jobs"]] == ["ok-1", "ok-2"]
+    rejected = {r["id"]: (r["index"], r["status"], r["detail"]) for r in answer.json()["rejected"]}
+    assert rejected["long"][:2] == (1, 422) and "too long" in rejected["long"][2]
+    assert rejected["needs-long"][:2] == (2, 422) and "needs job long" in rejected["needs-long"][2]
+    assert rejected["needs-needer"][:2] == (3, 422) and rejected["ghost-algo"][:2] == (4, 404)
+    assert httpx.get(f"{base}/v1/jobs/long").status_code == 404
+    none = post(base, "/v1/jobs", [{"id": "bad-only", "algorithm": "mafft", "params": {"input": 5}}])
+    assert none.status_code == 422 and none.json()["jobs"] == [] and none.json()["rejected"][0]["id"] == "bad-only"
+    single = post(base, "/v1/jobs", {"id": "single", "algorithm": "mafft", "params": {"input": "z" * 300}})
+    assert single.status_code == 422 and "too long" in single.json()["detail"]
