@@ -28,6 +28,8 @@ Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 ParamValue = StrictBool | Int64 | FiniteFloat | Text
 Probability = Annotated[float, Field(gt=0, lt=1)]
+MAX_COVERAGE = 0.999999  # beyond it the interval's upper level, (1 + coverage) / 2, rounds to 1 in floating point
+Coverage = Annotated[float, Field(gt=0, le=MAX_COVERAGE)]
 MAX_DEPTH = 8
 
 FEATURES_EXAMPLE = {
@@ -102,7 +104,7 @@ class PredictRequest(_Strict):
 class IntervalOptions(_Strict):
     """Per-call overrides of the interval coverage and the limit quantile (service defaults otherwise)."""
 
-    coverage: Probability | None = Field(default=None, description="Nominal coverage of [lower, upper].")
+    coverage: Coverage | None = Field(default=None, description="Nominal coverage of [lower, upper].")
     limit_quantile: Probability | None = Field(default=None, description="Quantile of the walltime limit.")
 
 

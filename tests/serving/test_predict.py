@@ -35,6 +35,22 @@ def test_bad_interval_options_are_422(base, option):
     assert response.status_code == 422, response.text
 
 
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/predict", {"algorithm": "mafft", "params": {"input": "f7.fa"}}),
+        ("/v1/predict/batch", {"jobs": [{"algorithm": "mafft", "params": {"input": "f7.fa"}}]}),
+        ("/v1/predict/matrix", {"algorithm": "mafft", "columns": ["input.sequences"], "rows": [[4.0]]}),
+    ],
+)
+def test_coverage_next_to_one_is_a_422_on_every_predict_route_and_the_bound_itself_answers(base, path, body):
+    # (1 + 0.9999999999999999) / 2 rounds to 1.0: there is no interval level for it
+    refused = httpx.post(f"{base}{path}", json={**body, "coverage": 0.9999999999999999})
+    assert refused.status_code == 422 and "coverage" in refused.text, refused.text
+    bound = httpx.post(f"{base}{path}", json={**body, "coverage": 0.999999})
+    assert bound.status_code == 200, bound.text
+
+
 def test_features_plus_parameters_match_the_file_path(base, features_of):
     from_file = predict(base, {"algorithm": "mafft", "params": {"input": "f5.fa", "retree": 1}, "platforms": ["cpu1"]}).json()
     given = {k: v for k, v in features_of("f5.fa").items() if k.startswith("input.")}
