@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     interval_coverage: float = Field(default=0.9, gt=0, lt=1, description="Nominal coverage of the estimate intervals.")
     limit_quantile: float = Field(default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate).")
     api_max_body_bytes: int = Field(default=4 << 20, gt=0, description="Largest request body the API reads.")
+    api_max_header_bytes: int = Field(default=32 << 10, gt=0, description="Largest request line plus headers the API reads (431 beyond).")
     api_max_batch: int = Field(default=1000, gt=0, description="Most jobs or observations in one API call.")
     api_feature_budget_s: float = Field(default=5.0, gt=0, description="Feature-extraction time budget per API request.")
     api_reload_interval_s: float = Field(default=30.0, ge=0, description="How often the API polls the champion aliases (0: never).")

@@ -46,6 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
     )
+    app.state.settings = settings  # for the server around it (serving.server.server_options)
     for module in (health, catalog, models, predict, observations, scheduler):
         app.include_router(module.router)
     errors.install(app)
