@@ -9,6 +9,7 @@ reached, :meth:`ChampionSource.cached` loads those instead.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -70,6 +71,18 @@ class AliasLookup:
 
     found: dict[Pair, ChampionVersion]
     unknown: list[Pair]
+
+
+def bound_registry_requests(timeout_s: float) -> None:
+    """Make every MLflow HTTP request give up after ``timeout_s`` (rounded up to whole seconds) without retrying.
+
+    MLflow reads these limits from the environment only, so they hold for the whole process; its defaults
+    (120 s, 7 retries with backoff) keep a call to a registry that accepts and never answers waiting for minutes.
+    """
+    from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_HTTP_REQUEST_TIMEOUT
+
+    MLFLOW_HTTP_REQUEST_TIMEOUT.set(str(max(1, math.ceil(timeout_s))))
+    MLFLOW_HTTP_REQUEST_MAX_RETRIES.set("0")
 
 
 class ChampionSource:

@@ -94,45 +94,56 @@ class ChampionWatcher:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def refresh(self) -> Refresh:
-        """Ask the registry where every alias points and swap in whatever moved; a registry failure keeps what is served."""
-        with self._refreshing:
+    def refresh(self, wait_s: float | None = None) -> Refresh:
+        """Ask the registry where every alias points and swap in whatever moved; a registry failure keeps what is served.
+
+        ``wait_s`` bounds the wait for a refresh already under way (the poller's); past it, nothing is done.
+        """
+        if not self._refreshing.acquire(timeout=-1 if wait_s is None else wait_s):
+            return Refresh(error=f"another refresh has been under way for over {wait_s:g} s (the registry is slow to answer)")
+        try:
+            return self._refresh()
+        finally:
+            self._refreshing.release()
+
+    def _refresh(self) -> Refresh:
+        """One refresh, under the refresh lock."""
+        try:
+            lookup = self.source.lookup(self.pairs)
+        except RegistryUnavailable as exc:
+            self._unavailable(str(exc))
+            return Refresh(error=str(exc))
+        finally:
+            self._answered.set()
+        fresh: dict[Pair, LoadedChampion] = {}
+        changed: list[Pair] = []
+        unavailable: dict[str, str] = {}
+        for pair, version in lookup.found.items():
+            current = self.loaded.get(pair)
+            if current is not None and current.champion.version == version.version:
+                fresh[pair] = replace(current, origin="registry")
+                continue
             try:
-                lookup = self.source.lookup(self.pairs)
-            except RegistryUnavailable as exc:
-                self._unavailable(str(exc))
-                return Refresh(error=str(exc))
-            finally:
-                self._answered.set()
-            fresh: dict[Pair, LoadedChampion] = {}
-            changed: list[Pair] = []
-            unavailable: dict[str, str] = {}
-            for pair, version in lookup.found.items():
-                current = self.loaded.get(pair)
-                if current is not None and current.champion.version == version.version:
-                    fresh[pair] = replace(current, origin="registry")
-                    continue
-                try:
-                    fresh[pair] = self.source.load(version)
-                    changed.append(pair)
-                except Exception as exc:
-                    self.log.exception("cannot load champion", extra={"fields": {"model": version.name, "version": version.version}})
-                    self.metrics.reloads.labels("load_failed").inc()
-                    unavailable[_label(pair)] = self._keep(pair, fresh, f"{_version(version)} cannot be loaded ({first_line(exc)})")
-            for pair in lookup.unknown:
-                if self.loaded.get(pair) is not None or self.source.cached_version(pair) is not None:
-                    unavailable[_label(pair)] = self._keep(pair, fresh, f"the registry does not know {registered_name(*pair)}")
-            removed = [pair for pair in self.loaded if pair not in fresh]
-            for pair in removed:  # the alias was withdrawn from a model the registry knows: forget it here too
-                self.source.forget(pair)
-            self._swap(fresh, source="registry", error=None, unavailable=unavailable)
-            self.metrics.reloads.labels("changed" if changed or removed else "unchanged").inc()
-            if changed or removed:
-                names = {"changed": [_label(p) for p in changed], "removed": [_label(p) for p in removed]}
-                self.log.info("champions swapped", extra={"fields": names})
-            if unavailable:
-                self.log.warning("champions unavailable in the registry", extra={"fields": {"unavailable": unavailable}})
-            return Refresh([_label(p) for p in changed], [_label(p) for p in removed])
+                fresh[pair] = self.source.load(version)
+                changed.append(pair)
+            except Exception as exc:
+                self.log.exception("cannot load champion", extra={"fields": {"model": version.name, "version": version.version}})
+                self.metrics.reloads.labels("load_failed").inc()
+                unavailable[_label(pair)] = self._keep(pair, fresh, f"{_version(version)} cannot be loaded ({first_line(exc)})")
+        for pair in lookup.unknown:
+            if self.loaded.get(pair) is not None or self.source.cached_version(pair) is not None:
+                unavailable[_label(pair)] = self._keep(pair, fresh, f"the registry does not know {registered_name(*pair)}")
+        removed = [pair for pair in self.loaded if pair not in fresh]
+        for pair in removed:  # the alias was withdrawn from a model the registry knows: forget it here too
+            self.source.forget(pair)
+        self._swap(fresh, source="registry", error=None, unavailable=unavailable)
+        self.metrics.reloads.labels("changed" if changed or removed else "unchanged").inc()
+        if changed or removed:
+            names = {"changed": [_label(p) for p in changed], "removed": [_label(p) for p in removed]}
+            self.log.info("champions swapped", extra={"fields": names})
+        if unavailable:
+            self.log.warning("champions unavailable in the registry", extra={"fields": {"unavailable": unavailable}})
+        return Refresh([_label(p) for p in changed], [_label(p) for p in removed])
 
     def _keep(self, pair: Pair, fresh: dict[Pair, LoadedChampion], problem: str) -> str:
         """Keep serving ``pair``'s champion from memory, else from the disk cache, into ``fresh``; say what is served."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -116,8 +117,9 @@ def test_unreachable_registry_at_start_serves_the_disk_cache_and_says_so(home, m
         assert "unavailable" in ready["registry_error"]
         assert versions(base) == served
         assert {m["origin"] for m in httpx.get(f"{base}/v1/models").json()} == {"cache"}
-        reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH).json()
-        assert reload["changed"] == [] and reload["source"] == "cache" and reload["registry_error"]
+        reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH)
+        assert reload.status_code == 503 and "unavailable" in reload.json()["detail"], reload.text
+        assert "still serving 2 champions (from cache)" in reload.json()["detail"]
         assert "predictor_registry_up 0.0" in httpx.get(f"{base}/metrics").text
 
 
@@ -135,6 +137,28 @@ def moved_away(*paths: Path) -> Iterator[None]:
                 shutil.rmtree(path)
             path.unlink(missing_ok=True)
             other.rename(path)
+
+
+@contextlib.contextmanager
+def silent_registry() -> Iterator[str]:
+    """An http:// registry address whose port accepts connections and never answers (the kernel completes them)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def test_a_registry_that_never_answers_makes_reload_a_503_within_the_timeout(home):
+    with serve_app(create_app(home.settings)) as base:  # a reachable registry fills the cache
+        served = versions(base)
+    with silent_registry() as uri:
+        silent = home.settings.model_copy(update={"mlflow_tracking_uri": uri, "api_registry_timeout_s": 1.0})
+        with serve_app(create_app(silent)) as base:
+            assert httpx.get(f"{base}/readyz").json()["status"] == "degraded"
+            reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH, timeout=60)  # MLflow's own defaults: ~8 minutes
+            assert reload.status_code == 503, reload.text
+            assert "unavailable" in reload.json()["detail"] and reload.headers["retry-after"]
+            assert versions(base) == served
 
 
 def test_an_emptied_registry_serves_the_cached_champions_and_is_degraded(home, tmp_path):
