@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
+from predictor import __version__
 from predictor.settings import Settings
 from serving import docs, errors
 from serving.limits import BodyLimit
@@ -42,7 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="Runtime predictor",
-        version="0.2.0",
+        version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
         docs_url=None,  # served from the package's files by serving.docs, never from a CDN

@@ -54,6 +54,22 @@ def test_platform_filter_and_unimplemented_algorithm_fallback(served):
         assert e["seconds"] is None and "no champion" in e["reason"] and "no measurements" in e["reason"]
 
 
+def test_a_platform_that_cannot_run_the_algorithm_gets_its_reason_on_every_route(served):
+    base, _ = served
+    reason = "the catalog has no implementation of mafft on platform hpc2n"
+    single = post(base, {"algorithm": "mafft", "params": {"input": "f0.fa"}, "platforms": ["hpc2n", "cpu1"]}).json()
+    estimates = {e["platform"]: e for e in single["estimates"]}
+    assert set(estimates) == {"hpc2n", "cpu1"} and estimates["cpu1"]["seconds"] > 0
+    assert estimates["hpc2n"]["seconds"] is None and reason in estimates["hpc2n"]["reason"]
+    alone = post(base, {"algorithm": "mafft", "features": {"input.sequences": 4.0}, "platforms": ["hpc2n"]}).json()
+    assert [(e["platform"], e["seconds"]) for e in alone["estimates"]] == [("hpc2n", None)] and reason in alone["estimates"][0]["reason"]
+    batch = httpx.post(f"{base}/v1/predict/batch", json={"jobs": [{"algorithm": "mafft", "params": {"input": "f0.fa"}, "platforms": ["hpc2n"]}]})
+    assert reason in batch.json()["results"][0]["estimates"][0]["reason"]
+    matrix = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": ["input.sequences"], "rows": [[4.0], [8.0]], "platforms": ["hpc2n"]})
+    (column,) = matrix.json()["estimates"]
+    assert column["platform"] == "hpc2n" and column["seconds"] == [None, None] and reason in column["reason"]
+
+
 @pytest.mark.parametrize(
     ("body", "status", "fragment"),
     [

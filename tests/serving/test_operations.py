@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import io
 import re
+import tomllib
+from importlib import metadata
 import json
 import logging
 
 import httpx
 import pytest
 
+from predictor.settings import PROJECT_ROOT
 from serving import create_app
 from serving.telemetry import LOGGER_NAME, JsonFormatter
 from tests.livesrv import serve_app
@@ -106,3 +109,9 @@ def test_the_docs_page_and_its_assets_come_from_the_service_itself(base):
         assert answer.status_code == 200 and len(answer.content) > 100, asset
     assert httpx.get(f"{base}/docs-assets/swagger-ui-bundle.js").headers["content-type"].startswith(("text/javascript", "application/javascript"))
     assert httpx.get(f"{base}/redoc").status_code == 404  # ReDoc only exists on a CDN: not offered
+
+
+def test_the_api_reports_the_installed_package_version(base):
+    declared = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert declared == "0.2.0"
+    assert httpx.get(f"{base}/openapi.json").json()["info"]["version"] == metadata.version("runtime-predictor") == declared
