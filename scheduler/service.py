@@ -14,6 +14,7 @@ One scheduler process per database: the in-memory state is the writer's cache.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import logging
 import threading
@@ -33,7 +34,7 @@ from scheduler.events import OrderError, Scheduler
 from scheduler.oracles import Oracle
 from scheduler.orders import Order
 from scheduler.policy import Policy, make_policy
-from scheduler.state import Job, Machine, Run, State
+from scheduler.state import Job, JobStatus, Machine, Run, State
 from scheduler.store import SchedulerStore
 
 log = logging.getLogger("scheduler")
@@ -164,6 +165,13 @@ class SchedulerService:
             self._catch_up()
             job = self.state.jobs.get(job_id)
             return None if job is None else copy.deepcopy(job)
+
+    def jobs(self, statuses: Sequence[JobStatus] = (), after: int = 0, limit: int = 100) -> list[Job]:
+        """Copies of up to ``limit`` jobs submitted after the one numbered ``after`` (oldest first), of ``statuses`` if given."""
+        with self._lock:
+            self._catch_up()
+            chosen = (j for j in self.state.jobs.values() if j.seq > after and (not statuses or j.status in statuses))
+            return [copy.deepcopy(j) for j in itertools.islice(chosen, limit)]  # jobs are kept in seq order
 
     def orders(self, after: int = 0, limit: int = 1000, machine: str | None = None) -> list[dict[str, Any]]:
         """Issued orders after the cursor ``after`` (events waiting in the inbox are applied first)."""

@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from scheduler.orders import Order
 from scheduler.service import MAX_HEALTHY, MAX_SLOTS, EventError, SchedulerService, UnknownEntity
-from scheduler.state import Job
+from scheduler.state import Job, JobStatus
 from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
@@ -28,7 +28,7 @@ from serving.jobs import JobRejected, deadline, prepare
 from serving.schemas import FiniteFloat, Name, PredictRequest, Text, ValidationErrorOut
 
 POLL_S = 1.0
-MAX_SEQ = 2**31 - 1  # order seqs are 32-bit integer columns (PostgreSQL's integer)
+MAX_SEQ = 2**31 - 1  # job and order numbers are 32-bit integer columns (PostgreSQL's integer)
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"  # ids travel in URL paths: letters, digits and a few marks
 Ident = Annotated[str, Field(min_length=1, max_length=200, pattern=ID_PATTERN)]
 JobId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The job's id.")]
@@ -81,6 +81,7 @@ class JobOut(BaseModel):
     """What the scheduler knows and decided about one job (times are Unix seconds)."""
 
     id: str
+    seq: int = Field(description="The job's number: submission order, the cursor of GET /v1/jobs.")
     algorithm: str
     status: str
     submit: float
@@ -98,6 +99,13 @@ class JobOut(BaseModel):
     started: float | None
     ended: float | None
     message: str
+
+
+class JobPageOut(BaseModel):
+    """One page of the queue, oldest first."""
+
+    jobs: list[JobOut]
+    cursor: int = Field(description="Pass as ``after`` for the next page (the last job's number, or ``after`` when none).")
 
 
 class RejectedJobOut(BaseModel):
@@ -185,6 +193,19 @@ async def submit(body: JobIn | list[JobIn], state: State, service: Scheduler) ->
     answer = await run_in_threadpool(_submit, state, service, items, isinstance(body, list))
     status = 422 if answer.rejected and not answer.jobs else 200
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)
+
+
+@router.get("/jobs", response_model=JobPageOut, summary="The queue: jobs oldest first, by status, a page at a time", responses=responses(422, 503))
+async def list_jobs(
+    status: list[JobStatus] = Query(default_factory=list, description="Only jobs in these statuses (repeat the parameter)."),
+    after: int = Query(0, ge=0, le=MAX_SEQ, description="Only jobs numbered above this cursor."),
+    limit: int = Query(100, ge=1, le=1000),
+    *,
+    service: Scheduler,
+) -> JobPageOut:
+    """Pending and running jobs are the queue (``?status=pending&status=running``); without ``status``, every job."""
+    jobs = await run_in_threadpool(service.jobs, status, after, limit)
+    return JobPageOut(jobs=[_job_out(j) for j in jobs], cursor=jobs[-1].seq if jobs else after)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, summary="One job's status, estimates, plan and runs", responses=responses(404, 422, 503))
@@ -287,7 +308,7 @@ async def _guarded(call, *args, **kwargs) -> list[Order]:
 
 def _job_out(job: Job) -> JobOut:
     return JobOut(
-        id=job.id, algorithm=job.algorithm, status=job.status.value, submit=job.submit, deadline=job.deadline,
+        id=job.id, seq=job.seq, algorithm=job.algorithm, status=job.status.value, submit=job.submit, deadline=job.deadline,
         priority=job.priority, depends_on=list(job.depends_on), stream_from=job.stream_from, size=job.size,
         estimates=job.estimates, planned_machine=job.planned_machine, planned_start=job.planned_start,
         runs=[RunOut(machine=r.machine, start=r.start, attempt=r.attempt, estimate=r.estimate, orphan=r.orphan) for r in job.runs.values()],

@@ -194,3 +194,15 @@ def test_a_bad_job_of_a_list_is_rejected_alone(base):
     assert none.status_code == 422 and none.json()["jobs"] == [] and none.json()["rejected"][0]["id"] == "bad-only"
     single = post(base, "/v1/jobs", {"id": "single", "algorithm": "mafft", "params": {"input": "z" * 300}})
     assert single.status_code == 422 and "too long" in single.json()["detail"]
+
+
+def test_the_queue_is_listed_by_status_a_page_at_a_time(base):
+    post(base, "/v1/jobs", [job("q-1", platforms=["cpu1"]), job("q-2", platforms=["cpu1"])])
+    everything = httpx.get(f"{base}/v1/jobs", params={"limit": 1000}).json()["jobs"]
+    assert [j["seq"] for j in everything] == sorted(j["seq"] for j in everything) and {"q-1", "q-2"} <= {j["id"] for j in everything}
+    pending = httpx.get(f"{base}/v1/jobs", params={"status": ["pending", "running"], "limit": 1}).json()
+    assert len(pending["jobs"]) == 1 and pending["jobs"][0]["status"] in ("pending", "running")
+    assert pending["cursor"] == pending["jobs"][0]["seq"]
+    assert httpx.get(f"{base}/v1/jobs", params={"status": "exploded"}).status_code == 422
+    assert httpx.get(f"{base}/v1/jobs", params={"after": 2**31}).status_code == 422
+    assert httpx.get(f"{base}/v1/jobs", params={"limit": 0}).status_code == 422
