@@ -54,7 +54,7 @@ def fuzz(base: str, examples: int, token: str | None, workdir: Path, seed: int =
         "--report", "ndjson", "--report-ndjson-path", str(events),
         *(["--header", f"Authorization: Bearer {token}"] if token else []),
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=workdir)  # its cache stays there
     if not events.exists():
         raise RuntimeError(f"schemathesis did not run ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return _reports(events)
