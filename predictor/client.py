@@ -132,9 +132,10 @@ class PredictorClient:
         """One job: status, estimates per platform, plan, runs, attempts, times, message."""
         return self._call("GET", f"/v1/jobs/{quote(job_id, safe='')}")
 
-    def jobs(self, status: Sequence[str] = (), *, after: int = 0, limit: int = 100) -> dict[str, Any]:
-        """A page of jobs numbered above ``after``, oldest first, in ``status`` if given: ``{"jobs": [...], "cursor": n}``."""
-        return self._call("GET", "/v1/jobs", params={"status": list(status), "after": after, "limit": limit})
+    def jobs(self, status: str | Sequence[str] = (), *, after: int = 0, limit: int = 100) -> dict[str, Any]:
+        """A page of jobs numbered above ``after``, oldest first, in ``status`` (one or several) if given: ``{"jobs": [...], "cursor": n}``."""
+        statuses = [status] if isinstance(status, str) else list(status)
+        return self._call("GET", "/v1/jobs", params={"status": statuses, "after": after, "limit": limit})
 
     def orders(self, *, after: int = 0, limit: int = 1000, machine: str | None = None) -> dict[str, Any]:
         """Orders for the resource manager above the cursor ``after``, oldest first: ``{"orders": [...], "cursor": n}``."""

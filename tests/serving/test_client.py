@@ -66,7 +66,7 @@ def test_the_scheduler_through_the_client(base, features_of):
         assert [j["id"] for j in first["jobs"]] == ["cl-1"]
         second = client.jobs(["pending"], after=first["cursor"], limit=1)
         assert [j["id"] for j in second["jobs"]] == ["cl-2"]
-        assert client.jobs(["pending"], after=second["cursor"])["jobs"] == []
+        assert client.jobs("pending", after=second["cursor"])["jobs"] == []
         assert {j["id"] for j in client.jobs(["pending", "running"])["jobs"]} >= {"cl-0", "cl-1", "cl-2"}
         orders = client.orders(machine="cl-fast")
         assert [(o["kind"], o["job"]) for o in orders["orders"]] == [("start", "cl-0")] and orders["cursor"] == orders["orders"][-1]["seq"]
