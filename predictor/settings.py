@@ -13,6 +13,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from predictor.intervals import MAX_COVERAGE
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATA = PROJECT_ROOT / "data"
 
@@ -35,7 +37,7 @@ class Settings(BaseSettings):
     seed: int = 20261122
     selection_metric: str = Field(default="rae", description="Cross-validation metric (lower is better) that picks champions.")
     n_jobs: int = Field(default=-1, description="Local processes training fits models in (-1: one per core).")
-    interval_coverage: float = Field(default=0.9, gt=0, lt=1, description="Nominal coverage of the estimate intervals.")
+    interval_coverage: float = Field(default=0.9, gt=0, le=MAX_COVERAGE, description="Nominal coverage of the estimate intervals.")
     limit_quantile: float = Field(default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate).")
     api_max_body_bytes: int = Field(default=4 << 20, gt=0, description="Largest request body the API reads.")
     api_max_header_bytes: int = Field(default=32 << 10, gt=0, description="Largest request line plus headers the API reads (431 beyond).")

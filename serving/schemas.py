@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from predictor.domain import CacheState, Source
+from predictor.intervals import MAX_COVERAGE
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 Text = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]
@@ -28,7 +29,6 @@ Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 ParamValue = StrictBool | Int64 | FiniteFloat | Text
 Probability = Annotated[float, Field(gt=0, lt=1)]
-MAX_COVERAGE = 0.999999  # beyond it the interval's upper level, (1 + coverage) / 2, rounds to 1 in floating point
 Coverage = Annotated[float, Field(gt=0, le=MAX_COVERAGE)]
 MAX_DEPTH = 8
 

@@ -6,6 +6,9 @@ import math
 
 import httpx
 import pytest
+from pydantic import ValidationError
+
+from predictor.settings import Settings
 
 
 def predict(base: str, body: dict) -> httpx.Response:
@@ -49,6 +52,12 @@ def test_coverage_next_to_one_is_a_422_on_every_predict_route_and_the_bound_itse
     assert refused.status_code == 422 and "coverage" in refused.text, refused.text
     bound = httpx.post(f"{base}{path}", json={**body, "coverage": 0.999999})
     assert bound.status_code == 200, bound.text
+
+
+def test_the_service_default_coverage_has_the_same_bound():
+    with pytest.raises(ValidationError, match="interval_coverage"):
+        Settings(interval_coverage=0.9999999999999999)
+    assert Settings(interval_coverage=0.999999).interval_coverage == 0.999999
 
 
 def test_features_plus_parameters_match_the_file_path(base, features_of):
