@@ -143,9 +143,12 @@ class ChampionSource:
         return found
 
     def cached_version(self, pair: Pair) -> str | None:
-        """The version last served for ``pair``, as the cache names it (None when it never was)."""
+        """The version last served for ``pair``, as the cache names it (None when it never was, or the marker is unreadable)."""
         current = self.cache_dir / registered_name(*pair) / "current.json"
-        return json.loads(current.read_text())["version"] if current.exists() else None
+        try:
+            return str(json.loads(current.read_text())["version"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def forget(self, pair: Pair) -> None:
         """No longer name a version last served for ``pair`` (its champion was withdrawn); the cached folders stay."""
