@@ -1,3 +1,8 @@
 """Runtime-prediction service: domain types, catalog, settings, measurement store, oracle and CLI."""
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("runtime-predictor")  # the installed package's, as pyproject.toml gave it
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"

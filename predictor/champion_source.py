@@ -9,6 +9,7 @@ reached, :meth:`ChampionSource.cached` loads those instead.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -29,7 +30,9 @@ from predictor.registry import (
 )
 
 KEEP_VERSIONS = 3  # cached versions kept per registered model; older ones are pruned
-_NOT_FOUND = ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE")  # no such model, or no such alias
+_NO_MODEL = "RESOURCE_DOES_NOT_EXIST"  # the registry does not know the registered model at all
+_NO_ALIAS = "INVALID_PARAMETER_VALUE"  # the model is registered, without a champion alias
+Pair = tuple[str, str]
 
 
 class RegistryUnavailable(RuntimeError):
@@ -60,6 +63,30 @@ class LoadedChampion:
     examples: np.ndarray | None
 
 
+@dataclass(frozen=True)
+class AliasLookup:
+    """Where the ``champion`` aliases point, and the pairs whose registered model the registry does not know at all.
+
+    A model the registry has never heard of, although this service served it, means an emptied or replaced
+    registry (MLflow creates an empty one where its database file went missing), not a withdrawn champion.
+    """
+
+    found: dict[Pair, ChampionVersion]
+    unknown: list[Pair]
+
+
+def bound_registry_requests(timeout_s: float) -> None:
+    """Make every MLflow HTTP request give up after ``timeout_s`` (rounded up to whole seconds) without retrying.
+
+    MLflow reads these limits from the environment only, so they hold for the whole process; its defaults
+    (120 s, 7 retries with backoff) keep a call to a registry that accepts and never answers waiting for minutes.
+    """
+    from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_HTTP_REQUEST_TIMEOUT
+
+    MLFLOW_HTTP_REQUEST_TIMEOUT.set(str(max(1, math.ceil(timeout_s))))
+    MLFLOW_HTTP_REQUEST_MAX_RETRIES.set("0")
+
+
 class ChampionSource:
     """Looks up champion aliases and loads champion versions, caching each on local disk."""
 
@@ -67,12 +94,16 @@ class ChampionSource:
         self.tracking_uri = tracking_uri
         self.cache_dir = cache_dir
 
-    def versions(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], ChampionVersion]:
+    def versions(self, pairs: list[Pair]) -> dict[Pair, ChampionVersion]:
         """The version each pair's alias points at (pairs without one are left out); RegistryUnavailable if unreachable."""
+        return self.lookup(pairs).found
+
+    def lookup(self, pairs: list[Pair]) -> AliasLookup:
+        """Where each pair's alias points, and which pairs have no registered model at all; RegistryUnavailable if unreachable."""
         import mlflow
         from mlflow.exceptions import MlflowException
 
-        found = {}
+        found, unknown = {}, []
         try:
             configure_mlflow(self.tracking_uri)
             client = mlflow.MlflowClient()
@@ -81,15 +112,18 @@ class ChampionSource:
                 try:
                     v = client.get_model_version_by_alias(name, CHAMPION_ALIAS)
                 except MlflowException as exc:
-                    if exc.error_code in _NOT_FOUND:
+                    if exc.error_code == _NO_MODEL:
+                        unknown.append((algorithm, platform))
+                        continue
+                    if exc.error_code == _NO_ALIAS:
                         continue
                     raise
                 found[(algorithm, platform)] = ChampionVersion(
                     algorithm, platform, name, str(v.version), dict(v.tags), v.run_id, _from_millis(v.creation_timestamp)
                 )
         except Exception as exc:
-            raise RegistryUnavailable(f"model registry {self.tracking_uri} unavailable: {_short(exc)}") from exc
-        return found
+            raise RegistryUnavailable(f"model registry {self.tracking_uri} unavailable: {first_line(exc)}") from exc
+        return AliasLookup(found, unknown)
 
     def load(self, version: ChampionVersion) -> LoadedChampion:
         """Download ``version`` into the cache (once), mark it current and load it."""
@@ -101,16 +135,26 @@ class ChampionSource:
         self._prune(version.name, keep=version.version)
         return loaded
 
-    def cached(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], LoadedChampion]:
+    def cached(self, pairs: list[Pair]) -> dict[Pair, LoadedChampion]:
         """The champions last served for ``pairs``, from the cache alone (pairs never cached are left out)."""
         found = {}
-        for algorithm, platform in pairs:
-            name = registered_name(algorithm, platform)
-            current = self.cache_dir / name / "current.json"
-            if current.exists():
-                version = json.loads(current.read_text())["version"]
-                found[(algorithm, platform)] = _load_folder(self.cache_dir / name / version, origin="cache")
+        for pair in pairs:
+            version = self.cached_version(pair)
+            if version is not None:
+                found[pair] = _load_folder(self.cache_dir / registered_name(*pair) / version, origin="cache")
         return found
+
+    def cached_version(self, pair: Pair) -> str | None:
+        """The version last served for ``pair``, as the cache names it (None when it never was, or the marker is unreadable)."""
+        current = self.cache_dir / registered_name(*pair) / "current.json"
+        try:
+            return str(json.loads(current.read_text())["version"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def forget(self, pair: Pair) -> None:
+        """No longer name a version last served for ``pair`` (its champion was withdrawn); the cached folders stay."""
+        (self.cache_dir / registered_name(*pair) / "current.json").unlink(missing_ok=True)
 
     def _download(self, version: ChampionVersion, folder: Path) -> None:
         """Copy the MLflow model folder and write its facts, atomically: a half-written folder is never used."""
@@ -228,7 +272,7 @@ def _from_millis(millis: int | None) -> datetime | None:
     return datetime.fromtimestamp(millis / 1000, tz=UTC) if millis else None
 
 
-def _short(exc: BaseException) -> str:
-    """The first line of an exception's message, bounded, for status pages."""
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type when empty), bounded, for status pages."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text[:300]

@@ -388,6 +388,7 @@ def serve(
     import uvicorn
 
     from serving import create_app
+    from serving.server import server_options
 
     settings = _with_token(_settings())
     host, port = host or settings.api_host, port or settings.api_port
@@ -396,7 +397,7 @@ def serve(
         f"try: curl -s -X POST http://{host}:{port}/v1/predict -H 'content-type: application/json' "
         "-d '{\"algorithm\": \"mafft\", \"params\": {\"input\": \"samples/family-40x300.fa\"}}'"
     )
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False)  # the app logs each request
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False, **server_options(settings))  # the app logs each request
 
 
 def _with_token(settings: Settings) -> Settings:

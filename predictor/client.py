@@ -2,7 +2,9 @@
 
 Answers come back as domain types (:class:`~predictor.domain.Estimate`) or plain records; an error answer
 raises :class:`PredictorError` with the status and the service's detail. Connection failures are retried
-(every call is safe to repeat: predictions change nothing and observations are idempotent by run id).
+(every call is safe to repeat: predictions change nothing, observations are idempotent by run id, and a
+job resubmitted under its id changes nothing). The scheduler's routes have their methods too: submit jobs,
+read one job or a page of the queue, report machine and job events, read the orders.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -120,15 +123,59 @@ class PredictorClient:
         """Readiness: champions loaded and where they came from."""
         return self._call("GET", "/readyz")
 
+    def submit(self, jobs: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Submit one job or a list (each the predict request plus ``id``, ``deadline``, ``priority``, ``depends_on``, ...).
+
+        Needs the token. Returns ``{"jobs": [...], "rejected": [...]}``: in a list, a job that cannot be taken is
+        rejected alone, with its status and reason; a single job's problem raises PredictorError.
+        """
+        payload = dict(jobs) if isinstance(jobs, Mapping) else [dict(job) for job in jobs]
+        body = self._call("POST", "/v1/jobs", payload, accept=(200, 422))
+        if "jobs" not in body:
+            raise PredictorError(422, str(body.get("detail")))
+        return body
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        """One job: status, estimates per platform, plan, runs, attempts, times, message."""
+        return self._call("GET", f"/v1/jobs/{quote(job_id, safe='')}")
+
+    def jobs(self, status: str | Sequence[str] = (), *, after: int = 0, limit: int = 100) -> dict[str, Any]:
+        """A page of jobs numbered above ``after``, oldest first, in ``status`` (one or several) if given: ``{"jobs": [...], "cursor": n}``."""
+        statuses = [status] if isinstance(status, str) else list(status)
+        return self._call("GET", "/v1/jobs", params={"status": statuses, "after": after, "limit": limit})
+
+    def orders(self, *, after: int = 0, limit: int = 1000, machine: str | None = None) -> dict[str, Any]:
+        """Orders for the resource manager above the cursor ``after``, oldest first: ``{"orders": [...], "cursor": n}``."""
+        params: dict[str, Any] = {"after": after, "limit": limit}
+        if machine is not None:
+            params["machine"] = machine
+        return self._call("GET", "/v1/orders", params=params)
+
+    def machine_event(
+        self, machine: str, event: str, *, platform: str | None = None, slots: int = 1, healthy: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
+        """A machine ``gained`` (new: give its platform; back: the jobs still ``healthy`` on it) or ``lost``; the orders it caused."""
+        payload: dict[str, Any] = {"event": event, "slots": slots, "healthy": list(healthy)}
+        if platform is not None:
+            payload["platform"] = platform
+        return self._call("POST", f"/v1/machines/{quote(machine, safe='')}/events", payload)["orders"]
+
+    def job_event(self, job_id: str, event: str, *, machine: str, reason: str = "") -> list[dict[str, Any]]:
+        """A job's run on ``machine`` ``ended`` cleanly or ``failed`` (with the reason); the orders it caused."""
+        payload = {"event": event, "machine": machine, "reason": reason}
+        return self._call("POST", f"/v1/jobs/{quote(job_id, safe='')}/events", payload)["orders"]
+
     def algorithms(self) -> list[dict[str, Any]]:
         return self._call("GET", "/v1/algorithms")
 
     def platforms(self) -> list[dict[str, Any]]:
         return self._call("GET", "/v1/platforms")
 
-    def _call(self, method: str, path: str, payload: Any = None, accept: tuple[int, ...] = (200,)) -> Any:
+    def _call(
+        self, method: str, path: str, payload: Any = None, accept: tuple[int, ...] = (200,), params: dict[str, Any] | None = None
+    ) -> Any:
         """The JSON answer of one request; PredictorError for a status outside ``accept``."""
-        response = self._http.request(method, path, json=payload)
+        response = self._http.request(method, path, json=payload, params=params)
         if response.status_code not in accept:
             try:
                 detail = response.json().get("detail", response.text)

@@ -14,6 +14,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from predictor.apitoken import read_token
+from predictor.intervals import MAX_COVERAGE
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATA = PROJECT_ROOT / "data"
@@ -53,13 +54,15 @@ class Settings(BaseSettings):
     worker_n_jobs: int = Field(default=1, description="Processes the retrain worker trains in (leave cores to the API).")
     worker_nice: int = Field(default=10, ge=0, le=19, description="Niceness the retrain worker runs at, below the API.")
     n_jobs: int = Field(default=-1, description="Local processes training fits models in (-1: one per core).")
-    interval_coverage: float = Field(default=0.9, gt=0, lt=1, description="Nominal coverage of the estimate intervals.")
+    interval_coverage: float = Field(default=0.9, gt=0, le=MAX_COVERAGE, description="Nominal coverage of the estimate intervals.")
     limit_quantile: float = Field(default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate).")
     api_max_body_bytes: int = Field(default=4 << 20, gt=0, description="Largest request body the API reads.")
+    api_max_header_bytes: int = Field(default=32 << 10, gt=0, description="Largest request line plus headers the API reads (431 beyond).")
     api_max_batch: int = Field(default=1000, gt=0, description="Most jobs or observations in one API call.")
     api_feature_budget_s: float = Field(default=5.0, gt=0, description="Feature-extraction time budget per API request.")
     api_reload_interval_s: float = Field(default=30.0, ge=0, description="How often the API polls the champion aliases (0: never).")
     api_registry_wait_s: float = Field(default=15.0, gt=0, description="How long the API waits for the registry at start before serving cached champions.")
+    api_registry_timeout_s: float = Field(default=10.0, gt=0, description="How long one request to the model registry may take (no retries); a reload waits no longer for the registry.")
     api_log_level: str = Field(default="info", description="Level of the API's structured JSON logs.")
     model_cache_dir: Path | None = Field(default=None, description="Local copies of the champions (default HOME/champion-cache).")
 

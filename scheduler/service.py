@@ -14,12 +14,18 @@ One scheduler process per database: the in-memory state is the writer's cache.
 from __future__ import annotations
 
 import copy
+import itertools
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, ServedEstimate, Source
@@ -28,12 +34,16 @@ from scheduler.events import OrderError, Scheduler
 from scheduler.oracles import Oracle
 from scheduler.orders import Order
 from scheduler.policy import Policy, make_policy
-from scheduler.state import Job, Machine, Run, State
+from scheduler.state import Job, JobStatus, Machine, Run, State
 from scheduler.store import SchedulerStore
 
 log = logging.getLogger("scheduler")
 MACHINE_EVENTS = ("gained", "lost")
 JOB_EVENTS = ("ended", "failed")
+MAX_SLOTS = 1_000_000  # slots of one machine (the API's bound too)
+MAX_HEALTHY = 100_000  # job ids one returning machine may report healthy
+UNAVAILABLE = (OperationalError, InterfaceError, PoolTimeout)  # the database is down or busy: retry, never reject
+OUTCOME_CHARS = 1000
 
 
 class EventError(ValueError):
@@ -42,6 +52,29 @@ class EventError(ValueError):
 
 class UnknownEntity(EventError):
     """An event about a job or machine the scheduler does not know."""
+
+
+Ident = Annotated[str, Field(strict=True, min_length=1, max_length=200)]
+
+
+class InboxPayload(BaseModel):
+    """The ``payload`` of an inbox row, checked like the API's event bodies before anything applies (other keys are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    platform: Ident | None = None
+    slots: int = Field(default=1, ge=1, le=MAX_SLOTS, strict=True)
+    healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY)
+    reason: str = Field(default="", max_length=4096, strict=True)
+
+
+class InboxEvent(BaseModel):
+    """One inbox row as the scheduler applies it: the ids must be text (SQLite stores whatever it is given)."""
+
+    kind: str = Field(strict=True)
+    machine_id: Ident | None = None
+    job_id: Ident | None = None
+    payload: InboxPayload
 
 
 class SchedulerService:
@@ -65,6 +98,7 @@ class SchedulerService:
         self._served: list[ServedEstimate] = []
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
+        self._inbox_error: str | None = None
         self.scheduler = Scheduler(
             policy or make_policy("edf"), oracle, self.db.load(), threshold=threshold, on_observation=self._observe,
             on_notify=lambda job, text: log.warning("job %s: %s", job.id, text),
@@ -77,7 +111,7 @@ class SchedulerService:
     def submit(self, jobs: Sequence[Job]) -> list[Job]:
         """N: new jobs (ids already known are left as they are: a retried submission is harmless); copies of all of them."""
         with self._lock:
-            self._sync()
+            self._catch_up()
             known = self.state.jobs
             ids = [j.id for j in jobs]
             if len(set(ids)) != len(ids):
@@ -106,7 +140,7 @@ class SchedulerService:
     ) -> list[Order]:
         """G or L for one machine."""
         with self._lock:
-            self._sync()
+            self._catch_up()
             now = self.clock()
             with self._step(now) as step:
                 step.orders = self._machine(machine_id, kind, platform, slots, healthy, now)
@@ -115,7 +149,7 @@ class SchedulerService:
     def job_event(self, job_id: str, kind: str, *, machine: str, reason: str = "") -> list[Order]:
         """E or T for one job's run on ``machine``."""
         with self._lock:
-            self._sync()
+            self._catch_up()
             now = self.clock()
             with self._step(now) as step:
                 step.orders = self._job(job_id, kind, machine, reason, now)
@@ -129,14 +163,27 @@ class SchedulerService:
     def job(self, job_id: str) -> Job | None:
         """A copy of the job as it stands (events waiting in the inbox are applied first)."""
         with self._lock:
-            self._sync()
+            self._catch_up()
             job = self.state.jobs.get(job_id)
             return None if job is None else copy.deepcopy(job)
 
+    def jobs(self, statuses: Sequence[JobStatus] = (), after: int = 0, limit: int = 100) -> list[Job]:
+        """Copies of up to ``limit`` jobs submitted after the one numbered ``after`` (oldest first), of ``statuses`` if given."""
+        with self._lock:
+            self._catch_up()
+            chosen = (j for j in self.state.jobs.values() if j.seq > after and (not statuses or j.status in statuses))
+            return [copy.deepcopy(j) for j in itertools.islice(chosen, limit)]  # jobs are kept in seq order
+
     def orders(self, after: int = 0, limit: int = 1000, machine: str | None = None) -> list[dict[str, Any]]:
         """Issued orders after the cursor ``after`` (events waiting in the inbox are applied first)."""
-        self.sync()
+        with self._lock:
+            self._catch_up()
         return self.db.orders(after, limit, machine)
+
+    @property
+    def inbox_error(self) -> str | None:
+        """Why the last pass over the inbox failed (None when it went through): the scheduler is stuck until it does."""
+        return self._inbox_error
 
     def start_polling(self, interval_s: float = 1.0) -> None:
         """Apply inbox events in a background thread every ``interval_s`` (for resource managers that only use SQL)."""
@@ -163,26 +210,48 @@ class SchedulerService:
                 log.exception("applying inbox events failed")
             self._stop.wait(interval_s)
 
+    def _catch_up(self) -> None:
+        """Apply the inbox before serving a call; a failing inbox is logged and shown by readiness, the call goes on."""
+        try:
+            self._sync()
+        except Exception:
+            log.exception("applying inbox events failed")
+
     def _sync(self) -> int:
-        events = self.db.pending_events()
-        for event in events:
-            now = self.clock()
-            payload = event["payload"] or {}
-            try:
-                with self._step(now, event["seq"]) as step:
-                    if event["kind"] in MACHINE_EVENTS:
-                        step.orders = self._machine(
-                            event["machine_id"], event["kind"], payload.get("platform"), int(payload.get("slots", 1)),
-                            payload.get("healthy", ()), now,
-                        )  # fmt: skip
-                    elif event["kind"] in JOB_EVENTS:
-                        step.orders = self._job(event["job_id"], event["kind"], event["machine_id"], payload.get("reason", ""), now)
-                    else:
-                        raise EventError(f"unknown event kind {event['kind']!r}; use {', '.join(MACHINE_EVENTS + JOB_EVENTS)}")
-            except (EventError, OrderError, KeyError, ValueError) as exc:
-                log.warning("inbox event %s rejected: %s", event["seq"], exc)
-                self.db.reject_event(event["seq"], now, f"rejected: {exc}")
+        """Apply every unprocessed inbox row in order; a row that cannot apply is marked rejected, with its reason."""
+        try:
+            events = self.db.pending_events()
+            for event in events:
+                self._apply_row(event)
+        except Exception as exc:
+            self._inbox_error = _describe(exc)
+            raise
+        self._inbox_error = None
         return len(events)
+
+    def _apply_row(self, event: dict[str, Any]) -> None:
+        """Apply one inbox row with the orders it produces, or reject it; only an unavailable database is raised (retried later)."""
+        now = self.clock()
+        try:
+            row = _inbox_event(event)
+            with self._step(now, event["seq"]) as step:
+                payload = row.payload
+                if row.kind in MACHINE_EVENTS:
+                    step.orders = self._machine(row.machine_id, row.kind, payload.platform, payload.slots, payload.healthy, now)
+                elif row.kind in JOB_EVENTS:
+                    step.orders = self._job(row.job_id, row.kind, row.machine_id, payload.reason, now)
+                else:
+                    raise EventError(f"unknown event kind {row.kind!r}; use {', '.join(MACHINE_EVENTS + JOB_EVENTS)}")
+        except UNAVAILABLE:
+            raise
+        except Exception as exc:
+            if isinstance(exc, (EventError, OrderError)):
+                reason = str(exc)
+                log.warning("inbox event %s rejected: %s", event["seq"], reason)
+            else:
+                reason = _describe(exc)
+                log.exception("inbox event %s rejected: applying it failed", event["seq"])
+            self.db.reject_event(event["seq"], now, f"rejected: {reason}"[:OUTCOME_CHARS])
 
     def _machine(
         self, machine_id: str | None, kind: str, platform: str | None, slots: int, healthy: Sequence[str], now: float
@@ -257,6 +326,27 @@ class SchedulerService:
         finally:
             self._observed.clear()
             self._served.clear()
+
+
+def _describe(exc: BaseException) -> str:
+    """An unexpected exception in one bounded line: its type and the first line of its message."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:OUTCOME_CHARS]
+
+
+def _inbox_event(row: dict[str, Any]) -> InboxEvent:
+    """An inbox row (its payload as the JSON text stored) checked; EventError saying what is wrong with it."""
+    raw = row["payload"]
+    try:
+        payload = {} if raw is None else json.loads(raw)
+    except ValueError as exc:
+        raise EventError(f"payload is not JSON: {exc}") from None
+    if payload is not None and not isinstance(payload, dict):
+        raise EventError(f"payload must be a JSON object, got {type(payload).__name__}")
+    try:
+        return InboxEvent.model_validate({**row, "payload": payload or {}})
+    except ValidationError as exc:
+        raise EventError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from None
 
 
 def _check_acyclic(batch: dict[str, Job]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
+from sqlalchemy import Connection, Engine, Table, Text, cast, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from predictor.domain import Measurement, ServedEstimate
@@ -113,8 +113,14 @@ class SchedulerStore:
         return int(seq)
 
     def pending_events(self, limit: int = 1000) -> list[dict[str, Any]]:
-        """Unprocessed events, oldest first."""
-        stmt = select(sched_events).where(sched_events.c.processed_at.is_(None)).order_by(sched_events.c.seq).limit(limit)
+        """Unprocessed events, oldest first, with ``payload`` as the JSON text a resource manager wrote (checked by the service)."""
+        e = sched_events.c
+        stmt = (
+            select(e.seq, e.kind, e.machine_id, e.job_id, cast(e.payload, Text).label("payload"))
+            .where(e.processed_at.is_(None))
+            .order_by(e.seq)
+            .limit(limit)
+        )
         with self.engine.connect() as conn:
             return [dict(row) for row in conn.execute(stmt).mappings()]
 

@@ -9,8 +9,9 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
+from predictor import __version__
 from predictor.settings import Settings
-from serving import errors
+from serving import docs, errors
 from serving.limits import BodyLimit
 from serving.metrics import Metrics
 from serving.routers import catalog, health, models, observations, predict, scheduler
@@ -42,13 +43,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="Runtime predictor",
-        version="0.2.0",
+        version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served from the package's files by serving.docs, never from a CDN
+        redoc_url=None,
     )
+    app.state.settings = settings  # for the server around it (serving.server.server_options)
     for module in (health, catalog, models, predict, observations, scheduler):
         app.include_router(module.router)
     errors.install(app)
+    docs.install(app)
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
     app.add_middleware(Telemetry, metrics=metrics)  # outermost of ours: sees every answer, 413s included
     return app

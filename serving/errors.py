@@ -17,10 +17,10 @@ from serving.telemetry import LOGGER_NAME, REQUEST_ID
 DESCRIPTIONS = {
     400: "The body could not be read as text (not UTF-8).",
     401: "Missing or wrong bearer token.",
-    403: "Refused: a path outside the data roots, or write endpoints disabled (no token configured).",
+    403: "Refused: a path leading outside the data roots, or write endpoints disabled (no token configured).",
     404: "Unknown algorithm or platform.",
     413: "Request body or batch over the service's limit.",
-    422: "Malformed JSON, wrong types, non-finite numbers, unknown or out-of-range parameters, unreadable inputs.",
+    422: "Malformed JSON, wrong types, non-finite numbers, unknown or out-of-range parameters, no such input file, unreadable inputs.",
     503: "The measurement store is unavailable; retry (recording is idempotent).",
 }
 

@@ -4,7 +4,9 @@ A background thread refreshes every ``interval_s`` seconds (and ``POST /v1/model
 once). A refresh asks the registry where each alias points, loads only versions not loaded yet, compiles
 them, then hands the oracle a complete new map in one assignment: requests already running finish on the
 old map. When the registry cannot be reached before anything was loaded, the champions cached on local
-disk are served and the status says so.
+disk are served and the status says so. A champion the registry points at but that cannot be loaded, or
+one served before whose registered model the registry no longer knows (an emptied or replaced registry),
+keeps being served from memory or the disk cache, and the status names it as unavailable.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from datetime import UTC, datetime
 
 from predictor.champion_source import (
     ChampionSource,
+    ChampionVersion,
     LoadedChampion,
     RegistryUnavailable,
+    first_line,
 )
+from predictor.registry import registered_name
 from predictor.oracle import Pair, ProfileTable, RuntimeOracle, ServedModel, serve_model
 from serving.metrics import Metrics
 from serving.telemetry import LOGGER_NAME
@@ -34,14 +39,16 @@ class Status:
     source: str = "none"  # registry | cache | none
     registry_error: str | None = None
     last_refresh: datetime | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)  # algorithm/platform -> why the registry's champion is not served
 
 
 @dataclass(frozen=True)
 class Refresh:
-    """What one refresh changed (pairs as ``algorithm/platform``)."""
+    """What one refresh changed (pairs as ``algorithm/platform``), or why the registry could not be asked."""
 
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    error: str | None = None
 
 
 class ChampionWatcher:
@@ -87,38 +94,71 @@ class ChampionWatcher:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def refresh(self) -> Refresh:
-        """Ask the registry where every alias points and swap in whatever moved; a registry failure keeps what is served."""
-        with self._refreshing:
+    def refresh(self, wait_s: float | None = None) -> Refresh:
+        """Ask the registry where every alias points and swap in whatever moved; a registry failure keeps what is served.
+
+        ``wait_s`` bounds the wait for a refresh already under way (the poller's); past it, nothing is done.
+        """
+        if not self._refreshing.acquire(timeout=-1 if wait_s is None else wait_s):
+            return Refresh(error=f"another refresh has been under way for over {wait_s:g} s (the registry is slow to answer)")
+        try:
+            return self._refresh()
+        finally:
+            self._refreshing.release()
+
+    def _refresh(self) -> Refresh:
+        """One refresh, under the refresh lock."""
+        try:
+            lookup = self.source.lookup(self.pairs)
+        except RegistryUnavailable as exc:
+            self._unavailable(str(exc))
+            return Refresh(error=str(exc))
+        finally:
+            self._answered.set()
+        fresh: dict[Pair, LoadedChampion] = {}
+        changed: list[Pair] = []
+        unavailable: dict[str, str] = {}
+        for pair, version in lookup.found.items():
+            current = self.loaded.get(pair)
+            if current is not None and current.champion.version == version.version:
+                fresh[pair] = replace(current, origin="registry")
+                continue
             try:
-                versions = self.source.versions(self.pairs)
-            except RegistryUnavailable as exc:
-                self._unavailable(str(exc))
-                return Refresh()
-            finally:
-                self._answered.set()
-            fresh: dict[Pair, LoadedChampion] = {}
-            changed: list[Pair] = []
-            for pair, version in versions.items():
-                current = self.loaded.get(pair)
-                if current is not None and current.champion.version == version.version:
-                    fresh[pair] = replace(current, origin="registry")
-                    continue
-                try:
-                    fresh[pair] = self.source.load(version)
-                    changed.append(pair)
-                except Exception:
-                    self.log.exception("cannot load champion", extra={"fields": {"model": version.name, "version": version.version}})
-                    self.metrics.reloads.labels("load_failed").inc()
-                    if current is not None:
-                        fresh[pair] = current
-            removed = [pair for pair in self.loaded if pair not in fresh]
-            self._swap(fresh, source="registry", error=None)
-            self.metrics.reloads.labels("changed" if changed or removed else "unchanged").inc()
-            if changed or removed:
-                names = {"changed": [_label(p) for p in changed], "removed": [_label(p) for p in removed]}
-                self.log.info("champions swapped", extra={"fields": names})
-            return Refresh([_label(p) for p in changed], [_label(p) for p in removed])
+                fresh[pair] = self.source.load(version)
+                changed.append(pair)
+            except Exception as exc:
+                self.log.exception("cannot load champion", extra={"fields": {"model": version.name, "version": version.version}})
+                self.metrics.reloads.labels("load_failed").inc()
+                unavailable[_label(pair)] = self._keep(pair, fresh, f"{_version(version)} cannot be loaded ({first_line(exc)})")
+        for pair in lookup.unknown:
+            if self.loaded.get(pair) is not None or self.source.cached_version(pair) is not None:
+                unavailable[_label(pair)] = self._keep(pair, fresh, f"the registry does not know {registered_name(*pair)}")
+        removed = [pair for pair in self.loaded if pair not in fresh]
+        for pair in removed:  # the alias was withdrawn from a model the registry knows: forget it here too
+            self.source.forget(pair)
+        self._swap(fresh, source="registry", error=None, unavailable=unavailable)
+        self.metrics.reloads.labels("changed" if changed or removed else "unchanged").inc()
+        if changed or removed:
+            names = {"changed": [_label(p) for p in changed], "removed": [_label(p) for p in removed]}
+            self.log.info("champions swapped", extra={"fields": names})
+        if unavailable:
+            self.log.warning("champions unavailable in the registry", extra={"fields": {"unavailable": unavailable}})
+        return Refresh([_label(p) for p in changed], [_label(p) for p in removed])
+
+    def _keep(self, pair: Pair, fresh: dict[Pair, LoadedChampion], problem: str) -> str:
+        """Keep serving ``pair``'s champion from memory, else from the disk cache, into ``fresh``; say what is served."""
+        kept = self.loaded.get(pair)
+        if kept is None:
+            try:
+                kept = self.source.cached([pair]).get(pair)
+            except Exception as exc:
+                self.log.exception("cannot load cached champion", extra={"fields": {"pair": _label(pair)}})
+                return f"{problem}; the cached copy cannot be loaded either ({first_line(exc)}): no model serves it"
+        if kept is None:
+            return f"{problem}; no cached copy: no model serves it"
+        fresh[pair] = kept
+        where = "the disk cache" if kept.origin == "cache" else "memory"
+        return f"{problem}; serving version {kept.champion.version} from {where}"
 
     def serve_cache(self) -> None:
         """Serve the champions cached on disk, unless the registry has answered already."""
@@ -126,7 +166,7 @@ class ChampionWatcher:
         with self._state:
             if self.status.source == "registry":
                 return
-            self._swap(cached, source="cache" if cached else "none", error=self.status.registry_error)
+            self._swap(cached, source="cache" if cached else "none", error=self.status.registry_error, unavailable={})
         self.log.warning("serving cached champions", extra={"fields": {"champions": len(cached), "error": self.status.registry_error}})
 
     def _unavailable(self, error: str) -> None:
@@ -136,7 +176,9 @@ class ChampionWatcher:
         self.metrics.reloads.labels("registry_unavailable").inc()
         self.log.warning("model registry unavailable", extra={"fields": {"error": error}})
 
-    def _swap(self, loaded: dict[Pair, LoadedChampion], *, source: str, error: str | None) -> None:
+    def _swap(
+        self, loaded: dict[Pair, LoadedChampion], *, source: str, error: str | None, unavailable: dict[str, str]
+    ) -> None:
         """Compile what is new, then replace the oracle's models (and profile table) in one step."""
         served = self.oracle.models
         models: dict[Pair, ServedModel] = {}
@@ -152,7 +194,7 @@ class ChampionWatcher:
         with self._state:
             self.oracle.swap(models, profile)
             self.loaded = loaded
-            self.status = Status(source, error, datetime.now(UTC))
+            self.status = Status(source, error, datetime.now(UTC), unavailable)
         self.metrics.champions.set(len(models))
         self.metrics.registry_up.set(1 if source == "registry" else 0)
 
@@ -170,3 +212,8 @@ class ChampionWatcher:
 
 def _label(pair: Pair) -> str:
     return f"{pair[0]}/{pair[1]}"
+
+
+def _version(version: ChampionVersion) -> str:
+    return f"{version.name} version {version.version}"
+

@@ -9,7 +9,7 @@ from fastapi import HTTPException
 from features import FeatureError
 from predictor.catalog import Catalog
 from predictor.oracle import Job
-from serving.paths import PathNotAllowed, resolve_file_params
+from serving.paths import PathRefused, resolve_file_params, without_roots
 from serving.schemas import PredictRequest
 from serving.state import ServiceState
 
@@ -53,7 +53,7 @@ def prepare(state: ServiceState, job: PredictRequest, until: float) -> Job:
                 raise JobRejected(422, f"the feature-extraction budget of {budget_s} s for this request is spent; send features")
             params = resolve_file_params(catalog.algorithm(job.algorithm), params, state.settings.data_roots)
         return state.oracle.prepare(job.algorithm, params, job.platforms, job.features, budget_s=budget)
-    except PathNotAllowed as exc:
-        raise JobRejected(403, str(exc)) from None
+    except PathRefused as exc:
+        raise JobRejected(exc.status, exc.detail) from None
     except FeatureError as exc:
-        raise JobRejected(422, str(exc)) from None
+        raise JobRejected(422, without_roots(str(exc), state.settings.data_roots)) from None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from predictor.domain import CacheState, Source
+from predictor.intervals import MAX_COVERAGE
 from predictor.walltime import optional_walltime
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
@@ -30,6 +31,7 @@ Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 ParamValue = StrictBool | Int64 | FiniteFloat | Text
 Probability = Annotated[float, Field(gt=0, lt=1)]
+Coverage = Annotated[float, Field(gt=0, le=MAX_COVERAGE)]
 MAX_DEPTH = 8
 
 FEATURES_EXAMPLE = {
@@ -106,7 +108,7 @@ class PredictRequest(_Strict):
 class IntervalOptions(_Strict):
     """Per-call overrides of the interval coverage and the limit quantile (service defaults otherwise)."""
 
-    coverage: Probability | None = Field(default=None, description="Nominal coverage of [lower, upper].")
+    coverage: Coverage | None = Field(default=None, description="Nominal coverage of [lower, upper].")
     limit_quantile: Probability | None = Field(default=None, description="Quantile of the walltime limit.")
 
 
@@ -519,13 +521,20 @@ class ReadyOut(BaseModel):
                     "source": "registry",
                     "registry_error": None,
                     "last_refresh": "2026-11-22T05:00:00Z",
+                    "reasons": [],
                 }
             ]
         }
     )
 
-    status: str
+    status: Literal["ready", "degraded", "not_ready"] = Field(
+        description="'degraded': serving, with the reasons; 'not_ready' (503): champions exist but none is served."
+    )
     champions: int
     source: str = Field(description="'registry', 'cache' (registry unreachable at start) or 'none'.")
     registry_error: str | None
     last_refresh: datetime | None
+    reasons: list[str] = Field(
+        default_factory=list,
+        description="Why the service is not fully ready: registry, champions that cannot be loaded, scheduler inbox.",
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from predictor.catalog import Catalog, load_catalog
-from predictor.champion_source import ChampionSource
+from predictor.champion_source import ChampionSource, bound_registry_requests
 from predictor.oracle import RuntimeOracle
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
@@ -30,6 +30,7 @@ def build_state(settings: Settings, metrics: Metrics) -> ServiceState:
     catalog = load_catalog(settings.catalog_path)
     store = MeasurementStore(settings.resolved_store_url)
     store.migrate()
+    bound_registry_requests(settings.api_registry_timeout_s)
     oracle = RuntimeOracle(
         catalog, {}, store.profile_table(), coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile
     )

@@ -16,6 +16,8 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
+from serving.server import server_options
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -37,15 +39,15 @@ def wait_ready(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = 
 
 
 @contextlib.contextmanager
-def serve_app(app: FastAPI) -> Iterator[str]:
-    """Run ``app`` under a real uvicorn server in a thread; yields its base URL."""
+def serve_app(app: FastAPI, ready_path: str = "/readyz") -> Iterator[str]:
+    """Run ``app`` under a real uvicorn server in a thread; yields its base URL once ``ready_path`` answers 200."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **server_options(app.state.settings)))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(f"{base}/readyz")
+        wait_ready(f"{base}{ready_path}")
         yield base
     finally:
         server.should_exit = True

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-from fastapi.responses import Response
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
 from predictor.live import live_report
 
-from serving.deps import State
+from scheduler.service import SchedulerService
+from serving.deps import ServiceState, State
 from serving.schemas import ReadyOut
 
 router = APIRouter(tags=["operations"])
@@ -21,16 +22,38 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=ReadyOut, summary="Ready, with the champions loaded and where they came from")
-async def readyz(state: State) -> ReadyOut:
-    """``degraded`` when the champions come from the disk cache because the registry could not be reached."""
+@router.get(
+    "/readyz",
+    response_model=ReadyOut,
+    summary="Ready, with the champions loaded and where they came from",
+    responses={503: {"model": ReadyOut, "description": "Not ready: champions exist but none can be served (the reasons say why)."}},
+)
+async def readyz(request: Request, state: State) -> JSONResponse:
+    """``ready`` when all is well; ``degraded`` (still 200) with the reasons when champions come from the disk cache,
+    some cannot be loaded, the registry is unreachable or the scheduler's inbox is stuck; ``not_ready`` (503) when
+    champions exist but none is served."""
+    ready = readiness(state, getattr(request.app.state, "scheduler", None))
+    return JSONResponse(ready.model_dump(mode="json"), status_code=503 if ready.status == "not_ready" else 200)
+
+
+def readiness(state: ServiceState, scheduler: SchedulerService | None) -> ReadyOut:
+    """What /readyz says: the champions served, where from, and every reason the service is not fully ready."""
     status = state.watcher.status
+    champions = len(state.oracle.models)
+    reasons = [f"model registry unavailable: {status.registry_error}"] if status.registry_error else []
+    if status.source == "cache":
+        reasons.append("serving the champions cached on disk")
+    reasons += [f"{pair}: {why}" for pair, why in sorted(status.unavailable.items())]
+    if scheduler is not None and scheduler.inbox_error:
+        reasons.append(f"scheduler inbox stuck: {scheduler.inbox_error}")
+    verdict = "ready" if not reasons else "not_ready" if champions == 0 and status.unavailable else "degraded"
     return ReadyOut(
-        status="degraded" if status.source == "cache" else "ready",
-        champions=len(state.oracle.models),
+        status=verdict,
+        champions=champions,
         source=status.source,
         registry_error=status.registry_error,
         last_refresh=status.last_refresh,
+        reasons=reasons,
     )
 
 

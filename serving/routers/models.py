@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, HTTPException
 from starlette.concurrency import run_in_threadpool
 
 from predictor.live import live_report
 from serving.auth import require_token
 from serving.deps import State
 from serving.errors import responses
-from serving.schemas import ModelOut, ReloadResponse
+from serving.schemas import ErrorOut, ModelOut, ReloadResponse
 
 router = APIRouter(prefix="/v1", tags=["models"])
 
@@ -51,12 +51,22 @@ async def models(state: State) -> list[ModelOut]:
     response_model=ReloadResponse,
     summary="Check the registry's champion aliases now and swap in what moved",
     dependencies=[Depends(require_token)],
-    responses=responses(401, 403),
+    responses={
+        **responses(401, 403),
+        503: {"model": ErrorOut, "description": "The registry did not answer within PREDICTOR_API_REGISTRY_TIMEOUT_S; nothing changed."},
+    },
 )
 async def reload(state: State) -> ReloadResponse:
-    """Loads new versions in a worker thread; predictions keep being answered by the current champions meanwhile."""
-    refresh = await run_in_threadpool(state.watcher.refresh)
+    """Loads new versions in a worker thread; predictions keep being answered by the current champions meanwhile.
+
+    The registry gets ``PREDICTOR_API_REGISTRY_TIMEOUT_S`` per request (no retries); when it cannot be asked,
+    the answer is a 503 saying why, and the champions served stay as they are.
+    """
+    refresh = await run_in_threadpool(state.watcher.refresh, state.settings.api_registry_timeout_s)
     status = state.watcher.status
+    if refresh.error is not None:
+        served = f"still serving {len(state.oracle.models)} champions (from {status.source})"
+        raise HTTPException(503, f"{refresh.error}; {served}", headers={"retry-after": "30"})
     return ReloadResponse(
         changed=refresh.changed,
         removed=refresh.removed,

@@ -8,6 +8,8 @@ hand-off to a worker thread, which under load also makes the loop wait for the G
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 from pydantic import TypeAdapter
@@ -27,6 +29,7 @@ from serving.schemas import (
     JobError,
     MatrixPredictRequest,
     MatrixPredictResponse,
+    PredictRequest,
     PredictResponse,
     SinglePredictRequest,
 )
@@ -83,7 +86,7 @@ def _predict_one(state: ServiceState, request: SinglePredictRequest) -> bytes:
         raise exc.http() from None
     estimates = state.oracle.estimate_jobs([job], coverage=request.coverage, limit_quantile=request.limit_quantile)[0]
     state.metrics.count_estimates(estimates.values())
-    return PredictResponse(algorithm=request.algorithm, estimates=_out(estimates)).model_dump_json().encode()
+    return PredictResponse(algorithm=request.algorithm, estimates=_out(estimates, request)).model_dump_json().encode()
 
 
 def _predict_many(state: ServiceState, request: BatchPredictRequest) -> bytes:
@@ -102,7 +105,7 @@ def _predict_many(state: ServiceState, request: BatchPredictRequest) -> bytes:
     results = [
         BatchItem(index=i, algorithm=item.algorithm, error=errors[i])
         if i in errors
-        else BatchItem(index=i, algorithm=item.algorithm, estimates=_out(answers[i]))
+        else BatchItem(index=i, algorithm=item.algorithm, estimates=_out(answers[i], item))
         for i, item in enumerate(request.jobs)
     ]
     return BatchPredictResponse(results=results).model_dump_json().encode()
@@ -123,12 +126,30 @@ def _predict_matrix(state: ServiceState, request: MatrixPredictRequest) -> bytes
         raise HTTPException(422, str(exc)) from None
     state.metrics.count_columns(columns)
     out = _COLUMNS_OUT.validate_python(columns, from_attributes=True)
+    out += [
+        EstimateColumnsOut(platform=p, seconds=[None] * len(request.rows), reason=_not_implemented(request.algorithm, p))
+        for p in _unimplemented(request.platforms, [c.platform for c in columns])
+    ]
     return MatrixPredictResponse(algorithm=request.algorithm, rows=len(request.rows), estimates=out).model_dump_json().encode()
 
 
-def _out(estimates: dict[str, Estimate]) -> list[EstimateOut]:
-    """Domain estimates as payloads, validated in one call."""
-    return _ESTIMATES_OUT.validate_python(list(estimates.values()), from_attributes=True)
+def _out(estimates: dict[str, Estimate], job: PredictRequest) -> list[EstimateOut]:
+    """Domain estimates as payloads, validated in one call, plus each asked platform that cannot run the job, with why."""
+    out = _ESTIMATES_OUT.validate_python(list(estimates.values()), from_attributes=True)
+    return out + [
+        EstimateOut(platform=p, seconds=None, reason=_not_implemented(job.algorithm, p))
+        for p in _unimplemented(job.platforms, estimates)
+    ]
+
+
+def _unimplemented(asked: list[str] | None, answered: Iterable[str]) -> list[str]:
+    """The platforms asked about that got no answer: those the catalog gives no implementation of the algorithm."""
+    answered = set(answered)
+    return [p for p in dict.fromkeys(asked or []) if p not in answered]
+
+
+def _not_implemented(algorithm: str, platform: str) -> str:
+    return f"the catalog has no implementation of {algorithm} on platform {platform}: it cannot run there"
 
 
 _ESTIMATES_OUT = TypeAdapter(list[EstimateOut])

@@ -14,20 +14,21 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from scheduler.orders import Order
-from scheduler.service import EventError, SchedulerService, UnknownEntity
-from scheduler.state import Job
+from scheduler.service import MAX_HEALTHY, MAX_SLOTS, EventError, SchedulerService, UnknownEntity
+from scheduler.state import Job, JobStatus
 from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, deadline, prepare
-from serving.schemas import FiniteFloat, Name, PredictRequest, Text
+from serving.schemas import FiniteFloat, Name, PredictRequest, Text, ValidationErrorOut
 
 POLL_S = 1.0
-MAX_SEQ = 2**63 - 1
+MAX_SEQ = 2**31 - 1  # job and order numbers are 32-bit integer columns (PostgreSQL's integer)
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"  # ids travel in URL paths: letters, digits and a few marks
 Ident = Annotated[str, Field(min_length=1, max_length=200, pattern=ID_PATTERN)]
 JobId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The job's id.")]
@@ -80,6 +81,7 @@ class JobOut(BaseModel):
     """What the scheduler knows and decided about one job (times are Unix seconds)."""
 
     id: str
+    seq: int = Field(description="The job's number: submission order, the cursor of GET /v1/jobs.")
     algorithm: str
     status: str
     submit: float
@@ -99,8 +101,27 @@ class JobOut(BaseModel):
     message: str
 
 
+class JobPageOut(BaseModel):
+    """One page of the queue, oldest first."""
+
+    jobs: list[JobOut]
+    cursor: int = Field(description="Pass as ``after`` for the next page (the last job's number, or ``after`` when none).")
+
+
+class RejectedJobOut(BaseModel):
+    """A job of a submitted list that was not taken: its position, id, the status it would have had alone and why."""
+
+    index: int
+    id: str | None
+    status: int
+    detail: str
+
+
 class JobsOut(BaseModel):
     jobs: list[JobOut]
+    rejected: list[RejectedJobOut] = Field(
+        default_factory=list, description="Jobs of a list not submitted (bad input, or needing a rejected job); the others were."
+    )
 
 
 class MachineEventIn(BaseModel):
@@ -110,8 +131,8 @@ class MachineEventIn(BaseModel):
 
     event: Literal["gained", "lost"]
     platform: Name | None = Field(default=None, description="Needed for a new machine.")
-    slots: int = Field(default=1, ge=1, le=1_000_000)
-    healthy: list[Ident] = Field(default_factory=list, max_length=100_000, description="On return: jobs that kept running on it.")
+    slots: int = Field(default=1, ge=1, le=MAX_SLOTS)
+    healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY, description="On return: jobs that kept running on it.")
 
 
 class JobEventIn(BaseModel):
@@ -153,16 +174,38 @@ class IssuedOrdersOut(BaseModel):
     response_model=JobsOut,
     summary="Submit jobs (one or a list): estimated, then scheduled",
     dependencies=[Depends(require_token)],
-    responses=responses(400, 401, 403, 404, 413, 422, 503),
+    responses={
+        **responses(400, 401, 403, 404, 413, 503),
+        422: {"model": JobsOut | ValidationErrorOut, "description": "Every job of a list was rejected (the report says why), or the payload is malformed."},
+    },
 )
-async def submit(body: JobIn | list[JobIn], state: State, service: Scheduler) -> JobsOut:
-    """Input files are paths under the data roots (or give ``features``); ids already known are left as they are."""
+async def submit(body: JobIn | list[JobIn], state: State, service: Scheduler) -> JSONResponse:
+    """Input files are paths under the data roots (or give ``features``); ids already known are left as they are.
+
+    One job: its error status when it cannot be taken. A list: each job that cannot be taken is listed under
+    ``rejected`` with its reason and the others are submitted (200), or 422 when none can be.
+    """
     items = body if isinstance(body, list) else [body]
     if not items:
         raise HTTPException(422, "no jobs given")
     if len(items) > state.settings.api_max_batch:
         raise HTTPException(413, f"{len(items)} jobs are over the limit of {state.settings.api_max_batch} per call")
-    return await run_in_threadpool(_submit, state, service, items)
+    answer = await run_in_threadpool(_submit, state, service, items, isinstance(body, list))
+    status = 422 if answer.rejected and not answer.jobs else 200
+    return JSONResponse(answer.model_dump(mode="json"), status_code=status)
+
+
+@router.get("/jobs", response_model=JobPageOut, summary="The queue: jobs oldest first, by status, a page at a time", responses=responses(422, 503))
+async def list_jobs(
+    status: list[JobStatus] = Query(default_factory=list, description="Only jobs in these statuses (repeat the parameter)."),
+    after: int = Query(0, ge=0, le=MAX_SEQ, description="Only jobs numbered above this cursor."),
+    limit: int = Query(100, ge=1, le=1000),
+    *,
+    service: Scheduler,
+) -> JobPageOut:
+    """Pending and running jobs are the queue (``?status=pending&status=running``); without ``status``, every job."""
+    jobs = await run_in_threadpool(service.jobs, status, after, limit)
+    return JobPageOut(jobs=[_job_out(j) for j in jobs], cursor=jobs[-1].seq if jobs else after)
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, summary="One job's status, estimates, plan and runs", responses=responses(404, 422, 503))
@@ -216,26 +259,41 @@ async def orders(
     return IssuedOrdersOut(orders=out, cursor=out[-1].seq if out else after)
 
 
-def _submit(state: ServiceState, service: SchedulerService, items: list[JobIn]) -> JobsOut:
+def _submit(state: ServiceState, service: SchedulerService, items: list[JobIn], several: bool) -> JobsOut:
+    """Prepare each job (a single job's problem is its HTTP error; in a list, only that job is rejected), then submit the rest."""
     until = deadline(state)
-    jobs = []
-    for item in items:
+    jobs: dict[int, Job] = {}
+    rejected: dict[int, RejectedJobOut] = {}
+    for index, item in enumerate(items):
         try:
             prepared = prepare(state, item, until)
         except JobRejected as exc:
-            raise exc.http() from None
-        jobs.append(
-            Job(
-                id=item.id or uuid.uuid4().hex, algorithm=item.algorithm, submit=0.0, params=dict(item.params),
-                features=dict(prepared.features), deadline=item.deadline, priority=item.priority,
-                depends_on=tuple(item.depends_on), stream_from=item.stream_from, size=item.size,
-                platforms=tuple(item.platforms) if item.platforms else None,
-            )
+            if not several:
+                raise exc.http() from None
+            rejected[index] = RejectedJobOut(index=index, id=item.id, status=exc.status, detail=exc.detail)
+            continue
+        jobs[index] = Job(
+            id=item.id or uuid.uuid4().hex, algorithm=item.algorithm, submit=0.0, params=dict(item.params),
+            features=dict(prepared.features), deadline=item.deadline, priority=item.priority,
+            depends_on=tuple(item.depends_on), stream_from=item.stream_from, size=item.size,
+            platforms=tuple(item.platforms) if item.platforms else None,
         )  # fmt: skip
+    _reject_needers(jobs, rejected)
     try:
-        return JobsOut(jobs=[_job_out(j) for j in service.submit(jobs)])
+        submitted = service.submit(list(jobs.values())) if jobs else []
     except EventError as exc:
         raise HTTPException(422, str(exc)) from None
+    return JobsOut(jobs=[_job_out(j) for j in submitted], rejected=[rejected[i] for i in sorted(rejected)])
+
+
+def _reject_needers(jobs: dict[int, Job], rejected: dict[int, RejectedJobOut]) -> None:
+    """Move the jobs that need a rejected job (directly or through others) from ``jobs`` to ``rejected``, saying which."""
+    gone = {r.id for r in rejected.values() if r.id}
+    while blocked := {i: need for i, j in jobs.items() for need in (*j.depends_on, j.stream_from) if need in gone}:
+        for index, need in blocked.items():
+            job = jobs.pop(index)
+            rejected[index] = RejectedJobOut(index=index, id=job.id, status=422, detail=f"job {job.id} needs job {need}, which was rejected")
+            gone.add(job.id)
 
 
 async def _guarded(call, *args, **kwargs) -> list[Order]:
@@ -250,7 +308,7 @@ async def _guarded(call, *args, **kwargs) -> list[Order]:
 
 def _job_out(job: Job) -> JobOut:
     return JobOut(
-        id=job.id, algorithm=job.algorithm, status=job.status.value, submit=job.submit, deadline=job.deadline,
+        id=job.id, seq=job.seq, algorithm=job.algorithm, status=job.status.value, submit=job.submit, deadline=job.deadline,
         priority=job.priority, depends_on=list(job.depends_on), stream_from=job.stream_from, size=job.size,
         estimates=job.estimates, planned_machine=job.planned_machine, planned_start=job.planned_start,
         runs=[RunOut(machine=r.machine, start=r.start, attempt=r.attempt, estimate=r.estimate, orphan=r.orphan) for r in job.runs.values()],

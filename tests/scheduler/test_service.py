@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from predictor.domain import Estimate
 from predictor.store import MeasurementStore
 from predictor.store.scheduler_tables import sched_events, sched_orders
+from scheduler.policy import make_policy
 from scheduler.service import EventError, SchedulerService
 from scheduler.state import Job, JobStatus
 
@@ -180,3 +181,99 @@ def test_diamond_dependencies_are_fine(store, catalog):
               Job(id="c", algorithm="blastn", submit=0, depends_on=("a",)),
               Job(id="d", algorithm="blastn", submit=0, depends_on=("b", "c"))])  # fmt: skip
     assert set(s.state.pending) == {"a", "b", "c", "d"}
+
+
+def inbox_rows(url: str, *values: str) -> None:
+    """Insert inbox rows with plain SQL, as a resource manager would: each ``(kind, machine_id, payload)`` literal."""
+    rm = MeasurementStore(url)
+    try:
+        with rm.engine.begin() as conn:
+            for row in values:
+                conn.execute(text(f"INSERT INTO sched_events (kind, machine_id, payload) VALUES {row}"))
+    finally:
+        rm.dispose()
+
+
+def outcomes(store: MeasurementStore) -> dict[str, str | None]:
+    with store.engine.connect() as conn:
+        return dict(conn.execute(text("SELECT machine_id, outcome FROM sched_events ORDER BY seq")).all())
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        ("[1, 2]", "payload must be a JSON object, got list"),
+        ('{"platform": "gpu-a100", "healthy": 5}', "payload.healthy: Input should be a valid list"),
+        ('{"platform": "gpu-a100", "slots": 3000000000}', "payload.slots: Input should be less than or equal to 1000000"),
+        ('{"platform": "gpu-a100", "slots": "2"}', "payload.slots: Input should be a valid integer"),
+        ("not json", "payload is not JSON"),
+    ],
+    ids=["list", "healthy-number", "slots-over-2^31", "slots-text", "not-json"],
+)
+def test_a_poisoned_inbox_row_is_rejected_and_later_events_still_apply(store, catalog, store_url, payload, reason):
+    if payload == "not json" and not store_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL refuses text that is not JSON in a json column when it is inserted")
+    s = service(store, catalog, Clock())
+    inbox_rows(store_url, f"('gained', 'bad', '{payload}')", """('gained', 'good', '{"platform": "gpu-a100"}')""")
+    assert s.sync() == 2
+    assert set(s.state.machines) == {"good"} and s.inbox_error is None
+    seen = outcomes(store)
+    assert seen["good"] == "applied" and seen["bad"].startswith("rejected: ") and reason in seen["bad"], seen
+    assert s.sync() == 0  # nothing retried
+    s.submit([Job(id="a", algorithm="blastn", submit=0)])
+    assert s.job("a").status is JobStatus.RUNNING  # the routes' calls go on
+
+
+class ExplodingPolicy:
+    """EDF, except that gaining a machine named ``boom`` raises inside the scheduler (any bug in a policy)."""
+
+    name = "exploding"
+
+    def __init__(self) -> None:
+        self.inner = make_policy("edf")
+
+    def schedule(self, ctx):
+        if "boom" in ctx.state.machines:
+            raise RuntimeError("policy bug")
+        return self.inner.schedule(ctx)
+
+
+def test_any_exception_while_applying_an_inbox_row_rejects_that_row_only(store, catalog, store_url):
+    s = SchedulerService(store, FixedOracle(), catalog, policy=ExplodingPolicy(), clock=Clock())
+    inbox_rows(
+        store_url, """('gained', 'boom', '{"platform": "gpu-a100"}')""", """('gained', 'gpu-1', '{"platform": "gpu-a100"}')"""
+    )
+    s.sync()
+    seen = outcomes(store)
+    assert seen == {"boom": "rejected: RuntimeError: policy bug", "gpu-1": "applied"}
+    assert set(s.state.machines) == {"gpu-1"}
+    again = SchedulerService(store, FixedOracle(), catalog, policy=ExplodingPolicy(), clock=Clock())  # a restart
+    assert set(again.state.machines) == {"gpu-1"} and again.sync() == 0
+
+
+REFUSE_UPDATES = {
+    "sqlite": [
+        "CREATE TRIGGER refuse BEFORE UPDATE ON sched_events BEGIN SELECT RAISE(ABORT, 'inbox is read-only'); END",
+    ],
+    "postgresql": [
+        "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'inbox is read-only'; END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER refuse BEFORE UPDATE ON sched_events FOR EACH ROW EXECUTE FUNCTION refuse()",
+    ],
+}
+
+
+def test_a_stuck_inbox_is_reported_and_the_calls_still_answer(store, catalog, store_url):
+    s = service(store, catalog, Clock())
+    s.machine_event("gpu-1", "gained", platform="gpu-a100")
+    dialect = store.engine.dialect.name
+    with store.engine.begin() as conn:
+        for statement in REFUSE_UPDATES[dialect]:
+            conn.execute(text(statement))
+    inbox_rows(store_url, """('gained', 'cpu-1', '{"platform": "cpu-small"}')""")
+    with pytest.raises(Exception, match="read-only"):
+        s.sync()
+    assert "read-only" in s.inbox_error
+    assert s.orders() == [] and s.job("ghost") is None  # reads answer from the state as it stands
+    with store.engine.begin() as conn:
+        conn.execute(text("DROP TRIGGER refuse" + (" ON sched_events" if dialect == "postgresql" else "")))
+    assert s.sync() == 1 and s.inbox_error is None and "cpu-1" in s.state.machines

@@ -54,17 +54,34 @@ def test_platform_filter_and_unimplemented_algorithm_fallback(served):
         assert e["seconds"] is None and "no champion" in e["reason"] and "no measurements" in e["reason"]
 
 
+def test_a_platform_that_cannot_run_the_algorithm_gets_its_reason_on_every_route(served):
+    base, _ = served
+    reason = "the catalog has no implementation of mafft on platform hpc2n"
+    single = post(base, {"algorithm": "mafft", "params": {"input": "f0.fa"}, "platforms": ["hpc2n", "cpu1"]}).json()
+    estimates = {e["platform"]: e for e in single["estimates"]}
+    assert set(estimates) == {"hpc2n", "cpu1"} and estimates["cpu1"]["seconds"] > 0
+    assert estimates["hpc2n"]["seconds"] is None and reason in estimates["hpc2n"]["reason"]
+    alone = post(base, {"algorithm": "mafft", "features": {"input.sequences": 4.0}, "platforms": ["hpc2n"]}).json()
+    assert [(e["platform"], e["seconds"]) for e in alone["estimates"]] == [("hpc2n", None)] and reason in alone["estimates"][0]["reason"]
+    batch = httpx.post(f"{base}/v1/predict/batch", json={"jobs": [{"algorithm": "mafft", "params": {"input": "f0.fa"}, "platforms": ["hpc2n"]}]})
+    assert reason in batch.json()["results"][0]["estimates"][0]["reason"]
+    matrix = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": ["input.sequences"], "rows": [[4.0], [8.0]], "platforms": ["hpc2n"]})
+    (column,) = matrix.json()["estimates"]
+    assert column["platform"] == "hpc2n" and column["seconds"] == [None, None] and reason in column["reason"]
+
+
 @pytest.mark.parametrize(
     ("body", "status", "fragment"),
     [
         ({"algorithm": "nope", "params": {}}, 404, "unknown algorithm 'nope'"),
         ({"algorithm": "mafft", "params": {"input": "f0.fa"}, "platforms": ["gpu9"]}, 404, "unknown platform"),
-        ({"algorithm": "mafft", "params": {"input": "../home/store.db"}}, 403, "not a file under"),
-        ({"algorithm": "mafft", "params": {"input": "/etc/passwd"}}, 403, "not a file under"),
-        ({"algorithm": "mafft", "params": {"input": "escape.fa"}}, 403, "not a file under"),
-        ({"algorithm": "mafft", "params": {"input": "missing.fa"}}, 403, "not a file under"),
-        ({"algorithm": "mafft", "params": {"input": 42}}, 403, "must be a non-empty string"),
-        ({"algorithm": "mafft", "params": {"input": "junk.fa"}}, 422, "junk.fa"),
+        ({"algorithm": "mafft", "params": {"input": "../home/store.db"}}, 403, "leads outside the data roots (inputs)"),
+        ({"algorithm": "mafft", "params": {"input": "/etc/passwd"}}, 403, "leads outside the data roots (inputs)"),
+        ({"algorithm": "mafft", "params": {"input": "escape.fa"}}, 403, "leads outside the data roots (inputs)"),
+        ({"algorithm": "mafft", "params": {"input": "missing.fa"}}, 422, "no file (nor database prefix) 'missing.fa' under the data roots (inputs)"),
+        ({"algorithm": "mafft", "params": {"input": "x" * 300 + ".fa"}}, 422, "File name too long"),
+        ({"algorithm": "mafft", "params": {"input": 42}}, 422, "must be a non-empty text path"),
+        ({"algorithm": "mafft", "params": {"input": "junk.fa"}}, 422, "inputs/junk.fa"),
         ({"algorithm": "mafft", "params": {}}, 422, "required input file is missing"),
         ({"algorithm": "mafft", "params": {"input": "f0.fa", "colour": "red"}}, 422, "unknown parameter"),
         ({"algorithm": "mafft", "params": {"input": "f0.fa", "retree": 7}}, 422, "retree"),
@@ -75,10 +92,23 @@ def test_platform_filter_and_unimplemented_algorithm_fallback(served):
     ],
 )
 def test_bad_input_gets_a_precise_4xx(served, body, status, fragment):
-    base, _ = served
+    base, inputs = served
     response = post(base, body)
     assert response.status_code == status, response.text
     assert fragment in response.text
+    assert str(inputs.parent) not in response.text  # the data root is named, never placed
+
+
+def test_a_bad_file_fails_only_its_own_job_of_a_batch(served):
+    base, inputs = served
+    jobs = [{"algorithm": "mafft", "params": {"input": "f0.fa"}}, {"algorithm": "mafft", "params": {"input": "y" * 256}},
+            {"algorithm": "mafft", "params": {"input": "missing.fa"}}, {"algorithm": "mafft", "params": {"input": 7}}]  # fmt: skip
+    answer = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs})
+    assert answer.status_code == 200, answer.text
+    results = answer.json()["results"]
+    assert results[0]["estimates"] and [r["error"]["status"] for r in results[1:]] == [422, 422, 422]
+    assert "too long" in results[1]["error"]["detail"] and "no file" in results[2]["error"]["detail"]
+    assert str(inputs.parent) not in answer.text
 
 
 def test_malformed_json_and_non_finite_features(served):

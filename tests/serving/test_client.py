@@ -51,3 +51,34 @@ def test_a_dead_service_is_a_connection_error():
     with PredictorClient(f"http://127.0.0.1:{free_port()}", retries=0, timeout=2) as client, pytest.raises(Exception) as dead:
         client.predict("mafft")
     assert "connect" in type(dead.value).__name__.lower() or "refused" in str(dead.value).lower()
+
+
+def test_the_scheduler_through_the_client(base, features_of):
+    features = features_of("f3.fa")
+    with PredictorClient(base, token=TOKEN) as client:
+        assert client.machine_event("cl-fast", "gained", platform="cpu2") == []
+        submitted = client.submit([{"id": f"cl-{i}", "algorithm": "mafft", "features": features, "platforms": ["cpu2"]} for i in range(3)]
+                                  + [{"id": "cl-bad", "algorithm": "mafft", "params": {"input": "missing.fa"}}])  # fmt: skip
+        assert [j["id"] for j in submitted["jobs"]] == ["cl-0", "cl-1", "cl-2"]
+        assert submitted["rejected"][0]["id"] == "cl-bad" and submitted["rejected"][0]["status"] == 422
+        assert client.job("cl-0")["status"] == "running" and client.job("cl-1")["planned_machine"] == "cl-fast"
+        first = client.jobs(["pending"], limit=1)
+        assert [j["id"] for j in first["jobs"]] == ["cl-1"]
+        second = client.jobs(["pending"], after=first["cursor"], limit=1)
+        assert [j["id"] for j in second["jobs"]] == ["cl-2"]
+        assert client.jobs("pending", after=second["cursor"])["jobs"] == []
+        assert {j["id"] for j in client.jobs(["pending", "running"])["jobs"]} >= {"cl-0", "cl-1", "cl-2"}
+        orders = client.orders(machine="cl-fast")
+        assert [(o["kind"], o["job"]) for o in orders["orders"]] == [("start", "cl-0")] and orders["cursor"] == orders["orders"][-1]["seq"]
+        assert [(o["kind"], o["job"]) for o in client.job_event("cl-0", "ended", machine="cl-fast")] == [("start", "cl-1")]
+        assert client.job("cl-0")["status"] == "done"
+        assert client.orders(after=orders["cursor"], machine="cl-fast")["orders"][0]["job"] == "cl-1"
+        with pytest.raises(PredictorError) as unknown:
+            client.job("no-such-job")
+        assert unknown.value.status_code == 404
+        with pytest.raises(PredictorError) as lost:
+            client.machine_event("never-seen", "lost")
+        assert lost.value.status_code == 404 and "unknown machine" in lost.value.detail
+    with PredictorClient(base) as anonymous, pytest.raises(PredictorError) as no_token:
+        anonymous.submit({"algorithm": "mafft", "features": features})
+    assert no_token.value.status_code == 401

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import mlflow
@@ -113,6 +117,86 @@ def test_unreachable_registry_at_start_serves_the_disk_cache_and_says_so(home, m
         assert "unavailable" in ready["registry_error"]
         assert versions(base) == served
         assert {m["origin"] for m in httpx.get(f"{base}/v1/models").json()} == {"cache"}
-        reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH).json()
-        assert reload["changed"] == [] and reload["source"] == "cache" and reload["registry_error"]
+        reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH)
+        assert reload.status_code == 503 and "unavailable" in reload.json()["detail"], reload.text
+        assert "still serving 2 champions (from cache)" in reload.json()["detail"]
         assert "predictor_registry_up 0.0" in httpx.get(f"{base}/metrics").text
+
+
+@contextlib.contextmanager
+def moved_away(*paths: Path) -> Iterator[None]:
+    """Move ``paths`` aside for the block (whatever appears in their place meanwhile is removed), then put them back."""
+    aside = [p.with_name(p.name + ".aside") for p in paths]
+    for path, other in zip(paths, aside, strict=True):
+        path.rename(other)
+    try:
+        yield
+    finally:
+        for path, other in zip(paths, aside, strict=True):
+            if path.is_dir():
+                shutil.rmtree(path)
+            path.unlink(missing_ok=True)
+            other.rename(path)
+
+
+@contextlib.contextmanager
+def silent_registry() -> Iterator[str]:
+    """An http:// registry address whose port accepts connections and never answers (the kernel completes them)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def test_a_registry_that_never_answers_makes_reload_a_503_within_the_timeout(home):
+    with serve_app(create_app(home.settings)) as base:  # a reachable registry fills the cache
+        served = versions(base)
+    with silent_registry() as uri:
+        silent = home.settings.model_copy(update={"mlflow_tracking_uri": uri, "api_registry_timeout_s": 1.0})
+        with serve_app(create_app(silent)) as base:
+            assert httpx.get(f"{base}/readyz").json()["status"] == "degraded"
+            reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH, timeout=60)  # MLflow's own defaults: ~8 minutes
+            assert reload.status_code == 503, reload.text
+            assert "unavailable" in reload.json()["detail"] and reload.headers["retry-after"]
+            assert versions(base) == served
+
+
+def test_an_emptied_registry_serves_the_cached_champions_and_is_degraded(home, tmp_path):
+    with serve_app(create_app(home.settings)) as base:  # served once: the disk cache has them
+        served = versions(base)
+    # the registry file gone (as after `mv mlflow.db elsewhere` and a restart): MLflow makes a new, empty one there
+    emptied = home.settings.model_copy(update={"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"})
+    with serve_app(create_app(emptied)) as base:
+        ready = httpx.get(f"{base}/readyz").json()
+        assert ready["status"] == "degraded" and ready["champions"] == 2, ready
+        assert any("does not know runtime-mafft-cpu1" in r and "from the disk cache" in r for r in ready["reasons"]), ready
+        estimates = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
+        assert {e["model_version"] for e in estimates} == served and not any(e["fallback"] for e in estimates)
+    with serve_app(create_app(home.settings)) as base:  # the registry is back
+        assert httpx.get(f"{base}/readyz").json()["status"] == "ready"
+
+
+def test_champions_that_cannot_be_loaded_anywhere_make_the_service_not_ready(home):
+    settings = home.settings
+    with moved_away(settings.resolved_artifact_root, settings.resolved_model_cache):
+        with serve_app(create_app(settings), ready_path="/healthz") as base:
+            ready = httpx.get(f"{base}/readyz")
+            assert ready.status_code == 503 and ready.json()["status"] == "not_ready" and ready.json()["champions"] == 0
+            assert sum("cannot be loaded" in r and "no cached copy" in r for r in ready.json()["reasons"]) == 2, ready.text
+            assert all(e["fallback"] or e["seconds"] is None for e in httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"])
+
+
+def test_a_withdrawn_champion_is_removed_and_not_brought_back_from_the_cache(home):
+    mlflow.set_tracking_uri(home.settings.resolved_tracking_uri)
+    client = mlflow.MlflowClient()
+    name = registered_name("mafft", "cpu2")
+    version = client.get_model_version_by_alias(name, CHAMPION_ALIAS).version
+    with serve_app(create_app(home.settings)) as base:
+        client.delete_registered_model_alias(name, CHAMPION_ALIAS)
+        try:
+            reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH).json()
+            assert reload["removed"] == ["mafft/cpu2"]
+            assert httpx.get(f"{base}/readyz").json()["status"] == "ready"
+        finally:
+            client.set_registered_model_alias(name, CHAMPION_ALIAS, version)
+    assert home.settings.resolved_model_cache.joinpath(name, "current.json").exists() is False

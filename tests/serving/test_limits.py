@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from predictor.settings import PROJECT_ROOT
 from serving import create_app
-from tests.livesrv import serve_app
+from tests.livesrv import serve_app, serve_cli
 from tests.serving.conftest import Home
 
 
@@ -56,3 +59,32 @@ def test_feature_budget_spent_is_422_and_features_still_work(strict, features_of
     assert given.status_code == 200 and given.json()["estimates"][0]["seconds"] > 0
     batch = httpx.post(f"{strict}/v1/predict/batch", json={"jobs": [{"algorithm": "mafft", "params": {"input": "f1.fa"}}]}).json()
     assert batch["results"][0]["error"]["status"] == 422 and "budget" in batch["results"][0]["error"]["detail"]
+
+
+def head_status(base: str, header_bytes: int) -> bytes:
+    """The status line answering one GET /healthz whose headers hold ``header_bytes`` bytes, sent over a raw socket."""
+    host, port = base.removeprefix("http://").split(":")
+    request = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * header_bytes + b"\r\n\r\n"
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(request)
+        answer = b""
+        while b"\r\n" not in answer and (chunk := sock.recv(65536)):
+            answer += chunk
+    return answer.split(b"\r\n")[0]
+
+
+@pytest.fixture(scope="module")
+def process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``predictor serve`` as its own process, the way it runs in production (untrained home: fallbacks only)."""
+    home = tmp_path_factory.mktemp("head") / "home"
+    with serve_cli({"PREDICTOR_HOME": str(home), "PREDICTOR_API_RELOAD_INTERVAL_S": "0"}, PROJECT_ROOT) as url:
+        yield url
+
+
+def test_a_request_head_over_the_limit_is_refused_with_431_and_the_service_goes_on(process):
+    assert head_status(process, 1 << 20) == b"HTTP/1.1 431 Request Header Fields Too Large"
+    assert head_status(process, 16 << 10) == b"HTTP/1.1 200 OK"  # under the default 32 KiB
+    assert httpx.get(f"{process}/healthz").status_code == 200
+    big = httpx.get(f"{process}/healthz", headers={"x-big": "a" * (40 << 10)})
+    assert big.status_code == 431 and "over the limit of 32768 bytes" in big.json()["detail"]

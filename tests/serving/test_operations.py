@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import io
+import re
+import tomllib
+from importlib import metadata
 import json
 import logging
 
 import httpx
 import pytest
 
+from predictor.settings import PROJECT_ROOT
 from serving import create_app
 from serving.telemetry import LOGGER_NAME, JsonFormatter
 from tests.livesrv import serve_app
@@ -91,3 +95,23 @@ def test_an_unexpected_error_is_a_logged_json_500_with_the_request_id(trained, l
     logged = [line for line in log_lines() if line.get("request_id") == "trace-7"]
     assert any(line["event"] == "unhandled error" and "kaboom" in line["exception"] for line in logged)
     assert any(line["event"] == "request" and line["status"] == 500 for line in logged)
+
+
+def test_the_docs_page_and_its_assets_come_from_the_service_itself(base):
+    page = httpx.get(f"{base}/docs")
+    assert page.status_code == 200 and "SwaggerUIBundle" in page.text
+    assert "://" not in page.text  # no absolute URL: nothing comes from another host
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text) + re.findall(r"url: '([^']+)'", page.text)
+    assert len(assets) == 4, assets  # css, favicon, script, the OpenAPI document
+    for asset in assets:
+        assert asset.startswith("/") and not asset.startswith("//"), asset
+        answer = httpx.get(f"{base}{asset}")
+        assert answer.status_code == 200 and len(answer.content) > 100, asset
+    assert httpx.get(f"{base}/docs-assets/swagger-ui-bundle.js").headers["content-type"].startswith(("text/javascript", "application/javascript"))
+    assert httpx.get(f"{base}/redoc").status_code == 404  # ReDoc only exists on a CDN: not offered
+
+
+def test_the_api_reports_the_installed_package_version(base):
+    declared = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert declared == "0.2.0"
+    assert httpx.get(f"{base}/openapi.json").json()["info"]["version"] == metadata.version("runtime-predictor") == declared

@@ -6,6 +6,9 @@ import math
 
 import httpx
 import pytest
+from pydantic import ValidationError
+
+from predictor.settings import Settings
 
 from predictor.walltime import slurm_walltime
 
@@ -46,6 +49,28 @@ def test_coverage_and_limit_quantile_can_be_asked_per_call(base):
 def test_bad_interval_options_are_422(base, option):
     response = predict(base, {"algorithm": "mafft", "params": {"input": "f7.fa"}, **option})
     assert response.status_code == 422, response.text
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/predict", {"algorithm": "mafft", "params": {"input": "f7.fa"}}),
+        ("/v1/predict/batch", {"jobs": [{"algorithm": "mafft", "params": {"input": "f7.fa"}}]}),
+        ("/v1/predict/matrix", {"algorithm": "mafft", "columns": ["input.sequences"], "rows": [[4.0]]}),
+    ],
+)
+def test_coverage_next_to_one_is_a_422_on_every_predict_route_and_the_bound_itself_answers(base, path, body):
+    # (1 + 0.9999999999999999) / 2 rounds to 1.0: there is no interval level for it
+    refused = httpx.post(f"{base}{path}", json={**body, "coverage": 0.9999999999999999})
+    assert refused.status_code == 422 and "coverage" in refused.text, refused.text
+    bound = httpx.post(f"{base}{path}", json={**body, "coverage": 0.999999})
+    assert bound.status_code == 200, bound.text
+
+
+def test_the_service_default_coverage_has_the_same_bound():
+    with pytest.raises(ValidationError, match="interval_coverage"):
+        Settings(interval_coverage=0.9999999999999999)
+    assert Settings(interval_coverage=0.999999).interval_coverage == 0.999999
 
 
 def test_features_plus_parameters_match_the_file_path(base, features_of):
