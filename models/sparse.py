@@ -26,7 +26,8 @@ def bic_support(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
     columns (a FASTA's residues and its sequences times mean length) make the active set
     degenerate, or the residues tiny, and LARS then drops a regressor or stops the path early with
     a ConvergenceWarning; both are expected here (the BIC still chooses among the steps taken), so
-    they are counted instead of printed (other warnings pass on).
+    they are counted instead of printed (other warnings pass on). On some such paths scikit-learn's
+    solver fails outright (a shape error inside ``lars_path``); every column is kept then, counted too.
     """
     n, p = X.shape
     if not np.ptp(y) or not np.any(np.ptp(X, axis=0)):
@@ -34,7 +35,10 @@ def bic_support(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
     noise = None if n > p + 1 else float(np.var(y))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        lasso = LassoLarsIC(criterion="bic", noise_variance=noise).fit(X, y)
+        try:
+            lasso = LassoLarsIC(criterion="bic", noise_variance=noise).fit(X, y)
+        except ValueError:  # scikit-learn's LARS solver can fail outright on a degenerate path: keep every column
+            return np.arange(p), len(caught) + 1
     others = [w for w in caught if not issubclass(w.category, ConvergenceWarning)]
     for w in others:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)

@@ -31,18 +31,28 @@ class Refit:
     seconds: float
 
 
-def _run(fit: Fit, training_set: TrainingSet, plan: FoldPlan, seed: int) -> tuple[Fit, FoldFit | Refit]:
-    """Make one fit (in whichever process joblib chose)."""
-    if fit.fold is not None:
-        return fit, fit_fold(fit.model_name, training_set, plan, fit.fold, seed=seed)
-    started = time.perf_counter()
-    model = refit(fit.model_name, training_set, seed=seed)
-    return fit, Refit(model, time.perf_counter() - started)
+@dataclass(frozen=True)
+class Failed:
+    """A fit that raised: one member failing on one set must not stop the others (the pipeline leaves it out)."""
+
+    error: str
+
+
+def _run(fit: Fit, training_set: TrainingSet, plan: FoldPlan, seed: int) -> tuple[Fit, FoldFit | Refit | Failed]:
+    """Make one fit (in whichever process joblib chose); an exception comes back as :class:`Failed`."""
+    try:
+        if fit.fold is not None:
+            return fit, fit_fold(fit.model_name, training_set, plan, fit.fold, seed=seed)
+        started = time.perf_counter()
+        model = refit(fit.model_name, training_set, seed=seed)
+        return fit, Refit(model, time.perf_counter() - started)
+    except Exception as exc:  # noqa: BLE001 - any member's failure is reported, never fatal to the others
+        return fit, Failed(f"{type(exc).__name__}: {exc}"[:500])
 
 
 def run_fits(
     fits: Sequence[Fit], training_sets: Sequence[TrainingSet], plans: Sequence[FoldPlan], *, seed: int, n_jobs: int
-) -> Iterator[tuple[Fit, FoldFit | Refit]]:
+) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
     """Make ``fits`` in ``n_jobs`` local processes (joblib's loky; -1 is one per core), yielding results as they finish.
 
     With ``n_jobs=1`` everything runs in this process, in the order given.

@@ -122,8 +122,9 @@ def judge(
     same = dict(challenger) == dict(incumbent.composition)
     if not same:
         if incumbent_predictions is None:
-            reason = f"the incumbent {incumbent.label} cannot be fitted on these runs' features"
-            return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, incumbent.label, reason)
+            reason = (f"the incumbent {incumbent.label} could not be scored on these runs (a member does not apply or "
+                      "failed): nothing takes the alias without a comparison (--force overrides)")  # fmt: skip
+            return Decision(Verdict.KEPT, None, True, name, incumbent.label, reason)
         lead = _bound(y, priors, challenger_predictions, incumbent_predictions, jobs, settings)
         if lead.high < -settings.margin:
             reason = f"{name} beats {incumbent.label}: {_said(lead, settings)}"

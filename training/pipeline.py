@@ -29,7 +29,7 @@ from training.champions import MlflowChampions, best_candidate, check_selection_
 from training.crossval import CVResult, FoldFit, collect
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
 from training.ensemble import cross_validated_ensemble, fixed_ensemble
-from training.fanout import Fit, Refit, run_fits
+from training.fanout import Failed, Fit, Refit, run_fits
 from training.folds import FoldPlan
 from training.guard import Decision, GuardSettings, Incumbent, Serve, judge, label
 from training.tracking import Candidate, MlflowTracker
@@ -229,12 +229,17 @@ def train(
     results: list[dict[str, CVResult]] = [{} for _ in sets]
     picks: list[Pick] = []
     with tracker.sessions(sorted({ts.algorithm for ts in sets}), chosen) as sessions:
-        for index, result in _cross_validate_all(settings, sets, plans, members, progress):
+        for index, name, result in _cross_validate_all(settings, sets, plans, members, progress):
             ts, session = sets[index], sessions[sets[index].algorithm]
-            results[index][result.model_name] = result
-            model = make_model(result.model_name, seed=settings.seed)
-            candidates[index].append(tracker.log_candidate(session, ts, plans[index], result, model))
-            if len(results[index]) == len(members[index]):
+            if result is None:
+                members[index] = [m for m in members[index] if m != name]
+            else:
+                results[index][name] = result
+                candidates[index].append(tracker.log_candidate(session, ts, plans[index], result, make_model(name, seed=settings.seed)))
+            if not any(n in results[index] for n in chosen) and len(results[index]) == len(members[index]):
+                log.warning("skipping %s on %s: every chosen member failed", ts.algorithm, ts.platform)
+                members[index] = []  # judged by nobody; never matches again
+            elif members[index] and len(results[index]) == len(members[index]):
                 pick = _judge(settings, tracker, session, index, ts, plans[index], chosen, results[index],
                               candidates[index], incumbents[index], force)  # fmt: skip
                 picks.append(pick)
@@ -340,23 +345,34 @@ def _cross_validate_all(
     plans: Sequence[FoldPlan],
     members: Sequence[Sequence[str]],
     progress: Progress | None,
-) -> Iterator[tuple[int, CVResult]]:
+) -> Iterator[tuple[int, str, CVResult | None]]:
     """Every fold fit of each set's ``members`` (the ones that apply to it), in parallel.
 
-    Yields (set index, cross-validation) for each member as soon as its last fold is in, so
-    tracking in this process overlaps the fits still running in the workers.
+    Yields (set index, member, cross-validation) for each member as soon as its last fold is in, so
+    tracking in this process overlaps the fits still running in the workers; the cross-validation
+    is None when one of the member's fits raised (logged; the member is left out of that set).
     """
     fits = [Fit(index, name, fold) for index, names in enumerate(members) for name in names for fold in range(plans[index].n_folds)]
     folds: dict[tuple[int, str], list[FoldFit]] = {}
+    failed: set[tuple[int, str]] = set()
     for fit, result in run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs):
         key = (fit.set_index, fit.model_name)
-        found = folds.setdefault(key, [])
-        found.append(result)
         ts, plan = sets[fit.set_index], plans[fit.set_index]
         if progress is not None:
             progress(f"{ts.algorithm}/{ts.platform} {fit.model_name} fold {fit.fold + 1}/{plan.n_folds}")
+        if key in failed:
+            continue
+        if isinstance(result, Failed):
+            failed.add(key)
+            folds.pop(key, None)
+            log.warning("%s on %s: %s failed on fold %d and is left out: %s", ts.algorithm, ts.platform, fit.model_name,
+                        fit.fold + 1, result.error)  # fmt: skip
+            yield fit.set_index, fit.model_name, None
+            continue
+        found = folds.setdefault(key, [])
+        found.append(result)
         if len(found) == plan.n_folds:
-            yield fit.set_index, collect(fit.model_name, ts, plan, folds.pop(key))
+            yield fit.set_index, fit.model_name, collect(fit.model_name, ts, plan, folds.pop(key))
 
 
 def _register_all(
@@ -366,30 +382,35 @@ def _register_all(
     plans: Sequence[FoldPlan],
     picks: Sequence[Pick],
     progress: Progress | None,
-) -> dict[int, list[str]]:
+) -> dict[int, list[tuple[str, bool]]]:
     """Refit on every row, in parallel, each member of every composition the decisions register; register them in order.
 
-    Returns the versions registered per set. An ensemble is assembled from its members' refits.
+    Returns the versions registered per set, each with whether it took the alias. An ensemble is
+    assembled from its members' refits; a composition whose refit failed is not registered (logged).
     """
     wanted = {pick.set_index: pick.to_register() for pick in picks}
     needed = {index: sorted({m for _, members, _ in todo for m in members}) for index, todo in wanted.items()}
     fits = [Fit(index, name, None) for index, names in needed.items() for name in names]
     refits: dict[int, dict[str, Refit]] = {}
-    registered: dict[int, list[str]] = {}
+    registered: dict[int, list[tuple[str, bool]]] = {}
     for fit, result in run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs):
         done = refits.setdefault(fit.set_index, {})
-        done[fit.model_name] = result
+        done[fit.model_name] = result  # type: ignore[assignment]
         if len(done) < len(needed[fit.set_index]):
             continue
         ts, pick = sets[fit.set_index], next(p for p in picks if p.set_index == fit.set_index)
         for candidate, members, alias in wanted[fit.set_index]:
+            broken = {m: done[m].error for m in members if isinstance(done[m], Failed)}
+            if broken:
+                log.error("%s on %s: %s not registered, its refit failed: %s", ts.algorithm, ts.platform, label(members), broken)
+                continue
             model = _assembled(members, done, ts)
             seconds = sum(done[m].seconds for m in members)
             version = book.register(
                 ts, candidate, model, refit_seconds=seconds, coverage=settings.interval_coverage,
                 composition=members, decision=pick.decision, alias=alias,
             )  # fmt: skip
-            registered.setdefault(fit.set_index, []).append(version)
+            registered.setdefault(fit.set_index, []).append((version, alias))
             if progress is not None:
                 progress(f"{ts.algorithm}/{ts.platform} {label(members)} registered as version {version}")
     return registered
@@ -402,20 +423,23 @@ def _assembled(members: Mapping[str, int], refits: Mapping[str, Refit], ts: Trai
     return AveragedRegressor.from_fitted([(n, refits[n].model) for n in members], list(members.values()), ts.X)
 
 
-def _outcome(pick: Pick, ts: TrainingSet, incumbent: Incumbent | None, registered: list[str], dry_run: bool) -> TrainingOutcome:
-    """The outcome of one set: what serves after the decision (on a dry run: the version that serves now, if it stays)."""
+def _outcome(
+    pick: Pick, ts: TrainingSet, incumbent: Incumbent | None, registered: list[tuple[str, bool]], dry_run: bool
+) -> TrainingOutcome:
+    """The outcome of one set: what serves after the decision (on a dry run: what would, without its version number)."""
     serve = pick.decision.serve
-    if serve is Serve.CHALLENGER:
-        serving, version = pick.challenger.model_name, None if dry_run else registered[0]
-    elif serve is Serve.INCUMBENT:
-        serving, version = pick.incumbent.model_name if pick.incumbent else None, None if dry_run else registered[-1]
-    else:
-        serving = pick.incumbent.model_name if pick.incumbent else (label(incumbent.composition) if incumbent else None)
+    aliased = next((version for version, alias in registered if alias), None)
+    if serve is Serve.CHALLENGER and (dry_run or aliased):
+        serving, version = pick.challenger.model_name, aliased
+    elif serve is Serve.INCUMBENT and (dry_run or aliased):
+        serving, version = pick.incumbent.model_name if pick.incumbent else None, aliased
+    else:  # the alias stays (or the refit of what should take it failed)
+        serving = label(incumbent.composition) if incumbent else None
         version = incumbent.version if incumbent else None
     return TrainingOutcome(
         algorithm=ts.algorithm, platform=ts.platform, challenger=pick.challenger.model_name, decision=pick.decision,
-        serving=serving, version=version, registered=registered, metrics={c.model_name: c.metrics for c in pick.candidates},
-        n_rows=len(ts),
+        serving=serving, version=version, registered=[v for v, _ in registered],
+        metrics={c.model_name: c.metrics for c in pick.candidates}, n_rows=len(ts),
     )  # fmt: skip
 
 

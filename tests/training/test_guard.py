@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.dummy import DummyRegressor
 from typer.testing import CliRunner
 
 from predictor.cli import app
@@ -145,3 +146,28 @@ def test_the_cli_keeps_the_champion_from_the_mean_unless_forced(tmp_path) -> Non
     assert "predictor train --force" in history.output and "no champion served before" in history.output
     assert len(load_training_sets(store)) == 1
     store.dispose()
+
+
+def test_a_member_that_raises_is_left_out_and_training_goes_on(memory_settings: Settings) -> None:
+    from models.zoo import NEEDS, ZOO, register
+
+    class Broken(DummyRegressor):
+        def fit(self, X, y, sample_weight=None):
+            raise ValueError("operands could not be broadcast together")
+
+    register("broken_for_test")(Broken)
+    try:
+        book = MemoryChampions()
+        outcome = train(memory_settings, [_power_law_set(60)], models=["broken_for_test", "linear_log"],
+                        tracker=MemoryTracker(0.9), champions=book)[0]  # fmt: skip
+        assert outcome.challenger == "linear_log" and outcome.decision.verdict is Verdict.PROMOTED
+        assert "broken_for_test" not in outcome.metrics and outcome.version == "1"
+        served = train(memory_settings, [_power_law_set(60)], models=["linear_log"], tracker=MemoryTracker(0.9),
+                       champions=book, force=True)[0]  # fmt: skip
+        assert served.version == "2"
+        incumbent_broken = train(memory_settings, [_power_law_set(60)], models=["broken_for_test"],
+                                 tracker=MemoryTracker(0.9), champions=book)  # fmt: skip
+        assert incumbent_broken == []  # every chosen member failed: nothing judged, nothing registered
+    finally:
+        ZOO.pop("broken_for_test")
+        NEEDS.pop("broken_for_test")
