@@ -1,15 +1,21 @@
-"""Observations: finished runs recorded through the API, validated like ``predictor ingest``, stored once by run id."""
+"""Observations: finished runs recorded through the API, validated like ``predictor ingest``, stored once by run id.
+
+An observation without features that names input files gets theirs, read from the files under the data roots.
+"""
 
 from __future__ import annotations
+
+from functools import partial
 
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from predictor.ingest import RowError, validate_record
+from predictor.records import RowError, validate_record
 from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
+from serving.paths import resolve_under_roots
 from serving.schemas import (
     ObservationIn,
     ObservationsResponse,
@@ -52,9 +58,10 @@ async def record(body: ObservationIn | list[ObservationIn], state: State) -> JSO
 def _store(state: ServiceState, items: list[ObservationIn]) -> ObservationsResponse:
     """Validate each observation like an ingested row, store the good ones in one transaction, report all."""
     good, rejected = [], []
+    locate = partial(resolve_under_roots, roots=state.settings.data_roots)
     for index, item in enumerate(items):
         try:
-            good.append(validate_record(item.model_dump(exclude_none=True), state.catalog, source=item.source))
+            good.append(validate_record(item.model_dump(exclude_none=True), state.catalog, source=item.source, locate=locate))
         except RowError as exc:
             rejected.append(Rejected(index=index, run_id=item.run_id, field=exc.field, message=exc.message))
     result = state.store.add(good)
