@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from predictor import ingest
 from predictor.catalog import Catalog
 from predictor.domain import CacheState, Source
 from predictor.ingest import IngestError, IngestReport, Reject, ingest_file
@@ -309,3 +313,57 @@ def test_booleans_are_not_numbers_and_numbers_are_not_times(
     report = ingest_file(path, store, catalog)
     assert {(r.line, r.field) for r in report.rejected} >= {(3, field)}
     assert store.count() == 2 - len(report.rejected)
+
+
+def test_rows_naming_inputs_without_features_get_theirs_or_are_rejected(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    fasta = write(tmp_path / "q.fa", ">q1\nACGTACGTAC\n>q2\nACG\n")
+    absent, long_name = tmp_path / "absent.fa", tmp_path / ("x" * 300 + ".fa")
+    path = write(tmp_path / "inputs.csv", f"""
+run_id,algorithm,platform,wall_seconds,param.query,feature.query.residues
+read,blastn,cpu-small,1.0,{fasta},
+missing,blastn,cpu-small,1.0,{absent},
+too-long,blastn,cpu-small,1.0,{long_name},
+given,blastn,cpu-small,1.0,{absent},13
+""")
+    report = ingest_file(path, store, catalog)
+    assert [(r.line, r.field) for r in report.rejected] == [(3, "param.query"), (4, "param.query")]
+    assert "no such file" in report.rejected[0].message and "give the run's features" in report.rejected[0].message
+    assert "File name too long" in report.rejected[1].message
+    stored = {m.run_id: m.features for m in store.measurements()}
+    assert stored["given"] == {"query.residues": 13.0}  # features given: the input is not read
+    assert (stored["read"]["query.sequences"], stored["read"]["query.residues"], stored["read"]["evalue"]) == (2, 13, 10)
+
+
+def test_rows_are_stored_chunk_by_chunk_before_the_file_ends(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file is a pipe whose writer holds back the last rows until the first chunk is in the store."""
+    monkeypatch.setattr(ingest, "CHUNK_ROWS", 10, raising=False)
+    fifo = tmp_path / "runs.csv"
+    os.mkfifo(fifo)
+    rows = [f"s{i},blastn,cpu-small,{1 + i % 7}" if i != 3 else "bad,blastn,cpu-small,-1" for i in range(30)]
+    stored_early: list[int] = []
+
+    def writer() -> None:
+        with fifo.open("w") as fh:
+            fh.write("run_id,algorithm,platform,wall_seconds\n" + "\n".join(rows[:25]) + "\n")
+            fh.flush()
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not stored_early:
+                if (count := store.count()) > 0:
+                    stored_early.append(count)
+                time.sleep(0.05)
+            fh.write("\n".join(rows[25:]) + "\ns0,blastn,cpu-small,1\n")  # s0 again: a duplicate of the first chunk
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    report = ingest_file(fifo, store, catalog, rejects_dir=tmp_path / "rejects")
+    thread.join(timeout=30)
+    assert stored_early and stored_early[0] < 29, "nothing was stored before the whole file was read"
+    assert (report.rows, report.stored, report.duplicates, [(r.line, r.field) for r in report.rejected]) == (
+        31, 29, 1, [(5, "wall_seconds")],
+    )  # fmt: skip
+    assert store.count() == 29
+    assert [row["run_id"] for row in read_rejects(tmp_path / "rejects" / "runs.rejects.csv")] == ["bad"]
