@@ -86,7 +86,7 @@ def ingest(
     from predictor.swf_ingest import ingest_swf
 
     settings = _settings()
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     store = _open_store(settings)
     mapping = _parse_pairs(map_, "--map")
     any_rejected = False
@@ -135,7 +135,7 @@ def profile(
     if not command:
         raise _fail("give the command to run after --")
     settings = _settings()
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     try:
         params = _typed_params(_parse_pairs(param, "--param"), algorithm, catalog)
         measurement = profile_command(
@@ -169,7 +169,7 @@ def sweep(
         sweep_plan = load_plan(plan)
     except PlanError as exc:
         raise _fail(str(exc)) from None
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     store = _open_store(settings)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("sweep", total=None)
@@ -292,7 +292,7 @@ def predict(
     from predictor.catalog import load_catalog
 
     settings = _settings()
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     try:
         params = _typed_params(_parse_pairs(param, "--param"), algorithm, catalog)
         if url:
@@ -373,7 +373,7 @@ def simulate(
     from scheduler.runner import load_cluster, load_workload, run
 
     settings = _settings()
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     try:
         w = load_workload(workload, catalog, seed)
         if cluster:
@@ -417,7 +417,7 @@ def compare(
     if metric not in grid.METRICS:
         raise _fail(f"unknown metric {metric!r}; known: {', '.join(grid.METRICS)}")
     settings = _settings()
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     try:
         machines = load_cluster(cluster, catalog) if cluster else None
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console) as bar:
