@@ -56,7 +56,7 @@ def exit_status_of(wait_status: int) -> int:
     return os.waitstatus_to_exitcode(wait_status)
 
 
-Output = int | IO[Any] | None  # a file descriptor, subprocess.DEVNULL, a file, or None for ours
+Output = int | IO[Any] | None  # a file descriptor, subprocess.DEVNULL, a file, None for ours; stderr: also STDOUT
 
 
 def run_measured(command: Sequence[str], *, timeout: float | None = None, stdout: Output = None, stderr: Output = None) -> RunUsage:
@@ -89,6 +89,8 @@ def _held(command: Sequence[str], stdout: Output, stderr: Output) -> tuple[int, 
         pid_read, pid_write = os.pipe()
         gate_read, gate = os.pipe()
         pids = stack.enter_context(os.fdopen(pid_read))
+        if stderr == subprocess.STDOUT:
+            stderr = 1 if stdout is None else stdout
         sources = {PID_FD: pid_write, STDIN_FD: _stdin(stack), GATE_FD: gate_read, 1: stdout, 2: stderr}
         actions = [(os.POSIX_SPAWN_DUP2, _high_copy(fd, stack), to) for to, fd in sources.items() if fd is not None]
         try:

@@ -93,3 +93,9 @@ def test_profile_uses_platform_launcher(tmp_path, catalog):
     )
     assert m.succeeded, "cpu1 must confine the command to core 0"
     assert m.context["command"][:3] == ["taskset", "-c", "0"]
+
+
+def test_stderr_can_join_stdout(tmp_path):
+    with (tmp_path / "both.txt").open("w") as both:
+        run_measured(["sh", "-c", "echo out; echo err >&2"], stdout=both, stderr=subprocess.STDOUT)
+    assert (tmp_path / "both.txt").read_text().split() == ["out", "err"]
