@@ -97,7 +97,7 @@ def validate(record: Record, catalog: Catalog, defaults: Defaults, locate: Locat
             data[name] = value
     data.setdefault("source", defaults.source.value)
     algorithm = _check_catalog(data, catalog)
-    params = _merged(record, "params", lambda name, value: _param(algorithm.parameters, name, value))
+    params = _merged(record, "params", partial(_param, algorithm.parameters))
     features = _merged(record, "features", _feature)
     context = _merged(record, "context", lambda _name, value: value)
     if "wall_seconds" not in data:
@@ -148,18 +148,19 @@ def _check_catalog(data: dict[str, Any], catalog: Catalog) -> Algorithm:
 
 def _merged(record: Record, kind: str, convert: Callable[[str, Any], Any]) -> dict[str, Any]:
     """Converted entries of a JSON-object column and its prefixed columns; a key given twice must agree."""
-    merged: dict[str, Any] = {}
-    if kind in record.objects:
-        value = record.objects[kind]
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise RowError(kind, f"not valid JSON: {exc.msg}") from None
-        if not isinstance(value, dict):
-            raise RowError(kind, f"must be a JSON object, got {type(value).__name__}")
-        merged.update({str(k): convert(str(k), plain(v)) for k, v in value.items()})
-    for name, value in record.entries[kind].items():
+    entries = record.entries[kind]
+    if kind not in record.objects:
+        return {name: convert(name, value) for name, value in entries.items()}
+    value = record.objects[kind]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise RowError(kind, f"not valid JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise RowError(kind, f"must be a JSON object, got {type(value).__name__}")
+    merged = {str(k): convert(str(k), plain(v)) for k, v in value.items()}
+    for name, value in entries.items():
         value = convert(name, value)
         if name in merged and merged[name] != value:
             raise RowError(f"{OBJECTS[kind]}{name}", f"also in the {kind} column with a different value ({merged[name]!r})")
