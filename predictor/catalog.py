@@ -160,14 +160,14 @@ class Algorithm(_Strict):
         values = {name: p.default for name, p in self.parameters.items()} | params | {THREADS: threads}
         command: list[str] = []
         for part in self.implementations[platform].command:
-            spec = self.parameters.get(part[1:-1]) if part.startswith("{") and part.endswith("}") else None
-            if spec is not None and spec.type == "bool":
-                value = values[part[1:-1]]
-                if not isinstance(value, bool):
-                    raise ValueError(f"{self.name}: parameter {part[1:-1]} must be true or false, got {value!r}")
-                command += [spec.flag] if value else []  # type: ignore[list-item]
-            else:
+            name = part.removeprefix("{").removesuffix("}")
+            spec = self.parameters.get(name)
+            if spec is None or spec.flag is None:  # the checks at load keep a flag's part to exactly "{name}"
                 command.append(part.format(**values))
+            elif not isinstance(values[name], bool):
+                raise ValueError(f"{self.name}: parameter {name} must be true or false, got {values[name]!r}")
+            elif values[name]:
+                command.append(spec.flag)
         return command
 
 
