@@ -268,7 +268,7 @@ def main() -> None:
     store = MeasurementStore(settings.resolved_store_url)
     store.migrate()
     if not args.reuse:
-        catalog = load_catalog(settings.catalog_path)
+        catalog = load_catalog(*settings.catalog_paths)
         for path in args.data or sorted((ROOT / "data" / "measurements").glob("*.csv")):
             report = ingest_file(path, store, catalog, rejects_dir=home)
             print(f"ingested {path.name}: {report.stored} runs", file=sys.stderr)

@@ -20,6 +20,10 @@ Modes:
   residues over sequences; when no record fits in any block, min and max fall back to
   that mean and ``std_length`` to 0. An input the sample covers whole is scanned
   fully and reported exact (``estimated`` 0).
+
+A record with a header but no sequence, and input that ends inside a line (a file
+cut mid-record: complete FASTA ends with a newline), are errors wherever the read
+sees them; a gzip file read only in part is not checked for its ending.
 """
 
 from __future__ import annotations
@@ -77,12 +81,15 @@ class _Tally:
     length_squares: int = 0
     min_length: int | None = None
     max_length: int | None = None
+    first_empty: int | None = None  # the position, among complete records, of the first without sequence
 
     def add_lengths(self, lengths: np.ndarray) -> None:
         """Account for complete records of the given lengths (each within one chunk, so squares fit int64)."""
         if lengths.size == 0:
             return
         lengths = lengths.astype(np.int64, copy=False)
+        if self.first_empty is None and (empty := np.flatnonzero(lengths == 0)).size:
+            self.first_empty = self.complete + int(empty[0]) + 1
         self.complete += int(lengths.size)
         self.length_sum += int(lengths.sum())
         self.length_squares += int(np.dot(lengths, lengths))
@@ -92,6 +99,8 @@ class _Tally:
 
     def add_length(self, length: int) -> None:
         """Account for one complete record of any length (Python ints, so exact)."""
+        if self.first_empty is None and length == 0:
+            self.first_empty = self.complete + 1
         self.complete += 1
         self.length_sum += length
         self.length_squares += length * length
@@ -113,6 +122,7 @@ class _Scanner:
         self.at_line_start = at_line_start
         self.in_header = False
         self.open_length: int | None = None  # residues of the open record; None before its header
+        self.in_sequence_line = False  # the text so far ends inside a sequence line
 
     def finish(self) -> None:
         """End of input: the open record is complete."""
@@ -135,6 +145,7 @@ class _Scanner:
                 self.tally.scanned += n
                 self.at_line_start = False
                 return
+            self.in_sequence_line = False
             start = int(newlines[0])
             a[:start] = _NL
             self.in_header = False
@@ -171,6 +182,22 @@ class _Scanner:
             self.open_length = int(sizes[-1])
             self.in_header = bool(ends_at[-1] == newlines.size)
         self.at_line_start = ends_line
+        self._note_last_line(buf, n)
+
+    def _note_last_line(self, buf: bytearray, n: int) -> None:
+        """Whether the text ends inside a sequence line (headers are blanked by now, so only residues count)."""
+        last = buf.rfind(_NL, 0, n)
+        if buf[last + 1 : n].strip():
+            self.in_sequence_line = True
+        elif last >= 0:
+            self.in_sequence_line = False
+
+    def check_ending(self) -> None:
+        """At the end of the input: the last record has a sequence and its last line is complete."""
+        if self.open_length == 0:
+            raise BadInput("the last record has a header but no sequence (is the file cut short?)")
+        if self.in_sequence_line:
+            raise BadInput("the file ends inside a line, with no newline at its end: it looks cut mid-record")
 
     @staticmethod
     def _blank_headers(a: np.ndarray, heads: np.ndarray, ends: np.ndarray) -> None:
@@ -197,6 +224,13 @@ class _Scanner:
         prefix = bytes(buf[: min(n, _CLASSIFY_BYTES)])
         tally.letters += len(prefix.translate(None, _NON_LETTERS))
         tally.non_nucleotide_letters += len(prefix.translate(None, _NOT_NON_NUCLEOTIDE))
+
+
+def _check_records(tally: _Tally, *, in_order: bool) -> None:
+    """Every complete record has a sequence; ``in_order``: the records were read from the start, so say which."""
+    if tally.first_empty is not None:
+        which = f"record {tally.first_empty}" if in_order else "a record"
+        raise BadInput(f"{which} has a header but no sequence")
 
 
 def _features(size: int, tally: _Tally, scale: float | None) -> dict[str, float]:
@@ -302,7 +336,9 @@ class FastaExtractor:
             if budgeted and self._out_of_time(started):
                 raise BadInput(f"feature extraction exceeded its time budget of {self.time_budget_s} s")
             n = fill(stream, buf)
+        scanner.check_ending()
         scanner.finish()
+        _check_records(tally, in_order=True)
         return _features(size, tally, None)
 
     def _sampled_blocks(self, stream: BinaryIO, size: int) -> dict[str, float]:
@@ -327,6 +363,9 @@ class FastaExtractor:
                 block = buf[skip:n]
                 scanner.restart(at_line_start=skip > 0)
                 scanner.feed(block, len(block))
+            if offset == last:
+                scanner.check_ending()
+        _check_records(tally, in_order=False)
         return _features(size, tally, size / tally.scanned)
 
     def _sampled_prefix(self, stream: BinaryIO, raw: BinaryIO, size: int) -> dict[str, float]:
@@ -341,9 +380,12 @@ class FastaExtractor:
             scanner.feed(buf, n)
             blocks += 1
             if n < len(buf) or not stream.peek(1):  # type: ignore[attr-defined]
+                scanner.check_ending()
                 scanner.finish()
+                _check_records(tally, in_order=True)
                 return _features(size, tally, None)
             if blocks == self.sample_blocks or self._out_of_time(started):
+                _check_records(tally, in_order=True)
                 return _features(size, tally, size / raw.tell())
             n = fill(stream, buf)
 

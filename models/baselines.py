@@ -28,13 +28,34 @@ def _column_indices(estimator: BaseEstimator, columns: Sequence[Column]) -> list
     return indices
 
 
+def _parameter_columns(X: np.ndarray, names: list[str]) -> list[int]:
+    """Positions of the plain columns (no dot in the name) that are not sizes derived from the inputs' columns."""
+    plain = [i for i, name in enumerate(names) if "." not in name]
+    sizes = [i for i, name in enumerate(names) if "." in name]
+    if not sizes:
+        return plain
+    inputs = np.unique(X[:, sizes], axis=0, return_inverse=True)[1].reshape(-1)
+    n_inputs = int(inputs.max()) + 1
+    kept = []
+    for i in plain:
+        values = np.unique(X[:, i], return_inverse=True)[1].reshape(-1)
+        n_values = int(values.max()) + 1
+        determined = np.unique(inputs * n_values + values).size == n_inputs  # one value per input
+        if not (determined and 2 * n_values > n_inputs):
+            kept.append(i)
+    return kept
+
+
 class JobTypeMean(RegressorMixin, BaseEstimator):
     """Seed 000's profile table: the mean wall time of each job type on the platform (one platform per training set).
 
-    A job type is a distinct combination of the ``group_columns`` values; by default every column
-    whose name has no dot, which under the project's feature naming are the plain parameters (and
-    one-hot categoricals), not the ``<file>.<feature>`` sizes of inputs, as seed 000 keys its
-    table by executable and database. Unseen job types get the training mean.
+    A job type is a distinct combination of the ``group_columns`` values; by default the plain
+    parameters, as seed 000 keys its table by executable and database: every column whose name has no
+    dot, which under the project's feature naming are the parameters (and one-hot categoricals), not
+    the ``<file>.<feature>`` sizes of inputs. A derived feature has a plain name too but is a size
+    (``search_space``: query times database residues), and keyed by it every job would be a type of
+    its own, so a plain column the inputs determine that is nearly as varied as they are (more than
+    half as many values as distinct inputs) is left out. Unseen job types get the training mean.
     """
 
     def __init__(self, group_columns: Sequence[Column] | None = None) -> None:
@@ -44,8 +65,7 @@ class JobTypeMean(RegressorMixin, BaseEstimator):
         """Tabulate the mean of ``y`` per job type."""
         X, y = validate_data(self, X, y, y_numeric=True)
         if self.group_columns is None:
-            names = getattr(self, "feature_names_in_", [])
-            self.group_indices_ = [i for i, name in enumerate(names) if "." not in name]
+            self.group_indices_ = _parameter_columns(X, list(getattr(self, "feature_names_in_", [])))
         else:
             self.group_indices_ = _column_indices(self, self.group_columns)
         self.mean_ = float(y.mean())

@@ -124,7 +124,7 @@ def ingest(
     from predictor.swf_ingest import ingest_swf
 
     settings = _settings()
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     store = _open_store(settings)
     mapping = _parse_pairs(map_, "--map")
     any_rejected = False
@@ -173,7 +173,7 @@ def profile(
     if not command:
         raise _fail("give the command to run after --")
     settings = _settings()
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     try:
         params = _typed_params(_parse_pairs(param, "--param"), algorithm, catalog)
         measurement = profile_command(
@@ -210,7 +210,7 @@ def sweep(
 
     settings = _settings()
     budget_s = _parse_duration(budget) if budget else None
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     try:
         sweep_plan = load_plan(plan)
         store = _open_store(settings)
@@ -431,7 +431,7 @@ def predict(
     from predictor.walltime import optional_walltime
 
     settings = _settings()
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     try:
         params = _typed_params(_parse_pairs(param, "--param"), algorithm, catalog)
         if url:
@@ -541,7 +541,7 @@ def simulate(
     from scheduler.runner import load_cluster, load_workload, run
 
     settings = _settings()
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     try:
         w = load_workload(workload, catalog, seed)
         if cluster:
@@ -585,7 +585,7 @@ def compare(
     if metric not in grid.METRICS:
         raise _fail(f"unknown metric {metric!r}; known: {', '.join(grid.METRICS)}")
     settings = _settings()
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     try:
         machines = load_cluster(cluster, catalog) if cluster else None
         with progress(err_console, "compare") as update:
@@ -618,7 +618,7 @@ def algorithms(algorithm: Annotated[str | None, typer.Option(help="Only this alg
     """The catalog's algorithms: each parameter (type, default, range, choices, the extractor of a file) and the platforms."""
     from predictor.catalog import load_catalog
 
-    catalog = load_catalog(_settings().catalog_path)
+    catalog = load_catalog(*_settings().catalog_paths)
     try:
         chosen = [catalog.algorithm(algorithm)] if algorithm else list(catalog.algorithms.values())
     except KeyError as exc:

@@ -30,6 +30,7 @@ class Settings(BaseSettings):
     mlflow_tracking_uri: str | None = Field(default=None, description="MLflow tracking and registry URI.")
     mlflow_artifact_root: Path | None = Field(default=None, description="Artifact folder for a local MLflow backend.")
     catalog_path: Path = Field(default=BUNDLED_DATA / "catalog.yaml", description="Catalog of algorithms and platforms.")
+    site_catalogs: list[Path] = Field(default_factory=list, description="A site's own catalogs, merged after catalog_path.")
     data_roots: list[Path] = Field(default_factory=lambda: [BUNDLED_DATA], description="Folders API clients may name input files under.")
     api_host: str = "127.0.0.1"
     api_port: int = 8000
@@ -79,6 +80,11 @@ class Settings(BaseSettings):
         home = self.home.expanduser().resolve()
         home.mkdir(parents=True, exist_ok=True)
         return home
+
+    @property
+    def catalog_paths(self) -> list[Path]:
+        """The catalog, then the site's catalogs: what :func:`predictor.catalog.load_catalog` merges."""
+        return [self.catalog_path, *self.site_catalogs]
 
     @property
     def resolved_store_url(self) -> str:

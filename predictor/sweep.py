@@ -313,10 +313,7 @@ def expand(plan: Plan, catalog: Catalog, inputs: dict[str, list[Path]]) -> list[
 
 def command_for(run: SweepRun, catalog: Catalog) -> list[str]:
     """The implementation's command template filled with the run's parameters and the platform's threads."""
-    algo = catalog.algorithm(run.algorithm)
-    values = {n: p.default for n, p in algo.parameters.items()} | run.params
-    values["threads"] = catalog.platform(run.platform).threads
-    return [part.format(**values) for part in algo.implementations[run.platform].command]
+    return catalog.algorithm(run.algorithm).command(run.platform, run.params, catalog.platform(run.platform).threads)
 
 
 def run_sweep(

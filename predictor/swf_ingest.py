@@ -1,6 +1,6 @@
 """Import a Standard Workload Format log (a real cluster's job log) as measurements with job-history features.
 
-One measurement per job, validated like a CSV row (:func:`predictor.ingest.validate_record`):
+One measurement per job, validated like a CSV row (:func:`predictor.records.validate_record`):
 
 - ``run_id`` ``swf-<log>-<job number>``, where ``<log>`` is the file's stem: importing a log again stores nothing new;
 - ``algorithm``, the job class: ``<log>-<queue name>`` when the log names queues (extended SWF), else
@@ -38,15 +38,8 @@ from features.history import history_features
 from features.swf import UNKNOWN, SwfJob, SwfLog, read_swf
 from predictor.catalog import Catalog
 from predictor.domain import Source
-from predictor.ingest import (
-    IngestError,
-    IngestReport,
-    Reject,
-    RowError,
-    check_options,
-    validate_record,
-    write_rejects,
-)
+from predictor.ingest import IngestError, IngestReport, Reject, check_options, write_rejects
+from predictor.records import RowError, validate_record
 from predictor.store import MeasurementStore
 
 EXIT_STATUS = {1: 0, 0: 1, 5: 2}  # SWF status -> exit status: completed, failed, cancelled

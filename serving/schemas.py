@@ -15,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
     StrictBool,
     computed_field,
     model_validator,
@@ -25,6 +26,7 @@ from predictor.intervals import MAX_COVERAGE
 from predictor.walltime import optional_walltime
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+Measured = Annotated[float, Strict(), Field(allow_inf_nan=False)]  # a JSON number: true is no 1.0, "2" no 2.0
 Text = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
@@ -315,20 +317,21 @@ class ObservationIn(_Strict):
     platform: Name
     machine: Name | None = None
     params: dict[Name, ParamValue] = Field(default_factory=dict, max_length=100)
-    features: dict[Name, FiniteFloat] = Field(default_factory=dict, max_length=1000)
-    wall_seconds: FiniteFloat = Field(ge=0)
-    cpu_seconds: FiniteFloat | None = Field(default=None, ge=0)
-    max_rss_kb: Int64 | None = Field(default=None, ge=0)
-    exit_status: Int32 = 0
+    features: dict[Name, Measured] = Field(default_factory=dict, max_length=1000)
+    wall_seconds: Measured = Field(ge=0)
+    cpu_seconds: Measured | None = Field(default=None, ge=0)
+    max_rss_kb: Annotated[Int64, Strict()] | None = Field(default=None, ge=0)
+    exit_status: Annotated[Int32, Strict()] = 0
     censored: StrictBool = Field(
         default=False, description="Stopped before it finished (time limit, kill): wall_seconds, > 0, is a lower bound."
     )
     cache_state: CacheState = CacheState.UNKNOWN
     source: Source = Source.PRODUCTION
-    censored: StrictBool = Field(
-        default=False, description="The run was stopped before it finished (time limit, kill): wall_seconds is a lower bound."
+    recorded_at: Annotated[str, Field(max_length=64, json_schema_extra={"format": "date-time"})] | None = Field(
+        default=None,
+        description="When the run finished, ISO 8601 (default: now); naive is UTC. Checked as ingest checks it: "
+        "a time outside the years 1 to 9999 once in UTC rejects the observation.",
     )
-    recorded_at: datetime | None = Field(default=None, description="When the run finished (default: now); naive is UTC.")
     context: FreeJson = Field(default_factory=dict, description="Circumstances of the run, e.g. load average.")
     served: ServedIn | None = Field(
         default=None,

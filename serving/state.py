@@ -27,7 +27,7 @@ class ServiceState:
 
 def build_state(settings: Settings, metrics: Metrics) -> ServiceState:
     """Load the catalog, open and migrate the store, and start following the champions (cache fallback included)."""
-    catalog = load_catalog(settings.catalog_path)
+    catalog = load_catalog(*settings.catalog_paths)
     store = MeasurementStore(settings.resolved_store_url)
     store.migrate()
     bound_registry_requests(settings.api_registry_timeout_s)

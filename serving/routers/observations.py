@@ -1,17 +1,23 @@
-"""Observations: finished runs recorded through the API, validated like ``predictor ingest``, stored once by run id."""
+"""Observations: finished runs recorded through the API, validated like ``predictor ingest``, stored once by run id.
+
+An observation without features that names input files gets theirs, read from the files under the data roots.
+"""
 
 from __future__ import annotations
+
+from functools import partial
 
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from predictor.domain import Measurement, ServedEstimate
-from predictor.ingest import RowError, validate_record
 from predictor.oracle import Job
+from predictor.records import RowError, validate_record
 from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
+from serving.paths import resolve_under_roots
 from serving.schemas import (
     ObservationIn,
     ObservationsResponse,
@@ -59,9 +65,12 @@ def _store(state: ServiceState, items: list[ObservationIn]) -> ObservationsRespo
     not seen the run), so the live error is prequential.
     """
     good, rejected, told = [], [], []
+    locate = partial(resolve_under_roots, roots=state.settings.data_roots)
     for index, item in enumerate(items):
         try:
-            measurement = validate_record(item.model_dump(exclude_none=True, exclude={"served"}), state.catalog, source=item.source)
+            measurement = validate_record(
+                item.model_dump(exclude_none=True, exclude={"served"}), state.catalog, source=item.source, locate=locate
+            )
         except RowError as exc:
             rejected.append(Rejected(index=index, run_id=item.run_id, field=exc.field, message=exc.message))
             continue

@@ -16,16 +16,16 @@ from features.base import CostClass, FeatureError
 from features.fasta import FastaExtractor
 from predictor.datagen import write_fasta
 
-# Three records: s1 has 10 + 3 = 13 residues (A3 C3 G3 T2 N2), s2 none, s3 GGCC.
-HAND = b">s1 first record\nACGTNACGTN\nACG\n>s2 empty\n>s3\nGGCC\n"
+# Three records: s1 has 10 + 3 = 13 residues (A3 C3 G3 T2 N2), s2 one T, s3 GGCC.
+HAND = b">s1 first record\nACGTNACGTN\nACG\n>s2 short\nT\n>s3\nGGCC\n"
 HAND_FEATURES = {
     "sequences": 3.0,
-    "residues": 17.0,
-    "mean_length": 17 / 3,
-    "min_length": 0.0,
+    "residues": 18.0,
+    "mean_length": 6.0,
+    "min_length": 1.0,
     "max_length": 13.0,
-    "std_length": math.sqrt(((13 - 17 / 3) ** 2 + (0 - 17 / 3) ** 2 + (4 - 17 / 3) ** 2) / 3),  # 5.4365
-    "gc_fraction": 10 / 15,  # G+C = 6 + 4, A+C+G+T = 11 + 4; N is ignored
+    "std_length": math.sqrt(((13 - 6) ** 2 + (1 - 6) ** 2 + (4 - 6) ** 2) / 3),  # 5.099
+    "gc_fraction": 10 / 16,  # G+C = 6 + 4, A+C+G+T = 11 + 1 + 4; N is ignored
     "is_nucleotide": 1.0,
     "estimated": 0.0,
 }
@@ -106,15 +106,15 @@ def test_gzip_is_detected_by_content_and_equals_plain(tmp_path: Path):
     assert without_size(packed_features) == without_size(plain_features)
 
 
-def test_no_final_newline_and_leading_blank_lines(tmp_path: Path):
-    features = FastaExtractor().extract(write(tmp_path / "x.fa", b"\n\n  \n>a\nACGT\n\n>b\nGG"))
+def test_leading_and_trailing_blank_lines(tmp_path: Path):
+    features = FastaExtractor().extract(write(tmp_path / "x.fa", b"\n\n  \n>a\nACGT\n\n>b\nGG\n\n"))
     assert counts(features) == (2, 6, 2, 4)
 
 
 TRICKY = (
     b">first header with > inside and a long description " + b"x" * 300 + b"\r\n"
     + b"ACGTACGTAC\r\nGGCC\r\n\r\n"
-    + b">empty\n"
+    + b">short\nN\n"
     + b">" + b"h" * 50 + b"\n"
     + b"A" * 1000 + b"\n"
     + b"acgtn\n" * 40
@@ -188,6 +188,13 @@ def test_sampled_covering_the_whole_file_is_exact(tmp_path: Path, compressed: bo
     assert sampled["estimated"] == 0.0
 
 
+@pytest.mark.parametrize(("tail", "problem"), [(b">cut\nACGTAC", "cut mid-record"), (b">cut here", "header but no sequence")])
+def test_sampled_blocks_read_the_end_and_see_a_cut_file(tmp_path: Path, multi_mb: Path, tail: bytes, problem: str):
+    cut = write(tmp_path / "cut.fa", multi_mb.read_bytes() + tail)
+    with pytest.raises(FeatureError, match=problem):
+        FastaExtractor(mode="sampled", sample_blocks=4, block_bytes=4096).extract(cut)
+
+
 def test_sampled_stops_at_its_time_budget_with_an_estimate(multi_mb: Path):
     sampled = FastaExtractor(mode="sampled", sample_blocks=64, block_bytes=4096, time_budget_s=0).extract(multi_mb)
     assert sampled["estimated"] == 1.0
@@ -238,6 +245,11 @@ MALFORMED = {
     "binary without NULs": (lambda p: p.write_bytes(b">x\n" + bytes(range(128, 256)) * 10), "binary"),
     "NUL after the start": (lambda p: p.write_bytes(HAND * 10_000 + b"\0\0\0" + HAND), "NUL"),
     "truncated gzip": (_truncated_gzip, "truncated gzip"),
+    "a header and no sequence": (lambda p: p.write_bytes(b">query 1\n"), "the last record has a header but no sequence"),
+    "a record without sequence": (lambda p: p.write_bytes(HAND.replace(b"T\n>s3", b">s3")), "record 2 has a header but no sequence"),
+    "cut in a sequence line": (lambda p: p.write_bytes(HAND + b">s4\nACG"), "cut mid-record"),
+    "cut in a header": (lambda p: p.write_bytes(HAND + b">s4 descr"), "the last record has a header but no sequence"),
+    "cut, gzip": (lambda p: p.write_bytes(gzip.compress(HAND + b">s4\nAC")), "cut mid-record"),
     "corrupt gzip": (_corrupt_gzip, "gzip"),
 }
 

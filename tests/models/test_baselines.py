@@ -54,3 +54,36 @@ def test_history_columns_must_exist() -> None:
         HistoryBaseline().fit(pd.DataFrame({"request.time": [1.0, 2.0]}), [1.0, 2.0])
     with pytest.raises(ValueError, match="out of range"):
         HistoryBaseline(columns=(3,), cap_column=None).fit(np.ones((2, 2)), [1.0, 2.0])
+
+
+def blast_like(seed: int, n_inputs: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """BLAST-like runs: random query and database sizes, each input run with both tasks and two word sizes.
+
+    The run time is mostly the task's (megablast is fast); search_space is derived, query x database residues.
+    """
+    rng = np.random.default_rng(seed)
+    rows = []
+    for query, db in zip(rng.integers(100, 5000, n_inputs), rng.integers(10**5, 10**7, n_inputs), strict=True):
+        for megablast in (0.0, 1.0):
+            for word_size in (11.0, 28.0):
+                rows.append({"query.residues": float(query), "db.residues": float(db), "search_space": float(query * db),
+                             "task=megablast": megablast, "word_size": word_size})  # fmt: skip
+    X = pd.DataFrame(rows)
+    y = np.where(X["task=megablast"] == 1.0, 1.0, 10.0) + X["word_size"] / 100 + 1e-11 * X["search_space"]
+    return X, y.to_numpy()
+
+
+def test_profile_mean_keys_blast_jobs_by_their_parameters_not_the_derived_search_space() -> None:
+    X, y = blast_like(seed=1, n_inputs=30)
+    model = make_model("profile_mean").fit(X, y)
+    assert [X.columns[i] for i in model.group_indices_] == ["task=megablast", "word_size"]
+    unseen, truth = blast_like(seed=2, n_inputs=10)  # other inputs, the same parameter settings
+    predicted = model.predict(unseen)
+    mean = make_model("mean").fit(X, y).predict(unseen)
+    assert not np.allclose(predicted, mean)
+    assert np.abs(predicted - truth).mean() < 0.2 * np.abs(mean - truth).mean()
+
+
+def test_a_parameter_each_input_was_run_with_once_stays_in_the_key() -> None:
+    X = pd.DataFrame({"input.sequences": [10.0, 20.0, 30.0, 40.0, 50.0, 60.0], "retree": [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]})
+    assert make_model("profile_mean").fit(X, [1.0, 9.0, 1.0, 9.0, 1.0, 9.0]).group_indices_ == [1]

@@ -1,12 +1,15 @@
 """The catalog loads, and a broken one names the file, the entry and the field."""
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from predictor.catalog import CatalogError, load_catalog
-from predictor.settings import BUNDLED_DATA
+from predictor.ingest import ingest_file
+from predictor.oracle import RuntimeOracle
+from predictor.settings import BUNDLED_DATA, Settings
 
 BUNDLED = BUNDLED_DATA / "catalog.yaml"
 
@@ -83,3 +86,107 @@ def test_lookup_errors_list_known_names():
         catalog.algorithm("nope")
     with pytest.raises(KeyError, match="unknown platform 'gpu'"):
         catalog.platform("gpu")
+
+
+def test_bool_flags_are_present_when_true_and_absent_when_false():
+    catalog = load_catalog(BUNDLED)
+    hmmsearch, mafft = catalog.algorithm("hmmsearch"), catalog.algorithm("mafft")
+    files = {"hmm": "p.hmm", "target": "t.fa"}
+    assert "--max" in hmmsearch.command("cpu1", {**files, "max": True}, threads=1)
+    plain = hmmsearch.command("cpu1", files, threads=1)  # default false
+    assert "--max" not in plain and plain == hmmsearch.command("cpu1", {**files, "max": False}, threads=1)
+    assert plain[:3] == ["hmmsearch", "--cpu", "1"] and plain[-2:] == ["p.hmm", "t.fa"]
+    assert mafft.command("cpu2", {"input": "in.fa", "auto": True}, threads=2)[-2:] == ["--auto", "in.fa"]
+    with pytest.raises(ValueError, match="max must be true or false"):
+        hmmsearch.command("cpu1", {**files, "max": "yes"}, threads=1)
+
+
+def _flagless(hmmsearch: dict) -> None:
+    del hmmsearch["parameters"]["max"]["flag"]
+
+
+def _flag_inside_a_part(hmmsearch: dict) -> None:
+    command = hmmsearch["implementations"]["cpu1"]["command"]
+    command[command.index("{max}")] = "--x={max}"
+
+
+def _unknown_name(hmmsearch: dict) -> None:
+    hmmsearch["implementations"]["cpu1"]["command"].append("{nope}")
+
+
+def _flag_on_a_number(hmmsearch: dict) -> None:
+    hmmsearch["parameters"]["f1"]["flag"] = "--F1"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_flagless, "a bool parameter stands alone as '{max}' and needs a 'flag'"),
+        (_flag_inside_a_part, "'--x={max}': a bool parameter stands alone"),
+        (_unknown_name, "names {nope}, neither a parameter nor {threads}"),
+        (_flag_on_a_number, "only a bool parameter has a 'flag'"),
+    ],
+)
+def test_command_templates_are_checked_at_load(tmp_path, change, message):
+    data = bundled_dict()
+    change(data["algorithms"]["hmmsearch"])
+    with pytest.raises(CatalogError, match=rf"algorithms\.hmmsearch.*{re.escape(message)}"):
+        load_catalog(write(tmp_path, data))
+
+
+BLASTX = {
+    "description": "Translated nucleotide query against a protein database (NCBI BLAST+).",
+    "parameters": {
+        "query": {"type": "file", "extractor": "fasta", "required": True},
+        "db": {"type": "file", "extractor": "blastdb", "required": True},
+        "evalue": {"type": "float", "default": 10, "min": 0},
+        "ungapped": {"type": "bool", "default": False, "flag": "-ungapped"},
+    },
+    "implementations": {
+        "cpu1": {"command": ["blastx", "-query", "{query}", "-db", "{db}", "-evalue", "{evalue}", "{ungapped}"]},
+    },
+}
+
+
+def site_catalog(tmp_path: Path, algorithms: dict, name: str = "site.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"algorithms": algorithms}))
+    return path
+
+
+def test_a_site_catalog_adds_algorithms_to_the_bundled_one(tmp_path, store):
+    site = site_catalog(tmp_path, {"blastx": BLASTX, "tblastx": {**BLASTX, "implementations": {"cpu2": {}}}})
+    settings = Settings(site_catalogs=[site])
+    catalog = load_catalog(*settings.catalog_paths)
+    assert {"blastx", "tblastx", "mafft", "blastn"} <= set(catalog.algorithms) and catalog.platform("cpu1").threads == 1
+    assert catalog.algorithm("blastx").command("cpu1", {"query": "q.fa", "db": "nr", "ungapped": True}, threads=1)[-1] == "-ungapped"
+    rows = tmp_path / "blastx.csv"
+    rows.write_text("algorithm,platform,wall_seconds,param.query,param.db,feature.query.residues\n"
+                    "blastx,cpu1,4.0,q.fa,nr,300\nblastx,cpu1,6.0,q.fa,nr,600\n")  # fmt: skip
+    report = ingest_file(rows, store, catalog)
+    assert (report.stored, report.rejected) == (2, [])
+    oracle = RuntimeOracle(catalog, {}, store.profile_table(), coverage=0.9, limit_quantile=0.95)
+    estimate = oracle.estimate("blastx", features={"query.residues": 450.0})["cpu1"]
+    assert (estimate.seconds, estimate.fallback) == (5.0, True)
+
+
+def test_a_site_catalog_redefining_an_entry_differently_is_an_error_naming_both_files(tmp_path):
+    bundled_mafft = bundled_dict()["algorithms"]["mafft"]
+    same = site_catalog(tmp_path, {"mafft": bundled_mafft}, "same.yaml")
+    assert load_catalog(BUNDLED, same).algorithm("mafft") == load_catalog(BUNDLED).algorithm("mafft")  # identical: fine
+    changed = site_catalog(tmp_path, {"mafft": {**bundled_mafft, "description": "ours"}}, "changed.yaml")
+    with pytest.raises(CatalogError) as err:
+        load_catalog(BUNDLED, changed)
+    assert str(err.value).startswith(f"{changed}: algorithms.mafft is already defined, differently, in {BUNDLED}")
+    twice = [site_catalog(tmp_path, {"blastx": BLASTX}, "a.yaml"), site_catalog(tmp_path, {"blastx": {**BLASTX, "description": "b"}}, "b.yaml")]
+    with pytest.raises(CatalogError, match=r"b\.yaml: algorithms\.blastx is already defined, differently, in .*a\.yaml"):
+        load_catalog(BUNDLED, *twice)
+
+
+def test_a_problem_in_a_site_catalog_names_the_site_file(tmp_path):
+    site = site_catalog(tmp_path, {"blastx": {**BLASTX, "implementations": {"gpu9": {}}}})
+    with pytest.raises(CatalogError, match=rf"{re.escape(str(site))}: \(top level\): .*algorithms\.blastx\.implementations\.gpu9: unknown platform"):
+        load_catalog(BUNDLED, site)
+    broken = site_catalog(tmp_path, {"blastx": {**BLASTX, "parameters": {"evalue": {"type": "float", "min": "low"}}}}, "broken.yaml")
+    with pytest.raises(CatalogError, match=rf"{re.escape(str(broken))}: algorithms\.blastx\.parameters\.evalue\.min"):
+        load_catalog(BUNDLED, broken)

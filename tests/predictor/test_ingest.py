@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import csv
+import json
+import os
 import re
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from predictor import ingest
 from predictor.catalog import Catalog
 from predictor.domain import CacheState, Source
 from predictor.ingest import IngestError, IngestReport, Reject, ingest_file
@@ -33,10 +38,11 @@ def assert_accounted(report: IngestReport) -> None:
 def test_good_csv_is_stored_with_typed_params_features_and_times(
     tmp_path: Path, store: MeasurementStore, catalog: Catalog
 ) -> None:
-    path = write(tmp_path / "runs.csv", """
+    fasta = write(tmp_path / "in.fa", ">a\nACGT\n>b\nGG\n")
+    path = write(tmp_path / "runs.csv", f"""
 run_id,algorithm,platform,machine,wall_seconds,cpu_seconds,max_rss_kb,exit_status,cache_state,recorded_at,param.threads,param.evalue,param.ungapped,param.task,feature.query_length,params,context.queue
-r1,blastn,cpu-small,node-1,12.5,40.25,2048,0,warm,2026-03-01T12:00:00+02:00,4,1e-5,yes,blastn,1500,"{""query"": ""q.fa""}",short
-r2,mafft,cpu-small,node-2,3,,,1,cold,2026-03-01 10:00:00,,,,,,"{""input"": ""in.fa""}",
+r1,blastn,cpu-small,node-1,12.5,40.25,2048,0,warm,2026-03-01T12:00:00+02:00,4,1e-5,yes,blastn,1500,"{{""query"": ""q.fa""}}",short
+r2,mafft,cpu-small,node-2,3,,,1,cold,2026-03-01 10:00:00,,,,,,"{{""input"": ""{fasta}""}}",
 """)
     report = ingest_file(path, store, catalog)
     assert (report.rows, report.stored, report.duplicates, report.rejected, report.rejects_path) == (2, 2, 0, [], None)
@@ -47,12 +53,14 @@ r2,mafft,cpu-small,node-2,3,,,1,cold,2026-03-01 10:00:00,,,,,,"{""input"": ""in.
     assert (first.machine, first.cpu_seconds, first.max_rss_kb, first.cache_state) == ("node-1", 40.25, 2048, CacheState.WARM)
     assert first.recorded_at == datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
     assert first.source is Source.IMPORT and first.context == {"queue": "short"}
-    assert second.exit_status == 1 and second.cpu_seconds is None and second.features == {}
+    assert second.exit_status == 1 and second.cpu_seconds is None
+    assert (second.features["input.sequences"], second.features["input.residues"]) == (2, 6)  # read from the input
     assert second.recorded_at == datetime(2026, 3, 1, 10, 0, tzinfo=UTC)  # naive means UTC
 
 
 def test_good_parquet_is_stored(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
     path = tmp_path / "runs.parquet"
+    query = write(tmp_path / "b.fa", ">q\nACGTACGT\n")
     pd.DataFrame({
         "algorithm": ["blastn", "blastn"],
         "platform": ["gpu-a100", "cpu-small"],
@@ -61,13 +69,15 @@ def test_good_parquet_is_stored(tmp_path: Path, store: MeasurementStore, catalog
         "recorded_at": pd.to_datetime(["2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"]),
         "param.threads": [8, 16],
         "feature.query_length": [100.0, None],
-        "params": ['{"query": "a.fa"}', '{"query": "b.fa"}'],
+        "params": ['{"query": "a.fa"}', json.dumps({"query": str(query)})],
     }).to_parquet(path)  # fmt: skip
     report = ingest_file(path, store, catalog, source=Source.PROBE, machine="imported")
     assert (report.rows, report.stored, report.rejected) == (2, 2, [])
     gpu, cpu = store.measurements()
     assert gpu.params == {"query": "a.fa", "threads": 8} and gpu.max_rss_kb == 1024
-    assert cpu.features == {} and cpu.max_rss_kb is None and cpu.machine == "imported"
+    assert gpu.features == {"query_length": 100.0}  # given, so the missing a.fa is not read
+    assert cpu.features["query.residues"] == 8 and cpu.features["threads"] == 16  # none given: read from b.fa
+    assert cpu.max_rss_kb is None and cpu.machine == "imported"
     assert cpu.source is Source.PROBE and cpu.recorded_at == datetime(2026, 1, 2, tzinfo=UTC)
     assert gpu.run_id.startswith("ingest-")
     again = ingest_file(path, store, catalog, machine="imported")  # the source is not part of a run's identity
@@ -141,7 +151,7 @@ EXPECTED_REJECTS = [
     (11, "cpu_seconds", "finite"),
     (12, "exit_status", "integer"),
     (13, "cache_state", "'warm', 'cold' or 'unknown'"),
-    (14, "param.threads", "expected a number"),
+    (14, "param.threads", "expected an integer"),
     (15, "param.threads", "below the minimum"),
     (16, "param.task", "not one of megablast, blastn"),
     (17, "feature.query_length", "expected a number"),
@@ -291,3 +301,116 @@ def test_derived_run_id_of_a_finished_run_ignores_the_censored_flag(
     assert (again.stored, again.duplicates) == (1, 1), "the same finished run keeps its id; a censored one is another run"
     # The id a finished run had before the censored flag existed (computed on main before the flag, commit 1865d63).
     assert store.measurements()[0].run_id == FINISHED_RUN_ID
+
+
+def test_times_outside_the_years_1_to_9999_in_utc_reject_their_row_only(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    path = write(tmp_path / "times.csv", """
+run_id,algorithm,platform,wall_seconds,recorded_at
+t1,blastn,cpu-small,1.0,2026-03-01T12:00:00+02:00
+t2,blastn,cpu-small,1.0,9999-12-31T23:00:00-05:00
+t3,blastn,cpu-small,1.0,0001-01-01T00:30:00+01:00
+t4,blastn,cpu-small,1.0,9999-12-31T23:00:00+05:00
+t5,blastn,cpu-small,1.0,0
+""")
+    report = ingest_file(path, store, catalog)
+    assert [(r.line, r.field) for r in report.rejected] == [(3, "recorded_at"), (4, "recorded_at"), (6, "recorded_at")]
+    assert "outside the years 1 to 9999" in report.rejected[0].message
+    assert "ISO 8601" in report.rejected[2].message  # a number is not taken as seconds since 1970
+    assert sorted(m.run_id for m in store.measurements()) == ["t1", "t4"]
+
+
+def test_values_the_store_cannot_hold_are_rejected_by_line_and_field_on_both_backends(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    good = [f"g{i},blastn,cpu-small,node-{i},1.5,0,{2**40}" for i in range(23)]
+    bad = [
+        f"b1,blastn,cpu-small,{'m' * 201},1.5,0,",
+        "b2,blastn,cpu-small,node,1.5,2147483648,",
+        "b3,blastn,cpu-small,node,1.5,-2147483649,",
+        f"b4,blastn,cpu-small,node,1.5,0,{2**63}",
+    ]
+    rows = [*good[:10], *bad, *good[10:]]
+    path = write(tmp_path / "limits.csv", "run_id,algorithm,platform,machine,wall_seconds,exit_status,max_rss_kb\n" + "\n".join(rows) + "\n")
+    report = ingest_file(path, store, catalog)
+    assert [(r.line, r.field) for r in report.rejected] == [(12, "machine"), (13, "exit_status"), (14, "exit_status"), (15, "max_rss_kb")]
+    assert "over the store's limit of 200" in report.rejected[0].message
+    assert "32-bit" in report.rejected[1].message and "64-bit" in report.rejected[3].message
+    assert (report.stored, store.count()) == (23, 23)
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "field"),
+    [
+        ("wall_seconds", [False, True], "wall_seconds"),
+        ("exit_status", [False, True], "exit_status"),
+        ("max_rss_kb", [False, True], "max_rss_kb"),
+        ("recorded_at", [1767225600, 0], "recorded_at"),
+        ("feature.query_length", [False, True], "feature.query_length"),
+    ],
+)
+def test_booleans_are_not_numbers_and_numbers_are_not_times(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog, column: str, values: list[object], field: str
+) -> None:
+    path = tmp_path / "typed.parquet"
+    frame = pd.DataFrame({"run_id": ["a", "b"], "algorithm": "blastn", "platform": "cpu-small", "wall_seconds": 2.0})
+    frame[column] = values
+    frame.to_parquet(path)
+    report = ingest_file(path, store, catalog)
+    assert {(r.line, r.field) for r in report.rejected} >= {(3, field)}
+    assert store.count() == 2 - len(report.rejected)
+
+
+def test_rows_naming_inputs_without_features_get_theirs_or_are_rejected(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    fasta = write(tmp_path / "q.fa", ">q1\nACGTACGTAC\n>q2\nACG\n")
+    absent, long_name = tmp_path / "absent.fa", tmp_path / ("x" * 300 + ".fa")
+    path = write(tmp_path / "inputs.csv", f"""
+run_id,algorithm,platform,wall_seconds,param.query,feature.query.residues
+read,blastn,cpu-small,1.0,{fasta},
+missing,blastn,cpu-small,1.0,{absent},
+too-long,blastn,cpu-small,1.0,{long_name},
+given,blastn,cpu-small,1.0,{absent},13
+""")
+    report = ingest_file(path, store, catalog)
+    assert [(r.line, r.field) for r in report.rejected] == [(3, "param.query"), (4, "param.query")]
+    assert "no such file" in report.rejected[0].message and "give the run's features" in report.rejected[0].message
+    assert "File name too long" in report.rejected[1].message
+    stored = {m.run_id: m.features for m in store.measurements()}
+    assert stored["given"] == {"query.residues": 13.0}  # features given: the input is not read
+    assert (stored["read"]["query.sequences"], stored["read"]["query.residues"], stored["read"]["evalue"]) == (2, 13, 10)
+
+
+def test_rows_are_stored_chunk_by_chunk_before_the_file_ends(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file is a pipe whose writer holds back the last rows until the first chunk is in the store."""
+    monkeypatch.setattr(ingest, "CHUNK_ROWS", 10, raising=False)
+    fifo = tmp_path / "runs.csv"
+    os.mkfifo(fifo)
+    rows = [f"s{i},blastn,cpu-small,{1 + i % 7}" if i != 3 else "bad,blastn,cpu-small,-1" for i in range(30)]
+    stored_early: list[int] = []
+
+    def writer() -> None:
+        with fifo.open("w") as fh:
+            fh.write("run_id,algorithm,platform,wall_seconds\n" + "\n".join(rows[:25]) + "\n")
+            fh.flush()
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not stored_early:
+                if (count := store.count()) > 0:
+                    stored_early.append(count)
+                time.sleep(0.05)
+            fh.write("\n".join(rows[25:]) + "\ns0,blastn,cpu-small,1\n")  # s0 again: a duplicate of the first chunk
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    report = ingest_file(fifo, store, catalog, rejects_dir=tmp_path / "rejects")
+    thread.join(timeout=30)
+    assert stored_early and stored_early[0] < 29, "nothing was stored before the whole file was read"
+    assert (report.rows, report.stored, report.duplicates, [(r.line, r.field) for r in report.rejected]) == (
+        31, 29, 1, [(5, "wall_seconds")],
+    )  # fmt: skip
+    assert store.count() == 29
+    assert [row["run_id"] for row in read_rejects(tmp_path / "rejects" / "runs.rejects.csv")] == ["bad"]

@@ -1,5 +1,6 @@
 """The profiling wrapper measures a real child process and records failures as failures."""
 
+import subprocess
 import sys
 
 import pytest
@@ -23,16 +24,42 @@ def test_cpu_time_and_rss_come_from_the_child():
     assert usage.max_rss_kb > 1000
 
 
+def test_max_rss_is_the_commands_own_not_this_process_s():
+    ballast = bytearray(128 << 20)  # this process holds 128 MiB, touched, while the commands run
+    ballast[:: 4096] = b"x" * len(range(0, len(ballast), 4096))
+    sleep = run_measured(["sleep", "0.2"])
+    allocating = run_measured([sys.executable, "-c", "b = bytearray(200 << 20); b[::4096] = b'x' * len(b[::4096])"])
+    assert ballast[-4096] == ord("x")
+    assert (sleep.exit_status, allocating.exit_status) == (0, 0)
+    assert 500 < sleep.max_rss_kb < 8_000  # /usr/bin/time puts sleep at about 1.6 MB
+    assert 200 * 1024 < allocating.max_rss_kb < 200 * 1024 + 40_000  # 200 MiB and an interpreter
+
+
+def test_output_goes_where_asked_and_the_command_gets_no_descriptor_of_ours(tmp_path):
+    out = (tmp_path / "out.txt").open("w")
+    usage = run_measured(["sh", "-c", "echo hello; ls /proc/self/fd >&2"], stdout=out, stderr=subprocess.DEVNULL)
+    out.close()
+    assert usage.exit_status == 0 and (tmp_path / "out.txt").read_text() == "hello\n"
+    listing = tmp_path / "fds.txt"
+    with listing.open("w") as fds:
+        run_measured(["sh", "-c", "ls /proc/$$/fd"], stdout=fds)
+    inherited = {int(n) for n in listing.read_text().split()}
+    assert {1}.issubset(inherited) and not inherited & {3, 4, 5}
+
+
 def test_sleep_costs_wall_not_cpu():
     usage = run_measured([sys.executable, "-c", "import time; time.sleep(0.3)"])
     assert usage.wall_seconds >= 0.3
     assert usage.cpu_seconds < 0.2
 
 
-def test_exit_status_signal_and_missing_program():
+def test_exit_status_signal_and_missing_program(tmp_path):
     assert run_measured([sys.executable, "-c", "raise SystemExit(3)"]).exit_status == 3
     assert run_measured([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"]).exit_status == 143
-    assert run_measured(["/nonexistent/program"]).exit_status == 127
+    assert run_measured(["/nonexistent/program"], stderr=subprocess.DEVNULL).exit_status == 127
+    text = tmp_path / "text"
+    text.write_text("not a program")
+    assert run_measured([str(text)], stderr=subprocess.DEVNULL).exit_status == 126  # not executable
 
 
 def test_timeout_kills_the_command():
@@ -115,3 +142,9 @@ def test_cli_profile_with_a_timeout_stores_the_run_censored(tmp_path, monkeypatc
     store = MeasurementStore(Settings().resolved_store_url)
     (stored,) = store.measurements(with_censored=True)
     assert stored.run_id == "cli-slow" and stored.censored and stored.wall_seconds >= 0.3
+
+
+def test_stderr_can_join_stdout(tmp_path):
+    with (tmp_path / "both.txt").open("w") as both:
+        run_measured(["sh", "-c", "echo out; echo err >&2"], stdout=both, stderr=subprocess.STDOUT)
+    assert (tmp_path / "both.txt").read_text().split() == ["out", "err"]

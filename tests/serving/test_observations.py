@@ -194,3 +194,50 @@ def test_many_clients_at_once_store_every_observation_exactly_once(service, tag)
     assert set(stored) == expected and set(stored.values()) == {1}  # each reported stored exactly once
     assert set(duplicates) == expected and set(duplicates.values()) == {1}  # and its twin got "duplicate"
     assert mine(store, tag) == sorted(expected)
+
+
+def test_times_out_of_range_once_in_utc_are_rejected_entries_not_500(service, tag):
+    base, store = service
+    body = [
+        run(f"{tag}ok", recorded_at="2026-03-01T12:00:00+02:00"),
+        run(f"{tag}late", recorded_at="9999-12-31T23:00:00-05:00"),
+        run(f"{tag}early", recorded_at="0001-01-01T00:30:00+01:00"),
+        run(f"{tag}epoch", recorded_at="0"),
+    ]
+    response = post(base, body)
+    assert response.status_code == 200, response.text
+    rejected = {r["run_id"].removeprefix(tag): (r["index"], r["field"]) for r in response.json()["rejected"]}
+    assert rejected == {"late": (1, "recorded_at"), "early": (2, "recorded_at"), "epoch": (3, "recorded_at")}
+    assert mine(store, tag) == [f"{tag}ok"]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"wall_seconds": True}, {"cpu_seconds": False}, {"exit_status": True}, {"recorded_at": 0}, {"features": {"x": True}}],
+)
+def test_booleans_are_not_numbers_and_numbers_are_not_times(service, tag, fields):
+    base, store = service
+    response = post(base, run(f"{tag}b", **fields))
+    assert response.status_code == 422, response.text
+    assert next(iter(fields)) in response.json()["detail"]
+    assert mine(store, tag) == []
+
+
+def test_observations_naming_inputs_get_their_features_or_are_rejected(service, tag):
+    base, store = service
+    given = {"input.sequences": 4.0, "input.residues": 200.0}
+    body = [
+        run(f"{tag}read", params={"input": "f0.fa"}),
+        run(f"{tag}missing", params={"input": "absent.fa"}),
+        run(f"{tag}long", params={"input": "x" * 300 + ".fa"}),
+        run(f"{tag}outside", params={"input": "/etc/hostname"}),
+        run(f"{tag}given", params={"input": "absent.fa"}, features=given),
+    ]
+    response = post(base, body)
+    assert response.status_code == 200, response.text
+    rejected = {r["run_id"].removeprefix(tag): (r["index"], r["field"]) for r in response.json()["rejected"]}
+    assert rejected == {"missing": (1, "param.input"), "long": (2, "param.input"), "outside": (3, "param.input")}
+    assert all("give the run's features" in r["message"] for r in response.json()["rejected"])
+    stored = {m.run_id.removeprefix(tag): m.features for m in store.measurements() if m.run_id.startswith(tag)}
+    assert stored["given"] == given
+    assert stored["read"]["input.sequences"] == 4 and stored["read"]["retree"] == 2  # read from f0.fa under the root (defaults too)
