@@ -245,6 +245,7 @@ def train(
 ) -> None:
     """Cross-validate the zoo per (algorithm, platform), track it in MLflow, and promote what beats the serving champion."""
     from training.dataset import load_training_sets
+    from training.guard import Verdict
     from training.pipeline import count_steps, decision_row, train as train_sets
 
     settings = _settings()
@@ -263,7 +264,8 @@ def train(
         outcomes = train_sets(settings, training_sets, models=model, progress=advance, force=force, dry_run=dry_run)
     if not dry_run:
         for o in outcomes:
-            store.add_decision(decision_row(o, "predictor train --force" if force else "predictor train"))
+            if o.decision.verdict is not Verdict.UNCHANGED:
+                store.add_decision(decision_row(o, "predictor train --force" if force else "predictor train"))
     if force:
         err_console.print("[yellow]--force:[/yellow] the champion guard was overridden; every pair's best candidate was promoted")
     metric = settings.selection_metric
@@ -272,7 +274,7 @@ def train(
         table.add_column(column, no_wrap=True)
     for o in outcomes:
         table.add_row(
-            o.algorithm, o.platform, o.challenger, f"{o.metrics[o.challenger][metric]:.2f}", o.decision.verdict.value,
+            o.algorithm, o.platform, o.challenger, f"{o.metrics[o.challenger].get(metric, float('nan')):.2f}", o.decision.verdict.value,
             o.serving or "-", o.version or "-",
         )  # fmt: skip
     _wide_console().print(table)

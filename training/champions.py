@@ -30,6 +30,8 @@ from training.guard import Decision, Incumbent
 from training.metrics import LOWER_IS_BETTER
 from training.tracking import Candidate, load_out_of_fold, log_served_model
 
+JUDGED_TAG = "judged_fingerprint"
+
 __all__ = [
     "CHAMPION_ALIAS",
     "MlflowChampions",
@@ -73,6 +75,7 @@ class MlflowChampions:
         features = json.loads(tags.get("features", "[]"))
         uri = f"models:/{name}/{version.version}"
         trained = _trained_runs(source)
+        judged = client.get_registered_model(name).tags.get(JUDGED_TAG)
         return Incumbent(
             version=str(version.version),
             composition=_composition(tags, source),
@@ -81,7 +84,12 @@ class MlflowChampions:
             predict=_lazy_predict(uri, features),
             n_rows=int(tags["n_rows"]) if "n_rows" in tags else (len(trained) if trained is not None else None),
             metrics={k[3:]: float(v) for k, v in tags.items() if k.startswith("cv_")},
+            judged=judged,
         )
+
+    def remember(self, algorithm: str, platform: str, fingerprint: str) -> None:
+        """Note on the registered model which training session judged the pair last (what lets an unchanged one be skipped)."""
+        mlflow.MlflowClient().set_registered_model_tag(registered_name(algorithm, platform), JUDGED_TAG, fingerprint)
 
     def register(
         self,

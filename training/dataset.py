@@ -7,6 +7,8 @@ rest, and every metric, use the finished runs only.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -84,6 +86,15 @@ class TrainingSet:
     def finished(self) -> np.ndarray:
         """Rows of runs that finished: their ``y`` is a run time (what metrics and most members learn from)."""
         return ~self.censored
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A digest of everything training reads of the set: its runs, their features, times and censoring."""
+        digest = hashlib.sha256()
+        digest.update(json.dumps([self.algorithm, self.platform, self.feature_names, self.run_ids]).encode())
+        for array in (self.X.to_numpy(dtype="float64"), self.y, self.censored):
+            digest.update(np.ascontiguousarray(array).tobytes())
+        return digest.hexdigest()
 
     @cached_property
     def jobs(self) -> np.ndarray:

@@ -11,7 +11,9 @@ compares them on the same rows:
   ``margin``. Otherwise it is registered as a ``challenger`` version and the alias stays.
 - A challenger of the incumbent's own composition is the incumbent *refreshed* on more runs. On
   the runs the serving version never saw, its out-of-fold predictions must not be shown worse
-  than the serving version's own (the same bootstrap, the other tail). With no new runs there is
+  than the serving version's own by more than ``refresh_tolerance`` points (the same bootstrap,
+  the other tail). The tolerance is there because the comparison leans against the refresh: its
+  out-of-fold predictions come from fits on (k-1)/k of the runs. With no new runs there is
   nothing to refresh.
 - When a challenger of another composition loses and new runs have arrived, the incumbent's
   composition is refreshed on them instead (same check): the loop keeps learning, the kind stays.
@@ -38,6 +40,7 @@ class Verdict(str, Enum):
     REFRESHED = "refreshed"  # the incumbent's composition, refitted on more runs, takes the alias
     KEPT = "kept"  # the alias stays where it is
     FORCED = "forced"  # the challenger takes the alias because it was told to
+    UNCHANGED = "unchanged"  # not trained: the same runs, members and settings were judged already
 
 
 class Serve(str, Enum):
@@ -56,6 +59,7 @@ class Incumbent:
     predict: Callable[[np.ndarray], np.ndarray] | None = None  # the served model on rows in feature_names order
     n_rows: int | None = None  # runs it was trained on
     metrics: dict[str, float] = field(default_factory=dict)  # its cross-validated metrics
+    judged: str | None = None  # fingerprint of the last training session that judged this pair (see training.pipeline)
 
     @property
     def label(self) -> str:
@@ -64,12 +68,14 @@ class Incumbent:
 
 @dataclass(frozen=True)
 class GuardSettings:
-    """How sure the guard must be: a lead beyond ``margin`` % points at one-sided ``confidence``; ``min_new_jobs`` to judge a refresh."""
+    """How sure the guard must be: a lead beyond ``margin`` % points at one-sided ``confidence``; a refresh is judged on at
+    least ``min_new_jobs`` new jobs and refused only when worse than the served version by more than ``refresh_tolerance``."""
 
     metric: str = "rae"
     margin: float = 0.0
     confidence: float = 0.9
-    min_new_jobs: int = 5
+    min_new_jobs: int = 10
+    refresh_tolerance: float = 5.0
     n_resamples: int = 2000
     seed: int = 0
 
@@ -164,7 +170,7 @@ def _refresh(
     change = _bound(y[new], priors[new], refreshed[new], served, jobs[new], settings)
     said = f"refreshed minus served on {int(new.sum())} new run(s): {_said(change, settings)}"
     numbers = {**details, **{f"refresh_{k}": v for k, v in _numbers(change).items()}}
-    if change.low > settings.margin:
+    if change.low > settings.refresh_tolerance:
         return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, f"{prefix}refresh is worse, {said}", numbers)
     return Decision(Verdict.REFRESHED, Serve.INCUMBENT, register, challenger, incumbent.label, f"{prefix}{said}", numbers)
 

@@ -73,6 +73,7 @@ class MemoryChampions:
     def __init__(self) -> None:
         self.versions: dict[tuple[str, str], list[Version]] = {}
         self.alias: dict[tuple[str, str], Version] = {}
+        self.judged: dict[tuple[str, str], str] = {}
 
     def incumbent(self, algorithm: str, platform: str) -> Incumbent | None:
         served = self.alias.get((algorithm, platform))
@@ -86,8 +87,11 @@ class MemoryChampions:
 
         return Incumbent(
             served.number, served.composition, served.trained_runs, names, predict,
-            n_rows=len(served.trained_runs), metrics=champion.metrics,
+            n_rows=len(served.trained_runs), metrics=champion.metrics, judged=self.judged.get((algorithm, platform)),
         )  # fmt: skip
+
+    def remember(self, algorithm: str, platform: str, fingerprint: str) -> None:
+        self.judged[(algorithm, platform)] = fingerprint
 
     def register(
         self,

@@ -9,6 +9,8 @@ the registry are MLflow's by default, or in memory (:mod:`training.memory`) for 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -31,7 +33,7 @@ from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
 from training.ensemble import cross_validated_ensemble, fixed_ensemble
 from training.fanout import Failed, Fit, Refit, run_fits
 from training.folds import FoldPlan
-from training.guard import Decision, GuardSettings, Incumbent, Serve, judge, label
+from training.guard import Decision, GuardSettings, Incumbent, Serve, Verdict, judge, label
 from training.tracking import Candidate, MlflowTracker
 
 log = logging.getLogger(__name__)
@@ -92,6 +94,8 @@ class ChampionBook(Protocol):
     """Where champions are registered and looked up: the MLflow registry (:class:`MlflowChampions`) or memory."""
 
     def incumbent(self, algorithm: str, platform: str) -> Incumbent | None: ...
+
+    def remember(self, algorithm: str, platform: str, fingerprint: str) -> None: ...
 
     def register(
         self,
@@ -159,7 +163,7 @@ def guard_settings(settings: Settings) -> GuardSettings:
     """The guard's thresholds from the service settings."""
     return GuardSettings(
         metric=settings.selection_metric, margin=settings.guard_margin, confidence=settings.guard_confidence,
-        min_new_jobs=settings.guard_min_new_jobs, seed=settings.seed,
+        min_new_jobs=settings.guard_min_new_jobs, refresh_tolerance=settings.guard_refresh_tolerance, seed=settings.seed,
     )  # fmt: skip
 
 
@@ -218,8 +222,17 @@ def train(
             log.warning("skipping %s on %s: none of the models applies to its %d runs", ts.algorithm, ts.platform, len(ts))
     # Largest sets first: their fits cost most, and the last to finish should be a small one.
     usable.sort(key=lambda pair: len(pair[0]), reverse=True)
+    unchanged: list[TrainingOutcome] = []
+    judged: list[tuple[TrainingSet, list[str], Incumbent | None]] = []
+    for ts, names in usable:
+        incumbent = book.incumbent(ts.algorithm, ts.platform)
+        if not force and incumbent is not None and incumbent.judged == session_fingerprint(settings, ts, chosen):
+            unchanged.append(_unchanged(ts, incumbent))
+        else:
+            judged.append((ts, names, incumbent))
+    usable = [(ts, names) for ts, names, _ in judged]
     sets = [ts for ts, _ in usable]
-    incumbents = [book.incumbent(ts.algorithm, ts.platform) for ts in sets]
+    incumbents = [incumbent for _, _, incumbent in judged]
     members = [
         names + [m for m in _members(list(inc.composition), ts) if m not in names] if inc is not None else names
         for (ts, names), inc in zip(usable, incumbents, strict=True)
@@ -246,13 +259,33 @@ def train(
                 if progress is not None:
                     progress(f"{ts.algorithm}/{ts.platform} {pick.decision.verdict.value}")
         registered = {} if dry_run else _register_all(settings, book, sets, plans, picks, progress)
-        outcomes = []
+        outcomes = list(unchanged)
         for pick in picks:
             ts = sets[pick.set_index]
             outcome = _outcome(pick, ts, incumbents[pick.set_index], registered.get(pick.set_index, []), dry_run)
             tracker.note(sessions[ts.algorithm], _session_tags(outcome))
+            if not dry_run and outcome.version is not None:
+                book.remember(ts.algorithm, ts.platform, session_fingerprint(settings, ts, chosen))
             outcomes.append(outcome)
     return sorted(outcomes, key=lambda o: (o.algorithm, o.platform))
+
+
+def session_fingerprint(settings: Settings, ts: TrainingSet, members: Sequence[str]) -> str:
+    """What decides a pair's training session: its data, the members, and the settings selection and the guard read."""
+    config = [list(members), settings.cv_folds, settings.seed, settings.selection_metric, settings.interval_coverage,
+              settings.guard_margin, settings.guard_confidence, settings.guard_min_new_jobs,
+              settings.guard_refresh_tolerance]  # fmt: skip
+    return hashlib.sha256(f"{ts.fingerprint}|{json.dumps(config)}".encode()).hexdigest()
+
+
+def _unchanged(ts: TrainingSet, incumbent: Incumbent) -> TrainingOutcome:
+    """The outcome of a pair not trained again: the same session already judged it, and its champion stays."""
+    reason = f"same runs, members and settings as the session that judged version {incumbent.version}: not trained (--force retrains)"
+    decision = Decision(Verdict.UNCHANGED, None, False, incumbent.label, incumbent.label, reason)
+    return TrainingOutcome(
+        algorithm=ts.algorithm, platform=ts.platform, challenger=incumbent.label, decision=decision, serving=incumbent.label,
+        version=incumbent.version, registered=[], metrics={incumbent.label: dict(incumbent.metrics)}, n_rows=len(ts),
+    )  # fmt: skip
 
 
 def _judge(

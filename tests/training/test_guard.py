@@ -171,3 +171,18 @@ def test_a_member_that_raises_is_left_out_and_training_goes_on(memory_settings: 
     finally:
         ZOO.pop("broken_for_test")
         NEEDS.pop("broken_for_test")
+
+
+def test_a_pair_judged_on_the_same_runs_and_settings_is_not_trained_again(memory_settings: Settings) -> None:
+    book, tracker = MemoryChampions(), MemoryTracker(0.9)
+    data = _power_law_set(40)
+    first = train(memory_settings, [data], models=["linear_log"], tracker=tracker, champions=book)[0]
+    again = train(memory_settings, [_power_law_set(40)], models=["linear_log"], tracker=tracker, champions=book)[0]
+    assert again.decision.verdict is Verdict.UNCHANGED and again.version == first.version == "1" and again.registered == []
+    assert "not trained (--force retrains)" in again.decision.reason
+    other_members = train(memory_settings, [data], models=["linear_log", "mean"], tracker=tracker, champions=book)[0]
+    assert other_members.decision.verdict is not Verdict.UNCHANGED  # another zoo is another session
+    more = train(memory_settings, [_power_law_set(45)], models=["linear_log"], tracker=tracker, champions=book)[0]
+    assert more.decision.verdict is Verdict.REFRESHED  # new runs
+    forced = train(memory_settings, [_power_law_set(45)], models=["linear_log"], tracker=tracker, champions=book, force=True)[0]
+    assert forced.decision.verdict is Verdict.FORCED
