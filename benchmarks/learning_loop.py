@@ -9,7 +9,7 @@ the runs, and by the *loop*, the same service whose pairs are retrained by the w
 (``training.worker.why_due``: at least 20 new runs and a quarter more than the champion saw) and
 judged by the guard, as runs arrive. Both train the default zoo with the real pipeline (10 folds),
 tracked in memory. Reports RAE, share within 25 % and underestimate rate per window of the replay,
-as a table and a figure (``benchmarks/results/learning_loop_prequential.svg``).
+as a table and a figure (``benchmarks/results/learning_loop_prequential.svg`` and ``.json``).
 
 ``latency``: ``predictor serve`` under an open-loop load of single predictions while the retrain
 worker (``predictor worker --once``, its own process) trains every pair of the bundled dataset.
@@ -121,6 +121,7 @@ def prequential(args: argparse.Namespace) -> dict:
            "seconds": time.perf_counter() - started, "windows": table}  # fmt: skip
     RESULTS.mkdir(exist_ok=True)
     figure(table, RESULTS / "learning_loop_prequential.svg", cut)
+    (RESULTS / "learning_loop_prequential.json").write_text(json.dumps(out, indent=1))
     return out
 
 
