@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from features.history import history_features
 from features.swf import read_swf
 from predictor.catalog import Catalog, load_catalog
-from predictor.cli import app
+from cli.app import app
 from predictor.domain import Source
 from predictor.ingest import IngestError, IngestReport
 from predictor.settings import BUNDLED_DATA

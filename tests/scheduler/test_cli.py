@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from predictor.cli import app
+from cli.app import app
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from predictor.catalog import load_catalog
-from predictor.cli import app
+from cli.app import app
 from predictor.settings import Settings
 from scheduler import compare
 from scheduler.policy import NEEDS, POLICIES, applicable_policies

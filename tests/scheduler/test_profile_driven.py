@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from predictor.cli import app
+from cli.app import app
 from scheduler.estimates import oracle_for
 from scheduler.policies.affinity import Affinity
 from scheduler.policies.greedy import greedy2

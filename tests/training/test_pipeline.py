@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from models import available_models
 from predictor import registry
-from predictor.cli import app
+from cli.app import app
 from predictor.domain import Measurement
 from predictor.intervals import QUANTILE_LEVELS
 from predictor.settings import Settings
