@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -28,17 +29,21 @@ def simulate(
 ) -> None:
     """Replay a workload through the scheduler in a discrete-event simulation: metrics table and Gantt chart."""
     from predictor.catalog import load_catalog
+    from scheduler import specs
     from scheduler.gantt import plot
-    from scheduler.runner import load_cluster, load_workload, run
+    from scheduler.runner import run
 
     settings = load_settings()
     catalog = load_catalog(*settings.catalog_paths)
     try:
-        w = load_workload(workload, catalog, seed)
-        if cluster:
-            w.cluster = load_cluster(cluster, catalog)
+        recipe, chosen_policy = specs.parse_workload(workload, catalog), specs.parse_policy(policy)
+        machines = specs.parse_cluster(cluster, catalog) if cluster else None
+        w = recipe.make(seed)
+        if machines is not None:
+            w.cluster = machines
         chosen = estimates or ("model" if w.history else "oracle")
-        result, metrics = run(w, policy, chosen, seed=seed, champions=lambda: local_oracle(settings, catalog))
+        source = specs.parse_estimates(chosen, champions=partial(local_oracle, settings, catalog))
+        result, metrics = run(w, chosen_policy.build(), source.oracle(w, seed), label=chosen)
     except (ValueError, KeyError, FileNotFoundError) as exc:
         raise fail(str(exc).strip('"')) from None
     if as_json:
@@ -71,20 +76,21 @@ def compare(
     """Every applicable policy x estimate source x seed on one workload: metrics with 95% t-intervals, CSVs and a plot."""
     from predictor.catalog import load_catalog
     from scheduler import compare as grid
-    from scheduler.runner import load_cluster
+    from scheduler import specs
 
     if metric not in grid.METRICS:
         raise fail(f"unknown metric {metric!r}; known: {', '.join(grid.METRICS)}")
     settings = load_settings()
     catalog = load_catalog(*settings.catalog_paths)
     try:
-        machines = load_cluster(cluster, catalog) if cluster else None
+        recipe = specs.parse_workload(workload, catalog)
+        machines = specs.parse_cluster(cluster, catalog) if cluster else None
+        chosen_policies = {text: specs.parse_policy(text) for text in specs.split_specs(policies or "")}
+        champions = partial(local_oracle, settings, catalog)  # loaded only if a source asks for it
+        chosen_estimates = {text: specs.parse_estimates(text, champions) for text in specs.split_specs(estimates or "")}
         with progress(err_console, "compare") as update:
             runs = grid.run_grid(
-                workload, catalog, cluster=machines, seeds=seeds,
-                policies=grid.split_specs(policies) if policies else None,
-                estimates=grid.split_specs(estimates) if estimates else None,
-                champions=lambda: local_oracle(settings, catalog),
+                recipe, cluster=machines, seeds=seeds, policies=chosen_policies, estimates=chosen_estimates,
                 progress=lambda label, done, total: update(done, total, label),
             )  # fmt: skip
     except (ValueError, KeyError, FileNotFoundError) as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -118,3 +119,20 @@ class Workload:
     notes: str = ""
     provides: frozenset[str] = frozenset()  # capabilities beyond jobs and machines that some policies need
     grid: Grid | None = None  # seed 003: sites, their data servers and the home link (capability "sites", scheduler/grid.py)
+
+
+@dataclass(frozen=True)
+class WorkloadRecipe:
+    """How to make a workload for a seed: ``make_with(**options)``, passed ``seed`` too when it draws from one.
+
+    A ``seed`` among the options fixes the workload whatever seed :meth:`make` is given.
+    """
+
+    make_with: Callable[..., Workload]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    seeded: bool = True
+
+    def make(self, seed: int = 0) -> Workload:
+        """The workload of ``seed`` (or of the options' own ``seed``)."""
+        given = {"seed": seed} if self.seeded else {}
+        return self.make_with(**{**given, **self.options})
