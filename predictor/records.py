@@ -29,14 +29,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from features import FeatureError
 from predictor.catalog import Algorithm, Catalog, Parameter
-from predictor.domain import Measurement, Source
+from predictor.domain import SCALAR_FIELDS, Measurement, Source
 from predictor.jobfeatures import file_parameters, job_features
 from predictor.store.limits import unstorable
 
-FIELDS = (
-    "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds",
-    "max_rss_kb", "exit_status", "censored", "cache_state", "source", "recorded_at",
-)  # fmt: skip
 OBJECTS = {"params": "param.", "features": "feature.", "context": "context."}  # object column -> prefix of one entry
 ROW = "(row)"
 REAL_FIELDS = ("wall_seconds", "cpu_seconds")
@@ -117,7 +113,7 @@ def validate(record: Record, catalog: Catalog, defaults: Defaults, locate: Locat
 
 def _typed_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """The record's fields, numbers and times checked strictly; the rest is left to the Measurement's own checks."""
-    data = {name: fields[name] for name in FIELDS if name in fields}
+    data = {name: fields[name] for name in SCALAR_FIELDS if name in fields}
     for name in REAL_FIELDS:
         if name in data:
             data[name] = _number(name, data[name])
