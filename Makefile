@@ -24,6 +24,7 @@ run: install
 	$(BIN)/predictor serve
 
 test: install system-deps
+	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest
 
 clean:

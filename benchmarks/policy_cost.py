@@ -43,14 +43,15 @@ from typing import Any
 from scheduler_scale import load_note, queue
 
 from scheduler.bounds import makespan_lower_bound
-from scheduler.estimates import oracle_for
 from scheduler.grid import SITES
 from scheduler.gridinfo import GRID_ATTRIBUTES
 from scheduler.metrics import compute
 from scheduler.orders import OrderKind
+from scheduler.policies import applicable_policies
 from scheduler.policies.walker import StaticPlacement
-from scheduler.policy import Context, Event, Policy, applicable_policies, make_policy
+from scheduler.policy import Context, Event, Policy
 from scheduler.simulate import backlog, simulate
+from scheduler.specs import make_policy, parse_estimates
 from scheduler.workload import Workload
 from scheduler.workloads import bag_of_tasks, ncbi, walker_grid
 
@@ -128,7 +129,7 @@ def grid_instance(needs: str, tasks: int, seed: int) -> Workload:
 def grid_pass_costs(needs: str, policies: list[str], jobs: int, repeat: int, limit: float) -> list[dict[str, Any]]:
     """Median CPU seconds of one pass over ``jobs`` pending tasks of a grid instance, per policy."""
     w = grid_instance(needs, jobs, seed=0)
-    truth = oracle_for(w, "oracle")
+    truth = parse_estimates("oracle").oracle(w)
     rows = []
     for name in policies:
         s = backlog(w, make_policy(name), truth)
@@ -151,7 +152,7 @@ def ratios(policies: list[str], w: Workload, limit: float) -> tuple[float, list[
     """The lower bound, and each policy's makespan and makespan / bound, simulating ``w``."""
     jobs = len(w.jobs)
     bound = makespan_lower_bound(w)
-    truth = oracle_for(w, "oracle")
+    truth = parse_estimates("oracle").oracle(w)
     rows = []
     for name in policies:
         seconds, result = timed(partial(simulate, w, make_policy(name), truth), limit)

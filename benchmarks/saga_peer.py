@@ -40,8 +40,9 @@ from scheduler.bounds import makespan_lower_bound
 from scheduler.estimates import truth
 from scheduler.metrics import compute
 from scheduler.oracles import Oracle
-from scheduler.policy import Context, Event, make_policy
+from scheduler.policy import Context, Event
 from scheduler.simulate import backlog, simulate
+from scheduler.specs import make_policy
 from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
 SPEEDS = (1.0, 1.5, 2.0, 3.0, 4.0)

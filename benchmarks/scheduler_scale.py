@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.estimates import oracle_for
 from scheduler.events import Scheduler
 from scheduler.learning import LearningOracle, estimates_served
 from scheduler.metrics import Metrics, compute
 from scheduler.oracles import seconds
-from scheduler.policy import Context, Event, make_policy
+from scheduler.policy import Context, Event
 from scheduler.simulate import simulate
+from scheduler.specs import make_policy, parse_estimates
 from scheduler.state import INF, Machine
 from scheduler.workloads import ncbi, swf
 
@@ -51,7 +51,7 @@ def load_note() -> str:
 def queue(jobs: int, machines: int, seed: int) -> tuple[Scheduler, Any]:
     """A scheduler over ``machines`` NCBI machines (round-robin over the six types) with ``jobs`` pending jobs."""
     w = ncbi.generate(hours=jobs * 1.2 * 1.14 / 3600, seed=seed, per_type=1, history_runs=1)
-    truth = oracle_for(w, "oracle")
+    truth = parse_estimates("oracle").oracle(w)
     s = Scheduler(make_policy("edf"), truth)
     types = list(ncbi.MACHINE_TYPES)
     for i in range(machines):
@@ -107,7 +107,7 @@ def bench_pass(args: argparse.Namespace) -> dict[str, Any]:
 
 def bench_simulate(args: argparse.Namespace) -> dict[str, Any]:
     w = ncbi.generate(hours=args.hours, seed=args.seed, per_type=args.per_type)
-    truth = oracle_for(w, "oracle")
+    truth = parse_estimates("oracle").oracle(w)
     out: dict[str, Any] = {"jobs": len(w.jobs), "machines": len(w.cluster.machines), "load": load_note()}
     for name in ("edf", "fcfs"):
         cpu = time.process_time()
@@ -126,7 +126,7 @@ def bench_ncbi(args: argparse.Namespace) -> dict[str, Any]:
         w = ncbi.generate(hours=args.hours, seed=seed, per_type=args.per_type)
         for policy, estimates in [("fcfs", "none")] + [(args.policy, e) for e in args.estimates or NCBI_ESTIMATES]:
             started = time.perf_counter()
-            oracle = oracle_for(w, estimates, seed)
+            oracle = parse_estimates(estimates).oracle(w, seed)
             result = simulate(w, make_policy(policy), oracle, estimates=estimates)
             rows.setdefault(f"{policy} / {estimates}", []).append(compute(result))
             if estimates != "none":
@@ -146,11 +146,11 @@ def bench_traces(args: argparse.Namespace) -> dict[str, Any]:
         w = swf.replay(path, limit=args.limit, speedup=args.speedup)
         rows: dict[str, list[Metrics]] = {}
         accuracy = {}
-        result = simulate(w, make_policy("fcfs"), oracle_for(w, "none"), estimates="none")
+        result = simulate(w, make_policy("fcfs"), parse_estimates("none").oracle(w), estimates="none")
         rows["fcfs / none"] = [compute(result)]
         for estimates in args.estimates or TRACE_ESTIMATES:
             try:
-                oracle = oracle_for(w, estimates, args.seed)
+                oracle = parse_estimates(estimates).oracle(w, args.seed)
             except KeyError as exc:  # a zoo member this checkout does not have
                 print(f"skipping {estimates}: {exc}")
                 continue

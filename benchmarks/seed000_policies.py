@@ -38,12 +38,12 @@ from typing import Any
 
 from scipy.stats import t as student_t
 
-from scheduler.estimates import oracle_for
 from scheduler.metrics import compute
 from scheduler.policies.affinity import Affinity
 from scheduler.policies.greedy import greedy2
-from scheduler.policy import Policy, make_policy
+from scheduler.policy import Policy
 from scheduler.simulate import simulate
+from scheduler.specs import make_policy, parse_estimates
 from scheduler.workload import Workload
 from scheduler.workloads import ncbi
 
@@ -75,7 +75,7 @@ def one_seed(cluster: str, per_type: int, types: tuple[str, ...], hours: float, 
     w = ncbi.generate(hours=hours, seed=seed, per_type=per_type, types=types)
     rows = []
     for source in estimates:
-        oracle = oracle_for(w, source, seed)
+        oracle = parse_estimates(source).oracle(w, seed)
         for name, build in POLICIES.items():
             if source != estimates[0] and name not in PROFILED:
                 continue

@@ -29,10 +29,10 @@ from pathlib import Path
 import pandas as pd
 
 from scheduler import compare
-from scheduler.estimates import oracle_for
 from scheduler.metrics import compute
-from scheduler.policy import Context, Event, make_policy
+from scheduler.policy import Context, Event
 from scheduler.simulate import backlog, simulate
+from scheduler.specs import make_policy, parse_estimates, parse_policy, split_specs
 from scheduler.workloads import walker_grid
 
 POLICIES = ("rand", "mp", "mpl", "mpl:anchor=peers", "edf")
@@ -46,7 +46,7 @@ def quality(seeds: int, nets: list[int], policies: list[str], jobs: int, util: f
     for net in nets:
         for seed in range(seeds):
             w = walker_grid.generate(seed=seed, jobs=jobs, net=net, util=util)
-            truth = oracle_for(w, "oracle")
+            truth = parse_estimates("oracle").oracle(w)
             ratio = {spec.params["grid"]["job"]: spec.params["grid"]["ratio"] for spec in w.jobs}
             for policy in policies:
                 result = simulate(w, make_policy(policy), truth, estimates="oracle")
@@ -72,7 +72,7 @@ def cost(ks: list[int], policies: list[str], repeat: int) -> pd.DataFrame:
     rows = []
     for k in ks:
         w = walker_grid.generate(seed=0, jobs=1, net=2, min_tasks=k, max_tasks=k, x86_only=0.0)
-        truth = oracle_for(w, "oracle")
+        truth = parse_estimates("oracle").oracle(w)
         for policy in policies:
             best = float("inf")
             for _ in range(repeat):
@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--ks", default="10,40,160,640", help="tasks per job for the cost table")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    policies = compare.split_specs(args.policies)
+    policies = split_specs(args.policies)
     one, five, _ = os.getloadavg()
     print(f"# Seed 002: RAND vs MP vs MPL ({os.cpu_count()} cores, load average {one:.1f} / {five:.1f})\n")
     began = time.perf_counter()
@@ -110,7 +110,7 @@ def main() -> None:
     runs.to_csv(RESULTS / "seed002_walker-runs.csv", index=False)
     png = compare.plot(summary, "job_completion", RESULTS / "seed002_walker.png", "Mean grid-job completion (s) by testbed")
     print(f"\n({time.perf_counter() - began:.0f} s; runs in {RESULTS / 'seed002_walker-runs.csv'}, chart {png})\n")
-    walker = [p for p in policies if p.partition(":")[0] in ("rand", "mp", "mpl")]
+    walker = [p for p in policies if parse_policy(p).name in ("rand", "mp", "mpl")]
     if walker and args.ks:
         table = cost([int(k) for k in args.ks.split(",")], walker, args.repeat)
         wide = table.pivot(index="k", columns="policy", values="ms")[walker]

@@ -22,11 +22,10 @@ from pathlib import Path
 import pandas as pd
 
 from scheduler.compare import markdown, plot, summarize, table
-from scheduler.estimates import oracle_for
 from scheduler.grid import Waste, waste
 from scheduler.metrics import compute
-from scheduler.policy import make_policy
 from scheduler.simulate import simulate
+from scheduler.specs import make_policy, parse_estimates
 from scheduler.workload import Workload
 from scheduler.workloads import bag_of_tasks
 
@@ -49,7 +48,7 @@ def executions(first: Workload, spec: str, estimates: str, count: int, seed: int
     for k in range(count):
         # WQR draws its random processor order afresh in each execution (a fixed order would reuse data by accident)
         policy = f"{spec}{',' if ':' in spec else ':'}seed={seed * 100 + k}" if spec.startswith("wqr") else spec
-        result = simulate(workload, make_policy(policy), oracle_for(workload, estimates), estimates=estimates)
+        result = simulate(workload, make_policy(policy), parse_estimates(estimates).oracle(workload), estimates=estimates)
         metrics = compute(result)
         if metrics.done != len(workload.jobs):
             raise RuntimeError(f"{policy} left {len(workload.jobs) - metrics.done} tasks undone on {workload.name}")

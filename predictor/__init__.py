@@ -1,4 +1,4 @@
-"""Runtime-prediction service: domain types, catalog, settings, measurement store, oracle and CLI."""
+"""The core of the runtime-prediction service: domain types, catalog, settings, measurement store, registry and oracle."""
 
 from importlib.metadata import PackageNotFoundError, version
 

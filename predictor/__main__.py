@@ -1,5 +1,5 @@
-"""``python -m predictor`` is the ``predictor`` command."""
+"""``python -m predictor`` is the ``predictor`` command (the CLI lives above the core: the one import the layers allow up)."""
 
-from predictor.cli import app
+from cli.app import app
 
 app(prog_name="predictor")

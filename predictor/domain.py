@@ -87,6 +87,11 @@ class Measurement(BaseModel):
         return self.succeeded or self.censored
 
 
+# A measurement's one-value fields, in order: a column each in the store, in files and in frames (the objects
+# params, features and context are spread over columns of their own).
+SCALAR_FIELDS = tuple(name for name in Measurement.model_fields if name not in ("params", "features", "context"))
+
+
 class Estimate(BaseModel):
     """Predicted wall seconds for one job on one platform, and what produced it."""
 

@@ -7,12 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from predictor.domain import SCALAR_FIELDS
 from predictor.store import MeasurementStore
-
-SCALAR_FIELDS = (
-    "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds", "max_rss_kb",
-    "exit_status", "censored", "cache_state", "source", "recorded_at",
-)
 
 
 def export_csv(store: MeasurementStore, path: Path, *, algorithm: str | None = None) -> int:

@@ -42,8 +42,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from predictor.catalog import Catalog
-from predictor.domain import Source
-from predictor.records import FIELDS, OBJECTS, ROW, Defaults, Record, RowError, missing, plain, validate
+from predictor.domain import SCALAR_FIELDS, Source
+from predictor.records import OBJECTS, ROW, Defaults, Record, RowError, missing, plain, validate
 from predictor.store import MeasurementStore
 
 CHUNK_ROWS = 5000
@@ -267,7 +267,7 @@ def _targets(path: Path, header: list[str], mapping: dict[str, str]) -> list[str
     unknown = [t for t in targets if t is not None and _kind(t) is None]
     if unknown:
         raise IngestError(
-            f"{path}: unknown columns: {', '.join(map(repr, unknown))}; name a field ({', '.join(FIELDS)}), "
+            f"{path}: unknown columns: {', '.join(map(repr, unknown))}; name a field ({', '.join(SCALAR_FIELDS)}), "
             "params/features/context, or param.<name>, feature.<name>, context.<name> (rename with a mapping)"
         )
     seen: dict[str, str] = {}
@@ -281,7 +281,7 @@ def _targets(path: Path, header: list[str], mapping: dict[str, str]) -> list[str
 
 def _kind(target: str) -> tuple[str, str] | None:
     """Where a column's cells go in a Record: ("fields" | "objects" | an object column, name), or None if nowhere."""
-    if target in FIELDS:
+    if target in SCALAR_FIELDS:
         return ("fields", target)
     if target in OBJECTS:
         return ("objects", target)

@@ -3,7 +3,7 @@
 Checked, in order: the algorithm, the platform and that one runs on the other (the catalog); every
 parameter against its schema; the fields strictly typed (a boolean is no number, a number no time);
 the measurement itself; then what the store's columns hold on every backend alike
-(:mod:`predictor.store.tables`: text within its ``String(n)`` and free of NUL characters, integers
+(:mod:`predictor.store.limits`: text within its ``String(n)`` and free of NUL characters, integers
 within ``Integer`` or ``BigInteger``, times within the years 1 to 9999 in UTC), where SQLite would
 store a value that makes PostgreSQL refuse the whole batch. A record that names input files and gives no features gets the features read
 from them; an input that cannot be read rejects the record, since a run without features is no use
@@ -19,7 +19,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import Enum
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,18 +26,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import BigInteger, Integer, String
 
 from features import FeatureError
 from predictor.catalog import Algorithm, Catalog, Parameter
-from predictor.domain import Measurement, Source
+from predictor.domain import SCALAR_FIELDS, Measurement, Source
 from predictor.jobfeatures import file_parameters, job_features
-from predictor.store.tables import measurements as table
+from predictor.store.limits import unstorable
 
-FIELDS = (
-    "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds",
-    "max_rss_kb", "exit_status", "censored", "cache_state", "source", "recorded_at",
-)  # fmt: skip
 OBJECTS = {"params": "param.", "features": "feature.", "context": "context."}  # object column -> prefix of one entry
 ROW = "(row)"
 REAL_FIELDS = ("wall_seconds", "cpu_seconds")
@@ -119,7 +113,7 @@ def validate(record: Record, catalog: Catalog, defaults: Defaults, locate: Locat
 
 def _typed_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """The record's fields, numbers and times checked strictly; the rest is left to the Measurement's own checks."""
-    data = {name: fields[name] for name in FIELDS if name in fields}
+    data = {name: fields[name] for name in SCALAR_FIELDS if name in fields}
     for name in REAL_FIELDS:
         if name in data:
             data[name] = _number(name, data[name])
@@ -305,40 +299,8 @@ def _unreadable(value: str) -> str:
 
 def _check_storable(m: Measurement) -> None:
     """Raise RowError when a value does not fit its column of the store on every backend (JSON columns take any)."""
-    for name, problem_of in COLUMN_CHECKS:
-        value = getattr(m, name)
-        if value is not None and (problem := problem_of(value)):
-            raise RowError(name, problem)
-
-
-def _column_checks() -> list[tuple[str, Callable[[Any], str | None]]]:
-    """For each column of the measurements table that holds a Measurement field of a limited type: the field and a check."""
-    checks: list[tuple[str, Callable[[Any], str | None]]] = []
-    for column in table.columns:
-        kind = column.type
-        field = Measurement.model_fields.get(column.name)
-        if field is None or (isinstance(field.annotation, type) and issubclass(field.annotation, Enum)):
-            continue  # not a field, or one of a few short names
-        if isinstance(kind, String):
-            checks.append((column.name, partial(_text_problem, length=kind.length)))
-        elif isinstance(kind, Integer):  # BigInteger included
-            checks.append((column.name, partial(_integer_problem, bits=64 if isinstance(kind, BigInteger) else 32)))
-    return checks
-
-
-def _text_problem(text: str, length: int | None) -> str | None:
-    """Why text cannot be stored: over ``length`` characters, or a NUL character (PostgreSQL's text refuses it)."""
-    if length is not None and len(text) > length:
-        return f"{len(text)} characters is over the store's limit of {length}"
-    return "text must not contain NUL characters" if "\x00" in text else None
-
-
-def _integer_problem(value: int, bits: int) -> str | None:
-    limit = 2 ** (bits - 1)
-    return None if -limit <= value < limit else f"{value} does not fit the store's {bits}-bit integer column"
-
-
-COLUMN_CHECKS = _column_checks()
+    if (problem := unstorable(m)) is not None:
+        raise RowError(*problem)
 
 
 def _field_name(loc: tuple[int | str, ...]) -> str:

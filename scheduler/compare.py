@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
 
@@ -20,15 +20,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from predictor.catalog import Catalog
 from scheduler.bounds import makespan_lower_bound
+from scheduler.estimates import EstimateSource, Fitted, Noisy, Truth
 from scheduler.metrics import Metrics
-from scheduler.oracles import Oracle
-from scheduler.policy import NEEDS, applicable_policies
-from scheduler.runner import estimates_oracle, load_workload, run
-from scheduler.workload import Cluster, Workload
+from scheduler.policies import PolicyChoice, applicable_policies
+from scheduler.runner import run
+from scheduler.workload import Cluster, Workload, WorkloadRecipe
 
-DEFAULT_ESTIMATES = ("oracle", "model", "noisy:0.5")
+DEFAULT_ESTIMATES: dict[str, EstimateSource] = {"oracle": Truth(), "model": Fitted(), "noisy:0.5": Noisy(0.5)}
 CONFIDENCE = 0.95
 KEYS = ("policy", "estimates")  # what a summary row is about; ``seed`` is what it averages over
 TABLE_METRICS = ("makespan", "makespan_ratio", "mean_completion", "mean_waiting", "mean_slowdown", "utilisation", "energy_kwh")
@@ -39,66 +38,45 @@ HIGHER_IS_BETTER = frozenset({"done", "utilisation"})  # every other metric rank
 Progress = Callable[[str, int, int], None]  # (label of the run just finished, runs done, runs in all)
 
 
-def split_specs(text: str) -> list[str]:
-    """``a,b:k=1,j=2,c`` -> ``[a, b:k=1,j=2, c]``: a ``key=value`` piece continues the spec before it."""
-    specs: list[str] = []
-    for piece in (p.strip() for p in text.split(",")):
-        if not piece:
-            continue
-        if specs and "=" in piece and ":" not in piece:
-            specs[-1] += f",{piece}"
-        else:
-            specs.append(piece)
-    return specs
-
-
-def resolve_policies(workload: Workload, requested: Sequence[str] | None = None) -> list[str]:
-    """``requested`` checked against the registry and the workload, or every policy the workload can run."""
-    applicable = applicable_policies(workload.provides)
+def resolve_policies(workload: Workload, requested: Mapping[str, PolicyChoice] | None = None) -> dict[str, PolicyChoice]:
+    """``requested`` (label -> policy) checked against the workload, or every policy the workload can run."""
     if not requested:
-        return applicable
-    for spec in requested:
-        name = spec.partition(":")[0]
-        if name not in NEEDS:
-            raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(NEEDS))}")
-        if name not in applicable:
-            missing = ", ".join(sorted(NEEDS[name] - workload.provides))
-            raise ValueError(f"policy {name!r} needs {missing}, which workload {workload.name} does not provide")
-    return list(dict.fromkeys(requested))
+        return {name: PolicyChoice(name) for name in applicable_policies(workload.provides)}
+    for choice in requested.values():
+        if missing := choice.needs - workload.provides:
+            raise ValueError(f"policy {choice.name!r} needs {', '.join(sorted(missing))}, which workload {workload.name} does not provide")
+    return dict(requested)
 
 
-def resolve_estimates(workload: Workload, requested: Sequence[str] | None = None) -> list[str]:
-    """``requested``, or the defaults without ``model`` when the workload has no history to fit one on."""
+def resolve_estimates(workload: Workload, requested: Mapping[str, EstimateSource] | None = None) -> dict[str, EstimateSource]:
+    """``requested`` (label -> source), or the defaults without the fitted model when the workload has no history."""
     if requested:
-        return list(dict.fromkeys(requested))
-    return [e for e in DEFAULT_ESTIMATES if e != "model" or workload.history]
+        return dict(requested)
+    return {label: source for label, source in DEFAULT_ESTIMATES.items() if not isinstance(source, Fitted) or workload.history}
 
 
 def run_grid(
-    workload: str,
-    catalog: Catalog,
+    workload: WorkloadRecipe,
     *,
     cluster: Cluster | None = None,
-    policies: Sequence[str] | None = None,
-    estimates: Sequence[str] | None = None,
+    policies: Mapping[str, PolicyChoice] | None = None,
+    estimates: Mapping[str, EstimateSource] | None = None,
     seeds: int = 3,
-    champions: Callable[[], Oracle] | None = None,
     progress: Progress | None = None,
 ) -> pd.DataFrame:
-    """Simulate every (policy, estimates, seed) of the workload spec ``workload``; one row per run.
+    """Simulate every (policy, estimates, seed) of ``workload``; one row per run, policies and sources by their labels.
 
-    Seed ``s`` generates the workload (``load_workload(..., seed=s)``; fixed workloads stay the
-    same) and seeds the noise and the fitted models, so every policy of one seed and estimate
-    source meets the same jobs and the same estimates. Policies and estimates are checked on
-    seed 0's workload before anything runs.
+    Seed ``s`` makes the workload (``workload.make(s)``; fixed workloads stay the same) and seeds the
+    noise and the fitted models, so every policy of one seed and estimate source meets the same jobs
+    and the same estimates. Policies and estimates are checked on seed 0's workload before anything runs.
     """
     if seeds < 1:
         raise ValueError(f"seeds must be at least 1, got {seeds}")
     rows: list[dict[str, object]] = []
-    chosen_policies: list[str] = []
-    chosen_estimates: list[str] = []
+    chosen_policies: dict[str, PolicyChoice] = {}
+    chosen_estimates: dict[str, EstimateSource] = {}
     for seed in range(seeds):
-        w = load_workload(workload, catalog, seed)
+        w = workload.make(seed)
         if cluster is not None:
             w.cluster = cluster
         if seed == 0:
@@ -106,17 +84,17 @@ def run_grid(
             chosen_estimates = resolve_estimates(w, estimates)
         total = seeds * len(chosen_policies) * len(chosen_estimates)
         bound = makespan_lower_bound(w)
-        for source in chosen_estimates:
-            oracle = estimates_oracle(w, source, seed, champions)
-            for policy in chosen_policies:
-                result, metrics = run(w, policy, source, seed=seed, oracle=oracle)
+        for source_label, source in chosen_estimates.items():
+            oracle = source.oracle(w, seed)
+            for policy_label, policy in chosen_policies.items():
+                result, metrics = run(w, policy.build(), oracle, label=source_label)
                 rows.append(
-                    {"workload": w.name, "policy": policy, "estimates": source, "seed": seed, **metrics.as_dict(),
+                    {"workload": w.name, "policy": policy_label, "estimates": source_label, "seed": seed, **metrics.as_dict(),
                      "lower_bound": bound, "makespan_ratio": metrics.makespan / bound if bound > 0 else math.nan,
                      "sim_seconds": result.wall_seconds}
                 )  # fmt: skip
                 if progress is not None:
-                    progress(f"{policy} / {source} / seed {seed}", len(rows), total)
+                    progress(f"{policy_label} / {source_label} / seed {seed}", len(rows), total)
     return pd.DataFrame(rows)
 
 

@@ -1,18 +1,20 @@
 """What the simulated scheduler is told: the truth, fitted models, noisy truth, users' requests, or nothing.
 
-``--estimates`` values: ``oracle`` (true times), ``model[:zoo-member]`` (a zoo model
-per algorithm and platform fitted on the workload's history, the same
-:class:`predictor.registry.Champion` objects the service's runtime oracle calls),
-``noisy:SIGMA`` (true times x a lognormal factor), ``none`` (no estimates),
-``requested`` (the time the user asked for, where the workload has one), and
-``service[:OPTIONS]`` (the product itself: champions chosen by the real training pipeline,
-retrained as jobs end; :mod:`scheduler.learning`).
+Each source is an object that builds the oracle for a workload and a seed: :class:`Truth` (true times),
+:class:`Fitted` (a zoo model per algorithm and platform fitted on the workload's history, the same
+:class:`predictor.registry.Champion` objects the service's runtime oracle calls), :class:`Noisy` (true times x a
+lognormal factor), :class:`Blind` (no estimates), :class:`Requested` (the time the user asked for, where the
+workload has one), :class:`Service` (the product itself: champions chosen by the real training pipeline, retrained
+as jobs end; :mod:`scheduler.learning`) and :class:`Champions` (the service's registered models). Their names in
+specs (``oracle``, ``model:MEMBER``, ``noisy:SIGMA``, ...) are :mod:`scheduler.specs`'.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
@@ -20,8 +22,10 @@ import pandas as pd
 from predictor.domain import Measurement
 from predictor.registry import Champion
 from scheduler.oracles import BlindOracle, NoisyOracle, Oracle, TableOracle, job_key
-from scheduler.policy import split_spec
 from scheduler.workload import JobSpec, Workload
+
+if TYPE_CHECKING:
+    from scheduler.learning import LearningOptions
 
 DEFAULT_MODEL = "linear_log"
 
@@ -83,43 +87,78 @@ def predicted(jobs: Sequence[JobSpec], champions: dict[tuple[str, str], Champion
     return TableOracle(table, label)
 
 
-def oracle_for(workload: Workload, spec: str, seed: int = 0) -> Oracle:
-    """The oracle named by an ``--estimates`` value (see the module docstring)."""
-    name, _, arg = spec.partition(":")
-    if name == "oracle":
+class EstimateSource(Protocol):
+    """Where a simulation's estimates come from: the oracle it builds for a workload and a seed (of noise and fits)."""
+
+    def oracle(self, workload: Workload, seed: int = 0) -> Oracle: ...
+
+
+@dataclass(frozen=True)
+class Truth:
+    """``oracle``: the true times."""
+
+    def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
         return truth(workload)
-    if name == "none":
+
+
+@dataclass(frozen=True)
+class Blind:
+    """``none``: no estimates at all."""
+
+    def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
         return BlindOracle(truth(workload))
-    if name == "requested":
+
+
+@dataclass(frozen=True)
+class Requested:
+    """``requested``: the time each user asked for."""
+
+    def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
         return requested(workload)
-    if name == "noisy":
-        try:
-            sigma = float(arg or 0.5)
-        except ValueError:
-            raise ValueError(f"noisy:SIGMA needs a number, got {arg!r}") from None
-        return NoisyOracle(truth(workload), sigma, seed)
-    if name == "model":
+
+
+@dataclass(frozen=True)
+class Noisy:
+    """``noisy:SIGMA``: the true times x a lognormal factor of log-sd ``sigma``, drawn from the seed."""
+
+    sigma: float = 0.5
+
+    def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
+        return NoisyOracle(truth(workload), self.sigma, seed)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """``model:MEMBER``: zoo ``member`` fitted per (algorithm, platform) on the workload's history."""
+
+    member: str = DEFAULT_MODEL
+
+    def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
         if not workload.history:
             raise ValueError(f"workload {workload.name} has no history to fit a model on")
-        member = arg or DEFAULT_MODEL
-        return predicted(workload.jobs, fit_champions(workload.history, member, seed), f"model:{member}")
-    if name == "service":
-        return learning_oracle(workload, spec, seed)
-    raise ValueError(f"unknown estimates {spec!r}: use oracle, model[:MEMBER], service[:OPTIONS], noisy:SIGMA, none or requested")
+        return predicted(workload.jobs, fit_champions(workload.history, self.member, seed), f"model:{self.member}")
 
 
-def learning_oracle(workload: Workload, spec: str, seed: int = 0) -> Oracle:
-    """``service[:models=a+b,folds=5,min_new_runs=20,min_new_fraction=0.5,drift_every=10]``: the product, learning online."""
-    from predictor.settings import Settings
-    from scheduler.learning import LearningOptions, LearningOracle
+@dataclass(frozen=True)
+class Service:
+    """``service:OPTIONS``: the product, learning online (:mod:`scheduler.learning`; default options when None)."""
 
-    if not workload.history:
-        raise ValueError(f"workload {workload.name} has no history for the service to start from")
-    _, options = split_spec(spec)
-    known = set(LearningOptions.__dataclass_fields__)
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ValueError(f"unknown option(s) {', '.join(unknown)} of {spec!r}; known: {', '.join(sorted(known))}")
-    if "models" in options:
-        options["models"] = tuple(str(options["models"]).split("+"))
-    return LearningOracle(workload, Settings(seed=seed), LearningOptions(**options))
+    options: LearningOptions | None = None
+
+    def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
+        from predictor.settings import Settings
+        from scheduler.learning import LearningOptions, LearningOracle
+
+        if not workload.history:
+            raise ValueError(f"workload {workload.name} has no history for the service to start from")
+        return LearningOracle(workload, Settings(seed=seed), self.options or LearningOptions())
+
+
+@dataclass(frozen=True)
+class Champions:
+    """``champions``: the service's registered models, as ``load`` builds their runtime oracle."""
+
+    load: Callable[[], Oracle]
+
+    def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
+        return self.load()

@@ -33,7 +33,8 @@ from predictor.store import MeasurementStore
 from scheduler.events import OrderError, Scheduler
 from scheduler.oracles import Oracle
 from scheduler.orders import Order
-from scheduler.policy import Policy, make_policy
+from scheduler.policies.edf import EDFDeferral
+from scheduler.policy import Policy
 from scheduler.state import Job, JobStatus, Machine, Run, State
 from scheduler.store import SchedulerStore
 
@@ -100,7 +101,7 @@ class SchedulerService:
         self._poller: threading.Thread | None = None
         self._inbox_error: str | None = None
         self.scheduler = Scheduler(
-            policy or make_policy("edf"), oracle, self.db.load(), threshold=threshold, on_observation=self._observe,
+            policy or EDFDeferral(), oracle, self.db.load(), threshold=threshold, on_observation=self._observe,
             on_notify=lambda job, text: log.warning("job %s: %s", job.id, text),
         )  # fmt: skip
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
 if TYPE_CHECKING:
     from scheduler.grid import DataStores
@@ -57,28 +59,38 @@ class Run:
         return self.progress0 + (1.0 - self.progress0) * min((now - self.start) / self.estimate, 0.99)
 
 
+ASKED = {"asked": True}  # field metadata: the submitter gives it (the other fields are what the scheduler decides)
+KEPT_ELSEWHERE = {"stored": False}  # field metadata: no sched_jobs column (runs have their table; inputs: simulations)
+
+
 @dataclass(slots=True)
 class Job:
-    """A request to run an algorithm with parameters, and what the scheduler knows and decided about it."""
+    """A request to run an algorithm with parameters, and what the scheduler knows and decided about it.
 
-    id: str
-    algorithm: str
-    submit: float
-    params: dict[str, Any] = field(default_factory=dict)
-    features: dict[str, float] | None = None
-    deadline: float | None = None
-    priority: int = 0
-    depends_on: tuple[str, ...] = ()
-    stream_from: str | None = None
-    size: int = 1
-    platforms: tuple[str, ...] | None = None
-    checkpoint: frozenset[str] = frozenset()
-    data: str | None = None
-    inputs: tuple[tuple[str, int], ...] = ()  # seed 003: input files (name, bytes), see scheduler/grid.py
+    The one definition of a job's fields: :data:`ASKED_FIELDS` (what a submission or a workload's
+    :class:`~scheduler.workload.JobSpec` gives) and :data:`STORED_FIELDS` (the ``sched_jobs`` columns) are read
+    from it, the store maps rows and the API its schemas by name, and ``tests/scheduler/test_job_fields.py``
+    checks the table, the migrations, the job spec and the API schemas against it.
+    """
+
+    id: str = field(metadata=ASKED)
+    algorithm: str = field(metadata=ASKED)
+    submit: float = field(metadata=ASKED)
+    params: dict[str, Any] = field(default_factory=dict, metadata=ASKED)
+    features: dict[str, float] | None = field(default=None, metadata=ASKED)
+    deadline: float | None = field(default=None, metadata=ASKED)
+    priority: int = field(default=0, metadata=ASKED)
+    depends_on: tuple[str, ...] = field(default=(), metadata=ASKED)
+    stream_from: str | None = field(default=None, metadata=ASKED)
+    size: int = field(default=1, metadata=ASKED)
+    platforms: tuple[str, ...] | None = field(default=None, metadata=ASKED)
+    checkpoint: frozenset[str] = field(default=frozenset(), metadata=ASKED)
+    data: str | None = field(default=None, metadata=ASKED)
+    inputs: tuple[tuple[str, int], ...] = field(default=(), metadata=ASKED | KEPT_ELSEWHERE)  # seed 003: (name, bytes), see scheduler/grid.py
     seq: int = 0
     estimates: dict[str, float | None] = field(default_factory=dict)
     status: JobStatus = JobStatus.PENDING
-    runs: dict[str, Run] = field(default_factory=dict)
+    runs: dict[str, Run] = field(default_factory=dict, metadata=KEPT_ELSEWHERE)
     progress: float = 0.0
     attempts: int = 0
     planned_machine: str | None = None
@@ -97,6 +109,44 @@ class Job:
     def active_runs(self) -> list[Run]:
         """Runs on machines the scheduler can reach (not orphaned by a lost machine)."""
         return [r for r in self.runs.values() if not r.orphan]
+
+
+ASKED_FIELDS = tuple(f.name for f in fields(Job) if f.metadata.get("asked"))
+STORED_FIELDS = tuple(f.name for f in fields(Job) if f.metadata.get("stored", True))
+_JOB_TYPES = get_type_hints(Job)
+
+
+def plain(value: Any) -> Any:
+    """A field's value as JSON (a table's JSON column, an API body) holds it: lists for tuples and sets, an enum's value."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (frozenset, set)):
+        return sorted(plain(v) for v in value)
+    if isinstance(value, (tuple, list)):
+        return [plain(v) for v in value]
+    return value
+
+
+def job_from_plain(values: Mapping[str, Any]) -> Job:
+    """A job from plain values by field name (a ``sched_jobs`` row, a submission): each turned back into its field's type."""
+    return Job(**{name: _typed(_JOB_TYPES[name], value) for name, value in values.items()})
+
+
+def _typed(kind: Any, value: Any) -> Any:
+    """``value`` (as :func:`plain` left it) as type ``kind``: tuples, frozensets and enums again; None stays None."""
+    if value is None:
+        return None
+    args = [a for a in get_args(kind) if a is not type(None)]
+    origin = get_origin(kind)
+    if origin in (Union, types.UnionType):
+        return _typed(args[0], value)
+    if origin is tuple:
+        return tuple(_typed(args[0] if args[1:] == [Ellipsis] else args[i], v) for i, v in enumerate(value))
+    if origin is frozenset:
+        return frozenset(value)
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return kind(value)
+    return value
 
 
 @dataclass(slots=True)

@@ -23,7 +23,7 @@ from predictor.store.scheduler_tables import (
 )
 from predictor.store.store import insert_measurements, insert_served
 from scheduler.orders import Order
-from scheduler.state import Job, JobStatus, Machine, Run, State
+from scheduler.state import STORED_FIELDS, Job, JobStatus, Machine, Run, State, job_from_plain, plain
 
 CHUNK = 500
 
@@ -43,7 +43,7 @@ class SchedulerStore:
                 state.add_machine(Machine(row["id"], row["platform"], row["slots"], row["power_watts"], row["online"],
                                           warm=row["warm"], idle_since=row["idle_since"]))  # fmt: skip
             for row in conn.execute(select(sched_jobs).order_by(sched_jobs.c.seq)).mappings():
-                state.add_job(_job(row))
+                state.add_job(job_from_plain({name: row[name] for name in STORED_FIELDS}))
             for row in conn.execute(select(sched_runs)).mappings():
                 job, machine = state.jobs[row["job_id"]], state.machines[row["machine_id"]]
                 job.runs[machine.id] = Run(machine.id, row["start"], row["attempt"], row["estimate"], row["progress0"], row["orphan"])
@@ -73,7 +73,7 @@ class SchedulerStore:
         jobs = [state.jobs[j] for j in sorted(state.dirty_jobs)]
         machines = [state.machines[m] for m in sorted(state.dirty_machines) if m in state.machines]
         with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
-            self._upsert(conn, sched_jobs, "id", [_job_row(j) for j in jobs])
+            self._upsert(conn, sched_jobs, "id", [{name: plain(getattr(j, name)) for name in STORED_FIELDS} for j in jobs])
             ids = [j.id for j in jobs]
             for start in range(0, len(ids), CHUNK):
                 conn.execute(delete(sched_runs).where(sched_runs.c.job_id.in_(ids[start : start + CHUNK])))
@@ -149,31 +149,6 @@ class SchedulerStore:
                 index_elements=[key], set_={c.name: stmt.excluded[c.name] for c in table.c if c.name != key}
             )
             conn.execute(stmt, rows)
-
-
-def _job(row: Any) -> Job:
-    return Job(
-        id=row["id"], algorithm=row["algorithm"], submit=row["submit"], params=row["params"], features=row["features"],
-        deadline=row["deadline"], priority=row["priority"], depends_on=tuple(row["depends_on"]),
-        stream_from=row["stream_from"], size=row["size"],
-        platforms=None if row["platforms"] is None else tuple(row["platforms"]),
-        checkpoint=frozenset(row["checkpoint"]), data=row["data"], seq=row["seq"], estimates=row["estimates"],
-        status=JobStatus(row["status"]), progress=row["progress"], attempts=row["attempts"],
-        planned_machine=row["planned_machine"], planned_start=row["planned_start"], started=row["started"],
-        ended=row["ended"], message=row["message"],
-    )  # fmt: skip
-
-
-def _job_row(j: Job) -> dict[str, Any]:
-    return {
-        "id": j.id, "seq": j.seq, "algorithm": j.algorithm, "params": j.params, "features": j.features,
-        "estimates": j.estimates, "submit": j.submit, "deadline": j.deadline, "priority": j.priority,
-        "depends_on": list(j.depends_on), "stream_from": j.stream_from, "size": j.size,
-        "platforms": None if j.platforms is None else list(j.platforms), "checkpoint": sorted(j.checkpoint),
-        "data": j.data, "status": j.status.value, "progress": j.progress, "attempts": j.attempts,
-        "planned_machine": j.planned_machine, "planned_start": j.planned_start, "started": j.started,
-        "ended": j.ended, "message": j.message,
-    }  # fmt: skip
 
 
 def _run_row(j: Job, r: Run) -> dict[str, Any]:

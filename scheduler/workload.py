@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from predictor.domain import Measurement
-from scheduler.state import Job, Machine
+from scheduler.state import ASKED_FIELDS, Job, Machine
 
 if TYPE_CHECKING:
     from scheduler.grid import Grid
@@ -58,7 +59,8 @@ class Cluster:
 
 @dataclass(slots=True)
 class JobSpec:
-    """A job of a workload: what the scheduler is told, plus the truth only the simulator knows.
+    """A job of a workload: what the scheduler is told (a field of :class:`Job` by the same name, checked by
+    ``tests/scheduler/test_job_fields.py``), plus the truth only the simulator knows.
 
     ``true_times`` holds the wall seconds on each platform that can run it; a job with
     ``fails`` terminates with an error after ``fail_at`` of its run; ``data`` names the
@@ -84,13 +86,8 @@ class JobSpec:
     inputs: tuple[tuple[str, int], ...] = ()  # seed 003: input files (name, bytes) its site must hold (scheduler/grid.py)
 
     def job(self) -> Job:
-        """The scheduler's view of this job (no truth in it)."""
-        return Job(
-            id=self.id, algorithm=self.algorithm, submit=self.submit, params=self.params, features=self.features,
-            deadline=self.deadline, priority=self.priority, depends_on=self.depends_on, stream_from=self.stream_from,
-            size=self.size, platforms=self.platforms, checkpoint=self.checkpoint, data=self.data,
-            inputs=self.inputs,
-        )  # fmt: skip
+        """The scheduler's view of this job (no truth in it): every field a submitter gives (``ASKED_FIELDS``)."""
+        return Job(**{name: getattr(self, name) for name in ASKED_FIELDS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +115,20 @@ class Workload:
     notes: str = ""
     provides: frozenset[str] = frozenset()  # capabilities beyond jobs and machines that some policies need
     grid: Grid | None = None  # seed 003: sites, their data servers and the home link (capability "sites", scheduler/grid.py)
+
+
+@dataclass(frozen=True)
+class WorkloadRecipe:
+    """How to make a workload for a seed: ``make_with(**options)``, passed ``seed`` too when it draws from one.
+
+    A ``seed`` among the options fixes the workload whatever seed :meth:`make` is given.
+    """
+
+    make_with: Callable[..., Workload]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    seeded: bool = True
+
+    def make(self, seed: int = 0) -> Workload:
+        """The workload of ``seed`` (or of the options' own ``seed``)."""
+        given = {"seed": seed} if self.seeded else {}
+        return self.make_with(**{**given, **self.options})

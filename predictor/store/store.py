@@ -24,7 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import Select
 
-from predictor.domain import Measurement, ServedEstimate
+from predictor.domain import SCALAR_FIELDS, Measurement, ServedEstimate
 from predictor.store.tables import measurements as table
 from predictor.store.tables import model_decisions, served_estimates
 
@@ -34,10 +34,6 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 MIGRATION_LOCK_KEY = 0x6D656173
 # Alembic keeps the running migration context in module globals, so one process migrates one database at a time.
 _ALEMBIC_LOCK = threading.Lock()
-BASE_COLUMNS = (
-    "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds",
-    "max_rss_kb", "exit_status", "censored", "cache_state", "source", "recorded_at",
-)  # fmt: skip
 # Rows of a pair's live window: what it was served beside what it measured (see live_window).
 LIVE_COLUMNS = ("run_id", "seconds", "lower", "upper", "limit", "model_version", "extrapolating", "wall_seconds", "censored")
 
@@ -232,11 +228,11 @@ class MeasurementStore:
 def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The frame of :meth:`MeasurementStore.frame` from measurement rows (column values, features and params as dicts)."""
     feature_names = sorted({name for row in rows for name in row["features"]})
-    clashes = set(feature_names) & {*BASE_COLUMNS, "params"}
+    clashes = set(feature_names) & {*SCALAR_FIELDS, "params"}
     if clashes:
         raise ValueError(f"feature names clash with frame columns: {', '.join(sorted(clashes))}")
     frame = pd.DataFrame({
-        **{name: [row[name] for row in rows] for name in BASE_COLUMNS},
+        **{name: [row[name] for row in rows] for name in SCALAR_FIELDS},
         **{name: [row["features"].get(name) for row in rows] for name in feature_names},
         "params": [row["params"] for row in rows],
     })  # fmt: skip

@@ -5,11 +5,10 @@ from __future__ import annotations
 from scheduler import orders as o
 from scheduler.orders import Order
 from scheduler.policies.profile_driven import ProfileTable, WarmGain, warm_hit
-from scheduler.policy import Context, register_policy
+from scheduler.policy import Context
 from scheduler.state import INF, Job, Machine
 
 
-@register_policy("affinity")
 class Affinity:
     """Seed 000, section 4, Fig 11.
 
@@ -26,7 +25,7 @@ class Affinity:
     when the first of them will have waited long enough for a machine that is free.
     """
 
-    def __init__(self, warm_gain: WarmGain | str | None = None, weight: float = 0.5) -> None:
+    def __init__(self, warm_gain: WarmGain | None = None, weight: float = 0.5) -> None:
         if weight < 0:
             raise ValueError(f"weight must be >= 0, got {weight}")
         self.name = "affinity"

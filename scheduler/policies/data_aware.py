@@ -26,9 +26,9 @@ from itertools import pairwise
 import numpy as np
 
 from scheduler import orders as o
-from scheduler.grid import SITES, DataStores, input_bytes, stores_of
+from scheduler.grid import DataStores, input_bytes, stores_of
 from scheduler.orders import Order
-from scheduler.policy import Context, register_policy
+from scheduler.policy import Context
 from scheduler.state import INF, Job, JobStatus, Machine, State
 
 
@@ -87,7 +87,6 @@ def _check_copies(copies: int, least: int) -> int:
     return copies
 
 
-@register_policy("wqr", needs={SITES})
 class WorkqueueReplication:
     """Workqueue with Replication (seed 003, section 3.1, after Paranhos et al. 2003): knowledge-free, data-unaware.
 
@@ -126,7 +125,6 @@ class WorkqueueReplication:
         return out
 
 
-@register_policy("storage-affinity", needs={SITES})
 class StorageAffinity:
     """Storage Affinity (seed 003, section 3.3, Algorithm 1): data reuse first, then replication; no runtime estimates.
 
@@ -227,7 +225,6 @@ class StorageAffinity:
         return m
 
 
-@register_policy("xsufferage", needs={SITES})
 class XSufferage:
     """XSufferage (seed 003, section 3.2; Casanova et al. 2000): sufferage at site level, transfers included.
 

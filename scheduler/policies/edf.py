@@ -11,11 +11,10 @@ import numpy as np
 from scheduler import orders as o
 from scheduler.orders import Order, OrderKind
 from scheduler.planner import Pools, Slot, cost_matrix, ready_at, running_total
-from scheduler.policy import Context, register_policy
+from scheduler.policy import Context
 from scheduler.state import INF, Job, JobStatus, Run, State
 
 
-@register_policy("edf")
 class EDFDeferral:
     """Jobs in (priority, deadline) order, each where its expected completion is earliest.
 

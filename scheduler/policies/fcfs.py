@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from scheduler import orders as o
 from scheduler.orders import Order
-from scheduler.policy import Context, register_policy
+from scheduler.policy import Context
 from scheduler.state import Job
 
 
-@register_policy("fcfs")
 class FCFS:
     """Each job in queue order (arrival; a requeued job rejoins at the back) to the free machine idle longest.
 

@@ -13,8 +13,6 @@ oracle. See ``scheduler/genetic/window.py`` for how a pass maps onto the paper's
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
 from scheduler.genetic.baselines import greedy
@@ -22,10 +20,9 @@ from scheduler.genetic.ga import Settings, evolve
 from scheduler.genetic.model import timeline
 from scheduler.genetic.window import check_size, snapshot
 from scheduler.orders import Order
-from scheduler.policy import Context, register_policy
+from scheduler.policy import Context
 
 
-@register_policy("ga")
 class GeneticCoScheduling:
     """Seed 004, sections 4.1-4.5, Figs 2 and 6: a GA over {queue order, job -> slot} for the window each pass.
 
@@ -66,7 +63,3 @@ class GreedyCoScheduling:
         return window.orders(greedy(window.problem, self.jobs, self.rep, self.rng))
 
 
-register_policy("jobs-ll-rep-none")(partial(GreedyCoScheduling, "ll", "none"))
-register_policy("jobs-ll-rep-rand")(partial(GreedyCoScheduling, "ll", "rand"))
-register_policy("jobs-rand-rep-none")(partial(GreedyCoScheduling, "rand", "none"))
-register_policy("jobs-rand-rep-rand")(partial(GreedyCoScheduling, "rand", "rand"))

@@ -9,7 +9,7 @@ import numpy as np
 from scheduler import orders as o
 from scheduler.orders import Order
 from scheduler.policies.profile_driven import ProfileTable, WarmGain
-from scheduler.policy import Context, register_policy
+from scheduler.policy import Context
 from scheduler.state import INF, Job, Machine
 
 Cost = Literal["estimate", "warm", "learned"]
@@ -36,7 +36,7 @@ class Greedy:
     first run of one goes on, the time it has taken so far is its cost.
     """
 
-    def __init__(self, name: str, cost: Cost, warm_gain: WarmGain | str | None = None, unknown: float = 0.0) -> None:
+    def __init__(self, name: str, cost: Cost, warm_gain: WarmGain | None = None, unknown: float = 0.0) -> None:
         if cost not in ("estimate", "warm", "learned"):
             raise ValueError(f"cost must be 'estimate', 'warm' or 'learned', got {cost!r}")
         if unknown < 0:
@@ -118,22 +118,19 @@ class _Room:
         return machine
 
 
-@register_policy("greedy1")
 def greedy1(unknown: float = 0.0) -> Greedy:
     """Greedy-1 (seed 000, section 4, Fig 10): costs are the oracle's estimates per platform."""
     return Greedy("greedy1", "estimate", unknown=unknown)
 
 
-@register_policy("greedy2")
-def greedy2(warm_gain: WarmGain | str | None = None, unknown: float = 0.0) -> Greedy:
+def greedy2(warm_gain: WarmGain | None = None, unknown: float = 0.0) -> Greedy:
     """Greedy-2 (seed 000, section 4): Greedy-1 whose table also knows the data set the machine read last.
 
-    ``warm_gain`` (a mapping, or ``"ALG@PLATFORM:GAIN;..."`` on the command line) gives the warm factors; without it they are learned.
+    ``warm_gain`` (``warm_gain=ALG@PLATFORM:GAIN;...`` in a spec, see :mod:`scheduler.specs`) gives the warm factors; without it they are learned.
     """
     return Greedy("greedy2", "warm", warm_gain=warm_gain, unknown=unknown)
 
 
-@register_policy("greedy3")
 def greedy3(unknown: float = 0.0) -> Greedy:
     """Greedy-3 (seed 000, section 4): Greedy-2 learning its whole table online, unknown combinations costing ``unknown``."""
     return Greedy("greedy3", "learned", unknown=unknown)

@@ -28,7 +28,7 @@ import numpy as np
 from scheduler.orders import Order
 from scheduler.planner import Pools, Profile, Slot, cost_matrix
 from scheduler.policies.edf import _orders
-from scheduler.policy import Context, register_policy
+from scheduler.policy import Context
 from scheduler.state import INF, Job, State
 
 
@@ -223,7 +223,6 @@ def _start_blind(columns: Columns, jobs: list[Job]) -> list[Slot]:
     return slots
 
 
-@register_policy("mct")
 class MCT(BatchMapping):
     """Minimum Completion Time: each job in queue order to the machine where it completes earliest.
 
@@ -241,7 +240,6 @@ class MCT(BatchMapping):
                 ect.assign(j, c)
 
 
-@register_policy("minmin")
 class MinMin(BatchMapping):
     """Min-Min: repeatedly map the job with the least earliest completion time onto that machine.
 
@@ -283,7 +281,6 @@ class MinMin(BatchMapping):
             ect.assign(*pick)
 
 
-@register_policy("maxmin")
 class MaxMin(BatchMapping):
     """Max-Min: repeatedly map the job with the greatest earliest completion time onto that machine.
 
@@ -310,7 +307,6 @@ class MaxMin(BatchMapping):
                     key[stale] = np.where(values != INF, values, -INF)
 
 
-@register_policy("sufferage")
 class Sufferage(BatchMapping):
     """Sufferage: each round, every machine takes the job that would suffer most (second minus best ECT) elsewhere.
 

@@ -18,24 +18,6 @@ from scheduler.state import Job, JobStatus, Machine, State
 WarmGain = Mapping[tuple[str, str], float]  # (algorithm, platform) -> fraction of the run a warm cache saves
 
 
-def parse_warm_gain(text: str) -> dict[tuple[str, str], float]:
-    """``"blastn@type6:0.21;blastp@type2:0.125"`` -> {("blastn", "type6"): 0.21, ...}: warm gains as a policy option."""
-    out: dict[tuple[str, str], float] = {}
-    for item in filter(None, (part.strip() for part in text.split(";"))):
-        pair, sep, value = item.rpartition(":")
-        algorithm, at, platform = pair.partition("@")
-        if not sep or not at or not algorithm or not platform:
-            raise ValueError(f"warm gain {item!r} is not ALGORITHM@PLATFORM:GAIN")
-        try:
-            gain = float(value)
-        except ValueError:
-            raise ValueError(f"warm gain {item!r}: {value!r} is not a number") from None
-        if not 0.0 <= gain < 1.0:
-            raise ValueError(f"warm gain {item!r}: the gain must be in [0, 1), got {gain}")
-        out[(algorithm, platform)] = gain
-    return out
-
-
 def warm_hit(job: Job, machine: Machine) -> bool:
     """Whether the machine's cache holds the data set the job reads."""
     return job.data is not None and machine.warm == job.data
@@ -81,8 +63,8 @@ class ProfileTable:
     pair it does not name gains nothing), as the paper's a-priori profiles did.
     """
 
-    def __init__(self, warm_gain: WarmGain | str | None = None) -> None:
-        self.warm_gain = parse_warm_gain(warm_gain) if isinstance(warm_gain, str) else warm_gain
+    def __init__(self, warm_gain: WarmGain | None = None) -> None:
+        self.warm_gain = warm_gain
         self.walls: dict[Key, _Mean] = {}
         self.ratios: dict[Key, _Mean] = {}
         self._running: dict[str, dict[str, _Start]] = {}  # machine -> job -> its run, until the run is learned

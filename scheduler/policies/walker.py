@@ -22,14 +22,13 @@ import numpy as np
 
 from scheduler import orders as o
 from scheduler.gridinfo import (
-    GRID_ATTRIBUTES,
     Application,
     GridNode,
     max_performance,
     topology,
 )
 from scheduler.orders import Order
-from scheduler.policy import Context, register_policy
+from scheduler.policy import Context
 from scheduler.state import Job, JobStatus, Machine, State
 
 
@@ -177,7 +176,6 @@ def closest_fill(view: GridView, candidates: np.ndarray, others: int) -> np.ndar
     return (take * near).sum(axis=1) + rest * near[:, -1]
 
 
-@register_policy("rand", needs={GRID_ATTRIBUTES})
 class Rand(StaticPlacement):
     """RAND (thesis section 5.3): each task to a machine drawn uniformly among the eligible ones; the baseline.
 
@@ -197,7 +195,6 @@ class Rand(StaticPlacement):
         return int(candidates[self.rng.randrange(len(candidates))])
 
 
-@register_policy("mp", needs={GRID_ATTRIBUTES})
 class MaxPerformance(StaticPlacement):
     """MP (thesis sections 3.6, 4.4.1, 5.3): fitness = speed x processors / (load + 1) x ASF; ties to the first machine."""
 
@@ -213,7 +210,6 @@ class MaxPerformance(StaticPlacement):
         return int(candidates[np.argmax(fitness(view, app, candidates, load))])
 
 
-@register_policy("mpl", needs={GRID_ATTRIBUTES})
 class MaxPerformanceLatency(StaticPlacement):
     """MPL (thesis sections 3.4.3, 4.4.3, 5.3): fitness = Max_performance / (1 + Latency).
 

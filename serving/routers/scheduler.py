@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from scheduler.orders import Order
 from scheduler.service import MAX_HEALTHY, MAX_SLOTS, EventError, SchedulerService, UnknownEntity
-from scheduler.state import Job, JobStatus
+from scheduler.state import ASKED_FIELDS, Job, JobStatus, job_from_plain, plain
 from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
@@ -59,7 +59,7 @@ Scheduler = Annotated[SchedulerService, Depends(scheduler)]
 
 
 class JobIn(PredictRequest):
-    """A job to run: the estimate request plus what the scheduler needs."""
+    """A job to run: the estimate request plus what the scheduler needs (each field is the scheduler Job's of that name)."""
 
     id: Ident | None = Field(default=None, description="Client-chosen id; resubmitting a known id changes nothing (default: a new UUID).")
     deadline: FiniteFloat | None = Field(default=None, description="Unix time by which it should end.")
@@ -78,7 +78,7 @@ class RunOut(BaseModel):
 
 
 class JobOut(BaseModel):
-    """What the scheduler knows and decided about one job (times are Unix seconds)."""
+    """What the scheduler knows and decided about one job (times are Unix seconds; each field is the Job's of that name)."""
 
     id: str
     seq: int = Field(description="The job's number: submission order, the cursor of GET /v1/jobs.")
@@ -272,12 +272,10 @@ def _submit(state: ServiceState, service: SchedulerService, items: list[JobIn], 
                 raise exc.http() from None
             rejected[index] = RejectedJobOut(index=index, id=item.id, status=exc.status, detail=exc.detail)
             continue
-        jobs[index] = Job(
-            id=item.id or uuid.uuid4().hex, algorithm=item.algorithm, submit=0.0, params=dict(item.params),
-            features=dict(prepared.features), deadline=item.deadline, priority=item.priority,
-            depends_on=tuple(item.depends_on), stream_from=item.stream_from, size=item.size,
-            platforms=tuple(item.platforms) if item.platforms else None,
-        )  # fmt: skip
+        asked = item.model_dump(include=set(ASKED_FIELDS))  # JobIn's fields are Job's, by name (tests/scheduler/test_job_fields.py)
+        jobs[index] = job_from_plain(
+            asked | {"id": item.id or uuid.uuid4().hex, "submit": 0.0, "features": dict(prepared.features), "platforms": item.platforms or None}
+        )
     _reject_needers(jobs, rejected)
     try:
         submitted = service.submit(list(jobs.values())) if jobs else []
@@ -307,13 +305,9 @@ async def _guarded(call, *args, **kwargs) -> list[Order]:
 
 
 def _job_out(job: Job) -> JobOut:
-    return JobOut(
-        id=job.id, seq=job.seq, algorithm=job.algorithm, status=job.status.value, submit=job.submit, deadline=job.deadline,
-        priority=job.priority, depends_on=list(job.depends_on), stream_from=job.stream_from, size=job.size,
-        estimates=job.estimates, planned_machine=job.planned_machine, planned_start=job.planned_start,
-        runs=[RunOut(machine=r.machine, start=r.start, attempt=r.attempt, estimate=r.estimate, orphan=r.orphan) for r in job.runs.values()],
-        attempts=job.attempts, progress=job.progress, started=job.started, ended=job.ended, message=job.message,
-    )  # fmt: skip
+    """The API's view of a job: JobOut's fields are Job's, by name; its runs as RunOut's fields of each Run."""
+    runs = [RunOut(**{name: getattr(r, name) for name in RunOut.model_fields}) for r in job.runs.values()]
+    return JobOut(runs=runs, **{name: plain(getattr(job, name)) for name in JobOut.model_fields if name != "runs"})
 
 
 def _order_out(order: Order) -> OrderOut:

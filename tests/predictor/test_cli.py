@@ -6,8 +6,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from cli.app import app
 from predictor import __version__
-from predictor.cli import app
 
 MAFFT_JOB = {"algorithm": "mafft", "platforms": ["cpu1"], "files": {"input": "fam"}}
 FAMILY = {"grid": {"n_sequences": [4], "length": [40], "mutation_rate": [0.2]}}

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from predictor.cli import app
+from cli.app import app
 from predictor.describe import describe_pairs, plot_features, spearman, summarize
 from predictor.domain import Measurement
 from predictor.settings import BUNDLED_DATA

@@ -6,8 +6,8 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
+from cli.app import app
 from predictor.catalog import load_catalog
-from predictor.cli import app
 from predictor.datagen import write_fasta
 from predictor.profile import profile_command, run_measured
 from predictor.settings import BUNDLED_DATA, Settings

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cli.app import app
 from features.history import history_features
 from features.swf import read_swf
 from predictor.catalog import Catalog, load_catalog
-from predictor.cli import app
 from predictor.domain import Source
 from predictor.ingest import IngestError, IngestReport
 from predictor.settings import BUNDLED_DATA

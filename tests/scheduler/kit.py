@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scheduler.events import Scheduler
 from scheduler.oracles import TableOracle, job_key
-from scheduler.policy import make_policy
+from scheduler.specs import make_policy
 from scheduler.state import Job, Machine
 
 ALGORITHM = "task"

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from scheduler.bounds import completion_lower_bound, makespan_lower_bound
-from scheduler.estimates import oracle_for
 from scheduler.metrics import compute
-from scheduler.policy import make_policy
 from scheduler.simulate import simulate
+from scheduler.specs import make_policy, parse_estimates
 from scheduler.workload import (
     Cluster,
     JobSpec,
@@ -29,7 +28,7 @@ def test_total_work_over_slots_dominates():
     # best times x 4 (a), y 3 (b), z 2 (a): (a) max 4; (b) (4 + 3 + 2) / 2 slots = 4.5
     w = Workload("w", [spec("x", 0, {"a": 4, "b": 8}), spec("y", 0, {"a": 6, "b": 3}), spec("z", 0, {"a": 2})], TWO)
     assert makespan_lower_bound(w) == 4.5
-    assert compute(simulate(w, make_policy("edf"), oracle_for(w, "oracle"))).makespan >= 4.5
+    assert compute(simulate(w, make_policy("edf"), parse_estimates("oracle").oracle(w))).makespan >= 4.5
 
 
 def test_a_late_long_job_dominates_and_the_bound_counts_from_the_first_submit():

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from predictor.cli import app
+from cli.app import app
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def test_ncbi_with_noisy_estimates_and_a_cluster_file(runner, tmp_path):
         (["--workload", "fig11", "--estimates", "model"], "no history"),
         (["--workload", "fig11", "--policy", "lottery"], "unknown policy"),
         (["--workload", "fig11", "--cluster", "moon"], "unknown cluster"),
-        (["--workload", "/nowhere/log.swf"], "no such log"),
+        (["--workload", "/nowhere/log.swf"], "no such file"),
     ],
 )
 def test_mistakes_are_reported(runner, args, message):

@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from cli.app import app
 from predictor.catalog import load_catalog
-from predictor.cli import app
 from predictor.settings import Settings
 from scheduler import compare
-from scheduler.policy import NEEDS, POLICIES, applicable_policies
-from scheduler.runner import load_workload
+from scheduler.policies import POLICIES, Registered, applicable_policies
+from scheduler.policies.fcfs import FCFS
+from scheduler.specs import parse_estimates, parse_policy, parse_workload
 
 NCBI = "ncbi:hours=0.02,per_type=1"  # ~60 BLAST jobs on 6 machines, with history for the model
 
@@ -29,8 +30,16 @@ def runner(tmp_path, monkeypatch) -> CliRunner:
     return CliRunner()
 
 
+def grid(workload: str, catalog, policies=(), estimates=(), seeds: int = 1):
+    """``compare.run_grid`` on specs, as the CLI parses them."""
+    return compare.run_grid(
+        parse_workload(workload, catalog), seeds=seeds, policies={p: parse_policy(p) for p in policies},
+        estimates={e: parse_estimates(e) for e in estimates},
+    )  # fmt: skip
+
+
 def test_one_row_per_policy_estimates_and_seed(catalog):
-    runs = compare.run_grid(NCBI, catalog, policies=["fcfs", "edf"], estimates=["oracle", "noisy:0.5"], seeds=2)
+    runs = grid(NCBI, catalog, policies=["fcfs", "edf"], estimates=["oracle", "noisy:0.5"], seeds=2)
     assert len(runs) == 2 * 2 * 2
     assert set(zip(runs["policy"], runs["estimates"], runs["seed"])) == {
         (p, e, s) for p in ("fcfs", "edf") for e in ("oracle", "noisy:0.5") for s in (0, 1)
@@ -45,7 +54,7 @@ def test_fig11_makespans_against_the_lower_bound(catalog):
     # FCFS ends at 7 (ratio 1.5); EDF minimising makespan with the true times at 5 (ratio 15/14), as in
     # test_figures. Both seeds give the same runs.
     edf = "edf:objective=makespan"
-    runs = compare.run_grid("fig11", catalog, policies=["fcfs", edf], estimates=["oracle"], seeds=2)
+    runs = grid("fig11", catalog, policies=["fcfs", edf], estimates=["oracle"], seeds=2)
     assert runs["lower_bound"].tolist() == pytest.approx([14 / 3] * 4)
     summary = compare.summarize(runs).set_index(["policy", "metric"])
     assert summary.loc[("fcfs", "makespan"), "mean"] == 7.0 and summary.loc[(edf, "makespan"), "mean"] == 5.0
@@ -70,24 +79,17 @@ def test_t_interval_by_hand():
 
 
 def test_policies_and_estimates_resolution(catalog, monkeypatch):
-    w = load_workload("fig11", catalog)
-    assert compare.resolve_policies(w) == applicable_policies(frozenset())
-    assert compare.resolve_estimates(w) == ["oracle", "noisy:0.5"]  # fig11 has no history for a model
-    assert compare.resolve_estimates(load_workload(NCBI, catalog)) == ["oracle", "model", "noisy:0.5"]
+    w = parse_workload("fig11", catalog).make()
+    assert list(compare.resolve_policies(w)) == applicable_policies(frozenset())
+    assert list(compare.resolve_estimates(w)) == ["oracle", "noisy:0.5"]  # fig11 has no history for a model
+    assert list(compare.resolve_estimates(parse_workload(NCBI, catalog).make())) == ["oracle", "model", "noisy:0.5"]
     with pytest.raises(ValueError, match="unknown policy 'lottery'; known: .*fcfs"):
-        compare.run_grid("fig11", catalog, policies=["fcfs", "lottery"], seeds=1)
-    monkeypatch.setitem(POLICIES, "sited", POLICIES["fcfs"])
-    monkeypatch.setitem(NEEDS, "sited", frozenset({"sites"}))
+        grid("fig11", catalog, policies=["fcfs", "lottery"])
+    monkeypatch.setitem(POLICIES, "sited", Registered(FCFS, frozenset({"sites"})))
     with pytest.raises(ValueError, match="policy 'sited' needs sites, which workload fig11 does not provide"):
-        compare.resolve_policies(w, ["sited"])
+        compare.resolve_policies(w, {"sited": parse_policy("sited")})
     with pytest.raises(ValueError, match="seeds must be at least 1"):
-        compare.run_grid("fig11", catalog, seeds=0)
-
-
-def test_split_specs_keeps_policy_options_together():
-    assert compare.split_specs("edf:objective=makespan,threshold=2, fcfs,noisy:0.5,") == [
-        "edf:objective=makespan,threshold=2", "fcfs", "noisy:0.5"
-    ]  # fmt: skip
+        grid("fig11", catalog, seeds=0)
 
 
 def test_cli_writes_csvs_and_plot(runner, tmp_path):

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.estimates import oracle_for
 from scheduler.grid import MB, SITES, Grid, GridRecord, SharedLink, StagedRun, waste
 from scheduler.metrics import compute
-from scheduler.policy import applicable_policies, make_policy
-from scheduler.runner import load_workload
+from scheduler.policies import applicable_policies
 from scheduler.simulate import SimResult, simulate
+from scheduler.specs import make_policy, parse_estimates, parse_workload
 from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 from scheduler.workloads import bag_of_tasks
 
@@ -31,7 +30,7 @@ def grid_workload(
 
 
 def run(w: Workload, policy: str, estimates: str = "none") -> SimResult:
-    return simulate(w, make_policy(policy), oracle_for(w, estimates))
+    return simulate(w, make_policy(policy), parse_estimates(estimates).oracle(w))
 
 
 def runs(result: SimResult) -> list[tuple[str, str, float, float, str]]:
@@ -162,7 +161,7 @@ def test_data_aware_policies_need_sites():
 
 
 def test_bag_of_tasks_is_shaped_like_the_paper(catalog):
-    w = load_workload("bot:granularity=75,sites=3,grid_heterogeneity=8,app_heterogeneity=0.5,app=vis", catalog, seed=2)
+    w = parse_workload("bot:granularity=75,sites=3,grid_heterogeneity=8,app_heterogeneity=0.5,app=vis", catalog).make(2)
     assert SITES in w.provides and len(w.grid.sites) == 3 and w.grid.bandwidth == 125_000.0  # 1 Mbps
     sizes = [size for job in w.jobs for _, size in job.inputs]
     assert sum(sizes) == pytest.approx(2 * 2**30, abs=len(sizes))  # 2 GB, floored to whole bytes

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.estimates import oracle_for
 from scheduler.metrics import compute
-from scheduler.policy import make_policy
 from scheduler.simulate import SimResult, simulate
+from scheduler.specs import make_policy, parse_estimates
 from scheduler.workloads.figures import fig11, fig12, fig13, fig14
 
 
 def run(workload, policy: str, estimates: str = "oracle") -> SimResult:
-    return simulate(workload, make_policy(policy), oracle_for(workload, estimates), estimates=estimates)
+    return simulate(workload, make_policy(policy), parse_estimates(estimates).oracle(workload), estimates=estimates)
 
 
 def schedule(result: SimResult) -> set[tuple[str, str, float, float, str]]:

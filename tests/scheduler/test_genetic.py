@@ -19,8 +19,9 @@ from scheduler.genetic.ga import (
 from scheduler.genetic.instances import Setup, generate
 from scheduler.genetic.model import Problem, evaluate, evaluate_reference, timeline
 from scheduler.metrics import compute
-from scheduler.policy import applicable_policies, make_policy
+from scheduler.policies import applicable_policies
 from scheduler.simulate import SimResult, simulate
+from scheduler.specs import make_policy
 from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
 # 3 jobs, 2 nodes (C0, C1), 2 objects from one remote store R0, 2 local stores (S0, S1); bytes and bytes/s.

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 
 from predictor.settings import Settings
-from scheduler.estimates import oracle_for
 from scheduler.learning import LearningOptions, LearningOracle
 from scheduler.metrics import compute
-from scheduler.policy import make_policy
 from scheduler.simulate import simulate
+from scheduler.specs import make_policy, parse_estimates
 from scheduler.workloads import ncbi
 
 OPTIONS = LearningOptions(models=("mean", "linear", "linear_log", "isotonic"), folds=3, min_new_runs=10, min_new_fraction=0.5)
@@ -55,7 +54,7 @@ def test_the_scheduler_was_served_the_oracle_s_answers(run) -> None:
 
 def test_the_spec_names_its_options_and_refuses_unknown_ones() -> None:
     workload = ncbi.generate(hours=0.02, seed=0, per_type=1, types=("type2",), history_runs=5)
-    oracle = oracle_for(workload, "service:models=mean+linear,folds=3,min_new_runs=5")
+    oracle = parse_estimates("service:models=mean+linear,folds=3,min_new_runs=5").oracle(workload)
     assert isinstance(oracle, LearningOracle) and oracle.options.models == ("mean", "linear") and oracle.options.folds == 3
-    with pytest.raises(ValueError, match="unknown option"):
-        oracle_for(workload, "service:fold=3")
+    with pytest.raises(ValueError, match="estimates 'service' has no option 'fold'; its options: models, folds"):
+        parse_estimates("service:fold=3").oracle(workload)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from scheduler.bounds import makespan_lower_bound
-from scheduler.estimates import oracle_for, truth
+from scheduler.estimates import truth
 from scheduler.metrics import compute
-from scheduler.policy import applicable_policies, make_policy
+from scheduler.policies import applicable_policies
 from scheduler.simulate import SimResult, simulate
+from scheduler.specs import make_policy, parse_estimates
 from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 from tests.scheduler import kit
 
@@ -24,7 +25,7 @@ def workload(times: dict[str, dict[str, float]], cluster: Cluster = TWO, submit:
 
 def run(w: Workload, policy: str, estimates: str = "") -> SimResult:
     """Simulate with a TableOracle of the true times (or the named estimates)."""
-    return simulate(w, make_policy(policy), oracle_for(w, estimates) if estimates else truth(w))
+    return simulate(w, make_policy(policy), parse_estimates(estimates).oracle(w) if estimates else truth(w))
 
 
 def segments(result: SimResult) -> list[tuple[str, str, float, float]]:

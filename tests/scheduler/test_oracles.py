@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from predictor.oracle import RuntimeOracle
-from scheduler.estimates import fit_champions, oracle_for, predicted
+from scheduler.estimates import fit_champions, predicted
 from scheduler.oracles import NoisyOracle, TableOracle, job_key
+from scheduler.specs import parse_estimates
 from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 from scheduler.workloads import ncbi
 
@@ -25,12 +26,12 @@ def small_workload() -> Workload:
 
 def test_truth_requested_and_blind():
     w = small_workload()
-    truth = oracle_for(w, "oracle").estimate("algo", {"n": 1, "requested_time": 3600})
+    truth = parse_estimates("oracle").oracle(w).estimate("algo", {"n": 1, "requested_time": 3600})
     assert {p: e.seconds for p, e in truth.items()} == {"a": 11.0, "b": 21.0}
-    asked = oracle_for(w, "requested")
+    asked = parse_estimates("requested").oracle(w)
     assert {e.seconds for e in asked.estimate("algo", {"n": 1, "requested_time": 3600}).values()} == {3600.0}
     assert {e.seconds for e in asked.estimate("algo", {"n": 0, "requested_time": -1}).values()} == {None}
-    blind = oracle_for(w, "none").estimate("algo", {"n": 2, "requested_time": 3600}, platforms=["b"])
+    blind = parse_estimates("none").oracle(w).estimate("algo", {"n": 2, "requested_time": 3600}, platforms=["b"])
     assert list(blind) == ["b"] and blind["b"].seconds is None
 
 
@@ -47,9 +48,9 @@ def test_noisy_oracle_is_deterministic_and_lognormal():
 
 def test_unknown_estimates_spec_is_refused():
     with pytest.raises(ValueError, match="unknown estimates"):
-        oracle_for(small_workload(), "psychic")
+        parse_estimates("psychic").oracle(small_workload())
     with pytest.raises(ValueError, match="no history"):
-        oracle_for(small_workload(), "model")
+        parse_estimates("model").oracle(small_workload())
 
 
 def test_fitted_model_answers_like_the_service_runtime_oracle():
@@ -67,7 +68,7 @@ def test_fitted_model_answers_like_the_service_runtime_oracle():
 
 def test_fitted_model_errs_like_the_hidden_complexity():
     w = ncbi.generate(hours=0.2, seed=4, per_type=1)
-    model = oracle_for(w, "model")
+    model = parse_estimates("model").oracle(w)
     ratios = [
         math.log(e.seconds / spec.true_times[p])
         for spec in w.jobs

@@ -7,13 +7,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from predictor.cli import app
-from scheduler.estimates import oracle_for
+from cli.app import app
 from scheduler.policies.affinity import Affinity
 from scheduler.policies.greedy import greedy2
-from scheduler.policies.profile_driven import parse_warm_gain
-from scheduler.policy import make_policy
 from scheduler.simulate import SimResult, simulate
+from scheduler.specs import make_policy, parse_estimates, parse_warm_gain
 from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
 HALF = {("algo", "p"): 0.5}  # a warm cache halves every run of "algo" on platform p
@@ -28,7 +26,7 @@ def cluster(*machines: tuple[str, str]) -> Cluster:
 
 
 def run(workload: Workload, policy) -> SimResult:
-    return simulate(workload, make_policy(policy) if isinstance(policy, str) else policy, oracle_for(workload, "oracle"))
+    return simulate(workload, make_policy(policy) if isinstance(policy, str) else policy, parse_estimates("oracle").oracle(workload))
 
 
 def placed(result: SimResult) -> dict[str, tuple[str, float, float]]:

@@ -12,8 +12,8 @@ from sqlalchemy.exc import IntegrityError
 from predictor.domain import Estimate
 from predictor.store import MeasurementStore
 from predictor.store.scheduler_tables import sched_events, sched_orders
-from scheduler.policy import make_policy
 from scheduler.service import EventError, SchedulerService
+from scheduler.specs import make_policy
 from scheduler.state import Job, JobStatus
 
 SECONDS = {("blastn", "cpu-small"): 100.0, ("blastn", "gpu-a100"): 10.0, ("mafft", "cpu-small"): 5.0}

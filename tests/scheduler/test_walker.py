@@ -6,7 +6,6 @@ import pytest
 
 from predictor.catalog import load_catalog
 from predictor.settings import BUNDLED_DATA
-from scheduler.estimates import oracle_for
 from scheduler.gridinfo import (
     GRID_ATTRIBUTES,
     Application,
@@ -15,9 +14,9 @@ from scheduler.gridinfo import (
     split_path,
     topology,
 )
-from scheduler.policy import applicable_policies, make_policy
-from scheduler.runner import load_workload
+from scheduler.policies import applicable_policies
 from scheduler.simulate import SimResult, simulate
+from scheduler.specs import make_policy, parse_estimates, parse_workload
 from scheduler.state import Job
 from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 from scheduler.workloads import walker_grid
@@ -41,7 +40,7 @@ def grid_workload(nodes: list[Node], apps: list[Application], seconds: float = 1
 
 
 def run(w: Workload, policy: str) -> SimResult:
-    return simulate(w, make_policy(policy), oracle_for(w, "oracle"))
+    return simulate(w, make_policy(policy), parse_estimates("oracle").oracle(w))
 
 
 def placed(result: SimResult) -> dict[str, tuple[str, float, float]]:
@@ -176,7 +175,7 @@ def test_npacinet_workload_shape_and_runner_spec():
     nodes = [GridNode.parse(m.attributes, m.id) for m in two.machines]
     assert {n.platform for n in nodes} == {"x86/linux", "alpha/linux", "mips/irix"}
     assert {len(n.path) for n in nodes} == {4}
-    w = load_workload("walker:net=1,jobs=3", load_catalog(BUNDLED_DATA / "catalog.yaml"), seed=2)
+    w = parse_workload("walker:net=1,jobs=3", load_catalog(BUNDLED_DATA / "catalog.yaml")).make(2)
     assert w.provides == {GRID_ATTRIBUTES} and len(w.cluster.machines) == 94
     sizes = {s.params["grid"]["job"]: s.params["grid"]["tasks"] for s in w.jobs}
     assert len(sizes) == 3 and all(5 <= k <= 40 for k in sizes.values()) and len(w.jobs) == sum(sizes.values())

@@ -10,10 +10,9 @@ import pytest
 
 from predictor.catalog import load_catalog
 from predictor.settings import BUNDLED_DATA
-from scheduler.estimates import oracle_for
 from scheduler.metrics import compute
-from scheduler.policy import make_policy
 from scheduler.simulate import simulate
+from scheduler.specs import make_policy, parse_estimates
 from scheduler.workloads import dataset, ncbi, swf
 
 TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
@@ -58,7 +57,7 @@ def test_dataset_workload_uses_measured_runs_as_truth_and_earlier_repeats_as_his
     history_ids = {m.run_id for m in w.history}
     assert all(set(j.true_times) <= set(catalog.platforms) for j in w.jobs)
     assert len({(m.algorithm, m.platform) for m in w.history}) >= 4 and len(history_ids) == len(w.history)
-    m = compute(simulate(w, make_policy("edf"), oracle_for(w, "model"), estimates="model"))
+    m = compute(simulate(w, make_policy("edf"), parse_estimates("model").oracle(w), estimates="model"))
     assert m.done == len(w.jobs) and 0.3 < m.utilisation <= 1.0
 
 
@@ -69,7 +68,7 @@ def test_hpc2n_replay_keeps_real_arrivals_sizes_and_user_requests():
     assert len(w.jobs) == 300 and w.jobs[0].submit == 0 and len(w.history) > 900
     first = w.jobs[0]
     assert first.params["requested_time"] > 0 and 1 <= first.size <= 240
-    requested = compute(simulate(w, make_policy("edf"), oracle_for(w, "requested")))
+    requested = compute(simulate(w, make_policy("edf"), parse_estimates("requested").oracle(w)))
     assert requested.done == 300
 
 
@@ -80,7 +79,7 @@ def test_wagap_replay_restricts_jobs_to_the_clusters_that_fit_them():
     eligible = Counter(tuple(sorted(j.true_times)) for j in w.jobs)
     assert eligible[("zewura",)] > 0 and eligible[("zegox",)] > 0 and eligible[("zegox", "zewura")] > 0
     assert all(j.size <= 576 or j.true_times.keys() == {"zewura"} for j in w.jobs)
-    m = compute(simulate(w, make_policy("fcfs"), oracle_for(w, "none")))
+    m = compute(simulate(w, make_policy("fcfs"), parse_estimates("none").oracle(w)))
     assert (m.done, m.failed) == (sum(not j.fails for j in w.jobs), sum(j.fails for j in w.jobs))
 
 

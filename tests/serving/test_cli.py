@@ -8,7 +8,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from predictor.cli import app
+from cli.app import app
 from predictor.walltime import slurm_walltime
 from tests.livesrv import free_port
 from tests.serving.conftest import Home

@@ -8,7 +8,7 @@ import pytest
 from sklearn.dummy import DummyRegressor
 from typer.testing import CliRunner
 
-from predictor.cli import app
+from cli.app import app
 from predictor.domain import Measurement
 from predictor.settings import Settings
 from predictor.store import MeasurementStore

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from cli.app import app
 from models import available_models
 from predictor import registry
-from predictor.cli import app
 from predictor.domain import Measurement
 from predictor.intervals import QUANTILE_LEVELS
 from predictor.settings import Settings
@@ -30,8 +30,8 @@ from training.pipeline import (
     fold_plan_path,
     run_training,
 )
-from training.report import REPORT_METRICS, NoSession, champion_lead, latest_session
 from training.metrics import compute_metrics
+from training.report import REPORT_METRICS, NoSession, champion_lead, latest_session
 from training.tracking import OUT_OF_FOLD, Candidate, load_out_of_fold
 
 SPEED = {"fast": 1.0, "slow": 3.0}

@@ -1,0 +1,29 @@
+"""The ``predictor`` command: one entry point, its subcommands gathered from one module per group."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cli import learn, measure, serve, simulate
+from predictor import __version__
+
+app = typer.Typer(help="Runtime prediction for heterogeneous clusters.", no_args_is_help=True, add_completion=False)
+for group in (measure, learn, serve, simulate):
+    app.add_typer(group.commands)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"predictor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Runtime prediction for heterogeneous clusters."""

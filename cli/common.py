@@ -1,0 +1,109 @@
+"""What every command shares: the consoles, settings, the store, the one-line error, ``KEY=VALUE`` options, a service."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperArgument, TyperCommand
+
+from predictor.settings import Settings
+
+if TYPE_CHECKING:
+    from predictor.catalog import Catalog
+    from predictor.client import PredictorClient
+    from predictor.oracle import RuntimeOracle
+    from predictor.store import MeasurementStore
+
+T = TypeVar("T")
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+class PathsCommand(TyperCommand):
+    """A command whose help types a repeated path argument as ``<file>...``, where typer prints ``<list[Path]>``."""
+
+    def get_params(self, ctx: typer.Context) -> list[Any]:
+        params = super().get_params(ctx)
+        for param in params:
+            if isinstance(param, TyperArgument) and param.type_descriptor.is_list:
+                shown = f"<{param.type_descriptor.path_type}>..."
+                param.display_type_rich = lambda ctx, shown=shown: shown  # type: ignore[method-assign]
+        return params
+
+
+def load_settings() -> Settings:
+    """The settings from the environment (``PREDICTOR_*``), read anew by each command."""
+    return Settings()
+
+
+def parse_pairs(items: list[str] | None, what: str) -> dict[str, str]:
+    """Parse repeated ``key=value`` options."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=what)
+        out[key] = value
+    return out
+
+
+def typed_params(raw: dict[str, str], algorithm: str, catalog: Any) -> dict[str, Any]:
+    """Convert ``--param`` strings to the types the catalog declares."""
+    schema = catalog.algorithm(algorithm).parameters
+    converters = {"int": int, "float": float}
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        kind = schema[key].type if key in schema else "string"
+        try:
+            out[key] = converters[kind](value) if kind in converters else value
+        except ValueError:
+            raise typer.BadParameter(f"{key}={value!r} is not a valid {kind}", param_hint="--param") from None
+    return out
+
+
+def open_store(settings: Settings) -> MeasurementStore:
+    """The settings' measurement store, migrated to the newest schema."""
+    from predictor.store import MeasurementStore
+
+    store = MeasurementStore(settings.resolved_store_url)
+    store.migrate()
+    return store
+
+
+def wide_console() -> Console:
+    """Standard output at least 150 columns wide, for tables with many columns (a pipe would cut them at 80)."""
+    return Console(width=max(console.width, 150))
+
+
+def fail(message: str) -> typer.Exit:
+    """Print ``message`` as one error line; raise what it returns to exit with status 2."""
+    err_console.print(f"[red]error:[/red] {escape(message)}")
+    return typer.Exit(code=2)
+
+
+def from_service(url: str, ask: Callable[[PredictorClient], T]) -> T:
+    """``ask`` a running service; an error answer, no answer or a foreign one is one CLI error line naming the URL."""
+    import httpx
+
+    from predictor.client import PredictorClient, PredictorError
+
+    try:
+        with PredictorClient(url) as client:
+            return ask(client)
+    except PredictorError as exc:
+        raise fail(f"{url} answered {exc}") from None
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise fail(f"cannot reach {url}: {exc or type(exc).__name__}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise fail(f"{url} did not answer like a runtime-predictor service ({type(exc).__name__}: {exc})") from None
+
+
+def local_oracle(settings: Settings, catalog: Catalog) -> RuntimeOracle:
+    """The runtime oracle of the registered champions, built here as the service would build it."""
+    from predictor.oracle import build_oracle
+
+    return build_oracle(catalog, settings, open_store(settings).profile_table())

@@ -1,0 +1,237 @@
+"""Commands of the learning loop: train, report, the retrain worker, and the champion models' list and history."""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cli.common import console, err_console, fail, from_service, load_settings, open_store, wide_console
+from predictor.progress import progress
+from predictor.settings import Settings
+
+if TYPE_CHECKING:
+    from training.report import SessionReport
+
+commands = typer.Typer()
+
+
+@commands.command()
+def train(
+    algorithm: Annotated[list[str] | None, typer.Option(metavar="ALGORITHM", help="Only these algorithms (repeatable).")] = None,
+    model: Annotated[list[str] | None, typer.Option(metavar="MODEL", help="Only these zoo members (repeatable).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Promote each pair's best candidate even if it does not beat the serving champion.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Cross-validate and judge, but register and promote nothing.")] = False,
+) -> None:
+    """Cross-validate the zoo per (algorithm, platform), track it in MLflow, and promote what beats the serving champion."""
+    from training.dataset import load_training_sets
+    from training.guard import Verdict
+    from training.pipeline import count_steps, decision_row, train as train_sets
+
+    settings = load_settings()
+    store = open_store(settings)
+    training_sets = load_training_sets(store, algorithm)
+    total = count_steps(settings, training_sets, models=model)
+    if total == 0:
+        raise fail("no measurements to train on; run `predictor ingest` first")
+    with progress(console, "training", total) as update:
+        steps = count(1)
+
+        def advance(label: str) -> None:
+            done = next(steps)  # the serving champions' members and the registrations add steps to the estimate
+            update(done, max(done, total), label)
+
+        outcomes = train_sets(settings, training_sets, models=model, progress=advance, force=force, dry_run=dry_run)
+    if not dry_run:
+        for o in outcomes:
+            if o.decision.verdict is not Verdict.UNCHANGED:
+                store.add_decision(decision_row(o, "predictor train --force" if force else "predictor train"))
+    if force:
+        err_console.print("[yellow]--force:[/yellow] the champion guard was overridden; every pair's best candidate was promoted")
+    metric = settings.selection_metric
+    table = Table(title="Dry run: what training would do (nothing registered)" if dry_run else "Champions")
+    for column in ("algorithm", "platform", "best candidate", metric.upper(), "decision", "serving", "version"):
+        table.add_column(column, no_wrap=True)
+    for o in outcomes:
+        table.add_row(
+            o.algorithm, o.platform, o.challenger, f"{o.metrics[o.challenger].get(metric, float('nan')):.2f}", o.decision.verdict.value,
+            o.serving or "-", o.version or "-",
+        )  # fmt: skip
+    wide_console().print(table)
+    for o in outcomes:
+        console.print(f"{o.algorithm}/{o.platform} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
+
+
+@commands.command()
+def report(
+    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm (default: every trained one).")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
+    live: Annotated[bool, typer.Option("--live", help="Show the live error of the served estimates instead (prequential).")] = False,
+) -> None:
+    """Seed 001's Table 2 for the latest training session per platform, and the champion's lead over the runner-up."""
+    from training.report import NoSession, latest_session, tracked_algorithms
+
+    settings = load_settings()
+    if live:
+        _live_report(settings, algorithm, platform)
+        return
+    sessions = []
+    for name in [algorithm] if algorithm else tracked_algorithms(settings):
+        try:
+            sessions.append(latest_session(settings, name))
+        except NoSession as exc:
+            if algorithm:
+                raise fail(str(exc)) from None
+    if not sessions:
+        raise fail("no finished training session is tracked; run `predictor train` first")
+    trained_on = sorted({r.platform for session in sessions for r in session.rows})
+    if platform is not None and platform not in trained_on:
+        where = f"{algorithm}'s latest training session has none" if algorithm else "no training session has any"
+        raise fail(f"unknown platform {platform!r}: {where}; trained on: {', '.join(trained_on)}")
+    for session in sessions:
+        if platform is None or any(r.platform == platform for r in session.rows):
+            _print_session(session, platform)
+
+
+def _print_session(session: SessionReport, platform: str | None) -> None:
+    """One session's table per platform (only ``platform``'s, if given) and each champion's lead."""
+    from training.report import REPORT_METRICS, champion_lead
+
+    algorithm = session.algorithm
+    coverage = "" if session.nominal_coverage is None else f"; intervals of nominal coverage {session.nominal_coverage:g}"
+    console.print(f"{algorithm}: training session {session.run_id}{coverage}; * = champion (by {session.selection_metric})")
+    wide = wide_console()
+    for name in sorted({r.platform for r in session.rows} if platform is None else {platform}):
+        table = Table(title=f"{algorithm} on {name}")
+        for column in ("model", "target", *REPORT_METRICS.values(), "fit s"):
+            table.add_column(column, justify="left" if column in ("model", "target") else "right", no_wrap=True)
+        for r in (r for r in session.rows if r.platform == name):
+            values = [f"{r.metrics[m]:.4g}" if m in r.metrics else "-" for m in REPORT_METRICS]
+            table.add_row(("* " if r.champion else "") + r.model, r.target_transform, *values, f"{r.fit_seconds:.2f}")
+        wide.print(table)
+        lead = champion_lead(session, name)
+        if lead is not None:
+            gaps = ", ".join(
+                f"{d.metric.upper()} {d.observed:+.2f} [{d.low:+.2f}, {d.high:+.2f}]" for d in lead.differences.values()
+            )
+            console.print(
+                f"champion {lead.champion} minus runner-up {lead.runner_up}, % points with 95 % intervals "
+                f"(paired bootstrap over {lead.n_jobs} jobs): {gaps}"
+            )
+
+
+def _live_report(settings: Settings, algorithm: str | None, platform: str | None) -> None:
+    """Live error per pair over its latest served runs (see predictor.live)."""
+    from predictor.live import live_report
+
+    rows = {
+        pair: values
+        for pair, values in live_report(open_store(settings), settings.live_window).items()
+        if algorithm in (None, pair[0]) and platform in (None, pair[1])
+    }
+    if not rows:
+        raise fail("no served estimates recorded yet" + "".join(f" for {x}" for x in (algorithm, platform) if x))
+    table = Table(title=f"Live error over each pair's latest {settings.live_window} served runs")
+    for column in ("algorithm", "platform", "runs", "RAE%", "in25%", "under", "limit exceeded", "cover"):
+        table.add_column(column, justify="left" if column in ("algorithm", "platform") else "right", no_wrap=True)
+    for (a, p), v in sorted(rows.items()):
+        cells = [f"{v[m]:.3g}" if v[m] == v[m] else "-" for m in ("rae", "within_25pct", "underestimate_rate", "limit_exceeded", "interval_coverage")]
+        table.add_row(a, p, f"{int(v['runs'])}", *cells)
+    wide_console().print(table)
+
+
+@commands.command()
+def worker(
+    once: Annotated[bool, typer.Option("--once", help="One pass over the store, then exit.")] = False,
+) -> None:
+    """The retrain worker: retrain pairs with enough new runs or drifting live error, under the champion guard."""
+    import logging
+
+    from training.worker import run
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = load_settings()
+
+    def said(outcomes) -> None:
+        for o in outcomes:
+            console.print(f"{o.algorithm}/{o.platform} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
+        if once and not outcomes:
+            console.print("nothing is due for training")
+
+    run(settings, open_store(settings), once=once, on_pass=said)
+
+
+models_app = typer.Typer(help="The champion models: what serves each algorithm and platform, and what training decided.", no_args_is_help=True)
+commands.add_typer(models_app, name="models")
+MODEL_METRICS = ("rae", "rrse", "median_ape", "within_factor_2", "interval_coverage")  # shown by `models list`
+
+
+@models_app.command("list")
+def models_list(
+    url: Annotated[str | None, typer.Option(help="Ask a running service instead of the local registry.")] = None,
+) -> None:
+    """Each (algorithm, platform)'s champion: registered version, zoo member and cross-validation metrics."""
+    from training.report import REPORT_METRICS
+
+    settings = load_settings()
+    champions = from_service(url, lambda client: client.models()) if url else _registered_champions(settings)
+    if not champions:
+        err_console.print("no champions registered; `predictor train` trains and registers them")
+        return
+    table = Table(title=f"Champions ({'served by ' + url if url else 'registry ' + settings.resolved_tracking_uri})")
+    for column in ("algorithm", "platform", "version", "member", *(REPORT_METRICS[m] for m in MODEL_METRICS)):
+        table.add_column(column, justify="left" if column in ("algorithm", "platform", "member") else "right", no_wrap=True)
+    for c in sorted(champions, key=lambda c: (c["algorithm"], c["platform"])):
+        metrics = [f"{c['metrics'][m]:.4g}" if m in c["metrics"] else "-" for m in MODEL_METRICS]
+        table.add_row(c["algorithm"], c["platform"], str(c["version"]), c.get("model_kind") or "-", *metrics)
+    wide_console().print(table)
+
+
+@models_app.command("history")
+def models_history(
+    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many decisions, newest first.", min=1)] = 50,
+) -> None:
+    """Every decision of the champion guard: trained, promoted, refreshed or kept, and why."""
+    rows = open_store(load_settings()).decisions(algorithm, platform, limit)
+    if not rows:
+        raise fail("no training decisions recorded" + "".join(f" for {x}" for x in (algorithm, platform) if x))
+    table = Table(title="Champion decisions, newest first")
+    for column in ("#", "when (UTC)", "algorithm", "platform", "decision", "trigger", "challenger", "incumbent", "registered", "serving", "runs"):
+        table.add_column(column, no_wrap=True)
+    for r in rows:
+        table.add_row(
+            str(r["id"]), f"{r['decided_at']:%Y-%m-%d %H:%M:%S}", r["algorithm"], r["platform"], r["decision"], r["trigger"],
+            r["challenger"], r["incumbent"] or "-", r["version"] or "-", r["serving_version"] or "-", str(r["n_rows"]),
+        )  # fmt: skip
+    wide_console().print(table)
+    for r in rows:
+        console.print(f"#{r['id']} {r['algorithm']}/{r['platform']}: {r['reason']}", markup=False, highlight=False)
+
+
+def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
+    """Every champion in the registry, as the API's ``/v1/models`` lists them (algorithm, platform, version, member, metrics)."""
+    from mlflow.exceptions import MlflowException
+
+    from predictor.registry import cv_metrics
+    from training.champions import list_champions
+    from training.tracking import configure_mlflow
+
+    try:
+        configure_mlflow(settings)
+        versions = list_champions()
+    except MlflowException as exc:
+        raise fail(f"model registry {settings.resolved_tracking_uri} unavailable: {exc.message}") from None
+    return [
+        {
+            "algorithm": v.tags.get("algorithm", "?"),
+            "platform": v.tags.get("platform", "?"),
+            "version": v.version,
+            "model_kind": v.tags.get("model_kind"),
+            "metrics": cv_metrics(v.tags),
+        }
+        for v in versions
+    ]

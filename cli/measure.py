@@ -1,0 +1,207 @@
+"""Commands that fill and read the measurement store: ingest, profile, sweep, export, describe, and the catalog's algorithms."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.table import Table
+
+from cli.common import PathsCommand, console, err_console, fail, load_settings, open_store, parse_pairs, typed_params, wide_console
+from predictor.progress import progress
+
+commands = typer.Typer()
+
+
+@commands.command(cls=PathsCommand)
+def ingest(
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="CSV, Parquet or SWF files of finished runs.", exists=True, dir_okay=False)],
+    algorithm: Annotated[str | None, typer.Option(help="Algorithm for rows that do not name one.")] = None,
+    platform: Annotated[str | None, typer.Option(help="Platform for rows that do not name one.")] = None,
+    map_: Annotated[list[str] | None, typer.Option("--map", metavar="COLUMN=FIELD", help="Rename a column (repeatable).")] = None,
+    machine: Annotated[str | None, typer.Option(help="Machine for rows that do not name one.")] = None,
+    file_format: Annotated[
+        Literal["csv", "parquet", "swf"] | None,
+        typer.Option("--format", help="How to read the files (default: by suffix; .swf is a Standard Workload Format log)."),
+    ] = None,
+    rejects_dir: Annotated[Path | None, typer.Option(help="Folder for rejects files (default: beside each input).")] = None,
+) -> None:
+    """Validate and store measurements (CSV, Parquet, or SWF job logs); bad rows go to a rejects file beside the input."""
+    from predictor.catalog import load_catalog
+    from predictor.ingest import IngestError, ingest_file
+    from predictor.swf_ingest import ingest_swf
+
+    settings = load_settings()
+    catalog = load_catalog(*settings.catalog_paths)
+    store = open_store(settings)
+    mapping = parse_pairs(map_, "--map")
+    any_rejected = False
+    for path in files:
+        options = {"algorithm": algorithm, "platform": platform, "machine": machine, "rejects_dir": rejects_dir}
+        try:
+            if (file_format or path.suffix.lower().lstrip(".")) == "swf":
+                if mapping:
+                    raise IngestError("--map renames CSV and Parquet columns; an SWF log has fixed fields")
+                report = ingest_swf(path, store, catalog, **options)
+            else:
+                report = ingest_file(path, store, catalog, mapping=mapping, file_format=file_format, **options)
+        except IngestError as exc:
+            raise fail(str(exc)) from None
+        console.print(
+            f"{path}: {report.rows} rows, {report.stored} stored, {report.duplicates} already stored, "
+            f"{len(report.skipped)} skipped, {len(report.rejected)} rejected"
+        )
+        for message, count in Counter(s.message for s in report.skipped).items():
+            console.print(f"  skipped {count}: {message}")
+        for reject in report.rejected[:20]:
+            err_console.print(f"  line {reject.line}, {reject.field}: {reject.message}")
+        if report.rejected:
+            any_rejected = True
+            err_console.print(f"  rejected rows written to {report.rejects_path}")
+    if any_rejected:
+        raise typer.Exit(code=1)
+
+
+@commands.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def profile(
+    ctx: typer.Context,
+    algorithm: Annotated[str, typer.Option(help="Algorithm being run.")],
+    platform: Annotated[str, typer.Option(help="Platform it runs on.")],
+    param: Annotated[list[str] | None, typer.Option(metavar="NAME=VALUE", help="Job parameter (repeatable); input files too.")] = None,
+    launcher: Annotated[bool, typer.Option(help="Prefix the platform's launcher (e.g. taskset) to the command.")] = True,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: a new UUID).")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Kill the command after this many seconds.")] = None,
+) -> None:
+    """Run COMMAND (after --), measure it, extract its features and store the measurement."""
+    from features import FeatureError
+    from predictor.catalog import load_catalog
+    from predictor.profile import profile_command
+
+    command = list(ctx.args)
+    if not command:
+        raise fail("give the command to run after --")
+    settings = load_settings()
+    catalog = load_catalog(*settings.catalog_paths)
+    try:
+        params = typed_params(parse_pairs(param, "--param"), algorithm, catalog)
+        measurement = profile_command(
+            command, catalog=catalog, algorithm=algorithm, platform=platform, params=params,
+            use_launcher=launcher, run_id=run_id, timeout=timeout,
+        )
+    except (FeatureError, KeyError) as exc:
+        raise fail(str(exc).strip('"')) from None
+    open_store(settings).add([measurement])
+    if measurement.succeeded:
+        status = "ok"
+    elif measurement.censored:
+        status = f"STOPPED before it finished (exit {measurement.exit_status}): stored censored, its wall time a lower bound"
+    else:
+        status = f"FAILED (exit {measurement.exit_status})"
+    console.print(
+        f"{measurement.run_id}: {status}, wall {measurement.wall_seconds:.3f} s, cpu {measurement.cpu_seconds:.3f} s, "
+        f"max rss {measurement.max_rss_kb} KiB"
+    )
+    if not measurement.succeeded:
+        raise typer.Exit(code=measurement.exit_status or 1)
+
+
+@commands.command()
+def sweep(
+    plan: Annotated[Path, typer.Option(help="Sweep plan (YAML).", exists=True, dir_okay=False)],
+    budget: Annotated[str | None, typer.Option(help="Stop starting runs after this long, e.g. 30m, 90s, 2h.")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")] = None,
+) -> None:
+    """Run a parameter sweep of real programs through the profiler; each run is stored as it finishes."""
+    from features import FeatureError
+    from predictor.catalog import load_catalog
+    from predictor.sweep import PlanError, load_plan, run_sweep
+
+    settings = load_settings()
+    budget_s = _parse_duration(budget) if budget else None
+    catalog = load_catalog(*settings.catalog_paths)
+    try:
+        sweep_plan = load_plan(plan)
+        store = open_store(settings)
+        with progress(console, "sweep") as update:
+            runs = run_sweep(
+                sweep_plan, catalog, store, workdir or settings.resolved_home / "sweep-inputs", budget_s=budget_s,
+                on_run=lambda m, done, total: update(done, total, f"{m.algorithm}@{m.platform} {m.wall_seconds:.2f}s"),
+            )  # fmt: skip
+    except (PlanError, FeatureError) as exc:
+        raise fail(str(exc)) from None
+    failed = sum(not m.succeeded for m in runs)
+    console.print(f"{len(runs)} runs stored ({failed} failed)")
+
+
+def _parse_duration(text: str) -> float:
+    """Seconds in ``90s``, ``30m``, ``2h`` or a bare number of seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        if text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except (ValueError, IndexError):
+        raise typer.BadParameter(f"not a duration: {text!r} (use e.g. 90s, 30m, 2h)", param_hint="--budget") from None
+
+
+@commands.command()
+def export(
+    out: Annotated[Path, typer.Argument(help="CSV file to write (the format `predictor ingest` reads).")],
+    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
+) -> None:
+    """Write stored measurements as CSV, one column per parameter and feature."""
+    from predictor.export import export_csv
+
+    rows = export_csv(open_store(load_settings()), out, algorithm=algorithm)
+    console.print(f"wrote {rows} measurements to {out}")
+
+
+@commands.command()
+def describe(
+    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
+    plots: Annotated[Path | None, typer.Option(help="Save a scatter plot (PNG) of runtime against each feature here.")] = None,
+) -> None:
+    """Per algorithm and platform: runs, runtime range and each feature's rank correlation with runtime."""
+    from predictor.describe import describe_pairs, plot_features, summary_table
+
+    described = 0
+    for summary, frame in describe_pairs(open_store(load_settings()), algorithm, platform):
+        console.print(summary_table(summary))
+        if plots:
+            written = plot_features(summary, frame, plots)
+            console.print(f"{len(written)} plots in {written[0].parent if written else plots}")
+        described += 1
+    if not described:
+        raise fail("no successful measurements stored" + "".join(f" for {x}" for x in (algorithm, platform) if x))
+
+
+@commands.command()
+def algorithms(algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None) -> None:
+    """The catalog's algorithms: each parameter (type, default, range, choices, the extractor of a file) and the platforms."""
+    from predictor.catalog import load_catalog
+
+    catalog = load_catalog(*load_settings().catalog_paths)
+    try:
+        chosen = [catalog.algorithm(algorithm)] if algorithm else list(catalog.algorithms.values())
+    except KeyError as exc:
+        raise fail(str(exc).strip('"')) from None
+    wide = wide_console()
+    for algo in chosen:
+        table = Table(title=f"{algo.name}: {algo.description}" if algo.description else algo.name, title_justify="left")
+        for column in ("parameter", "type", "required", "default", "range", "choices", "extractor"):
+            table.add_column(column)
+        for name, p in algo.parameters.items():
+            default = "" if p.default is None else str(p.default)
+            table.add_row(name, p.type, "yes" if p.required else "", default, _range(p.min, p.max), ", ".join(p.choices or ()), p.extractor or "")
+        wide.print(table)
+        wide.print(f"platforms: {', '.join(algo.platforms)}", markup=False, highlight=False)
+
+
+def _range(low: float | None, high: float | None) -> str:
+    """A parameter's bounds as ``4..64``, ``>= 0`` or ``<= 9`` ('' when unbounded)."""
+    if low is not None and high is not None:
+        return f"{low:g}..{high:g}"
+    return f">= {low:g}" if low is not None else (f"<= {high:g}" if high is not None else "")

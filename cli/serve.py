@@ -1,0 +1,102 @@
+"""Commands that answer for estimates: serve the HTTP API, and predict one job here or through a service."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from cli.common import console, fail, from_service, load_settings, local_oracle, parse_pairs, typed_params, wide_console
+from predictor.settings import Settings
+
+commands = typer.Typer()
+
+
+@commands.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (default from settings).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default from settings).")] = None,
+) -> None:
+    """Serve the HTTP API with uvicorn."""
+    import uvicorn
+
+    from serving import create_app
+    from serving.server import server_options
+
+    settings = _with_token(load_settings())
+    host, port = host or settings.api_host, port or settings.api_port
+    typer.echo(f"serving on http://{host}:{port}  (docs: http://{host}:{port}/docs)")
+    typer.echo(
+        f"try: curl -s -X POST http://{host}:{port}/v1/predict -H 'content-type: application/json' "
+        "-d '{\"algorithm\": \"mafft\", \"params\": {\"input\": \"samples/family-40x300.fa\"}}'"
+    )
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False, **server_options(settings))  # the app logs each request
+
+
+def _with_token(settings: Settings) -> Settings:
+    """``settings`` with an API token: PREDICTOR_API_TOKEN or the one under HOME, generated (and printed) on first start."""
+    from pydantic import SecretStr
+
+    from predictor.apitoken import ensure_token, token_path
+
+    if settings.api_token is not None:
+        return settings
+    token, created = ensure_token(settings.resolved_home)
+    if created:
+        path = token_path(settings.resolved_home)
+        typer.echo(f"generated the API token for write and admin endpoints, kept in {path} (owner-only); shown this once:")
+        typer.echo(f"  {token}")
+        typer.echo(f"send it as: -H \"Authorization: Bearer $(cat {path})\"  (PREDICTOR_API_TOKEN, if set, is used instead)")
+    return settings.model_copy(update={"api_token": SecretStr(token)})
+
+
+@commands.command()
+def predict(
+    algorithm: Annotated[str, typer.Option(help="Algorithm to estimate.")],
+    param: Annotated[list[str] | None, typer.Option(metavar="NAME=VALUE", help="Job parameter (repeatable).")] = None,
+    platform: Annotated[list[str] | None, typer.Option(metavar="PLATFORM", help="Only these platforms (repeatable).")] = None,
+    url: Annotated[str | None, typer.Option(help="Ask a running service instead of loading models here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Estimated run time of one job on each platform: seconds, interval, walltime limit, and both as Slurm walltimes."""
+    from features import FeatureError
+    from predictor.catalog import load_catalog
+    from predictor.walltime import optional_walltime
+
+    settings = load_settings()
+    catalog = load_catalog(*settings.catalog_paths)
+    try:
+        params = typed_params(parse_pairs(param, "--param"), algorithm, catalog)
+        if url:
+            estimates = from_service(url, lambda client: client.predict(algorithm, params, platform))
+        else:
+            estimates = local_oracle(settings, catalog).estimate(algorithm, params, platform)
+    except (FeatureError, KeyError) as exc:
+        raise fail(str(exc).strip('"')) from None
+    shown = {
+        p: e.model_dump() | {"walltime": optional_walltime(e.seconds), "limit_walltime": optional_walltime(e.limit)}
+        for p, e in estimates.items()
+    }
+    if as_json:
+        console.print_json(json.dumps(shown))
+        return
+    table = Table(title=f"{algorithm}: estimated run time (seconds; walltimes rounded up)")
+    for column in ("platform", "seconds", "walltime", "lower", "upper", "limit", "limit walltime", "model"):
+        table.add_column(column, justify="left" if column in ("platform", "model") else "right", no_wrap=True)
+    for p, e in shown.items():
+        cells = [_cell(e[k]) for k in ("seconds", "walltime", "lower", "upper", "limit", "limit_walltime")]
+        model_label = f"{e['model_name']} v{e['model_version']}" if e["model_version"] else (e["model_name"] or "-")
+        table.add_row(p, *cells, model_label)
+    wide_console().print(table)
+    for p, e in shown.items():
+        if e["reason"]:
+            console.print(f"{p}: {e['reason']}", markup=False, highlight=False)
+
+
+def _cell(value: float | str | None) -> str:
+    """A table cell: seconds to the millisecond, a walltime as it is, '-' for none."""
+    if value is None:
+        return "-"
+    return value if isinstance(value, str) else f"{value:.3f}"
