@@ -5,12 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATASETS := $(wildcard data/measurements/*.csv)
 
-.PHONY: install system-deps run test bench clean
+.PHONY: install system-deps run test docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -23,9 +23,14 @@ run: install
 	$(BIN)/predictor train
 	$(BIN)/predictor serve
 
-test: install system-deps
+test: install system-deps docs
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest
 
+# The documentation site (docs/, mkdocs.yml), built offline; any warning (a broken link, a missing page or
+# docstring) fails it. `$(BIN)/mkdocs serve -a 127.0.0.1:8001` previews it.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site
+
 clean:
-	rm -rf $(VENV) .predictor .pytest_cache
+	rm -rf $(VENV) .predictor .pytest_cache .site

@@ -15,8 +15,10 @@ champion, its :class:`TrainingEnvelope`:
 
 How far out a request lies (``excess``: standard deviations beyond the range in the scaled space,
 or the share of ``reach`` beyond it) widens its interval: the oracle multiplies the log-ratio
-quantiles by ``1 + excess``. That rule is a heuristic, chosen to grow with distance and to leave
-jobs inside the envelope untouched.
+quantiles by ``1 + excess``, with ``excess`` capped at :data:`MAX_EXCESS`. That rule is a heuristic,
+chosen to grow with distance and to leave jobs inside the envelope untouched; the cap keeps a
+feature of tiny spread (a GC fraction: a protein file where DNA was trained) from turning a
+limit into 10^43 seconds. How far out a job is stays visible in ``extrapolating`` and ``out_of_domain``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from models.transforms import MIN_SECONDS, log_seconds
 from models.transforms import signed_log1p as _slog
 
 MAX_ROWS = 2000  # distinct trained jobs kept for the distance check (a seeded sample beyond that)
+MAX_EXCESS = 3.0  # an interval is widened at most to four times its trained log-width
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,8 @@ class TrainingEnvelope:
             far = np.zeros(len(X), dtype=bool)
         outside = out.any(axis=1) | far
         names = self.feature_names
-        return Check(outside, np.where(outside, excess, 0.0), [[names[j] for j in np.flatnonzero(r)] for r in out])
+        excess = np.where(outside, np.minimum(excess, MAX_EXCESS), 0.0)
+        return Check(outside, excess, [[names[j] for j in np.flatnonzero(r)] for r in out])
 
     def to_json(self) -> str:
         """The envelope as JSON (numbers as lists), for the model registry."""

@@ -116,3 +116,19 @@ def test_a_raw_seconds_model_predicting_zero_is_floored_not_served_as_zero(catal
     # the raw-seconds line goes negative for small a inside the trained ranges
     e = oracle.estimate("blastn", {}, ["cpu-small"], {"a": 10.0, "b": 10.0, "c": 0.99})["cpu-small"]
     assert e.seconds >= float(ts.y.min()) and 0 < e.lower <= e.seconds <= e.upper <= e.limit
+
+
+def test_the_widening_is_capped_however_far_a_narrow_feature_lies(catalog: Catalog) -> None:
+    """A feature of tiny spread (GC fraction 0.4-0.6) met at 0: widened at most to four times the trained log-width."""
+    from predictor.envelope import MAX_EXCESS
+
+    ts = _training_set()
+    ts.X["c"] = 0.5 + 0.01 * np.sin(np.arange(len(ts.X)))  # nearly constant
+    champion = _champion("linear_log", ts)
+    oracle = _oracle(catalog, champion)
+    inside = oracle.estimate("blastn", {}, ["cpu-small"], {"a": 500.0, "b": 500.0, "c": 0.5})["cpu-small"]
+    far = oracle.estimate("blastn", {}, ["cpu-small"], {"a": 500.0, "b": 500.0, "c": 0.0})["cpu-small"]
+    assert far.extrapolating and far.out_of_domain == ["c"]
+    assert champion.envelope.check(np.array([[500.0, 500.0, 0.0]])).excess[0] == MAX_EXCESS
+    ratio = np.log(far.limit / far.seconds) / np.log(inside.limit / inside.seconds)
+    assert ratio <= 1 + MAX_EXCESS + 1e-9 and far.limit < 1e4 * far.seconds
