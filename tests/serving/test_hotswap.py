@@ -14,7 +14,7 @@ import httpx
 import mlflow
 import pytest
 
-from predictor.registry import CHAMPION_ALIAS, registered_name
+from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
 from predictor.store import MeasurementStore
 from serving import create_app
 from tests.livesrv import free_port, serve_app
@@ -91,17 +91,25 @@ def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home
         assert again["changed"] == [] and again["champions"] == 2
 
 
-def test_the_poller_follows_the_alias_without_being_asked(home):
+def test_the_poller_follows_the_alias_without_being_asked_nor_touching_mlflows_global_uris(home, tmp_path):
     settings = home.settings.model_copy(update={"api_reload_interval_s": 0.2})
-    mlflow.set_tracking_uri(settings.resolved_tracking_uri)
-    client = mlflow.MlflowClient()
-    with serve_app(create_app(settings)) as base:
-        current = versions(base)
-        target = "1" if current == {"2"} else "2"
-        for platform in ("cpu1", "cpu2"):
-            client.set_registered_model_alias(registered_name("mafft", platform), CHAMPION_ALIAS, target)
-        assert eventually(lambda: versions(base) == {target})
-        assert 'predictor_model_reloads_total{outcome="changed"}' in httpx.get(f"{base}/metrics").text
+    client = registry_client(settings.resolved_tracking_uri)
+    elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"  # what the process around the service points MLflow at
+    previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    mlflow.set_tracking_uri(elsewhere)
+    mlflow.set_registry_uri(elsewhere)
+    try:
+        with serve_app(create_app(settings)) as base:
+            current = versions(base)
+            target = "1" if current == {"2"} else "2"
+            for platform in ("cpu1", "cpu2"):
+                client.set_registered_model_alias(registered_name("mafft", platform), CHAMPION_ALIAS, target)
+            assert eventually(lambda: versions(base) == {target})
+            assert 'predictor_model_reloads_total{outcome="changed"}' in httpx.get(f"{base}/metrics").text
+            assert (mlflow.get_tracking_uri(), mlflow.get_registry_uri()) == (elsewhere, elsewhere)
+    finally:
+        mlflow.set_tracking_uri(previous[0])
+        mlflow.set_registry_uri(previous[1])
 
 
 def test_unreachable_registry_at_start_serves_the_disk_cache_and_says_so(home, monkeypatch):
@@ -187,8 +195,7 @@ def test_champions_that_cannot_be_loaded_anywhere_make_the_service_not_ready(hom
 
 
 def test_a_withdrawn_champion_is_removed_and_not_brought_back_from_the_cache(home):
-    mlflow.set_tracking_uri(home.settings.resolved_tracking_uri)
-    client = mlflow.MlflowClient()
+    client = registry_client(home.settings.resolved_tracking_uri)
     name = registered_name("mafft", "cpu2")
     version = client.get_model_version_by_alias(name, CHAMPION_ALIAS).version
     with serve_app(create_app(home.settings)) as base:
