@@ -9,7 +9,6 @@ flight finish on the map they started with.
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from predictor.catalog import Catalog, load_catalog
 from predictor.store import MeasurementStore
 from tests.pgserver import PostgresServer, find_bindir
+from tests.required import required
 
 CATALOG_YAML = """
 platforms:
@@ -51,11 +51,8 @@ algorithms:
 def postgres_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server for the whole session; missing binaries skip locally and fail in CI."""
     bindir = find_bindir()
-    if bindir is None:
-        message = "PostgreSQL server binaries (initdb, pg_ctl) not found via pg_config or /usr/lib/postgresql/*/bin"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; CI must run the PostgreSQL tests", pytrace=False)
-        pytest.skip(message)
+    what = "PostgreSQL server binaries (initdb, pg_ctl) not found via pg_config or /usr/lib/postgresql/*/bin"
+    required(bindir is not None, what, "CI must run the PostgreSQL tests")
     server = PostgresServer(bindir)
     try:
         server.start()

@@ -51,6 +51,7 @@ def test_ingest_train_serve_predict(tmp_path: Path):
 
         # clustalo was not trained: the answer says so and falls back on the profile table
         fallback = httpx.post(f"{base}/v1/predict", json={"algorithm": "clustalo", "params": {"input": SAMPLE}}).json()
+        assert [e["platform"] for e in fallback["estimates"]] == ["cpu1", "cpu2"]
         for e in fallback["estimates"]:
             assert e["fallback"] and "no champion" in e["reason"] and e["seconds"] > 0
 

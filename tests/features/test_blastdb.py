@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import struct
 import subprocess
@@ -15,6 +14,7 @@ from features.base import CostClass, FeatureError
 from features.blastdb import BlastDbExtractor
 from features.fasta import FastaExtractor
 from predictor.datagen import write_fasta
+from tests.required import required_tools
 
 
 def index_header(version: int, seqtype: int, sequences: int, residues: int, longest: int) -> bytes:
@@ -28,12 +28,8 @@ def index_header(version: int, seqtype: int, sequences: int, residues: int, long
 
 @pytest.fixture
 def makeblastdb() -> str:
-    tool = shutil.which("makeblastdb")
-    if tool is None:
-        if os.environ.get("CI"):
-            pytest.fail("makeblastdb is missing; `make test` installs ncbi-blast+", pytrace=False)
-        pytest.skip("makeblastdb not installed")
-    return tool
+    required_tools("makeblastdb")
+    return shutil.which("makeblastdb")
 
 
 def build(fasta: Path, out: Path, dbtype: str, *extra: str) -> Path:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ from features import get_extractor, hmm
 from features.base import CostClass, FeatureError
 from features.hmm import HmmExtractor
 from predictor.datagen import build_hmm, write_family_fasta
+from tests.required import required_tools
 
 
 def model(name: str, length: int, alphabet: str = "amino", compo: bool = True) -> bytes:
@@ -77,10 +76,7 @@ def test_gzip_crlf_and_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.Monk
 
 @pytest.mark.tools
 def test_profiles_built_by_hmmbuild(tmp_path: Path):
-    if shutil.which("hmmbuild") is None or shutil.which("mafft") is None:
-        if os.environ.get("CI"):
-            pytest.fail("hmmbuild or mafft is missing; `make test` installs hmmer and mafft", pytrace=False)
-        pytest.skip("hmmbuild or mafft not installed")
+    required_tools("hmmbuild", "mafft")
     parts = []
     for i, (length, alphabet) in enumerate([(60, "protein"), (90, "protein")]):
         family = write_family_fasta(tmp_path / f"f{i}.fa", 6, length, 0.2, alphabet, seed=i)

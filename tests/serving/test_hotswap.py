@@ -7,7 +7,7 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,7 +17,7 @@ import pytest
 from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
 from predictor.store import MeasurementStore
 from serving import create_app
-from tests.livesrv import free_port, serve_app
+from tests.livesrv import eventually, free_port, serve_app
 from tests.serving.conftest import TOKEN, Home, train_home
 from training.pipeline import run_training
 
@@ -41,16 +41,6 @@ def versions(base: str) -> set[str]:
     return {e["model_version"] for e in httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]}
 
 
-def eventually(check: Callable[[], bool], timeout: float = 60.0) -> bool:
-    """Whether ``check`` turns true before ``timeout`` (polled; the bound is a safety net, not a timing assert)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home):
     with serve_app(create_app(home.settings)) as base:
         before = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
@@ -63,8 +53,9 @@ def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home
         stop = threading.Event()
 
         def hammer() -> None:
+            deadline = time.monotonic() + 300
             with httpx.Client(base_url=base, timeout=30) as http:
-                while not stop.is_set():
+                while not stop.is_set() and time.monotonic() < deadline:
                     response = http.post("/v1/predict", json=JOB)
                     body = response.json()
                     seen.append((response.status_code, frozenset(e["model_version"] for e in body["estimates"])))
@@ -191,7 +182,8 @@ def test_champions_that_cannot_be_loaded_anywhere_make_the_service_not_ready(hom
             ready = httpx.get(f"{base}/readyz")
             assert ready.status_code == 503 and ready.json()["status"] == "not_ready" and ready.json()["champions"] == 0
             assert sum("cannot be loaded" in r and "no cached copy" in r for r in ready.json()["reasons"]) == 2, ready.text
-            assert all(e["fallback"] or e["seconds"] is None for e in httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"])
+            estimates = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
+            assert len(estimates) == 2 and all(e["fallback"] or e["seconds"] is None for e in estimates)
 
 
 def test_a_withdrawn_champion_is_removed_and_not_brought_back_from_the_cache(home):

@@ -169,6 +169,7 @@ def test_load_champion_predicts_in_seconds(trained: Trained) -> None:
 
 
 def test_training_again_on_the_same_runs_changes_nothing(trained: Trained) -> None:
+    assert [o.platform for o in trained.unchanged] == ["fast", "slow"]
     for outcome in trained.unchanged:
         assert outcome.decision.verdict.value == "kept" and outcome.registered == [] and outcome.version == "1"
         assert "no runs since version 1 was trained" in outcome.decision.reason
@@ -190,6 +191,7 @@ def test_new_runs_refresh_the_champion_and_keep_the_old_version(trained: Trained
 
 def test_a_worse_challenger_is_registered_but_does_not_take_the_alias(trained: Trained) -> None:
     client = mlflow.MlflowClient()
+    assert [o.platform for o in trained.newcomer] == ["fast", "slow"]
     for outcome in trained.newcomer:
         assert outcome.challenger == "mean" and outcome.decision.verdict.value == "kept"
         assert outcome.decision.reason.startswith("mean does not beat linear_log: RAE +")
