@@ -163,13 +163,16 @@ class ChampionSource:
         """Copy the MLflow model folder and write its facts, atomically: a half-written folder is never used."""
         import mlflow
 
-        uris = {"tracking_uri": self.tracking_uri, "registry_uri": self.tracking_uri}
+        # Where the version's files are, asked of this registry: MLflow resolves a ``models:/`` URI against its global one.
+        location = registry_client(self.tracking_uri).get_model_version_download_uri(version.name, version.version)
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{version.version}-", dir=folder.parent))
         try:
-            mlflow.artifacts.download_artifacts(
-                artifact_uri=f"models:/{version.name}/{version.version}", dst_path=str(staging / "model"), **uris
+            downloaded = mlflow.artifacts.download_artifacts(
+                artifact_uri=location, dst_path=str(staging / "download"), tracking_uri=self.tracking_uri
             )
+            Path(downloaded).rename(staging / "model")
+            shutil.rmtree(staging / "download", ignore_errors=True)
             facts = {
                 "algorithm": version.algorithm,
                 "platform": version.platform,

@@ -83,7 +83,8 @@ def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home
 
 
 def test_the_poller_follows_the_alias_without_being_asked_nor_touching_mlflows_global_uris(home, tmp_path):
-    settings = home.settings.model_copy(update={"api_reload_interval_s": 0.2})
+    # an empty cache: every champion is downloaded while MLflow's global URIs point elsewhere
+    settings = home.settings.model_copy(update={"api_reload_interval_s": 0.2, "model_cache_dir": tmp_path / "cache"})
     client = registry_client(settings.resolved_tracking_uri)
     elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"  # what the process around the service points MLflow at
     previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
@@ -92,12 +93,14 @@ def test_the_poller_follows_the_alias_without_being_asked_nor_touching_mlflows_g
     try:
         with serve_app(create_app(settings)) as base:
             current = versions(base)
+            assert current in ({"1"}, {"2"}), current  # loaded from the registry, not a fallback
             target = "1" if current == {"2"} else "2"
             for platform in ("cpu1", "cpu2"):
                 client.set_registered_model_alias(registered_name("mafft", platform), CHAMPION_ALIAS, target)
             assert eventually(lambda: versions(base) == {target})
             assert 'predictor_model_reloads_total{outcome="changed"}' in httpx.get(f"{base}/metrics").text
             assert (mlflow.get_tracking_uri(), mlflow.get_registry_uri()) == (elsewhere, elsewhere)
+        assert not (tmp_path / "elsewhere.db").exists(), "the service asked the registry MLflow points at globally"
     finally:
         mlflow.set_tracking_uri(previous[0])
         mlflow.set_registry_uri(previous[1])
