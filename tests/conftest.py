@@ -1,4 +1,4 @@
-"""Shared fixtures: a session PostgreSQL server, a fresh store URL per test on SQLite and PostgreSQL, a small catalog."""
+"""Shared fixtures: a session PostgreSQL server, a fresh store URL per test on SQLite and PostgreSQL, a small catalog, the CLI."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from predictor.catalog import Catalog, load_catalog
 from predictor.store import MeasurementStore
@@ -88,6 +89,13 @@ def catalog(tmp_path: Path) -> Catalog:
     path = tmp_path / "catalog.yaml"
     path.write_text(CATALOG_YAML)
     return load_catalog(path)
+
+
+@pytest.fixture
+def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    """The CLI, invoked in-process, over a fresh PREDICTOR_HOME in tmp_path."""
+    monkeypatch.setenv("PREDICTOR_HOME", str(tmp_path / "home"))
+    return CliRunner()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

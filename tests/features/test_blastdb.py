@@ -14,6 +14,7 @@ from features.base import CostClass, FeatureError
 from features.blastdb import BlastDbExtractor
 from features.fasta import FastaExtractor
 from predictor.datagen import write_fasta
+from tests.features.kit import assert_refused
 from tests.required import required_tools
 
 
@@ -124,10 +125,7 @@ MALFORMED = {
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_database_raises_feature_error_naming_it(tmp_path: Path, case: str):
     make, problem = MALFORMED[case]
-    make(tmp_path)
-    with pytest.raises(FeatureError, match=problem) as caught:
-        BlastDbExtractor().extract(tmp_path / "db")
-    assert caught.value.source == str(tmp_path / "db")
+    assert_refused(BlastDbExtractor(), tmp_path / "db", lambda prefix: make(prefix.parent), problem)
 
 
 def test_named_index_file_that_does_not_exist(tmp_path: Path):

@@ -14,6 +14,7 @@ from features import fasta
 from features.base import CostClass, FeatureError
 from features.fasta import FastaExtractor
 from predictor.datagen import write_fasta
+from tests.features.kit import assert_refused, without_size, write
 from tests.required import required_tools
 
 # Three records: s1 has 10 + 3 = 13 residues (A3 C3 G3 T2 N2), s2 one T, s3 GGCC.
@@ -29,15 +30,6 @@ HAND_FEATURES = {
     "is_nucleotide": 1.0,
     "estimated": 0.0,
 }
-
-
-def write(path: Path, data: bytes) -> Path:
-    path.write_bytes(data)
-    return path
-
-
-def without_size(features: dict[str, float]) -> dict[str, float]:
-    return {k: v for k, v in features.items() if k != "bytes"}
 
 
 def counts(features: dict[str, float]) -> tuple[float, ...]:
@@ -257,13 +249,7 @@ MALFORMED = {
 @pytest.mark.parametrize("mode", ["full", "sampled"])
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_input_raises_feature_error_naming_the_file(tmp_path: Path, case: str, mode: str):
-    make, problem = MALFORMED[case]
-    path = tmp_path / "input.fa"
-    make(path)
-    with pytest.raises(FeatureError, match=problem) as caught:
-        FastaExtractor(mode=mode).extract(path)
-    assert str(path) in str(caught.value)
-    assert caught.value.source == str(path)
+    assert_refused(FastaExtractor(mode=mode), tmp_path / "input.fa", *MALFORMED[case])
 
 
 @pytest.mark.parametrize(

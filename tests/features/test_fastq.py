@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from features import fastq, get_extractor
-from features.base import CostClass, FeatureError
+from features.base import CostClass
 from features.fastq import FastqExtractor
 from predictor.datagen import write_fasta, write_fastq
+from tests.features.kit import assert_refused, without_size, write
 from tests.required import required_tools
 
 # r1: 8 bases (G+C 4 of A+C+G+T 7, one N), qualities I=40 x8; r2: 4 bases GGCC, qualities '!'=0 x4.
@@ -36,15 +37,6 @@ def reference(text: bytes) -> dict[str, float]:
         "gc_fraction": gc / (gc + joined.count(b"A") + joined.count(b"T")),
         "mean_quality": sum(sum(q) - 33 * len(q) for q in quals) / lengths.sum(),
     }
-
-
-def without_size(features: dict[str, float]) -> dict[str, float]:
-    return {k: v for k, v in features.items() if k != "bytes"}
-
-
-def write(path: Path, data: bytes) -> Path:
-    path.write_bytes(data)
-    return path
 
 
 def test_hand_written_file(tmp_path: Path):
@@ -120,9 +112,4 @@ MALFORMED = {
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_input_raises_feature_error_naming_the_file(tmp_path: Path, case: str):
-    make, problem = MALFORMED[case]
-    path = tmp_path / "input.fq"
-    make(path)
-    with pytest.raises(FeatureError, match=problem) as caught:
-        FastqExtractor().extract(path)
-    assert caught.value.source == str(path)
+    assert_refused(FastqExtractor(), tmp_path / "input.fq", *MALFORMED[case])
