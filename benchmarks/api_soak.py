@@ -32,7 +32,7 @@ from api_load import feature_rows, our_batch, our_matrix, our_single
 from apisetup import ROOT, cli, ours, rss_kb, threads, trained_home
 from loadgen import Request, post_json, run
 
-from predictor.registry import CHAMPION_ALIAS, registered_name
+from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
 from predictor.store import MeasurementStore
 
 TOKEN = "soak-token"
@@ -49,10 +49,7 @@ def second_version(home: Path, algorithm: str, model: str) -> None:
 
 def flipper(home: Path, algorithm: str, platforms: list[str], every_s: float, stop: threading.Event, log: list) -> None:
     """Move each platform's champion alias between versions 1 and 2 every ``every_s`` seconds; log (time, version)."""
-    import mlflow
-
-    mlflow.set_tracking_uri(f"sqlite:///{home / 'mlflow.db'}")
-    client = mlflow.MlflowClient()
+    client = registry_client(f"sqlite:///{home / 'mlflow.db'}")
     started = time.monotonic()
     while not stop.wait(every_s):
         for platform in platforms:

@@ -54,11 +54,9 @@ def trained_home(home: Path, algorithm: str, model: str, folds: int = 5) -> Path
 
 def champion_of_kind(home: Path, algorithm: str, model: str) -> None:
     """Point each platform's ``champion`` alias at the newest version trained as ``model`` (the soak moves it)."""
-    import mlflow
+    from predictor.registry import CHAMPION_ALIAS, registry_client
 
-    from predictor.registry import CHAMPION_ALIAS
-
-    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{home / 'mlflow.db'}", registry_uri=f"sqlite:///{home / 'mlflow.db'}")
+    client = registry_client(f"sqlite:///{home / 'mlflow.db'}")
     for registered in client.search_registered_models(filter_string=f"name LIKE 'runtime-{algorithm}-%'"):
         versions = client.search_model_versions(f"name = '{registered.name}'")
         chosen = max((v for v in versions if v.tags.get("model_kind") == model), key=lambda v: int(v.version))

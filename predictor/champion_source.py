@@ -3,7 +3,8 @@
 Each champion version is downloaded once into ``<cache>/<registered name>/<version>/model`` (the MLflow
 model folder as it is), with ``champion.json`` beside it (version tags, registration time, fit time);
 ``<cache>/<registered name>/current.json`` names the version last served. When the registry cannot be
-reached, :meth:`ChampionSource.cached` loads those instead.
+reached, :meth:`ChampionSource.cached` loads those instead. Every registry call goes through a client of
+the source's own URI (:func:`predictor.registry.registry_client`): polling never changes MLflow's global URIs.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from predictor.registry import (
     CHAMPION_ALIAS,
     ENVELOPE_ARTIFACT,
     Champion,
-    configure_mlflow,
     registered_name,
+    registry_client,
 )
 
 KEEP_VERSIONS = 3  # cached versions kept per registered model; older ones are pruned
@@ -100,13 +101,11 @@ class ChampionSource:
 
     def lookup(self, pairs: list[Pair]) -> AliasLookup:
         """Where each pair's alias points, and which pairs have no registered model at all; RegistryUnavailable if unreachable."""
-        import mlflow
         from mlflow.exceptions import MlflowException
 
         found, unknown = {}, []
         try:
-            configure_mlflow(self.tracking_uri)
-            client = mlflow.MlflowClient()
+            client = registry_client(self.tracking_uri)
             for algorithm, platform in pairs:
                 name = registered_name(algorithm, platform)
                 try:
@@ -124,6 +123,10 @@ class ChampionSource:
         except Exception as exc:
             raise RegistryUnavailable(f"model registry {self.tracking_uri} unavailable: {first_line(exc)}") from exc
         return AliasLookup(found, unknown)
+
+    def load_current(self, pairs: list[Pair]) -> dict[Pair, LoadedChampion]:
+        """Load the version each pair's alias points at (pairs without one are left out); RegistryUnavailable if unreachable."""
+        return {pair: self.load(version) for pair, version in self.versions(pairs).items()}
 
     def load(self, version: ChampionVersion) -> LoadedChampion:
         """Download ``version`` into the cache (once), mark it current and load it."""
@@ -160,13 +163,16 @@ class ChampionSource:
         """Copy the MLflow model folder and write its facts, atomically: a half-written folder is never used."""
         import mlflow
 
-        configure_mlflow(self.tracking_uri)
+        # Where the version's files are, asked of this registry: MLflow resolves a ``models:/`` URI against its global one.
+        location = registry_client(self.tracking_uri).get_model_version_download_uri(version.name, version.version)
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{version.version}-", dir=folder.parent))
         try:
-            mlflow.artifacts.download_artifacts(
-                artifact_uri=f"models:/{version.name}/{version.version}", dst_path=str(staging / "model")
+            downloaded = mlflow.artifacts.download_artifacts(
+                artifact_uri=location, dst_path=str(staging / "download"), tracking_uri=self.tracking_uri
             )
+            Path(downloaded).rename(staging / "model")
+            shutil.rmtree(staging / "download", ignore_errors=True)
             facts = {
                 "algorithm": version.algorithm,
                 "platform": version.platform,
@@ -174,9 +180,9 @@ class ChampionSource:
                 "version": version.version,
                 "tags": version.tags,
                 "registered_at": version.registered_at.isoformat() if version.registered_at else None,
-                "fit_seconds": _fit_seconds(version.run_id),
+                "fit_seconds": _fit_seconds(self.tracking_uri, version.run_id),
             }
-            _download_envelope(version.run_id, staging)
+            _download_envelope(self.tracking_uri, version.run_id, staging)
             _write_json(staging / "champion.json", facts)
             try:
                 staging.rename(folder)
@@ -234,7 +240,7 @@ def _examples(meta: Any, model_dir: Path, feature_names: list[str]) -> np.ndarra
         return None
 
 
-def _download_envelope(run_id: str | None, folder: Path) -> None:
+def _download_envelope(tracking_uri: str, run_id: str | None, folder: Path) -> None:
     """Copy the version's training envelope beside its model; versions registered before envelopes have none."""
     import mlflow
     from mlflow.exceptions import MlflowException
@@ -242,19 +248,19 @@ def _download_envelope(run_id: str | None, folder: Path) -> None:
     if run_id is None:
         return
     try:
-        mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=ENVELOPE_ARTIFACT, dst_path=str(folder))
+        mlflow.artifacts.download_artifacts(
+            run_id=run_id, artifact_path=ENVELOPE_ARTIFACT, dst_path=str(folder), tracking_uri=tracking_uri
+        )
     except (OSError, MlflowException):
         return
 
 
-def _fit_seconds(run_id: str | None) -> float | None:
+def _fit_seconds(tracking_uri: str, run_id: str | None) -> float | None:
     """Seconds the champion's final fit took, from its training run (None when not recorded)."""
-    import mlflow
-
     if run_id is None:
         return None
     try:
-        return mlflow.MlflowClient().get_run(run_id).data.metrics.get("refit_seconds")
+        return registry_client(tracking_uri).get_run(run_id).data.metrics.get("refit_seconds")
     except Exception:  # noqa: BLE001 - the fit time is informative only
         return None
 

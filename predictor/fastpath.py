@@ -5,11 +5,13 @@ pandas; LightGBM's default threading adds more. Structures the zoo builds (Light
 thread, fixed transforms, standard scaling, linear models, target transforms, pipelines of these,
 constants) are evaluated here on a float matrix directly. Each compiled function is checked against the
 model's own ``predict`` on probe rows when it is built, and anything unrecognised or different is served
-by ``predict`` on a DataFrame instead: correctness first.
+by ``predict`` on a DataFrame instead: correctness first. The model given is never changed. The private
+APIs of scikit-learn and LightGBM this needs are reached through :mod:`predictor.thirdparty`.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,18 +19,21 @@ import numpy as np
 import pandas as pd
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.dummy import DummyRegressor
-from sklearn.linear_model._base import LinearModel
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-Rows = Callable[[np.ndarray], np.ndarray]
+from predictor import thirdparty
+
+Rows = thirdparty.Rows
 RTOL = 1e-7
 
 
-def single_threaded(model: Any) -> None:
-    """Set every ``n_jobs`` of a scikit-learn model to 1: LightGBM's default threads make one row ~100x slower."""
-    if hasattr(model, "get_params") and hasattr(model, "set_params"):
-        model.set_params(**{k: 1 for k in model.get_params(deep=True) if k.split("__")[-1] == "n_jobs"})
+def single_threaded(model: Any) -> Any:
+    """``model`` with every ``n_jobs`` at 1, as a copy when one was not (LightGBM's default threads make one row ~100x slower)."""
+    if not (hasattr(model, "get_params") and hasattr(model, "set_params")):
+        return model
+    threaded = {k: 1 for k, v in model.get_params(deep=True).items() if k.split("__")[-1] == "n_jobs" and v != 1}
+    return copy.deepcopy(model).set_params(**threaded) if threaded else model
 
 
 def generic(model: Any, feature_names: Sequence[str]) -> Rows:
@@ -47,17 +52,19 @@ def probe_rows(n_features: int, examples: np.ndarray | None = None) -> np.ndarra
 
 def compile_rows(model: Any, feature_names: Sequence[str], probes: np.ndarray) -> tuple[Rows, str]:
     """The fastest function of an (n, k) float matrix equal to ``model.predict`` on ``probes``; and ``fast`` or ``generic``."""
-    single_threaded(model)
-    reference = generic(model, feature_names)
     fast = _compile(model)
-    if fast is not None:
-        try:
-            with np.errstate(over="ignore", invalid="ignore"):  # far-out probes overflow exp of log-seconds models
-                if np.allclose(fast(probes), reference(probes), rtol=RTOL, atol=0.0, equal_nan=True):
-                    return fast, "fast"
-        except (ValueError, TypeError, ArithmeticError):
-            pass
-    return reference, "generic"
+    if fast is not None and _agrees(fast, generic(model, feature_names), probes):
+        return fast, "fast"
+    return generic(single_threaded(model), feature_names), "generic"
+
+
+def _agrees(fast: Rows, reference: Rows, probes: np.ndarray) -> bool:
+    """Whether ``fast`` gives the numbers of ``reference`` on ``probes`` (NaN where it does)."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):  # far-out probes overflow exp of log-seconds models
+            return bool(np.allclose(fast(probes), reference(probes), rtol=RTOL, atol=0.0, equal_nan=True))
+    except (ValueError, TypeError, ArithmeticError):
+        return False
 
 
 def _compile(model: Any) -> Rows | None:
@@ -65,6 +72,9 @@ def _compile(model: Any) -> Rows | None:
     for kind, build in _BUILDERS:
         if isinstance(model, kind):
             return build(model)
+    linear = thirdparty.linear_model_base()
+    if linear is not None and isinstance(model, linear):
+        return _linear(model)
     return _lightgbm(model)
 
 
@@ -113,7 +123,7 @@ def _scaler(model: StandardScaler) -> Rows:
     return run
 
 
-def _linear(model: LinearModel) -> Rows | None:
+def _linear(model: Any) -> Rows | None:
     """``X @ coef + intercept`` for a single-target linear model."""
     coef = np.asarray(model.coef_, dtype=float)
     if coef.ndim != 1:
@@ -134,7 +144,7 @@ def _lightgbm(model: Any) -> Rows | None:
     """LightGBM's booster on one thread, for a fitted ``LGBMRegressor`` (None for anything else).
 
     The booster's own predictor object is built once instead of on every call (a third of a single row's
-    time); that object is internal to LightGBM, so without it the public ``Booster.predict`` is used.
+    time); that object is private to LightGBM (:func:`predictor.thirdparty.booster_rows`): without it, None.
     """
     try:
         from lightgbm import LGBMRegressor
@@ -142,14 +152,7 @@ def _lightgbm(model: Any) -> Rows | None:
         return None
     if not isinstance(model, LGBMRegressor) or not hasattr(model, "booster_"):
         return None
-    booster = model.booster_
-    try:
-        from lightgbm.basic import _InnerPredictor
-
-        predictor = _InnerPredictor.from_booster(booster, pred_parameter={"num_threads": 1})
-        return lambda X: np.asarray(predictor.predict(X), dtype=float).reshape(-1)
-    except (ImportError, AttributeError, TypeError):
-        return lambda X: np.asarray(booster.predict(X, num_threads=1), dtype=float).reshape(-1)
+    return thirdparty.booster_rows(model.booster_, num_threads=1)
 
 
 _BUILDERS: tuple[tuple[type, Callable[[Any], Rows | None]], ...] = (
@@ -157,6 +160,5 @@ _BUILDERS: tuple[tuple[type, Callable[[Any], Rows | None]], ...] = (
     (Pipeline, _pipeline),
     (FunctionTransformer, _function),
     (StandardScaler, _scaler),
-    (LinearModel, _linear),
     (DummyRegressor, _constant),
 )

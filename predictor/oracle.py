@@ -9,7 +9,6 @@ flight finish on the map they started with.
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -389,7 +388,7 @@ def build_oracle(catalog: Catalog, settings: Settings, profile_table: ProfileTab
     source = ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache)
     pairs = [(a, p) for a, algo in catalog.algorithms.items() for p in algo.platforms]
     try:
-        loaded = {key: source.load(version) for key, version in source.versions(pairs).items()}
+        loaded = source.load_current(pairs)
     except RegistryUnavailable:
         loaded = source.cached(pairs)
     oracle = RuntimeOracle(

@@ -1,7 +1,7 @@
-"""Champions in the MLflow model registry: naming, and loading the model serving each (algorithm, platform).
+"""Champions in the MLflow model registry: naming, the registry's client, and the champion the oracle serves.
 
-Training registers versions and moves the ``champion`` alias; the oracle loads
-whatever the alias points at. Both sides use the names defined here.
+Training registers versions and moves the ``champion`` alias; the oracle loads whatever the alias
+points at (:mod:`predictor.champion_source`). Both sides use the names defined here.
 """
 
 from __future__ import annotations
@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from predictor.envelope import TrainingEnvelope
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 CHAMPION_ALIAS = "champion"
 ENVELOPE_ARTIFACT = "envelope.json"  # in the run of the registered version: see predictor.envelope
@@ -28,12 +31,11 @@ def registered_name(algorithm: str, platform: str) -> str:
     return f"runtime-{algorithm}-{platform}"
 
 
-def configure_mlflow(tracking_uri: str) -> None:
-    """Point MLflow's tracking and registry at ``tracking_uri`` (explicit, never at import time)."""
+def registry_client(tracking_uri: str) -> MlflowClient:
+    """A client of the tracking store and model registry at ``tracking_uri``; MLflow's process-wide URIs are left alone."""
     import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri)
-    mlflow.set_registry_uri(tracking_uri)
+    return mlflow.MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
 
 
 @dataclass(frozen=True)
@@ -65,38 +67,3 @@ class Champion:
 def cv_metrics(tags: Mapping[str, str]) -> dict[str, float]:
     """The cross-validation metrics training records on a champion version as ``cv_<metric>`` tags."""
     return {k.removeprefix("cv_"): float(v) for k, v in tags.items() if k.startswith("cv_")}
-
-
-def load_champion(algorithm: str, platform: str) -> Champion | None:
-    """Load the version the ``champion`` alias points at, or None when there is none."""
-    import mlflow
-    from mlflow.exceptions import MlflowException
-
-    name = registered_name(algorithm, platform)
-    client = mlflow.MlflowClient()
-    try:
-        version = client.get_model_version_by_alias(name, CHAMPION_ALIAS)
-    except MlflowException:
-        return None
-    model = mlflow.sklearn.load_model(f"models:/{name}/{version.version}")
-    tags = dict(version.tags)
-    return Champion(
-        algorithm=algorithm,
-        platform=platform,
-        name=name,
-        version=str(version.version),
-        flavor="sklearn",
-        feature_names=json.loads(tags.get("features", "[]")),
-        model=model,
-        tags=tags,
-    )
-
-
-def load_champions(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], Champion]:
-    """Load every champion that exists among ``pairs``."""
-    loaded = {}
-    for algorithm, platform in pairs:
-        champion = load_champion(algorithm, platform)
-        if champion is not None:
-            loaded[(algorithm, platform)] = champion
-    return loaded

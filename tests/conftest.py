@@ -1,16 +1,17 @@
-"""Shared fixtures: a session PostgreSQL server, a fresh store URL per test on SQLite and PostgreSQL, a small catalog."""
+"""Shared fixtures: a session PostgreSQL server, a fresh store URL per test on SQLite and PostgreSQL, a small catalog, the CLI."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from predictor.catalog import Catalog, load_catalog
 from predictor.store import MeasurementStore
 from tests.pgserver import PostgresServer, find_bindir
+from tests.required import required
 
 CATALOG_YAML = """
 platforms:
@@ -51,11 +52,8 @@ algorithms:
 def postgres_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server for the whole session; missing binaries skip locally and fail in CI."""
     bindir = find_bindir()
-    if bindir is None:
-        message = "PostgreSQL server binaries (initdb, pg_ctl) not found via pg_config or /usr/lib/postgresql/*/bin"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; CI must run the PostgreSQL tests", pytrace=False)
-        pytest.skip(message)
+    what = "PostgreSQL server binaries (initdb, pg_ctl) not found via pg_config or /usr/lib/postgresql/*/bin"
+    required(bindir is not None, what, "CI must run the PostgreSQL tests")
     server = PostgresServer(bindir)
     try:
         server.start()
@@ -91,6 +89,13 @@ def catalog(tmp_path: Path) -> Catalog:
     path = tmp_path / "catalog.yaml"
     path.write_text(CATALOG_YAML)
     return load_catalog(path)
+
+
+@pytest.fixture
+def runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    """The CLI, invoked in-process, over a fresh PREDICTOR_HOME in tmp_path."""
+    monkeypatch.setenv("PREDICTOR_HOME", str(tmp_path / "home"))
+    return CliRunner()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

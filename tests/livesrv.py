@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -23,6 +23,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def eventually(check: Callable[[], bool], timeout: float = 60.0) -> bool:
+    """Whether ``check()`` turns true before ``timeout`` seconds (polled; the bound is a safety net, not a timing assert)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def wait_ready(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:

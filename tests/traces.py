@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
+from tests.required import required
 
 TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "traces"
 
 
 def trace(name: str) -> Path:
     """Path of one real log; skips when the traces folder is absent (fails under CI=1, which always has it)."""
-    if not TRACES.is_dir():
-        message = f"real traces folder {TRACES.resolve()} is absent (it sits beside the repository clone)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; CI must run the real-trace tests", pytrace=False)
-        pytest.skip(message)
+    __tracebackhide__ = True
+    what = f"real traces folder {TRACES.resolve()} is absent (it sits beside the repository clone)"
+    required(TRACES.is_dir(), what, "CI must run the real-trace tests")
     return TRACES / name

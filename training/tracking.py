@@ -24,7 +24,6 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 from sklearn.base import RegressorMixin
 
 from models.zoo import target_transform
-from predictor import registry
 from predictor.intervals import residual_log_quantiles
 from predictor.settings import Settings
 from training import plots
@@ -51,8 +50,12 @@ class Candidate:
 
 
 def configure_mlflow(settings: Settings) -> None:
-    """Point MLflow's tracking and model registry at the settings' URI."""
-    registry.configure_mlflow(settings.resolved_tracking_uri)
+    """Point MLflow's process-wide tracking and model registry at the settings' URI, for training and its reports.
+
+    The service never calls this: it asks the registry through clients of its own URI (:func:`predictor.registry.registry_client`).
+    """
+    mlflow.set_tracking_uri(settings.resolved_tracking_uri)
+    mlflow.set_registry_uri(settings.resolved_tracking_uri)
 
 
 def experiment_name(algorithm: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import struct
 import subprocess
@@ -15,6 +14,8 @@ from features.base import CostClass, FeatureError
 from features.blastdb import BlastDbExtractor
 from features.fasta import FastaExtractor
 from predictor.datagen import write_fasta
+from tests.features.kit import assert_refused
+from tests.required import required_tools
 
 
 def index_header(version: int, seqtype: int, sequences: int, residues: int, longest: int) -> bytes:
@@ -28,12 +29,8 @@ def index_header(version: int, seqtype: int, sequences: int, residues: int, long
 
 @pytest.fixture
 def makeblastdb() -> str:
-    tool = shutil.which("makeblastdb")
-    if tool is None:
-        if os.environ.get("CI"):
-            pytest.fail("makeblastdb is missing; `make test` installs ncbi-blast+", pytrace=False)
-        pytest.skip("makeblastdb not installed")
-    return tool
+    required_tools("makeblastdb")
+    return shutil.which("makeblastdb")
 
 
 def build(fasta: Path, out: Path, dbtype: str, *extra: str) -> Path:
@@ -128,10 +125,7 @@ MALFORMED = {
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_database_raises_feature_error_naming_it(tmp_path: Path, case: str):
     make, problem = MALFORMED[case]
-    make(tmp_path)
-    with pytest.raises(FeatureError, match=problem) as caught:
-        BlastDbExtractor().extract(tmp_path / "db")
-    assert caught.value.source == str(tmp_path / "db")
+    assert_refused(BlastDbExtractor(), tmp_path / "db", lambda prefix: make(prefix.parent), problem)
 
 
 def test_named_index_file_that_does_not_exist(tmp_path: Path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import math
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,6 +14,8 @@ from features import fasta
 from features.base import CostClass, FeatureError
 from features.fasta import FastaExtractor
 from predictor.datagen import write_fasta
+from tests.features.kit import assert_refused, without_size, write
+from tests.required import required_tools
 
 # Three records: s1 has 10 + 3 = 13 residues (A3 C3 G3 T2 N2), s2 one T, s3 GGCC.
 HAND = b">s1 first record\nACGTNACGTN\nACG\n>s2 short\nT\n>s3\nGGCC\n"
@@ -29,15 +30,6 @@ HAND_FEATURES = {
     "is_nucleotide": 1.0,
     "estimated": 0.0,
 }
-
-
-def write(path: Path, data: bytes) -> Path:
-    path.write_bytes(data)
-    return path
-
-
-def without_size(features: dict[str, float]) -> dict[str, float]:
-    return {k: v for k, v in features.items() if k != "bytes"}
 
 
 def counts(features: dict[str, float]) -> tuple[float, ...]:
@@ -132,8 +124,8 @@ def test_chunk_boundaries_do_not_change_results(tmp_path: Path, monkeypatch: pyt
 
 
 @pytest.mark.tools
-@pytest.mark.skipif(shutil.which("seqkit") is None, reason="seqkit is not on PATH")
 def test_agrees_with_seqkit(tmp_path: Path):
+    required_tools("seqkit")
     path = write_fasta(tmp_path / "gen.fa", 2000, 800, 400, gc=0.42, seed=11)
     table = subprocess.run(["seqkit", "stats", "-a", "-T", str(path)], check=True, capture_output=True, text=True)
     header, row = (line.split("\t") for line in table.stdout.strip().splitlines())
@@ -257,13 +249,7 @@ MALFORMED = {
 @pytest.mark.parametrize("mode", ["full", "sampled"])
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_input_raises_feature_error_naming_the_file(tmp_path: Path, case: str, mode: str):
-    make, problem = MALFORMED[case]
-    path = tmp_path / "input.fa"
-    make(path)
-    with pytest.raises(FeatureError, match=problem) as caught:
-        FastaExtractor(mode=mode).extract(path)
-    assert str(path) in str(caught.value)
-    assert caught.value.source == str(path)
+    assert_refused(FastaExtractor(mode=mode), tmp_path / "input.fa", *MALFORMED[case])
 
 
 @pytest.mark.parametrize(

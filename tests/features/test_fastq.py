@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,9 +10,11 @@ import numpy as np
 import pytest
 
 from features import fastq, get_extractor
-from features.base import CostClass, FeatureError
+from features.base import CostClass
 from features.fastq import FastqExtractor
 from predictor.datagen import write_fasta, write_fastq
+from tests.features.kit import assert_refused, without_size, write
+from tests.required import required_tools
 
 # r1: 8 bases (G+C 4 of A+C+G+T 7, one N), qualities I=40 x8; r2: 4 bases GGCC, qualities '!'=0 x4.
 HAND = b"@r1 first\nACGTNGCA\n+\nIIIIIIII\n@r2\nGGCC\n+r2\n!!!!\n"
@@ -37,15 +37,6 @@ def reference(text: bytes) -> dict[str, float]:
         "gc_fraction": gc / (gc + joined.count(b"A") + joined.count(b"T")),
         "mean_quality": sum(sum(q) - 33 * len(q) for q in quals) / lengths.sum(),
     }
-
-
-def without_size(features: dict[str, float]) -> dict[str, float]:
-    return {k: v for k, v in features.items() if k != "bytes"}
-
-
-def write(path: Path, data: bytes) -> Path:
-    path.write_bytes(data)
-    return path
 
 
 def test_hand_written_file(tmp_path: Path):
@@ -85,10 +76,7 @@ def test_generated_reads_gzip_crlf_and_chunk_boundaries(tmp_path: Path, monkeypa
 
 @pytest.mark.tools
 def test_counts_agree_with_seqkit(tmp_path: Path):
-    if shutil.which("seqkit") is None:
-        if os.environ.get("CI"):
-            pytest.fail("seqkit is missing; `make test` installs it", pytrace=False)
-        pytest.skip("seqkit not installed")
+    required_tools("seqkit")
     reference_fa = write_fasta(tmp_path / "ref.fa", 3, 5000, seed=3)
     path = write_fastq(tmp_path / "r.fq", reference_fa, 2000, 120, seed=4, gzip_output=True)
     out = subprocess.run(["seqkit", "stats", "-a", "-T", str(path)], capture_output=True, text=True, check=True).stdout
@@ -124,9 +112,4 @@ MALFORMED = {
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_input_raises_feature_error_naming_the_file(tmp_path: Path, case: str):
-    make, problem = MALFORMED[case]
-    path = tmp_path / "input.fq"
-    make(path)
-    with pytest.raises(FeatureError, match=problem) as caught:
-        FastqExtractor().extract(path)
-    assert caught.value.source == str(path)
+    assert_refused(FastqExtractor(), tmp_path / "input.fq", *MALFORMED[case])

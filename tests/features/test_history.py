@@ -114,6 +114,7 @@ def without_time(features: list[dict[str, float]]) -> list[dict[str, float]]:
 @pytest.mark.parametrize("seed", range(20))
 def test_one_pass_equals_the_definition(seed: int) -> None:
     jobs = random_log(random.Random(seed))
+    assert jobs
     for got, want in zip(without_time(history_features(jobs)), reference(jobs), strict=True):
         assert got == pytest.approx(want)
 
@@ -147,7 +148,8 @@ def test_a_run_time_is_seen_only_once_the_job_has_ended(seed: int) -> None:
     new = perturbed_runs(jobs, {k}, rng)
     changed = history_features(new)
     horizon = min(jobs[k].end, new[k].end)
-    assert all(changed[i] == base[i] for i, j in enumerate(jobs) if j.submit < horizon)
+    before = [i for i, j in enumerate(jobs) if j.submit < horizon]
+    assert before and all(changed[i] == base[i] for i in before)
     assert any(changed[i] != base[i] for i, j in enumerate(jobs) if j.submit >= horizon and j.user == jobs[k].user)
 
 
@@ -173,5 +175,6 @@ def test_no_leak_on_the_real_wagap_log() -> None:
     alone = perturbed_runs(jobs, {k}, rng)
     changed = history_features(alone, log.start_time, log.timezone)
     horizon = min(jobs[k].end, alone[k].end)
-    assert all(changed[i] == base[i] for i, j in enumerate(jobs) if j.submit < horizon)
+    before = [i for i, j in enumerate(jobs) if j.submit < horizon]
+    assert before and all(changed[i] == base[i] for i in before)
     assert any(changed[i] != base[i] for i, j in enumerate(jobs) if j.user == jobs[k].user and j.submit >= horizon)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import gzip
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from features import get_extractor, hmm
-from features.base import CostClass, FeatureError
+from features.base import CostClass
 from features.hmm import HmmExtractor
 from predictor.datagen import build_hmm, write_family_fasta
+from tests.features.kit import assert_refused, without_size, write
+from tests.required import required_tools
 
 
 def model(name: str, length: int, alphabet: str = "amino", compo: bool = True) -> bytes:
@@ -34,11 +34,6 @@ def model(name: str, length: int, alphabet: str = "amino", compo: bool = True) -
     for node in range(1, length + 1):
         lines += [f"      {node}   {emissions} {node} x - - -", f"          {emissions}", "          0.01 4.9 5.6 0.6 0.7 0.4 0.9"]
     return ("\n".join(lines) + "\n//\n").encode()
-
-
-def write(path: Path, data: bytes) -> Path:
-    path.write_bytes(data)
-    return path
 
 
 def test_several_models_lengths_and_alphabet(tmp_path: Path):
@@ -71,16 +66,13 @@ def test_gzip_crlf_and_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.Monk
     packed = HmmExtractor().extract(write(tmp_path / "p.hmm.gz", gzip.compress(text)))
     crlf = HmmExtractor().extract(write(tmp_path / "crlf.hmm", text.replace(b"\n", b"\r\n")))
     for found in (chunked, packed, crlf):
-        assert {k: v for k, v in found.items() if k != "bytes"} == {k: v for k, v in expected.items() if k != "bytes"}
+        assert without_size(found) == without_size(expected)
     assert expected["models"] == 40 and expected["total_length"] == sum(3 + i % 7 for i in range(40))
 
 
 @pytest.mark.tools
 def test_profiles_built_by_hmmbuild(tmp_path: Path):
-    if shutil.which("hmmbuild") is None or shutil.which("mafft") is None:
-        if os.environ.get("CI"):
-            pytest.fail("hmmbuild or mafft is missing; `make test` installs hmmer and mafft", pytrace=False)
-        pytest.skip("hmmbuild or mafft not installed")
+    required_tools("hmmbuild", "mafft")
     parts = []
     for i, (length, alphabet) in enumerate([(60, "protein"), (90, "protein")]):
         family = write_family_fasta(tmp_path / f"f{i}.fa", 6, length, 0.2, alphabet, seed=i)
@@ -122,9 +114,4 @@ MALFORMED = {
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_profile_raises_feature_error_naming_the_file(tmp_path: Path, case: str):
-    make, problem = MALFORMED[case]
-    path = tmp_path / "input.hmm"
-    make(path)
-    with pytest.raises(FeatureError, match=problem) as caught:
-        HmmExtractor().extract(path)
-    assert caught.value.source == str(path)
+    assert_refused(HmmExtractor(), tmp_path / "input.hmm", *MALFORMED[case])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 import torch
@@ -30,6 +28,7 @@ from models._cascade_train import (
     train_candidates,
 )
 from models.cascade import CascadeNetRegressor
+from tests.required import required
 
 # FANN's formulas, written out independently of the implementation (cascade2.md, "Network").
 FANN_FORMULAS = {
@@ -309,10 +308,7 @@ TOLERANCE = 1.5
 
 @pytest.fixture(scope="module")
 def fann_and_ours() -> tuple[list, list[CascadeNetRegressor], tuple[np.ndarray, ...]]:
-    if not fann_available():
-        if os.environ.get("CI"):
-            pytest.fail("libfann-dev (/usr/include/fann.h) and gcc are required under CI")
-        pytest.skip("libfann-dev is not installed (apt-get install libfann-dev)")
+    required(fann_available(), "libfann-dev (/usr/include/fann.h) or gcc is not installed", "`make test` installs them (make system-deps)")
     data = smooth_problem()
     X, y, X_test, y_test = data
     fann = [run_cascade2(X, y, X_test, y_test, max_neurons=HIDDEN, seed=seed) for seed in SEEDS]

@@ -28,7 +28,7 @@ def test_passes_check_estimator() -> None:
 def test_held_out_rows_choose_a_length_in_whole_chunks_within_the_cap() -> None:
     X, y = curve()
     model = EarlyStoppedNetwork((8,), chunk=10, max_iter=200, random_state=1).fit(X, y)
-    assert all(10 <= n <= 200 and n % 10 == 0 for n in model.n_iter_)
+    assert len(model.n_iter_) == model.n_members and all(10 <= n <= 200 and n % 10 == 0 for n in model.n_iter_)
     assert np.mean((model.predict(X) - y) ** 2) < 0.1 * np.var(y)
 
 

@@ -26,7 +26,7 @@ def bundled_dict() -> dict:
 
 def test_bundled_catalog_loads_with_platforms_and_implementations():
     catalog = load_catalog(BUNDLED)
-    assert {"cpu1", "cpu2"} <= set(catalog.platforms)
+    assert {"cpu1", "cpu2"} <= set(catalog.platforms) and {"blastn", "mafft"} <= set(catalog.algorithms)
     for algo in catalog.algorithms.values():
         assert algo.platforms, algo.name
         if any(i.command for i in algo.implementations.values()):  # job classes of imported logs run nothing here

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from cli.app import app
 from predictor import __version__
@@ -15,12 +14,6 @@ COMMANDS = [
     ["ingest"], ["profile"], ["sweep"], ["train"], ["report"], ["serve"], ["predict"], ["export"], ["describe"],
     ["simulate"], ["compare"], ["algorithms"], ["models", "list"],
 ]  # fmt: skip
-
-
-@pytest.fixture
-def runner(tmp_path, monkeypatch) -> CliRunner:
-    monkeypatch.setenv("PREDICTOR_HOME", str(tmp_path / "home"))
-    return CliRunner()
 
 
 def test_version_is_the_package_version(runner):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import os
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from predictor.datagen import (
     write_profile,
     write_sampled_fasta,
 )
+from tests.required import required_tools
 
 
 def records(path: Path) -> list[tuple[str, list[bytes]]]:
@@ -148,7 +147,7 @@ def test_sampled_sequences_are_pieces_of_the_source_or_random(tmp_path: Path):
     assert again.read_bytes() == exact.read_bytes()
     mutated = sequences(write_sampled_fasta(tmp_path / "m.fa", source, 20, 300, 1.0, mutation_rate=0.1, seed=12))
     identities = [identity_to_source(s, pool) for s in mutated]
-    assert all(0.8 < value < 0.97 for value in identities)
+    assert len(identities) == 20 and all(0.8 < value < 0.97 for value in identities)
 
 
 def identity_to_source(piece: bytes, pool: list[bytes]) -> float:
@@ -166,7 +165,7 @@ def test_translated_samples_are_proteins_of_source_windows(tmp_path: Path):
     source = write_fasta(tmp_path / "src.fa", 5, 3000, seed=13)
     found = sequences(write_sampled_fasta(tmp_path / "t.fa", source, 40, 100, 1.0, mutation_rate=0.0,
                                           alphabet="protein", translate=True, seed=14))
-    assert all(len(s) == 100 for s in found)
+    assert len(found) == 40 and all(len(s) == 100 for s in found)
     assert set(b"".join(found)) <= set("".join(AMINO_ACID_FREQUENCIES).encode()) and len(set(b"".join(found))) > 15
     with pytest.raises(ValueError, match="translate"):
         write_sampled_fasta(tmp_path / "bad.fa", source, 1, 10, 1.0, translate=True)
@@ -190,11 +189,7 @@ def test_reads_come_from_both_strands_and_quality_marks_errors(tmp_path: Path):
 
 @pytest.mark.tools
 def test_blast_database_and_profile_from_the_real_tools(tmp_path: Path):
-    for tool in ("makeblastdb", "mafft", "hmmbuild"):
-        if shutil.which(tool) is None:
-            if os.environ.get("CI"):
-                pytest.fail(f"{tool} is missing; `make test` installs it", pytrace=False)
-            pytest.skip(f"{tool} not installed")
+    required_tools("makeblastdb", "mafft", "hmmbuild")
     fasta = write_fasta(tmp_path / "p.fa", 50, 200, alphabet="protein", seed=17)
     prefix = make_blast_db(fasta, tmp_path / "db" / "p", "protein")
     assert BlastDbExtractor().extract(prefix)["sequences"] == 50

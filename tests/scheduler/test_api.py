@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from serving import create_app
 from serving.routers import scheduler as scheduler_routes
-from tests.livesrv import serve_app
+from tests.livesrv import eventually, serve_app
 from tests.scheduler.test_service import REFUSE_UPDATES, inbox_rows
 
 TOKEN = "sched-token"
@@ -129,16 +128,6 @@ def served_on(store_url: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
     settings = Settings(home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url, api_token=TOKEN, api_reload_interval_s=0)
     with serve_app(app_with_scheduler(settings)) as url:
         yield url, store_url
-
-
-def eventually(check, timeout: float = 30.0) -> bool:
-    """Whether ``check()`` turns true before ``timeout`` seconds (polled)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_a_poisoned_inbox_row_neither_stops_the_routes_nor_later_events(served_on):

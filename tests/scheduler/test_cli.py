@@ -5,15 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from cli.app import app
-
-
-@pytest.fixture
-def runner(tmp_path, monkeypatch) -> CliRunner:
-    monkeypatch.setenv("PREDICTOR_HOME", str(tmp_path / "home"))
-    return CliRunner()
 
 
 def test_fig11_fcfs_json(runner):

@@ -6,7 +6,6 @@ import math
 
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
 from cli.app import app
 from predictor.catalog import load_catalog
@@ -22,12 +21,6 @@ NCBI = "ncbi:hours=0.02,per_type=1"  # ~60 BLAST jobs on 6 machines, with histor
 @pytest.fixture(scope="module")
 def catalog():
     return load_catalog(Settings().catalog_path)
-
-
-@pytest.fixture
-def runner(tmp_path, monkeypatch) -> CliRunner:
-    monkeypatch.setenv("PREDICTOR_HOME", str(tmp_path / "home"))
-    return CliRunner()
 
 
 def grid(workload: str, catalog, policies=(), estimates=(), seeds: int = 1):

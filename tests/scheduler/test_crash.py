@@ -74,7 +74,8 @@ class ResourceManager(threading.Thread):
         self.halt = threading.Event()
 
     def run(self) -> None:
-        while not self.halt.is_set():
+        deadline = time.monotonic() + 600  # halted by the test long before
+        while not self.halt.is_set() and time.monotonic() < deadline:
             answer = call("GET", f"{self.base}/v1/orders", params={"after": self.cursor})
             if answer is not None and answer.status_code == 200:
                 for order in answer.json()["orders"]:
@@ -105,7 +106,9 @@ def test_kill_mid_stream_then_restart(tmp_path):
         killed = False
         for i in range(JOBS):
             name = f"j{i:03d}"
+            deadline = time.monotonic() + 180  # a restart included
             while name not in acknowledged:
+                assert time.monotonic() < deadline, f"{name} was not acknowledged within 180 s"
                 answer = call("POST", f"{server.base}/v1/jobs", json={"id": name, "algorithm": "mafft", "features": FEATURES})
                 if answer is not None and answer.status_code == 200:
                     acknowledged.add(name)

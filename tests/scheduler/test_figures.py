@@ -82,4 +82,5 @@ def test_fig14_waiting_would_end_later():
 def test_fig14_normal_priority_never_preempts():
     workload = fig14()
     workload.jobs[2].priority = 0
-    assert all(s.outcome == "done" for s in run(workload, "edf").segments)
+    segments = run(workload, "edf").segments
+    assert len(segments) == len(workload.jobs) and all(s.outcome == "done" for s in segments)

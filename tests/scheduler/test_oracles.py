@@ -58,6 +58,7 @@ def test_fitted_model_answers_like_the_service_runtime_oracle():
     champions = fit_champions(w.history, "linear_log")
     table = predicted(w.jobs, champions, "model")
     service = RuntimeOracle(ncbi.catalog(), champions, coverage=0.8, limit_quantile=0.95)
+    assert len(w.jobs) >= 20
     for spec in w.jobs[:20]:
         ours = table.estimate(spec.algorithm, spec.params)
         theirs = service.estimate(spec.algorithm, spec.params, features=spec.features)

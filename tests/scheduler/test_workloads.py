@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +13,7 @@ from scheduler.metrics import compute
 from scheduler.simulate import simulate
 from scheduler.specs import make_policy, parse_estimates
 from scheduler.workloads import dataset, ncbi, swf
-
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
-needs_traces = pytest.mark.skipif(not (TRACES / "hpc2n.swf").exists(), reason=f"no traces at {TRACES}")
+from tests.traces import trace
 
 
 def test_ncbi_mix_arrivals_and_machine_types_follow_seed_000():
@@ -61,9 +58,8 @@ def test_dataset_workload_uses_measured_runs_as_truth_and_earlier_repeats_as_his
     assert m.done == len(w.jobs) and 0.3 < m.utilisation <= 1.0
 
 
-@needs_traces
 def test_hpc2n_replay_keeps_real_arrivals_sizes_and_user_requests():
-    w = swf.replay(TRACES / "hpc2n.swf", limit=300)
+    w = swf.replay(trace("hpc2n.swf"), limit=300)
     assert w.cluster.describe() == "1 x seth" and w.cluster.machines[0].slots == 240
     assert len(w.jobs) == 300 and w.jobs[0].submit == 0 and len(w.history) > 900
     first = w.jobs[0]
@@ -72,9 +68,8 @@ def test_hpc2n_replay_keeps_real_arrivals_sizes_and_user_requests():
     assert requested.done == 300
 
 
-@needs_traces
 def test_wagap_replay_restricts_jobs_to_the_clusters_that_fit_them():
-    w = swf.replay(TRACES / "wagap-2013.swf", limit=400)
+    w = swf.replay(trace("wagap-2013.swf"), limit=400)
     assert sorted((m.id, m.slots) for m in w.cluster.machines) == [("zegox", 576), ("zewura", 1600)]
     eligible = Counter(tuple(sorted(j.true_times)) for j in w.jobs)
     assert eligible[("zewura",)] > 0 and eligible[("zegox",)] > 0 and eligible[("zegox", "zewura")] > 0

@@ -8,14 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import mlflow
 import pytest
 
 from predictor.catalog import load_catalog
 from predictor.datagen import write_family_fasta
 from predictor.domain import Measurement, Source
 from predictor.jobfeatures import job_features
-from predictor.registry import CHAMPION_ALIAS, registered_name
+from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
 from serving import create_app
@@ -54,8 +53,7 @@ def measurements(inputs: Path) -> list[Measurement]:
 
 def ensure_quantiles(settings: Settings) -> None:
     """Give each champion residual quantiles if training did not record them, so intervals are served."""
-    mlflow.set_tracking_uri(settings.resolved_tracking_uri)
-    client = mlflow.MlflowClient()
+    client = registry_client(settings.resolved_tracking_uri)
     for platform in ("cpu1", "cpu2"):
         version = client.get_model_version_by_alias(registered_name("mafft", platform), CHAMPION_ALIAS)
         if "residual_log_quantiles" not in version.tags:

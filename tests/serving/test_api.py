@@ -50,6 +50,7 @@ def test_platform_filter_and_unimplemented_algorithm_fallback(served):
     body = post(base, {"algorithm": "mafft", "params": {"input": "f1.fa"}, "platforms": ["cpu2"]}).json()
     assert [e["platform"] for e in body["estimates"]] == ["cpu2"]
     none = post(base, {"algorithm": "clustalo", "params": {"input": "f1.fa"}}).json()
+    assert [e["platform"] for e in none["estimates"]] == ["cpu1", "cpu2"]
     for e in none["estimates"]:
         assert e["seconds"] is None and "no champion" in e["reason"] and "no measurements" in e["reason"]
 

@@ -7,17 +7,17 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import mlflow
 import pytest
 
-from predictor.registry import CHAMPION_ALIAS, registered_name
+from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
 from predictor.store import MeasurementStore
 from serving import create_app
-from tests.livesrv import free_port, serve_app
+from tests.livesrv import eventually, free_port, serve_app
 from tests.serving.conftest import TOKEN, Home, train_home
 from training.pipeline import run_training
 
@@ -41,16 +41,6 @@ def versions(base: str) -> set[str]:
     return {e["model_version"] for e in httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]}
 
 
-def eventually(check: Callable[[], bool], timeout: float = 60.0) -> bool:
-    """Whether ``check`` turns true before ``timeout`` (polled; the bound is a safety net, not a timing assert)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home):
     with serve_app(create_app(home.settings)) as base:
         before = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
@@ -63,8 +53,9 @@ def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home
         stop = threading.Event()
 
         def hammer() -> None:
+            deadline = time.monotonic() + 300
             with httpx.Client(base_url=base, timeout=30) as http:
-                while not stop.is_set():
+                while not stop.is_set() and time.monotonic() < deadline:
                     response = http.post("/v1/predict", json=JOB)
                     body = response.json()
                     seen.append((response.status_code, frozenset(e["model_version"] for e in body["estimates"])))
@@ -91,17 +82,28 @@ def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home
         assert again["changed"] == [] and again["champions"] == 2
 
 
-def test_the_poller_follows_the_alias_without_being_asked(home):
-    settings = home.settings.model_copy(update={"api_reload_interval_s": 0.2})
-    mlflow.set_tracking_uri(settings.resolved_tracking_uri)
-    client = mlflow.MlflowClient()
-    with serve_app(create_app(settings)) as base:
-        current = versions(base)
-        target = "1" if current == {"2"} else "2"
-        for platform in ("cpu1", "cpu2"):
-            client.set_registered_model_alias(registered_name("mafft", platform), CHAMPION_ALIAS, target)
-        assert eventually(lambda: versions(base) == {target})
-        assert 'predictor_model_reloads_total{outcome="changed"}' in httpx.get(f"{base}/metrics").text
+def test_the_poller_follows_the_alias_without_being_asked_nor_touching_mlflows_global_uris(home, tmp_path):
+    # an empty cache: every champion is downloaded while MLflow's global URIs point elsewhere
+    settings = home.settings.model_copy(update={"api_reload_interval_s": 0.2, "model_cache_dir": tmp_path / "cache"})
+    client = registry_client(settings.resolved_tracking_uri)
+    elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"  # what the process around the service points MLflow at
+    previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    mlflow.set_tracking_uri(elsewhere)
+    mlflow.set_registry_uri(elsewhere)
+    try:
+        with serve_app(create_app(settings)) as base:
+            current = versions(base)
+            assert current in ({"1"}, {"2"}), current  # loaded from the registry, not a fallback
+            target = "1" if current == {"2"} else "2"
+            for platform in ("cpu1", "cpu2"):
+                client.set_registered_model_alias(registered_name("mafft", platform), CHAMPION_ALIAS, target)
+            assert eventually(lambda: versions(base) == {target})
+            assert 'predictor_model_reloads_total{outcome="changed"}' in httpx.get(f"{base}/metrics").text
+            assert (mlflow.get_tracking_uri(), mlflow.get_registry_uri()) == (elsewhere, elsewhere)
+        assert not (tmp_path / "elsewhere.db").exists(), "the service asked the registry MLflow points at globally"
+    finally:
+        mlflow.set_tracking_uri(previous[0])
+        mlflow.set_registry_uri(previous[1])
 
 
 def test_unreachable_registry_at_start_serves_the_disk_cache_and_says_so(home, monkeypatch):
@@ -183,12 +185,12 @@ def test_champions_that_cannot_be_loaded_anywhere_make_the_service_not_ready(hom
             ready = httpx.get(f"{base}/readyz")
             assert ready.status_code == 503 and ready.json()["status"] == "not_ready" and ready.json()["champions"] == 0
             assert sum("cannot be loaded" in r and "no cached copy" in r for r in ready.json()["reasons"]) == 2, ready.text
-            assert all(e["fallback"] or e["seconds"] is None for e in httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"])
+            estimates = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
+            assert len(estimates) == 2 and all(e["fallback"] or e["seconds"] is None for e in estimates)
 
 
 def test_a_withdrawn_champion_is_removed_and_not_brought_back_from_the_cache(home):
-    mlflow.set_tracking_uri(home.settings.resolved_tracking_uri)
-    client = mlflow.MlflowClient()
+    client = registry_client(home.settings.resolved_tracking_uri)
     name = registered_name("mafft", "cpu2")
     version = client.get_model_version_by_alias(name, CHAMPION_ALIAS).version
     with serve_app(create_app(home.settings)) as base:

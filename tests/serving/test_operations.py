@@ -58,6 +58,7 @@ def test_readiness_and_the_models_route(base):
     ready = httpx.get(f"{base}/readyz").json()
     assert ready["status"] == "ready" and ready["source"] == "registry" and ready["registry_error"] is None
     models = {m["platform"]: m for m in httpx.get(f"{base}/v1/models").json()}
+    assert set(models) == {"cpu1", "cpu2"}
     for m in models.values():
         assert m["model_kind"] == "linear_log" and m["prediction_path"] == "fast" and m["origin"] == "registry"
         assert m["intervals"] and m["registered_at"] and m["fit_seconds"] > 0 and m["metrics"]["rae"] >= 0

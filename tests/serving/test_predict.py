@@ -19,6 +19,7 @@ def predict(base: str, body: dict) -> httpx.Response:
 
 def test_estimates_carry_an_interval_and_a_walltime_limit(base):
     body = predict(base, {"algorithm": "mafft", "params": {"input": "f7.fa"}}).json()
+    assert [e["platform"] for e in body["estimates"]] == ["cpu1", "cpu2"]
     for e in body["estimates"]:
         assert e["coverage"] == 0.9 and e["limit_quantile"] == 0.95
         assert 0 < e["lower"] < e["seconds"] < e["upper"] < e["limit"] or 0 < e["lower"] <= e["seconds"] <= e["limit"]
@@ -154,6 +155,7 @@ def test_bad_matrices_get_a_precise_4xx(base, body, status, fragment):
 
 def test_matrix_without_the_model_features_falls_back_for_every_row(base):
     body = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": ["x"], "rows": [[1.0], [2.0]]}).json()
+    assert [e["platform"] for e in body["estimates"]] == ["cpu1", "cpu2"]
     for e in body["estimates"]:
         assert e["fallback"] and e["seconds"][0] == e["seconds"][1] > 0 and "features missing: " not in e["reason"]
         assert "features missing for the model" in e["reason"] and e["model_name"] == "profile-table"

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from benchmarks.censored_runs import stopped_at_a_limit
-from predictor import registry
 from predictor.domain import Measurement
 from predictor.intervals import scaled
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
+from tests.training.kit import served_champion
 from training.crossval import cross_validate
 from training.folds import FoldPlan
 from training.pipeline import run_training
@@ -43,7 +43,7 @@ def test_censored_long_runs_raise_the_served_limit(tmp_path) -> None:
     )  # fmt: skip
     outcomes = run_training(settings, store, models=["linear_log"])
     assert [(o.platform, o.serving) for o in outcomes] == [("dropped", "linear_log"), ("kept", "linear_log")]
-    kept, dropped = (registry.load_champion("align", p) for p in ("kept", "dropped"))
+    kept, dropped = (served_champion(settings, "align", p) for p in ("kept", "dropped"))
     assert kept is not None and dropped is not None
     assert float(kept.tags["cv_censored_rows"]) == 10 and "cv_censored_rows" not in dropped.tags
     job = pd.DataFrame({"input.length": [2000.0], "input.sequences": [20.0]})

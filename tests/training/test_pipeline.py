@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from models import available_models
-from predictor import registry
 from predictor.domain import Measurement
 from predictor.intervals import QUANTILE_LEVELS
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
+from tests.training.kit import served_champion
 from training.champions import best_candidate, list_champions, registered_name
 from training.dataset import load_training_sets
 from training.folds import FoldPlan
@@ -159,7 +159,7 @@ def test_each_candidate_logs_its_out_of_fold_predictions(trained: Trained) -> No
 
 def test_load_champion_predicts_in_seconds(trained: Trained) -> None:
     for platform, speed in SPEED.items():
-        champion = registry.load_champion("align", platform)
+        champion = served_champion(trained.settings, "align", platform)
         assert champion is not None
         assert champion.version == "2" and champion.tags["model_kind"] == "linear_log"  # the refreshed one, not v3
         assert champion.feature_names == ["input.length", "input.sequences"]
@@ -169,6 +169,7 @@ def test_load_champion_predicts_in_seconds(trained: Trained) -> None:
 
 
 def test_training_again_on_the_same_runs_changes_nothing(trained: Trained) -> None:
+    assert [o.platform for o in trained.unchanged] == ["fast", "slow"]
     for outcome in trained.unchanged:
         assert outcome.decision.verdict.value == "kept" and outcome.registered == [] and outcome.version == "1"
         assert "no runs since version 1 was trained" in outcome.decision.reason
@@ -190,6 +191,7 @@ def test_new_runs_refresh_the_champion_and_keep_the_old_version(trained: Trained
 
 def test_a_worse_challenger_is_registered_but_does_not_take_the_alias(trained: Trained) -> None:
     client = mlflow.MlflowClient()
+    assert [o.platform for o in trained.newcomer] == ["fast", "slow"]
     for outcome in trained.newcomer:
         assert outcome.challenger == "mean" and outcome.decision.verdict.value == "kept"
         assert outcome.decision.reason.startswith("mean does not beat linear_log: RAE +")
@@ -202,14 +204,14 @@ def test_a_worse_challenger_is_registered_but_does_not_take_the_alias(trained: T
 
 
 def test_the_oracle_loads_what_training_registered(trained: Trained) -> None:
-    champion = registry.load_champion("align", "slow")
+    champion = served_champion(trained.settings, "align", "slow")
     assert champion is not None
     assert champion.feature_names == ["input.length", "input.sequences"]
     assert champion.metrics["rae"] == pytest.approx(trained.second[1].metrics[champion.tags["model_kind"]]["rae"])
 
 
 def test_pairs_without_enough_runs_are_skipped(trained: Trained) -> None:
-    assert registry.load_champion("search", "fast") is None
+    assert served_champion(trained.settings, "search", "fast") is None
     assert mlflow.get_experiment_by_name("runtime/search") is None
 
 
@@ -232,7 +234,7 @@ def test_best_candidate_takes_the_lowest_and_never_nan() -> None:
 
 
 def test_champions_carry_interval_quantiles_and_nominal_coverage(trained: Trained) -> None:
-    champion = registry.load_champion("align", "fast")
+    champion = served_champion(trained.settings, "align", "fast")
     assert champion is not None
     quantiles = champion.residual_quantiles
     assert sorted(quantiles) == sorted(QUANTILE_LEVELS)
@@ -269,7 +271,7 @@ def test_default_models_apply_only_where_their_features_exist(trained: Trained) 
 
 def test_only_what_is_served_is_refitted(trained: Trained) -> None:
     client = mlflow.MlflowClient()
-    champion = registry.load_champion("align", "fast")
+    champion = served_champion(trained.settings, "align", "fast")
     assert champion is not None
     assert client.get_run(champion.tags["source_run_id"]).data.metrics["refit_seconds"] > 0
     experiment = mlflow.get_experiment_by_name("runtime/align")

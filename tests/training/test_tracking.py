@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 from matplotlib.figure import Figure
 
-from models import available_models, make_model
+from models import make_model
 from training import plots
 from training.crossval import inner_attribute
 
@@ -22,7 +21,6 @@ def test_tuned_settings_are_found_through_wrappers() -> None:
     assert inner_attribute(make_model("linear_log").fit(X, Y), "best_params_") is None
 
 
-@pytest.mark.skipif("cascade_log" not in available_models(), reason="the cascade network is not registered")
 def test_the_cascade_learning_curve_is_found_inside_the_log_target() -> None:
     curve = inner_attribute(make_model("cascade_log", seed=0).fit(X, Y), "learning_curve_")
     assert len(curve["hidden_units"]) >= 1

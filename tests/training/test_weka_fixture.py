@@ -63,6 +63,7 @@ def data() -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, np.ndarray]:
 
 
 def assert_stats(ours: dict[str, float], printed: dict[str, float]) -> None:
+    assert printed, "no statistics were read from Weka's output"
     for key, value in printed.items():
         assert ours[key] == pytest.approx(value, abs=STAT_TOLERANCE), key
 

@@ -1,0 +1,122 @@
+"""Every private API of another library this project uses, in this one module, with the versions each was checked on.
+
+A private name (a leading underscore) may change in any release. Each is reached only through a function
+here that answers None when the name is gone, so callers take their public path; :func:`problems` tries
+every one on the versions installed, and ``tests/predictor/test_thirdparty.py`` fails when one does not
+work or a library lies outside the range it was checked on. ``pyproject.toml`` pins each library to that range.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import numpy as np
+
+Rows = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class PrivateApi:
+    """One private name of another library: where it lives, why it is used, the versions it was checked on."""
+
+    name: str
+    distribution: str
+    lowest: str  # the oldest release it was checked on
+    below: str  # the first release it was not checked on
+    purpose: str
+
+    def checked_on(self, installed: str) -> bool:
+        """Whether ``installed`` (a version string) lies in the range this API was checked on."""
+        return _release(self.lowest) <= _release(installed) < _release(self.below)
+
+
+LINEAR_MODEL = PrivateApi(
+    "sklearn.linear_model._base.LinearModel", "scikit-learn", "1.6", "1.10",
+    "recognise the linear regressors (predict is X @ coef_ + intercept_) for the numpy fast path",
+)  # fmt: skip
+INNER_PREDICTOR = PrivateApi(
+    "lightgbm.basic._InnerPredictor.from_booster", "lightgbm", "4.4", "4.8",
+    "build LightGBM's predictor once per champion instead of on every call (a third of a single row's time)",
+)  # fmt: skip
+PRIVATE_APIS = (LINEAR_MODEL, INNER_PREDICTOR)
+
+
+def linear_model_base() -> type | None:
+    """scikit-learn's private base class of its linear regressors, or None when it is gone."""
+    try:
+        from sklearn.linear_model._base import LinearModel
+    except ImportError:
+        return None
+    return LinearModel
+
+
+def booster_rows(booster: Any, num_threads: int = 1) -> Rows | None:
+    """Predictions of a LightGBM booster on a float matrix through a predictor built once; None when that API is gone."""
+    try:
+        from lightgbm.basic import _InnerPredictor
+
+        predictor = _InnerPredictor.from_booster(booster, pred_parameter={"num_threads": num_threads})
+    except (ImportError, AttributeError, TypeError):
+        return None
+    return lambda X: np.asarray(predictor.predict(X), dtype=float).reshape(-1)
+
+
+def problems() -> list[str]:
+    """What does not hold on the libraries installed: each private API tried on a tiny fitted model, each version checked."""
+    found = []
+    for api in PRIVATE_APIS:
+        try:
+            installed = version(api.distribution)
+        except PackageNotFoundError:
+            found.append(f"{api.name}: {api.distribution} is not installed")
+            continue
+        if not api.checked_on(installed):
+            found.append(f"{api.name}: {api.distribution} {installed} is outside the checked {api.lowest} <= v < {api.below}")
+    found += _linear_model_problems() + _inner_predictor_problems()
+    return found
+
+
+def _linear_model_problems() -> list[str]:
+    """Whether LinearModel is still the base of the public linear regressors and predicts X @ coef_ + intercept_."""
+    from sklearn.linear_model import LinearRegression, QuantileRegressor, RidgeCV
+
+    base = linear_model_base()
+    if base is None:
+        return [f"{LINEAR_MODEL.name}: cannot be imported"]
+    X, y = _tiny_problem()
+    wrong = []
+    for model in (LinearRegression(), RidgeCV(), QuantileRegressor(alpha=0.0)):
+        model.fit(X, y)
+        if not isinstance(model, base) or not np.allclose(X @ model.coef_ + model.intercept_, model.predict(X)):
+            wrong.append(f"{LINEAR_MODEL.name}: {type(model).__name__} is not a linear model of that form any more")
+    return wrong
+
+
+def _inner_predictor_problems() -> list[str]:
+    """Whether the booster's predictor can be built and answers as ``Booster.predict`` does."""
+    from lightgbm import LGBMRegressor
+
+    X, y = _tiny_problem()
+    booster = LGBMRegressor(n_estimators=5, min_child_samples=2, n_jobs=1, verbose=-1).fit(X, y).booster_
+    rows = booster_rows(booster)
+    if rows is None:
+        return [f"{INNER_PREDICTOR.name}: cannot be imported or called"]
+    if not np.allclose(rows(X), booster.predict(X, num_threads=1)):
+        return [f"{INNER_PREDICTOR.name}: answers differ from Booster.predict"]
+    return []
+
+
+def _tiny_problem() -> tuple[np.ndarray, np.ndarray]:
+    """Twenty seeded rows of two features and a linear target."""
+    X = np.random.default_rng(0).uniform(0, 10, size=(20, 2))
+    return X, 3.0 * X[:, 0] - X[:, 1] + 2.0
+
+
+def _release(text: str) -> tuple[int, ...]:
+    """The numeric release at the start of a version string: ``1.9.1`` -> (1, 9, 1), ``2.13.0+cpu`` -> (2, 13, 0)."""
+    found = re.match(r"\d+(?:\.\d+)*", text)
+    return tuple(int(part) for part in found.group().split(".")) if found else ()
