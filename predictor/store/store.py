@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,6 +297,20 @@ def _make_sqlite_parent(database: str | None) -> None:
         Path(database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
 
 
+def _enable_wal(cursor: Any) -> None:
+    """Switch the file to WAL (a no-op once it is). Two connections racing to switch a new file can be told "locked"
+    at once, without the busy timeout (SQLite's deadlock avoidance), so the switch is retried until that timeout."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _configure_sqlite(engine: Engine) -> None:
     """WAL, a busy timeout and foreign keys on every connection; BEGIN issued by us so DDL is transactional."""
 
@@ -303,7 +319,7 @@ def _configure_sqlite(engine: Engine) -> None:
         dbapi_connection.isolation_level = None  # the driver stops issuing its own BEGIN
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(cursor)
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
 
