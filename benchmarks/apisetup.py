@@ -7,11 +7,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+
+from predictor.client import wait_until_ready
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS = sorted((ROOT / "data" / "measurements").glob("*.csv"))
@@ -63,19 +63,6 @@ def champion_of_kind(home: Path, algorithm: str, model: str) -> None:
         client.set_registered_model_alias(registered.name, CHAMPION_ALIAS, chosen.version)
 
 
-def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 180) -> None:
-    """Poll ``url`` until it answers 200; fail if the server exits or takes too long."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode} before it was ready: {proc.args}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"{url} not ready after {timeout} s")
-
-
 @contextlib.contextmanager
 def server(command: list[str], env: dict[str, str], ready_path: str, port: int, log: Path) -> Iterator[tuple[str, int]]:
     """Start a server process listening on 127.0.0.1:``port``; yields (base URL, pid) and stops it after."""
@@ -83,7 +70,7 @@ def server(command: list[str], env: dict[str, str], ready_path: str, port: int, 
         proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         try:
-            wait_ready(base + ready_path, proc)
+            wait_until_ready(base + ready_path, process=proc)
             yield base, proc.pid
         finally:
             proc.terminate()

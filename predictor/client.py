@@ -9,6 +9,9 @@ read one job or a page of the queue, report machine and job events, read the ord
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +21,20 @@ import httpx
 
 from predictor.domain import Estimate, Measurement
 from predictor.settings import Settings
+
+
+def wait_until_ready(url: str, *, timeout: float = 180.0, process: subprocess.Popen | None = None) -> None:
+    """Poll a service's readiness ``url`` until it answers 200 (a script starting ``predictor serve``, a test, a
+    benchmark); fail at once if ``process``, the server, has exited, and after ``timeout`` seconds otherwise."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode} before it was ready: {process.args}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} not ready after {timeout} s")
 
 
 class PredictorError(RuntimeError):

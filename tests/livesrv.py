@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import uvicorn
 from fastapi import FastAPI
 
+from predictor.client import wait_until_ready
 from serving.server import server_options
 
 
@@ -35,19 +35,6 @@ def eventually(check: Callable[[], bool], timeout: float = 60.0) -> bool:
     return False
 
 
-def wait_ready(url: str, timeout: float = 60.0, proc: subprocess.Popen | None = None) -> None:
-    """Poll ``url`` until it answers 200; fail early if ``proc`` died."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode} before it was ready")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"{url} not ready after {timeout} s")
-
-
 @contextlib.contextmanager
 def serve_app(app: FastAPI, ready_path: str = "/readyz") -> Iterator[str]:
     """Run ``app`` under a real uvicorn server in a thread; yields its base URL once ``ready_path`` answers 200."""
@@ -57,7 +44,7 @@ def serve_app(app: FastAPI, ready_path: str = "/readyz") -> Iterator[str]:
     thread.start()
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(f"{base}{ready_path}")
+        wait_until_ready(f"{base}{ready_path}", timeout=60)
         yield base
     finally:
         server.should_exit = True
@@ -75,7 +62,7 @@ def serve_cli(env: dict[str, str], cwd: Path, output: Path | None = None) -> Ite
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(f"{base}/readyz", proc=proc)
+        wait_until_ready(f"{base}/readyz", process=proc)  # a CLI start on a loaded machine: the default bound
         yield base
     finally:
         proc.terminate()

@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from predictor.settings import PROJECT_ROOT, Settings
-from tests.livesrv import free_port, wait_ready
+from predictor.client import wait_until_ready
+from tests.livesrv import free_port
 from tests.scheduler.test_api import AUTH, FEATURES, TOKEN, seed_profile
 
 JOBS = 90
@@ -37,7 +38,7 @@ class Server:
             [sys.executable, "-m", "predictor", "serve", "--port", str(self.port)], env=self.env, cwd=PROJECT_ROOT,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        wait_ready(f"{self.base}/readyz", timeout=120, proc=self.proc)
+        wait_until_ready(f"{self.base}/readyz", process=self.proc)
 
     def kill(self) -> None:
         assert self.proc is not None
