@@ -1,0 +1,63 @@
+"""The documentation's checks bite: a strict build fails on a broken link, and the settings hook on an undocumented setting.
+
+`make docs` (run by `make test`) builds the real site with --strict; these tests break a copy of it to show that
+build would fail, so a green `make test` means the site has no broken link and documents every setting.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from mkdocs.exceptions import PluginError
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "docs" / "hooks"))
+
+import settings_table  # noqa: E402  (the hook module, as MkDocs loads it)
+
+
+def site_copy(tmp_path: Path) -> Path:
+    """A copy of the docs and their config beside links to everything else the build reads (packages, data)."""
+    for entry in ROOT.iterdir():
+        if entry.name in {"docs", "mkdocs.yml"} or entry.name.startswith("."):
+            continue
+        (tmp_path / entry.name).symlink_to(entry)
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    return tmp_path
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
+    site = site_copy(tmp_path)
+    page = site / "docs" / "getting-started.md"
+    page.write_text(page.read_text() + "\nSee [a page that is not there](no-such-page.md).\n")
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=site, capture_output=True, text=True, timeout=600, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    assert built.returncode != 0
+    assert "contains a link 'no-such-page.md', but the target is not found" in built.stderr
+
+
+def page(src_uri: str) -> SimpleNamespace:
+    return SimpleNamespace(file=SimpleNamespace(src_uri=src_uri))
+
+
+def test_the_settings_hook_refuses_a_table_that_misses_or_invents_a_setting() -> None:
+    text = (ROOT / "docs" / "site.md").read_text()
+    assert settings_table.on_page_markdown(text, page("site.md"), None, None) == text
+    rows = [line for line in text.splitlines() if settings_table.ROW.match(line)]
+    assert rows, "site.md has a settings table"
+    without_first = text.replace(rows[0] + "\n", "", 1)
+    with pytest.raises(PluginError, match="missing: PREDICTOR_"):
+        settings_table.on_page_markdown(without_first, page("site.md"), None, None)
+    invented = text.replace(rows[0], rows[0] + "\n| `PREDICTOR_NO_SUCH_SETTING` | 1 | invented |", 1)
+    with pytest.raises(PluginError, match="not settings: PREDICTOR_NO_SUCH_SETTING"):
+        settings_table.on_page_markdown(invented, page("site.md"), None, None)
+    assert settings_table.on_page_markdown("anything", page("other.md"), None, None) == "anything"
