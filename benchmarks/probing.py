@@ -1,0 +1,253 @@
+"""Idle-time probing, measured: learning curves on real programs, and probes in the simulated NCBI-like day.
+
+    .venv/bin/python benchmarks/probing.py curves --pool HOME --heldout HOME [--seeds 0 1 2]
+    .venv/bin/python benchmarks/probing.py ncbi [--hours 25] [--seeds 0 1 2]
+
+``curves``: pool-based active learning on real runs. Every candidate of ``data/plans/probe.yaml`` was
+run once into the ``--pool`` home (``predictor sweep --plan data/plans/probe.yaml``) and the held-out
+jobs of ``data/plans/probe-heldout.yaml`` into the ``--heldout`` home: other input files, sizes
+between the candidates' and above the bundled sweep's range. Each strategy then picks runs from the
+pool, in batches, and after each batch the pair's model is fitted on the runs picked so far and
+judged on the held-out runs: RAE and underestimate rate, overall and on the jobs above the range of
+the bundled dataset (``data/measurements/realtools.csv``). Strategies: ``random`` (a seeded
+permutation of the pool), ``sweep`` (the bundled sweep's own jobs in the order it ran them, as
+recorded in realtools.csv), and each acquisition rule of :mod:`predictor.acquisition` by value alone
+and by value per estimated second. Every strategy but ``sweep`` starts from the same seeded random
+batch. The model at each point is the best by 3-fold RAE of three fast zoo members
+(:data:`predictor.acquisition.COMMITTEE`: a line, a quadratic and boosted trees, all on log
+seconds), served as the oracle serves it (training envelope, power law outside it): the whole zoo
+at every point of every curve would take hours on this machine; these three fit in milliseconds
+and span the zoo's shapes. Writes ``benchmarks/results/probing_curves.json`` and ``.svg``.
+
+``ncbi``: the NCBI-like workload (seed 000) simulated with and without idle-time probes (EDF, noisy
+estimates); see :func:`ncbi_day`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import KFold, cross_val_predict
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from apisetup import ROOT
+
+from models.zoo import make_model
+from predictor.acquisition import COMMITTEE, RULES, rank
+from predictor.catalog import load_catalog
+from predictor.envelope import TrainingEnvelope
+from predictor.oracle import RuntimeOracle, serve_model
+from predictor.registry import Champion
+from predictor.settings import BUNDLED_DATA
+from predictor.store import MeasurementStore
+from training.dataset import training_set_from_frame
+from training.metrics import compute_metrics
+
+RESULTS = ROOT / "benchmarks" / "results"
+PAIRS = [("mafft", "cpu1"), ("mafft", "cpu2"), ("blastp", "cpu1"), ("blastp", "cpu2")]
+POINTS = (10, 20, 30, 40, 60, 80, 100, 130, 160, 200)
+FIRST_BATCH = 10
+
+
+@dataclass(frozen=True)
+class PairData:
+    """One pair's pool and held-out runs over the pool's informative features; which held-out jobs lie above the old range."""
+
+    pool: pd.DataFrame
+    pool_seconds: np.ndarray
+    heldout: pd.DataFrame
+    heldout_seconds: np.ndarray
+    above: np.ndarray
+    sweep_order: list[int]
+
+
+def _job_key(params: dict) -> tuple:
+    """A job's parameters with input files named by their file (or database folder) name, numbers as numbers."""
+    out = []
+    for name, value in sorted(params.items()):
+        if isinstance(value, str) and "/" in value:
+            path = Path(value)
+            value = path.parent.name if path.name in ("db", "seqs.fa") else path.name
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = float(value)
+        out.append((name, value))
+    return tuple(out)
+
+
+def _bundled(algorithm: str, platform: str) -> pd.DataFrame:
+    """The bundled sweep's runs of the pair, in the order they were recorded."""
+    frame = pd.read_csv(BUNDLED_DATA / "measurements" / "realtools.csv", low_memory=False)
+    frame = frame[(frame["algorithm"] == algorithm) & (frame["platform"] == platform)]
+    return frame.sort_values("recorded_at", kind="stable")
+
+
+def load_pair(pool_store: MeasurementStore, heldout_store: MeasurementStore, algorithm: str, platform: str) -> PairData:
+    """The pair's pool and held-out runs (finished ones), the sweep's order over the pool, and the above-range mask."""
+    pool_frame = pool_store.frame(algorithm, platform)
+    held_frame = heldout_store.frame(algorithm, platform)
+    features = training_set_from_frame(pool_frame, algorithm, platform).feature_names
+    pool_frame = pool_frame.sort_values("run_id", kind="stable").reset_index(drop=True)
+    bundled = _bundled(algorithm, platform)
+    params = [c for c in bundled.columns if c.startswith("param.")]
+    defaults = {name: p.default for name, p in CATALOG.algorithm(algorithm).parameters.items() if p.default is not None}
+    index = {_job_key(defaults | p): i for i, p in enumerate(pool_frame["params"])}
+    order = []
+    for _, row in bundled.iterrows():
+        key = _job_key(defaults | {c.removeprefix("param."): row[c] for c in params if not pd.isna(row[c])})
+        if key in index and index[key] not in order:
+            order.append(index[key])
+    sizes = [c for c in features if c.endswith((".residues", ".sequences"))]
+    top = {c: bundled[f"feature.{c}"].max() for c in sizes}
+    above = np.logical_or.reduce([held_frame[c].to_numpy() > top[c] for c in sizes])
+    return PairData(
+        pool=pool_frame[features].astype("float64").fillna(0.0), pool_seconds=pool_frame["wall_seconds"].to_numpy(dtype="float64"),
+        heldout=held_frame.reindex(columns=features).astype("float64").fillna(0.0),
+        heldout_seconds=held_frame["wall_seconds"].to_numpy(dtype="float64"), above=above, sweep_order=order,
+    )  # fmt: skip
+
+
+def served_seconds(algorithm: str, platform: str, X: pd.DataFrame, y: np.ndarray, test: pd.DataFrame, seed: int) -> np.ndarray:
+    """What the oracle would serve for ``test`` after training on (X, y): the best member by 3-fold RAE, with its envelope."""
+    folds = KFold(3, shuffle=True, random_state=seed)
+    best, best_rae = COMMITTEE[0], math.inf
+    for name in COMMITTEE:
+        oof = cross_val_predict(make_model(name, seed=seed), X, y, cv=folds)
+        rae = compute_metrics(y, oof, np.full(len(y), y.mean()))["rae"]
+        if rae < best_rae:
+            best, best_rae = name, rae
+    model = make_model(best, seed=seed).fit(X, y)
+    champion = Champion(algorithm, platform, best, "1", "sklearn", list(X.columns), model, envelope=TrainingEnvelope.fit(X, y))
+    oracle = RuntimeOracle(CATALOG, {}, coverage=0.9, limit_quantile=0.95)
+    oracle.swap({(algorithm, platform): serve_model(champion, X.to_numpy())})
+    answer = oracle.estimate_matrix(algorithm, list(X.columns), test.to_numpy(), [platform])[0]
+    return np.array([math.nan if s is None else s for s in answer.seconds], dtype="float64")
+
+
+def picks(data: PairData, strategy: str, seed: int, points: list[int]) -> list[int]:
+    """The pool rows a strategy measures, in order, up to the last point."""
+    n = len(data.pool)
+    if strategy == "sweep":
+        return data.sweep_order[: points[-1]]
+    order = list(np.random.default_rng(seed).permutation(n))
+    if strategy == "random":
+        return order[: points[-1]]
+    rule, _, per_second = strategy.partition("/")
+    chosen = order[:FIRST_BATCH]
+    for target in points[1:]:
+        left = [i for i in range(n) if i not in set(chosen)]
+        batch = rank(
+            data.pool.iloc[left].reset_index(drop=True), data.pool.iloc[chosen], data.pool_seconds[chosen],
+            rule=rule, n=target - len(chosen), cost_weight=1.0 if per_second else 0.0, seed=seed,  # type: ignore[arg-type]
+        )  # fmt: skip
+        chosen += [left[p.index] for p in batch]
+    return chosen
+
+
+def curve(algorithm: str, platform: str, data: PairData, strategy: str, seed: int) -> list[dict]:
+    """RAE and underestimate rate on the held-out runs (all, and above the old range) at each point of the curve."""
+    points = [p for p in POINTS if p <= (len(data.sweep_order) if strategy == "sweep" else len(data.pool))]
+    order = picks(data, strategy, seed, points)
+    rows = []
+    for k in points:
+        chosen = order[:k]
+        X, y = data.pool.iloc[chosen], data.pool_seconds[chosen]
+        pred = served_seconds(algorithm, platform, X, y, data.heldout, seed)
+        prior = np.full(len(data.heldout_seconds), y.mean())
+        every = compute_metrics(data.heldout_seconds, pred, prior)
+        high = compute_metrics(data.heldout_seconds[data.above], pred[data.above], prior[data.above])
+        rows.append({
+            "algorithm": algorithm, "platform": platform, "strategy": strategy, "seed": seed, "runs": k,
+            "machine_seconds": float(y.sum()), "rae": every["rae"], "underestimate_rate": every["underestimate_rate"],
+            "rae_above": high["rae"], "underestimate_above": high["underestimate_rate"],
+        })  # fmt: skip
+    return rows
+
+
+STRATEGIES = ("random", "sweep", *RULES, *(f"{r}/s" for r in RULES))
+CATALOG = load_catalog(BUNDLED_DATA / "catalog.yaml")
+
+
+def curves(pool_home: Path, heldout_home: Path, seeds: list[int]) -> pd.DataFrame:
+    pool_store = MeasurementStore(f"sqlite:///{pool_home / 'store.db'}")
+    heldout_store = MeasurementStore(f"sqlite:///{heldout_home / 'store.db'}")
+    rows = []
+    for algorithm, platform in PAIRS:
+        data = load_pair(pool_store, heldout_store, algorithm, platform)
+        print(f"{algorithm}@{platform}: pool {len(data.pool)}, held-out {len(data.heldout)} ({int(data.above.sum())} above the old range), "
+              f"sweep order {len(data.sweep_order)}", flush=True)  # fmt: skip
+        for strategy in STRATEGIES:
+            for seed in seeds if strategy != "sweep" else seeds[:1]:
+                rows += curve(algorithm, platform, data, strategy, seed)
+    return pd.DataFrame(rows)
+
+
+def table(frame: pd.DataFrame) -> str:
+    """Per pair and strategy, the mean over seeds at 40, 100 and the pool's last point: RAE all / above range, underestimates."""
+    lines = ["| pair | strategy | runs | RAE % | RAE above % | under % | under above % | machine s |", "|" + " --- |" * 8]
+    for (algorithm, platform, strategy), group in frame.groupby(["algorithm", "platform", "strategy"], sort=False):
+        last = int(group["runs"].max())
+        for k in sorted({40, 100, last} & set(group["runs"])):
+            mean = group[group["runs"] == k].mean(numeric_only=True)
+            lines.append(
+                f"| {algorithm}@{platform} | {strategy} | {k} | {mean['rae']:.1f} | {mean['rae_above']:.1f} | "
+                f"{100 * mean['underestimate_rate']:.0f} | {100 * mean['underestimate_above']:.0f} | {mean['machine_seconds']:.0f} |"
+            )
+    return "\n".join(lines)
+
+
+def figure(frame: pd.DataFrame, path: Path) -> None:
+    """RAE (all held-out runs, and those above the old range) against runs measured: one column per pair, mean over seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = [("rae", "RAE %, all held-out"), ("rae_above", "RAE %, above old range"), ("underestimate_rate", "underestimate rate")]
+    fig, axes = plt.subplots(len(metrics), len(PAIRS), figsize=(4.2 * len(PAIRS), 3.2 * len(metrics)), squeeze=False)
+    for col, (algorithm, platform) in enumerate(PAIRS):
+        pair = frame[(frame["algorithm"] == algorithm) & (frame["platform"] == platform)]
+        for row, (metric, label) in enumerate(metrics):
+            ax = axes[row][col]
+            for strategy in STRATEGIES:
+                lines = pair[pair["strategy"] == strategy].groupby("runs")[metric]
+                if len(pair[pair["strategy"] == strategy]) == 0:
+                    continue
+                mean, low, high = lines.mean(), lines.min(), lines.max()
+                ax.plot(mean.index, mean.values, marker=".", label=strategy)
+                ax.fill_between(mean.index, low.values, high.values, alpha=0.15)
+            ax.set_title(f"{algorithm} on {platform}" if row == 0 else "")
+            ax.set_xlabel("runs measured" if row == len(metrics) - 1 else "")
+            ax.set_ylabel(label if col == 0 else "")
+            if metric != "underestimate_rate":
+                ax.set_yscale("log")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("curves", help="learning curves on real runs")
+    c.add_argument("--pool", type=Path, required=True, help="PREDICTOR_HOME holding the measured pool")
+    c.add_argument("--heldout", type=Path, required=True, help="PREDICTOR_HOME holding the held-out runs")
+    c.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    args = parser.parse_args(argv)
+    if args.command == "curves":
+        frame = curves(args.pool, args.heldout, args.seeds)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "probing_curves.json").write_text(frame.to_json(orient="records", indent=1))
+        figure(frame, RESULTS / "probing_curves.svg")
+        print(table(frame))
+
+
+if __name__ == "__main__":
+    main()
