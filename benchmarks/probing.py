@@ -42,13 +42,18 @@ from apisetup import ROOT
 
 from models.zoo import make_model
 from predictor.acquisition import COMMITTEE, RULES, rank
-from predictor.catalog import load_catalog
+from predictor.catalog import Catalog, load_catalog
 from predictor.envelope import TrainingEnvelope
 from predictor.oracle import RuntimeOracle, serve_model
 from predictor.registry import Champion
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
 from training.dataset import training_set_from_frame
+from scheduler.probing import IdleProber, ProbeBudget, RankedCandidates
+from scheduler.simulate import SimResult, simulate
+from scheduler.specs import make_policy, parse_estimates
+from scheduler.workload import JobSpec, Workload
+from scheduler.workloads import ncbi
 from training.metrics import compute_metrics
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -114,7 +119,9 @@ def load_pair(pool_store: MeasurementStore, heldout_store: MeasurementStore, alg
     )  # fmt: skip
 
 
-def served_seconds(algorithm: str, platform: str, X: pd.DataFrame, y: np.ndarray, test: pd.DataFrame, seed: int) -> np.ndarray:
+def served_seconds(
+    algorithm: str, platform: str, X: pd.DataFrame, y: np.ndarray, test: pd.DataFrame, seed: int, catalog: Catalog | None = None
+) -> np.ndarray:
     """What the oracle would serve for ``test`` after training on (X, y): the best member by 3-fold RAE, with its envelope."""
     folds = KFold(3, shuffle=True, random_state=seed)
     best, best_rae = COMMITTEE[0], math.inf
@@ -125,7 +132,7 @@ def served_seconds(algorithm: str, platform: str, X: pd.DataFrame, y: np.ndarray
             best, best_rae = name, rae
     model = make_model(best, seed=seed).fit(X, y)
     champion = Champion(algorithm, platform, best, "1", "sklearn", list(X.columns), model, envelope=TrainingEnvelope.fit(X, y))
-    oracle = RuntimeOracle(CATALOG, {}, coverage=0.9, limit_quantile=0.95)
+    oracle = RuntimeOracle(catalog or CATALOG, {}, coverage=0.9, limit_quantile=0.95)
     oracle.swap({(algorithm, platform): serve_model(champion, X.to_numpy())})
     answer = oracle.estimate_matrix(algorithm, list(X.columns), test.to_numpy(), [platform])[0]
     return np.array([math.nan if s is None else s for s in answer.seconds], dtype="float64")
@@ -233,6 +240,81 @@ def figure(frame: pd.DataFrame, path: Path) -> None:
     fig.savefig(path)
 
 
+def _runs(workload: Workload, result: SimResult, probes: list) -> dict[tuple[str, str], tuple[pd.DataFrame, np.ndarray]]:
+    """What the store holds at the end of the day, per pair: the history, every real run that finished, the finished probes."""
+    rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for m in [*workload.history, *(p for p in probes if p.succeeded)]:
+        rows.setdefault((m.algorithm, m.platform), []).append((m.features["query.length"], m.wall_seconds))
+    lengths = {j.id: j.features["query.length"] for j in workload.jobs}
+    for s in result.segments:
+        if s.outcome == "done":
+            rows.setdefault((s.algorithm, s.platform), []).append((lengths[s.job], s.end - s.start))
+    return {pair: (pd.DataFrame({"query.length": [r[0] for r in v]}), np.array([r[1] for r in v])) for pair, v in rows.items()}
+
+
+def _model_error(workload: Workload, runs: dict, tests: dict[str, Workload], seed: int) -> dict[str, float]:
+    """RAE and underestimate rate of the end-of-day models (every pair) on each test set's jobs, pooled over pairs."""
+    catalog = ncbi.catalog(tuple(workload.cluster.platforms))
+    out = {}
+    for label, test in tests.items():
+        truth, served, prior = [], [], []
+        for (algorithm, platform), (X, y) in sorted(runs.items()):
+            jobs = [j for j in test.jobs if j.algorithm == algorithm]
+            if not jobs:
+                continue
+            features = pd.DataFrame({"query.length": [j.features["query.length"] for j in jobs]})
+            served.append(served_seconds(algorithm, platform, X, y, features, seed, catalog))
+            truth.append(np.array([j.true_times[platform] for j in jobs]))
+            prior.append(np.full(len(jobs), y.mean()))
+        metrics = compute_metrics(np.concatenate(truth), np.concatenate(served), np.concatenate(prior))
+        out[f"rae_{label}"], out[f"under_{label}"] = metrics["rae"], metrics["underestimate_rate"]
+    return out
+
+
+def ncbi_day(hours: float, seed: int, budget: float, cap: float) -> dict:
+    """One NCBI-like day under EDF with the zoo's fitted estimates, without and with idle-time probes (coverage rule, per second).
+
+    Probes: each program at 16 query lengths from 20 to 20,000 residues, once per machine type, within ``budget``
+    machine-seconds per type per hour and ``cap`` seconds each. The scheduler's estimates do not learn during the
+    day, so the schedules differ only by the probes; the end-of-day models (history + the day's finished runs,
+    + the probes) are judged on fresh jobs of the same mix and on long queries (5,000-20,000 residues).
+    """
+    workload = ncbi.generate(hours=hours, seed=seed)
+    types = tuple(workload.cluster.platforms)
+    estimates = parse_estimates("model")
+    plain = simulate(workload, make_policy("edf"), estimates.oracle(workload))
+    known: dict = {}
+    for m in workload.history:
+        known.setdefault((m.algorithm, m.platform), []).append((dict(m.features), m.wall_seconds))
+    source = RankedCandidates(ncbi.probe_candidates(types, seed), known)
+    prober = IdleProber(source, {t: ProbeBudget(budget, cap) for t in types}, duration=lambda probe, platform: probe.true_times[platform])
+    probed = simulate(workload, make_policy("edf"), estimates.oracle(workload), prober=prober)
+    before = {j.id: j.start for j in plain.jobs}
+    later = sum(j.start is not None and before[j.id] is not None and j.start > before[j.id] + 1e-9 for j in probed.jobs)
+    earlier = sum(j.start is not None and before[j.id] is not None and j.start < before[j.id] - 1e-9 for j in probed.jobs)
+    span = max(s.end for s in plain.segments) - min(j.submit for j in workload.jobs)
+    busy = sum(s.end - s.start for s in plain.segments)
+    idle = span * len(workload.cluster.machines) - busy
+    probe_seconds = sum(r.end - r.start for r in probed.probes)
+    fresh = ncbi.generate(hours=1.0, seed=1000 + seed, history_runs=1)
+    rng = np.random.default_rng(seed)
+    long_jobs = []
+    for k, length in enumerate(np.geomspace(5000.0, 20000.0, 40)):
+        for name in ncbi.PROGRAMS:
+            complexity = rng.lognormal(0.0, ncbi.COMPLEXITY_SIGMA, 1)
+            times = {t: float(ncbi.true_seconds(name, t, np.array([length]), complexity)[0]) for t in types}
+            long_jobs.append(JobSpec(f"long-{name}-{k}", 0.0, name, times, features={"query.length": float(length)}))
+    tests = {"fresh": fresh, "long": Workload("long", long_jobs, fresh.cluster)}
+    without = _model_error(workload, _runs(workload, plain, []), tests, seed)
+    with_probes = _model_error(workload, _runs(workload, probed, source.measurements), tests, seed)
+    outcomes = {k: sum(r.outcome == k for r in probed.probes) for k in ("done", "capped", "cancelled")}
+    return {
+        "seed": seed, "jobs": len(workload.jobs), "later": later, "earlier": earlier, "idle_machine_s": idle,
+        "probe_machine_s": probe_seconds, "probe_share_of_idle": probe_seconds / idle, "probes": outcomes,
+        "without": without, "with": with_probes,
+    }  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -240,7 +322,19 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--pool", type=Path, required=True, help="PREDICTOR_HOME holding the measured pool")
     c.add_argument("--heldout", type=Path, required=True, help="PREDICTOR_HOME holding the held-out runs")
     c.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    d = sub.add_parser("ncbi", help="probes in the simulated NCBI-like day")
+    d.add_argument("--hours", type=float, default=25.0)
+    d.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    d.add_argument("--budget", type=float, default=1800.0, help="probe machine-seconds per machine type per hour")
+    d.add_argument("--cap", type=float, default=300.0, help="seconds one probe may run")
     args = parser.parse_args(argv)
+    if args.command == "ncbi":
+        days = []
+        for seed in args.seeds:
+            days.append(ncbi_day(args.hours, seed, args.budget, args.cap))
+            print(json.dumps(days[-1]), flush=True)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "probing_ncbi.json").write_text(json.dumps(days, indent=1))
     if args.command == "curves":
         frame = curves(args.pool, args.heldout, args.seeds)
         RESULTS.mkdir(parents=True, exist_ok=True)

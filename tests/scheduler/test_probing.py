@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import numpy as np
 import pytest
 
 from scheduler.probing import HOUR, IdleProber, ProbeBudget, ProbeJob, RankedCandidates
@@ -19,15 +18,6 @@ ONE = Cluster({"a": PlatformSpec("a", 100.0)}, [MachineSpec("A", "a")])
 def _prober(candidates: list[ProbeJob], budgets: dict[str, ProbeBudget], known=None) -> IdleProber:
     source = RankedCandidates(candidates, known or {})
     return IdleProber(source, budgets, duration=lambda probe, platform: probe.true_times[platform])
-
-
-def _ncbi_candidates(types: tuple[str, ...]) -> list[ProbeJob]:
-    out = []
-    for program in ncbi.PROGRAMS:
-        for length in np.geomspace(20, 8000, 12).round():
-            seconds = {t: float(ncbi.true_seconds(program, t, np.array([length]), np.array([1.0]))[0]) for t in types}
-            out.append(ProbeJob(f"{program}-{length:g}", program, {"query.length": float(length)}, seconds))
-    return out
 
 
 def _sparse(hours: float, seed: int, types: tuple[str, ...], every: int) -> Workload:
@@ -51,7 +41,7 @@ def test_a_probe_never_delays_a_real_job(policy):
     plain = simulate(workload, make_policy(policy), oracle)
     budgets = {t: ProbeBudget(seconds_per_hour=1800.0, cap_s=120.0) for t in types}
     probed = simulate(workload, make_policy(policy), parse_estimates("noisy:0.3").oracle(workload),
-                      prober=_prober(_ncbi_candidates(types), budgets, _known(workload)))  # fmt: skip
+                      prober=_prober(ncbi.probe_candidates(types, lengths=12, longest=8000.0), budgets, _known(workload)))  # fmt: skip
     assert probed.probes and {r.outcome for r in probed.probes} >= {"done", "cancelled"}, "probes ran, and some yielded"
     before = {j.id: j for j in plain.jobs}
     assert len(before) == len(probed.jobs) > 100
@@ -65,7 +55,7 @@ def test_probes_keep_to_the_budget_per_platform_hour_and_to_the_cap():
     types = ("type1", "type6")
     workload = _sparse(2.0, 1, types, every=40)
     budgets = {"type1": ProbeBudget(seconds_per_hour=900.0, cap_s=200.0), "type6": ProbeBudget(seconds_per_hour=400.0, cap_s=60.0)}
-    prober = _prober(_ncbi_candidates(types), budgets, _known(workload))
+    prober = _prober(ncbi.probe_candidates(types, lengths=12, longest=8000.0), budgets, _known(workload))
     result = simulate(workload, make_policy("edf"), parse_estimates("oracle").oracle(workload), prober=prober)
     assert result.probes
     spent: dict = defaultdict(float)
