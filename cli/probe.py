@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -12,18 +14,33 @@ from cli.common import console, fail, load_settings, open_store, parse_duration,
 from predictor.acquisition import RULES
 from predictor.settings import BUNDLED_DATA
 
+if TYPE_CHECKING:
+    from predictor.catalog import Catalog
+    from predictor.store import MeasurementStore
+    from predictor.sweep import Plan
+
 commands = typer.Typer(help="Measure where the models know least: rank candidate runs, run them within a budget.", no_args_is_help=True)
 PLAN = BUNDLED_DATA / "plans" / "probe.yaml"
-PlanOption = Annotated[Path, typer.Option(help="Sweep plan whose jobs are the candidates.", exists=True, dir_okay=False)]
+PlanOption = Annotated[Path, typer.Option("--plan", help="Sweep plan whose jobs are the candidates.", exists=True, dir_okay=False)]
 RuleOption = Annotated[str, typer.Option(help=f"Acquisition rule: {', '.join(RULES)}.")]
 CostOption = Annotated[float, typer.Option(help="Divide each value by estimated seconds to this power (0: ignore cost).", min=0)]
 WorkdirOption = Annotated[Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")]
 
 
-def _rule(text: str) -> str:
-    if text not in RULES:
-        raise typer.BadParameter(f"{text!r} is not a rule; choose {', '.join(RULES)}", param_hint="--rule")
-    return text
+@contextmanager
+def _probing(plan_file: Path, workdir: Path | None, rule: str) -> Iterator[tuple[Catalog, Plan, MeasurementStore, Path, Any]]:
+    """The catalog, the plan, the store, the inputs' folder and the checked rule; a bad plan or input is one error line."""
+    from features import FeatureError
+    from predictor.catalog import load_catalog
+    from predictor.sweep import PlanError, load_plan
+
+    if rule not in RULES:
+        raise typer.BadParameter(f"{rule!r} is not a rule; choose {', '.join(RULES)}", param_hint="--rule")
+    settings = load_settings()
+    try:
+        yield load_catalog(*settings.catalog_paths), load_plan(plan_file), open_store(settings), workdir or settings.resolved_home / "sweep-inputs", rule
+    except (PlanError, FeatureError, KeyError) as exc:
+        raise fail(str(exc).strip('"')) from None
 
 
 @commands.command()
@@ -37,19 +54,11 @@ def plan(
     workdir: WorkdirOption = None,
 ) -> None:
     """Rank the plan's candidate runs of ALGORITHM on PLATFORM by the value of measuring them, per estimated second."""
-    from features import FeatureError
-    from predictor.catalog import load_catalog
     from predictor.probe import candidates, rank_candidates
-    from predictor.sweep import PlanError, load_plan
 
-    settings = load_settings()
-    catalog = load_catalog(*settings.catalog_paths)
-    try:
-        sweep_plan = load_plan(plan_file)
-        pool = candidates(sweep_plan, catalog, workdir or settings.resolved_home / "sweep-inputs", algorithm, platform)
-        ranked = rank_candidates(pool, open_store(settings), seed=sweep_plan.seed, rule=_rule(rule), n=n, cost_weight=cost_weight)  # type: ignore[arg-type]
-    except (PlanError, FeatureError, KeyError) as exc:
-        raise fail(str(exc).strip('"')) from None
+    with _probing(plan_file, workdir, rule) as (catalog, sweep_plan, store, inputs, checked):
+        pool = candidates(sweep_plan, catalog, inputs, algorithm, platform)
+        ranked = rank_candidates(pool, store, seed=sweep_plan.seed, rule=checked, n=n, cost_weight=cost_weight)
     table = Table(title=f"{algorithm} on {platform}: {len(ranked)} of {len(pool)} candidates, by {rule}", title_justify="left")
     for column in ("rank", "score", "value", "est. s", "job"):
         table.add_column(column, justify="right" if column != "job" else "left")
@@ -61,7 +70,7 @@ def plan(
 
 @commands.command()
 def run(
-    budget: Annotated[str, typer.Option(help="Stop starting runs after this long, e.g. 10m, 90s, 2h.")],
+    budget: Annotated[str, typer.Option(help="Seconds of probe runs to spend, e.g. 10m, 90s, 2h (the last run may overrun).")],
     algorithm: Annotated[str | None, typer.Option(help="Only this algorithm (default: every pair of the plan, in turn).")] = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
     cap: Annotated[str | None, typer.Option(help="Kill a probe after this long (default: the plan's timeout).")] = None,
@@ -71,28 +80,20 @@ def run(
     workdir: WorkdirOption = None,
 ) -> None:
     """Run the best-ranked candidates for real through the profiler until BUDGET is spent; each is stored as it ends."""
-    from features import FeatureError
-    from predictor.catalog import load_catalog
     from predictor.probe import pairs_of, run_probes
     from predictor.progress import progress
-    from predictor.sweep import PlanError, load_plan
+    from predictor.sweep import PlanError
 
-    settings = load_settings()
-    catalog = load_catalog(*settings.catalog_paths)
     budget_s = parse_duration(budget, "--budget")
     cap_s = parse_duration(cap, "--cap") if cap else None
-    try:
-        sweep_plan = load_plan(plan_file)
+    with _probing(plan_file, workdir, rule) as (catalog, sweep_plan, store, inputs, checked):
         pairs = [(a, p) for a, p in pairs_of(sweep_plan) if algorithm in (None, a) and platform in (None, p)]
         if not pairs:
             raise PlanError(f"{plan_file}: no job of {algorithm or 'any algorithm'} on {platform or 'any platform'}")
         with progress(console, "probe", int(budget_s)) as update:
             runs = run_probes(
-                sweep_plan, catalog, open_store(settings), workdir or settings.resolved_home / "sweep-inputs",
-                budget_s=budget_s, rule=_rule(rule), cap_s=cap_s, pairs=pairs, cost_weight=cost_weight,  # type: ignore[arg-type]
+                sweep_plan, catalog, store, inputs, budget_s=budget_s, rule=checked, cap_s=cap_s, pairs=pairs, cost_weight=cost_weight,
                 on_run=lambda m, spent: update(min(int(spent), int(budget_s)), int(budget_s), f"{m.algorithm}@{m.platform} {m.wall_seconds:.2f}s"),
             )  # fmt: skip
-    except (PlanError, FeatureError, KeyError) as exc:
-        raise fail(str(exc).strip('"')) from None
     failed = sum(not m.succeeded for m in runs)
     console.print(f"{len(runs)} probes stored ({failed} failed or stopped at the cap)")

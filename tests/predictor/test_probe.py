@@ -74,3 +74,20 @@ def test_a_probe_over_its_cap_is_stored_censored(plan, tmp_path: Path):
     store = _store(tmp_path)
     done = run_probes(plan, catalog, store, tmp_path / "inputs", budget_s=1e-9, cap_s=1e-4, rule="coverage", pairs=[("mafft", "cpu2")])
     assert len(done) == 1 and done[0].censored and not done[0].succeeded
+
+
+def test_probe_plan_and_run_from_the_command_line(plan, runner, tmp_path: Path):
+    from cli.app import app
+
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(PLAN))
+    shown = runner.invoke(app, ["probe", "plan", "--algorithm", "mafft", "--platform", "cpu2", "-n", "3", "--rule", "coverage",
+                                "--plan", str(path)], env={"COLUMNS": "250"})  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert "3 of 10 candidates, by coverage" in shown.stdout and shown.stdout.count("fam-protein") == 3
+    ran = runner.invoke(app, ["probe", "run", "--budget", "1s", "--algorithm", "mafft", "--platform", "cpu2", "--plan", str(path)])
+    assert ran.exit_code == 0 and "probes stored" in ran.stdout, ran.output
+    wrong = runner.invoke(app, ["probe", "plan", "--algorithm", "mafft", "--platform", "gpu", "--plan", str(path)])
+    assert wrong.exit_code == 2 and "no job of mafft on gpu" in wrong.output
+    bad_rule = runner.invoke(app, ["probe", "run", "--budget", "1s", "--rule", "greed", "--plan", str(path)])
+    assert bad_rule.exit_code == 2 and "not a rule" in bad_rule.output
