@@ -1,6 +1,7 @@
 """Idle-time probing, measured: learning curves on real programs, and probes in the simulated NCBI-like day.
 
     .venv/bin/python benchmarks/probing.py curves --pool HOME --heldout HOME [--seeds 0 1 2]
+    .venv/bin/python benchmarks/probing.py report
     .venv/bin/python benchmarks/probing.py ncbi [--hours 25] [--seeds 0 1 2]
 
 ``curves``: pool-based active learning on real runs. Every candidate of ``data/plans/probe.yaml`` was
@@ -135,7 +136,8 @@ def served_seconds(
     oracle = RuntimeOracle(catalog or CATALOG, {}, coverage=0.9, limit_quantile=0.95)
     oracle.swap({(algorithm, platform): serve_model(champion, X.to_numpy())})
     answer = oracle.estimate_matrix(algorithm, list(X.columns), test.to_numpy(), [platform])[0]
-    return np.array([math.nan if s is None else s for s in answer.seconds], dtype="float64")
+    fallback = float(y.mean())  # a non-finite answer: the service falls back to the pair's mean run time (profile table)
+    return np.array([fallback if s is None else s for s in answer.seconds], dtype="float64")
 
 
 def picks(data: PairData, strategy: str, seed: int, points: list[int]) -> list[int]:
@@ -208,6 +210,32 @@ def table(frame: pd.DataFrame) -> str:
                 f"{100 * mean['underestimate_rate']:.0f} | {100 * mean['underestimate_above']:.0f} | {mean['machine_seconds']:.0f} |"
             )
     return "\n".join(lines)
+
+
+def savings(frame: pd.DataFrame) -> str:
+    """Per pair: random's mean error at its last point, and the fewest runs at which each strategy's mean is as low."""
+    lines = ["| pair | metric | random at its last point | " + " | ".join(s for s in STRATEGIES if s != "random") + " |",
+             "|" + " --- |" * (2 + len(STRATEGIES))]  # fmt: skip
+    for (algorithm, platform), pair in frame.groupby(["algorithm", "platform"], sort=False):
+        means = pair.groupby(["strategy", "runs"])[["rae", "rae_above"]].mean()
+        last = int(pair[pair["strategy"] == "random"]["runs"].max())
+        for metric in ("rae", "rae_above"):
+            goal = float(means.loc[("random", last), metric])
+            cells = []
+            for strategy in STRATEGIES[1:]:
+                curve = means.loc[strategy, metric]
+                reached = [int(k) for k, v in curve.items() if v <= goal]
+                cells.append(str(reached[0]) if reached else f"not by {int(curve.index.max())}")
+            lines.append(f"| {algorithm}@{platform} | {metric} | {goal:.1f} % at {last} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def report(frame: pd.DataFrame) -> None:
+    """The figure, the table and the savings, from a frame of curve points."""
+    figure(frame, RESULTS / "probing_curves.svg")
+    print(table(frame))
+    print()
+    print(savings(frame))
 
 
 def figure(frame: pd.DataFrame, path: Path) -> None:
@@ -322,6 +350,7 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--pool", type=Path, required=True, help="PREDICTOR_HOME holding the measured pool")
     c.add_argument("--heldout", type=Path, required=True, help="PREDICTOR_HOME holding the held-out runs")
     c.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    sub.add_parser("report", help="the curves' table, savings and figure again, from benchmarks/results/probing_curves.json")
     d = sub.add_parser("ncbi", help="probes in the simulated NCBI-like day")
     d.add_argument("--hours", type=float, default=25.0)
     d.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -339,8 +368,9 @@ def main(argv: list[str] | None = None) -> None:
         frame = curves(args.pool, args.heldout, args.seeds)
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "probing_curves.json").write_text(frame.to_json(orient="records", indent=1))
-        figure(frame, RESULTS / "probing_curves.svg")
-        print(table(frame))
+        report(frame)
+    if args.command == "report":
+        report(pd.read_json(RESULTS / "probing_curves.json"))
 
 
 if __name__ == "__main__":
