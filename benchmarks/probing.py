@@ -263,6 +263,7 @@ def figure(frame: pd.DataFrame, path: Path) -> None:
             ax.set_ylabel(label if col == 0 else "")
             if metric != "underestimate_rate":
                 ax.set_yscale("log")
+                ax.set_ylim(top=min(ax.get_ylim()[1], 400.0))  # a first batch of 10 can extrapolate wildly: the scale is for the rest
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)
