@@ -6,12 +6,13 @@ from typing import Annotated
 
 import typer
 
-from cli import learn, measure, serve, simulate
+from cli import learn, measure, probe, serve, simulate
 from predictor import __version__
 
 app = typer.Typer(help="Runtime prediction for heterogeneous clusters.", no_args_is_help=True, add_completion=False)
 for group in (measure, learn, serve, simulate):
     app.add_typer(group.commands)
+app.add_typer(probe.commands, name="probe")
 
 
 def _print_version(value: bool) -> None:

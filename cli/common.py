@@ -51,6 +51,17 @@ def parse_pairs(items: list[str] | None, what: str) -> dict[str, str]:
     return out
 
 
+def parse_duration(text: str, what: str) -> float:
+    """Seconds in ``90s``, ``30m``, ``2h`` or a bare number of seconds (option ``what``)."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        if text[-1] in units:
+            return float(text[:-1]) * units[text[-1]]
+        return float(text)
+    except (ValueError, IndexError):
+        raise typer.BadParameter(f"not a duration: {text!r} (use e.g. 90s, 30m, 2h)", param_hint=what) from None
+
+
 def typed_params(raw: dict[str, str], algorithm: str, catalog: Any) -> dict[str, Any]:
     """Convert ``--param`` strings to the types the catalog declares."""
     schema = catalog.algorithm(algorithm).parameters

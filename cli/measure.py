@@ -9,7 +9,9 @@ from typing import Annotated, Literal
 import typer
 from rich.table import Table
 
-from cli.common import PathsCommand, console, err_console, fail, load_settings, open_store, parse_pairs, typed_params, wide_console
+from cli.common import (
+    PathsCommand, console, err_console, fail, load_settings, open_store, parse_duration, parse_pairs, typed_params, wide_console,
+)  # fmt: skip
 from predictor.progress import progress
 
 commands = typer.Typer()
@@ -119,7 +121,7 @@ def sweep(
     from predictor.sweep import PlanError, load_plan, run_sweep
 
     settings = load_settings()
-    budget_s = _parse_duration(budget) if budget else None
+    budget_s = parse_duration(budget, "--budget") if budget else None
     catalog = load_catalog(*settings.catalog_paths)
     try:
         sweep_plan = load_plan(plan)
@@ -133,17 +135,6 @@ def sweep(
         raise fail(str(exc)) from None
     failed = sum(not m.succeeded for m in runs)
     console.print(f"{len(runs)} runs stored ({failed} failed)")
-
-
-def _parse_duration(text: str) -> float:
-    """Seconds in ``90s``, ``30m``, ``2h`` or a bare number of seconds."""
-    units = {"s": 1, "m": 60, "h": 3600}
-    try:
-        if text[-1] in units:
-            return float(text[:-1]) * units[text[-1]]
-        return float(text)
-    except (ValueError, IndexError):
-        raise typer.BadParameter(f"not a duration: {text!r} (use e.g. 90s, 30m, 2h)", param_hint="--budget") from None
 
 
 @commands.command()

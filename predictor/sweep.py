@@ -117,9 +117,10 @@ class SweepRun:
     params: dict[str, Any]
     repeat: int
 
-    def run_id(self, seed: int) -> str:
+    def run_id(self, seed: int, prefix: str = "sweep") -> str:
+        """The run's id, the same whenever the same plan asks for it: ``prefix`` (who asked) and a digest."""
         key = json.dumps([seed, self.algorithm, self.platform, self.params, self.repeat], sort_keys=True, default=str)
-        return "sweep-" + hashlib.sha256(key.encode()).hexdigest()[:24]
+        return f"{prefix}-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def load_plan(path: Path) -> Plan:

@@ -18,11 +18,13 @@ from scheduler.grid import GridRecord, Staging
 from scheduler.oracles import Oracle, seconds
 from scheduler.orders import Order, OrderKind
 from scheduler.policy import Policy
+from scheduler.probing import IdleProber, ProbeRecord
 from scheduler.state import JobStatus, Machine
 from scheduler.workload import JobSpec, MachineEvent, Workload
 
 _END, _MACHINE, _ARRIVAL, _WAKE = 0, 1, 2, 3  # simultaneous events: ends free machines before arrivals look; wake-ups last
 _STAGED = 4  # seed 003: an input transfer over the home link may have ended (scheduler/grid.py)
+_PROBE_END = 5  # an idle-time probe's end (scheduler/probing.py); probes never reach the scheduler
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class SimResult:
     wall_seconds: float
     orders: dict[str, int] = field(default_factory=dict)
     grid: GridRecord | None = None  # seed 003: each run's transfer and the data servers' final contents
+    probes: list[ProbeRecord] = field(default_factory=list)  # idle-time probes, when a prober was given
 
 
 @dataclass(slots=True)
@@ -84,8 +87,12 @@ class _Attempt:
 class Simulation:
     """One run of a workload under a policy and an oracle."""
 
-    def __init__(self, workload: Workload, policy: Policy, oracle: Oracle, threshold: float = 0.25) -> None:
+    def __init__(
+        self, workload: Workload, policy: Policy, oracle: Oracle, threshold: float = 0.25, prober: IdleProber | None = None
+    ) -> None:
         self.workload = workload
+        self.prober = prober
+        self._real_events = 0  # events of the workload still queued: probing stops with the workload
         # an oracle that learns (the ``service`` estimates) hears of every cleanly finished run, as the service's store does
         self.scheduler = Scheduler(policy, oracle, threshold=threshold, on_observation=getattr(oracle, "observe", None))
         self.specs: dict[str, JobSpec] = {j.id: j for j in workload.jobs}
@@ -119,6 +126,7 @@ class Simulation:
         state = self.scheduler.state
         while self.events:
             now, kind, _, payload = heapq.heappop(self.events)
+            self._real_events -= kind != _PROBE_END
             if kind == _END:
                 job_id, machine_id, token, ok = payload  # type: ignore[misc]
                 self._end(job_id, machine_id, token, ok, now)
@@ -130,6 +138,8 @@ class Simulation:
                 wake = self.scheduler.wake_at()
                 if wake is not None and wake <= now:
                     self._execute(self.scheduler.wake(now), now)
+            elif kind == _PROBE_END:
+                self.prober.ended(*payload, now)  # type: ignore[union-attr, misc]
             else:
                 self._machine(payload, now)  # type: ignore[arg-type]
             wake = self.scheduler.wake_at()
@@ -138,6 +148,7 @@ class Simulation:
                 self._push(wake, _WAKE, None)
             state.dirty_jobs.clear()
             state.dirty_machines.clear()
+            self._probe(now)
         for machine, since in self.offline_since.items():
             self.offline.setdefault(machine, []).append((since, max(since, self._last_time())))
         return SimResult(
@@ -154,11 +165,20 @@ class Simulation:
             wall_seconds=time.perf_counter() - began,
             orders=self.order_counts,
             grid=self.staging.record() if self.staging is not None else None,
+            probes=self.prober.records if self.prober is not None else [],
         )
 
     def _push(self, at: float, kind: int, payload: object) -> None:
         self._seq += 1
+        self._real_events += kind != _PROBE_END
         heapq.heappush(self.events, (at, kind, self._seq, payload))
+
+    def _probe(self, now: float) -> None:
+        """Once every event of this moment is handled, idle machines may probe, while the workload has events left."""
+        if self.prober is None or self._real_events == 0 or (self.events and self.events[0][0] == now):
+            return
+        for run in self.prober.fill(self.scheduler.state, now):
+            self._push(now + run.seconds, _PROBE_END, (run.machine, run.token))
 
     def _end(self, job_id: str, machine_id: str, token: int, ok: bool, now: float) -> None:
         """A run ends in truth; the scheduler hears of it unless the machine is unreachable (then on its return)."""
@@ -181,6 +201,8 @@ class Simulation:
         machine_id = event.machine
         if event.kind == "lost":
             self.offline_since[machine_id] = now
+            if self.prober is not None:
+                self.prober.preempt(machine_id, now)
             if not event.healthy:
                 for job_id, m in [key for key in self.active if key[1] == machine_id]:
                     self._close(job_id, m, now, "lost")
@@ -216,6 +238,8 @@ class Simulation:
                 self._start(order.job, order.target if kind is OrderKind.MIGRATE else order.machine, now)
 
     def _start(self, job_id: str, machine_id: str, now: float) -> None:
+        if self.prober is not None:
+            self.prober.preempt(machine_id, now)  # a real job takes the machine from its probe at once
         spec = self.specs[job_id]
         platform = self.platform_of[machine_id]
         done = self.true_progress.get(job_id, 0.0) if platform in spec.checkpoint else 0.0
@@ -287,9 +311,11 @@ class Simulation:
         return out
 
 
-def simulate(workload: Workload, policy: Policy, oracle: Oracle, *, estimates: str = "", threshold: float = 0.25) -> SimResult:
-    """Run ``workload`` under ``policy`` with what ``oracle`` tells the scheduler."""
-    return Simulation(workload, policy, oracle, threshold).run(estimates)
+def simulate(
+    workload: Workload, policy: Policy, oracle: Oracle, *, estimates: str = "", threshold: float = 0.25, prober: IdleProber | None = None
+) -> SimResult:
+    """Run ``workload`` under ``policy`` with what ``oracle`` tells the scheduler; ``prober`` probes in idle time."""
+    return Simulation(workload, policy, oracle, threshold, prober).run(estimates)
 
 
 def backlog(workload: Workload, policy: Policy, oracle: Oracle) -> Scheduler:

@@ -24,6 +24,7 @@ import numpy as np
 
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, Source
+from scheduler.probing import ProbeJob
 from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
 
@@ -196,3 +197,20 @@ def catalog(types: tuple[str, ...] = tuple(MACHINE_TYPES)) -> Catalog:
         for name, p in PROGRAMS.items()
     }
     return Catalog.model_validate({"platforms": platforms, "algorithms": algorithms, "source": "scheduler.workloads.ncbi"})
+
+
+def probe_candidates(types: tuple[str, ...], seed: int = 0, lengths: int = 16, longest: float = 20000.0) -> list[ProbeJob]:
+    """Runs idle-time probing may choose from: each program at ``lengths`` query lengths from 20 to ``longest`` residues.
+
+    Each candidate has its own hidden complexity and run noise (seeded), so a probe measures what a user's job would.
+    """
+    rng = np.random.default_rng(seed)
+    grid = np.round(np.geomspace(20.0, longest, lengths))
+    out = []
+    for name in PROGRAMS:
+        complexity = rng.lognormal(0.0, COMPLEXITY_SIGMA, lengths)
+        noise = rng.lognormal(0.0, RUN_NOISE_SIGMA, (lengths, len(types)))
+        for k, length in enumerate(grid):
+            times = {t: float(true_seconds(name, t, grid[k : k + 1], complexity[k : k + 1])[0] * noise[k, c]) for c, t in enumerate(types)}
+            out.append(ProbeJob(f"{name}-{length:g}", name, {"query.length": float(length)}, times))
+    return out

@@ -12,7 +12,7 @@ MAFFT_JOB = {"algorithm": "mafft", "platforms": ["cpu1"], "files": {"input": "fa
 FAMILY = {"grid": {"n_sequences": [4], "length": [40], "mutation_rate": [0.2]}}
 COMMANDS = [
     ["ingest"], ["profile"], ["sweep"], ["train"], ["report"], ["serve"], ["predict"], ["export"], ["describe"],
-    ["simulate"], ["compare"], ["algorithms"], ["models", "list"],
+    ["simulate"], ["compare"], ["algorithms"], ["models", "list"], ["probe", "plan"], ["probe", "run"],
 ]  # fmt: skip
 
 

@@ -1,0 +1,99 @@
+"""``predictor probe``: where the models know least (``plan``), and measuring it by hand (``run``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from cli.common import console, fail, load_settings, open_store, parse_duration, wide_console
+from predictor.acquisition import RULES
+from predictor.settings import BUNDLED_DATA
+
+if TYPE_CHECKING:
+    from predictor.catalog import Catalog
+    from predictor.store import MeasurementStore
+    from predictor.sweep import Plan
+
+commands = typer.Typer(help="Measure where the models know least: rank candidate runs, run them within a budget.", no_args_is_help=True)
+PLAN = BUNDLED_DATA / "plans" / "probe.yaml"
+PlanOption = Annotated[Path, typer.Option("--plan", help="Sweep plan whose jobs are the candidates.", exists=True, dir_okay=False)]
+RuleOption = Annotated[str, typer.Option(help=f"Acquisition rule: {', '.join(RULES)}.")]
+CostOption = Annotated[float, typer.Option(help="Divide each value by estimated seconds to this power (0: ignore cost).", min=0)]
+WorkdirOption = Annotated[Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")]
+
+
+@contextmanager
+def _probing(plan_file: Path, workdir: Path | None, rule: str) -> Iterator[tuple[Catalog, Plan, MeasurementStore, Path, Any]]:
+    """The catalog, the plan, the store, the inputs' folder and the checked rule; a bad plan or input is one error line."""
+    from features import FeatureError
+    from predictor.catalog import load_catalog
+    from predictor.sweep import PlanError, load_plan
+
+    if rule not in RULES:
+        raise typer.BadParameter(f"{rule!r} is not a rule; choose {', '.join(RULES)}", param_hint="--rule")
+    settings = load_settings()
+    try:
+        yield load_catalog(*settings.catalog_paths), load_plan(plan_file), open_store(settings), workdir or settings.resolved_home / "sweep-inputs", rule
+    except (PlanError, FeatureError, KeyError) as exc:
+        raise fail(str(exc).strip('"')) from None
+
+
+@commands.command()
+def plan(
+    algorithm: Annotated[str, typer.Option(help="Algorithm to probe.")],
+    platform: Annotated[str, typer.Option(help="Platform to probe.")],
+    n: Annotated[int, typer.Option("-n", help="How many candidates to show.", min=1)] = 20,
+    rule: RuleOption = "uncertainty",
+    cost_weight: CostOption = 1.0,
+    plan_file: PlanOption = PLAN,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Rank the plan's candidate runs of ALGORITHM on PLATFORM by the value of measuring them, per estimated second."""
+    from predictor.probe import candidates, rank_candidates
+
+    with _probing(plan_file, workdir, rule) as (catalog, sweep_plan, store, inputs, checked):
+        pool = candidates(sweep_plan, catalog, inputs, algorithm, platform)
+        ranked = rank_candidates(pool, store, seed=sweep_plan.seed, rule=checked, n=n, cost_weight=cost_weight)
+    table = Table(title=f"{algorithm} on {platform}: {len(ranked)} of {len(pool)} candidates, by {rule}", title_justify="left")
+    for column in ("rank", "score", "value", "est. s", "job"):
+        table.add_column(column, justify="right" if column != "job" else "left")
+    for place, item in enumerate(ranked, 1):
+        params = ", ".join(f"{k}={Path(v).name if isinstance(v, str) and '/' in v else v}" for k, v in sorted(item.candidate.run.params.items()))
+        table.add_row(str(place), f"{item.pick.score:.3g}", f"{item.pick.value:.3g}", f"{item.pick.cost_s:.3g}", params)
+    wide_console().print(table)
+
+
+@commands.command()
+def run(
+    budget: Annotated[str, typer.Option(help="Seconds of probe runs to spend, e.g. 10m, 90s, 2h (the last run may overrun).")],
+    algorithm: Annotated[str | None, typer.Option(help="Only this algorithm (default: every pair of the plan, in turn).")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
+    cap: Annotated[str | None, typer.Option(help="Kill a probe after this long (default: the plan's timeout).")] = None,
+    rule: RuleOption = "uncertainty",
+    cost_weight: CostOption = 1.0,
+    plan_file: PlanOption = PLAN,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Run the best-ranked candidates for real through the profiler until BUDGET is spent; each is stored as it ends."""
+    from predictor.probe import pairs_of, run_probes
+    from predictor.progress import progress
+    from predictor.sweep import PlanError
+
+    budget_s = parse_duration(budget, "--budget")
+    cap_s = parse_duration(cap, "--cap") if cap else None
+    with _probing(plan_file, workdir, rule) as (catalog, sweep_plan, store, inputs, checked):
+        pairs = [(a, p) for a, p in pairs_of(sweep_plan) if algorithm in (None, a) and platform in (None, p)]
+        if not pairs:
+            raise PlanError(f"{plan_file}: no job of {algorithm or 'any algorithm'} on {platform or 'any platform'}")
+        with progress(console, "probe", int(budget_s)) as update:
+            runs = run_probes(
+                sweep_plan, catalog, store, inputs, budget_s=budget_s, rule=checked, cap_s=cap_s, pairs=pairs, cost_weight=cost_weight,
+                on_run=lambda m, spent: update(min(int(spent), int(budget_s)), int(budget_s), f"{m.algorithm}@{m.platform} {m.wall_seconds:.2f}s"),
+            )  # fmt: skip
+    failed = sum(not m.succeeded for m in runs)
+    console.print(f"{len(runs)} probes stored ({failed} failed or stopped at the cap)")

@@ -1,0 +1,199 @@
+"""Idle-time probes: runs the cluster makes for its models when a machine would otherwise stay idle (seed 001, section 2).
+
+A probe is invisible to the scheduler: its state, its policies and the plan of real jobs never see
+one. The resource manager's side (the simulator) asks an :class:`IdleProber`, once the scheduler
+has had its say about a moment, which idle machines may probe, and cancels a machine's probe the
+moment the scheduler starts a real job there; a cancelled probe is not tried on that machine again.
+So a real job starts exactly when it would without probing. Probes run at the lowest priority in
+this sense and are always preemptible; each is killed at its platform's time cap (a censored
+measurement), and a platform spends at most its budget of machine-seconds per clock hour: a probe
+reserves its cap in the hour it starts and gives back what it did not use when it ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+import pandas as pd
+
+from predictor.acquisition import Rule, rank
+from predictor.domain import Measurement, Source
+from scheduler.state import Machine, State
+
+HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class ProbeJob:
+    """A run worth measuring: an algorithm, its features, and (in a simulation) its true seconds per platform."""
+
+    id: str
+    algorithm: str
+    features: dict[str, float]
+    true_times: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProbeBudget:
+    """How much a platform may probe: machine-seconds per clock hour, and the most one probe may run."""
+
+    seconds_per_hour: float
+    cap_s: float
+
+    def __post_init__(self) -> None:
+        if self.seconds_per_hour < 0 or self.cap_s <= 0:
+            raise ValueError(f"a probe budget needs seconds_per_hour >= 0 and cap_s > 0, got {self.seconds_per_hour}, {self.cap_s}")
+
+
+class ProbeSource(Protocol):
+    """Where probes come from: the most informative candidate for a machine, and what each probe measured."""
+
+    def next_probe(self, platform: str, machine: str, now: float, refused: frozenset[str]) -> ProbeJob | None: ...
+
+    def measured(self, probe: ProbeJob, platform: str, seconds: float, censored: bool) -> None: ...
+
+
+Outcome = Literal["done", "capped", "cancelled"]
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """How one probe went: ``capped`` when killed at the cap, ``cancelled`` when a real job took its machine."""
+
+    probe: str
+    algorithm: str
+    machine: str
+    platform: str
+    start: float
+    end: float
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """A probe running on a machine: it ends at ``start + seconds`` unless a real job cancels it first."""
+
+    probe: ProbeJob
+    machine: str
+    platform: str
+    start: float
+    seconds: float
+    capped: bool
+    token: int
+
+
+@dataclass
+class IdleProber:
+    """Starts probes on idle machines within each platform's budget; cancels them when real work arrives.
+
+    ``duration(probe, platform)`` is how long a probe would take there (in a simulation, its true time).
+    Platforms without a budget never probe.
+    """
+
+    source: ProbeSource
+    budgets: Mapping[str, ProbeBudget]
+    duration: Callable[[ProbeJob, str], float]
+    running: dict[str, ProbeRun] = field(default_factory=dict)
+    records: list[ProbeRecord] = field(default_factory=list)
+    used: dict[tuple[str, int], float] = field(default_factory=dict)  # (platform, clock hour) -> machine-seconds reserved
+    refused: dict[str, set[str]] = field(default_factory=dict)  # machine -> probes cancelled there
+    _token: int = 0
+
+    def fill(self, state: State, now: float) -> list[ProbeRun]:
+        """Start a probe on every online machine with nothing running, no probe, and budget left on its platform."""
+        started = []
+        for machine in state.machines.values():
+            if machine.online and machine.used == 0 and machine.id not in self.running:
+                run = self._start(machine, now)
+                if run is not None:
+                    started.append(run)
+        return started
+
+    def preempt(self, machine: str, now: float) -> ProbeRecord | None:
+        """A real job starts on ``machine``: its probe (if any) is cancelled at once and not retried there."""
+        run = self.running.get(machine)
+        if run is None:
+            return None
+        self.refused.setdefault(machine, set()).add(run.probe.id)
+        return self._close(run, now, "cancelled")
+
+    def ended(self, machine: str, token: int, now: float) -> ProbeRecord | None:
+        """A probe's end came: measured (censored at the cap); None if that probe was cancelled before."""
+        run = self.running.get(machine)
+        if run is None or run.token != token:
+            return None
+        record = self._close(run, now, "capped" if run.capped else "done")
+        self.source.measured(run.probe, run.platform, now - run.start, run.capped)
+        return record
+
+    def _start(self, machine: Machine, now: float) -> ProbeRun | None:
+        budget = self.budgets.get(machine.platform)
+        hour = (machine.platform, int(now // HOUR))
+        if budget is None or self.used.get(hour, 0.0) + budget.cap_s > budget.seconds_per_hour:
+            return None
+        probe = self.source.next_probe(machine.platform, machine.id, now, frozenset(self.refused.get(machine.id, ())))
+        if probe is None:
+            return None
+        full = self.duration(probe, machine.platform)
+        self._token += 1
+        run = ProbeRun(probe, machine.id, machine.platform, now, min(full, budget.cap_s), full > budget.cap_s, self._token)
+        self.used[hour] = self.used.get(hour, 0.0) + budget.cap_s
+        self.running[machine.id] = run
+        return run
+
+    def _close(self, run: ProbeRun, now: float, outcome: Outcome) -> ProbeRecord:
+        del self.running[run.machine]
+        hour = (run.platform, int(run.start // HOUR))
+        self.used[hour] -= self.budgets[run.platform].cap_s - (now - run.start)
+        record = ProbeRecord(run.probe.id, run.probe.algorithm, run.machine, run.platform, run.start, now, outcome)
+        self.records.append(record)
+        return record
+
+
+@dataclass
+class RankedCandidates:
+    """A probe source over a fixed set of candidate jobs, each measured at most once per platform.
+
+    For a machine it offers the candidate of best acquisition score (:func:`predictor.acquisition.rank`)
+    among the algorithms that run on its platform, against what is known there: the runs given at the
+    start (the store's history) and the probes measured since. Every probe's result is kept as a
+    measurement with source ``probe`` (censored at the cap), for the retrain worker.
+    """
+
+    candidates: list[ProbeJob]
+    known: dict[tuple[str, str], list[tuple[dict[str, float], float]]]  # pair -> (features, seconds) of finished runs
+    rule: Rule = "coverage"
+    cost_weight: float = 1.0
+    measurements: list[Measurement] = field(default_factory=list)
+    _probed: set[tuple[str, str]] = field(default_factory=set)  # (probe id, platform)
+
+    def next_probe(self, platform: str, machine: str, now: float, refused: frozenset[str]) -> ProbeJob | None:
+        best: tuple[float, ProbeJob] | None = None
+        for algorithm in sorted({c.algorithm for c in self.candidates}):
+            left = [c for c in self.candidates if c.algorithm == algorithm and platform in c.true_times
+                    and (c.id, platform) not in self._probed and c.id not in refused]  # fmt: skip
+            if not left:
+                continue
+            runs = self.known.get((algorithm, platform), [])
+            pool = pd.DataFrame([c.features for c in left])
+            measured = pd.DataFrame([f for f, _ in runs], columns=pool.columns)
+            seconds = np.array([s for _, s in runs], dtype="float64")
+            pick = rank(pool, measured, seconds, rule=self.rule, n=1, cost_weight=self.cost_weight)[0]
+            if best is None or pick.score > best[0]:
+                best = (pick.score, left[pick.index])
+        return best[1] if best is not None else None
+
+    def measured(self, probe: ProbeJob, platform: str, seconds: float, censored: bool) -> None:
+        self._probed.add((probe.id, platform))
+        if not censored:
+            self.known.setdefault((probe.algorithm, platform), []).append((probe.features, seconds))
+        self.measurements.append(
+            Measurement(
+                run_id=f"probe-{probe.id}-{platform}-{len(self.measurements)}", algorithm=probe.algorithm, platform=platform,
+                features=dict(probe.features), wall_seconds=seconds, censored=censored, exit_status=137 if censored else 0,
+                source=Source.PROBE,
+            )
+        )  # fmt: skip
