@@ -60,9 +60,12 @@ def lp_bound(times: np.ndarray, counts: np.ndarray | None = None, ready: np.ndar
     job j holds ``sizes[j]`` of them while it runs. For a makespan T, each column's
     slot-seconds of work must fit in ``counts[c] * (T - ready[c])`` and job j may only
     use a column where ``ready[c] + times[j, c] <= T``. T* is the least T for which the
-    fractional assignment exists: the allowed set only changes at the values
-    ``ready[c] + times[j, c]``, so a binary search over them, one LP (HiGHS) per step,
-    finds it (Lenstra, Shmoys & Tardos 1990, Math. Programming 46).
+    fractional assignment exists (Lenstra, Shmoys & Tardos 1990, Math. Programming 46).
+
+    The allowed set only changes at the values ``ready[c] + times[j, c]`` ("steps"), and
+    below the unrestricted LP's optimum none can hold, so T* is found among the steps
+    above it (and the one just below): a galloping then binary search, one LP per probe.
+    Large batches usually need two or three probes.
     """
     times = np.asarray(times, dtype=float)
     jobs, columns = times.shape
@@ -73,32 +76,25 @@ def lp_bound(times: np.ndarray, counts: np.ndarray | None = None, ready: np.ndar
     earliest = finish.min(axis=1)
     if not np.isfinite(earliest).all():
         raise ValueError("every job needs a column it can run on")
-    floor = float(earliest.max())
-    steps = np.unique(finish[np.isfinite(finish) & (finish >= floor)])
     work = sizes[:, None] * times
 
     def least(threshold: float) -> float:
-        """The LP's least makespan when job j may use column c only if it ends there by ``threshold``."""
-        j, c = np.nonzero(finish <= threshold)
-        pairs = len(j)
-        one_each = sparse.csr_array((np.ones(pairs), (j, np.arange(pairs))), shape=(jobs, pairs + 1))
-        load = sparse.csr_array(
-            (np.concatenate([work[j, c], -counts]), (np.concatenate([c, np.arange(columns)]), np.r_[np.arange(pairs), np.full(columns, pairs)])),
-            shape=(columns, pairs + 1),
-        )
-        cost = np.zeros(pairs + 1)
-        cost[-1] = 1.0
-        result = linprog(cost, A_ub=load, b_ub=-counts * ready, A_eq=one_each, b_eq=np.ones(jobs), bounds=(0, None), method="highs")
-        if result.status != 0:
-            raise RuntimeError(f"the LP bound failed: {result.message}")
-        return float(result.fun)
+        return _relaxed_makespan(work, counts, ready, np.isfinite(finish) & (finish <= threshold))
 
-    low, high = 0, len(steps) - 1  # find the first step whose LP fits within it
-    best = least(float(steps[high]))
-    if best > steps[high]:
-        return best * (1.0 - SLACK)
-    before = INF
-    while low < high:
+    free = least(INF)  # no restriction: at most every restricted optimum
+    steps = np.unique(finish[np.isfinite(finish) & (finish >= float(earliest.max()))])
+    first = int(np.searchsorted(steps, free, side="left"))  # steps[first - 1] < free: its LP cannot fit within it
+    if first == len(steps):
+        return free * (1.0 - SLACK)
+    low, high, before = first, first, least(float(steps[first - 1])) if first > 0 else INF
+    gap = 1
+    while (value := least(float(steps[high]))) > steps[high]:  # gallop up to a step whose LP fits
+        if high == len(steps) - 1:
+            return value * (1.0 - SLACK)
+        low, before = high + 1, value
+        high = min(high + gap, len(steps) - 1)
+        gap *= 2
+    while low < high:  # the first fitting step lies in (low - 1, high]
         mid = (low + high) // 2
         value = least(float(steps[mid]))
         if value <= steps[mid]:
@@ -106,6 +102,25 @@ def lp_bound(times: np.ndarray, counts: np.ndarray | None = None, ready: np.ndar
         else:
             low, before = mid + 1, value
     return min(float(steps[low]), before * (1.0 - SLACK))
+
+
+def _relaxed_makespan(work: np.ndarray, counts: np.ndarray, ready: np.ndarray, allowed: np.ndarray) -> float:
+    """min T: every job spread over its allowed columns, each column's work within ``counts * (T - ready)`` (HiGHS)."""
+    jobs, columns = work.shape
+    j, c = np.nonzero(allowed)
+    pairs = len(j)
+    one_each = sparse.csr_array((np.ones(pairs), (j, np.arange(pairs))), shape=(jobs, pairs + 1))
+    rows = np.concatenate([c, np.arange(columns)])
+    cols = np.concatenate([np.arange(pairs), np.full(columns, pairs)])
+    load = sparse.csr_array((np.concatenate([work[j, c], -counts]), (rows, cols)), shape=(columns, pairs + 1))
+    cost = np.zeros(pairs + 1)
+    cost[-1] = 1.0
+    result = linprog(cost, A_ub=load, b_ub=-counts * ready, A_eq=one_each, b_eq=np.ones(jobs), bounds=(0, None), method="highs")
+    if result.status == 2:
+        return INF  # some job has no allowed column
+    if result.status != 0:
+        raise RuntimeError(f"the LP bound failed: {result.message}")
+    return float(result.fun)
 
 
 def preemptive_related_bound(work: np.ndarray, speeds: np.ndarray) -> float:
