@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+
 KINDS = ("related", "unrelated")
 
 
@@ -49,3 +51,18 @@ def generate(kind: str, tasks: int, machines: int, seed: int, programs: int = 8,
     with np.errstate(divide="ignore"):
         times = work[:, None] / factor
     return Instance(kind, times, np.zeros(machines))
+
+
+def as_workload(instance: Instance, name: str = "batch") -> Workload:
+    """The batch as a workload: every task submitted at 0, one platform per machine (``p<i>`` / ``M<i>``), no history.
+
+    So the registered policies, which read platforms and estimates, can plan it; machine
+    ``M<i>`` is column i of ``times``.
+    """
+    machines = range(instance.times.shape[1])
+    platforms = {f"p{i}": PlatformSpec(f"p{i}") for i in machines}
+    jobs = [
+        JobSpec(f"t{j}", 0.0, "task", {f"p{i}": float(t) for i, t in enumerate(row) if np.isfinite(t)}, params={"task": j})
+        for j, row in enumerate(instance.times)
+    ]
+    return Workload(name, jobs, Cluster(platforms, [MachineSpec(f"M{i}", f"p{i}") for i in machines]))

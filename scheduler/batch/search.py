@@ -12,8 +12,9 @@ NumPy arrays (k x machines, k x jobs or jobs x machines, k the critical machine'
 At a local optimum, a kick moves one to ``kick`` random jobs of the critical machine to
 random machines they can use, and the descent runs again; the result is kept if it is
 no worse than the best so far (accepting equal ones lets the search drift over
-plateaus), else the search returns to the best. The loop stops at the time budget or
-after ``patience`` kicks without gain.
+plateaus), else the search returns to the best. The loop stops at the time budget, after
+``patience`` kicks without gain, or when the makespan is the longest task's fastest end
+(optimal then).
 """
 
 from __future__ import annotations
@@ -225,8 +226,9 @@ def improve(
     load = loads(times, ready, assign)
     steps = descend(times, assign, load, deadline)
     best, best_load, best_span = assign.copy(), load.copy(), _critical(assign, load)[1]
+    floor = float((ready[None, :] + times).min(axis=1).max())  # the longest task alone: nothing ends sooner
     kicks = stale = 0
-    while stale < patience and time.perf_counter() < deadline:
+    while stale < patience and best_span > floor * (1.0 + EPS) and time.perf_counter() < deadline:
         kicks += 1
         stale += 1
         c, _ = _critical(assign, load)
