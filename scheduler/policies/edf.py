@@ -10,7 +10,7 @@ import numpy as np
 
 from scheduler import orders as o
 from scheduler.orders import Order, OrderKind
-from scheduler.planner import Pools, Slot, cost_matrix, check_rank, rank_seconds, ready_at, running_total
+from scheduler.planner import Pools, Slot, check_rank, cost_matrix, rank_seconds, ready_at, running_total
 from scheduler.policy import Context
 from scheduler.state import INF, Job, JobStatus, Run, State
 

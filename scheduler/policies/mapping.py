@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from scheduler.orders import Order
-from scheduler.planner import Pools, Profile, Slot, cost_matrix, check_rank, rank_seconds
+from scheduler.planner import Pools, Profile, Slot, check_rank, cost_matrix, rank_seconds
 from scheduler.policies.edf import _orders
 from scheduler.policy import Context
 from scheduler.state import INF, Job, State
