@@ -106,21 +106,34 @@ def lp_bound(times: np.ndarray, counts: np.ndarray | None = None, ready: np.ndar
 
 def _relaxed_makespan(work: np.ndarray, counts: np.ndarray, ready: np.ndarray, allowed: np.ndarray) -> float:
     """min T: every job spread over its allowed columns, each column's work within ``counts * (T - ready)`` (HiGHS)."""
-    jobs, columns = work.shape
-    j, c = np.nonzero(allowed)
-    pairs = len(j)
-    one_each = sparse.csr_array((np.ones(pairs), (j, np.arange(pairs))), shape=(jobs, pairs + 1))
-    rows = np.concatenate([c, np.arange(columns)])
-    cols = np.concatenate([np.arange(pairs), np.full(columns, pairs)])
-    load = sparse.csr_array((np.concatenate([work[j, c], -counts]), (rows, cols)), shape=(columns, pairs + 1))
-    cost = np.zeros(pairs + 1)
+    pairs, one_each, load = assignment_rows(work, allowed, counts)
+    cost = np.zeros(len(pairs[0]) + 1)
     cost[-1] = 1.0
-    result = linprog(cost, A_ub=load, b_ub=-counts * ready, A_eq=one_each, b_eq=np.ones(jobs), bounds=(0, None), method="highs")
+    result = linprog(cost, A_ub=load, b_ub=-counts * ready, A_eq=one_each, b_eq=np.ones(len(work)), bounds=(0, None), method="highs")
     if result.status == 2:
         return INF  # some job has no allowed column
     if result.status != 0:
         raise RuntimeError(f"the LP bound failed: {result.message}")
     return float(result.fun)
+
+
+def assignment_rows(
+    work: np.ndarray, allowed: np.ndarray, counts: np.ndarray
+) -> tuple[tuple[np.ndarray, np.ndarray], sparse.csr_array, sparse.csr_array]:
+    """The rows of the assignment model over variables x[j, c] (``allowed`` pairs) then T.
+
+    Returns the pairs (job and column indices, in variable order), the rows saying each
+    job is placed once (sum over c of x[j, c] = 1) and the load rows (sum over j of
+    work[j, c] x[j, c] - counts[c] T <= -counts[c] ready[c], right-hand side the caller's).
+    """
+    jobs, columns = work.shape
+    j, c = np.nonzero(allowed)
+    n = len(j)
+    one_each = sparse.csr_array((np.ones(n), (j, np.arange(n))), shape=(jobs, n + 1))
+    rows = np.concatenate([c, np.arange(columns)])
+    cols = np.concatenate([np.arange(n), np.full(columns, n)])
+    load = sparse.csr_array((np.concatenate([work[j, c], -counts]), (rows, cols)), shape=(columns, n + 1))
+    return (j, c), one_each, load
 
 
 def preemptive_related_bound(work: np.ndarray, speeds: np.ndarray) -> float:

@@ -13,8 +13,10 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
+
+from scheduler.batch.search import loads
+from scheduler.bounds import assignment_rows
 
 INF = float("inf")
 
@@ -34,12 +36,8 @@ def solve(times: np.ndarray, ready: np.ndarray, time_limit: float = 1.0, upper: 
     times = np.asarray(times, dtype=float)
     ready = np.asarray(ready, dtype=float)
     jobs, machines = times.shape
-    j, i = np.nonzero(np.isfinite(times))
+    (j, i), one_each, load = assignment_rows(times, np.isfinite(times), np.ones(machines))
     pairs = len(j)
-    one_each = sparse.csr_array((np.ones(pairs), (j, np.arange(pairs))), shape=(jobs, pairs + 1))
-    rows = np.concatenate([i, np.arange(machines)])
-    cols = np.concatenate([np.arange(pairs), np.full(machines, pairs)])
-    load = sparse.csr_array((np.concatenate([times[j, i], -np.ones(machines)]), (rows, cols)), shape=(machines, pairs + 1))
     cost = np.zeros(pairs + 1)
     cost[-1] = 1.0
     cap = upper * (1.0 + 1e-9) if np.isfinite(upper) else INF
@@ -58,5 +56,4 @@ def solve(times: np.ndarray, ready: np.ndarray, time_limit: float = 1.0, upper: 
     chosen = result.x[:pairs] > 0.5
     assign = np.full(jobs, -1, dtype=np.intp)
     assign[j[chosen]] = i[chosen]
-    makespan = float((ready + np.bincount(assign, weights=times[np.arange(jobs), assign], minlength=machines)).max())
-    return Exact(assign, makespan, bound, result.status == 0, seconds)
+    return Exact(assign, float(loads(times, ready, assign).max()), bound, result.status == 0, seconds)
