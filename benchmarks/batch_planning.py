@@ -2,6 +2,7 @@
 
     python benchmarks/batch_planning.py                         # 3 seeds x 7 sizes x 2 kinds, ~15 min on 2 busy cores
     python benchmarks/batch_planning.py --seeds 1 --sizes 20x4,100x20 --milp 5
+    python benchmarks/batch_planning.py --sweep 1,3,10 --kinds unrelated --sizes 1000x50   # batch-search per budget
 
 Instances come from ``scheduler.batch.instances.generate`` (related: one speed per
 machine; unrelated: a quarter of the machines accelerators, per-program speed-ups 0.5x
@@ -24,6 +25,8 @@ it; makespan recomputed) before its ratio is recorded. Planners:
   a ratio is the LP bound's own gap.
 
 Times are wall seconds on this machine as it is (shared; the load average is printed).
+``--sweep`` runs only batch-search, once per budget, and prints its ratio with the wall
+and the CPU seconds it took (on a busy machine the search gets a fraction of a core).
 """
 
 from __future__ import annotations
@@ -78,6 +81,12 @@ def problem_of(instance: Instance) -> Problem:
     )  # fmt: skip
 
 
+def earlier_bound(instance: Instance) -> float:
+    """The bound the project had before the LP: the longest fastest run, or all fastest work over all machines."""
+    fastest = instance.times.min(axis=1)
+    return float(max(fastest.max(), fastest.sum() / instance.times.shape[1]))
+
+
 def timed(action: Callable[[], np.ndarray]) -> tuple[np.ndarray, float]:
     began = time.perf_counter()
     out = action()
@@ -89,12 +98,14 @@ def run_instance(kind: str, tasks: int, machines: int, seed: int, budget: float,
     instance = generate(kind, tasks, machines, seed)
     times, ready = instance.times, instance.ready
     bound, bound_seconds = timed(lambda: batch_lower_bound(times, ready))
+    earlier = earlier_bound(instance)
     rows = []
 
     def record(planner: str, assign: np.ndarray, seconds: float, **extra) -> float:
         makespan = checked_makespan(times, ready, assign)
         rows.append({"kind": kind, "tasks": tasks, "machines": machines, "seed": seed, "planner": planner, "makespan": makespan,
-                     "ratio": makespan / bound, "seconds": seconds, "bound": bound, "bound_seconds": bound_seconds, **extra})  # fmt: skip
+                     "ratio": makespan / bound, "seconds": seconds, "bound": bound, "bound_seconds": bound_seconds,
+                     "earlier_bound": earlier, **extra})  # fmt: skip
         return makespan
 
     for name in HEURISTICS:
@@ -124,6 +135,24 @@ def run_instance(kind: str, tasks: int, machines: int, seed: int, budget: float,
     return rows
 
 
+def sweep(kinds: list[str], sizes: list[tuple[int, int]], seeds: int, budgets: list[float]) -> None:
+    """batch-search's mean ratio to the bound per budget, with its wall and CPU seconds."""
+    rows = []
+    for kind in kinds:
+        for tasks, machines in sizes:
+            for seed in range(seeds):
+                instance = generate(kind, tasks, machines, seed)
+                bound = batch_lower_bound(instance.times, instance.ready)
+                for budget in budgets:
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    found = plan(instance.times, instance.ready, budget, rng=np.random.default_rng([seed, 7]))
+                    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                    ratio = checked_makespan(instance.times, instance.ready, found.assign) / bound
+                    rows.append({"kind": kind, "size": f"{tasks}x{machines}", "budget": budget, "ratio": ratio, "wall": wall, "cpu": cpu})
+    table = pd.DataFrame(rows).groupby(["kind", "size", "budget"]).mean()
+    print(_markdown(table.set_axis([f"{k} {s} {b:g} s" for k, s, b in table.index]).rename_axis("kind, size, budget"), "{:.4f}"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
@@ -133,9 +162,14 @@ def main() -> None:
     parser.add_argument("--milp", type=float, default=10.0, help="MILP time limit in seconds (0: no MILP)")
     parser.add_argument("--milp-cells", type=int, default=2000, help="largest tasks x machines given to the MILP")
     parser.add_argument("--out", default=str(RESULTS / "batch_planning-runs.csv"))
+    parser.add_argument("--sweep", help="budgets in seconds, comma-separated: run only batch-search, once per budget")
     args = parser.parse_args()
     sizes = [tuple(int(x) for x in size.split("x")) for size in args.sizes.split(",")]
     print(f"# Batch planning against the LP bound ({load_note()})\n", flush=True)
+    if args.sweep:
+        sweep(args.kinds.split(","), sizes, args.seeds, [float(b) for b in args.sweep.split(",")])
+        print(f"\n({load_note()} at the end)")
+        return
     rows = []
     for kind in args.kinds.split(","):
         for tasks, machines in sizes:
@@ -163,6 +197,11 @@ def report(runs: pd.DataFrame) -> None:
         seconds = part.pivot_table(index="planner", columns="size", values="seconds", aggfunc="mean").reindex(index=order, columns=sizes)
         print(f"\n## {kind}: wall seconds per batch (mean)\n")
         print(_markdown(seconds, "{:.3f}"))
+        bounds = part[part["planner"] == "batch-search"].groupby("size", sort=False).agg(
+            earlier_over_lp=("earlier_bound", lambda b: float(np.mean(b / part.loc[b.index, "bound"]))), lp_seconds=("bound_seconds", "mean"),
+        )  # fmt: skip
+        print(f"\n## {kind}: the earlier bound over the LP bound, and the LP bound's wall seconds\n")
+        print(_markdown(bounds, "{:.3f}"))
         exact_rows = part[part["planner"] == "milp"]
         if not exact_rows.empty:
             gap = exact_rows.groupby("size", sort=False).agg(

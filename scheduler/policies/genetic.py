@@ -24,14 +24,22 @@ from scheduler.genetic.memetic import polisher, seeded
 from scheduler.genetic.model import Problem, timeline
 from scheduler.genetic.window import check_size, snapshot
 from scheduler.orders import Order
-from scheduler.policies.batch import STARTS, heuristic_plans
+from scheduler.policies.batch import HEURISTICS, STARTS, heuristic_plans
 from scheduler.policy import Context
 
 
+SEED_ALL_UP_TO = 5000  # jobs x nodes up to which every list heuristic seeds the strong GA (above: the cheap STARTS)
+
+
 def evolve_strong(problem: Problem, settings: Settings, rng: np.random.Generator, polish: float = 0.02) -> Evolution:
-    """The strong GA: seed 004's, seeded with the list heuristics' schedules (``STARTS``) and polished ``polish`` seconds a generation."""
+    """The strong GA: seed 004's, seeded with the list heuristics' schedules and polished ``polish`` seconds a generation.
+
+    Every heuristic of ``HEURISTICS`` seeds a window of at most ``SEED_ALL_UP_TO`` jobs x nodes
+    (so the GA starts from the best of them); a larger one gets the cheap ``STARTS``.
+    """
     ready = problem.start_times() - problem.clock
-    initial = seeded(problem, list(heuristic_plans(problem.compute, ready, STARTS).values()), rng)
+    names = tuple(HEURISTICS) if problem.jobs * problem.nodes <= SEED_ALL_UP_TO else STARTS
+    initial = seeded(problem, list(heuristic_plans(problem.compute, ready, names).values()), rng)
     return evolve(problem, settings, rng, initial, polisher(problem, polish, rng))
 
 
