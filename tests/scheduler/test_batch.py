@@ -182,3 +182,28 @@ def test_batch_search_runs_in_the_simulator_and_beats_the_fastest_time_order():
     edf = compute(simulate(w, make_policy("edf:objective=makespan"), truth))
     searched = compute(simulate(w, make_policy("batch-search:budget=0.05"), truth))
     assert searched.done == len(w.jobs) and searched.makespan <= edf.makespan
+
+
+def test_the_strong_ga_never_ends_worse_than_the_heuristics_it_starts_from():
+    from scheduler.genetic.baselines import greedy
+    from scheduler.genetic.ga import Settings, evolve
+    from scheduler.genetic.instances import Setup
+    from scheduler.genetic.instances import generate as paper_instance
+    from scheduler.genetic.model import Problem
+    from scheduler.policies.genetic import evolve_strong
+
+    instance = generate("unrelated", 30, 4, 2)
+    problem = Problem(
+        compute=instance.times, requires=np.zeros((30, 0), dtype=bool), size=np.zeros(0), source=np.zeros(0, dtype=np.intp),
+        remote_to_store=np.ones((0, 0)), store_to_node=np.ones((0, 4)), remote_to_node=np.ones((0, 4)),
+    )  # fmt: skip
+    best = min(checked_makespan(instance.times, instance.ready, a) for a in heuristic_plans(instance.times, instance.ready).values())
+    strong = evolve_strong(problem, Settings(generations=5), np.random.default_rng(0), polish=0.01)
+    assert checked_makespan(instance.times, instance.ready, strong.best.nodes[0]) == pytest.approx(strong.makespan)
+    assert strong.makespan <= best
+    assert evolve(problem, Settings(generations=5), np.random.default_rng(0)).makespan > strong.makespan  # the paper's GA, unseeded
+    # the paper's model, with data objects: never worse than jobs-LL with the fast replication it is seeded with
+    paper = paper_instance(Setup(jobs=20, nodes=4, stores=4), 0)
+    strong = evolve_strong(paper, Settings(generations=3), np.random.default_rng(0), polish=0.01)
+    assert strong.makespan <= greedy(paper, "ll", "fast", np.random.default_rng(0)).makespan[0]
+    assert np.all(np.diff(strong.history) <= 1e-9)  # elitism: the best never gets worse
