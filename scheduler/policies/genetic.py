@@ -27,7 +27,6 @@ from scheduler.orders import Order
 from scheduler.policies.batch import HEURISTICS, STARTS, heuristic_plans
 from scheduler.policy import Context
 
-
 SEED_ALL_UP_TO = 5000  # jobs x nodes up to which every list heuristic seeds the strong GA (above: the cheap STARTS)
 
 
