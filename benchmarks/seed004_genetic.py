@@ -1,6 +1,7 @@
 """Seed 004 (Phan, Ranganathan & Sion): GA co-scheduling vs the four greedy baselines, in the paper's own model.
 
-    python benchmarks/seed004_genetic.py                      # the paper's 3 instances x 10 runs, 20 and 5 nodes, ~1.5 min
+    python benchmarks/seed004_genetic.py                      # the paper's 3 instances x 10 runs, 20 and 5 nodes, ~10 min
+    python benchmarks/seed004_genetic.py --runs 3             # 3 runs each: ~9 min on 2 busy cores (the docs' table)
     python benchmarks/seed004_genetic.py --nodes 20 --runs 3 --generations 300 --mutation 0.2
 
 ``quality`` (Figs 7 and 8): each instance is a random batch drawn as in section 5.1 /

@@ -22,6 +22,7 @@ from scipy.optimize import linprog
 from scheduler.workload import JobSpec, Workload
 
 INF = float("inf")
+LP_PAIRS = 50_000  # (job, platform) pairs above which a workload's bound skips the LP (about 4 s of CPU per LP there)
 SLACK = 1e-7  # relative, HiGHS's default tolerance: an LP optimum (not a breakpoint) is shaded down by it to stay a bound
 
 
@@ -198,7 +199,9 @@ def completion_lower_bound(workload: Workload) -> float:
         latest_single = max(latest_single, spec.submit + min(usable.values()))
     counts = np.array([slots[p] for p in platforms], dtype=float)
     sizes = np.array([spec.size for spec in workload.jobs], dtype=float)
-    bound = lp_bound(times, counts, sizes=sizes)
+    bound = float(sizes @ times.min(axis=1)) / counts.sum()  # all work, each job at its fastest, over every slot
+    if np.isfinite(times).sum() <= LP_PAIRS:
+        bound = max(bound, lp_bound(times, counts, sizes=sizes))
     related = related_speeds(times)
     if related is not None and (sizes == 1).all():
         work, speed = related
@@ -228,7 +231,8 @@ def makespan_lower_bound(workload: Workload) -> float:
 
     (a) max_j (submit_j + its fastest run): no job ends before it was submitted and run once,
     (b) t0 + the LP bound over platforms (:func:`lp_bound`: a platform's slots form one column,
-        a job of size s holds s of them), which implies the total work spread over every slot,
+        a job of size s holds s of them), or, for workloads of more than ``LP_PAIRS``
+        (job, platform) pairs, the weaker total work at its fastest spread over every slot,
     (c) t0 + the preemptive bound when the platforms are related and every job takes one slot,
     (d) t0 + the home link's time to carry every input no data server holds (workloads with sites,
         :func:`link_seconds`).
