@@ -97,7 +97,7 @@ class BatchSearch:
     ``seed`` makes the search repeatable.
     """
 
-    def __init__(self, window: int = 1000, budget: float = 0.2, exact: float = 0.0, exact_cells: int = 2000, seed: int = 0) -> None:
+    def __init__(self, window: int = 1000, budget: float = 0.1, exact: float = 0.0, exact_cells: int = 2000, seed: int = 0) -> None:
         if budget < 0 or exact < 0:
             raise ValueError(f"budget and exact are seconds >= 0, got {budget} and {exact}")
         self.window = check_size(window)
