@@ -227,6 +227,33 @@ def cost_matrix(
     return matrix, blind
 
 
+RANKS = ("best", "mean", "median")
+
+
+def check_rank(rank: str) -> str:
+    """``rank`` if it names a way to rank jobs (:data:`RANKS`), else a clear ValueError."""
+    if rank not in RANKS:
+        raise ValueError(f"rank must be one of {', '.join(RANKS)}, got {rank!r}")
+    return rank
+
+
+def rank_seconds(matrix: np.ndarray, rank: str) -> np.ndarray:
+    """Each row's least, mean or median (``rank``) over its finite entries; INF for a row without any.
+
+    How list schedulers order jobs: by the fastest time, or, HEFT-style, by the time a job
+    costs over every machine it could land on.
+    """
+    check_rank(rank)
+    finite = np.isfinite(matrix)
+    if rank == "best":
+        return matrix.min(axis=1, initial=INF)
+    values = np.where(finite, matrix, np.nan)
+    out = np.full(len(matrix), INF)
+    some = finite.any(axis=1)
+    out[some] = (np.nanmean if rank == "mean" else np.nanmedian)(values[some], axis=1)
+    return out
+
+
 def ready_at(state: State, job: Job, placed: Mapping[str, Slot], now: float) -> tuple[float, str | None]:
     """(earliest start the job's dependencies allow, None) or (INF, the dependency not placed yet)."""
     r = -INF

@@ -14,10 +14,17 @@ only from the ``numpy.random.Generator`` passed in: same seed, same schedule.
   queue positions. The paper switched it off; so does the default ``mutation=0``.
 - selection: the best ``parents`` of the ``children`` breed the next generation, and
   the best schedule found so far always survives (elitism, section 4.1).
+
+Beyond the paper (the strong GA of ``memetic.py``): ``evolve`` may start from given
+schedules (``initial``, the rest of the first population random) and polish the best
+parent of every generation by local search (``polish``), and ``Settings.budget`` stops
+it after that many seconds.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -35,6 +42,7 @@ class Settings:
     generations: int = 100
     mutation: float = 0.0
     replicate: bool = True  # False: the paper's "GA rep-none", objects never replicated
+    budget: float | None = None  # seconds: no new generation starts after it (None: all of them)
 
     def __post_init__(self) -> None:
         if not 1 <= self.parents <= self.children:
@@ -135,13 +143,42 @@ def select(children: Chromosomes, scores: np.ndarray, count: int, elite: Chromos
     return parents, kept
 
 
-def evolve(problem: Problem, settings: Settings, rng: np.random.Generator) -> Evolution:
-    """Fig 2: a random population, then ``generations`` rounds of breed, evaluate, select; returns the best schedule."""
+def evolve(
+    problem: Problem,
+    settings: Settings,
+    rng: np.random.Generator,
+    initial: Chromosomes | None = None,
+    polish: Callable[[Chromosomes, float], tuple[Chromosomes, float]] | None = None,
+) -> Evolution:
+    """Fig 2: a random population, then ``generations`` rounds of breed, evaluate, select; returns the best schedule.
+
+    ``initial`` rows take the first places of the first population; ``polish(best, makespan)``
+    returns a schedule at least as good as the best parent of a generation, which replaces it.
+    """
+    deadline = np.inf if settings.budget is None else time.perf_counter() + settings.budget
     children = random_population(problem, settings.children, rng, settings.replicate)
+    if initial is not None:
+        rows = min(len(initial.order), settings.children)
+        children = Chromosomes(*(np.concatenate([i[:rows], c[rows:]]) for i, c in zip(initial, children, strict=True)))
     parents, scores = select(children, evaluate(problem, children), settings.parents, None, np.inf)
     history = [scores[0]]
     for _ in range(settings.generations):
+        if polish is not None:
+            parents, scores = _polished(parents, scores, polish)
+        if time.perf_counter() >= deadline:
+            break
         children = breed(parents, settings.children, rng, settings.mutation)
         parents, scores = select(children, evaluate(problem, children), settings.parents, parents.take(np.arange(1)), scores[0])
         history.append(scores[0])
+    if polish is not None:
+        parents, scores = _polished(parents, scores, polish)
+        history[-1] = scores[0]
     return Evolution(parents.take(np.arange(1)), float(scores[0]), np.array(history))
+
+
+def _polished(parents: Chromosomes, scores: np.ndarray, polish: Callable[[Chromosomes, float], tuple[Chromosomes, float]]) -> tuple[Chromosomes, np.ndarray]:
+    """The parents with the best one replaced by its polished version when that is shorter."""
+    better, score = polish(parents.take(np.arange(1)), float(scores[0]))
+    if score >= scores[0]:
+        return parents, scores
+    return Chromosomes(*(np.concatenate([b, p[1:]]) for b, p in zip(better, parents, strict=True))), np.r_[score, scores[1:]]

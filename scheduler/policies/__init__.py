@@ -15,12 +15,13 @@ from typing import Any
 from scheduler.grid import SITES
 from scheduler.gridinfo import GRID_ATTRIBUTES
 from scheduler.policies.affinity import Affinity
+from scheduler.policies.batch import BatchSearch
 from scheduler.policies.data_aware import StorageAffinity, WorkqueueReplication, XSufferage
 from scheduler.policies.edf import EDFDeferral
 from scheduler.policies.fcfs import FCFS
 from scheduler.policies.genetic import GeneticCoScheduling, GreedyCoScheduling
 from scheduler.policies.greedy import greedy1, greedy2, greedy3
-from scheduler.policies.mapping import MCT, MaxMin, MinMin, Sufferage
+from scheduler.policies.mapping import HEFT, MCT, KPercentBest, MaxMin, MinMin, Sufferage
 from scheduler.policies.walker import MaxPerformance, MaxPerformanceLatency, Rand
 from scheduler.policy import Policy
 
@@ -44,7 +45,11 @@ POLICIES: dict[str, Registered] = {
     "minmin": Registered(MinMin),
     "maxmin": Registered(MaxMin),
     "sufferage": Registered(Sufferage),
-    "ga": Registered(GeneticCoScheduling),  # seed 004
+    "heft": Registered(HEFT),  # HEFT's order for independent jobs (rank=mean|median)
+    "kpb": Registered(KPercentBest),
+    "batch-search": Registered(BatchSearch),  # the best list heuristic + local search (+ a MILP for small windows)
+    "ga": Registered(GeneticCoScheduling),  # seed 004, the paper's GA
+    "ga-strong": Registered(partial(GeneticCoScheduling, strong=True)),  # seeded with the heuristics, with local search
     "jobs-ll-rep-none": Registered(partial(GreedyCoScheduling, "ll", "none")),
     "jobs-ll-rep-rand": Registered(partial(GreedyCoScheduling, "ll", "rand")),
     "jobs-rand-rep-none": Registered(partial(GreedyCoScheduling, "rand", "none")),

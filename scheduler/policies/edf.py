@@ -10,7 +10,7 @@ import numpy as np
 
 from scheduler import orders as o
 from scheduler.orders import Order, OrderKind
-from scheduler.planner import Pools, Slot, cost_matrix, ready_at, running_total
+from scheduler.planner import Pools, Slot, check_rank, cost_matrix, rank_seconds, ready_at, running_total
 from scheduler.policy import Context
 from scheduler.state import INF, Job, JobStatus, Run, State
 
@@ -24,6 +24,9 @@ class EDFDeferral:
     that machine and starts when it frees. Jobs with no deadline come after those with
     one; ties go longest first under ``objective="makespan"`` (Fig 11's 7 -> 5) or
     shortest first under ``"flowtime"`` (the default: mean completion), then by arrival.
+    ``rank`` is what "longest" measures: the job's best estimate (default) or, HEFT-style,
+    its mean or median over the platforms it can use (``edf:objective=makespan,rank=mean``:
+    on unrelated CPU/GPU machines the best time alone misjudges which jobs are big).
 
     ``deferral=False`` is plain EDF: free machines only. ``power=True`` places a job,
     among platforms that still meet its deadline, where power x time is least. A
@@ -36,6 +39,7 @@ class EDFDeferral:
     def __init__(
         self,
         objective: Literal["makespan", "flowtime"] = "flowtime",
+        rank: Literal["best", "mean", "median"] = "best",
         deferral: bool = True,
         power: bool = False,
         preempt: bool = True,
@@ -45,6 +49,7 @@ class EDFDeferral:
         if objective not in ("makespan", "flowtime"):
             raise ValueError(f"objective must be 'makespan' or 'flowtime', got {objective!r}")
         self.objective = objective
+        self.rank = check_rank(rank)
         self.deferral = deferral
         self.power = power
         self.preempt = preempt
@@ -128,10 +133,10 @@ class EDFDeferral:
         return slots, total
 
     def _order(self, jobs: Sequence[Job], matrix: np.ndarray, blind: np.ndarray) -> list[int]:
-        """Indices of ``jobs`` by (priority desc, deadline, best estimate longest or shortest first, arrival)."""
+        """Indices of ``jobs`` by (priority desc, deadline, ranked estimate longest or shortest first, arrival)."""
         if not jobs:
             return []
-        best = np.where(blind, 0.0, matrix.min(axis=1, initial=INF))
+        best = np.where(blind, 0.0, rank_seconds(matrix, self.rank))
         tie = -best if self.objective == "makespan" else best
         deadline = np.array([INF if j.deadline is None else j.deadline for j in jobs])
         priority = np.array([j.priority for j in jobs])

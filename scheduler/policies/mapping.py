@@ -1,4 +1,4 @@
-"""Classic mapping heuristics for independent jobs on heterogeneous machines: MCT, Min-Min, Max-Min, Sufferage.
+"""Classic mapping heuristics for independent jobs on heterogeneous machines: MCT, HEFT order, Min-Min, Max-Min, Sufferage.
 
 Each pass maps the batch of ready pending jobs onto the online machines by their
 expected completion time ECT = when the machine is expected free (see
@@ -16,6 +16,9 @@ The ECT matrix (columns x jobs) lives in NumPy. Mapping a job changes one column
 free time; when it does, that row is recomputed and only the jobs whose best (for
 Sufferage: best or second best) column it was get their minimum recomputed, so an
 assignment costs O(jobs + stale jobs x columns), not O(jobs x columns).
+
+:func:`map_times` runs any of them on a bare batch (a time matrix, one column per
+machine), the way ``scheduler/policies/batch.py`` seeds its search.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import math
 import numpy as np
 
 from scheduler.orders import Order
-from scheduler.planner import Pools, Profile, Slot, cost_matrix
+from scheduler.planner import Pools, Profile, Slot, check_rank, cost_matrix, rank_seconds
 from scheduler.policies.edf import _orders
 from scheduler.policy import Context
 from scheduler.state import INF, Job, State
@@ -71,6 +74,18 @@ class Columns:
         self.times = np.full((len(rows), max([depth, *map(len, rows)])), INF)
         for c, row in enumerate(rows):
             self.times[c, : len(row)] = row
+
+    @classmethod
+    def lanes(cls, ready: np.ndarray) -> Columns:
+        """One column per one-slot machine, free at ``ready[c]`` and named by its index: a bare batch's machines."""
+        columns = cls.__new__(cls)
+        columns.now = 0.0
+        columns.soon = math.nextafter(0.0, INF)
+        columns.platforms = [str(c) for c in range(len(ready))]
+        columns.heaps = [[(float(at), 0, 0.0, str(c))] for c, at in enumerate(ready)]
+        columns.machines = [""] * len(ready)
+        columns.times = np.asarray(ready, dtype=float).reshape(-1, 1).copy()
+        return columns
 
     def take(self, c: int, size: int, seconds: float) -> tuple[str, float, float]:
         """Book column ``c`` for a job of ``size`` slots running ``seconds``; returns (machine, start, end)."""
@@ -223,6 +238,16 @@ def _start_blind(columns: Columns, jobs: list[Job]) -> list[Slot]:
     return slots
 
 
+def map_times(heuristic: BatchMapping, times: np.ndarray, ready: np.ndarray) -> np.ndarray:
+    """The machine ``heuristic`` gives each job of a bare batch (``times``: jobs x machines, INF where it cannot run)."""
+    ect = Completions(Columns.lanes(ready), np.ascontiguousarray(np.asarray(times, dtype=float).T), np.ones(len(times), dtype=np.intp))
+    heuristic.map(ect)
+    assign = np.full(len(times), -1, dtype=np.intp)
+    for j, machine, _, _ in ect.placed:
+        assign[j] = int(machine)
+    return assign
+
+
 class MCT(BatchMapping):
     """Minimum Completion Time: each job in queue order to the machine where it completes earliest.
 
@@ -233,11 +258,62 @@ class MCT(BatchMapping):
     name = "mct"
 
     def map(self, ect: Completions) -> None:
-        for j in range(ect.jobs):
-            completion = ect.of(j)
+        for j in self.sequence(ect):
+            completion = self.among(ect, j, ect.of(j))
             c = int(completion.argmin())
             if completion[c] != INF:
                 ect.assign(j, c)
+
+    def sequence(self, ect: Completions) -> list[int]:
+        """The order jobs are mapped in: the queue's."""
+        return list(range(ect.jobs))
+
+    def among(self, ect: Completions, j: int, completion: np.ndarray) -> np.ndarray:
+        """Job j's completion per column, INF where it may not go: every column may."""
+        return completion
+
+
+class HEFT(MCT):
+    """HEFT's order for independent jobs: longest first by mean (or median) run over the usable columns, each to its earliest completion.
+
+    Topcuoglu, Hariri & Wu 2002 (IEEE TPDS 13(3)) rank a task by its mean cost over the
+    processors; without dependencies the upward rank is that mean. On unrelated machines
+    (a CPU and a GPU implementation whose speed-up differs per program) the mean weighs
+    what a job costs wherever it lands, where the fastest time (``edf:objective=makespan``'s
+    tie) ignores all but one machine. Columns as in :class:`Columns`; ties keep queue order.
+    """
+
+    def __init__(self, rank: str = "mean") -> None:
+        super().__init__()
+        self.rank = check_rank(rank)
+        self.name = "heft" if rank == "mean" else f"heft-{rank}"
+
+    def sequence(self, ect: Completions) -> list[int]:
+        return np.argsort(-rank_seconds(ect.seconds.T, self.rank), kind="stable").tolist()
+
+
+class KPercentBest(HEFT):
+    """K-percent best: in HEFT's order, each job to its earliest completion among its ``percent`` % fastest columns.
+
+    Maheswaran et al. 1999, heuristic "KPB": a job never lands on a machine far slower for
+    it than its best ones just because that machine is free, so the batch's total work
+    stays small (MCT's weakness on unrelated machines) while the load still spreads.
+    """
+
+    def __init__(self, percent: float = 20.0, rank: str = "mean") -> None:
+        super().__init__(rank)
+        if not 0.0 < percent <= 100.0:
+            raise ValueError(f"percent must be in (0, 100], got {percent}")
+        self.percent = percent
+        self.name = f"kpb-{percent:g}"
+
+    def among(self, ect: Completions, j: int, completion: np.ndarray) -> np.ndarray:
+        seconds = ect.seconds[:, j]
+        keep = max(1, math.ceil(self.percent / 100.0 * np.isfinite(seconds).sum()))
+        fastest = np.argsort(seconds, kind="stable")[:keep]
+        out = np.full_like(completion, INF)
+        out[fastest] = completion[fastest]
+        return out
 
 
 class MinMin(BatchMapping):
