@@ -166,14 +166,19 @@ def test_make_run_again_on_unchanged_data_trains_nothing_and_says_how_to_force(t
         assert trained.exit_code == 0, trained.output
         return trained.output
 
+    settings = Settings(home=tmp_path / "home")
+
+    def versions() -> list[str]:
+        registry = registry_client(settings.resolved_tracking_uri)
+        return sorted(str(v.version) for v in registry.search_model_versions(f"name='{registered_name('mafft', 'cpu1')}'"))
+
     first = make_run()
-    assert "mafft/cpu1 promoted: no champion served before" in first, first
+    assert versions() == ["1"], first
     again = make_run()  # the same file: every row a duplicate, the same zoo
+    assert versions() == ["1"], again  # nothing new was registered
+    assert "mafft/cpu1 promoted: no champion served before" in first, first
     assert "mafft/cpu1 unchanged: same runs, members and settings" in again and "not trained (--force retrains)" in again, again
     assert "fold 1/3" not in again  # no member was cross-validated
-    settings = Settings(home=tmp_path / "home")
-    versions = registry_client(settings.resolved_tracking_uri).search_model_versions(f"name='{registered_name('mafft', 'cpu1')}'")
-    assert [str(v.version) for v in versions] == ["1"]
     store = MeasurementStore(settings.resolved_store_url)
     assert [row["decision"] for row in store.decisions()] == ["promoted"]  # the skipped session recorded no decision
     store.dispose()
