@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from predictor.domain import Measurement
+from predictor.registry import registered_name, registry_client
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from training.dataset import TrainingSet, load_training_sets
@@ -145,6 +146,41 @@ def test_the_cli_keeps_the_champion_from_the_mean_unless_forced(tmp_path) -> Non
     assert decisions == ["forced", "kept", "promoted"]  # newest first; the dry run recorded nothing
     assert "predictor train --force" in history.output and "no champion served before" in history.output
     assert len(load_training_sets(store)) == 1
+    store.dispose()
+
+
+def test_make_run_again_on_unchanged_data_trains_nothing_and_says_how_to_force(tmp_path) -> None:
+    """Issue 17 #13: `make run` ingests the same files and trains again; the second `predictor train` must not retrain."""
+    env = {"PREDICTOR_HOME": str(tmp_path / "home"), "PREDICTOR_CV_FOLDS": "3", "PREDICTOR_N_JOBS": "1"}
+    data = _power_law_set(40, seed=3)
+    runs = tmp_path / "runs.csv"
+    runs.write_text("run_id,algorithm,platform,wall_seconds,feature.input.residues\n" + "".join(
+        f"{r},mafft,cpu1,{t:.6f},{x:.3f}\n" for r, x, t in zip(data.run_ids, data.X["input.size"], data.y, strict=True)
+    ))  # fmt: skip
+    runner = CliRunner()
+
+    def make_run() -> str:
+        ingested = runner.invoke(app, ["ingest", str(runs)], env=env)
+        assert ingested.exit_code == 0, ingested.output
+        trained = runner.invoke(app, ["train", "--model", "mean", "--model", "linear_log"], env=env)
+        assert trained.exit_code == 0, trained.output
+        return trained.output
+
+    settings = Settings(home=tmp_path / "home")
+
+    def versions() -> list[str]:
+        registry = registry_client(settings.resolved_tracking_uri)
+        return sorted(str(v.version) for v in registry.search_model_versions(f"name='{registered_name('mafft', 'cpu1')}'"))
+
+    first = make_run()
+    assert versions() == ["1"], first
+    again = make_run()  # the same file: every row a duplicate, the same zoo
+    assert versions() == ["1"], again  # nothing new was registered
+    assert "mafft/cpu1 promoted: no champion served before" in first, first
+    assert "mafft/cpu1 unchanged: same runs, members and settings" in again and "not trained (--force retrains)" in again, again
+    assert "fold 1/3" not in again  # no member was cross-validated
+    store = MeasurementStore(settings.resolved_store_url)
+    assert [row["decision"] for row in store.decisions()] == ["promoted"]  # the skipped session recorded no decision
     store.dispose()
 
 
