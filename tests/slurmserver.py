@@ -163,6 +163,34 @@ class SlurmCluster:
             raise RuntimeError(f"{program} {' '.join(args)} failed ({done.returncode}): {done.stdout}{done.stderr}")
         return done
 
+    def submit(self, *args: str) -> str:
+        """``sbatch --parsable args``: the new job's id."""
+        return self.run("sbatch", "--parsable", *args).stdout.strip().split(";")[0]
+
+    def state(self, job_id: str) -> str:
+        """The job's state as squeue shows it ('' once slurmctld forgot it)."""
+        return self.run("squeue", "-h", "--states=all", f"--jobs={job_id}", "--format=%T", check=False).stdout.strip()
+
+    def wait_state(self, job_id: str, states: tuple[str, ...], timeout: float = 120.0) -> str:
+        """Poll until the job is in one of ``states``; its state, or TimeoutError."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = self.state(job_id)
+            if state in states:
+                return state
+            time.sleep(0.25)
+        raise TimeoutError(f"job {job_id} not in {states} after {timeout:.0f} s (state {self.state(job_id)!r})")
+
+    def completions(self) -> dict[str, str]:
+        """Each job id in the completion log and the state of its last line there."""
+        if not self.jobcomp.exists():
+            return {}
+        found = {}
+        for line in self.jobcomp.read_text().splitlines():
+            words = dict(w.split("=", 1) for w in line.split() if "=" in w)
+            found[words.get("JobId", "")] = words.get("JobState", "")
+        return found
+
     def set_plugin(self, text: str) -> None:
         """Replace job_submit.lua; slurmctld re-reads it when its mtime changes (1 s resolution), so the mtime moves on."""
         before = self.plugin.stat().st_mtime if self.plugin.exists() else 0.0

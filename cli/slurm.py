@@ -1,0 +1,57 @@
+"""``predictor slurm ...``: follow Slurm's completions into the store, install the job_submit plugin, run the bridge."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli.common import console, err_console, fail, load_settings, open_store
+
+commands = typer.Typer()
+slurm_app = typer.Typer(help="Slurm: estimates at submission, finished jobs back as runs, the scheduler driving Slurm.", no_args_is_help=True)
+commands.add_typer(slurm_app, name="slurm")
+
+
+@slurm_app.command()
+def follow(
+    log: Annotated[Path, typer.Option(help="Slurm's jobcomp/filetxt log (JobCompLoc in slurm.conf).", dir_okay=False)],
+    cursor: Annotated[Path | None, typer.Option(help="Where the read position is kept (default: HOME/slurm-follow.json).")] = None,
+    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between passes.")] = 5.0,
+    once: Annotated[bool, typer.Option(help="One pass, then exit.")] = False,
+) -> None:
+    """Store each job Slurm completes as a measurement, continuously; restarted, it reads on where it stopped."""
+    from predictor.catalog import load_catalog
+    from predictor.slurm.control import Slurm
+    from predictor.slurm.follow import Follower, FollowPass
+    from predictor.slurm.rules import RulesError, load_rules
+
+    settings = load_settings()
+    try:
+        rules = load_rules(settings.slurm_rules)
+    except RulesError as exc:
+        raise fail(str(exc)) from None
+    follower = Follower(
+        log, cursor or settings.resolved_home / "slurm-follow.json", open_store(settings), load_catalog(*settings.catalog_paths),
+        rules, cluster=settings.slurm_cluster, comments=Slurm().comments,
+    )  # fmt: skip
+
+    def report(done: FollowPass) -> None:
+        if done.jobs:
+            console.print(
+                f"{done.jobs} jobs: {done.stored} stored, {done.duplicates} already stored, {len(done.skipped)} skipped, "
+                f"{len(done.rejected)} rejected"
+            )
+        for reject in done.rejected:
+            err_console.print(f"  line {reject.line}, {reject.field}: {reject.message}")
+
+    if once:
+        report(follower.poll())
+        return
+    console.print(f"following {log} every {interval:g} s (Ctrl-C stops)")
+    try:
+        follower.run(interval, threading.Event(), on_pass=report)
+    except KeyboardInterrupt:
+        console.print("stopped")
