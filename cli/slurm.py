@@ -55,3 +55,31 @@ def follow(
         follower.run(interval, threading.Event(), on_pass=report)
     except KeyboardInterrupt:
         console.print("stopped")
+
+
+@slurm_app.command("install-plugin")
+def install_plugin(
+    api: Annotated[str | None, typer.Option(help="The predictor API's URL (default: from PREDICTOR_API_HOST and _PORT).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds the plugin waits for the API (slurmctld waits with it).")] = 0.5,
+    raise_missing_limit: Annotated[bool, typer.Option(help="Give a job submitted without a time limit the served limit.")] = False,
+    dest: Annotated[Path | None, typer.Option(help="Where to write it (default: job_submit.lua beside SLURM_CONF's slurm.conf).")] = None,
+    stdout: Annotated[bool, typer.Option("--stdout", help="Print it instead of writing it.")] = False,
+) -> None:
+    """Write the job_submit.lua plugin (slurm.conf needs JobSubmitPlugins=lua); slurmctld picks up a changed file itself."""
+    from predictor.slurm.plugin import install_plugin as write_plugin
+    from predictor.slurm.plugin import plugin_path, render_plugin
+
+    settings = load_settings()
+    try:
+        text = render_plugin(api or f"http://{settings.api_host}:{settings.api_port}", timeout, raise_missing_limit)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if stdout:
+        typer.echo(text, nl=False)
+        return
+    destination = dest or plugin_path()
+    try:
+        write_plugin(destination, text)
+    except OSError as exc:
+        raise fail(f"cannot write {destination}: {exc.strerror or exc}") from None
+    console.print(f"wrote {destination}; slurm.conf needs JobSubmitPlugins=lua (then `scontrol reconfigure` once)")

@@ -11,6 +11,7 @@ found by this cluster's name in their environment. The facts behind the configur
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -180,6 +181,13 @@ class SlurmCluster:
                 return state
             time.sleep(0.25)
         raise TimeoutError(f"job {job_id} not in {states} after {timeout:.0f} s (state {self.state(job_id)!r})")
+
+    def show(self, job_id: str) -> dict[str, str]:
+        """``TimeMin``, ``TimeLimit``, ``JobState``, ``NodeList`` and ``Comment`` of a job as ``scontrol show job`` tells."""
+        text = self.run("scontrol", "show", "job", "-o", job_id).stdout
+        found = {key: re.search(rf"\b{key}=(\S*)", text) for key in ("TimeMin", "TimeLimit", "JobState", "NodeList", "Restarts")}
+        comment = re.search(r"\bComment=(.*?) (?=StdErr=|StdIn=|StdOut=|Power=)", text)
+        return {key: m.group(1) for key, m in found.items() if m} | {"Comment": comment.group(1).strip() if comment else ""}
 
     def completions(self) -> dict[str, str]:
         """Each job id in the completion log and the state of its last line there."""
