@@ -86,3 +86,27 @@ def serve_cli(env: dict[str, str], cwd: Path, output: Path | None = None) -> Ite
             proc.wait(timeout=15)
         if output is not None:
             out.close()
+
+
+class Silent:
+    """A TCP server that accepts connections and never answers: an API that hangs."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                self.held.append(self.sock.accept()[0])
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()

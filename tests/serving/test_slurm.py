@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 
 from predictor.slurm.plugin import render_plugin
 from serving import create_app
-from tests.livesrv import serve_app
+from tests.livesrv import Silent, serve_app
 from tests.serving.conftest import Home
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
 
@@ -85,30 +84,6 @@ def test_sbatch_goes_through_the_plugin_to_the_api(plugin: SlurmCluster, slurm_a
     limit = plugin.show(raised)["TimeLimit"]
     assert limit != "00:05:00" and limit >= plugin.show(raised)["TimeMin"]  # the served limit, not the partition's default
     plugin.run("scancel", tagged, untouched, raised)
-
-
-class Silent:
-    """A TCP server that accepts connections and never answers: an API that hangs."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.held: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                self.held.append(self.sock.accept()[0])
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self.sock.close()
-        for conn in self.held:
-            conn.close()
 
 
 def test_with_the_api_down_or_hanging_jobs_go_in_unchanged_within_the_timeout(plugin: SlurmCluster, trained: Home, tmp_path: Path) -> None:
