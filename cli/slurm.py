@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from cli.common import console, err_console, fail, load_settings, open_store
+from cli.common import (
+    console,
+    err_console,
+    fail,
+    load_settings,
+    local_oracle,
+    open_store,
+)
 
 commands = typer.Typer()
 slurm_app = typer.Typer(help="Slurm: estimates at submission, finished jobs back as runs, the scheduler driving Slurm.", no_args_is_help=True)
@@ -21,11 +28,18 @@ def follow(
     cursor: Annotated[Path | None, typer.Option(help="Where the read position is kept (default: HOME/slurm-follow.json).")] = None,
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between passes.")] = 5.0,
     once: Annotated[bool, typer.Option(help="One pass, then exit.")] = False,
+    guard: Annotated[bool, typer.Option(help="Requeue jobs that time out with a larger limit (the walltime guard).")] = False,
+    max_requeues: Annotated[int, typer.Option(min=0, help="Requeues the guard gives one job at most.")] = 1,
 ) -> None:
-    """Store each job Slurm completes as a measurement, continuously; restarted, it reads on where it stopped."""
+    """Store each job Slurm completes as a measurement, continuously; restarted, it reads on where it stopped.
+
+    With --guard, a job that timed out is requeued with the limit of a higher quantile of its estimate (capped by its
+    partition's MaxTime), at most --max-requeues times; every decision goes to HOME/slurm-guard.jsonl.
+    """
     from predictor.catalog import load_catalog
     from predictor.slurm.control import Slurm
     from predictor.slurm.follow import Follower, FollowPass
+    from predictor.slurm.guard import WalltimeGuard, oracle_limits
     from predictor.slurm.rules import RulesError, load_rules
 
     settings = load_settings()
@@ -33,9 +47,16 @@ def follow(
         rules = load_rules(settings.slurm_rules)
     except RulesError as exc:
         raise fail(str(exc)) from None
+    catalog = load_catalog(*settings.catalog_paths)
+    walltime_guard = None
+    if guard:
+        walltime_guard = WalltimeGuard(
+            Slurm(), oracle_limits(local_oracle(settings, catalog)), settings.resolved_home / "slurm-guard.jsonl",
+            cluster=settings.slurm_cluster, max_requeues=max_requeues,
+        )  # fmt: skip
     follower = Follower(
-        log, cursor or settings.resolved_home / "slurm-follow.json", open_store(settings), load_catalog(*settings.catalog_paths),
-        rules, cluster=settings.slurm_cluster, comments=Slurm().comments,
+        log, cursor or settings.resolved_home / "slurm-follow.json", open_store(settings), catalog, rules,
+        cluster=settings.slurm_cluster, comments=Slurm().comments, guard=walltime_guard,
     )  # fmt: skip
 
     def report(done: FollowPass) -> None:

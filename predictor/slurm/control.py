@@ -11,6 +11,8 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from predictor.walltime import parse_walltime
+
 NULL = "(null)"
 
 
@@ -103,8 +105,15 @@ class Slurm:
     def release(self, job_id: str) -> None:
         self.run("scontrol", "release", job_id)
 
-    def requeue(self, job_id: str) -> None:
-        self.run("scontrol", "requeue", job_id)
+    def requeue(self, job_id: str, hold: bool = False) -> None:
+        """Put an ended job back in the queue (``hold``: held until released)."""
+        self.run("scontrol", "requeuehold" if hold else "requeue", job_id)
 
     def cancel(self, job_id: str) -> None:
         self.run("scancel", job_id)
+
+
+def partition_max_time(slurm: Slurm, partition: str) -> float | None:
+    """The partition's MaxTime in seconds (None: unlimited)."""
+    text = slurm.run("sinfo", "-h", f"--partition={partition}", "--format=%l").splitlines()
+    return parse_walltime(text[0]) if text else None

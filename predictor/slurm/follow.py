@@ -9,6 +9,9 @@ rotated (another inode, or shorter than the cursor) is read from its start.
 The completion log does not hold the job's comment in Slurm 22.05, and so not the plugin's tag: each pass asks
 slurmctld (``squeue``) for the comments of the jobs it read, which it holds for ``MinJobAge`` seconds after they end.
 A job it has forgotten is mapped by the rules on its name and partition alone.
+
+With a :class:`~predictor.slurm.guard.WalltimeGuard`, each timed-out run read is handed to it after the pass's
+runs are stored and before the cursor moves on.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from predictor.domain import Source
 from predictor.ingest import Reject
 from predictor.slurm.accounting import SlurmJob, read_jobcomp
 from predictor.slurm.control import SlurmError
+from predictor.slurm.guard import WalltimeGuard
 from predictor.slurm.ingest import convert
-from predictor.slurm.rules import Rules
+from predictor.slurm.rules import JobFacts, MappingError, Rules, map_job
 from predictor.store import MeasurementStore
 
 log = logging.getLogger(__name__)
@@ -67,6 +71,7 @@ class Follower:
         *,
         cluster: str = "slurm",
         comments: Comments | None = None,
+        guard: WalltimeGuard | None = None,
     ) -> None:
         self.log_path = log_path
         self.cursor_path = cursor_path
@@ -75,6 +80,7 @@ class Follower:
         self.rules = rules
         self.cluster = cluster
         self.comments = comments
+        self.guard = guard
 
     def cursor(self) -> Cursor:
         """The saved cursor (the start when there is none, or it is unreadable)."""
@@ -101,6 +107,8 @@ class Follower:
         parsed = self._with_comments(parsed)
         out = convert(parsed, self.rules, self.catalog, cluster=self.cluster, source=Source.PRODUCTION)
         result = self.store.add(out.measurements, out.served)
+        if self.guard is not None:
+            self._guard(parsed)
         self._save(Cursor(stat.st_ino, cursor.offset + len(complete), cursor.line + len(lines)))
         for reject in out.rejected:
             log.warning("%s line %d, %s: %s", self.log_path, reject.line, reject.field, reject.message)
@@ -118,6 +126,19 @@ class Follower:
                 log.exception("following %s failed; trying again in %.0f s", self.log_path, interval_s)
             if stop.wait(interval_s):
                 return
+
+    def _guard(self, parsed: list) -> None:
+        """Let the guard decide about each timed-out run read, then finish any requeue it left half done."""
+        assert self.guard is not None
+        for _, job in parsed:
+            if isinstance(job, SlurmJob) and job.state == "TIMEOUT":
+                facts = JobFacts(name=job.name, comment=job.comment, partition=job.partition, work_dir=job.work_dir)
+                try:
+                    mapping = map_job(self.rules, facts, self.catalog)
+                except MappingError:
+                    mapping = None
+                self.guard.consider(job, mapping)
+        self.guard.resume()
 
     def _with_comments(self, parsed: list) -> list:
         """The jobs with the comments slurmctld still holds for them (the log has none)."""
