@@ -104,3 +104,50 @@ def install_plugin(
     except OSError as exc:
         raise fail(f"cannot write {destination}: {exc.strerror or exc}") from None
     console.print(f"wrote {destination}; slurm.conf needs JobSubmitPlugins=lua (then `scontrol reconfigure` once)")
+
+
+@slurm_app.command()
+def bridge(
+    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between passes.")] = 2.0,
+    slots: Annotated[int | None, typer.Option(min=1, help="Slots each node offers the scheduler (default: its CPUs).")] = None,
+    state: Annotated[Path | None, typer.Option(help="The bridge's state file (default: HOME/slurm-bridge.json).")] = None,
+    jobs_dir: Annotated[Path | None, typer.Option(help="Where job scripts and outputs go (default: HOME/slurm-jobs).")] = None,
+    once: Annotated[bool, typer.Option(help="One pass, then exit.")] = False,
+) -> None:
+    """Carry the embedded scheduler's orders out on Slurm and report Slurm's node and job changes back as its events.
+
+    Nodes of the partitions PREDICTOR_SLURM_RULES maps to platforms become the scheduler's machines; its jobs are
+    submitted held and released to the planned node when it starts them. Killed and restarted, it reads on from its
+    state file and does nothing twice.
+    """
+    from predictor.catalog import load_catalog
+    from predictor.slurm.control import Slurm
+    from predictor.slurm.rules import RulesError, load_rules
+    from scheduler.slurm_bridge import BridgeStep, SlurmBridge
+    from scheduler.store import SchedulerStore
+
+    settings = load_settings()
+    try:
+        rules = load_rules(settings.slurm_rules)
+    except RulesError as exc:
+        raise fail(str(exc)) from None
+    if not rules.partitions:
+        raise fail("the rule file maps no partition to a platform (partitions: in PREDICTOR_SLURM_RULES): no node to schedule on")
+    home = settings.resolved_home
+    the_bridge = SlurmBridge(
+        SchedulerStore(open_store(settings).engine), Slurm(), load_catalog(*settings.catalog_paths), rules.partitions,
+        state or home / "slurm-bridge.json", jobs_dir or home / "slurm-jobs", slots=slots,
+    )  # fmt: skip
+
+    def report(done: BridgeStep) -> None:
+        if done.submitted or done.orders or done.events:
+            console.print(f"{done.submitted} jobs submitted held, {done.orders} orders carried out, {done.events} events sent")
+
+    if once:
+        report(the_bridge.step())
+        return
+    console.print(f"bridging the scheduler and Slurm every {interval:g} s (Ctrl-C stops)")
+    try:
+        the_bridge.run(interval, threading.Event(), on_step=report)
+    except KeyboardInterrupt:
+        console.print("stopped")

@@ -29,6 +29,12 @@ class QueuedJob:
     state: str
     node_list: str | None
     comment: str
+    reason: str = ""
+
+    @property
+    def held(self) -> bool:
+        """Pending and held (submitted held, or requeued held) until released."""
+        return self.state == "PENDING" and "held" in self.reason.lower()
 
 
 @dataclass(frozen=True)
@@ -71,12 +77,12 @@ class Slurm:
     def jobs(self, job_ids: Iterable[str] = ()) -> list[QueuedJob]:
         """Every job slurmctld holds, in any state (only ``job_ids`` when given): finished ones until ``MinJobAge``."""
         ids = ",".join(job_ids)
-        args = ["-h", "--states=all", "--format=%i|%j|%T|%N|%k"] + ([f"--jobs={ids}"] if ids else [])
+        args = ["-h", "--states=all", "--format=%i|%j|%T|%N|%r|%k"] + ([f"--jobs={ids}"] if ids else [])
         out = []
         for line in self.run("squeue", *args).splitlines():
-            job_id, name, state, nodes, comment = (line.split("|", 4) + [""] * 5)[:5]
+            job_id, name, state, nodes, reason, comment = (line.split("|", 5) + [""] * 6)[:6]
             if job_id:
-                out.append(QueuedJob(job_id, name, state, nodes or None, "" if comment == NULL else comment))
+                out.append(QueuedJob(job_id, name, state, nodes or None, "" if comment == NULL else comment, reason))
         return out
 
     def comments(self, job_ids: Sequence[str]) -> dict[str, str]:
