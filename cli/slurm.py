@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
@@ -17,6 +18,7 @@ from cli.common import (
     open_store,
 )
 
+T = TypeVar("T")
 commands = typer.Typer()
 slurm_app = typer.Typer(help="Slurm: estimates at submission, finished jobs back as runs, the scheduler driving Slurm.", no_args_is_help=True)
 commands.add_typer(slurm_app, name="slurm")
@@ -68,14 +70,7 @@ def follow(
         for reject in done.rejected:
             err_console.print(f"  line {reject.line}, {reject.field}: {reject.message}")
 
-    if once:
-        report(follower.poll())
-        return
-    console.print(f"following {log} every {interval:g} s (Ctrl-C stops)")
-    try:
-        follower.run(interval, threading.Event(), on_pass=report)
-    except KeyboardInterrupt:
-        console.print("stopped")
+    _passes(follower.poll, lambda stop: follower.run(interval, stop, on_pass=report), report, once, f"following {log} every {interval:g} s")
 
 
 @slurm_app.command("install-plugin")
@@ -143,11 +138,16 @@ def bridge(
         if done.submitted or done.orders or done.events:
             console.print(f"{done.submitted} jobs submitted held, {done.orders} orders carried out, {done.events} events sent")
 
+    _passes(the_bridge.step, lambda stop: the_bridge.run(interval, stop, on_step=report), report, once, f"bridging the scheduler and Slurm every {interval:g} s")
+
+
+def _passes(step: Callable[[], T], run: Callable[[threading.Event], None], report: Callable[[T], None], once: bool, doing: str) -> None:
+    """One pass reported (``--once``), or passes until Ctrl-C."""
     if once:
-        report(the_bridge.step())
+        report(step())
         return
-    console.print(f"bridging the scheduler and Slurm every {interval:g} s (Ctrl-C stops)")
+    console.print(f"{doing} (Ctrl-C stops)")
     try:
-        the_bridge.run(interval, threading.Event(), on_step=report)
+        run(threading.Event())
     except KeyboardInterrupt:
         console.print("stopped")

@@ -23,9 +23,7 @@ write does not do it twice when restarted; no order is skipped, since the cursor
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import shlex
 import threading
 from collections.abc import Callable
@@ -33,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from predictor.atomic import read_json, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.slurm.control import QueuedJob, Slurm, SlurmError
 from scheduler.orders import OrderKind
@@ -248,14 +247,12 @@ class SlurmBridge:
     # --- state ---------------------------------------------------------------------------------------------------
 
     def _load(self) -> BridgeState:
+        saved = read_json(self.state_path)
         try:
-            return BridgeState(**json.loads(self.state_path.read_text()))
-        except (OSError, ValueError, TypeError):
+            return BridgeState(**saved) if isinstance(saved, dict) else BridgeState()
+        except TypeError:
             return BridgeState()
 
     def _save(self) -> None:
         """Write the state atomically: a kill leaves the old file or the new one."""
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.state_path.with_suffix(".partial")
-        partial.write_text(json.dumps(asdict(self.state)))
-        os.replace(partial, self.state_path)
+        write_json_atomically(self.state_path, asdict(self.state))

@@ -16,14 +16,13 @@ runs are stored and before the cursor moves on.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from predictor.atomic import read_json, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.domain import Source
 from predictor.ingest import Reject
@@ -84,9 +83,10 @@ class Follower:
 
     def cursor(self) -> Cursor:
         """The saved cursor (the start when there is none, or it is unreadable)."""
+        saved = read_json(self.cursor_path)
         try:
-            return Cursor(**json.loads(self.cursor_path.read_text()))
-        except (OSError, ValueError, TypeError):
+            return Cursor(**saved) if isinstance(saved, dict) else Cursor()
+        except TypeError:
             return Cursor()
 
     def poll(self) -> FollowPass:
@@ -154,7 +154,4 @@ class Follower:
 
     def _save(self, cursor: Cursor) -> None:
         """Write the cursor atomically (a kill leaves the old one or the new one, never half of one)."""
-        self.cursor_path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.cursor_path.with_suffix(".partial")
-        partial.write_text(json.dumps(cursor.__dict__))
-        os.replace(partial, self.cursor_path)
+        write_json_atomically(self.cursor_path, asdict(cursor))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from predictor.atomic import write_text_atomically
+
 TEMPLATE = Path(__file__).with_name("job_submit.lua")
 DEFAULT_CONF = Path("/etc/slurm/slurm.conf")
 
@@ -29,7 +31,4 @@ def plugin_path(slurm_conf: str | None = None) -> Path:
 
 def install_plugin(destination: Path, text: str) -> None:
     """Write the plugin atomically (slurmctld may read it at any moment; it reloads a changed file by itself)."""
-    partial = destination.with_suffix(".lua.partial")
-    partial.write_text(text)
-    partial.chmod(0o644)
-    os.replace(partial, destination)
+    write_text_atomically(destination, text, mode=0o644)

@@ -4,7 +4,6 @@ bridge mid-stream loses no job and applies no order twice."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from sqlalchemy import create_engine, text
 from predictor.datagen import write_family_fasta
 from predictor.settings import PROJECT_ROOT, Settings
 from serving import create_app
-from tests.livesrv import eventually, serve_app
+from tests.livesrv import Killable, eventually, serve_app
 from tests.scheduler.test_api import AUTH, TOKEN, seed_profile
 from tests.slurmserver import SlurmCluster
 
@@ -40,7 +39,7 @@ def service(tmp_path: Path) -> Iterator[tuple[str, Settings, Path]]:
         yield url, settings, inputs
 
 
-class Bridge:
+class Bridge(Killable):
     """``predictor slurm bridge`` as a child process that can be killed without warning."""
 
     def __init__(self, cluster: SlurmCluster, settings: Settings, log: Path) -> None:
@@ -49,22 +48,11 @@ class Bridge:
             **os.environ, "SLURM_CONF": str(cluster.conf), "PREDICTOR_HOME": str(settings.home),
             "PREDICTOR_SLURM_RULES": str(settings.slurm_rules), "PYTHONPATH": str(PROJECT_ROOT),
         }  # fmt: skip
-        self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         command = [sys.executable, "-m", "predictor", "slurm", "bridge", "--interval", "0.3", "--slots", "1"]
         with self.log.open("a") as out:
             self.proc = subprocess.Popen(command, env=self.env, cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT)
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=30)
 
 
 def _done(base: str) -> int:
