@@ -3,7 +3,8 @@
 Slurm counts limits in whole minutes. ``time_min`` is the estimate rounded up to a minute, never above the job's
 time limit (Slurm refuses a ``time_min`` over it): the user's limit when given, else the partition's default. The
 user's limit is never changed; a job without one gets the served ``limit`` (the upper estimate) only where the site
-asks for it (``raise_missing_limit``), and then ``time_min`` is capped by that.
+asks for it (``raise_missing_limit``), and then ``time_min`` is capped by that. Without an estimate (no model yet)
+nothing is set but the tag, so that the job's run is still learned from when it ends.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from predictor.walltime import optional_walltime, slurm_walltime
 
 @dataclass(frozen=True)
 class SubmitAdvice:
-    """The changes to make: ``time_min`` and ``time_limit`` in minutes (``time_limit`` None: leave it), the comment."""
+    """The changes to make: ``time_min`` and ``time_limit`` in minutes (None: leave it), the comment."""
 
-    time_min: int
+    time_min: int | None
     time_limit: int | None
     comment: str
-    estimate: str  # the estimate as a Slurm walltime, for the log and the user
+    estimate: str | None  # the estimate as a Slurm walltime, for the log and the user
     limit: str | None
 
 
@@ -36,15 +37,17 @@ def minutes(seconds: float) -> int:
 def advise(
     facts: JobFacts,
     mapping: JobMapping,
-    estimate: Estimate,
+    estimate: Estimate | None,
     *,
     time_limit: int | None,
     default_time: int | None = None,
     raise_missing_limit: bool = False,
 ) -> SubmitAdvice:
-    """The plugin's changes for a job estimated at ``estimate`` (which has seconds); limits in minutes, None: unset."""
-    if estimate.seconds is None:
-        raise ValueError("an estimate without seconds gives no advice")
+    """The plugin's changes for a job estimated at ``estimate`` (None, or without seconds: the tag alone); limits in
+    minutes, None: unset."""
+    if estimate is None or estimate.seconds is None:
+        words = {"algorithm": mapping.algorithm, "platform": mapping.platform, **mapping.params}
+        return SubmitAdvice(None, None, tagged_comment(facts.comment, words), None, None)
     new_limit = None
     if time_limit is None and raise_missing_limit and estimate.limit is not None:
         new_limit = minutes(estimate.limit)

@@ -55,14 +55,15 @@ class SlurmAdviceOut(BaseModel):
 
     algorithm: str
     platform: str
-    time_min: int
+    time_min: int | None = Field(description="Null when there is no estimate (no model yet): only the tag is written.")
     time_limit: int | None
     comment: str
-    estimate: str = Field(description="The estimate as a Slurm walltime, rounded up.")
+    estimate: str | None = Field(description="The estimate as a Slurm walltime, rounded up.")
     limit: str | None = Field(description="The served limit (upper estimate) as a Slurm walltime.")
-    seconds: float
+    seconds: float | None
     model_name: str | None
     model_version: str | None
+    reason: str | None = Field(default=None, description="Why there is no estimate, when there is none.")
 
 
 @router.post(
@@ -98,17 +99,17 @@ def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
     except JobRejected as exc:
         raise exc.http() from None
     estimated = state.oracle.estimate_jobs([prepared])[0].get(mapping.platform)
-    if estimated is None or estimated.seconds is None:
-        reason = estimated.reason if estimated is not None else "no estimate"
-        raise HTTPException(422, f"no estimate for {mapping.algorithm} on {mapping.platform}: {reason}")
-    state.metrics.count_estimates([estimated])
+    if estimated is not None:
+        state.metrics.count_estimates([estimated])
     advice: SubmitAdvice = advise(
         facts, mapping, estimated, time_limit=job.time_limit, default_time=job.default_time, raise_missing_limit=job.raise_missing_limit
     )
+    served = estimated is not None and estimated.seconds is not None
     return SlurmAdviceOut(
         algorithm=mapping.algorithm, platform=mapping.platform, time_min=advice.time_min, time_limit=advice.time_limit,
-        comment=advice.comment, estimate=advice.estimate, limit=advice.limit, seconds=estimated.seconds,
-        model_name=estimated.model_name, model_version=estimated.model_version,
+        comment=advice.comment, estimate=advice.estimate, limit=advice.limit, seconds=estimated.seconds if served else None,
+        model_name=estimated.model_name if served else None, model_version=estimated.model_version if served else None,
+        reason=None if served else (estimated.reason if estimated is not None else "no estimate"),
     )  # fmt: skip
 
 

@@ -45,6 +45,16 @@ def test_the_route_maps_estimates_and_tags_a_job(slurm_api: str, trained: Home) 
     assert raised.json()["time_limit"] >= raised.json()["time_min"] >= 1  # the served limit, for a job without one
 
 
+def test_without_a_model_the_route_tags_the_job_and_sets_no_time_min(slurm_api: str, trained: Home) -> None:
+    """No champion for clustalo: nothing to set, but the tag, so the job's run is learned from when it ends."""
+    answer = httpx.post(f"{slurm_api}/v1/slurm/estimate", json=_job(trained, directives="algorithm=clustalo input=f7.fa"))
+    body = answer.json()
+    assert answer.status_code == 200 and body["time_min"] is None and body["seconds"] is None and body["reason"]
+    assert body["comment"] == f"predictor: algorithm=clustalo platform=cpu1 input={trained.inputs / 'f7.fa'}"
+    text = httpx.post(f"{slurm_api}/v1/slurm/estimate", params={"format": "text"}, json=_job(trained, directives="algorithm=clustalo input=f7.fa"))
+    assert text.text == f"comment={body['comment']}\n"
+
+
 def test_the_route_leaves_jobs_that_are_not_ours_and_refuses_bad_words(slurm_api: str, trained: Home) -> None:
     assert httpx.post(f"{slurm_api}/v1/slurm/estimate", json=_job(trained)).status_code == 204
     unknown = httpx.post(f"{slurm_api}/v1/slurm/estimate", json=_job(trained, directives="algorithm=nosuch"))
