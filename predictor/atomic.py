@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def write_text_atomically(path: Path, text: str, mode: int | None = None) -> None:
@@ -33,9 +36,11 @@ def write_json_atomically(path: Path, content: Any) -> None:
     write_text_atomically(path, json.dumps(content))
 
 
-def read_json(path: Path) -> Any | None:
-    """The JSON in ``path``; None when it is missing or unreadable (a state file not written yet)."""
+def read_state(path: Path, kind: Callable[..., T]) -> T:
+    """The state saved in ``path`` as JSON fields of ``kind`` (a dataclass); a fresh ``kind()`` when the file is
+    missing or unreadable (a state file not written yet)."""
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+        saved = json.loads(path.read_text())
+        return kind(**saved) if isinstance(saved, dict) else kind()
+    except (OSError, ValueError, TypeError):
+        return kind()

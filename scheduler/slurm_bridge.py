@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from predictor.atomic import read_json, write_json_atomically
+from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.slurm.control import QueuedJob, Slurm, SlurmError
 from scheduler.orders import OrderKind
@@ -78,7 +78,7 @@ class SlurmBridge:
         self.state_path = state_path
         self.output_dir = output_dir
         self.slots = slots
-        self.state = self._load()
+        self.state = read_state(state_path, BridgeState)
 
     # --- the pass ------------------------------------------------------------------------------------------------
 
@@ -245,13 +245,6 @@ class SlurmBridge:
         )
 
     # --- state ---------------------------------------------------------------------------------------------------
-
-    def _load(self) -> BridgeState:
-        saved = read_json(self.state_path)
-        try:
-            return BridgeState(**saved) if isinstance(saved, dict) else BridgeState()
-        except TypeError:
-            return BridgeState()
 
     def _save(self) -> None:
         """Write the state atomically: a kill leaves the old file or the new one."""

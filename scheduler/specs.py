@@ -35,16 +35,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from predictor.catalog import Catalog
 from predictor.settings import BUNDLED_DATA
-from scheduler.estimates import (
-    Blind,
-    Champions,
-    EstimateSource,
-    Fitted,
-    Noisy,
-    Requested,
-    Service,
-    Truth,
-)
+from scheduler.estimates import Blind, Champions, EstimateSource, Fitted, Noisy, Requested, Service, Truth
 from scheduler.oracles import Oracle
 from scheduler.policies import POLICIES, PolicyChoice
 from scheduler.policies.profile_driven import WarmGain

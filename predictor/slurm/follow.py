@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from predictor.atomic import read_json, write_json_atomically
+from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.domain import Source
 from predictor.ingest import Reject
@@ -83,11 +83,7 @@ class Follower:
 
     def cursor(self) -> Cursor:
         """The saved cursor (the start when there is none, or it is unreadable)."""
-        saved = read_json(self.cursor_path)
-        try:
-            return Cursor(**saved) if isinstance(saved, dict) else Cursor()
-        except TypeError:
-            return Cursor()
+        return read_state(self.cursor_path, Cursor)
 
     def poll(self) -> FollowPass:
         """Store the completions written since the cursor and move the cursor past them."""

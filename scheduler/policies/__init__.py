@@ -15,11 +15,7 @@ from typing import Any
 from scheduler.grid import SITES
 from scheduler.gridinfo import GRID_ATTRIBUTES
 from scheduler.policies.affinity import Affinity
-from scheduler.policies.data_aware import (
-    StorageAffinity,
-    WorkqueueReplication,
-    XSufferage,
-)
+from scheduler.policies.data_aware import StorageAffinity, WorkqueueReplication, XSufferage
 from scheduler.policies.edf import EDFDeferral
 from scheduler.policies.fcfs import FCFS
 from scheduler.policies.genetic import GeneticCoScheduling, GreedyCoScheduling
