@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from cli import learn, measure, probe, serve, simulate
+from cli import learn, measure, probe, serve, simulate, slurm
 from predictor import __version__
 
 app = typer.Typer(help="Runtime prediction for heterogeneous clusters.", no_args_is_help=True, add_completion=False)
-for group in (measure, learn, serve, simulate):
+for group in (measure, learn, serve, simulate, slurm):
     app.add_typer(group.commands)
 app.add_typer(probe.commands, name="probe")
 

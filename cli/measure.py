@@ -19,20 +19,28 @@ commands = typer.Typer()
 
 @commands.command(cls=PathsCommand)
 def ingest(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="CSV, Parquet or SWF files of finished runs.", exists=True, dir_okay=False)],
+    files: Annotated[
+        list[Path], typer.Argument(metavar="FILE", help="CSV, Parquet, SWF or Slurm accounting files of finished runs.", exists=True, dir_okay=False)
+    ],
     algorithm: Annotated[str | None, typer.Option(help="Algorithm for rows that do not name one.")] = None,
     platform: Annotated[str | None, typer.Option(help="Platform for rows that do not name one.")] = None,
     map_: Annotated[list[str] | None, typer.Option("--map", metavar="COLUMN=FIELD", help="Rename a column (repeatable).")] = None,
     machine: Annotated[str | None, typer.Option(help="Machine for rows that do not name one.")] = None,
     file_format: Annotated[
-        Literal["csv", "parquet", "swf"] | None,
-        typer.Option("--format", help="How to read the files (default: by suffix; .swf is a Standard Workload Format log)."),
+        Literal["csv", "parquet", "swf", "sacct", "jobcomp"] | None,
+        typer.Option(
+            "--format",
+            help="How to read the files (default: by suffix; .swf is a Standard Workload Format log; sacct: `sacct -P -X` "
+            "output, jobcomp: a Slurm jobcomp/filetxt log, jobs mapped by PREDICTOR_SLURM_RULES).",
+        ),
     ] = None,
     rejects_dir: Annotated[Path | None, typer.Option(help="Folder for rejects files (default: beside each input).")] = None,
 ) -> None:
-    """Validate and store measurements (CSV, Parquet, or SWF job logs); bad rows go to a rejects file beside the input."""
+    """Validate and store measurements (CSV, Parquet, SWF or Slurm job logs); bad rows go to a rejects file beside the input."""
     from predictor.catalog import load_catalog
     from predictor.ingest import IngestError, ingest_file
+    from predictor.slurm.ingest import ingest_slurm
+    from predictor.slurm.rules import RulesError, load_rules
     from predictor.swf_ingest import ingest_swf
 
     settings = load_settings()
@@ -42,14 +50,20 @@ def ingest(
     any_rejected = False
     for path in files:
         options = {"algorithm": algorithm, "platform": platform, "machine": machine, "rejects_dir": rejects_dir}
+        kind = file_format or path.suffix.lower().lstrip(".")
         try:
-            if (file_format or path.suffix.lower().lstrip(".")) == "swf":
-                if mapping:
-                    raise IngestError("--map renames CSV and Parquet columns; an SWF log has fixed fields")
+            if kind in ("swf", "sacct", "jobcomp") and mapping:
+                raise IngestError(f"--map renames CSV and Parquet columns; a {kind} log has fixed fields")
+            if kind == "swf":
                 report = ingest_swf(path, store, catalog, **options)
+            elif kind in ("sacct", "jobcomp"):
+                if algorithm or platform or machine:
+                    raise IngestError("Slurm jobs are mapped by PREDICTOR_SLURM_RULES and their own words, not --algorithm/--platform/--machine")
+                rules = load_rules(settings.slurm_rules)
+                report = ingest_slurm(path, store, catalog, rules, file_format=kind, cluster=settings.slurm_cluster, rejects_dir=rejects_dir)
             else:
                 report = ingest_file(path, store, catalog, mapping=mapping, file_format=file_format, **options)
-        except IngestError as exc:
+        except (IngestError, RulesError) as exc:
             raise fail(str(exc)) from None
         console.print(
             f"{path}: {report.rows} rows, {report.stored} stored, {report.duplicates} already stored, "

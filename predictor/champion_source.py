@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
@@ -21,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from predictor.atomic import write_json_atomically
 from predictor.envelope import TrainingEnvelope
 from predictor.registry import (
     CHAMPION_ALIAS,
@@ -82,7 +82,10 @@ def bound_registry_requests(timeout_s: float) -> None:
     MLflow reads these limits from the environment only, so they hold for the whole process; its defaults
     (120 s, 7 retries with backoff) keep a call to a registry that accepts and never answers waiting for minutes.
     """
-    from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_HTTP_REQUEST_TIMEOUT
+    from mlflow.environment_variables import (
+        MLFLOW_HTTP_REQUEST_MAX_RETRIES,
+        MLFLOW_HTTP_REQUEST_TIMEOUT,
+    )
 
     MLFLOW_HTTP_REQUEST_TIMEOUT.set(str(max(1, math.ceil(timeout_s))))
     MLFLOW_HTTP_REQUEST_MAX_RETRIES.set("0")
@@ -134,7 +137,7 @@ class ChampionSource:
         if not (folder / "champion.json").exists():
             self._download(version, folder)
         loaded = _load_folder(folder, origin="registry")
-        _write_json(self.cache_dir / version.name / "current.json", {"version": version.version})
+        write_json_atomically(self.cache_dir / version.name / "current.json", {"version": version.version})
         self._prune(version.name, keep=version.version)
         return loaded
 
@@ -183,7 +186,7 @@ class ChampionSource:
                 "fit_seconds": _fit_seconds(self.tracking_uri, version.run_id),
             }
             _download_envelope(self.tracking_uri, version.run_id, staging)
-            _write_json(staging / "champion.json", facts)
+            write_json_atomically(staging / "champion.json", facts)
             try:
                 staging.rename(folder)
             except OSError:  # another process cached the same version first
@@ -263,15 +266,6 @@ def _fit_seconds(tracking_uri: str, run_id: str | None) -> float | None:
         return registry_client(tracking_uri).get_run(run_id).data.metrics.get("refit_seconds")
     except Exception:  # noqa: BLE001 - the fit time is informative only
         return None
-
-
-def _write_json(path: Path, content: dict[str, Any]) -> None:
-    """Write JSON atomically (temporary file, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    with os.fdopen(handle, "w") as out:
-        json.dump(content, out)
-    os.replace(temporary, path)
 
 
 def _from_millis(millis: int | None) -> datetime | None:

@@ -164,6 +164,11 @@ def _merged(record: Record, kind: str, convert: Callable[[str, Any], Any]) -> di
     return merged
 
 
+def typed_params(algorithm: Algorithm, raw: dict[str, Any]) -> dict[str, Any]:
+    """Parameters (text or values) converted to their schema types and checked; RowError naming the first bad one."""
+    return {name: _param(algorithm.parameters, name, value) for name, value in raw.items()}
+
+
 def _param(schema: dict[str, Parameter], name: str, value: Any) -> Any:
     """One parameter value converted to its schema type and checked against its bounds or choices."""
     field = f"param.{name}"

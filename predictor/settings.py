@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     api_registry_wait_s: float = Field(default=15.0, gt=0, description="How long the API waits for the registry at start before serving cached champions.")
     api_registry_timeout_s: float = Field(default=10.0, gt=0, description="How long one request to the model registry may take (no retries); a reload waits no longer for the registry.")
     api_log_level: str = Field(default="info", description="Level of the API's structured JSON logs.")
+    slurm_rules: Path | None = Field(default=None, description="Rule file mapping Slurm jobs to algorithms and platforms (docs/slurm.md).")
+    slurm_cluster: str = Field(default="slurm", min_length=1, max_length=40, description="The Slurm cluster's name in the run ids of its jobs.")
     model_cache_dir: Path | None = Field(default=None, description="Local copies of the champions (default HOME/champion-cache).")
 
     @model_validator(mode="after")

@@ -1,8 +1,10 @@
-"""Seconds as a Slurm walltime (``HH:MM:SS``, ``D-HH:MM:SS``), rounded up so a limit built from it is never short."""
+"""Slurm walltimes: seconds printed as ``HH:MM:SS`` or ``D-HH:MM:SS`` (rounded up, so a limit built from one is never
+short), and Slurm's durations read back as seconds."""
 
 from __future__ import annotations
 
 import math
+import re
 
 SECONDS_PER_DAY = 86_400
 
@@ -21,3 +23,27 @@ def slurm_walltime(seconds: float) -> str:
 def optional_walltime(seconds: float | None) -> str | None:
     """:func:`slurm_walltime` of ``seconds``, None for None (an estimate without seconds or without a limit)."""
     return None if seconds is None else slurm_walltime(seconds)
+
+
+LIMITLESS = frozenset({"UNLIMITED", "INFINITE", "PARTITION_LIMIT", "NONE", ""})
+_DURATION = re.compile(r"(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)")
+
+
+def parse_walltime(text: str) -> float | None:
+    """Seconds in a Slurm duration as Slurm reads one: ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M`` or ``D-H:M:S``.
+
+    A bare number is minutes (``sacct -c`` prints time limits so); ``UNLIMITED``, ``Partition_Limit`` and an empty
+    field are None (no limit); anything else raises ValueError.
+    """
+    text = text.strip()
+    if text.upper() in LIMITLESS:
+        return None
+    match = _DURATION.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a Slurm duration: {text!r}")
+    n = {k: int(v) for k, v in match.groupdict().items() if v is not None}
+    if "days" in n:
+        return float(((n["days"] * 24 + n["dh"]) * 60 + n.get("dm", 0)) * 60 + n.get("ds", 0))
+    if "c" in n:
+        return float((n["a"] * 60 + n["b"]) * 60 + n["c"])
+    return float(n["a"] * 60 + n.get("b", 0))

@@ -10,7 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, Text, cast, delete, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    Text,
+    cast,
+    delete,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 
 from predictor.domain import Measurement, ServedEstimate
@@ -23,7 +33,16 @@ from predictor.store.scheduler_tables import (
 )
 from predictor.store.store import insert_measurements, insert_served
 from scheduler.orders import Order
-from scheduler.state import STORED_FIELDS, Job, JobStatus, Machine, Run, State, job_from_plain, plain
+from scheduler.state import (
+    STORED_FIELDS,
+    Job,
+    JobStatus,
+    Machine,
+    Run,
+    State,
+    job_from_plain,
+    plain,
+)
 
 CHUNK = 500
 
@@ -111,6 +130,14 @@ class SchedulerStore:
             seq = conn.execute(insert(sched_events).values(row).returning(sched_events.c.seq)).scalar_one()
             conn.commit()
         return int(seq)
+
+    def events_about(self, *, job: str | None = None, machine: str | None = None) -> list[dict[str, Any]]:
+        """The inbox's events about ``job``, or else about ``machine`` (processed or not), oldest first: what a resource
+        manager has already reported, so that one restarted does not report it again."""
+        e = sched_events.c
+        where = e.job_id == job if job is not None else (e.machine_id == machine) & e.job_id.is_(None)
+        with self.engine.connect() as conn:
+            return [dict(row) for row in conn.execute(select(e.seq, e.kind, e.machine_id, e.job_id, e.payload).where(where).order_by(e.seq)).mappings()]
 
     def pending_events(self, limit: int = 1000) -> list[dict[str, Any]]:
         """Unprocessed events, oldest first, with ``payload`` as the JSON text a resource manager wrote (checked by the service)."""

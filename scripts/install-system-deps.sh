@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the Debian programs the tests drive for real: PostgreSQL (store tests),
-# and the bioinformatics tools the sweeps profile. Only as root, only what is missing.
+# the bioinformatics tools the sweeps profile, and Slurm. Only as root, only what is missing.
 set -euo pipefail
 
 need=()
@@ -16,6 +16,12 @@ command -v java >/dev/null || need+=(default-jre-headless)
 [ -e /usr/include/fann.h ] || need+=(libfann-dev)
 command -v gcc >/dev/null || need+=(gcc)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# a private single-node Slurm for tests/predictor/slurm and the bridge (tests/slurmserver.py)
+command -v slurmctld >/dev/null || need+=(slurmctld)
+command -v slurmd >/dev/null || need+=(slurmd)
+command -v sbatch >/dev/null || need+=(slurm-client)
+command -v munged >/dev/null || need+=(munge)
+[ -e /usr/share/lua/5.1/socket/http.lua ] || need+=(lua-socket)  # the job_submit.lua plugin's HTTP client
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
@@ -26,5 +32,12 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "installing system packages: ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# no daemon may start from a package's postinst (slurmctld, munge): deny it for the install if nothing does yet
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    trap 'rm -f "$policy"' EXIT
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

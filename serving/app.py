@@ -14,7 +14,7 @@ from predictor.settings import Settings
 from serving import docs, errors
 from serving.limits import BodyLimit
 from serving.metrics import Metrics
-from serving.routers import catalog, health, models, observations, predict, scheduler
+from serving.routers import catalog, health, models, observations, predict, scheduler, slurm
 from serving.state import build_state, close_state
 from serving.telemetry import Telemetry, configure_logging
 
@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings  # for the server around it (serving.server.server_options)
-    for module in (health, catalog, models, predict, observations, scheduler):
+    for module in (health, catalog, models, predict, observations, scheduler, slurm):
         app.include_router(module.router)
     errors.install(app)
     docs.install(app)

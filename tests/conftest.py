@@ -1,4 +1,4 @@
-"""Shared fixtures: a session PostgreSQL server, a fresh store URL per test on SQLite and PostgreSQL, a small catalog, the CLI."""
+"""Shared fixtures: a session PostgreSQL server, a session Slurm cluster, a fresh store URL per test on SQLite and PostgreSQL, a small catalog, the CLI."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from predictor.catalog import Catalog, load_catalog
 from predictor.store import MeasurementStore
 from tests.pgserver import PostgresServer, find_bindir
 from tests.required import required
+from tests.slurmserver import SlurmCluster
+from tests.slurmserver import available as slurm_available
 
 CATALOG_YAML = """
 platforms:
@@ -60,6 +62,18 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[SlurmCluster]:
+    """A single-node Slurm (munged, slurmctld, slurmd on 127.0.0.1) for the whole session; skipped locally, failed in CI."""
+    required(slurm_available(), "Slurm 22.05 and munge not installed (or not root)", "`make test` installs them (make system-deps)")
+    cluster = SlurmCluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -73,3 +74,48 @@ def serve_cli(env: dict[str, str], cwd: Path, output: Path | None = None) -> Ite
             proc.wait(timeout=15)
         if output is not None:
             out.close()
+
+
+class Killable:
+    """A child process (``proc``, set by a subclass's ``start``) that a test can kill without warning or stop."""
+
+    proc: subprocess.Popen | None = None
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, as a crash."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        """Terminate it if it still runs (killed if it does not end within 30 s)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class Silent:
+    """A TCP server that accepts connections and never answers: an API that hangs."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                self.held.append(self.sock.accept()[0])
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()

@@ -13,21 +13,12 @@ from predictor.domain import Measurement, Source
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from serving import create_app
-from serving.routers import scheduler as scheduler_routes
 from tests.livesrv import eventually, serve_app
 from tests.scheduler.test_service import REFUSE_UPDATES, inbox_rows
 
 TOKEN = "sched-token"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 FEATURES = {"input.sequences": 20.0, "input.mean_length": 250.0}
-
-
-def app_with_scheduler(settings: Settings):
-    """The service's app; the scheduler router is included once (it may already be wired in)."""
-    app = create_app(settings)
-    if not any(getattr(r, "path", "") == "/v1/orders" for r in app.routes):
-        app.include_router(scheduler_routes.router)
-    return app
 
 
 def seed_profile(settings: Settings) -> None:
@@ -48,7 +39,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # The registry's first answer is awaited (MLflow creating its database runs Alembic, which must not overlap another migration).
     settings = Settings(home=root / "home", data_roots=[root], api_token=TOKEN, api_reload_interval_s=0)
     seed_profile(settings)
-    with serve_app(app_with_scheduler(settings)) as url:
+    with serve_app(create_app(settings)) as url:
         yield url
 
 
@@ -126,7 +117,7 @@ def test_bad_requests_get_precise_answers(base, path, body, status, detail):
 def served_on(store_url: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """The scheduler API over a store of each backend: (base URL, store URL)."""
     settings = Settings(home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url, api_token=TOKEN, api_reload_interval_s=0)
-    with serve_app(app_with_scheduler(settings)) as url:
+    with serve_app(create_app(settings)) as url:
         yield url, store_url
 
 

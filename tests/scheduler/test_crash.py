@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -14,16 +13,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from predictor.settings import PROJECT_ROOT, Settings
 from predictor.client import wait_until_ready
-from tests.livesrv import free_port
+from predictor.settings import PROJECT_ROOT, Settings
+from tests.livesrv import Killable, free_port
 from tests.scheduler.test_api import AUTH, FEATURES, TOKEN, seed_profile
 
 JOBS = 90
 pytestmark = pytest.mark.e2e
 
 
-class Server:
+class Server(Killable):
     """``predictor serve`` as a child process that can be killed without warning."""
 
     def __init__(self, home: Path) -> None:
@@ -31,7 +30,6 @@ class Server:
                     "PREDICTOR_API_RELOAD_INTERVAL_S": "0", "PREDICTOR_API_REGISTRY_WAIT_S": "1"}  # fmt: skip
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
@@ -39,19 +37,6 @@ class Server:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         wait_until_ready(f"{self.base}/readyz", process=self.proc)
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
 
 
 def call(method: str, url: str, **kwargs) -> httpx.Response | None:

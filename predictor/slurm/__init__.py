@@ -1,0 +1,9 @@
+"""Slurm: which algorithm a job runs (site rules, the job's own words), its accounting read back as measurements.
+
+- :mod:`predictor.slurm.words`: the ``key=value`` words a job names its algorithm with, and the tag the plugin
+  writes into its comment;
+- :mod:`predictor.slurm.rules`: the site's rule file mapping a job to an algorithm, a platform and parameters;
+- :mod:`predictor.slurm.accounting`: ``sacct -P`` output and the ``jobcomp/filetxt`` log, parsed;
+- :mod:`predictor.slurm.ingest`: finished jobs as measurements (timed-out runs censored), with the estimate served;
+- :mod:`predictor.slurm.follow`: tailing the completion log into the store, resuming after a restart.
+"""

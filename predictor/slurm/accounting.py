@@ -1,0 +1,202 @@
+"""Finished Slurm jobs from ``sacct -P`` output or the ``jobcomp/filetxt`` completion log, as typed records.
+
+``sacct`` columns (``sacct -P -X -o <columns>``; ``-c`` reads the completion log instead of the database): the
+required :data:`SACCT_REQUIRED` and any of :data:`SACCT_OPTIONAL`::
+
+    sacct -P -X -o JobID,JobName,State,Elapsed,Timelimit,ReqCPUS,ReqMem,Partition,Comment,ExitCode,NodeList,Start,End,Submit,WorkDir
+
+Job steps (``123.batch``) are left out: a job is one allocation line. ``Timelimit`` may be raw minutes (``sacct
+-c``) or a duration, ``State`` may read ``CANCELLED by 0``. The ``jobcomp/filetxt`` log has one job per line as
+``Key=Value`` words (``JobId=5 Name=x JobState=TIMEOUT TimeLimit=5 StartTime=... EndTime=...``); Slurm 22.05 does
+not write the comment there, so a completion read from it carries none unless the caller adds it.
+Times without a zone are the machine's local time, as Slurm prints them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from predictor.walltime import parse_walltime
+
+SACCT_REQUIRED = ("JobID", "JobName", "State", "Elapsed", "Timelimit", "ReqCPUS", "ReqMem", "Partition", "Comment")
+SACCT_OPTIONAL = ("ExitCode", "NodeList", "Start", "End", "Submit", "WorkDir", "User", "Cluster")
+SACCT_COLUMNS = SACCT_REQUIRED + SACCT_OPTIONAL
+_JOBCOMP_KEY = re.compile(r"(?:^|\s)([A-Za-z]+)=")
+_MEMORY = re.compile(r"(?:^|,)mem=([^,]+)")
+
+
+class AccountingError(ValueError):
+    """One line that cannot be read, with its field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    """One finished (or ended) run of a Slurm job as accounting reports it; times in UTC, durations in seconds."""
+
+    job_id: str
+    name: str
+    state: str  # the first word: COMPLETED, FAILED, TIMEOUT, CANCELLED, ...
+    elapsed: float
+    time_limit: float | None
+    partition: str | None
+    comment: str = ""
+    req_cpus: int | None = None
+    req_mem: str | None = None
+    exit_code: int = 0
+    signal: int = 0
+    node_list: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    submit: datetime | None = None
+    work_dir: str | None = None
+    user: str | None = None
+
+    def with_comment(self, comment: str) -> SlurmJob:
+        return replace(self, comment=comment)
+
+
+Parsed = tuple[int, "SlurmJob | AccountingError | None"]  # a line number and its job, its problem, or None (a step)
+
+
+def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
+    """Each data line of ``sacct -P`` output (header first) as a job, a problem, or None for a job step.
+
+    AccountingError (line 1) when the header lacks a required column.
+    """
+    numbered = enumerate(lines, start=1)
+    header: list[str] = []
+    for number, line in numbered:
+        if line.strip():
+            header = line.rstrip("\r\n").split("|")
+            break
+    missing = [c for c in SACCT_REQUIRED if c not in header]
+    if not header or missing:
+        raise AccountingError("header", f"sacct output lacks columns {', '.join(missing or SACCT_REQUIRED)}; run sacct -P -X -o {','.join(SACCT_COLUMNS)}")
+    for number, line in numbered:
+        if not line.strip():
+            continue
+        cells = line.rstrip("\r\n").split("|")
+        if len(cells) != len(header):
+            yield number, AccountingError("(row)", f"has {len(cells)} fields but the header has {len(header)} (a '|' in a field?)")
+            continue
+        row = dict(zip(header, cells, strict=True))
+        if "." in row["JobID"]:
+            yield number, None
+            continue
+        yield number, _parsed(_sacct_job, row)
+
+
+def read_jobcomp(lines: Iterable[str], first_line: int = 1) -> Iterator[Parsed]:
+    """Each line of a ``jobcomp/filetxt`` log as a job or a problem (``first_line``: the number of the first given)."""
+    for number, line in enumerate(lines, start=first_line):
+        if line.strip():
+            yield number, _parsed(_jobcomp_job, jobcomp_fields(line))
+
+
+def jobcomp_fields(line: str) -> dict[str, str]:
+    """A completion line's ``Key=Value`` words (a value runs to the next `` Key=``, so it may hold spaces)."""
+    marks = list(_JOBCOMP_KEY.finditer(line))
+    return {m.group(1): line[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(line)].strip() for i, m in enumerate(marks)}
+
+
+def _parsed(read: Callable[[dict[str, str]], SlurmJob], fields: dict[str, str]) -> SlurmJob | AccountingError:
+    """The job ``read`` makes of a line's fields, or the problem it found."""
+    try:
+        return read(fields)
+    except AccountingError as exc:
+        return exc
+
+
+def _sacct_job(row: dict[str, str]) -> SlurmJob:
+    code, signal = _exit(row.get("ExitCode", "0:0"))
+    return SlurmJob(
+        job_id=_required(row, "JobID"), name=row["JobName"], state=_state(row["State"]),
+        elapsed=_duration("Elapsed", row["Elapsed"], required=True), time_limit=_duration("Timelimit", row["Timelimit"]),
+        partition=row["Partition"] or None, comment=row["Comment"], req_cpus=_count("ReqCPUS", row["ReqCPUS"]),
+        req_mem=row["ReqMem"] or None, exit_code=code, signal=signal, node_list=_nodes(row.get("NodeList", "")),
+        start=_time("Start", row.get("Start", "")), end=_time("End", row.get("End", "")),
+        submit=_time("Submit", row.get("Submit", "")), work_dir=row.get("WorkDir") or None, user=row.get("User") or None,
+    )  # fmt: skip
+
+
+def _jobcomp_job(f: dict[str, str]) -> SlurmJob:
+    start, end = _time("StartTime", f.get("StartTime", "")), _time("EndTime", f.get("EndTime", ""))
+    if start is None or end is None:
+        raise AccountingError("StartTime", "a completion line needs StartTime and EndTime")
+    code, signal = _exit(f.get("ExitCode", "0:0"))
+    memory = _MEMORY.search(f.get("Tres", ""))
+    return SlurmJob(
+        job_id=_required(f, "JobId"), name=f.get("Name", ""), state=_state(_required(f, "JobState")),
+        elapsed=max((end - start).total_seconds(), 0.0), time_limit=_duration("TimeLimit", f.get("TimeLimit", "")),
+        partition=f.get("Partition") or None, req_cpus=_count("ProcCnt", f.get("ProcCnt", "")),
+        req_mem=memory.group(1) if memory else None, exit_code=code, signal=signal, node_list=_nodes(f.get("NodeList", "")),
+        start=start, end=end, submit=_time("SubmitTime", f.get("SubmitTime", "")), work_dir=f.get("WorkDir") or None,
+        user=f.get("UserId", "").split("(")[0] or None,
+    )  # fmt: skip
+
+
+def _required(row: dict[str, str], key: str) -> str:
+    value = row.get(key, "").strip()
+    if not value:
+        raise AccountingError(key, "missing")
+    return value
+
+
+def _state(text: str) -> str:
+    """``CANCELLED by 0`` -> ``CANCELLED``; ``CANCELLED+`` (sacct's truncation mark) -> ``CANCELLED``."""
+    words = text.split()
+    if not words:
+        raise AccountingError("State", "missing")
+    return words[0].rstrip("+").upper()
+
+
+def _duration(field: str, text: str, required: bool = False) -> float | None:
+    try:
+        seconds = parse_walltime(text)
+    except ValueError as exc:
+        raise AccountingError(field, str(exc)) from None
+    if seconds is None and required:
+        raise AccountingError(field, f"missing or unlimited: {text!r}")
+    return seconds
+
+
+def _count(field: str, text: str) -> int | None:
+    text = text.strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise AccountingError(field, f"expected a whole number, got {text!r}")
+    return int(text)
+
+
+def _exit(text: str) -> tuple[int, int]:
+    """``code:signal`` as two integers (0, 0 when absent)."""
+    code, _, signal = text.strip().partition(":")
+    try:
+        return int(code or 0), int(signal or 0)
+    except ValueError:
+        raise AccountingError("ExitCode", f"expected code:signal, got {text!r}") from None
+
+
+def _nodes(text: str) -> str | None:
+    text = text.strip()
+    return None if not text or text in ("None assigned", "(null)") else text
+
+
+def _time(field: str, text: str) -> datetime | None:
+    """A Slurm time (local, ISO without zone) in UTC; None for ``Unknown``, ``None`` or empty."""
+    text = text.strip()
+    if not text or text in ("Unknown", "None", "N/A"):
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise AccountingError(field, f"not a time: {text!r}") from None
+    return value.astimezone(UTC)

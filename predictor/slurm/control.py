@@ -1,0 +1,125 @@
+"""The Slurm commands the service runs (``squeue``, ``scontrol``, ``sbatch``, ``scancel``), each with a deadline.
+
+The cluster is the one ``SLURM_CONF`` names (or Slurm's default). A command that fails raises :class:`SlurmError`
+with what it printed; one that does not answer within ``timeout_s`` raises it too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from predictor.walltime import parse_walltime
+
+NULL = "(null)"
+
+
+class SlurmError(RuntimeError):
+    """A Slurm command failed or did not answer in time."""
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    """A job as ``squeue`` shows it (finished ones too while slurmctld still holds them)."""
+
+    job_id: str
+    name: str
+    state: str
+    node_list: str | None
+    comment: str
+    reason: str = ""
+
+    @property
+    def held(self) -> bool:
+        """Pending and held (submitted held, or requeued held) until released."""
+        return self.state == "PENDING" and "held" in self.reason.lower()
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node as ``sinfo`` shows it: name, state (``idle``, ``mixed``, ``down*``, ...) and CPUs."""
+
+    name: str
+    state: str
+    cpus: int
+
+    @property
+    def usable(self) -> bool:
+        """Up and taking jobs: not down, drained, failing or not responding (``*``)."""
+        bad = ("down", "drain", "fail", "maint", "unk", "not_responding", "*", "inval", "future")
+        return not any(word in self.state.lower() for word in bad)
+
+
+class Slurm:
+    """Runs Slurm's client commands against one cluster."""
+
+    def __init__(self, conf: str | None = None, timeout_s: float = 30.0, cwd: str | None = None) -> None:
+        self.env = {**os.environ, **({"SLURM_CONF": conf} if conf else {})}
+        self.timeout_s = timeout_s
+        self.cwd = cwd
+
+    def run(self, program: str, *args: str) -> str:
+        """What ``program args`` prints; SlurmError if it fails or outlasts the timeout."""
+        try:
+            done = subprocess.run(
+                [program, *args], env=self.env, cwd=self.cwd, capture_output=True, text=True, timeout=self.timeout_s, check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise SlurmError(f"{program} {' '.join(args)} did not answer in {self.timeout_s:g} s") from None
+        except OSError as exc:
+            raise SlurmError(f"cannot run {program}: {exc.strerror or exc}") from None
+        if done.returncode != 0:
+            raise SlurmError(f"{program} {' '.join(args)} failed ({done.returncode}): {(done.stderr or done.stdout).strip()}")
+        return done.stdout
+
+    def jobs(self, job_ids: Iterable[str] = ()) -> list[QueuedJob]:
+        """Every job slurmctld holds, in any state (only ``job_ids`` when given): finished ones until ``MinJobAge``."""
+        ids = ",".join(job_ids)
+        args = ["-h", "--states=all", "--format=%i|%j|%T|%N|%r|%k"] + ([f"--jobs={ids}"] if ids else [])
+        out = []
+        for line in self.run("squeue", *args).splitlines():
+            job_id, name, state, nodes, reason, comment = (line.split("|", 5) + [""] * 6)[:6]
+            if job_id:
+                out.append(QueuedJob(job_id, name, state, nodes or None, "" if comment == NULL else comment, reason))
+        return out
+
+    def comments(self, job_ids: Sequence[str]) -> dict[str, str]:
+        """The comment of each of ``job_ids`` slurmctld still holds (those it has forgotten are left out)."""
+        if not job_ids:
+            return {}
+        return {job.job_id: job.comment for job in self.jobs(job_ids)}
+
+    def nodes(self) -> list[Node]:
+        """Every node with its state and CPUs."""
+        out = []
+        for line in self.run("sinfo", "-h", "-N", "--format=%N|%T|%c").splitlines():
+            name, state, cpus = (line.split("|") + ["", "", "0"])[:3]
+            if name and not any(n.name == name for n in out):
+                out.append(Node(name, state, int(cpus) if cpus.isdigit() else 0))
+        return out
+
+    def submit(self, *args: str) -> str:
+        """``sbatch --parsable args``: the new job's id."""
+        return self.run("sbatch", "--parsable", *args).strip().split(";")[0]
+
+    def update(self, job_id: str, **fields: str) -> None:
+        """``scontrol update JobId=<id> Field=value ...``."""
+        self.run("scontrol", "update", f"JobId={job_id}", *(f"{key}={value}" for key, value in fields.items()))
+
+    def release(self, job_id: str) -> None:
+        self.run("scontrol", "release", job_id)
+
+    def requeue(self, job_id: str, hold: bool = False) -> None:
+        """Put an ended job back in the queue (``hold``: held until released)."""
+        self.run("scontrol", "requeuehold" if hold else "requeue", job_id)
+
+    def cancel(self, job_id: str) -> None:
+        self.run("scancel", job_id)
+
+
+def partition_max_time(slurm: Slurm, partition: str) -> float | None:
+    """The partition's MaxTime in seconds (None: unlimited)."""
+    text = slurm.run("sinfo", "-h", f"--partition={partition}", "--format=%l").splitlines()
+    return parse_walltime(text[0]) if text else None

@@ -1,0 +1,153 @@
+"""``predictor slurm follow``: completions of the ``jobcomp/filetxt`` log into the store as they are written.
+
+Each pass reads the complete lines written since the last one, turns them into measurements
+(:mod:`predictor.slurm.ingest`) and stores them, then saves how far it read to a cursor file (the log's inode and
+byte offset). Killed at any point and started again it reads on from the cursor; lines read again after a kill
+between the store's commit and the cursor's write are stored once, since a run's id is fixed. A log that was
+rotated (another inode, or shorter than the cursor) is read from its start.
+
+The completion log does not hold the job's comment in Slurm 22.05, and so not the plugin's tag: each pass asks
+slurmctld (``squeue``) for the comments of the jobs it read, which it holds for ``MinJobAge`` seconds after they end.
+A job it has forgotten is mapped by the rules on its name and partition alone.
+
+With a :class:`~predictor.slurm.guard.WalltimeGuard`, each timed-out run read is handed to it after the pass's
+runs are stored and before the cursor moves on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from predictor.atomic import read_state, write_json_atomically
+from predictor.catalog import Catalog
+from predictor.domain import Source
+from predictor.ingest import Reject
+from predictor.slurm.accounting import SlurmJob, read_jobcomp
+from predictor.slurm.control import SlurmError
+from predictor.slurm.guard import WalltimeGuard
+from predictor.slurm.ingest import convert
+from predictor.slurm.rules import JobFacts, MappingError, Rules, map_job
+from predictor.store import MeasurementStore
+
+log = logging.getLogger(__name__)
+Comments = Callable[[Sequence[str]], dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """How far the log was read: its inode, the byte offset after the last complete line, and that line's number."""
+
+    inode: int = 0
+    offset: int = 0
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class FollowPass:
+    """What one pass read and did."""
+
+    jobs: int
+    stored: int
+    duplicates: int
+    skipped: tuple[Reject, ...]
+    rejected: tuple[Reject, ...]
+
+
+class Follower:
+    """Reads a completion log into the store from a saved cursor (see the module docstring)."""
+
+    def __init__(
+        self,
+        log_path: Path,
+        cursor_path: Path,
+        store: MeasurementStore,
+        catalog: Catalog,
+        rules: Rules,
+        *,
+        cluster: str = "slurm",
+        comments: Comments | None = None,
+        guard: WalltimeGuard | None = None,
+    ) -> None:
+        self.log_path = log_path
+        self.cursor_path = cursor_path
+        self.store = store
+        self.catalog = catalog
+        self.rules = rules
+        self.cluster = cluster
+        self.comments = comments
+        self.guard = guard
+
+    def cursor(self) -> Cursor:
+        """The saved cursor (the start when there is none, or it is unreadable)."""
+        return read_state(self.cursor_path, Cursor)
+
+    def poll(self) -> FollowPass:
+        """Store the completions written since the cursor and move the cursor past them."""
+        cursor = self.cursor()
+        try:
+            stat = self.log_path.stat()
+        except FileNotFoundError:
+            return FollowPass(0, 0, 0, (), ())
+        if stat.st_ino != cursor.inode or stat.st_size < cursor.offset:
+            cursor = Cursor(stat.st_ino)
+        with self.log_path.open("rb") as fh:
+            fh.seek(cursor.offset)
+            data = fh.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        lines = complete.decode("utf-8", errors="replace").splitlines()
+        parsed = list(read_jobcomp(lines, first_line=cursor.line + 1))
+        parsed = self._with_comments(parsed)
+        out = convert(parsed, self.rules, self.catalog, cluster=self.cluster, source=Source.PRODUCTION)
+        result = self.store.add(out.measurements, out.served)
+        if self.guard is not None:
+            self._guard(parsed)
+        self._save(Cursor(stat.st_ino, cursor.offset + len(complete), cursor.line + len(lines)))
+        for reject in out.rejected:
+            log.warning("%s line %d, %s: %s", self.log_path, reject.line, reject.field, reject.message)
+        jobs = sum(isinstance(job, SlurmJob) for _, job in parsed)
+        return FollowPass(jobs, len(result.stored), len(result.duplicates), tuple(out.skipped), tuple(out.rejected))
+
+    def run(self, interval_s: float, stop: threading.Event, on_pass: Callable[[FollowPass], None] | None = None) -> None:
+        """Poll every ``interval_s`` until ``stop`` is set; a failing pass is logged and retried on the next."""
+        while True:
+            try:
+                done = self.poll()
+                if on_pass is not None:
+                    on_pass(done)
+            except Exception:
+                log.exception("following %s failed; trying again in %.0f s", self.log_path, interval_s)
+            if stop.wait(interval_s):
+                return
+
+    def _guard(self, parsed: list) -> None:
+        """Let the guard decide about each timed-out run read, then finish any requeue it left half done."""
+        assert self.guard is not None
+        for _, job in parsed:
+            if isinstance(job, SlurmJob) and job.state == "TIMEOUT":
+                facts = JobFacts(name=job.name, comment=job.comment, partition=job.partition, work_dir=job.work_dir)
+                try:
+                    mapping = map_job(self.rules, facts, self.catalog)
+                except MappingError:
+                    mapping = None
+                self.guard.consider(job, mapping)
+        self.guard.resume()
+
+    def _with_comments(self, parsed: list) -> list:
+        """The jobs with the comments slurmctld still holds for them (the log has none)."""
+        ids = [job.job_id for _, job in parsed if isinstance(job, SlurmJob)]
+        if self.comments is None or not ids:
+            return parsed
+        try:
+            known = self.comments(ids)
+        except SlurmError as exc:
+            log.warning("cannot read the jobs' comments (mapped by the rules alone): %s", exc)
+            return parsed
+        return [(n, job.with_comment(known[job.job_id]) if isinstance(job, SlurmJob) and job.job_id in known else job) for n, job in parsed]
+
+    def _save(self, cursor: Cursor) -> None:
+        """Write the cursor atomically (a kill leaves the old one or the new one, never half of one)."""
+        write_json_atomically(self.cursor_path, asdict(cursor))

@@ -1,0 +1,126 @@
+--[[ runtime-predictor's job_submit plugin for Slurm (JobSubmitPlugins=lua; this file beside slurm.conf).
+
+At submission it sends the job's name, comment, partition, working directory, #PREDICTOR lines and PREDICTOR_JOB
+variable to the predictor API, which maps it to an algorithm by the site's rule file. On an answer it sets
+time_min to the estimate and the comment to the user's comment plus the estimate's tag; the time limit is set
+only when the job has none and RAISE_MISSING_LIMIT is true. On no answer within TIMEOUT_S, or an error, it changes
+nothing: it logs the first failure and the recovery, not every job. It never rejects a job and never lowers a limit.
+Written by `predictor slurm install-plugin`, which fills in the three settings below. ]]
+
+local API = "@API@"
+local TIMEOUT_S = @TIMEOUT_S@
+local RAISE_MISSING_LIMIT = @RAISE_MISSING_LIMIT@
+
+local http = require("socket.http")
+local ltn12 = require("ltn12")
+
+local failing = false
+
+local function json_string(value)
+    if value == nil then
+        return "null"
+    end
+    local escaped = tostring(value):gsub('[%c"\\]', function(c)
+        if c == '"' then return '\\"' end
+        if c == "\\" then return "\\\\" end
+        return string.format("\\u%04x", c:byte())
+    end)
+    return '"' .. escaped .. '"'
+end
+
+local function minutes(value)
+    if value == nil or value == slurm.NO_VAL or value == slurm.INFINITE or value == 0 then
+        return "null"
+    end
+    return tostring(value)
+end
+
+local function directives(script)
+    local words = {}
+    for line in (script or ""):gmatch("[^\n]+") do
+        local rest = line:match("^%s*#PREDICTOR%s*(.*)$")
+        if rest then
+            table.insert(words, rest)
+        end
+    end
+    return table.concat(words, " ")
+end
+
+local function partition_of(job_desc, part_list)
+    for name, part in pairs(part_list or {}) do
+        if (job_desc.partition and name == job_desc.partition) or (not job_desc.partition and part.flag_default == 1) then
+            return part
+        end
+    end
+    return nil
+end
+
+local function body(job_desc, part_list)
+    local env = job_desc.environment
+    local part = partition_of(job_desc, part_list)
+    return "{" .. table.concat({
+        '"name":' .. json_string(job_desc.name or ""),
+        '"comment":' .. json_string(job_desc.comment or ""),
+        '"partition":' .. json_string(job_desc.partition or (part and part.name)),
+        '"work_dir":' .. json_string(job_desc.work_dir),
+        '"directives":' .. json_string(directives(job_desc.script)),
+        '"environment":' .. json_string(env and env["PREDICTOR_JOB"] or ""),
+        '"time_limit":' .. minutes(job_desc.time_limit),
+        '"default_time":' .. minutes(part and part.default_time),
+        '"raise_missing_limit":' .. tostring(RAISE_MISSING_LIMIT),
+    }, ",") .. "}"
+end
+
+local function failed(why)
+    if not failing then
+        slurm.log_info("predictor: %s; jobs are submitted unchanged until it answers again", why)
+        failing = true
+    end
+end
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+    local request = body(job_desc, part_list)
+    local chunks = {}
+    http.TIMEOUT = TIMEOUT_S
+    local ok, code = http.request({
+        url = API .. "/v1/slurm/estimate?format=text",
+        method = "POST",
+        headers = { ["content-type"] = "application/json", ["content-length"] = tostring(#request) },
+        source = ltn12.source.string(request),
+        sink = ltn12.sink.table(chunks),
+    })
+    if not ok then
+        failed("the API at " .. API .. " did not answer (" .. tostring(code) .. ")")
+        return slurm.SUCCESS
+    end
+    if code == 204 then
+        return slurm.SUCCESS
+    end
+    if code ~= 200 then
+        failed("the API answered " .. tostring(code) .. ": " .. table.concat(chunks):sub(1, 200))
+        return slurm.SUCCESS
+    end
+    if failing then
+        slurm.log_info("predictor: the API answers again")
+        failing = false
+    end
+    local answer = {}
+    for key, value in table.concat(chunks):gmatch("([%w_]+)=([^\n]*)") do
+        answer[key] = value
+    end
+    local no_limit = job_desc.time_limit == nil or job_desc.time_limit == slurm.NO_VAL
+    if answer.time_limit and no_limit and RAISE_MISSING_LIMIT then
+        job_desc.time_limit = tonumber(answer.time_limit)
+    end
+    if answer.time_min then
+        job_desc.time_min = tonumber(answer.time_min)
+    end
+    if answer.comment then
+        job_desc.comment = answer.comment
+    end
+    return slurm.SUCCESS
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+    return slurm.SUCCESS
+end

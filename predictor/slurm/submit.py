@@ -1,0 +1,61 @@
+"""What the job_submit plugin changes in a job: ``time_min`` set to the estimate, the estimate tagged in the comment.
+
+Slurm counts limits in whole minutes. ``time_min`` is the estimate rounded up to a minute, never above the job's
+time limit (Slurm refuses a ``time_min`` over it): the user's limit when given, else the partition's default. The
+user's limit is never changed; a job without one gets the served ``limit`` (the upper estimate) only where the site
+asks for it (``raise_missing_limit``), and then ``time_min`` is capped by that. Without an estimate (no model yet)
+nothing is set but the tag, so that the job's run is still learned from when it ends.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from predictor.domain import Estimate
+from predictor.slurm.rules import JobFacts, JobMapping
+from predictor.slurm.words import tagged_comment
+from predictor.walltime import optional_walltime, slurm_walltime
+
+
+@dataclass(frozen=True)
+class SubmitAdvice:
+    """The changes to make: ``time_min`` and ``time_limit`` in minutes (None: leave it), the comment."""
+
+    time_min: int | None
+    time_limit: int | None
+    comment: str
+    estimate: str | None  # the estimate as a Slurm walltime, for the log and the user
+    limit: str | None
+
+
+def minutes(seconds: float) -> int:
+    """Seconds as Slurm's whole minutes, rounded up, at least one."""
+    return max(1, math.ceil(seconds / 60))
+
+
+def advise(
+    facts: JobFacts,
+    mapping: JobMapping,
+    estimate: Estimate | None,
+    *,
+    time_limit: int | None,
+    default_time: int | None = None,
+    raise_missing_limit: bool = False,
+) -> SubmitAdvice:
+    """The plugin's changes for a job estimated at ``estimate`` (None, or without seconds: the tag alone); limits in
+    minutes, None: unset."""
+    if estimate is None or estimate.seconds is None:
+        words = {"algorithm": mapping.algorithm, "platform": mapping.platform, **mapping.params}
+        return SubmitAdvice(None, None, tagged_comment(facts.comment, words), None, None)
+    new_limit = None
+    if time_limit is None and raise_missing_limit and estimate.limit is not None:
+        new_limit = minutes(estimate.limit)
+    cap = time_limit or new_limit or default_time
+    time_min = minutes(estimate.seconds) if cap is None else min(minutes(estimate.seconds), cap)
+    tag = {
+        "algorithm": mapping.algorithm, "platform": mapping.platform, "estimate": round(estimate.seconds, 1),
+        "limit": None if estimate.limit is None else round(estimate.limit, 1), "model": estimate.model_name,
+        "version": estimate.model_version, **mapping.params,
+    }  # fmt: skip
+    return SubmitAdvice(time_min, new_limit, tagged_comment(facts.comment, tag), slurm_walltime(estimate.seconds), optional_walltime(estimate.limit))

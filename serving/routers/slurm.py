@@ -1,0 +1,129 @@
+"""What Slurm's job_submit plugin asks at submission: a job's facts in, the changes to make to it out.
+
+The site's rule file (``PREDICTOR_SLURM_RULES``) is read again when it changes. ``format=text`` answers as
+``key=value`` lines, which the plugin's Lua reads without a JSON library.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import PlainTextResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from predictor.slurm.rules import (
+    JobFacts,
+    MappingError,
+    Rules,
+    RulesError,
+    load_rules,
+    map_job,
+)
+from predictor.slurm.submit import SubmitAdvice, advise
+from serving.deps import ServiceState, State
+from serving.errors import responses
+from serving.jobs import JobRejected, deadline, prepare
+from serving.schemas import PredictRequest
+
+router = APIRouter(prefix="/v1/slurm", tags=["slurm"])
+MAX_TEXT = 65_536
+MAX_MINUTES = 2**32 - 3  # Slurm's largest finite limit (NO_VAL and INFINITE are above)
+
+
+class SlurmJobIn(BaseModel):
+    """A job as job_submit.lua sees it; limits in minutes, absent when the user gave none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="", max_length=1024, description="The job name (sbatch's default: the script's file name).")
+    comment: str = Field(default="", max_length=MAX_TEXT)
+    partition: str | None = Field(default=None, max_length=1024)
+    work_dir: str | None = Field(default=None, max_length=4096)
+    directives: str = Field(default="", max_length=MAX_TEXT, description="The words of the script's #PREDICTOR lines.")
+    environment: str = Field(default="", max_length=MAX_TEXT, description="The value of the job's PREDICTOR_JOB variable.")
+    time_limit: int | None = Field(default=None, ge=1, le=MAX_MINUTES)
+    default_time: int | None = Field(default=None, ge=1, le=MAX_MINUTES, description="The partition's default limit.")
+    raise_missing_limit: bool = Field(default=False, description="Give a job without a limit the served limit.")
+
+
+class SlurmAdviceOut(BaseModel):
+    """The changes to make (minutes; ``time_limit`` null: leave it) and the estimate behind them."""
+
+    algorithm: str
+    platform: str
+    time_min: int | None = Field(description="Null when there is no estimate (no model yet): only the tag is written.")
+    time_limit: int | None
+    comment: str
+    estimate: str | None = Field(description="The estimate as a Slurm walltime, rounded up.")
+    limit: str | None = Field(description="The served limit (upper estimate) as a Slurm walltime.")
+    seconds: float | None
+    model_name: str | None
+    model_version: str | None
+    reason: str | None = Field(default=None, description="Why there is no estimate, when there is none.")
+
+
+@router.post(
+    "/estimate",
+    response_model=SlurmAdviceOut,
+    summary="A Slurm job at submission: its time_min and tagged comment",
+    responses={204: {"description": "Not a job of ours: no rule or word names its algorithm."}, **responses(403, 404, 422, 503)},
+)
+async def estimate(job: SlurmJobIn, state: State, format: Literal["json", "text"] = Query("json")) -> Response:
+    """Maps the job by the site rules and its own words, estimates it on its platform, and says what to change."""
+    answer = await run_in_threadpool(_advise, state, job)
+    if answer is None:
+        return Response(status_code=204)
+    if format == "text":
+        lines = {"time_min": answer.time_min, "time_limit": answer.time_limit, "comment": answer.comment, "estimate": answer.estimate}
+        return PlainTextResponse("".join(f"{k}={v}\n" for k, v in lines.items() if v is not None))
+    return Response(answer.model_dump_json(), media_type="application/json")
+
+
+def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
+    facts = JobFacts(job.name, job.comment, job.partition, job.work_dir, job.directives, job.environment)
+    try:
+        mapping = map_job(_rules(state.settings.slurm_rules), facts, state.catalog)
+    except MappingError as exc:
+        raise HTTPException(422, str(exc)) from None
+    except RulesError as exc:
+        raise HTTPException(503, f"the Slurm rule file is not usable: {exc}") from None
+    if mapping is None:
+        return None
+    request = PredictRequest(algorithm=mapping.algorithm, params=mapping.params, platforms=[mapping.platform])
+    try:
+        prepared = prepare(state, request, deadline(state))
+    except JobRejected as exc:
+        raise exc.http() from None
+    estimated = state.oracle.estimate_jobs([prepared])[0].get(mapping.platform)
+    if estimated is not None:
+        state.metrics.count_estimates([estimated])
+    advice: SubmitAdvice = advise(
+        facts, mapping, estimated, time_limit=job.time_limit, default_time=job.default_time, raise_missing_limit=job.raise_missing_limit
+    )
+    served = estimated is not None and estimated.seconds is not None
+    return SlurmAdviceOut(
+        algorithm=mapping.algorithm, platform=mapping.platform, time_min=advice.time_min, time_limit=advice.time_limit,
+        comment=advice.comment, estimate=advice.estimate, limit=advice.limit, seconds=estimated.seconds if served else None,
+        model_name=estimated.model_name if served else None, model_version=estimated.model_version if served else None,
+        reason=None if served else (estimated.reason if estimated is not None else "no estimate"),
+    )  # fmt: skip
+
+
+def _rules(path: Path | None) -> Rules:
+    """The rule file, read again when its modification time changes."""
+    if path is None:
+        return Rules()
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise RulesError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return _rules_at(path, stamp)
+
+
+@lru_cache(maxsize=4)
+def _rules_at(path: Path, stamp: int) -> Rules:
+    return load_rules(path)

@@ -1,0 +1,74 @@
+"""sacct -P output and jobcomp/filetxt lines read as typed jobs: states, durations, exit codes, steps, bad lines."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from predictor.slurm.accounting import (
+    SACCT_COLUMNS,
+    AccountingError,
+    SlurmJob,
+    jobcomp_fields,
+    read_jobcomp,
+    read_sacct,
+)
+
+HEADER = "|".join(SACCT_COLUMNS)
+
+
+def _row(**cells: str) -> str:
+    base = {
+        "JobID": "7", "JobName": "align", "State": "COMPLETED", "Elapsed": "00:01:05", "Timelimit": "00:10:00",
+        "ReqCPUS": "2", "ReqMem": "4000M", "Partition": "debug", "Comment": "", "ExitCode": "0:0", "NodeList": "n1",
+        "Start": "2026-03-01T10:00:00", "End": "2026-03-01T10:01:05", "Submit": "2026-03-01T09:59:00", "WorkDir": "/w",
+        "User": "ana", "Cluster": "c1",
+    }  # fmt: skip
+    base.update(cells)
+    return "|".join(base[c] for c in SACCT_COLUMNS)
+
+
+def test_sacct_lines_become_jobs_and_steps_are_left_out() -> None:
+    lines = [
+        HEADER,
+        _row(Comment="mine predictor: algorithm=mafft input=/d/x.fa estimate=60"),
+        _row(JobID="7.batch"),
+        _row(JobID="8", State="CANCELLED by 0", Elapsed="1-02:03:04", Timelimit="UNLIMITED", ExitCode="0:15"),
+        _row(JobID="9", Timelimit="5"),
+    ]
+    parsed = list(read_sacct(lines))
+    assert [n for n, _ in parsed] == [2, 3, 4, 5]
+    first, step, cancelled, minutes = (job for _, job in parsed)
+    assert step is None
+    assert isinstance(first, SlurmJob) and isinstance(cancelled, SlurmJob) and isinstance(minutes, SlurmJob)
+    assert first.elapsed == 65.0 and first.time_limit == 600.0 and first.req_cpus == 2 and first.req_mem == "4000M"
+    assert first.comment.endswith("estimate=60")
+    assert first.start == datetime(2026, 3, 1, 10, 0, tzinfo=UTC)  # the machine's local time is UTC here
+    assert cancelled.state == "CANCELLED" and cancelled.time_limit is None and cancelled.signal == 15
+    assert cancelled.elapsed == 86_400 + 2 * 3600 + 3 * 60 + 4
+    assert minutes.time_limit == 300.0  # sacct -c prints raw minutes
+
+
+def test_a_bad_sacct_line_is_a_problem_of_its_own_and_a_missing_column_refuses_the_file() -> None:
+    parsed = list(read_sacct([HEADER, _row(Elapsed="soon"), "1|2", _row(JobID="3")]))
+    assert [type(job) for _, job in parsed] == [AccountingError, AccountingError, SlurmJob]
+    assert parsed[0][1].field == "Elapsed"
+    with pytest.raises(AccountingError, match="lacks columns Comment"):
+        list(read_sacct(["JobID|JobName|State|Elapsed|Timelimit|ReqCPUS|ReqMem|Partition", "1|a|COMPLETED|1|1|1|1|p"]))
+
+
+def test_jobcomp_lines_become_jobs() -> None:
+    line = (
+        "JobId=12 UserId=root(0) GroupId=root(0) Name=align two JobState=TIMEOUT Partition=debug TimeLimit=1 "
+        "StartTime=2026-11-26T12:45:35 EndTime=2026-11-26T12:46:40 NodeList=vm NodeCnt=1 ProcCnt=2 WorkDir=/w "
+        "ReservationName= Tres=cpu=2,mem=1000M,node=1 Account= QOS= WcKey= Cluster=unknown "
+        "SubmitTime=2026-11-26T12:45:34 EligibleTime=2026-11-26T12:45:34 DerivedExitCode=0:0 ExitCode=0:15"
+    )
+    assert jobcomp_fields(line)["Name"] == "align two" and jobcomp_fields(line)["ReservationName"] == ""
+    ((number, job),) = read_jobcomp([line], first_line=40)
+    assert number == 40 and isinstance(job, SlurmJob)
+    assert (job.job_id, job.name, job.state, job.elapsed, job.time_limit) == ("12", "align two", "TIMEOUT", 65.0, 60.0)
+    assert (job.req_cpus, job.req_mem, job.node_list, job.user, job.signal) == (2, "1000M", "vm", "root", 15)
+    ((_, bad),) = read_jobcomp(["JobId=13 JobState=FAILED StartTime=Unknown EndTime=2026-11-26T12:46:40"])
+    assert isinstance(bad, AccountingError) and bad.field == "StartTime"

@@ -1,0 +1,123 @@
+"""Finished Slurm jobs as measurements: from sacct output and the completion log of a real Slurm, mapped by tag or rule."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from predictor.catalog import Catalog
+from predictor.domain import Source
+from predictor.ingest import IngestError
+from predictor.slurm.accounting import SACCT_COLUMNS
+from predictor.slurm.ingest import ingest_slurm
+from predictor.slurm.rules import Rule, Rules
+from predictor.store import MeasurementStore
+from tests.livesrv import eventually
+from tests.slurmserver import SlurmCluster
+
+RULES = Rules(partitions={"debug": "cpu-small"})
+
+
+def _sacct(tmp_path: Path, rows: list[dict[str, str]]) -> Path:
+    base = {
+        "JobID": "", "JobName": "job", "State": "COMPLETED", "Elapsed": "00:01:00", "Timelimit": "00:10:00", "ReqCPUS": "1",
+        "ReqMem": "1000M", "Partition": "debug", "Comment": "", "ExitCode": "0:0", "NodeList": "n1",
+        "Start": "2026-03-01T10:00:00", "End": "2026-03-01T10:01:00", "Submit": "2026-03-01T09:59:00", "WorkDir": str(tmp_path),
+        "User": "ana", "Cluster": "c",
+    }  # fmt: skip
+    lines = ["|".join(SACCT_COLUMNS)] + ["|".join({**base, **row}[c] for c in SACCT_COLUMNS) for row in rows]
+    path = tmp_path / "sacct.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_sacct_jobs_become_finished_censored_and_failed_runs(tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path) -> None:
+    tag = f"predictor: algorithm=mafft input={fasta.name}"
+    path = _sacct(tmp_path, [
+        {"JobID": "1", "Comment": f"my words {tag} estimate=50 limit=90 model=m version=3"},
+        {"JobID": "1.batch", "Comment": tag},
+        {"JobID": "2", "State": "TIMEOUT", "Elapsed": "00:10:00", "Comment": tag, "ExitCode": "0:15"},
+        {"JobID": "3", "State": "CANCELLED by 0", "Elapsed": "00:00:30", "Comment": tag},
+        {"JobID": "4", "State": "FAILED", "ExitCode": "3:0", "Comment": tag},
+        {"JobID": "5", "State": "CANCELLED by 0", "Elapsed": "00:00:00", "Start": "None", "Comment": tag},
+        {"JobID": "6", "JobName": "somebody-else"},
+        {"JobID": "7", "Comment": "predictor: algorithm=nosuch"},
+        {"JobID": "8", "State": "RUNNING", "Comment": tag},
+    ])  # fmt: skip
+    report = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1")
+    assert (report.rows, report.stored, report.duplicates) == (8, 4, 0)
+    assert sorted(s.message for s in report.skipped) == sorted(
+        ["CANCELLED before it ran", "no rule or predictor: words name its algorithm", "RUNNING: the run did not end"]
+    )
+    assert [(r.line, r.field) for r in report.rejected] == [(9, "Comment")]
+    assert report.rejects_path is not None and "algorithm=nosuch" in report.rejects_path.read_text()
+    runs = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False)}
+    assert set(runs) == {"1", "2", "3", "4"}
+    done, timeout, cancelled, failed = runs["1"], runs["2"], runs["3"], runs["4"]
+    assert done.run_id == "slurm-c1-1-20260301T100000" and done.source is Source.IMPORT
+    assert (done.algorithm, done.platform, done.machine, done.wall_seconds) == ("mafft", "cpu-small", "n1", 60.0)
+    assert done.params == {"input": str(fasta)} and done.features  # read from the job's input, relative to its WorkDir
+    assert (done.exit_status, done.censored) == (0, False)
+    assert (timeout.censored, timeout.exit_status) == (True, 128 + 15)
+    assert (cancelled.censored, cancelled.exit_status) == (False, 2)
+    assert (failed.censored, failed.exit_status) == (False, 3)
+    live = store.live_window("mafft", "cpu-small", 10)
+    assert list(live["run_id"]) == [done.run_id] and float(live["seconds"].iloc[0]) == 50.0
+    again = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1")
+    assert (again.stored, again.duplicates) == (0, 4)
+
+
+def test_a_file_without_jobs_or_columns_is_one_error(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
+    empty = _sacct(tmp_path, [])
+    with pytest.raises(IngestError, match="no jobs"):
+        ingest_slurm(empty, store, catalog, RULES, file_format="sacct")
+    narrow = tmp_path / "narrow.txt"
+    narrow.write_text("JobID|State\n1|COMPLETED\n")
+    with pytest.raises(IngestError, match="lacks columns"):
+        ingest_slurm(narrow, store, catalog, RULES, file_format="sacct")
+
+
+@pytest.fixture(scope="module")
+def finished_jobs(slurm_cluster: SlurmCluster) -> dict[str, str]:
+    """Four real jobs named for the rules, ended COMPLETED, FAILED, CANCELLED (while running) and TIMEOUT."""
+    submit = slurm_cluster.submit
+    jobs = {
+        "COMPLETED": submit("--job-name=align-ok", "--wrap", "sleep 1"),
+        "FAILED": submit("--job-name=align-bad", "--wrap", "sleep 1; exit 3"),
+        "CANCELLED": submit("--job-name=align-cancel", "--wrap", "sleep 120"),
+        "TIMEOUT": submit("--job-name=align-late", "--time=5", "--wrap", "sleep 300"),
+    }
+    slurm_cluster.wait_state(jobs["CANCELLED"], ("RUNNING",))
+    time.sleep(2)  # ran a while (a job cancelled in its first second shows no elapsed time: skipped as never run)
+    slurm_cluster.run("scancel", jobs["CANCELLED"])
+    slurm_cluster.wait_state(jobs["TIMEOUT"], ("RUNNING",))
+    slurm_cluster.run("scontrol", "update", f"JobId={jobs['TIMEOUT']}", "TimeLimit=0")  # times out at the next 30 s check
+    assert eventually(lambda: all(j in slurm_cluster.completions() for j in jobs.values()), 90)
+    return jobs
+
+
+def _rules(fasta: Path) -> Rules:
+    return Rules(partitions={"debug": "cpu-small"}, rules=[Rule(name="align-*", algorithm="mafft", params={"input": str(fasta)})])
+
+
+def test_a_real_slurms_jobs_are_read_from_sacct_and_the_completion_log_alike(
+    slurm_cluster: SlurmCluster, finished_jobs: dict[str, str], store: MeasurementStore, catalog: Catalog, fasta: Path, tmp_path: Path
+) -> None:
+    states = slurm_cluster.completions()
+    assert {state: states[job] for state, job in finished_jobs.items()} == {s: s for s in finished_jobs}
+    sacct = tmp_path / "sacct.txt"
+    ids = ",".join(finished_jobs.values())
+    sacct.write_text(slurm_cluster.run("sacct", "-c", "-P", "-X", "-j", ids, "-o", ",".join(SACCT_COLUMNS)).stdout)
+    from_sacct = ingest_slurm(sacct, store, catalog, _rules(fasta), file_format="sacct", cluster=slurm_cluster.name)
+    assert (from_sacct.stored, len(from_sacct.rejected)) == (4, 0)
+    runs = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False)}
+    outcome = {state: (runs[job].exit_status, runs[job].censored) for state, job in finished_jobs.items()}
+    assert outcome == {"COMPLETED": (0, False), "FAILED": (3, False), "CANCELLED": (2, False), "TIMEOUT": (outcome["TIMEOUT"][0], True)}
+    assert all(m.algorithm == "mafft" and m.machine == slurm_cluster.node and m.features for m in runs.values())
+    assert 0 < runs[finished_jobs["COMPLETED"]].wall_seconds < 30
+    log = tmp_path / "jobcomp.txt"
+    log.write_text("".join(line + "\n" for line in slurm_cluster.jobcomp.read_text().splitlines() if line.split()[0] in {f"JobId={j}" for j in finished_jobs.values()}))
+    from_log = ingest_slurm(log, store, catalog, _rules(fasta), file_format="jobcomp", cluster=slurm_cluster.name)
+    assert (from_log.rows, from_log.stored, from_log.duplicates) == (4, 0, 4)  # the same runs, by the same ids
