@@ -1,6 +1,7 @@
-"""The learning loop, measured: prequential error of a static model against the loop, and the API's latency while it retrains.
+"""The learning loop, measured: prequential error, the scheduler fed by the service, and the API's latency while it retrains.
 
     .venv/bin/python benchmarks/learning_loop.py prequential [--initial 0.2] [--windows 8]
+    .venv/bin/python benchmarks/learning_loop.py ncbi [--hours 25] [--seeds 0 1 2]
     .venv/bin/python benchmarks/learning_loop.py latency [--seconds 15] [--rounds 4] [--rate 200]
 
 ``prequential``: the bundled runs replayed in the order they were recorded. Each run is first
@@ -10,6 +11,13 @@ the runs, and by the *loop*, the same service whose pairs are retrained by the w
 judged by the guard, as runs arrive. Both train the default zoo with the real pipeline (10 folds),
 tracked in memory. Reports RAE, share within 25 % and underestimate rate per window of the replay,
 as a table and a figure (``benchmarks/results/learning_loop_prequential.svg`` and ``.json``).
+
+``ncbi``: the NCBI-like workload (``scheduler_scale.py ncbi``) under FCFS, then EDF fed the true
+times, ``noisy:0.25``, the frozen ``model`` and the learning ``service``, per seed. Then why equal
+median errors schedule differently (:mod:`error_structure`): the structure of each source's errors,
+and EDF fed counterfactual sources: the service's served points without its extrapolation limits,
+the cost law with the visible features (the best a model can do), and noise shared by a job's
+platforms. Writes ``benchmarks/results/learning_loop_ncbi.json``.
 
 ``latency``: ``predictor serve`` under an open-loop load of single predictions while the retrain
 worker (``predictor worker --once``, its own process) trains every pair of the bundled dataset.
@@ -36,6 +44,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import error_structure as es
+import scheduler_scale
 from apisetup import ROOT, cli, home_env, ours, trained_home
 from loadgen import post_json, run
 
@@ -45,6 +55,12 @@ from predictor.ingest import ingest_file
 from predictor.oracle import Job, RuntimeOracle, serve_model
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
+from scheduler.learning import LearningOracle
+from scheduler.metrics import compute
+from scheduler.oracles import Oracle
+from scheduler.simulate import SimResult, simulate
+from scheduler.specs import make_policy
+from scheduler.workload import Workload
 from training.dataset import load_training_sets
 from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
 from training.pipeline import train
@@ -164,6 +180,39 @@ def figure(table: list[dict], path: Path, initial: int) -> None:
     fig.savefig(path)
 
 
+NCBI_SOURCES = ("oracle", "noisy:0.25", "model", "service")
+
+
+def ncbi(args: argparse.Namespace) -> dict:
+    """The NCBI grid with the service beside the other sources, then the structure of their errors (per seed)."""
+    diagnosis: dict[int, dict] = {}
+
+    def inspect(w: Workload, seed: int, estimates: str, oracle: Oracle, result: SimResult) -> None:
+        if estimates == "none":
+            return
+        mine = diagnosis.setdefault(seed, {"structure": {}, "counterfactual": {}})
+        mine["structure"][estimates] = es.structure(w, es.planned_matrix(w, oracle))
+        mine["counterfactual"][estimates] = compute(result).mean_completion
+        if isinstance(oracle, LearningOracle):
+            mine["extrapolation"] = es.extrapolation(w, oracle)
+            counterfactuals = {"service answers replayed": es.planned_matrix(w, oracle),
+                               "service points (no limits)": es.planned_matrix(w, oracle, points=True), "cost law, visible features": es.feature_bound(w),
+                               "noisy:0.25 shared by a job's platforms": es.common_noise(w, 0.25, seed)}  # fmt: skip
+            for label, matrix in counterfactuals.items():
+                mine["structure"].setdefault(label, es.structure(w, matrix))
+                run = simulate(w, make_policy(args.policy), es.table_oracle(w, matrix, label), estimates=label)
+                mine["counterfactual"][label] = compute(run).mean_completion
+                print(f"seed {seed} counterfactual {label}: mean completion {mine['counterfactual'][label]:.1f} s", flush=True)
+
+    grid = argparse.Namespace(hours=args.hours, per_type=20, seeds=args.seeds, policy=args.policy, estimates=list(NCBI_SOURCES))
+    out = scheduler_scale.bench_ncbi(grid, inspect)
+    out["diagnosis"] = diagnosis
+    RESULTS.mkdir(exist_ok=True)
+    (Path(args.json) if args.json else RESULTS / "learning_loop_ncbi.json").write_text(json.dumps(out, indent=1))
+    print(scheduler_scale.markdown(out["rows"]))
+    return out
+
+
 def latency(args: argparse.Namespace) -> dict:
     home = trained_home(Path(args.workdir) / "home", "mafft", "linear_log")
     names = json.loads(subprocess.run(
@@ -218,13 +267,18 @@ def main() -> None:
     p.add_argument("--initial", type=float, default=0.2)
     p.add_argument("--windows", type=int, default=8)
     p.add_argument("--jobs", type=int, default=2)
+    p = sub.add_parser("ncbi")
+    p.add_argument("--hours", type=float, default=25.0)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--policy", default="edf")
+    p.add_argument("--json", default=None, help="Where to write the results (default: benchmarks/results/learning_loop_ncbi.json).")
     p = sub.add_parser("latency")
     p.add_argument("--seconds", type=float, default=15.0)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--rate", type=float, default=200.0)
     p.add_argument("--workdir", default="/tmp/learning-loop-latency")
     args = parser.parse_args()
-    result = prequential(args) if args.command == "prequential" else latency(args)
+    result = {"prequential": prequential, "ncbi": ncbi, "latency": latency}[args.command](args)
     print(json.dumps(result, indent=2))
 
 
