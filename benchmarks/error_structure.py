@@ -86,12 +86,20 @@ def common_noise(w: Workload, sigma: float, seed: int) -> np.ndarray:
 def structure(w: Workload, estimate: np.ndarray) -> dict[str, Any]:
     """Where ``estimate``'s errors sit and what they do to the two choices the scheduler makes.
 
+    ``weighted_error``: absolute error in seconds over true seconds (long jobs weigh by their length,
+    unlike the median). ``relative_error``: median absolute log error left once each job's mean error
+    over its platforms is taken out (what misleads the choice between platforms).
+
     ``order_spearman``: rank correlation of each job's best estimated time with its best true time
-    (EDF without deadlines runs the shortest first). ``best_platform_right``: share of jobs whose
+    (EDF without deadlines runs the shortest first), and ``best_estimate_error`` the median absolute
+    log error of that best estimate. ``best_platform_right``: share of jobs whose
     smallest estimate is on their fastest platform; ``platform_regret``: how much longer the jobs
     run on their estimated-best platforms than on their fastest. ``common_share``: share of the
     error variance that a job's platforms share (1/platforms for independent noise, 1 for a pure
-    per-job error).
+    per-job error). On each job's estimated-best platform (its smallest estimate, as if every
+    machine were free): ``chosen_underestimated``, the share of estimates below the true time, and
+    ``chosen_overrun``, the seconds run past them over the seconds run there (choosing the smallest
+    of independent errors picks the optimistic ones).
     """
     true = true_matrix(w)
     log_error = np.log(np.maximum(estimate, 1.0) / np.maximum(true, 1.0))
@@ -103,7 +111,9 @@ def structure(w: Workload, estimate: np.ndarray) -> dict[str, Any]:
     e = log_error[full]
     centred = e - e.mean(axis=0)
     chosen = np.nanargmin(np.where(known, estimate, np.inf), axis=1)
+    rows = np.arange(len(true))
     fastest = true.argmin(axis=1)
+    on_chosen = true[rows, chosen]
     best_estimate = np.nanmin(np.where(known, estimate, np.nan), axis=1)
     early = submit < EARLY_HOURS * 3600.0
     spread = centred.var()
@@ -113,9 +123,14 @@ def structure(w: Workload, estimate: np.ndarray) -> dict[str, Any]:
         "by_program": {p: _median_abs(log_error[program == p][known[program == p]]) for p in ncbi.PROGRAMS},
         "bias_by_platform": {p: float(np.median(log_error[known[:, k], k])) for k, p in enumerate(names)},
         "common_share": float(centred.mean(axis=1).var() / spread) if spread > 0 else float("nan"),
+        "weighted_error": float(np.abs(estimate - true)[known].sum() / true[known].sum()),
+        "relative_error": _median_abs(e - e.mean(axis=1, keepdims=True)),
         "best_platform_right": float(np.mean(chosen == fastest)),
-        "platform_regret": float(true[np.arange(len(true)), chosen].sum() / true.min(axis=1).sum() - 1.0),
+        "platform_regret": float(on_chosen.sum() / true.min(axis=1).sum() - 1.0),
+        "chosen_underestimated": float(np.mean(estimate[rows, chosen] < on_chosen)),
+        "chosen_overrun": float(np.maximum(on_chosen - estimate[rows, chosen], 0.0).sum() / on_chosen.sum()),
         "order_spearman": float(stats.spearmanr(best_estimate, true.min(axis=1), nan_policy="omit").statistic),
+        "best_estimate_error": _median_abs(np.log(np.maximum(best_estimate, 1.0) / np.maximum(true.min(axis=1), 1.0))),
         "early_median_abs_log_error": _median_abs(log_error[early][known[early]]),
         "later_median_abs_log_error": _median_abs(log_error[~early][known[~early]]),
     }

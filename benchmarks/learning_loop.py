@@ -21,9 +21,9 @@ platforms. Writes ``benchmarks/results/learning_loop_ncbi.json``.
 
 ``latency``: ``predictor serve`` under an open-loop load of single predictions while the retrain
 worker (``predictor worker --once``, its own process) trains every pair of the bundled dataset.
-The worker is paused (SIGSTOP) and resumed (SIGCONT) in alternating windows of ``--seconds``, so
-the API's p50/p99 with and without a retrain running are measured side by side on the same busy
-machine; once with the worker's defaults (niceness 10, one process), once at niceness 0 with two.
+The worker is paused (SIGSTOP) and resumed (SIGCONT) in alternating windows of ``--seconds`` (each
+phase first in half the rounds), so the API's p50/p99 with and without a retrain running are
+measured side by side on the same busy machine, with each window's p99 to show their spread; once with the worker's defaults (niceness 10, one process), once at niceness 0 with two.
 """
 
 from __future__ import annotations
@@ -229,14 +229,14 @@ def latency(args: argparse.Namespace) -> dict:
         with ours(home, Path(args.workdir) / "api.log", api_log_level="warning") as (base, _pid):
             worker = start_worker(home, **settings)
             try:
-                idle, busy = [], []
+                windows: dict[str, list[list[float]]] = {"idle": [], "busy": []}
                 for k in range(args.rounds):
-                    for phase, bucket in (("idle", idle), ("busy", busy)):
+                    for phase in ("idle", "busy") if k % 2 == 0 else ("busy", "idle"):  # each phase first in half the rounds
                         os.killpg(worker.pid, signal.SIGSTOP if phase == "idle" else signal.SIGCONT)
                         time.sleep(1.0)
                         result = run(base, lambda i: pool[i % len(pool)], concurrency=8, max_requests=10**7,
                                      max_seconds=args.seconds, rate=args.rate)  # fmt: skip
-                        bucket.extend(result.latencies)
+                        windows[phase].append(result.latencies)
                         print(f"{label} round {k + 1} {phase}: p99 {1e3 * np.quantile(result.latencies, 0.99):.1f} ms, "
                               f"errors {result.errors}", flush=True)  # fmt: skip
                 still_running = worker.poll() is None
@@ -244,11 +244,11 @@ def latency(args: argparse.Namespace) -> dict:
                 os.killpg(worker.pid, signal.SIGCONT)
                 os.killpg(worker.pid, signal.SIGTERM)
                 worker.wait(timeout=60)
-        out[label] = {
-            "idle_p50_ms": 1e3 * float(np.quantile(idle, 0.5)), "idle_p99_ms": 1e3 * float(np.quantile(idle, 0.99)),
-            "busy_p50_ms": 1e3 * float(np.quantile(busy, 0.5)), "busy_p99_ms": 1e3 * float(np.quantile(busy, 0.99)),
-            "requests": len(idle) + len(busy), "worker_still_training_at_end": still_running,
-        }  # fmt: skip
+        out[label] = {"requests": sum(map(len, windows["idle"] + windows["busy"])), "worker_still_training_at_end": still_running}
+        for phase, parts in windows.items():
+            every = np.concatenate(parts)
+            out[label] |= {f"{phase}_p50_ms": 1e3 * float(np.quantile(every, 0.5)), f"{phase}_p99_ms": 1e3 * float(np.quantile(every, 0.99)),
+                           f"{phase}_windows_p99_ms": [round(1e3 * float(np.quantile(w, 0.99)), 1) for w in parts]}  # fmt: skip
     return out
 
 
