@@ -50,6 +50,13 @@ def planned_matrix(w: Workload, oracle: Oracle, *, points: bool = False) -> np.n
     return out
 
 
+def answer_all(w: Workload, oracle: LearningOracle) -> LearningOracle:
+    """``oracle`` after it has answered every job of ``w`` with its current champions (what it would serve now)."""
+    for j in w.jobs:
+        oracle.estimate(j.algorithm, j.params)
+    return oracle
+
+
 def table_oracle(w: Workload, matrix: np.ndarray, label: str) -> TableOracle:
     """A source answering ``matrix`` (jobs x platforms; NaN: unknown) for the workload's jobs."""
     names = platforms(w)

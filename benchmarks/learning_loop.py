@@ -16,8 +16,9 @@ as a table and a figure (``benchmarks/results/learning_loop_prequential.svg`` an
 times, ``noisy:0.25``, the frozen ``model`` and the learning ``service``, per seed. Then why equal
 median errors schedule differently (:mod:`error_structure`): the structure of each source's errors,
 and EDF fed counterfactual sources: the service's served points without its extrapolation limits,
-the cost law with the visible features (the best a model can do), and noise shared by a job's
-platforms. Writes ``benchmarks/results/learning_loop_ncbi.json``.
+the service trained on the history only with its answers frozen for the day (points, and as
+planned), the cost law with the visible features (the best a model can do), and noise shared by a
+job's platforms. Writes ``benchmarks/results/learning_loop_ncbi.json``.
 
 ``latency``: ``predictor serve`` under an open-loop load of single predictions while the retrain
 worker (``predictor worker --once``, its own process) trains every pair of the bundled dataset.
@@ -59,7 +60,7 @@ from scheduler.learning import LearningOracle
 from scheduler.metrics import compute
 from scheduler.oracles import Oracle
 from scheduler.simulate import SimResult, simulate
-from scheduler.specs import make_policy
+from scheduler.specs import make_policy, parse_estimates
 from scheduler.workload import Workload
 from training.dataset import load_training_sets
 from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
@@ -190,19 +191,27 @@ def ncbi(args: argparse.Namespace) -> dict:
     def inspect(w: Workload, seed: int, estimates: str, oracle: Oracle, result: SimResult) -> None:
         if estimates == "none":
             return
-        mine = diagnosis.setdefault(seed, {"structure": {}, "counterfactual": {}})
+        mine = diagnosis.setdefault(seed, {"structure": {}, "mean_completion": {}})
         mine["structure"][estimates] = es.structure(w, es.planned_matrix(w, oracle))
-        mine["counterfactual"][estimates] = compute(result).mean_completion
-        if isinstance(oracle, LearningOracle):
-            mine["extrapolation"] = es.extrapolation(w, oracle)
-            counterfactuals = {"service answers replayed": es.planned_matrix(w, oracle),
-                               "service points (no limits)": es.planned_matrix(w, oracle, points=True), "cost law, visible features": es.feature_bound(w),
-                               "noisy:0.25 shared by a job's platforms": es.common_noise(w, 0.25, seed)}  # fmt: skip
-            for label, matrix in counterfactuals.items():
-                mine["structure"].setdefault(label, es.structure(w, matrix))
-                run = simulate(w, make_policy(args.policy), es.table_oracle(w, matrix, label), estimates=label)
-                mine["counterfactual"][label] = compute(run).mean_completion
-                print(f"seed {seed} counterfactual {label}: mean completion {mine['counterfactual'][label]:.1f} s", flush=True)
+        mine["mean_completion"][estimates] = compute(result).mean_completion
+        if not isinstance(oracle, LearningOracle):
+            return
+        mine["extrapolation"] = es.extrapolation(w, oracle)
+        start = es.answer_all(w, parse_estimates("service").oracle(w, seed))  # trained on the history only, never again
+        mine["extrapolation at the start"] = es.extrapolation(w, start)
+        counterfactuals = {
+            "service answers replayed": es.planned_matrix(w, oracle),
+            "service points (no limits)": es.planned_matrix(w, oracle, points=True),
+            "service at the start of the day": es.planned_matrix(w, start),
+            "service at the start of the day, points": es.planned_matrix(w, start, points=True),
+            "cost law, visible features": es.feature_bound(w),
+            "noisy:0.25 shared by a job's platforms": es.common_noise(w, 0.25, seed),
+        }
+        for label, matrix in counterfactuals.items():
+            mine["structure"][label] = es.structure(w, matrix)
+            run = compute(simulate(w, make_policy(args.policy), es.table_oracle(w, matrix, label), estimates=label))
+            mine["mean_completion"][label] = run.mean_completion
+            print(f"seed {seed} counterfactual {label}: mean completion {run.mean_completion:.1f} s", flush=True)
 
     grid = argparse.Namespace(hours=args.hours, per_type=20, seeds=args.seeds, policy=args.policy, estimates=list(NCBI_SOURCES))
     out = scheduler_scale.bench_ncbi(grid, inspect)
