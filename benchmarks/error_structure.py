@@ -23,6 +23,7 @@ EARLY_HOURS = 2.0  # the start of the day, before the service's first retrains h
 
 
 def platforms(w: Workload) -> list[str]:
+    """The workload's platforms, in the order of the matrices' columns."""
     return list(w.cluster.platforms)
 
 

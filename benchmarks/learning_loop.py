@@ -1,7 +1,7 @@
 """The learning loop, measured: prequential error, the scheduler fed by the service, and the API's latency while it retrains.
 
     .venv/bin/python benchmarks/learning_loop.py prequential [--initial 0.2] [--windows 8]
-    .venv/bin/python benchmarks/learning_loop.py ncbi [--hours 25] [--seeds 0 1 2]
+    .venv/bin/python benchmarks/learning_loop.py ncbi [--hours 25] [--seeds 0 1 2] [--json PATH]
     .venv/bin/python benchmarks/learning_loop.py latency [--seconds 15] [--rounds 4] [--rate 200]
 
 ``prequential``: the bundled runs replayed in the order they were recorded. Each run is first
@@ -15,7 +15,8 @@ as a table and a figure (``benchmarks/results/learning_loop_prequential.svg`` an
 ``ncbi``: the NCBI-like workload (``scheduler_scale.py ncbi``) under FCFS, then EDF fed the true
 times, ``noisy:0.25``, the frozen ``model`` and the learning ``service``, per seed. Then why equal
 median errors schedule differently (:mod:`error_structure`): the structure of each source's errors,
-and EDF fed counterfactual sources: the service's served points without its extrapolation limits,
+and EDF fed counterfactual sources: the service's own answers replayed (the live run's result again) and its served points without
+its extrapolation limits,
 the service trained on the history only with its answers frozen for the day (points, and as
 planned), the cost law with the visible features (the best a model can do), and noise shared by a
 job's platforms. Writes ``benchmarks/results/learning_loop_ncbi.json``.
@@ -24,7 +25,8 @@ job's platforms. Writes ``benchmarks/results/learning_loop_ncbi.json``.
 worker (``predictor worker --once``, its own process) trains every pair of the bundled dataset.
 The worker is paused (SIGSTOP) and resumed (SIGCONT) in alternating windows of ``--seconds`` (each
 phase first in half the rounds), so the API's p50/p99 with and without a retrain running are
-measured side by side on the same busy machine, with each window's p99 to show their spread; once with the worker's defaults (niceness 10, one process), once at niceness 0 with two.
+measured side by side on the same busy machine, with each window's p99 to show their spread;
+once with the worker's defaults (niceness 10, one process), once at niceness 0 with two.
 """
 
 from __future__ import annotations
