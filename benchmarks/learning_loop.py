@@ -1,6 +1,7 @@
-"""The learning loop, measured: prequential error of a static model against the loop, and the API's latency while it retrains.
+"""The learning loop, measured: prequential error, the scheduler fed by the service, and the API's latency while it retrains.
 
     .venv/bin/python benchmarks/learning_loop.py prequential [--initial 0.2] [--windows 8]
+    .venv/bin/python benchmarks/learning_loop.py ncbi [--hours 25] [--seeds 0 1 2] [--json PATH]
     .venv/bin/python benchmarks/learning_loop.py latency [--seconds 15] [--rounds 4] [--rate 200]
 
 ``prequential``: the bundled runs replayed in the order they were recorded. Each run is first
@@ -11,11 +12,21 @@ judged by the guard, as runs arrive. Both train the default zoo with the real pi
 tracked in memory. Reports RAE, share within 25 % and underestimate rate per window of the replay,
 as a table and a figure (``benchmarks/results/learning_loop_prequential.svg`` and ``.json``).
 
+``ncbi``: the NCBI-like workload (``scheduler_scale.py ncbi``) under FCFS, then EDF fed the true
+times, ``noisy:0.25``, the frozen ``model`` and the learning ``service``, per seed. Then why equal
+median errors schedule differently (:mod:`error_structure`): the structure of each source's errors,
+and EDF fed counterfactual sources: the service's own answers replayed (the live run's result again) and its served points without
+its extrapolation limits,
+the service trained on the history only with its answers frozen for the day (points, and as
+planned), the cost law with the visible features (the best a model can do), and noise shared by a
+job's platforms. Writes ``benchmarks/results/learning_loop_ncbi.json``.
+
 ``latency``: ``predictor serve`` under an open-loop load of single predictions while the retrain
 worker (``predictor worker --once``, its own process) trains every pair of the bundled dataset.
-The worker is paused (SIGSTOP) and resumed (SIGCONT) in alternating windows of ``--seconds``, so
-the API's p50/p99 with and without a retrain running are measured side by side on the same busy
-machine; once with the worker's defaults (niceness 10, one process), once at niceness 0 with two.
+The worker is paused (SIGSTOP) and resumed (SIGCONT) in alternating windows of ``--seconds`` (each
+phase first in half the rounds), so the API's p50/p99 with and without a retrain running are
+measured side by side on the same busy machine, with each window's p99 to show their spread;
+once with the worker's defaults (niceness 10, one process), once at niceness 0 with two.
 """
 
 from __future__ import annotations
@@ -36,6 +47,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import error_structure as es
+import scheduler_scale
 from apisetup import ROOT, cli, home_env, ours, trained_home
 from loadgen import post_json, run
 
@@ -45,6 +58,12 @@ from predictor.ingest import ingest_file
 from predictor.oracle import Job, RuntimeOracle, serve_model
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
+from scheduler.learning import LearningOracle
+from scheduler.metrics import compute
+from scheduler.oracles import Oracle
+from scheduler.simulate import SimResult, simulate
+from scheduler.specs import make_policy, parse_estimates
+from scheduler.workload import Workload
 from training.dataset import load_training_sets
 from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
 from training.pipeline import train
@@ -164,6 +183,47 @@ def figure(table: list[dict], path: Path, initial: int) -> None:
     fig.savefig(path)
 
 
+NCBI_SOURCES = ("oracle", "noisy:0.25", "model", "service")
+
+
+def ncbi(args: argparse.Namespace) -> dict:
+    """The NCBI grid with the service beside the other sources, then the structure of their errors (per seed)."""
+    diagnosis: dict[int, dict] = {}
+
+    def inspect(w: Workload, seed: int, estimates: str, oracle: Oracle, result: SimResult) -> None:
+        if estimates == "none":
+            return
+        mine = diagnosis.setdefault(seed, {"structure": {}, "mean_completion": {}})
+        mine["structure"][estimates] = es.structure(w, es.planned_matrix(w, oracle))
+        mine["mean_completion"][estimates] = compute(result).mean_completion
+        if not isinstance(oracle, LearningOracle):
+            return
+        mine["extrapolation"] = es.extrapolation(w, oracle)
+        start = es.answer_all(w, parse_estimates("service").oracle(w, seed))  # trained on the history only, never again
+        mine["extrapolation at the start"] = es.extrapolation(w, start)
+        counterfactuals = {
+            "service answers replayed": es.planned_matrix(w, oracle),
+            "service points (no limits)": es.planned_matrix(w, oracle, points=True),
+            "service at the start of the day": es.planned_matrix(w, start),
+            "service at the start of the day, points": es.planned_matrix(w, start, points=True),
+            "cost law, visible features": es.feature_bound(w),
+            "noisy:0.25 shared by a job's platforms": es.common_noise(w, 0.25, seed),
+        }
+        for label, matrix in counterfactuals.items():
+            mine["structure"][label] = es.structure(w, matrix)
+            run = compute(simulate(w, make_policy(args.policy), es.table_oracle(w, matrix, label), estimates=label))
+            mine["mean_completion"][label] = run.mean_completion
+            print(f"seed {seed} counterfactual {label}: mean completion {run.mean_completion:.1f} s", flush=True)
+
+    grid = argparse.Namespace(hours=args.hours, per_type=20, seeds=args.seeds, policy=args.policy, estimates=list(NCBI_SOURCES))
+    out = scheduler_scale.bench_ncbi(grid, inspect)
+    out["diagnosis"] = diagnosis
+    RESULTS.mkdir(exist_ok=True)
+    (Path(args.json) if args.json else RESULTS / "learning_loop_ncbi.json").write_text(json.dumps(out, indent=1))
+    print(scheduler_scale.markdown(out["rows"]))
+    return out
+
+
 def latency(args: argparse.Namespace) -> dict:
     home = trained_home(Path(args.workdir) / "home", "mafft", "linear_log")
     names = json.loads(subprocess.run(
@@ -180,14 +240,14 @@ def latency(args: argparse.Namespace) -> dict:
         with ours(home, Path(args.workdir) / "api.log", api_log_level="warning") as (base, _pid):
             worker = start_worker(home, **settings)
             try:
-                idle, busy = [], []
+                windows: dict[str, list[list[float]]] = {"idle": [], "busy": []}
                 for k in range(args.rounds):
-                    for phase, bucket in (("idle", idle), ("busy", busy)):
+                    for phase in ("idle", "busy") if k % 2 == 0 else ("busy", "idle"):  # each phase first in half the rounds
                         os.killpg(worker.pid, signal.SIGSTOP if phase == "idle" else signal.SIGCONT)
                         time.sleep(1.0)
                         result = run(base, lambda i: pool[i % len(pool)], concurrency=8, max_requests=10**7,
                                      max_seconds=args.seconds, rate=args.rate)  # fmt: skip
-                        bucket.extend(result.latencies)
+                        windows[phase].append(result.latencies)
                         print(f"{label} round {k + 1} {phase}: p99 {1e3 * np.quantile(result.latencies, 0.99):.1f} ms, "
                               f"errors {result.errors}", flush=True)  # fmt: skip
                 still_running = worker.poll() is None
@@ -195,11 +255,11 @@ def latency(args: argparse.Namespace) -> dict:
                 os.killpg(worker.pid, signal.SIGCONT)
                 os.killpg(worker.pid, signal.SIGTERM)
                 worker.wait(timeout=60)
-        out[label] = {
-            "idle_p50_ms": 1e3 * float(np.quantile(idle, 0.5)), "idle_p99_ms": 1e3 * float(np.quantile(idle, 0.99)),
-            "busy_p50_ms": 1e3 * float(np.quantile(busy, 0.5)), "busy_p99_ms": 1e3 * float(np.quantile(busy, 0.99)),
-            "requests": len(idle) + len(busy), "worker_still_training_at_end": still_running,
-        }  # fmt: skip
+        out[label] = {"requests": sum(map(len, windows["idle"] + windows["busy"])), "worker_still_training_at_end": still_running}
+        for phase, parts in windows.items():
+            every = np.concatenate(parts)
+            out[label] |= {f"{phase}_p50_ms": 1e3 * float(np.quantile(every, 0.5)), f"{phase}_p99_ms": 1e3 * float(np.quantile(every, 0.99)),
+                           f"{phase}_windows_p99_ms": [round(1e3 * float(np.quantile(w, 0.99)), 1) for w in parts]}  # fmt: skip
     return out
 
 
@@ -218,13 +278,18 @@ def main() -> None:
     p.add_argument("--initial", type=float, default=0.2)
     p.add_argument("--windows", type=int, default=8)
     p.add_argument("--jobs", type=int, default=2)
+    p = sub.add_parser("ncbi")
+    p.add_argument("--hours", type=float, default=25.0)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--policy", default="edf")
+    p.add_argument("--json", default=None, help="Where to write the results (default: benchmarks/results/learning_loop_ncbi.json).")
     p = sub.add_parser("latency")
     p.add_argument("--seconds", type=float, default=15.0)
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--rate", type=float, default=200.0)
     p.add_argument("--workdir", default="/tmp/learning-loop-latency")
     args = parser.parse_args()
-    result = prequential(args) if args.command == "prequential" else latency(args)
+    result = {"prequential": prequential, "ncbi": ncbi, "latency": latency}[args.command](args)
     print(json.dumps(result, indent=2))
 
 

@@ -24,6 +24,7 @@ import math
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,15 @@ import numpy as np
 from scheduler.events import Scheduler
 from scheduler.learning import LearningOracle, estimates_served
 from scheduler.metrics import Metrics, compute
-from scheduler.oracles import seconds
+from scheduler.oracles import Oracle, seconds
 from scheduler.policy import Context, Event
-from scheduler.simulate import simulate
+from scheduler.simulate import SimResult, simulate
 from scheduler.specs import make_policy, parse_estimates
 from scheduler.state import INF, Machine
+from scheduler.workload import Workload
 from scheduler.workloads import ncbi, swf
 
+Inspect = Callable[[Workload, int, str, Oracle, SimResult], None]  # (workload, seed, estimates, oracle, result) of one run
 NCBI_ESTIMATES = ("oracle", "model", "noisy:0.25", "noisy:0.5", "noisy:1.0", "none")
 TRACE_ESTIMATES = ("requested", "model:lightgbm_log", "model:last_two_mean", "oracle")
 
@@ -118,7 +121,8 @@ def bench_simulate(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def bench_ncbi(args: argparse.Namespace) -> dict[str, Any]:
+def bench_ncbi(args: argparse.Namespace, inspect: Inspect | None = None) -> dict[str, Any]:
+    """FCFS without estimates, then ``args.policy`` fed each estimate source, per seed; ``inspect`` sees every run."""
     rows: dict[str, list[Metrics]] = {}
     accuracy: dict[str, list[dict[str, float]]] = {}
     learning: list[dict[str, Any]] = []
@@ -133,6 +137,8 @@ def bench_ncbi(args: argparse.Namespace) -> dict[str, Any]:
                 accuracy.setdefault(estimates, []).append(_accuracy(w, oracle))
             if isinstance(oracle, LearningOracle):
                 learning.append(_learning(oracle, seed))
+            if inspect is not None:
+                inspect(w, seed, estimates, oracle, result)
             print(f"seed {seed} {policy:5s} {estimates:10s} sim {result.wall_seconds:6.1f} s, all {time.perf_counter() - started:6.1f} s",
                   flush=True)  # fmt: skip
     mean_accuracy = {e: {k: statistics.mean(a[k] for a in runs) for k in runs[0]} for e, runs in accuracy.items()}
