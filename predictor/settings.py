@@ -65,6 +65,11 @@ class Settings(BaseSettings):
     api_reload_interval_s: float = Field(default=30.0, ge=0, description="How often the API polls the champion aliases (0: never).")
     api_registry_wait_s: float = Field(default=15.0, gt=0, description="How long the API waits for the registry at start before serving cached champions.")
     api_registry_timeout_s: float = Field(default=10.0, gt=0, description="How long one request to the model registry may take (no retries); a reload waits no longer for the registry.")
+    scheduler_embedded: bool = Field(
+        default=True, description="Whether `predictor serve` (one worker) runs the scheduler in its process; off when it runs as `predictor scheduler`."
+    )
+    scheduler_port: int = Field(default=8001, description="Port `predictor scheduler` serves the scheduler's routes on.")
+    scheduler_lease_s: float = Field(default=15.0, gt=0, description="Lease time of the one scheduler: a standby takes over this long after its holder stops.")
     api_log_level: str = Field(default="info", description="Level of the API's structured JSON logs.")
     model_cache_dir: Path | None = Field(default=None, description="Local copies of the champions (default HOME/champion-cache).")
 
