@@ -29,8 +29,8 @@ commands = typer.Typer()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default from settings).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default from settings).")] = None,
-    workers: Annotated[int, typer.Option(min=1, help="API worker processes behind the port; with more than one, the "
-                                         "scheduler runs as `predictor scheduler`, not here.")] = 1,
+    workers: Annotated[int | None, typer.Option(min=1, help="API worker processes behind the port (default from settings); "
+                                                "with more than one, the scheduler runs as `predictor scheduler`, not here.")] = None,
 ) -> None:
     """Serve the HTTP API with uvicorn (one process with the scheduler, unless PREDICTOR_SCHEDULER_EMBEDDED=false, or N workers)."""
     import uvicorn
@@ -39,7 +39,7 @@ def serve(
     from serving.server import serve_workers, server_options
 
     settings = _with_token(load_settings())
-    host, port = host or settings.api_host, port or settings.api_port
+    host, port, workers = host or settings.api_host, port or settings.api_port, workers or settings.api_workers
     typer.echo(f"serving on http://{host}:{port}  (docs: http://{host}:{port}/docs)")
     typer.echo(
         f"try: curl -s -X POST http://{host}:{port}/v1/predict -H 'content-type: application/json' "

@@ -28,6 +28,7 @@ Params = frozenset[tuple[str, type, Any]]
 GroupKey = tuple[str, tuple[str, ...] | None, tuple[str, ...], Params]
 Item = dict[str, Any]
 ALWAYS = ("platform", "seconds")
+NO_PARAMS: Params = frozenset()
 
 
 def answer_batch(state: ServiceState, request: BatchPredictRequest) -> bytes:
@@ -38,7 +39,7 @@ def answer_batch(state: ServiceState, request: BatchPredictRequest) -> bytes:
     singles = []
     for index, job in enumerate(request.jobs):
         if job.features:
-            params = frozenset((k, type(v), v) for k, v in job.params.items())  # typed: True is not 1
+            params = frozenset((k, type(v), v) for k, v in job.params.items()) if job.params else NO_PARAMS  # typed: True is not 1
             platforms = tuple(job.platforms) if job.platforms is not None else None
             groups.setdefault((job.algorithm, platforms, tuple(job.features), params), []).append(index)
         else:

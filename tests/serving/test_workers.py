@@ -1,0 +1,62 @@
+"""Several API workers behind one port: each scrape of /metrics, whichever worker answers, reports the summed counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from predictor.settings import PROJECT_ROOT
+from tests.livesrv import free_port, wait_ready
+from tests.serving.conftest import TOKEN
+
+CLIENTS = 6
+REQUESTS = CLIENTS * 10
+
+
+def client_calls(base: str) -> list[str]:
+    """Ten predictions on one keep-alive connection; the request ids' prefixes (each names its worker process)."""
+    with httpx.Client(base_url=base, timeout=30) as client:
+        answers = [client.post("/v1/predict", json={"algorithm": "mafft", "params": {"input": "f1.fa"}}) for _ in range(REQUESTS // CLIENTS)]
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers if a.status_code != 200]
+    return [a.headers["x-request-id"].split("-")[0] for a in answers]
+
+
+def predicted(scrape: str) -> float:
+    """The count of answered POST /v1/predict requests in a Prometheus scrape."""
+    found = re.search(r'predictor_http_requests_total\{method="POST",route="/v1/predict",status="200"\} ([0-9.e+]+)', scrape)
+    return float(found.group(1)) if found else 0.0
+
+
+@pytest.mark.e2e
+def test_two_workers_serve_one_port_and_report_summed_metrics(trained, tmp_path):
+    port = free_port()
+    settings = trained.settings
+    env = {**os.environ, "PREDICTOR_HOME": str(settings.home), "PREDICTOR_DATA_ROOTS": json.dumps([str(p) for p in settings.data_roots]),
+           "PREDICTOR_API_TOKEN": TOKEN, "PREDICTOR_API_RELOAD_INTERVAL_S": "0", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}  # fmt: skip
+    with (tmp_path / "serve.log").open("w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "predictor", "serve", "--workers", "2", "--port", str(port)],
+                                env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(f"{base}/readyz", timeout=180, proc=proc)
+        with ThreadPoolExecutor(CLIENTS) as pool:  # connections open side by side: the kernel hands them to both workers
+            prefixes = [p for batch in pool.map(lambda _: client_calls(base), range(CLIENTS)) for p in batch]
+        assert len(prefixes) == REQUESTS and len(set(prefixes)) == 2, Counter(prefixes)  # both workers answered
+        scrapes = [predicted(httpx.get(f"{base}/metrics", timeout=30).text) for _ in range(8)]
+        assert scrapes == [REQUESTS] * 8, scrapes  # without summing, each worker would report only its own share
+        jobs = httpx.get(f"{base}/v1/jobs", timeout=30)
+        assert jobs.status_code == 503 and "predictor scheduler" in jobs.json()["detail"]  # the workers run no scheduler
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
