@@ -2,8 +2,8 @@
 
 Trains a champion from the bundled dataset into ``WORKDIR/home`` (once), starts ``predictor serve`` and
 ``mlflow models serve -m models:/runtime-<algorithm>-<platform>@champion --env-manager local`` (one
-process each), checks that both give the same numbers for the same 1,000 rows, then drives both with
-the same keep-alive load generator: single predictions and batches of 1,000 rows, at several
+process each, or ``--workers N`` API workers of ours behind one port), checks that both give the same
+numbers for the same 1,000 rows, then drives both with the same keep-alive load generator: single predictions and batches of 1,000 rows, at several
 concurrency levels, each bounded in time. Our single request asks for one platform with precomputed
 features (one model call, as MLflow makes); batches go both as a list of jobs (``/v1/predict/batch``)
 and as a feature matrix (``/v1/predict/matrix``); a heavier request (every platform, the input file
@@ -103,6 +103,7 @@ def main() -> None:
     parser.add_argument("--single", default="1,8,32,64", help="concurrency levels for single predictions")
     parser.add_argument("--batch", default="1,4", help="concurrency levels for batches")
     parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=1, help="API worker processes of ours (MLflow keeps its one)")
     parser.add_argument("--only", default="", help="only the workloads whose name contains this (e.g. 'jobs form')")
     args = parser.parse_args()
     workdir = args.workdir.resolve()
@@ -110,7 +111,7 @@ def main() -> None:
     champion_of_kind(home, args.algorithm, args.model)
     uri = f"models:/runtime-{args.algorithm}-{args.platform}@champion"
     results = []
-    with ours(home, workdir / "ours.log", api_reload_interval_s="30") as (base, pid), mlflow_scoring(home, uri, workdir / "mlflow.log") as (mbase, mpid):
+    with ours(home, workdir / "ours.log", api_reload_interval_s="30", api_workers=str(args.workers)) as (base, pid), mlflow_scoring(home, uri, workdir / "mlflow.log") as (mbase, mpid):
         import httpx
 
         model = next(m for m in httpx.get(f"{base}/v1/models").json() if m["platform"] == args.platform and m["algorithm"] == args.algorithm)
@@ -141,7 +142,7 @@ def main() -> None:
             results.append({"workload": "single, every platform, file read", "concurrency": 8,
                             "ours": measure(base, pid, [heavy], 8, args.seconds), "mlflow": None})  # fmt: skip
             print(_row(results[-1]), flush=True)
-    out = workdir / "api_load.json"
+    out = workdir / f"api_load-{args.workers}w.json"
     out.write_text(json.dumps({"difference": difference, "model": model, "results": results}, indent=2))
     print("\n" + _table(results) + f"\n\nwritten to {out}")
 

@@ -54,6 +54,7 @@ def create_app(settings: Settings | None = None, *, scheduler: bool | None = Non
     )
     app.state.settings = settings  # for the server around it (serving.server.server_options)
     app.state.run_scheduler = settings.scheduler_embedded if scheduler is None else scheduler
+    app.state.scheduler = None  # the LeasedScheduler once the scheduler router's lifespan starts it
     for module in (health, catalog, models, predict, observations, scheduling):
         app.include_router(module.router)
     errors.install(app)

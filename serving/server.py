@@ -25,6 +25,7 @@ from serving.telemetry import LOGGER_NAME
 
 HEAD_END = b"\r\n\r\n"
 LINGER_S = 1.0  # how long a refused connection's remaining bytes are read and dropped before it closes
+WORKER_HEALTHCHECK_S = 180  # a worker that does not answer uvicorn's ping this long is replaced (a start loads every champion)
 
 
 class BoundedHead(HttpToolsProtocol):
@@ -93,5 +94,5 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int) -> Non
     os.environ["PREDICTOR_SCHEDULER_EMBEDDED"] = "false"
     uvicorn.run(
         "serving.app:create_app", factory=True, workers=workers, host=host, port=port, log_level="info", access_log=False,
-        **server_options(settings),
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S, **server_options(settings),
     )  # fmt: skip

@@ -43,8 +43,7 @@ MachineId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start the scheduler on the loaded service state (entered after the app's own lifespan) and stop it first."""
-    app.state.scheduler = None
-    if not app.state.run_scheduler:
+    if not app.state.run_scheduler or app.state.scheduler is not None:  # off, or started already (the router included twice)
         yield
         return
     state: ServiceState = app.state.service
