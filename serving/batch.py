@@ -4,8 +4,8 @@ Jobs with precomputed features are grouped by (algorithm, platforms asked, featu
 group is one :meth:`RuntimeOracle.estimate_matrix` call, the same call the matrix route makes, and its columns
 are turned into each job's estimates as plain values, all serialised once. The answers are the ones each job
 would get alone. Jobs whose features come from input files are prepared one by one within the request's
-time budget, as for a single job. ``fields`` trims what each estimate carries (``platform`` and ``seconds``
-always come), so a client that needs no echoed features does not pay for them on either side.
+time budget, as for a single job. ``fields`` trims what each estimate carries (``platform``, ``seconds``,
+``walltime`` and ``limit_walltime``, the fields the schema requires, always come), so a client that needs no echoed features does not pay for them on either side.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from serving.schemas import ESTIMATE_FIELDS, BatchPredictRequest, EstimateOut
 Params = frozenset[tuple[str, type, Any]]
 GroupKey = tuple[str, tuple[str, ...] | None, tuple[str, ...], Params]
 Item = dict[str, Any]
-ALWAYS = ("platform", "seconds")
+ALWAYS = tuple(EstimateOut.model_json_schema(mode="serialization")["required"])  # platform, seconds and their walltimes
 NO_PARAMS: Params = frozenset()
 
 
 def answer_batch(state: ServiceState, request: BatchPredictRequest) -> bytes:
     """The JSON answer for a batch: ``results[i]`` is job i's estimates or its own error."""
-    keep = ALWAYS + tuple(f for f in ESTIMATE_FIELDS if f != "seconds" and (request.fields is None or f in request.fields))
+    keep = ("platform", *(f for f in ESTIMATE_FIELDS if f in ALWAYS or request.fields is None or f in request.fields))
     results: list[Item | None] = [None] * len(request.jobs)
     groups: dict[GroupKey, list[int]] = {}
     singles = []

@@ -198,7 +198,8 @@ class BatchPredictRequest(IntervalOptions):
     jobs: list[PredictRequest] = Field(min_length=1)
     fields: list[EstimateField] | None = Field(
         default=None,
-        description="Fields of each estimate to answer with (`platform` and `seconds` always come); default: all. "
+        description="Fields of each estimate to answer with (`platform`, `seconds`, `walltime` and `limit_walltime` always "
+        "come); default: all. "
         "Leaving out `features` spares echoing every job's features back.",
     )
 

@@ -8,16 +8,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from predictor.export import export_csv
 from predictor.settings import PROJECT_ROOT
 from predictor.store import MeasurementStore
-from predictor.export import export_csv
 from tests.livesrv import eventually, free_port, wait_ready
 from tests.serving.conftest import TOKEN, Home, measurements
 from tests.serving.test_learning_loop import _observations

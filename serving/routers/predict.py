@@ -53,7 +53,7 @@ async def predict(request: SinglePredictRequest, state: State) -> Response:
 async def predict_batch(request: BatchPredictRequest, state: State) -> Response:
     """Up to ``PREDICTOR_API_MAX_BATCH`` jobs; a job that cannot be estimated gets its own error, the others their estimates.
 
-    ``fields`` trims each estimate to the fields named (``platform`` and ``seconds`` always come).
+    ``fields`` trims each estimate to the fields named (``platform``, ``seconds`` and the walltimes always come).
     """
     limit = state.settings.api_max_batch
     if len(request.jobs) > limit:
