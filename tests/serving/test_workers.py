@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,7 +11,7 @@ import httpx
 import pytest
 
 from predictor.settings import PROJECT_ROOT
-from tests.livesrv import free_port, wait_ready
+from tests.livesrv import serve_cli
 from tests.serving.conftest import TOKEN
 
 CLIENTS = 6
@@ -37,16 +34,10 @@ def predicted(scrape: str) -> float:
 
 @pytest.mark.e2e
 def test_two_workers_serve_one_port_and_report_summed_metrics(trained, tmp_path):
-    port = free_port()
     settings = trained.settings
-    env = {**os.environ, "PREDICTOR_HOME": str(settings.home), "PREDICTOR_DATA_ROOTS": json.dumps([str(p) for p in settings.data_roots]),
+    env = {"PREDICTOR_HOME": str(settings.home), "PREDICTOR_DATA_ROOTS": json.dumps([str(p) for p in settings.data_roots]),
            "PREDICTOR_API_TOKEN": TOKEN, "PREDICTOR_API_RELOAD_INTERVAL_S": "0", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}  # fmt: skip
-    with (tmp_path / "serve.log").open("w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "predictor", "serve", "--workers", "2", "--port", str(port)],
-                                env=env, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(f"{base}/readyz", timeout=180, proc=proc)
+    with serve_cli(env, PROJECT_ROOT, tmp_path / "serve.log", "--workers", "2", timeout=300) as base:  # each worker loads the champions
         with ThreadPoolExecutor(CLIENTS) as pool:  # connections open side by side: the kernel hands them to both workers
             prefixes = [p for batch in pool.map(lambda _: client_calls(base), range(CLIENTS)) for p in batch]
         assert len(prefixes) == REQUESTS and len(set(prefixes)) == 2, Counter(prefixes)  # both workers answered
@@ -54,9 +45,3 @@ def test_two_workers_serve_one_port_and_report_summed_metrics(trained, tmp_path)
         assert scrapes == [REQUESTS] * 8, scrapes  # without summing, each worker would report only its own share
         jobs = httpx.get(f"{base}/v1/jobs", timeout=30)
         assert jobs.status_code == 503 and "predictor scheduler" in jobs.json()["detail"]  # the workers run no scheduler
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
