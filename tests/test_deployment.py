@@ -91,8 +91,8 @@ def test_the_procfile_deployment_runs_the_whole_path(postgres_server, tmp_path):
             assert "stored" in cli(env, "ingest", str(runs)).lower()
             cli(env, "train")
             with started("api", env, tmp_path) as api_proc, started("scheduler", env, tmp_path) as sched_proc, started("worker", env, tmp_path):
-                wait_ready(f"{api}/readyz", timeout=180, proc=api_proc)
-                wait_ready(f"{scheduler}/readyz", timeout=180, proc=sched_proc)
+                wait_ready(f"{api}/readyz", timeout=300, proc=api_proc)  # each worker loads the champions
+                wait_ready(f"{scheduler}/readyz", timeout=300, proc=sched_proc)
                 assert versions(api) == {"cpu1": "1", "cpu2": "1"}  # champions from the MLflow server
                 job = {"algorithm": "mafft", "params": {"input": "f5.fa"}, "platforms": ["cpu1"]}
                 before = httpx.post(f"{api}/v1/predict", json=job, timeout=30).json()["estimates"][0]
