@@ -76,7 +76,7 @@ def test_the_procfile_deployment_runs_the_whole_path(postgres_server, tmp_path):
         "PREDICTOR_SCHEDULER_PORT": str(ports["scheduler"]), "PREDICTOR_API_TOKEN": TOKEN, "PREDICTOR_DATA_ROOTS": f'["{inputs}"]',
         "PREDICTOR_CV_FOLDS": "3", "PREDICTOR_TRAIN_MODELS": '["linear_log"]', "PREDICTOR_API_RELOAD_INTERVAL_S": "1",
         "PREDICTOR_WORKER_INTERVAL_S": "2", "PREDICTOR_WORKER_NICE": "0", "PREDICTOR_RETRAIN_MIN_NEW_RUNS": "10",
-        "PREDICTOR_SCHEDULER_LEASE_S": "5", "PROMETHEUS_MULTIPROC_DIR": str(site / "metrics"),
+        "PREDICTOR_SCHEDULER_LEASE_S": "5",  # no PROMETHEUS_MULTIPROC_DIR here: mlflow server would read it too
     }  # fmt: skip
     runs = tmp_path / "runs.csv"
     scratch = MeasurementStore(f"sqlite:///{tmp_path / 'scratch.db'}")
