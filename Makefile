@@ -10,7 +10,7 @@ DATASETS := $(wildcard data/measurements/*.csv)
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[test,docs]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,docs,ray]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -2,8 +2,8 @@
 
 Trains a champion from the bundled dataset into ``WORKDIR/home`` (once), starts ``predictor serve`` and
 ``mlflow models serve -m models:/runtime-<algorithm>-<platform>@champion --env-manager local`` (one
-process each), checks that both give the same numbers for the same 1,000 rows, then drives both with
-the same keep-alive load generator: single predictions and batches of 1,000 rows, at several
+process each, or ``--workers N`` API workers of ours behind one port), checks that both give the same
+numbers for the same 1,000 rows, then drives both with the same keep-alive load generator: single predictions and batches of 1,000 rows, at several
 concurrency levels, each bounded in time. Our single request asks for one platform with precomputed
 features (one model call, as MLflow makes); batches go both as a list of jobs (``/v1/predict/batch``)
 and as a feature matrix (``/v1/predict/matrix``); a heavier request (every platform, the input file
@@ -51,9 +51,10 @@ def our_single(algorithm: str, platform: str, names: list[str], row: np.ndarray)
     return post_json("/v1/predict", {"algorithm": algorithm, "platforms": [platform], "features": dict(zip(names, row.tolist(), strict=True))})
 
 
-def our_batch(algorithm: str, platform: str, names: list[str], rows: np.ndarray) -> Request:
+def our_batch(algorithm: str, platform: str, names: list[str], rows: np.ndarray, fields: list[str] | None = None) -> Request:
+    """The jobs form; ``fields`` trims each estimate (None: every field, the features echoed)."""
     jobs = [{"algorithm": algorithm, "platforms": [platform], "features": dict(zip(names, r.tolist(), strict=True))} for r in rows]
-    return post_json("/v1/predict/batch", {"jobs": jobs})
+    return post_json("/v1/predict/batch", {"jobs": jobs} | ({"fields": fields} if fields is not None else {}))
 
 
 def our_matrix(algorithm: str, platform: str, names: list[str], rows: np.ndarray) -> Request:
@@ -102,13 +103,15 @@ def main() -> None:
     parser.add_argument("--single", default="1,8,32,64", help="concurrency levels for single predictions")
     parser.add_argument("--batch", default="1,4", help="concurrency levels for batches")
     parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--workers", type=int, default=1, help="API worker processes of ours (MLflow keeps its one)")
+    parser.add_argument("--only", default="", help="only the workloads whose name contains this (e.g. 'jobs form')")
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     home = trained_home(workdir / "home", args.algorithm, args.model)
     champion_of_kind(home, args.algorithm, args.model)
     uri = f"models:/runtime-{args.algorithm}-{args.platform}@champion"
     results = []
-    with ours(home, workdir / "ours.log", api_reload_interval_s="30") as (base, pid), mlflow_scoring(home, uri, workdir / "mlflow.log") as (mbase, mpid):
+    with ours(home, workdir / "ours.log", api_reload_interval_s="30", api_workers=str(args.workers)) as (base, pid), mlflow_scoring(home, uri, workdir / "mlflow.log") as (mbase, mpid):
         import httpx
 
         model = next(m for m in httpx.get(f"{base}/v1/models").json() if m["platform"] == args.platform and m["algorithm"] == args.algorithm)
@@ -122,19 +125,24 @@ def main() -> None:
         workloads = {
             "single": ([our_single(args.algorithm, args.platform, names, r) for r in pool], [mlflow_rows(names, r[None, :]) for r in pool], args.single),
             f"batch of {args.batch_size}, jobs form": ([our_batch(args.algorithm, args.platform, names, batch)], [mlflow_rows(names, batch)], args.batch),
+            f"batch of {args.batch_size}, jobs form, fields seconds and limit": (
+                [our_batch(args.algorithm, args.platform, names, batch, ["limit"])], [mlflow_rows(names, batch)], args.batch),
             f"batch of {args.batch_size}, matrix form": ([our_matrix(args.algorithm, args.platform, names, batch)], [mlflow_rows(names, batch)], args.batch),
         }  # fmt: skip
         for workload, (mine, theirs, levels) in workloads.items():
+            if args.only and args.only not in workload:
+                continue
             for level in map(int, levels.split(",")):
                 ours_stats = measure(base, pid, mine, level, args.seconds)
                 theirs_stats = measure(mbase, mpid, theirs, level, args.seconds)
                 results.append({"workload": workload, "concurrency": level, "ours": ours_stats, "mlflow": theirs_stats})
                 print(_row(results[-1]), flush=True)
-        heavy = post_json("/v1/predict", {"algorithm": args.algorithm, "params": {"input": sample}})
-        results.append({"workload": "single, every platform, file read", "concurrency": 8,
-                        "ours": measure(base, pid, [heavy], 8, args.seconds), "mlflow": None})  # fmt: skip
-        print(_row(results[-1]), flush=True)
-    out = workdir / "api_load.json"
+        if not args.only or args.only in "single, every platform, file read":
+            heavy = post_json("/v1/predict", {"algorithm": args.algorithm, "params": {"input": sample}})
+            results.append({"workload": "single, every platform, file read", "concurrency": 8,
+                            "ours": measure(base, pid, [heavy], 8, args.seconds), "mlflow": None})  # fmt: skip
+            print(_row(results[-1]), flush=True)
+    out = workdir / f"api_load-{args.workers}w.json"
     out.write_text(json.dumps({"difference": difference, "model": model, "results": results}, indent=2))
     print("\n" + _table(results) + f"\n\nwritten to {out}")
 

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from cli.common import console, fail, from_service, load_settings, local_oracle, parse_pairs, typed_params, wide_console
+from cli.common import (
+    console,
+    fail,
+    from_service,
+    load_settings,
+    local_oracle,
+    open_store,
+    parse_pairs,
+    typed_params,
+    wide_console,
+)
 from predictor.settings import Settings
 
 commands = typer.Typer()
@@ -18,21 +29,54 @@ commands = typer.Typer()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default from settings).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default from settings).")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="API worker processes behind the port (default from settings); "
+                                                "with more than one, the scheduler runs as `predictor scheduler`, not here.")] = None,
 ) -> None:
-    """Serve the HTTP API with uvicorn."""
+    """Serve the HTTP API with uvicorn (one process with the scheduler, unless PREDICTOR_SCHEDULER_EMBEDDED=false, or N workers)."""
     import uvicorn
 
     from serving import create_app
-    from serving.server import server_options
+    from serving.server import serve_workers, server_options
 
     settings = _with_token(load_settings())
-    host, port = host or settings.api_host, port or settings.api_port
+    host, port, workers = host or settings.api_host, port or settings.api_port, workers or settings.api_workers
     typer.echo(f"serving on http://{host}:{port}  (docs: http://{host}:{port}/docs)")
     typer.echo(
         f"try: curl -s -X POST http://{host}:{port}/v1/predict -H 'content-type: application/json' "
         "-d '{\"algorithm\": \"mafft\", \"params\": {\"input\": \"samples/family-40x300.fa\"}}'"
     )
+    if workers > 1:
+        typer.echo(f"{workers} workers; the scheduler is not served here: run `predictor scheduler` beside them")
+        serve_workers(settings, host, port, workers)
+        return
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False, **server_options(settings))  # the app logs each request
+
+
+@commands.command()
+def scheduler(
+    host: Annotated[str | None, typer.Option(help="Bind address (default: PREDICTOR_API_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: PREDICTOR_SCHEDULER_PORT).")] = None,
+    standby: Annotated[bool, typer.Option(help="Wait while another scheduler holds the lease, and take over when it "
+                                          "stops (--no-standby: refuse to start instead).")] = True,
+) -> None:
+    """Run the one scheduler of the database, with its routes on their own port; a second one stands by."""
+    import uvicorn
+
+    from scheduler.store import SchedulerStore
+    from serving import create_app
+    from serving.server import server_options
+
+    settings = _with_token(load_settings())
+    host, port = host or settings.api_host, port or settings.scheduler_port
+    store = open_store(settings)
+    lease = SchedulerStore(store.engine).lease()
+    store.dispose()
+    if lease is not None and lease["expires_at"] > time.time():
+        if not standby:
+            raise fail(f"another scheduler holds the lease of this database ({lease['holder']}); not starting (--no-standby)")
+        typer.echo(f"another scheduler holds the lease ({lease['holder']}): standing by to take over when it stops")
+    typer.echo(f"scheduler on http://{host}:{port}  (jobs: http://{host}:{port}/v1/jobs)")
+    uvicorn.run(create_app(settings, scheduler=True), host=host, port=port, log_level="info", access_log=False, **server_options(settings))
 
 
 def _with_token(settings: Settings) -> Settings:

@@ -2,4 +2,5 @@
 
 from cli.app import app
 
-app(prog_name="predictor")
+if __name__ == "__main__":  # not when a worker process started by spawn (``predictor serve --workers N``) imports this module
+    app(prog_name="predictor")

@@ -124,7 +124,10 @@ class TrainingEnvelope:
         outside = out.any(axis=1) | far
         names = self.feature_names
         excess = np.where(outside, np.minimum(excess, MAX_EXCESS), 0.0)
-        return Check(outside, excess, [[names[j] for j in np.flatnonzero(r)] for r in out])
+        beyond: list[list[str]] = [[] for _ in range(len(X))]
+        for i in np.flatnonzero(out.any(axis=1)):  # most rows lie within every range: only the others are spelled out
+            beyond[i] = [names[j] for j in np.flatnonzero(out[i])]
+        return Check(outside, excess, beyond)
 
     def to_json(self) -> str:
         """The envelope as JSON (numbers as lists), for the model registry."""

@@ -40,6 +40,7 @@ Pair = tuple[str, str]
 ProfileTable = Mapping[Pair, tuple[float, int]]
 BUDGET_OPTION = "time_budget_s"
 NO_CHAMPION = "no champion model for this algorithm and platform"
+NOT_FINITE = "the model's estimate is not a finite number for these features"
 PARAM_CACHE_SIZE = 4096  # distinct parameter sets remembered; cleared whole when full
 
 
@@ -69,6 +70,9 @@ class EstimateColumns:
     fallback: bool = False
     reason: str | None = None
     extrapolating: list[bool] | None = None  # per row: outside the champion's training envelope
+    out_of_domain: list[list[str]] | None = None  # per row: the features beyond their trained range
+    feature_names: tuple[str, ...] = ()  # the champion's features, the columns of ``used``
+    used: np.ndarray | None = None  # the feature rows the champion was called on
 
 
 @dataclass(frozen=True)
@@ -207,9 +211,7 @@ class RuntimeOracle:
                 self.limit_quantile if limit_quantile is None else limit_quantile,
             )
             for index, answer in zip(indices, answers, strict=True):
-                results[index][platform] = answer or _fallback(
-                    profile, algorithm, platform, "the model's estimate is not a finite number for these features"
-                )
+                results[index][platform] = answer or _fallback(profile, algorithm, platform, NOT_FINITE)
         return results  # type: ignore[return-value]  # every placeholder is filled above
 
     def estimate_matrix(
@@ -248,13 +250,19 @@ class RuntimeOracle:
             lists = {key: [v if ok else None for v, ok in zip(column.tolist(), finite, strict=True)] for key, column in answers.items()}
             intervals = {"coverage": coverage, "limit_quantile": limit_quantile} if len(answers) > 1 else {}
             outside = check.outside.tolist() if check is not None else [False] * len(matrix)
+            beyond = check.out_of_range if check is not None else [[] for _ in range(len(matrix))]
             out.append(
                 EstimateColumns(
                     platform=platform, model_name=champion.name, model_version=champion.version, flavor=champion.flavor,
-                    extrapolating=outside, **lists, **intervals,
+                    extrapolating=outside, out_of_domain=beyond, feature_names=tuple(champion.feature_names), used=matrix,
+                    **lists, **intervals,
                 )  # fmt: skip
             )
         return out
+
+    def fallback(self, algorithm: str, platform: str, reason: str) -> Estimate:
+        """The profile table's answer for the pair, marked as fallback with ``reason`` (none when nothing was measured)."""
+        return _fallback(self._profile, algorithm, platform, reason)
 
     def _with_given(self, algorithm: Algorithm, params: dict[str, Any], given: Mapping[str, float]) -> dict[str, float]:
         """Parameter features, then derived ones where their operands are known, then the given features on top."""
@@ -338,13 +346,13 @@ def _predict(
             continue
         record = {**fixed, **dict(zip(keys, answer, strict=True)), "features": dict(zip(names, row, strict=True))}
         if check is not None and check.outside[i]:
-            record.update(extrapolating=True, out_of_domain=check.out_of_range[i], reason=_outside(check.out_of_range[i]))
+            record.update(extrapolating=True, out_of_domain=check.out_of_range[i], reason=outside_reason(check.out_of_range[i]))
         records.append(record)
     built = iter(_ESTIMATES.validate_python(records))  # one validation call for the lot
     return [next(built) if ok else None for ok in finite]
 
 
-def _outside(features: list[str]) -> str:
+def outside_reason(features: list[str]) -> str:
     """Why an answer came from the envelope's power law."""
     where = f"beyond the trained range of {', '.join(features)}" if features else "far from every trained job"
     return f"outside the training data ({where}): monotone power-law estimate, interval widened"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -18,6 +19,7 @@ from predictor.intervals import MAX_COVERAGE
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATA = PROJECT_ROOT / "data"
+Executor = Literal["local", "ray"]
 
 
 class Settings(BaseSettings):
@@ -34,6 +36,7 @@ class Settings(BaseSettings):
     data_roots: list[Path] = Field(default_factory=lambda: [BUNDLED_DATA], description="Folders API clients may name input files under.")
     api_host: str = "127.0.0.1"
     api_port: int = 8000
+    api_workers: int = Field(default=1, ge=1, description="API worker processes `predictor serve` runs behind its port.")
     api_token: SecretStr | None = Field(
         default=None, description="Bearer token for write and admin endpoints (default: the one generated under HOME)."
     )
@@ -56,6 +59,8 @@ class Settings(BaseSettings):
     worker_n_jobs: int = Field(default=1, description="Processes the retrain worker trains in (leave cores to the API).")
     worker_nice: int = Field(default=10, ge=0, le=19, description="Niceness the retrain worker runs at, below the API.")
     n_jobs: int = Field(default=-1, description="Local processes training fits models in (-1: one per core).")
+    executor: Executor = Field(default="local", description="Where training's fold fits run: local processes or a Ray cluster.")
+    ray_address: str = Field(default="auto", description="The Ray cluster training uses with executor=ray (auto: the one on this node; ray://host:port).")
     interval_coverage: float = Field(default=0.9, gt=0, le=MAX_COVERAGE, description="Nominal coverage of the estimate intervals.")
     limit_quantile: float = Field(default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate).")
     api_max_body_bytes: int = Field(default=4 << 20, gt=0, description="Largest request body the API reads.")
@@ -65,6 +70,11 @@ class Settings(BaseSettings):
     api_reload_interval_s: float = Field(default=30.0, ge=0, description="How often the API polls the champion aliases (0: never).")
     api_registry_wait_s: float = Field(default=15.0, gt=0, description="How long the API waits for the registry at start before serving cached champions.")
     api_registry_timeout_s: float = Field(default=10.0, gt=0, description="How long one request to the model registry may take (no retries); a reload waits no longer for the registry.")
+    scheduler_embedded: bool = Field(
+        default=True, description="Whether `predictor serve` (one worker) runs the scheduler in its process; off when it runs as `predictor scheduler`."
+    )
+    scheduler_port: int = Field(default=8001, description="Port `predictor scheduler` serves the scheduler's routes on.")
+    scheduler_lease_s: float = Field(default=15.0, gt=0, description="Lease time of the one scheduler: a standby takes over this long after its holder stops.")
     api_log_level: str = Field(default="info", description="Level of the API's structured JSON logs.")
     slurm_rules: Path | None = Field(default=None, description="Rule file mapping Slurm jobs to algorithms and platforms (docs/slurm.md).")
     slurm_cluster: str = Field(default="slurm", min_length=1, max_length=40, description="The Slurm cluster's name in the run ids of its jobs.")

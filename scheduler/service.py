@@ -8,7 +8,9 @@ state on disk is the one before it, and the sender (or the inbox row, still
 unprocessed) brings it again. Nothing is issued twice: every order names the run it
 starts or stops, and the database refuses a second (job, kind, run).
 
-One scheduler process per database: the in-memory state is the writer's cache.
+One scheduler process per database: the in-memory state is the writer's cache. The lease
+(:mod:`scheduler.leader`) makes it so: a service given a ``fence`` commits each step only
+while its process still holds the lease, so one that lost it can issue nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from scheduler.orders import Order
 from scheduler.policies.edf import EDFDeferral
 from scheduler.policy import Policy
 from scheduler.state import Job, JobStatus, Machine, Run, State
-from scheduler.store import SchedulerStore
+from scheduler.store import Fence, SchedulerStore
 
 log = logging.getLogger("scheduler")
 MACHINE_EVENTS = ("gained", "lost")
@@ -90,8 +92,10 @@ class SchedulerService:
         policy: Policy | None = None,
         threshold: float = 0.25,
         clock: Callable[[], float] = time.time,
+        fence: Fence | None = None,
     ) -> None:
         self.db = SchedulerStore(store.engine)
+        self.fence = fence
         self.catalog = catalog
         self.clock = clock
         self._lock = threading.RLock()
@@ -320,7 +324,7 @@ class SchedulerService:
         try:
             yield step
             sent = [o for o in step.orders if o.sent]
-            self.db.save(self.state, sent, now, self._observed, event, served=self._served)
+            self.db.save(self.state, sent, now, self._observed, event, served=self._served, fence=self.fence)
         except BaseException:
             self.scheduler.state = self.db.load()
             raise

@@ -7,7 +7,9 @@ in one transaction; :meth:`SchedulerStore.load` rebuilds the state from the tabl
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
@@ -22,11 +24,13 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
 
 from predictor.domain import Measurement, ServedEstimate
 from predictor.store.scheduler_tables import (
     sched_events,
     sched_jobs,
+    sched_lease,
     sched_machines,
     sched_orders,
     sched_runs,
@@ -45,6 +49,20 @@ from scheduler.state import (
 )
 
 CHUNK = 500
+LEASE = "scheduler"  # the one role a database's lease is for
+
+
+class LeaseLost(RuntimeError):
+    """This process no longer holds the scheduler's lease (another took it over): what it was writing is not committed."""
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The lease a write depends on: it commits only while ``holder`` still holds the lease at ``epoch`` (and renews it)."""
+
+    holder: str
+    epoch: int
+    ttl_s: float
 
 
 class SchedulerStore:
@@ -86,12 +104,17 @@ class SchedulerStore:
         event: int | None = None,
         outcome: str = "applied",
         served: Sequence[ServedEstimate] = (),
+        fence: Fence | None = None,
     ) -> list[int]:
         """Write the dirty jobs and machines, the orders (returns their seqs), observations (through the measurement
-        store's inserts, with the estimates they were served) and the event's receipt, in one transaction."""
+        store's inserts, with the estimates they were served) and the event's receipt, in one transaction; with a
+        ``fence``, only while its holder still holds the lease (LeaseLost, and nothing written, otherwise)."""
         jobs = [state.jobs[j] for j in sorted(state.dirty_jobs)]
         machines = [state.machines[m] for m in sorted(state.dirty_machines) if m in state.machines]
         with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
+            if fence is not None and not self._renew(conn, fence):
+                conn.rollback()
+                raise LeaseLost(f"the scheduler lease of epoch {fence.epoch} is no longer held by {fence.holder}")
             self._upsert(conn, sched_jobs, "id", [{name: plain(getattr(j, name)) for name in STORED_FIELDS} for j in jobs])
             ids = [j.id for j in jobs]
             for start in range(0, len(ids), CHUNK):
@@ -164,6 +187,54 @@ class SchedulerStore:
             stmt = stmt.where((sched_orders.c.machine_id == machine) | (sched_orders.c.target == machine))
         with self.engine.connect() as conn:
             return [dict(row) for row in conn.execute(stmt.order_by(sched_orders.c.seq).limit(limit)).mappings()]
+
+    def take_lease(self, holder: str, ttl_s: float) -> int | None:
+        """Take the scheduler's lease for ``ttl_s`` seconds if it is free, lapsed or ``holder``'s already: its epoch, else None."""
+        now = time.time()
+        try:
+            with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
+                row = conn.execute(select(sched_lease).where(sched_lease.c.name == LEASE).with_for_update()).mappings().first()
+                if row is None:
+                    conn.execute(insert(sched_lease).values(name=LEASE, holder=holder, epoch=1, expires_at=now + ttl_s))
+                    epoch = 1
+                elif row["holder"] == holder or row["expires_at"] < now:
+                    epoch = row["epoch"] if row["holder"] == holder else row["epoch"] + 1
+                    values = {"holder": holder, "epoch": epoch, "expires_at": now + ttl_s}
+                    conn.execute(update(sched_lease).where(sched_lease.c.name == LEASE).values(values))
+                else:
+                    return None
+                conn.commit()
+                return epoch
+        except IntegrityError:  # another process inserted the first row at the same moment: it holds the lease
+            return None
+
+    def renew_lease(self, fence: Fence) -> bool:
+        """Extend the lease by its time if ``fence`` still holds it; False once another process has taken it over."""
+        with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
+            held = self._renew(conn, fence)
+            conn.commit()
+            return held
+
+    def release_lease(self, fence: Fence) -> None:
+        """Let the lease lapse now (a clean stop), so a standby takes over without waiting for it to expire."""
+        with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
+            conn.execute(self._held(fence).values(expires_at=0.0))
+            conn.commit()
+
+    def lease(self) -> dict[str, Any] | None:
+        """The lease as it stands: holder, epoch and expires_at (Unix seconds), or None if it was never taken."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(sched_lease).where(sched_lease.c.name == LEASE)).mappings().first()
+            return None if row is None else dict(row)
+
+    def _renew(self, conn: Connection, fence: Fence) -> bool:
+        return conn.execute(self._held(fence).values(expires_at=time.time() + fence.ttl_s)).rowcount == 1
+
+    @staticmethod
+    def _held(fence: Fence) -> Any:
+        """An update of the lease row that matches only while ``fence``'s holder holds it at its epoch."""
+        c = sched_lease.c
+        return update(sched_lease).where(c.name == LEASE, c.holder == fence.holder, c.epoch == fence.epoch)
 
     def _insert(self, table: Table) -> Any:
         return (sqlite.insert if self.dialect == "sqlite" else postgresql.insert)(table)

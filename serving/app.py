@@ -14,7 +14,8 @@ from predictor.settings import Settings
 from serving import docs, errors
 from serving.limits import BodyLimit
 from serving.metrics import Metrics
-from serving.routers import catalog, health, models, observations, predict, scheduler, slurm
+from serving.routers import catalog, health, models, observations, predict, slurm
+from serving.routers import scheduler as scheduling
 from serving.state import build_state, close_state
 from serving.telemetry import Telemetry, configure_logging
 
@@ -26,8 +27,9 @@ Write and admin routes (`POST /v1/observations`, `POST /v1/models/reload`) need
 Errors are JSON `{"detail": ...}` with a precise 4xx status."""
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the API; nothing is loaded until the app starts."""
+def create_app(settings: Settings | None = None, *, scheduler: bool | None = None) -> FastAPI:
+    """Build the API; nothing is loaded until the app starts. ``scheduler``: whether this process runs the scheduler
+    (while it holds the database's lease; default ``PREDICTOR_SCHEDULER_EMBEDDED``)."""
     settings = settings or Settings()
     metrics = Metrics()
     log = configure_logging(settings.api_log_level)
@@ -40,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         log.info("ready", extra={"fields": {"champions": len(app.state.service.oracle.models), "source": status.source}})
         yield
         await run_in_threadpool(close_state, app.state.service)
+        metrics.close()
 
     app = FastAPI(
         title="Runtime predictor",
@@ -50,7 +53,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings  # for the server around it (serving.server.server_options)
-    for module in (health, catalog, models, predict, observations, scheduler, slurm):
+    app.state.run_scheduler = settings.scheduler_embedded if scheduler is None else scheduler
+    app.state.scheduler = None  # the LeasedScheduler once the scheduler router's lifespan starts it
+    for module in (health, catalog, models, predict, observations, scheduling, slurm):
         app.include_router(module.router)
     errors.install(app)
     docs.install(app)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from fastapi import HTTPException
+from pydantic import TypeAdapter
 
 from features import FeatureError
 from predictor.catalog import Catalog
+from predictor.domain import Estimate
 from predictor.oracle import Job
 from serving.paths import PathRefused, resolve_file_params, without_roots
-from serving.schemas import PredictRequest
+from serving.schemas import EstimateOut, PredictRequest
 from serving.state import ServiceState
 
 
@@ -57,3 +60,27 @@ def prepare(state: ServiceState, job: PredictRequest, until: float) -> Job:
         raise JobRejected(exc.status, exc.detail) from None
     except FeatureError as exc:
         raise JobRejected(422, without_roots(str(exc), state.settings.data_roots)) from None
+
+
+def estimates_out(estimates: dict[str, Estimate], job: PredictRequest) -> list[EstimateOut]:
+    """Domain estimates as payloads, validated in one call, plus each asked platform that cannot run the job, with why."""
+    out = _ESTIMATES_OUT.validate_python(list(estimates.values()), from_attributes=True)
+    return out + unimplemented_out(job.algorithm, job.platforms, estimates)
+
+
+def unimplemented_out(algorithm: str, asked: list[str] | None, answered: Iterable[str]) -> list[EstimateOut]:
+    """An estimate without seconds for each platform asked about that the catalog gives no implementation of ``algorithm``."""
+    return [EstimateOut(platform=p, seconds=None, reason=not_implemented(algorithm, p)) for p in unimplemented(asked, answered)]
+
+
+def unimplemented(asked: list[str] | None, answered: Iterable[str]) -> list[str]:
+    """The platforms asked about that got no answer: those the catalog gives no implementation of the algorithm."""
+    answered = set(answered)
+    return [p for p in dict.fromkeys(asked or []) if p not in answered]
+
+
+def not_implemented(algorithm: str, platform: str) -> str:
+    return f"the catalog has no implementation of {algorithm} on platform {platform}: it cannot run there"
+
+
+_ESTIMATES_OUT = TypeAdapter(list[EstimateOut])

@@ -1,7 +1,14 @@
-"""Prometheus metrics of one app: requests and latency per route, estimates per model, observations, reloads."""
+"""Prometheus metrics of one app: requests and latency per route, estimates per model, observations, reloads.
+
+With ``PROMETHEUS_MULTIPROC_DIR`` set (``predictor serve --workers N`` sets it), every worker process writes its
+values to files there and a scrape, whichever worker answers it, reads and sums them all (the client library's
+multiprocess mode): counters and histograms add up, gauges take the live workers' maximum (minimum for
+``predictor_registry_up``).
+"""
 
 from __future__ import annotations
 
+import os
 from collections import Counter as Tally
 from collections.abc import Iterable, Mapping
 
@@ -12,12 +19,14 @@ from prometheus_client import (
     Histogram,
     disable_created_metrics,
     generate_latest,
+    multiprocess,
 )
 
 from predictor.domain import Estimate
 from predictor.live import LIVE_METRICS
 from predictor.oracle import EstimateColumns
 
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -26,6 +35,7 @@ class Metrics:
 
     def __init__(self) -> None:
         disable_created_metrics()  # the *_created series only add noise to scrapes
+        self.shared = bool(os.environ.get(MULTIPROC_ENV))  # several worker processes, one sum
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "predictor_http_requests", "HTTP requests answered.", ["method", "route", "status"], registry=self.registry
@@ -43,13 +53,16 @@ class Metrics:
         self.reloads = Counter(
             "predictor_model_reloads", "Champion refreshes from the registry, by outcome.", ["outcome"], registry=self.registry
         )
-        self.champions = Gauge("predictor_champions", "Champion models being served.", registry=self.registry)
-        self.registry_up = Gauge(
-            "predictor_registry_up", "1 when the last registry check succeeded, else 0.", registry=self.registry
+        self.champions = Gauge(
+            "predictor_champions", "Champion models being served.", registry=self.registry, multiprocess_mode="livemax"
         )
+        self.registry_up = Gauge(
+            "predictor_registry_up", "1 when the last registry check succeeded, else 0.", registry=self.registry,
+            multiprocess_mode="livemin",
+        )  # fmt: skip
         self.live = {
             name: Gauge(f"predictor_live_{name}", f"Live {name} of served estimates over each pair's window.",
-                        ["algorithm", "platform"], registry=self.registry)  # fmt: skip
+                        ["algorithm", "platform"], registry=self.registry, multiprocess_mode="livemostrecent")  # fmt: skip
             for name in LIVE_METRICS
         }
 
@@ -76,5 +89,14 @@ class Metrics:
                 gauge.labels(algorithm, platform).set(values[name])
 
     def exposition(self) -> bytes:
-        """The text format Prometheus scrapes."""
-        return generate_latest(self.registry)
+        """The text format Prometheus scrapes: this process's metrics, or every worker's summed in multiprocess mode."""
+        if not self.shared:
+            return generate_latest(self.registry)
+        summed = CollectorRegistry()
+        multiprocess.MultiProcessCollector(summed)
+        return generate_latest(summed)
+
+    def close(self) -> None:
+        """Drop this process's live gauges from the sums when it stops (counters and histograms stay counted)."""
+        if self.shared:
+            multiprocess.mark_process_dead(os.getpid())

@@ -118,17 +118,6 @@ class SinglePredictRequest(PredictRequest, IntervalOptions):
     """One job, with optional interval settings."""
 
 
-class BatchPredictRequest(IntervalOptions):
-    """Many jobs in one call (at most the service's batch limit), estimated with one model call per champion."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={"examples": [{"jobs": [JOB_EXAMPLE, {"algorithm": "mafft", "features": FEATURES_EXAMPLE}]}]},
-    )
-
-    jobs: list[PredictRequest] = Field(min_length=1)
-
-
 class MatrixPredictRequest(IntervalOptions):
     """Many jobs of one algorithm as rows of precomputed features: the lean form of a batch (no file is read)."""
 
@@ -192,6 +181,27 @@ class EstimateOut(BaseModel):
     @property
     def limit_walltime(self) -> str | None:
         return optional_walltime(self.limit)
+
+
+ESTIMATE_FIELDS = tuple(n for n in (*EstimateOut.model_fields, *EstimateOut.model_computed_fields) if n != "platform")
+EstimateField = Literal[ESTIMATE_FIELDS]  # type: ignore[valid-type]  # the names of EstimateOut's fields, platform aside
+
+
+class BatchPredictRequest(IntervalOptions):
+    """Many jobs in one call (at most the service's batch limit), estimated with one model call per champion."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"jobs": [JOB_EXAMPLE, {"algorithm": "mafft", "features": FEATURES_EXAMPLE}]}]},
+    )
+
+    jobs: list[PredictRequest] = Field(min_length=1)
+    fields: list[EstimateField] | None = Field(
+        default=None,
+        description="Fields of each estimate to answer with (`platform`, `seconds`, `walltime` and `limit_walltime` always "
+        "come); default: all. "
+        "Leaving out `features` spares echoing every job's features back.",
+    )
 
 
 class PredictResponse(BaseModel):

@@ -1,4 +1,4 @@
-"""How uvicorn serves the API: httptools, with the request head (request line and headers) bounded.
+"""How uvicorn serves the API: httptools, with the request head (request line and headers) bounded; one process or several.
 
 httptools gathers a header's value by appending every piece that arrives, so one huge header costs time
 quadratic in its size (a 128 MiB header took 42 s and stalled the service). :class:`BoundedHead` counts a
@@ -12,15 +12,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import shutil
+from pathlib import Path
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from predictor.settings import Settings
+from serving.metrics import MULTIPROC_ENV
 from serving.telemetry import LOGGER_NAME
 
 HEAD_END = b"\r\n\r\n"
 LINGER_S = 1.0  # how long a refused connection's remaining bytes are read and dropped before it closes
+WORKER_HEALTHCHECK_S = 180  # a worker that does not answer uvicorn's ping this long is replaced (a start loads every champion)
 
 
 class BoundedHead(HttpToolsProtocol):
@@ -75,3 +80,19 @@ class BoundedHead(HttpToolsProtocol):
 def server_options(settings: Settings) -> dict[str, Any]:
     """uvicorn options the API is served with (``predictor serve`` and the tests' live servers alike)."""
     return {"http": BoundedHead, "h11_max_incomplete_event_size": settings.api_max_header_bytes}
+
+
+def serve_workers(settings: Settings, host: str, port: int, workers: int) -> None:
+    """Serve the API from ``workers`` processes behind one port, none running the scheduler (it runs as
+    ``predictor scheduler``); their Prometheus metrics are summed through the client library's multiprocess mode."""
+    import uvicorn
+
+    metrics_dir = Path(os.environ.get(MULTIPROC_ENV) or settings.resolved_home / "metrics")
+    shutil.rmtree(metrics_dir, ignore_errors=True)  # the counts of an earlier run must not be added to this one's
+    metrics_dir.mkdir(parents=True)
+    os.environ[MULTIPROC_ENV] = str(metrics_dir)  # read by each worker as it starts (they inherit the environment)
+    os.environ["PREDICTOR_SCHEDULER_EMBEDDED"] = "false"
+    uvicorn.run(
+        "serving.app:create_app", factory=True, workers=workers, host=host, port=port, log_level="info", access_log=False,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S, **server_options(settings),
+    )  # fmt: skip

@@ -53,17 +53,20 @@ def serve_app(app: FastAPI, ready_path: str = "/readyz") -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def serve_cli(env: dict[str, str], cwd: Path, output: Path | None = None) -> Iterator[str]:
-    """Run ``predictor serve`` as a subprocess (what it prints into ``output``, if given); yields its base URL, stops it after."""
+def serve_cli(
+    env: dict[str, str], cwd: Path, output: Path | None = None, *options: str, timeout: float = 180.0
+) -> Iterator[str]:
+    """Run ``predictor serve OPTIONS`` as a subprocess (what it prints into ``output``, if given); yields its base URL once
+    ready (within ``timeout`` seconds), stops it after."""
     port = free_port()
     out = subprocess.PIPE if output is None else output.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "predictor", "serve", "--port", str(port)], env={**os.environ, **env}, cwd=cwd,
+        [sys.executable, "-m", "predictor", "serve", "--port", str(port), *options], env={**os.environ, **env}, cwd=cwd,
         stdout=out, stderr=subprocess.STDOUT, text=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until_ready(f"{base}/readyz", process=proc)  # a CLI start on a loaded machine: the default bound
+        wait_until_ready(f"{base}/readyz", timeout=timeout, process=proc)
         yield base
     finally:
         proc.terminate()

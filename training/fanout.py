@@ -1,4 +1,4 @@
-"""Fits of many (training set, model, fold) in local processes, each result handed back as it finishes."""
+"""Fits of many (training set, model, fold) in local processes or on a Ray cluster, each result handed back as it finishes."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from joblib import Parallel, delayed
 from sklearn.base import RegressorMixin
 
+from predictor.settings import Executor
 from training.crossval import FoldFit, fit_fold, refit
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
@@ -38,8 +39,8 @@ class Failed:
     error: str
 
 
-def _run(fit: Fit, training_set: TrainingSet, plan: FoldPlan, seed: int) -> tuple[Fit, FoldFit | Refit | Failed]:
-    """Make one fit (in whichever process joblib chose); an exception comes back as :class:`Failed`."""
+def run_one(fit: Fit, training_set: TrainingSet, plan: FoldPlan, seed: int) -> tuple[Fit, FoldFit | Refit | Failed]:
+    """Make one fit (in whichever process the executor chose); an exception comes back as :class:`Failed`."""
     try:
         if fit.fold is not None:
             return fit, fit_fold(fit.model_name, training_set, plan, fit.fold, seed=seed)
@@ -51,11 +52,23 @@ def _run(fit: Fit, training_set: TrainingSet, plan: FoldPlan, seed: int) -> tupl
 
 
 def run_fits(
-    fits: Sequence[Fit], training_sets: Sequence[TrainingSet], plans: Sequence[FoldPlan], *, seed: int, n_jobs: int
+    fits: Sequence[Fit],
+    training_sets: Sequence[TrainingSet],
+    plans: Sequence[FoldPlan],
+    *,
+    seed: int,
+    n_jobs: int,
+    executor: Executor = "local",
+    ray_address: str = "auto",
 ) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
-    """Make ``fits`` in ``n_jobs`` local processes (joblib's loky; -1 is one per core), yielding results as they finish.
+    """Make ``fits`` in ``n_jobs`` local processes (joblib's loky; -1 is one per core) or, with ``executor="ray"``, as
+    tasks on the Ray cluster at ``ray_address`` (:mod:`training.rayfanout`), yielding results as they finish.
 
-    With ``n_jobs=1`` everything runs in this process, in the order given.
+    With local processes and ``n_jobs=1`` everything runs in this process, in the order given.
     """
-    tasks = (delayed(_run)(f, training_sets[f.set_index], plans[f.set_index], seed) for f in fits)
+    if executor == "ray":
+        from training.rayfanout import run_on_ray
+
+        return run_on_ray(fits, training_sets, plans, seed=seed, address=ray_address)
+    tasks = (delayed(run_one)(f, training_sets[f.set_index], plans[f.set_index], seed) for f in fits)
     return Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks)

@@ -1,7 +1,7 @@
 """The training pipeline: measurements -> training sets -> zoo x k-fold CV -> tracked runs -> guarded champions.
 
 All fold fits (every algorithm, platform, model and fold) fan out over ``settings.n_jobs`` local
-processes while this process tracks each candidate as its folds come in. Each pair's best candidate
+processes, or over a Ray cluster (``settings.executor``), while this process tracks each candidate as its folds come in. Each pair's best candidate
 is judged against the serving champion by the guard (:mod:`training.guard`); then only what the
 decisions register is refitted on every row, in the same processes, and registered. Tracking and
 the registry are MLflow's by default, or in memory (:mod:`training.memory`) for simulations.
@@ -388,7 +388,7 @@ def _cross_validate_all(
     fits = [Fit(index, name, fold) for index, names in enumerate(members) for name in names for fold in range(plans[index].n_folds)]
     folds: dict[tuple[int, str], list[FoldFit]] = {}
     failed: set[tuple[int, str]] = set()
-    for fit, result in run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs):
+    for fit, result in _fits(settings, fits, sets, plans):
         key = (fit.set_index, fit.model_name)
         ts, plan = sets[fit.set_index], plans[fit.set_index]
         if progress is not None:
@@ -406,6 +406,13 @@ def _cross_validate_all(
         found.append(result)
         if len(found) == plan.n_folds:
             yield fit.set_index, fit.model_name, collect(fit.model_name, ts, plan, folds.pop(key))
+
+
+def _fits(
+    settings: Settings, fits: Sequence[Fit], sets: Sequence[TrainingSet], plans: Sequence[FoldPlan]
+) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
+    """``fits`` made by the executor the settings choose (local processes or a Ray cluster), as they finish."""
+    return run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs, executor=settings.executor, ray_address=settings.ray_address)
 
 
 def _register_all(
@@ -426,7 +433,7 @@ def _register_all(
     fits = [Fit(index, name, None) for index, names in needed.items() for name in names]
     refits: dict[int, dict[str, Refit]] = {}
     registered: dict[int, list[tuple[str, bool]]] = {}
-    for fit, result in run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs):
+    for fit, result in _fits(settings, fits, sets, plans):
         done = refits.setdefault(fit.set_index, {})
         done[fit.model_name] = result  # type: ignore[assignment]
         if len(done) < len(needed[fit.set_index]):

@@ -117,8 +117,20 @@ class SchedEventRow(Base):
     outcome: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+class SchedLeaseRow(Base):
+    """Who runs the scheduler of this database, until when: one row per role, taken over once it expires."""
+
+    __tablename__ = "sched_lease"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(200))
+    epoch: Mapped[int] = mapped_column(Integer)  # grows by one at every takeover: a fenced-out holder's writes are refused
+    expires_at: Mapped[float] = mapped_column(Float)
+
+
 sched_jobs = SchedJobRow.__table__
 sched_runs = SchedRunRow.__table__
 sched_machines = SchedMachineRow.__table__
 sched_orders = SchedOrderRow.__table__
 sched_events = SchedEventRow.__table__
+sched_lease = SchedLeaseRow.__table__

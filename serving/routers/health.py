@@ -32,7 +32,8 @@ async def readyz(request: Request, state: State) -> JSONResponse:
     """``ready`` when all is well; ``degraded`` (still 200) with the reasons when champions come from the disk cache,
     some cannot be loaded, the registry is unreachable or the scheduler's inbox is stuck; ``not_ready`` (503) when
     champions exist but none is served."""
-    ready = readiness(state, getattr(request.app.state, "scheduler", None))
+    leased = getattr(request.app.state, "scheduler", None)
+    ready = readiness(state, leased.service if leased is not None else None)
     return JSONResponse(ready.model_dump(mode="json"), status_code=503 if ready.status == "not_ready" else 200)
 
 

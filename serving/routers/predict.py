@@ -8,28 +8,22 @@ hand-off to a worker thread, which under load also makes the loop wait for the G
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 from starlette.concurrency import run_in_threadpool
 
 from features import FeatureError
-from predictor.domain import Estimate
+from serving.batch import answer_batch
 from serving.deps import ServiceState, State
 from serving.errors import responses
-from serving.jobs import JobRejected, check_job, deadline, prepare
+from serving.jobs import JobRejected, check_job, deadline, estimates_out, not_implemented, prepare, unimplemented
 from serving.schemas import (
-    BatchItem,
     BatchPredictRequest,
     BatchPredictResponse,
     EstimateColumnsOut,
-    EstimateOut,
-    JobError,
     MatrixPredictRequest,
     MatrixPredictResponse,
-    PredictRequest,
     PredictResponse,
     SinglePredictRequest,
 )
@@ -53,15 +47,18 @@ async def predict(request: SinglePredictRequest, state: State) -> Response:
 @router.post(
     "/predict/batch",
     response_model=BatchPredictResponse,
-    summary="Estimates for many jobs, one model call per champion",
+    summary="Estimates for many jobs: alike jobs as one feature matrix, one model call per champion",
     responses=responses(400, 413, 422),
 )
 async def predict_batch(request: BatchPredictRequest, state: State) -> Response:
-    """Up to ``PREDICTOR_API_MAX_BATCH`` jobs; a job that cannot be estimated gets its own error, the others their estimates."""
+    """Up to ``PREDICTOR_API_MAX_BATCH`` jobs; a job that cannot be estimated gets its own error, the others their estimates.
+
+    ``fields`` trims each estimate to the fields named (``platform``, ``seconds`` and the walltimes always come).
+    """
     limit = state.settings.api_max_batch
     if len(request.jobs) > limit:
         raise HTTPException(413, f"batch of {len(request.jobs)} jobs is over the limit of {limit}")
-    return Response(await run_in_threadpool(_predict_many, state, request), media_type="application/json")
+    return Response(await run_in_threadpool(answer_batch, state, request), media_type="application/json")
 
 
 @router.post(
@@ -86,29 +83,7 @@ def _predict_one(state: ServiceState, request: SinglePredictRequest) -> bytes:
         raise exc.http() from None
     estimates = state.oracle.estimate_jobs([job], coverage=request.coverage, limit_quantile=request.limit_quantile)[0]
     state.metrics.count_estimates(estimates.values())
-    return PredictResponse(algorithm=request.algorithm, estimates=_out(estimates, request)).model_dump_json().encode()
-
-
-def _predict_many(state: ServiceState, request: BatchPredictRequest) -> bytes:
-    """The JSON answer for a batch: every job prepared within one time budget, then estimated together."""
-    until = deadline(state)
-    jobs, indices, errors = [], [], {}
-    for index, item in enumerate(request.jobs):
-        try:
-            jobs.append(prepare(state, item, until))
-            indices.append(index)
-        except JobRejected as exc:
-            errors[index] = JobError(status=exc.status, detail=exc.detail)
-    estimated = state.oracle.estimate_jobs(jobs, coverage=request.coverage, limit_quantile=request.limit_quantile)
-    answers = dict(zip(indices, estimated, strict=True))
-    state.metrics.count_estimates(e for estimates in estimated for e in estimates.values())
-    results = [
-        BatchItem(index=i, algorithm=item.algorithm, error=errors[i])
-        if i in errors
-        else BatchItem(index=i, algorithm=item.algorithm, estimates=_out(answers[i], item))
-        for i, item in enumerate(request.jobs)
-    ]
-    return BatchPredictResponse(results=results).model_dump_json().encode()
+    return PredictResponse(algorithm=request.algorithm, estimates=estimates_out(estimates, request)).model_dump_json().encode()
 
 
 def _predict_matrix(state: ServiceState, request: MatrixPredictRequest) -> bytes:
@@ -127,30 +102,10 @@ def _predict_matrix(state: ServiceState, request: MatrixPredictRequest) -> bytes
     state.metrics.count_columns(columns)
     out = _COLUMNS_OUT.validate_python(columns, from_attributes=True)
     out += [
-        EstimateColumnsOut(platform=p, seconds=[None] * len(request.rows), reason=_not_implemented(request.algorithm, p))
-        for p in _unimplemented(request.platforms, [c.platform for c in columns])
+        EstimateColumnsOut(platform=p, seconds=[None] * len(request.rows), reason=not_implemented(request.algorithm, p))
+        for p in unimplemented(request.platforms, [c.platform for c in columns])
     ]
     return MatrixPredictResponse(algorithm=request.algorithm, rows=len(request.rows), estimates=out).model_dump_json().encode()
 
 
-def _out(estimates: dict[str, Estimate], job: PredictRequest) -> list[EstimateOut]:
-    """Domain estimates as payloads, validated in one call, plus each asked platform that cannot run the job, with why."""
-    out = _ESTIMATES_OUT.validate_python(list(estimates.values()), from_attributes=True)
-    return out + [
-        EstimateOut(platform=p, seconds=None, reason=_not_implemented(job.algorithm, p))
-        for p in _unimplemented(job.platforms, estimates)
-    ]
-
-
-def _unimplemented(asked: list[str] | None, answered: Iterable[str]) -> list[str]:
-    """The platforms asked about that got no answer: those the catalog gives no implementation of the algorithm."""
-    answered = set(answered)
-    return [p for p in dict.fromkeys(asked or []) if p not in answered]
-
-
-def _not_implemented(algorithm: str, platform: str) -> str:
-    return f"the catalog has no implementation of {algorithm} on platform {platform}: it cannot run there"
-
-
-_ESTIMATES_OUT = TypeAdapter(list[EstimateOut])
 _COLUMNS_OUT = TypeAdapter(list[EstimateColumnsOut])

@@ -2,8 +2,11 @@
 
 The scheduler service starts with the app (this router's lifespan) on the app's
 store, oracle and catalog, and polls the ``sched_events`` table every second so a
-resource manager may also work through the database alone. Writes need the bearer
-token; reads are open, like the estimates.
+resource manager may also work through the database alone. It runs only while this
+process holds the database's scheduler lease (:mod:`scheduler.leader`); another
+process holding it, or the app built without the scheduler (several API workers,
+``PREDICTOR_SCHEDULER_EMBEDDED=false``), makes these routes answer 503 saying where
+it runs. Writes need the bearer token; reads are open, like the estimates.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from scheduler.orders import Order
+from scheduler.leader import LeasedScheduler
 from scheduler.service import MAX_HEALTHY, MAX_SLOTS, EventError, SchedulerService, UnknownEntity
+from scheduler.store import Fence, LeaseLost, SchedulerStore
 from scheduler.state import ASKED_FIELDS, Job, JobStatus, job_from_plain, plain
 from serving.auth import require_token
 from serving.deps import ServiceState, State
@@ -38,21 +43,36 @@ MachineId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start the scheduler on the loaded service state (entered after the app's own lifespan) and stop it first."""
+    if not app.state.run_scheduler or app.state.scheduler is not None:  # off, or started already (the router included twice)
+        yield
+        return
     state: ServiceState = app.state.service
-    service = await run_in_threadpool(SchedulerService, state.store, state.oracle, state.catalog)
-    service.start_polling(POLL_S)
-    app.state.scheduler = service
+
+    def build(fence: Fence) -> SchedulerService:
+        return SchedulerService(state.store, state.oracle, state.catalog, fence=fence)
+
+    leased = LeasedScheduler(SchedulerStore(state.store.engine), build, ttl_s=state.settings.scheduler_lease_s, poll_s=POLL_S)
+    await run_in_threadpool(leased.start)
+    app.state.scheduler = leased
     try:
         yield
     finally:
-        await run_in_threadpool(service.stop)
+        await run_in_threadpool(leased.stop)
 
 
 router = APIRouter(prefix="/v1", tags=["scheduler"], lifespan=lifespan)
 
 
 def scheduler(request: Request) -> SchedulerService:
-    return request.app.state.scheduler
+    """The scheduler service of this process; 503 saying where it runs when this process does not run it."""
+    leased: LeasedScheduler | None = request.app.state.scheduler
+    if leased is None:
+        raise HTTPException(503, "this API process runs no scheduler (several workers or PREDICTOR_SCHEDULER_EMBEDDED=false): "
+                                 "send scheduler calls to `predictor scheduler`")  # fmt: skip
+    service = leased.service
+    if service is None:
+        raise HTTPException(503, f"this process stands by: {leased.standing_by()}")
+    return service
 
 
 Scheduler = Annotated[SchedulerService, Depends(scheduler)]
@@ -281,6 +301,8 @@ def _submit(state: ServiceState, service: SchedulerService, items: list[JobIn], 
         submitted = service.submit(list(jobs.values())) if jobs else []
     except EventError as exc:
         raise HTTPException(422, str(exc)) from None
+    except LeaseLost as exc:
+        raise HTTPException(503, f"{exc}; nothing of this call was committed") from None
     return JobsOut(jobs=[_job_out(j) for j in submitted], rejected=[rejected[i] for i in sorted(rejected)])
 
 
@@ -302,6 +324,8 @@ async def _guarded(call, *args, **kwargs) -> list[Order]:
         raise HTTPException(404, str(exc)) from None
     except EventError as exc:
         raise HTTPException(422, str(exc)) from None
+    except LeaseLost as exc:
+        raise HTTPException(503, f"{exc}; nothing of this call was committed") from None
 
 
 def _job_out(job: Job) -> JobOut:

@@ -27,7 +27,8 @@ class Server(Killable):
 
     def __init__(self, home: Path) -> None:
         self.env = {**os.environ, "PREDICTOR_HOME": str(home), "PREDICTOR_API_TOKEN": TOKEN,
-                    "PREDICTOR_API_RELOAD_INTERVAL_S": "0", "PREDICTOR_API_REGISTRY_WAIT_S": "1"}  # fmt: skip
+                    "PREDICTOR_API_RELOAD_INTERVAL_S": "0", "PREDICTOR_API_REGISTRY_WAIT_S": "1",
+                    "PREDICTOR_SCHEDULER_LEASE_S": "3"}  # fmt: skip  # the restart takes over the killed one's lease after 3 s
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
 

@@ -115,10 +115,58 @@ def test_batch_answers_each_job_or_says_why_not(base, features_of):
     assert [r["error"]["status"] if r["error"] else 200 for r in results] == [200, 404, 403, 200, 422, 404]
     assert "unknown algorithm 'nope'" in results[1]["error"]["detail"] and "junk.fa" in results[4]["error"]["detail"]
     single = predict(base, {"algorithm": "mafft", "params": {"input": "f2.fa"}, "coverage": 0.8}).json()["estimates"]
-    numbers = ("seconds", "lower", "upper", "limit")  # a batch goes through BLAS in one block: equal to the last bits or so
-    for batched, alone in zip(results[0]["estimates"], single, strict=True):
-        assert {k: v for k, v in batched.items() if k not in numbers} == {k: v for k, v in alone.items() if k not in numbers}
-        assert [batched[k] for k in numbers] == pytest.approx([alone[k] for k in numbers], rel=1e-12)
+    _same_answer(results[0]["estimates"], single)
+
+
+def _same_answer(batched: list[dict], alone: list[dict]) -> None:
+    """Estimates of one job from a batch and alone agree: fields exactly, numbers to the last bits (BLAS blocks differ)."""
+    numbers = ("seconds", "lower", "upper", "limit")
+    assert [e["platform"] for e in batched] == [e["platform"] for e in alone]
+    for b, a in zip(batched, alone, strict=True):
+        assert {k: v for k, v in b.items() if k not in numbers} == {k: v for k, v in a.items() if k not in numbers}
+        assert [b[k] is None for k in numbers] == [a[k] is None for k in numbers]
+        assert [b[k] for k in numbers if a[k] is not None] == pytest.approx([a[k] for k in numbers if a[k] is not None], rel=1e-12)
+
+
+def test_alike_jobs_of_a_batch_get_the_answers_they_would_get_alone(base, features_of):
+    small, large = features_of("f3.fa"), features_of("f17.fa")
+    far = {**large, "input.sequences": large["input.sequences"] * 50}  # beyond the trained range: the power law answers
+    jobs = [
+        {"algorithm": "mafft", "features": small},
+        {"algorithm": "mafft", "features": far},
+        {"algorithm": "mafft", "features": large, "platforms": ["cpu2", "hpc2n"]},
+        {"algorithm": "mafft", "features": {"x": 1.0}},  # none of the model's features: the profile table answers
+        {"algorithm": "mafft", "features": dict(reversed(small.items()))},  # the same features in another order
+        {"algorithm": "mafft", "features": large, "params": {"retree": 9}},  # a parameter the catalog does not know
+        {"algorithm": "mafft", "features": small, "platforms": ["gpu9"]},
+        {"algorithm": "mafft", "features": small, "params": {"input": "f3.fa"}},
+        {"algorithm": "mafft", "features": large},
+    ]
+    response = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs, "coverage": 0.7})
+    assert response.status_code == 200, response.text
+    results = response.json()["results"]
+    assert [r["index"] for r in results] == list(range(len(jobs)))
+    assert any(e["extrapolating"] for e in results[1]["estimates"]) and results[3]["estimates"][0]["fallback"]
+    for job, result in zip(jobs, results, strict=True):
+        alone = predict(base, {**job, "coverage": 0.7})
+        if alone.status_code != 200:
+            assert result["estimates"] is None and result["error"] == {"status": alone.status_code, "detail": alone.json()["detail"]}
+            continue
+        assert result["error"] is None
+        _same_answer(result["estimates"], alone.json()["estimates"])
+
+
+def test_a_batch_answers_only_the_fields_asked(base, features_of):
+    jobs = [{"algorithm": "mafft", "features": features_of("f5.fa")}, {"algorithm": "mafft", "params": {"input": "f5.fa"}}]
+    full = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs}).json()["results"]
+    lean = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs, "fields": ["limit"]}).json()["results"]
+    assert full[0]["estimates"] and lean[0]["estimates"]
+    for f, l in zip(full, lean, strict=True):
+        kept = ("platform", "seconds", "limit", "walltime", "limit_walltime")  # the walltimes are required by the schema
+        assert [set(e) for e in l["estimates"]] == [set(kept)] * 2
+        assert [{k: e[k] for k in kept} for e in f["estimates"]] == l["estimates"]
+    refused = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs, "fields": ["secret"]})
+    assert refused.status_code == 422
 
 
 def test_matrix_answers_columns_equal_to_single_predictions(base, features_of):

@@ -1,0 +1,133 @@
+"""The jobs form of a batch answered as matrices: jobs that look alike are estimated as one feature matrix.
+
+Jobs with precomputed features are grouped by (algorithm, platforms asked, feature names, parameters); each
+group is one :meth:`RuntimeOracle.estimate_matrix` call, the same call the matrix route makes, and its columns
+are turned into each job's estimates as plain values, all serialised once. The answers are the ones each job
+would get alone. Jobs whose features come from input files are prepared one by one within the request's
+time budget, as for a single job. ``fields`` trims what each estimate carries (``platform``, ``seconds``,
+``walltime`` and ``limit_walltime``, the fields the schema requires, always come), so a client that needs no echoed features does not pay for them on either side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import repeat
+from typing import Any
+
+from pydantic_core import to_json
+
+from features import FeatureError
+from predictor.oracle import NOT_FINITE, EstimateColumns, outside_reason
+from predictor.walltime import optional_walltime
+from serving.deps import ServiceState
+from serving.jobs import JobRejected, check_job, deadline, estimates_out, prepare, unimplemented_out
+from serving.paths import without_roots
+from serving.schemas import ESTIMATE_FIELDS, BatchPredictRequest, EstimateOut
+
+Params = frozenset[tuple[str, type, Any]]
+GroupKey = tuple[str, tuple[str, ...] | None, tuple[str, ...], Params]
+Item = dict[str, Any]
+ALWAYS = tuple(EstimateOut.model_json_schema(mode="serialization")["required"])  # platform, seconds and their walltimes
+NO_PARAMS: Params = frozenset()
+
+
+def answer_batch(state: ServiceState, request: BatchPredictRequest) -> bytes:
+    """The JSON answer for a batch: ``results[i]`` is job i's estimates or its own error."""
+    keep = ("platform", *(f for f in ESTIMATE_FIELDS if f in ALWAYS or request.fields is None or f in request.fields))
+    results: list[Item | None] = [None] * len(request.jobs)
+    groups: dict[GroupKey, list[int]] = {}
+    singles = []
+    for index, job in enumerate(request.jobs):
+        if job.features:
+            params = frozenset((k, type(v), v) for k, v in job.params.items()) if job.params else NO_PARAMS  # typed: True is not 1
+            platforms = tuple(job.platforms) if job.platforms is not None else None
+            groups.setdefault((job.algorithm, platforms, tuple(job.features), params), []).append(index)
+        else:
+            singles.append(index)
+    for key, indices in groups.items():
+        _answer_group(state, request, key, indices, keep, results)
+    _answer_singles(state, request, singles, keep, results)
+    return to_json({"results": results})
+
+
+def _answer_group(
+    state: ServiceState, request: BatchPredictRequest, key: GroupKey, indices: list[int], keep: tuple[str, ...], results: list[Item | None]
+) -> None:
+    """Estimate the jobs at ``indices`` (alike by ``key``) as one matrix and write their answers into ``results``."""
+    algorithm, platforms, names, params = key
+    asked = list(platforms) if platforms is not None else None
+    try:
+        check_job(state.catalog, algorithm, asked)
+        columns = state.oracle.estimate_matrix(
+            algorithm, names, [list(request.jobs[i].features.values()) for i in indices], asked,  # type: ignore[union-attr]
+            {k: v for k, _, v in params}, coverage=request.coverage, limit_quantile=request.limit_quantile,
+        )  # fmt: skip
+    except JobRejected as exc:
+        _refuse(results, indices, algorithm, exc.status, exc.detail)
+        return
+    except FeatureError as exc:
+        _refuse(results, indices, algorithm, 422, without_roots(str(exc), state.settings.data_roots))
+        return
+    state.metrics.count_columns(columns)
+    per_platform = [_rows(state, algorithm, column, keep) for column in columns]
+    absent = [_plain(e, keep) for e in unimplemented_out(algorithm, asked, [c.platform for c in columns])]
+    for position, index in enumerate(indices):
+        results[index] = {"index": index, "algorithm": algorithm, "estimates": [rows[position] for rows in per_platform] + absent, "error": None}
+
+
+def _answer_singles(
+    state: ServiceState, request: BatchPredictRequest, indices: list[int], keep: tuple[str, ...], results: list[Item | None]
+) -> None:
+    """Prepare the jobs at ``indices`` one by one (input files read within one time budget), then estimate them together."""
+    until = deadline(state)
+    jobs, ready = [], []
+    for index in indices:
+        job = request.jobs[index]
+        try:
+            jobs.append(prepare(state, job, until))
+            ready.append(index)
+        except JobRejected as exc:
+            _refuse(results, [index], job.algorithm, exc.status, exc.detail)
+    estimated = state.oracle.estimate_jobs(jobs, coverage=request.coverage, limit_quantile=request.limit_quantile)
+    state.metrics.count_estimates(e for estimates in estimated for e in estimates.values())
+    for index, estimates in zip(ready, estimated, strict=True):
+        job = request.jobs[index]
+        results[index] = {"index": index, "algorithm": job.algorithm, "estimates": [_plain(e, keep) for e in estimates_out(estimates, job)], "error": None}
+
+
+def _rows(state: ServiceState, algorithm: str, column: EstimateColumns, keep: tuple[str, ...]) -> list[Item]:
+    """One platform's column of answers as one estimate per row, with only the ``keep`` fields."""
+    n = len(column.seconds)
+    if column.used is None:  # the profile table (or nothing) answered every row alike
+        same = EstimateOut(platform=column.platform, seconds=column.seconds[0] if n else None, fallback=column.fallback,
+                           model_name=column.model_name, reason=column.reason)  # fmt: skip
+        return [_plain(same, keep)] * n
+    outside = column.extrapolating or [False] * n
+    beyond = column.out_of_domain or [[] for _ in range(n)]
+    values: dict[str, Iterable[Any]] = {
+        "platform": repeat(column.platform), "seconds": column.seconds, "lower": column.lower or repeat(None),
+        "upper": column.upper or repeat(None), "coverage": repeat(column.coverage), "limit": column.limit or repeat(None),
+        "limit_quantile": repeat(column.limit_quantile), "model_name": repeat(column.model_name),
+        "model_version": repeat(column.model_version), "flavor": repeat(column.flavor), "fallback": repeat(False),
+        "extrapolating": outside, "out_of_domain": beyond,
+        "reason": (outside_reason(b) if o else None for o, b in zip(outside, beyond, strict=True)),
+        "features": (dict(zip(column.feature_names, row, strict=True)) for row in column.used.tolist()) if "features" in keep else (),
+        "walltime": map(optional_walltime, column.seconds) if "walltime" in keep else (),
+        "limit_walltime": map(optional_walltime, column.limit or repeat(None, n)) if "limit_walltime" in keep else (),
+    }  # fmt: skip
+    rows = [dict(zip(keep, row, strict=True)) for row in zip(*(values[f] for f in keep))]
+    if None in column.seconds:  # a row whose answer is not finite gets the profile table's, as a job alone would
+        lost = _plain(EstimateOut.model_validate(state.oracle.fallback(algorithm, column.platform, NOT_FINITE), from_attributes=True), keep)
+        rows = [lost if s is None else row for row, s in zip(rows, column.seconds, strict=True)]
+    return rows
+
+
+def _plain(estimate: EstimateOut, keep: Sequence[str]) -> Item:
+    """An estimate as plain values, with only the ``keep`` fields, in their declared order."""
+    return estimate.model_dump(include=set(keep))
+
+
+def _refuse(results: list[Item | None], indices: list[int], algorithm: str, status: int, detail: str) -> None:
+    """Answer each job at ``indices`` with the error it would get alone."""
+    for index in indices:
+        results[index] = {"index": index, "algorithm": algorithm, "estimates": None, "error": {"status": status, "detail": detail}}
