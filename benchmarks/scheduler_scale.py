@@ -13,7 +13,8 @@ every job the same completion time. ``simulate``: a 25-hour NCBI-like trace (abo
 same trace. ``ncbi``: FCFS against EDF with deferral fed true, model, noisy and no
 estimates on seed 000's heterogeneous cluster (target: at least 15% lower mean
 completion than FCFS with model estimates). ``traces``: real logs replayed with the
-users' requested times, a model's and the true run times as estimates.
+users' requested times, their last two run times (online), a frozen model's, the service's (learning
+online) and the true run times as estimates.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from scheduler.state import INF, Machine
 from scheduler.workloads import ncbi, swf
 
 NCBI_ESTIMATES = ("oracle", "model", "noisy:0.25", "noisy:0.5", "noisy:1.0", "none")
-TRACE_ESTIMATES = ("requested", "model:lightgbm_log", "model:last_two_mean", "oracle")
+TRACE_ESTIMATES = ("requested", "last_two_mean", "model:lightgbm_log", "model:last_two_mean", "service", "oracle")
 
 
 def load_note() -> str:
@@ -167,9 +168,10 @@ def bench_traces(args: argparse.Namespace) -> dict[str, Any]:
 def _accuracy(w, oracle) -> dict[str, float]:
     """How far the estimates are from the truth: median |log(estimate / true)|, share underestimated.
 
-    A learning oracle (``service``) is judged on what it served each job when the job arrived; others are asked now.
+    An online oracle (``service``, ``last_two_mean``) is judged on what it served each job when the job arrived;
+    others are asked now.
     """
-    if isinstance(oracle, LearningOracle):
+    if hasattr(oracle, "served"):
         pairs = estimates_served(oracle, w.jobs)
     else:
         pairs = []

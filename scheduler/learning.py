@@ -185,8 +185,11 @@ def _catalog(workload: Workload) -> Catalog:
     return Catalog.model_validate({"platforms": platforms, "algorithms": algorithms, "source": "simulated workload"})
 
 
-def estimates_served(oracle: LearningOracle, jobs: Sequence[Any]) -> list[tuple[float, float]]:
-    """(served seconds, true seconds) of each job on its first platform, for accuracy figures."""
+def estimates_served(oracle: Any, jobs: Sequence[Any]) -> list[tuple[float, float]]:
+    """(served seconds, true seconds) of each job on its first platform, for accuracy figures.
+
+    ``oracle`` is any online oracle that keeps each job's first answer in ``served`` (this one, ``last_two_mean``'s).
+    """
     out = []
     for spec in jobs:
         platform, true = next(iter(spec.true_times.items()))

@@ -86,8 +86,12 @@ class Simulation:
 
     def __init__(self, workload: Workload, policy: Policy, oracle: Oracle, threshold: float = 0.25) -> None:
         self.workload = workload
-        # an oracle that learns (the ``service`` estimates) hears of every cleanly finished run, as the service's store does
-        self.scheduler = Scheduler(policy, oracle, threshold=threshold, on_observation=getattr(oracle, "observe", None))
+        # an oracle that learns (the ``service`` estimates) hears of every cleanly finished run, as the service's store does;
+        # one that follows users' recent runs (``last_two_mean``) hears of every run that ends
+        self.scheduler = Scheduler(
+            policy, oracle, threshold=threshold, on_observation=getattr(oracle, "observe", None),
+            on_termination=getattr(oracle, "terminated", None),
+        )  # fmt: skip
         self.specs: dict[str, JobSpec] = {j.id: j for j in workload.jobs}
         self.events: list[tuple[float, int, int, object]] = []
         self.active: dict[tuple[str, str], _Attempt] = {}

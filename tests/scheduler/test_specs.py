@@ -73,7 +73,7 @@ def test_only_true_and_false_are_flags(word: str) -> None:
         (parse_policy, "greedy2:warm_gain=blastn@type6:1.5", "the gain must be in [0, 1)"),
         (parse_policy, ":x=1", "policy spec ':x=1' has no name"),
         (parse_estimates, "noisy:abc", "estimates 'noisy': option 'sigma' expects a number, got 'abc'"),
-        (parse_estimates, "psychic", "unknown estimates 'psychic'; known: champions, model, noisy"),
+        (parse_estimates, "psychic", "unknown estimates 'psychic'; known: champions, last_two_mean, model, noisy"),
         (parse_estimates, "service:fold=3", "estimates 'service' has no option 'fold'; its options: models, folds"),
         (parse_estimates, "champions", "estimates 'champions' needs the service's runtime oracle"),
     ],
