@@ -57,6 +57,9 @@ class Scheduler:
         # a policy that replicates running jobs (seed 003's WQR, Storage Affinity) is asked whenever a machine frees,
         # even with nothing pending: its ``replicates`` attribute says so
         self._replicates = bool(getattr(policy, "replicates", False))
+        # a policy whose plan is only valid as a whole (backfilling's reservations) replans at every end instead of
+        # letting the loop start the plan's next jobs by itself: its ``replans_every_end`` attribute says so
+        self._replans_every_end = bool(getattr(policy, "replans_every_end", False))
 
     # --- events -----------------------------------------------------------------------------------------------
 
@@ -174,7 +177,7 @@ class Scheduler:
 
     def _after_end(self, machine: Machine, now: float, deviation: float) -> list[Order]:
         """Follow the plan if the estimate held and the plan has work for the freed machine; else a full pass."""
-        if deviation > self.threshold:
+        if deviation > self.threshold or self._replans_every_end:
             return self._pass(Event.ENDED, now)
         issued = self._dispatch(now)
         if machine.online and machine.free > 0 and (self.state.pending or self._replicates):

@@ -52,6 +52,9 @@ class JobRecord:
     start: float | None
     end: float | None
     platform: str | None
+    estimate: float | None = None  # the seconds the scheduler was told at submission, on the platform it ran on
+    requested: float | None = None  # the user's requested time (the kill limit), where the workload has one
+    predicted_start: float | None = None  # the start the plan gave it right after its submission (its arrival if it started)
 
 
 @dataclass
@@ -108,6 +111,7 @@ class Simulation:
         self._token = 0
         self._wake: float | None = None  # the last wake-up pushed for the policy (see Scheduler.wake_at)
         self.staging = Staging.attach(workload, self.scheduler.state)  # seed 003: runs fetch inputs first (sites only)
+        self.predicted_start: dict[str, float] = {}
 
     def run(self, estimates: str = "") -> SimResult:
         """Play every event to the end and return the record."""
@@ -128,6 +132,7 @@ class Simulation:
                 self._end(job_id, machine_id, token, ok, now)
             elif kind == _ARRIVAL:
                 self._execute(self.scheduler.submit([spec.job() for spec in payload], now), now)  # type: ignore[attr-defined]
+                self._note_predictions(payload, now)  # type: ignore[arg-type]
             elif kind == _STAGED:
                 self._staged(now)
             elif kind == _WAKE:
@@ -272,6 +277,16 @@ class Simulation:
             self.staging.stop(job_id, machine_id, now, outcome)
             self._push_staged()
 
+    def _note_predictions(self, arrived: list[JobSpec], now: float) -> None:
+        """The start the plan gives each job just submitted: now if it started, its planned start if it has one."""
+        jobs = self.scheduler.state.jobs
+        for spec in arrived:
+            job = jobs[spec.id]
+            if job.status is JobStatus.RUNNING:
+                self.predicted_start[spec.id] = now
+            elif job.planned_start is not None:
+                self.predicted_start[spec.id] = job.planned_start
+
     def _last_time(self) -> float:
         return max((s.end for s in self.segments), default=0.0)
 
@@ -287,7 +302,15 @@ class Simulation:
             status = job.status.value if job is not None else JobStatus.PENDING.value
             start, platform = last.get(spec.id, (None, None))
             end = job.ended if job is not None else None
-            out.append(JobRecord(spec.id, spec.algorithm, spec.submit, spec.deadline, spec.priority, status, start, end, platform))
+            estimate = job.estimates.get(platform) if job is not None and platform is not None else None
+            asked = spec.params.get("requested_time")
+            requested = float(asked) if asked is not None and float(asked) > 0 else None
+            out.append(
+                JobRecord(
+                    spec.id, spec.algorithm, spec.submit, spec.deadline, spec.priority, status, start, end, platform,
+                    estimate, requested, self.predicted_start.get(spec.id),
+                )
+            )  # fmt: skip
         return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from scheduler.grid import SITES
 from scheduler.gridinfo import GRID_ATTRIBUTES
 from scheduler.policies.affinity import Affinity
+from scheduler.policies.backfill import EASY, Conservative
 from scheduler.policies.data_aware import StorageAffinity, WorkqueueReplication, XSufferage
 from scheduler.policies.edf import EDFDeferral
 from scheduler.policies.fcfs import FCFS
@@ -36,6 +37,8 @@ class Registered:
 POLICIES: dict[str, Registered] = {
     "fcfs": Registered(FCFS),
     "edf": Registered(EDFDeferral),  # seed 001
+    "easy": Registered(EASY),  # backfilling, as batch schedulers do (issue 19)
+    "conservative": Registered(Conservative),
     "affinity": Registered(Affinity),  # seed 000
     "greedy1": Registered(greedy1),
     "greedy2": Registered(greedy2),
