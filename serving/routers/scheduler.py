@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from scheduler.orders import Order
+from scheduler.specs import make_policy
 from scheduler.service import MAX_HEALTHY, MAX_SLOTS, EventError, SchedulerService, UnknownEntity
 from scheduler.state import ASKED_FIELDS, Job, JobStatus, job_from_plain, plain
 from serving.auth import require_token
@@ -39,7 +41,8 @@ MachineId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start the scheduler on the loaded service state (entered after the app's own lifespan) and stop it first."""
     state: ServiceState = app.state.service
-    service = await run_in_threadpool(SchedulerService, state.store, state.oracle, state.catalog)
+    policy = make_policy(state.settings.scheduler_policy)
+    service = await run_in_threadpool(partial(SchedulerService, state.store, state.oracle, state.catalog, policy=policy))
     service.start_polling(POLL_S)
     app.state.scheduler = service
     try:
@@ -92,7 +95,10 @@ class JobOut(BaseModel):
     size: int
     estimates: dict[str, float | None]
     planned_machine: str | None = Field(description="The machine it is deferred for, if waiting.")
-    planned_start: float | None
+    planned_start: float | None = Field(
+        description="Its predicted start while waiting: the plan's (conservative backfilling reserves one for every job; "
+        "EASY for the first that cannot start; EDF for those deferred to a busy machine)."
+    )
     runs: list[RunOut]
     attempts: int
     progress: float
