@@ -38,6 +38,11 @@ def test_easy_backfills_a_job_that_ends_before_the_reservation_and_refuses_one_t
     w = log([("A", 0, 2, 100, 100), ("B", 1, 4, 10, 10), ("C", 2, 2, 50, 50), ("D", 60, 2, 200, 200)])
     assert starts(w, "easy") == {"A": 0, "B": 100, "C": 2, "D": 110}
     assert starts(w, "fcfs") == {"A": 0, "B": 100, "C": 110, "D": 110}
+    metrics = compute(simulate(w, make_policy("easy"), parse_estimates("requested").oracle(w)))
+    # bounded slowdowns: A 100/100, B 109/10, C 50/50, D 250/200; waits 0, 99, 0, 50
+    assert metrics.avebsld == pytest.approx((1 + 10.9 + 1 + 1.25) / 4) and metrics.max_waiting == 99
+    assert (metrics.underestimated, metrics.over_request, metrics.predicted_starts) == (0.0, 0, 1)  # B's reservation
+    assert metrics.start_error_median == 0
 
 
 def test_easy_sjbf_tries_the_shortest_candidate_first():
