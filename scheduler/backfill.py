@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 
 from scheduler.state import INF, Job, Run
+from scheduler.workload import requested_seconds
 
 Correction = Literal["tsafrir", "requested"]
 TSAFRIR_STEPS = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0)
@@ -26,8 +27,8 @@ OVERDUE = 60.0  # a job past its kill limit (the log let some run on) is expecte
 
 def kill_limit(job: Job) -> float:
     """The job's requested time, after which the resource manager kills it (INF when unknown)."""
-    asked = job.params.get("requested_time")
-    return float(asked) if asked is not None and float(asked) > 0 else INF
+    asked = requested_seconds(job.params)
+    return INF if asked is None else asked
 
 
 def planning_seconds(job: Job, platform: str) -> float:

@@ -24,7 +24,7 @@ from predictor.domain import Measurement
 from predictor.registry import Champion
 from scheduler.last_two import LastTwoMeanOracle
 from scheduler.oracles import BlindOracle, NoisyOracle, Oracle, TableOracle, job_key
-from scheduler.workload import JobSpec, Workload
+from scheduler.workload import JobSpec, Workload, requested_seconds
 
 if TYPE_CHECKING:
     from scheduler.learning import LearningOptions
@@ -41,8 +41,7 @@ def requested(workload: Workload) -> TableOracle:
     """The user's requested time (``params['requested_time']``) on every platform; unknown where absent or not positive."""
     table = {}
     for j in workload.jobs:
-        asked = j.params.get("requested_time")
-        value = float(asked) if asked is not None and float(asked) > 0 else None
+        value = requested_seconds(j.params)
         table[job_key(j.algorithm, j.params)] = {p: value for p in j.true_times}
     return TableOracle(table, "requested")
 

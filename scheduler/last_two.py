@@ -16,7 +16,7 @@ from typing import Any
 from predictor.domain import Estimate
 from scheduler.oracles import job_key
 from scheduler.state import Job
-from scheduler.workload import Workload
+from scheduler.workload import Workload, requested_seconds
 
 LABEL = "last_two_mean"
 
@@ -49,8 +49,7 @@ class LastTwoMeanOracle:
         self._runs(job.params.get("user"), job.features or {}).append(max(wall, 0.0))
 
     def _predict(self, params: dict[str, Any], features: dict[str, float]) -> float | None:
-        asked = params.get("requested_time")
-        request = float(asked) if asked is not None and float(asked) > 0 else None
+        request = requested_seconds(params)
         runs = self._runs(params.get("user"), features)
         if len(runs) < 2:
             return request

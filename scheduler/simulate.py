@@ -19,7 +19,7 @@ from scheduler.oracles import Oracle, seconds
 from scheduler.orders import Order, OrderKind
 from scheduler.policy import Policy
 from scheduler.state import JobStatus, Machine
-from scheduler.workload import JobSpec, MachineEvent, Workload
+from scheduler.workload import JobSpec, MachineEvent, Workload, requested_seconds
 
 _END, _MACHINE, _ARRIVAL, _WAKE = 0, 1, 2, 3  # simultaneous events: ends free machines before arrivals look; wake-ups last
 _STAGED = 4  # seed 003: an input transfer over the home link may have ended (scheduler/grid.py)
@@ -303,12 +303,10 @@ class Simulation:
             start, platform = last.get(spec.id, (None, None))
             end = job.ended if job is not None else None
             estimate = job.estimates.get(platform) if job is not None and platform is not None else None
-            asked = spec.params.get("requested_time")
-            requested = float(asked) if asked is not None and float(asked) > 0 else None
             out.append(
                 JobRecord(
                     spec.id, spec.algorithm, spec.submit, spec.deadline, spec.priority, status, start, end, platform,
-                    estimate, requested, self.predicted_start.get(spec.id),
+                    estimate, requested_seconds(spec.params), self.predicted_start.get(spec.id),
                 )
             )  # fmt: skip
         return out
