@@ -34,6 +34,7 @@ RUNS = (  # (label, policy, estimates): the cheap rows first, then the service's
     ("EASY-SJBF, requested", "easy:order=sjbf", "requested"),
     ("EASY++ (last two, SJBF, Tsafrir correction)", "easy:order=sjbf", "last_two_mean"),
     ("conservative, requested", "conservative", "requested"),
+    ("conservative, last two", "conservative", "last_two_mean"),
     ("EASY-SJBF, perfect", "easy:order=sjbf", "oracle"),
     ("EASY, service point", "easy", "service"),
     ("EASY, service limit", "easy", "service:plan=limit"),
@@ -72,7 +73,7 @@ def gap_closed(rows: list[dict[str, Any]], label: str) -> float | None:
     """The share of the AVEbsld gap between EASY with requests and perfect knowledge that ``label`` closes."""
     by = {r["run"]: r["avebsld"] for r in rows}
     easy, perfect = by.get("EASY, requested"), by.get("EASY-SJBF, perfect")
-    if easy is None or perfect is None or label not in by or easy == perfect:
+    if easy is None or perfect is None or label not in by or easy == perfect or label.startswith("FCFS"):
         return None
     return (easy - by[label]) / (easy - perfect)
 

@@ -161,7 +161,9 @@ def bench_traces(args: argparse.Namespace) -> dict[str, Any]:
                 accuracy[estimates]["learning"] = _learning(oracle, args.seed)
             rows[f"{args.policy} / {estimates}"] = [compute(result)]
             print(f"{w.name} {args.policy} {estimates:22s} sim {result.wall_seconds:6.1f} s", flush=True)
-        out[w.name] = {"notes": w.notes, "cluster": w.cluster.describe(), "rows": _table(rows, "fcfs / none"), "accuracy": accuracy}
+            out[w.name] = {"notes": w.notes, "cluster": w.cluster.describe(), "rows": _table(rows, "fcfs / none"), "accuracy": accuracy}
+            if args.json:  # after each run, so a long run leaves what it has
+                args.json.write_text(json.dumps(out, indent=2))
     return out
 
 
