@@ -62,7 +62,7 @@ def test_only_true_and_false_are_flags(word: str) -> None:
 @pytest.mark.parametrize(
     ("parse", "text", "message"),
     [
-        (parse_policy, "lottery", "unknown policy 'lottery'; known: affinity, edf, "),
+        (parse_policy, "lottery", "unknown policy 'lottery'; known: affinity, conservative, easy, edf, "),
         (parse_policy, "edf:objective=bogus", "policy 'edf': option 'objective' expects one of makespan, flowtime, got 'bogus'"),
         (parse_policy, "edf:threshold=2", "policy 'edf' has no option 'threshold'; its options: objective, deferral, power"),
         (parse_policy, "edf:objective", "policy 'edf' takes no bare value ('objective'); give KEY=VALUE"),
