@@ -13,7 +13,8 @@ every job the same completion time. ``simulate``: a 25-hour NCBI-like trace (abo
 same trace. ``ncbi``: FCFS against EDF with deferral fed true, model, noisy and no
 estimates on seed 000's heterogeneous cluster (target: at least 15% lower mean
 completion than FCFS with model estimates). ``traces``: real logs replayed with the
-users' requested times, a model's and the true run times as estimates.
+users' requested times, their last two run times (online), a frozen model's, the service's (learning
+online) and the true run times as estimates.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from scheduler.workloads import ncbi, swf
 
 Inspect = Callable[[Workload, int, str, Oracle, SimResult], None]  # (workload, seed, estimates, oracle, result) of one run
 NCBI_ESTIMATES = ("oracle", "model", "noisy:0.25", "noisy:0.5", "noisy:1.0", "none")
-TRACE_ESTIMATES = ("requested", "model:lightgbm_log", "model:last_two_mean", "oracle")
+TRACE_ESTIMATES = ("requested", "last_two_mean", "model:lightgbm_log", "model:last_two_mean", "service", "oracle")
 
 
 def load_note() -> str:
@@ -166,16 +167,19 @@ def bench_traces(args: argparse.Namespace) -> dict[str, Any]:
                 accuracy[estimates]["learning"] = _learning(oracle, args.seed)
             rows[f"{args.policy} / {estimates}"] = [compute(result)]
             print(f"{w.name} {args.policy} {estimates:22s} sim {result.wall_seconds:6.1f} s", flush=True)
-        out[w.name] = {"notes": w.notes, "cluster": w.cluster.describe(), "rows": _table(rows, "fcfs / none"), "accuracy": accuracy}
+            out[w.name] = {"notes": w.notes, "cluster": w.cluster.describe(), "rows": _table(rows, "fcfs / none"), "accuracy": accuracy}
+            if args.json:  # after each run, so a long run leaves what it has
+                args.json.write_text(json.dumps(out, indent=2))
     return out
 
 
 def _accuracy(w, oracle) -> dict[str, float]:
     """How far the estimates are from the truth: median |log(estimate / true)|, share underestimated.
 
-    A learning oracle (``service``) is judged on what it served each job when the job arrived; others are asked now.
+    An online oracle (``service``, ``last_two_mean``) is judged on what it served each job when the job arrived;
+    others are asked now.
     """
-    if isinstance(oracle, LearningOracle):
+    if hasattr(oracle, "served"):
         pairs = estimates_served(oracle, w.jobs)
     else:
         pairs = []

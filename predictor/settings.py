@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     ray_address: str = Field(default="auto", description="The Ray cluster training uses with executor=ray (auto: the one on this node; ray://host:port).")
     interval_coverage: float = Field(default=0.9, gt=0, le=MAX_COVERAGE, description="Nominal coverage of the estimate intervals.")
     limit_quantile: float = Field(default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate).")
+    scheduler_policy: str = Field(
+        default="edf", description="The embedded scheduler's policy spec, e.g. edf, easy:order=sjbf or conservative (its predicted starts)."
+    )
     api_max_body_bytes: int = Field(default=4 << 20, gt=0, description="Largest request body the API reads.")
     api_max_header_bytes: int = Field(default=32 << 10, gt=0, description="Largest request line plus headers the API reads (431 beyond).")
     api_max_batch: int = Field(default=1000, gt=0, description="Most jobs or observations in one API call.")

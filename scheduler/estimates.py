@@ -4,7 +4,8 @@ Each source is an object that builds the oracle for a workload and a seed: :clas
 :class:`Fitted` (a zoo model per algorithm and platform fitted on the workload's history, the same
 :class:`predictor.registry.Champion` objects the service's runtime oracle calls), :class:`Noisy` (true times x a
 lognormal factor), :class:`Blind` (no estimates), :class:`Requested` (the time the user asked for, where the
-workload has one), :class:`Service` (the product itself: champions chosen by the real training pipeline, retrained
+workload has one), :class:`LastTwoMean` (the user's last two run times, learnt as jobs end: Tsafrir et al.
+2007, :mod:`scheduler.last_two`), :class:`Service` (the product itself: champions chosen by the real training pipeline, retrained
 as jobs end; :mod:`scheduler.learning`) and :class:`Champions` (the service's registered models). Their names in
 specs (``oracle``, ``model:MEMBER``, ``noisy:SIGMA``, ...) are :mod:`scheduler.specs`'.
 """
@@ -21,8 +22,9 @@ import pandas as pd
 
 from predictor.domain import Measurement
 from predictor.registry import Champion
+from scheduler.last_two import LastTwoMeanOracle
 from scheduler.oracles import BlindOracle, NoisyOracle, Oracle, TableOracle, job_key
-from scheduler.workload import JobSpec, Workload
+from scheduler.workload import JobSpec, Workload, requested_seconds
 
 if TYPE_CHECKING:
     from scheduler.learning import LearningOptions
@@ -39,8 +41,7 @@ def requested(workload: Workload) -> TableOracle:
     """The user's requested time (``params['requested_time']``) on every platform; unknown where absent or not positive."""
     table = {}
     for j in workload.jobs:
-        asked = j.params.get("requested_time")
-        value = float(asked) if asked is not None and float(asked) > 0 else None
+        value = requested_seconds(j.params)
         table[job_key(j.algorithm, j.params)] = {p: value for p in j.true_times}
     return TableOracle(table, "requested")
 
@@ -115,6 +116,14 @@ class Requested:
 
     def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
         return requested(workload)
+
+
+@dataclass(frozen=True)
+class LastTwoMean:
+    """``last_two_mean``: the mean of the user's last two terminated jobs' run times, capped by the request (online)."""
+
+    def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
+        return LastTwoMeanOracle(workload)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from scheduler.policy import Context, Event, Policy
 from scheduler.state import INF, Job, JobStatus, Machine, Run, State
 
 Observer = Callable[[Job, Run, Machine, float], None]
+Terminated = Callable[[Job, float], None]
 Notifier = Callable[[Job, str], None]
 
 
@@ -29,7 +30,9 @@ class Scheduler:
     ``threshold``: an ended job triggers a full pass only when its wall time differs
     from its estimate by more than this fraction; otherwise the existing plan goes on.
     ``on_observation`` receives every cleanly finished run (to store as a measurement);
-    ``on_notify`` receives messages for users (failures, dropped dependents).
+    ``on_notify`` receives messages for users (failures, dropped dependents);
+    ``on_termination`` hears of every run that ends by itself, cleanly or with an error, and its wall seconds
+    (an estimator of users' recent run times: :mod:`scheduler.last_two`).
     """
 
     def __init__(
@@ -41,6 +44,7 @@ class Scheduler:
         threshold: float = 0.25,
         on_observation: Observer | None = None,
         on_notify: Notifier | None = None,
+        on_termination: Terminated | None = None,
     ) -> None:
         self.policy = policy
         self.oracle = oracle
@@ -48,10 +52,14 @@ class Scheduler:
         self.threshold = threshold
         self.on_observation = on_observation
         self.on_notify = on_notify
+        self.on_termination = on_termination
         self.passes = 0
         # a policy that replicates running jobs (seed 003's WQR, Storage Affinity) is asked whenever a machine frees,
         # even with nothing pending: its ``replicates`` attribute says so
         self._replicates = bool(getattr(policy, "replicates", False))
+        # a policy whose plan is only valid as a whole (backfilling's reservations) replans at every end instead of
+        # letting the loop start the plan's next jobs by itself: its ``replans_every_end`` attribute says so
+        self._replans_every_end = bool(getattr(policy, "replans_every_end", False))
 
     # --- events -----------------------------------------------------------------------------------------------
 
@@ -117,6 +125,8 @@ class Scheduler:
         wall = now - run.start
         if self.on_observation is not None and run.progress0 == 0.0:
             self.on_observation(job, run, machine, wall)
+        if self.on_termination is not None:
+            self.on_termination(job, wall)
         for other in list(job.runs.values()):
             reason = f"duplicate: finished on {machine_id}"
             issued.append(o.cancel(job.id, other.machine, requeue=False, reason=reason)._replace(attempt=other.attempt))
@@ -131,7 +141,9 @@ class Scheduler:
         job = state.jobs.get(job_id)
         if job is None or machine_id not in job.runs:
             return []
-        state.end_run(job, machine_id, now)
+        run = state.end_run(job, machine_id, now)
+        if self.on_termination is not None:
+            self.on_termination(job, now - run.start)
         issued: list[Order] = []
         if not job.status.final and not job.active_runs():  # runs left are orphans: _give_up cancels them too
             self._give_up(job, JobStatus.FAILED, now, reason or f"terminated with an error on {machine_id}", issued)
@@ -165,7 +177,7 @@ class Scheduler:
 
     def _after_end(self, machine: Machine, now: float, deviation: float) -> list[Order]:
         """Follow the plan if the estimate held and the plan has work for the freed machine; else a full pass."""
-        if deviation > self.threshold:
+        if deviation > self.threshold or self._replans_every_end:
             return self._pass(Event.ENDED, now)
         issued = self._dispatch(now)
         if machine.online and machine.free > 0 and (self.state.pending or self._replicates):

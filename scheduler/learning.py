@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from predictor.catalog import Catalog
 from predictor.domain import Estimate, Measurement, ServedEstimate, Source
@@ -42,13 +42,17 @@ CHUNK = 512  # upcoming jobs of an algorithm estimated together, in one model ca
 
 @dataclass(frozen=True)
 class LearningOptions:
-    """How the simulated service learns: which members, how many folds, when a pair is due, how often drift is checked."""
+    """How the simulated service learns: which members, how many folds, when a pair is due, how often drift is checked;
+    and which of its numbers the scheduler plans with: the point estimate or the ``limit`` (at ``limit_quantile``,
+    the settings' default when None)."""
 
     models: tuple[str, ...] = SIMULATION_MODELS
     folds: int = 5
     min_new_runs: int = 20
     min_new_fraction: float = 0.5
     drift_every: int = 10  # job ends of a pair between two drift checks
+    plan: Literal["point", "limit"] = "point"
+    limit_quantile: float | None = None
 
 
 @dataclass
@@ -68,6 +72,7 @@ class LearningOracle:
             update={
                 "cv_folds": options.folds, "train_models": list(options.models), "n_jobs": 1,
                 "retrain_min_new_runs": options.min_new_runs, "retrain_min_new_fraction": options.min_new_fraction,
+            **({"limit_quantile": options.limit_quantile} if options.limit_quantile is not None else {}),
             }
         )  # fmt: skip
         self.options = options
@@ -86,7 +91,7 @@ class LearningOracle:
         self.served: dict[str, dict[str, Estimate]] = {}
         self._ends: dict[tuple[str, str], int] = {}
         self.oracle = RuntimeOracle(
-            _catalog(workload), {}, coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile
+            _catalog(workload), {}, coverage=self.settings.interval_coverage, limit_quantile=self.settings.limit_quantile
         )
         self.store.add(workload.history)
         self._retrain({pair: "history" for pair in self.store.pairs()})
@@ -101,11 +106,14 @@ class LearningOracle:
         """What the service serves for the job on each platform it can run on; the first answer is remembered.
 
         Answers are computed a chunk of upcoming jobs at a time, one model call per pair, and kept until
-        the pair's served model changes: the numbers are those one call per job would give.
+        the pair's served model changes: the numbers are those one call per job would give. Planning with
+        the ``limit`` hands the scheduler the limit as the seconds (the service still scores its points).
         """
         key = job_key(algorithm, params)
         answer = {p: self._answer(algorithm, p, key) for p in self.eligible[key] if platforms is None or p in platforms}
         self.served.setdefault(key, answer)
+        if self.options.plan == "limit":
+            return {p: e.model_copy(update={"seconds": e.limit}) if e.limit is not None else e for p, e in answer.items()}
         return answer
 
     def _answer(self, algorithm: str, platform: str, key: str) -> Estimate:
@@ -185,8 +193,11 @@ def _catalog(workload: Workload) -> Catalog:
     return Catalog.model_validate({"platforms": platforms, "algorithms": algorithms, "source": "simulated workload"})
 
 
-def estimates_served(oracle: LearningOracle, jobs: Sequence[Any]) -> list[tuple[float, float]]:
-    """(served seconds, true seconds) of each job on its first platform, for accuracy figures."""
+def estimates_served(oracle: Any, jobs: Sequence[Any]) -> list[tuple[float, float]]:
+    """(served seconds, true seconds) of each job on its first platform, for accuracy figures.
+
+    ``oracle`` is any online oracle that keeps each job's first answer in ``served`` (this one, ``last_two_mean``'s).
+    """
     out = []
     for spec in jobs:
         platform, true = next(iter(spec.true_times.items()))

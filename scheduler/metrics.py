@@ -1,7 +1,9 @@
-"""Schedule quality from a simulation record: makespan, flowtime, completion split, tardiness, utilisation, energy."""
+"""Schedule quality from a simulation record: makespan, flowtime, completion split, tardiness, utilisation, energy;
+for batch logs the community's average bounded slowdown, the estimates' underestimates and the predicted starts' error."""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict, dataclass
 
 from scheduler.simulate import SimResult
@@ -28,6 +30,13 @@ class Metrics:
     energy_kwh: float
     wasted_seconds: float
     interrupted: int
+    avebsld: float = 0.0
+    max_waiting: float = 0.0
+    underestimated: float = 0.0
+    over_request: int = 0
+    predicted_starts: int = 0
+    start_error_median: float = 0.0
+    start_within_10min: float = 0.0
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)
@@ -44,6 +53,13 @@ def compute(result: SimResult) -> Metrics:
     Energy is each machine's platform power over the time it ran something, scaled
     by the share of its slots in use; wasted seconds are cancelled or lost runs and
     ``interrupted`` counts runs cancelled or paused (preemptions, duplicates, moves).
+
+    ``avebsld`` is the batch community's average bounded slowdown, max(1, completion / max(running, 10 s));
+    ``underestimated`` the share of finished jobs told an estimate below their run; ``over_request`` the jobs
+    that ran past their requested time (a real resource manager would have killed them: the simulator never
+    kills, so it is the log's own count whatever the policy). Predicted starts (the plan's start for a job
+    right after its submission) are judged on the ``predicted_starts`` jobs that waited: the median absolute
+    error against the real start and the share within 10 minutes.
     """
     finished = [j for j in result.jobs if j.status in ("done", "failed") and j.end is not None]
     completions = [j.end - j.submit for j in finished]
@@ -62,6 +78,13 @@ def compute(result: SimResult) -> Metrics:
     late = [max(0.0, (j.end if j.status == "done" and j.end is not None else t1) - j.deadline) for j in with_deadline]
     misses = sum(1 for j, lateness in zip(with_deadline, late) if lateness > 0 or j.status != "done")
     n = len(finished)
+    waits = [c - r for c, r in zip(completions, running)]
+    told = [(j.estimate, j.end - j.start) for j in finished if j.estimate is not None and j.start is not None]
+    errors = [
+        abs(j.predicted_start - j.start)
+        for j in result.jobs
+        if j.predicted_start is not None and j.start is not None and j.start > j.submit
+    ]
     return Metrics(
         jobs=len(result.jobs),
         done=sum(j.status == "done" for j in result.jobs),
@@ -80,4 +103,11 @@ def compute(result: SimResult) -> Metrics:
         energy_kwh=joules / 3.6e6,
         wasted_seconds=sum(s.end - s.start for s in result.segments if s.outcome in ("cancelled", "lost")),
         interrupted=sum(1 for s in result.segments if s.outcome in ("cancelled", "paused")),
+        avebsld=sum(max(1.0, s) for s in slowdown) / n if n else 0.0,
+        max_waiting=max(waits, default=0.0),
+        underestimated=sum(e < r for e, r in told) / len(told) if told else 0.0,
+        over_request=sum(1 for j, r in zip(finished, running) if j.requested is not None and r > j.requested),
+        predicted_starts=len(errors),
+        start_error_median=statistics.median(errors) if errors else 0.0,
+        start_within_10min=sum(e <= 600.0 for e in errors) / len(errors) if errors else 0.0,
     )

@@ -20,7 +20,7 @@ from scheduler.orders import Order, OrderKind
 from scheduler.policy import Policy
 from scheduler.probing import IdleProber, ProbeRecord
 from scheduler.state import JobStatus, Machine
-from scheduler.workload import JobSpec, MachineEvent, Workload
+from scheduler.workload import JobSpec, MachineEvent, Workload, requested_seconds
 
 _END, _MACHINE, _ARRIVAL, _WAKE = 0, 1, 2, 3  # simultaneous events: ends free machines before arrivals look; wake-ups last
 _STAGED = 4  # seed 003: an input transfer over the home link may have ended (scheduler/grid.py)
@@ -54,6 +54,9 @@ class JobRecord:
     start: float | None
     end: float | None
     platform: str | None
+    estimate: float | None = None  # the seconds the scheduler was told at submission, on the platform it ran on
+    requested: float | None = None  # the user's requested time (the kill limit), where the workload has one
+    predicted_start: float | None = None  # the start the plan gave it right after its submission (its arrival if it started)
 
 
 @dataclass
@@ -93,8 +96,12 @@ class Simulation:
         self.workload = workload
         self.prober = prober
         self._real_events = 0  # events of the workload still queued: probing stops with the workload
-        # an oracle that learns (the ``service`` estimates) hears of every cleanly finished run, as the service's store does
-        self.scheduler = Scheduler(policy, oracle, threshold=threshold, on_observation=getattr(oracle, "observe", None))
+        # an oracle that learns (the ``service`` estimates) hears of every cleanly finished run, as the service's store does;
+        # one that follows users' recent runs (``last_two_mean``) hears of every run that ends
+        self.scheduler = Scheduler(
+            policy, oracle, threshold=threshold, on_observation=getattr(oracle, "observe", None),
+            on_termination=getattr(oracle, "terminated", None),
+        )  # fmt: skip
         self.specs: dict[str, JobSpec] = {j.id: j for j in workload.jobs}
         self.events: list[tuple[float, int, int, object]] = []
         self.active: dict[tuple[str, str], _Attempt] = {}
@@ -111,6 +118,7 @@ class Simulation:
         self._token = 0
         self._wake: float | None = None  # the last wake-up pushed for the policy (see Scheduler.wake_at)
         self.staging = Staging.attach(workload, self.scheduler.state)  # seed 003: runs fetch inputs first (sites only)
+        self.predicted_start: dict[str, float] = {}
 
     def run(self, estimates: str = "") -> SimResult:
         """Play every event to the end and return the record."""
@@ -132,6 +140,7 @@ class Simulation:
                 self._end(job_id, machine_id, token, ok, now)
             elif kind == _ARRIVAL:
                 self._execute(self.scheduler.submit([spec.job() for spec in payload], now), now)  # type: ignore[attr-defined]
+                self._note_predictions(payload, now)  # type: ignore[arg-type]
             elif kind == _STAGED:
                 self._staged(now)
             elif kind == _WAKE:
@@ -292,6 +301,16 @@ class Simulation:
             self.staging.stop(job_id, machine_id, now, outcome)
             self._push_staged()
 
+    def _note_predictions(self, arrived: list[JobSpec], now: float) -> None:
+        """The start the plan gives each job just submitted: now if it started, its planned start if it has one."""
+        jobs = self.scheduler.state.jobs
+        for spec in arrived:
+            job = jobs[spec.id]
+            if job.status is JobStatus.RUNNING:
+                self.predicted_start[spec.id] = now
+            elif job.planned_start is not None:
+                self.predicted_start[spec.id] = job.planned_start
+
     def _last_time(self) -> float:
         return max((s.end for s in self.segments), default=0.0)
 
@@ -307,7 +326,13 @@ class Simulation:
             status = job.status.value if job is not None else JobStatus.PENDING.value
             start, platform = last.get(spec.id, (None, None))
             end = job.ended if job is not None else None
-            out.append(JobRecord(spec.id, spec.algorithm, spec.submit, spec.deadline, spec.priority, status, start, end, platform))
+            estimate = job.estimates.get(platform) if job is not None and platform is not None else None
+            out.append(
+                JobRecord(
+                    spec.id, spec.algorithm, spec.submit, spec.deadline, spec.priority, status, start, end, platform,
+                    estimate, requested_seconds(spec.params), self.predicted_start.get(spec.id),
+                )
+            )  # fmt: skip
         return out
 
 

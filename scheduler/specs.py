@@ -35,7 +35,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from predictor.catalog import Catalog
 from predictor.settings import BUNDLED_DATA
-from scheduler.estimates import Blind, Champions, EstimateSource, Fitted, Noisy, Requested, Service, Truth
+from scheduler.estimates import Blind, Champions, EstimateSource, Fitted, LastTwoMean, Noisy, Requested, Service, Truth
 from scheduler.oracles import Oracle
 from scheduler.policies import POLICIES, PolicyChoice
 from scheduler.policies.profile_driven import WarmGain
@@ -55,6 +55,7 @@ ESTIMATES: dict[str, tuple[type[EstimateSource], str | None]] = {  # name -> (so
     "oracle": (Truth, None),
     "none": (Blind, None),
     "requested": (Requested, None),
+    "last_two_mean": (LastTwoMean, None),
     "noisy": (Noisy, "sigma"),
     "model": (Fitted, "member"),
 }
@@ -82,7 +83,7 @@ def make_policy(text: str) -> Policy:
 
 
 def parse_estimates(text: str, champions: Callable[[], Oracle] | None = None) -> EstimateSource:
-    """``oracle``, ``none``, ``requested``, ``noisy[:SIGMA]``, ``model[:MEMBER]``, ``service[:KEY=VALUE,...]``
+    """``oracle``, ``none``, ``requested``, ``last_two_mean``, ``noisy[:SIGMA]``, ``model[:MEMBER]``, ``service[:KEY=VALUE,...]``
     (the options of ``scheduler.learning.LearningOptions``) or ``champions`` (what ``champions`` loads)."""
     name, items = _split(text, "estimates")
     if name in ESTIMATES:

@@ -57,6 +57,12 @@ class Cluster:
         return ", ".join(f"{n} x {p}" for p, n in counts.items())
 
 
+def requested_seconds(params: Mapping[str, Any]) -> float | None:
+    """The time the user requested (``params['requested_time']``, an SWF log's), None where absent or not positive."""
+    asked = params.get("requested_time")
+    return float(asked) if asked is not None and float(asked) > 0 else None
+
+
 @dataclass(slots=True)
 class JobSpec:
     """A job of a workload: what the scheduler is told (a field of :class:`Job` by the same name, checked by

@@ -15,13 +15,25 @@ from typing import Any
 from scheduler.grid import SITES
 from scheduler.gridinfo import GRID_ATTRIBUTES
 from scheduler.policies.affinity import Affinity
+from scheduler.policies.backfill import EASY, Conservative
 from scheduler.policies.batch import BatchSearch
-from scheduler.policies.data_aware import StorageAffinity, WorkqueueReplication, XSufferage
+from scheduler.policies.data_aware import (
+    StorageAffinity,
+    WorkqueueReplication,
+    XSufferage,
+)
 from scheduler.policies.edf import EDFDeferral
 from scheduler.policies.fcfs import FCFS
 from scheduler.policies.genetic import GeneticCoScheduling, GreedyCoScheduling
 from scheduler.policies.greedy import greedy1, greedy2, greedy3
-from scheduler.policies.mapping import HEFT, MCT, KPercentBest, MaxMin, MinMin, Sufferage
+from scheduler.policies.mapping import (
+    HEFT,
+    MCT,
+    KPercentBest,
+    MaxMin,
+    MinMin,
+    Sufferage,
+)
 from scheduler.policies.walker import MaxPerformance, MaxPerformanceLatency, Rand
 from scheduler.policy import Policy
 
@@ -37,6 +49,8 @@ class Registered:
 POLICIES: dict[str, Registered] = {
     "fcfs": Registered(FCFS),
     "edf": Registered(EDFDeferral),  # seed 001
+    "easy": Registered(EASY),  # backfilling, as batch schedulers do (issue 19)
+    "conservative": Registered(Conservative),
     "affinity": Registered(Affinity),  # seed 000
     "greedy1": Registered(greedy1),
     "greedy2": Registered(greedy2),

@@ -21,11 +21,18 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from scheduler.orders import Order
 from scheduler.leader import LeasedScheduler
-from scheduler.service import MAX_HEALTHY, MAX_SLOTS, EventError, SchedulerService, UnknownEntity
-from scheduler.store import Fence, LeaseLost, SchedulerStore
+from scheduler.orders import Order
+from scheduler.service import (
+    MAX_HEALTHY,
+    MAX_SLOTS,
+    EventError,
+    SchedulerService,
+    UnknownEntity,
+)
+from scheduler.specs import make_policy
 from scheduler.state import ASKED_FIELDS, Job, JobStatus, job_from_plain, plain
+from scheduler.store import Fence, LeaseLost, SchedulerStore
 from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
@@ -47,9 +54,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         return
     state: ServiceState = app.state.service
+    policy = make_policy(state.settings.scheduler_policy)
 
     def build(fence: Fence) -> SchedulerService:
-        return SchedulerService(state.store, state.oracle, state.catalog, fence=fence)
+        return SchedulerService(state.store, state.oracle, state.catalog, policy=policy, fence=fence)
 
     leased = LeasedScheduler(SchedulerStore(state.store.engine), build, ttl_s=state.settings.scheduler_lease_s, poll_s=POLL_S)
     await run_in_threadpool(leased.start)
@@ -112,7 +120,10 @@ class JobOut(BaseModel):
     size: int
     estimates: dict[str, float | None]
     planned_machine: str | None = Field(description="The machine it is deferred for, if waiting.")
-    planned_start: float | None
+    planned_start: float | None = Field(
+        description="Its predicted start while waiting: the plan's (conservative backfilling reserves one for every job; "
+        "EASY for the first that cannot start; EDF for those deferred to a busy machine)."
+    )
     runs: list[RunOut]
     attempts: int
     progress: float

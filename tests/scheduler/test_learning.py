@@ -58,3 +58,14 @@ def test_the_spec_names_its_options_and_refuses_unknown_ones() -> None:
     assert isinstance(oracle, LearningOracle) and oracle.options.models == ("mean", "linear") and oracle.options.folds == 3
     with pytest.raises(ValueError, match="estimates 'service' has no option 'fold'; its options: models, folds"):
         parse_estimates("service:fold=3").oracle(workload)
+
+
+def test_planning_with_the_limit_hands_the_scheduler_the_served_limit() -> None:
+    workload = ncbi.generate(hours=0.02, seed=0, per_type=1, types=("type2",), history_runs=5)
+    oracle = parse_estimates("service:models=mean+linear,folds=3,plan=limit,limit_quantile=0.9").oracle(workload)
+    assert oracle.settings.limit_quantile == 0.9
+    assert workload.jobs
+    spec = workload.jobs[0]
+    planned = oracle.estimate(spec.algorithm, spec.params, features=spec.features)
+    served = oracle.served[next(iter(oracle.served))]
+    assert planned and all(e.seconds == served[p].limit > served[p].seconds for p, e in planned.items())

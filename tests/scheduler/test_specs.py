@@ -10,7 +10,14 @@ from predictor.catalog import load_catalog
 from predictor.settings import BUNDLED_DATA
 from scheduler.estimates import Blind, Fitted, Noisy, Requested, Service, Truth
 from scheduler.policies.edf import EDFDeferral
-from scheduler.specs import SpecError, parse_cluster, parse_estimates, parse_policy, parse_workload, split_specs
+from scheduler.specs import (
+    SpecError,
+    parse_cluster,
+    parse_estimates,
+    parse_policy,
+    parse_workload,
+    split_specs,
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +69,7 @@ def test_only_true_and_false_are_flags(word: str) -> None:
 @pytest.mark.parametrize(
     ("parse", "text", "message"),
     [
-        (parse_policy, "lottery", "unknown policy 'lottery'; known: affinity, batch-search, edf, "),
+        (parse_policy, "lottery", "unknown policy 'lottery'; known: affinity, batch-search, conservative, easy, edf, "),
         (parse_policy, "edf:objective=bogus", "policy 'edf': option 'objective' expects one of makespan, flowtime, got 'bogus'"),
         (parse_policy, "edf:threshold=2", "policy 'edf' has no option 'threshold'; its options: objective, rank, deferral, power"),
         (parse_policy, "edf:objective", "policy 'edf' takes no bare value ('objective'); give KEY=VALUE"),
@@ -73,7 +80,7 @@ def test_only_true_and_false_are_flags(word: str) -> None:
         (parse_policy, "greedy2:warm_gain=blastn@type6:1.5", "the gain must be in [0, 1)"),
         (parse_policy, ":x=1", "policy spec ':x=1' has no name"),
         (parse_estimates, "noisy:abc", "estimates 'noisy': option 'sigma' expects a number, got 'abc'"),
-        (parse_estimates, "psychic", "unknown estimates 'psychic'; known: champions, model, noisy"),
+        (parse_estimates, "psychic", "unknown estimates 'psychic'; known: champions, last_two_mean, model, noisy"),
         (parse_estimates, "service:fold=3", "estimates 'service' has no option 'fold'; its options: models, folds"),
         (parse_estimates, "champions", "estimates 'champions' needs the service's runtime oracle"),
     ],
