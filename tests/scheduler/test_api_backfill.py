@@ -8,8 +8,9 @@ import httpx
 import pytest
 
 from predictor.settings import Settings
+from serving import create_app
 from tests.livesrv import serve_app
-from tests.scheduler.test_api import TOKEN, app_with_scheduler, job, post, seed_profile
+from tests.scheduler.test_api import TOKEN, job, post, seed_profile
 
 
 def test_a_conservative_scheduler_serves_every_waiting_jobs_predicted_start(tmp_path: Path):
@@ -17,7 +18,7 @@ def test_a_conservative_scheduler_serves_every_waiting_jobs_predicted_start(tmp_
         home=tmp_path / "home", data_roots=[tmp_path], api_token=TOKEN, api_reload_interval_s=0, scheduler_policy="conservative"
     )
     seed_profile(settings)
-    with serve_app(app_with_scheduler(settings)) as url:
+    with serve_app(create_app(settings)) as url:
         post(url, "/v1/machines/fast/events", {"event": "gained", "platform": "cpu2"})
         answer = post(url, "/v1/jobs", [job(name, platforms=["cpu2"]) for name in ("p-1", "p-2", "p-3")])
         assert answer.status_code == 200, answer.text
