@@ -53,7 +53,8 @@ def ingest(
         kind = file_format or path.suffix.lower().lstrip(".")
         try:
             if kind in ("swf", "sacct", "jobcomp") and mapping:
-                raise IngestError(f"--map renames CSV and Parquet columns; a {kind} log has fixed fields")
+                article = "an SWF" if kind == "swf" else f"a Slurm {kind}"
+                raise IngestError(f"--map renames CSV and Parquet columns; {article} log has fixed fields")
             if kind == "swf":
                 report = ingest_swf(path, store, catalog, **options)
             elif kind in ("sacct", "jobcomp"):

@@ -57,6 +57,11 @@ def cli(env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
+def tails(logs: Path, *names: str, lines: int = 40) -> str:
+    """The last lines of some processes' logs, for a failure message that says what they were doing."""
+    return "\n".join(f"--- {name}.log\n" + "\n".join((logs / f"{name}.log").read_text().splitlines()[-lines:]) for name in names)
+
+
 def versions(base: str) -> dict[str, str]:
     return {m["platform"]: m["version"] for m in httpx.get(f"{base}/v1/models", timeout=30).json()}
 
@@ -117,7 +122,9 @@ def test_the_procfile_deployment_runs_the_whole_path(postgres_server, tmp_path):
 
                 posted = httpx.post(f"{api}/v1/observations", json=_observations(Home(None, inputs), 20), headers=AUTH, timeout=120)  # type: ignore[arg-type]
                 assert posted.status_code == 200 and len(posted.json()["stored"]) == 40, posted.text
-                assert eventually(lambda: versions(api) == {"cpu1": "2", "cpu2": "2"}, timeout=400), "no retrain reached the API"
+                assert eventually(lambda: versions(api) == {"cpu1": "2", "cpu2": "2"}, timeout=400), (
+                    f"no retrain reached the API: it serves {versions(api)}\n{tails(tmp_path, 'worker', 'api')}"
+                )
                 after = httpx.post(f"{api}/v1/predict", json=job, timeout=30).json()["estimates"][0]
                 assert after["model_version"] == "2" and after["seconds"] > before["seconds"] * 1.3  # it learnt the slower runs
                 scrape = httpx.get(f"{api}/metrics", timeout=30).text
