@@ -6,17 +6,18 @@ by the kill limit (the request itself when the estimate is unknown). When a runn
 planning time the plan must not pretend it has ended: :func:`planned_end` raises the estimate, either by
 Tsafrir, Etsion & Feitelson's (2007) steps (1 min, 5 min, 15 min, 30 min, 1 h, 2 h, 5 h, 10 h, 20 h, 50 h,
 100 h past the first estimate, never beyond the kill limit) or straight to the kill limit.
-A :class:`Profile` is one machine's free slots over time as the plan sees them.
+A :class:`Profile` is one machine's free slots over time, node by node, as the plan sees them.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 import numpy as np
 
+from scheduler.nodes import Allocation, levels
 from scheduler.state import INF, Job, Run
 from scheduler.workload import requested_seconds
 
@@ -60,20 +61,24 @@ def planned_end(job: Job, run: Run, platform: str, now: float, correction: Corre
 
 
 class Profile:
-    """One machine's free slots from ``now`` on: ``free[i]`` slots over [``times[i]``, ``times[i + 1]``).
+    """One machine's free slots per node from ``now`` on: ``free[i, n]`` slots of node ``n`` over [``times[i]``,
+    ``times[i + 1]``) (one column on a pooled machine).
 
-    Built from the slots free now and the planned ends of running jobs; reservations take slots out. The slots
-    of a run due to end now count as free now: a job that needs them is planned at ``now`` but can only start
-    once that end is reported (the policy checks the machine's free slots before it starts anything).
+    Built from the slots free now and the planned ends of running jobs (each releases the (node, slots) it
+    holds); reservations take slots out. The slots of a run due to end now count as free now: a job that needs
+    them is planned at ``now`` but can only start once that end is reported (the policy checks the machine's
+    free slots before it starts anything). A job fits from a time if, on nodes of their own, its needs stay
+    free for its whole planning time (:mod:`scheduler.nodes`).
     """
 
-    def __init__(self, now: float, free_now: int, releases: Iterable[tuple[float, int]]) -> None:
-        times, free = [now], [free_now]
-        for at, slots in sorted(releases):
+    def __init__(self, now: float, free_now: Sequence[int], releases: Iterable[tuple[float, Allocation]]) -> None:
+        times, free = [now], [list(free_now)]
+        for at, nodes in sorted(releases):
             if at > times[-1]:
                 times.append(at)
-                free.append(free[-1])
-            free[-1] += slots
+                free.append(list(free[-1]))
+            for node, slots in nodes:
+                free[-1][node] += slots
         self.times = np.array(times, dtype=float)
         self.free = np.array(free, dtype=np.int64)
 
@@ -81,25 +86,35 @@ class Profile:
     def now(self) -> float:
         return float(self.times[0])
 
-    def earliest(self, size: int, seconds: float) -> float:
-        """The earliest time ``size`` slots stay free for ``seconds`` (INF if never)."""
-        ok = self.free >= size
-        if not ok.any():
-            return INF
-        bad = np.flatnonzero(~ok)
-        broken = np.append(self.times[bad], INF)[np.searchsorted(bad, np.arange(len(ok)))]  # next time slots run short
-        valid = ok & (broken - self.times >= seconds)
-        return float(self.times[int(np.argmax(valid))]) if valid.any() else INF
+    def earliest(self, needs: Sequence[int], seconds: float) -> float:
+        """The earliest time nodes give ``needs`` (slots per node) for ``seconds`` without a break (INF if never)."""
+        rows = len(self.times)
+        until = np.append(self.times, INF)
+        feasible = np.ones(rows, dtype=bool)
+        for slots, count in levels(needs):
+            ok = self.free >= slots
+            bad = np.where(ok, rows, np.arange(rows)[:, None])
+            broken = until[np.minimum.accumulate(bad[::-1], axis=0)[::-1]]  # when each node next runs short
+            lasting = ok & (broken - self.times[:, None] >= seconds)
+            feasible &= np.count_nonzero(lasting, axis=1) >= count
+        return float(self.times[int(np.argmax(feasible))]) if feasible.any() else INF
+
+    def window(self, start: float, seconds: float) -> np.ndarray:
+        """Each node's fewest free slots over [start, start + seconds) (``start`` at or after ``now``)."""
+        first = bisect.bisect_right(self.times, start) - 1
+        last = bisect.bisect_left(self.times, start + seconds) if seconds < INF else len(self.times)
+        return self.free[first : max(last, first + 1)].min(axis=0)
 
     def free_at(self, at: float) -> int:
-        """Slots free at time ``at`` (at or after ``now``)."""
-        return int(self.free[bisect.bisect_right(self.times, at) - 1])
+        """Slots free at time ``at`` (at or after ``now``), over all nodes."""
+        return int(self.free[bisect.bisect_right(self.times, at) - 1].sum())
 
-    def reserve(self, start: float, seconds: float, size: int) -> None:
-        """Take ``size`` slots over [start, start + seconds)."""
+    def reserve(self, start: float, seconds: float, nodes: Allocation) -> None:
+        """Take each (node, slots) of ``nodes`` over [start, start + seconds)."""
         first = self._split(start)
         last = self._split(start + seconds) if seconds < INF else len(self.times)
-        self.free[first:last] -= size
+        for node, slots in nodes:
+            self.free[first:last, node] -= slots
 
     def _split(self, at: float) -> int:
         """The index of a breakpoint at ``at``, inserted if missing."""
@@ -107,5 +122,5 @@ class Profile:
         if index < len(self.times) and self.times[index] == at:
             return index
         self.times = np.insert(self.times, index, at)
-        self.free = np.insert(self.free, index, self.free[index - 1])
+        self.free = np.insert(self.free, index, self.free[index - 1], axis=0)
         return index

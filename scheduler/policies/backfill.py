@@ -21,6 +21,7 @@ from typing import Literal
 
 from scheduler import orders as o
 from scheduler.backfill import Correction, Profile, planned_end, planning_seconds
+from scheduler.nodes import Allocation, Room, place
 from scheduler.orders import Order
 from scheduler.policy import Context
 from scheduler.state import INF, Job, Machine, State
@@ -30,6 +31,7 @@ class _Backfilling:
     """What both backfillers share: the queue, the machines and the running jobs' planned ends."""
 
     replans_every_end = True  # the event loop replans at every end rather than start the plan's next jobs itself
+    places_nodes = True  # it gives each start its nodes on a machine of nodes (scheduler/nodes.py)
 
     def __init__(self, correction: Correction = "tsafrir") -> None:
         if correction not in ("tsafrir", "requested"):
@@ -42,17 +44,19 @@ class _Backfilling:
         queue = [job for job in (state.jobs[j] for j in state.pending) if state.ready(job)]
         return queue, [m for m in state.machines.values() if m.online]
 
-    def _profile(self, state: State, machine: Machine, now: float, started: list[tuple[Job, float]]) -> Profile:
+    def _profile(self, state: State, machine: Machine, now: float, started: list[tuple[float, Allocation]]) -> Profile:
         """The machine's free slots from now on: its running jobs end as planned (corrected when outlived);
-        ``started`` are (job, planning seconds) of jobs this pass has just started on it."""
+        ``started`` are (planning seconds, nodes) of jobs this pass has just started on it."""
         releases = [
-            (planned_end(job, job.runs[machine.id], machine.platform, now, self.correction), job.size)
-            for job in (state.jobs[j] for j in machine.running)
-            if not job.runs[machine.id].orphan
+            (planned_end(job, run, machine.platform, now, self.correction), run.nodes or ((0, job.size),))
+            for job, run in ((job, job.runs[machine.id]) for job in (state.jobs[j] for j in machine.running))
+            if not run.orphan
         ]
-        releases += [(now + seconds, job.size) for job, seconds in started]
-        free = machine.free - sum(job.size for job, _ in started)
-        return Profile(now, free, releases)
+        releases += [(now + seconds, nodes) for seconds, nodes in started]
+        room = Room(machine.node_free())
+        for _, nodes in started:
+            room.take(nodes)
+        return Profile(now, room.free, releases)
 
 
 class EASY(_Backfilling):
@@ -69,43 +73,52 @@ class EASY(_Backfilling):
         """START the head jobs that fit, reserve for the first that does not, START the backfill that keeps it."""
         state, now = ctx.state, ctx.now
         queue, machines = self._setup(ctx)
-        free = {m.id: m.free for m in machines}
-        started: dict[str, list[tuple[Job, float]]] = {m.id: [] for m in machines}
+        rooms = {m.id: Room(m.node_free()) for m in machines}
+        started: dict[str, list[tuple[float, Allocation]]] = {m.id: [] for m in machines}
         out: list[Order] = []
         head = 0
         while head < len(queue):
             job = queue[head]
-            machine = next((m for m in machines if m.platform in job.estimates and free[m.id] >= job.size), None)
-            if machine is None:
+            fit = next(((m, n) for m in machines if m.platform in job.estimates for n in [rooms[m.id].place(m.needs(job))] if n is not None), None)
+            if fit is None:
                 break
-            out.append(o.start(job.id, machine.id))
-            free[machine.id] -= job.size
-            started[machine.id].append((job, planning_seconds(job, machine.platform)))
+            machine, nodes = fit
+            out.append(o.start(job.id, machine.id, nodes=nodes))
+            rooms[machine.id].take(nodes)
+            started[machine.id].append((planning_seconds(job, machine.platform), nodes))
             head += 1
         if head == len(queue):
             return out
         blocked = queue[head]
-        shadow, reserved, extra = INF, None, 0
+        shadow, reserved, plan = INF, None, None
         for machine in (m for m in machines if m.platform in blocked.estimates):
             profile = self._profile(state, machine, now, started[machine.id])
-            at = profile.earliest(blocked.size, planning_seconds(blocked, machine.platform))
+            at = profile.earliest(machine.needs(blocked), planning_seconds(blocked, machine.platform))
             if at < shadow:
-                shadow, reserved, extra = at, machine, profile.free_at(at) - blocked.size
-        if reserved is not None:
+                shadow, reserved, plan = at, machine, profile
+        if reserved is not None and plan is not None:
             out.append(o.defer(blocked.id, reserved.id, shadow))
+            seconds = planning_seconds(blocked, reserved.platform)
+            nodes = place(reserved.needs(blocked), plan.window(shadow, seconds))
+            plan.reserve(shadow, seconds, nodes or ())
         candidates = queue[head + 1 :]
         if self.order == "sjbf":
             candidates = sorted(candidates, key=_shortest_planning)
         for job in candidates:
             for machine in machines:
-                if machine.platform not in job.estimates or free[machine.id] < job.size:
+                room = rooms[machine.id]
+                if machine.platform not in job.estimates or room.total < job.size:
                     continue
-                if machine is reserved and now + planning_seconds(job, machine.platform) > shadow:
-                    if job.size > extra:
-                        continue
-                    extra -= job.size  # it still runs at the shadow time: it takes slots the head leaves free
-                out.append(o.start(job.id, machine.id, "backfill"))
-                free[machine.id] -= job.size
+                needs, seconds = machine.needs(job), planning_seconds(job, machine.platform)
+                # on the reserved machine it must leave the reservation its nodes: it ends before it, or takes what
+                # the reserved job leaves free
+                nodes = room.place(needs, plan.window(now, seconds) if machine is reserved and plan is not None else None)
+                if nodes is None:
+                    continue
+                if machine is reserved and plan is not None:
+                    plan.reserve(now, seconds, nodes)
+                out.append(o.start(job.id, machine.id, "backfill", nodes))
+                room.take(nodes)
                 break
         return out
 
@@ -122,23 +135,26 @@ class Conservative(_Backfilling):
         state, now = ctx.state, ctx.now
         queue, machines = self._setup(ctx)
         profiles = {m.id: self._profile(state, m, now, []) for m in machines}
-        free = {m.id: m.free for m in machines}
+        rooms = {m.id: Room(m.node_free()) for m in machines}
         out: list[Order] = []
         for job in queue:
             best, where, seconds = INF, None, INF
             for machine in (m for m in machines if m.platform in job.estimates):
                 length = planning_seconds(job, machine.platform)
-                at = profiles[machine.id].earliest(job.size, length)
+                at = profiles[machine.id].earliest(machine.needs(job), length)
                 if at < best:
                     best, where, seconds = at, machine, length
             if where is None:
                 continue  # it fits no machine, ever: it waits for one to join
-            profiles[where.id].reserve(best, seconds, job.size)
-            if best <= now and free[where.id] >= job.size:
-                out.append(o.start(job.id, where.id))
-                free[where.id] -= job.size
+            needs, plan = where.needs(job), profiles[where.id]
+            window = plan.window(best, seconds)
+            nodes = rooms[where.id].place(needs, window) if best <= now else None
+            if nodes is not None:
+                out.append(o.start(job.id, where.id, nodes=nodes))
+                rooms[where.id].take(nodes)
             else:  # later, or now on slots of a run that ends at this instant but is not reported yet
                 out.append(o.defer(job.id, where.id, best))
+            plan.reserve(best, seconds, nodes or place(needs, window) or ())
         return out
 
 

@@ -118,10 +118,10 @@ def test_the_correction_replans_around_a_job_that_outlives_its_estimate():
 
 
 def test_profile_finds_the_earliest_window_and_reservations_take_slots():
-    profile = Profile(0.0, 1, [(10.0, 2), (30.0, 1)])  # 1 free, 3 from 10, 4 from 30
-    assert profile.earliest(1, 100.0) == 0.0
-    assert profile.earliest(3, 5.0) == 10.0
-    profile.reserve(10.0, 10.0, 3)  # 10-20 taken
-    assert profile.earliest(2, 15.0) == 20.0
+    profile = Profile(0.0, [1], [(10.0, ((0, 2),)), (30.0, ((0, 1),))])  # a pool: 1 free, 3 from 10, 4 from 30
+    assert profile.earliest((1,), 100.0) == 0.0
+    assert profile.earliest((3,), 5.0) == 10.0
+    profile.reserve(10.0, 10.0, ((0, 3),))  # 10-20 taken
+    assert profile.earliest((2,), 15.0) == 20.0
     assert profile.free_at(15.0) == 0 and profile.free_at(25.0) == 3
-    assert profile.earliest(5, 1.0) == INF
+    assert profile.earliest((5,), 1.0) == INF
