@@ -223,7 +223,7 @@ class Scheduler:
             if kind in (OrderKind.START, OrderKind.MIGRATE, OrderKind.REPLICATE):
                 target = order.target if kind is OrderKind.MIGRATE else order.machine
                 run = self._launch(order, job, target, now)
-            issued.append(order._replace(attempt=run.attempt))
+            issued.append(order._replace(attempt=run.attempt, nodes=run.nodes))
         state.replan(deferrals)
         return issued
 
