@@ -5,14 +5,16 @@ kills it there, so no plan needs more. Its *planning time* is the estimate the s
 by the kill limit (the request itself when the estimate is unknown). When a running job outlives its
 planning time the plan must not pretend it has ended: :func:`planned_end` raises the estimate, either by
 Tsafrir, Etsion & Feitelson's (2007) steps (1 min, 5 min, 15 min, 30 min, 1 h, 2 h, 5 h, 10 h, 20 h, 50 h,
-100 h past the first estimate, never beyond the kill limit) or straight to the kill limit.
+100 h past the first estimate, never beyond the kill limit), straight to the kill limit, or to the next quantile of
+the job's served interval that it has not outlived (the ``service`` source's residual quantiles; Tsafrir's step
+where the source served none, or the job has outlived them all).
 A :class:`Profile` is one machine's free slots over time, node by node, as the plan sees them.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -21,7 +23,8 @@ from scheduler.nodes import Allocation, levels
 from scheduler.state import INF, Job, Run
 from scheduler.workload import requested_seconds
 
-Correction = Literal["tsafrir", "requested"]
+Correction = Literal["tsafrir", "requested", "quantile"]
+Quantiles = Callable[[Job, str], Sequence[float]]  # a job's served quantiles on a platform, in seconds, ascending
 TSAFRIR_STEPS = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0)
 OVERDUE = 60.0  # a job past its kill limit (the log let some run on) is expected to end within this many seconds
 
@@ -39,11 +42,14 @@ def planning_seconds(job: Job, platform: str) -> float:
     return limit if estimate is None else min(estimate, limit)
 
 
-def planned_end(job: Job, run: Run, platform: str, now: float, correction: Correction) -> float:
+def planned_end(
+    job: Job, run: Run, platform: str, now: float, correction: Correction, quantiles: Quantiles | None = None
+) -> float:
     """When the plan expects ``run`` to end, seen at ``now`` (not before ``now``): corrected once outlived.
 
     A run due exactly now is taken at its word: several runs ending at one instant are reported one by one,
-    and the first report must not push the others' ends back.
+    and the first report must not push the others' ends back. ``quantiles`` gives the served quantiles
+    ``correction="quantile"`` climbs.
     """
     first = planning_seconds(job, platform)
     end = run.start + first
@@ -51,7 +57,12 @@ def planned_end(job: Job, run: Run, platform: str, now: float, correction: Corre
         return end
     limit = kill_limit(job)
     elapsed = now - run.start
-    if correction == "tsafrir":
+    if correction == "quantile":
+        served = quantiles(job, platform) if quantiles is not None else ()
+        raised = next((q for q in served if q > elapsed), None)
+        if raised is not None:
+            return run.start + min(raised, limit) if limit > elapsed else now + OVERDUE
+    if correction in ("tsafrir", "quantile"):
         raised = next((first + step for step in TSAFRIR_STEPS if first + step > elapsed), INF)
         if min(raised, limit) > elapsed:
             return run.start + min(raised, limit)

@@ -24,7 +24,7 @@ from scheduler.backfill import Correction, Profile, planned_end, planning_second
 from scheduler.nodes import Allocation, Room, place
 from scheduler.orders import Order
 from scheduler.policy import Context
-from scheduler.state import INF, Job, Machine, State
+from scheduler.state import INF, Job, Machine
 
 
 class _Backfilling:
@@ -34,8 +34,8 @@ class _Backfilling:
     places_nodes = True  # it gives each start its nodes on a machine of nodes (scheduler/nodes.py)
 
     def __init__(self, correction: Correction = "tsafrir") -> None:
-        if correction not in ("tsafrir", "requested"):
-            raise ValueError(f"correction must be 'tsafrir' or 'requested', got {correction!r}")
+        if correction not in ("tsafrir", "requested", "quantile"):
+            raise ValueError(f"correction must be 'tsafrir', 'requested' or 'quantile', got {correction!r}")
         self.correction = correction
 
     def _setup(self, ctx: Context) -> tuple[list[Job], list[Machine]]:
@@ -44,11 +44,13 @@ class _Backfilling:
         queue = [job for job in (state.jobs[j] for j in state.pending) if state.ready(job)]
         return queue, [m for m in state.machines.values() if m.online]
 
-    def _profile(self, state: State, machine: Machine, now: float, started: list[tuple[float, Allocation]]) -> Profile:
-        """The machine's free slots from now on: its running jobs end as planned (corrected when outlived);
-        ``started`` are (planning seconds, nodes) of jobs this pass has just started on it."""
+    def _profile(self, ctx: Context, machine: Machine, started: list[tuple[float, Allocation]]) -> Profile:
+        """The machine's free slots from now on: its running jobs end as planned (corrected when outlived, with the
+        quantiles the oracle served, if it has them); ``started`` are (planning seconds, nodes) of jobs this pass
+        has just started on it."""
+        state, now, quantiles = ctx.state, ctx.now, getattr(ctx.oracle, "quantiles", None)
         releases = [
-            (planned_end(job, run, machine.platform, now, self.correction), run.nodes or ((0, job.size),))
+            (planned_end(job, run, machine.platform, now, self.correction, quantiles), run.nodes or ((0, job.size),))
             for job, run in ((job, job.runs[machine.id]) for job in (state.jobs[j] for j in machine.running))
             if not run.orphan
         ]
@@ -71,7 +73,7 @@ class EASY(_Backfilling):
 
     def schedule(self, ctx: Context) -> list[Order]:
         """START the head jobs that fit, reserve for the first that does not, START the backfill that keeps it."""
-        state, now = ctx.state, ctx.now
+        now = ctx.now
         queue, machines = self._setup(ctx)
         rooms = {m.id: Room(m.node_free()) for m in machines}
         started: dict[str, list[tuple[float, Allocation]]] = {m.id: [] for m in machines}
@@ -92,7 +94,7 @@ class EASY(_Backfilling):
         blocked = queue[head]
         shadow, reserved, plan = INF, None, None
         for machine in (m for m in machines if m.platform in blocked.estimates):
-            profile = self._profile(state, machine, now, started[machine.id])
+            profile = self._profile(ctx, machine, started[machine.id])
             at = profile.earliest(machine.needs(blocked), planning_seconds(blocked, machine.platform))
             if at < shadow:
                 shadow, reserved, plan = at, machine, profile
@@ -132,9 +134,9 @@ class Conservative(_Backfilling):
 
     def schedule(self, ctx: Context) -> list[Order]:
         """Reserve every ready pending job at its earliest fit; START those reserved at ``now``, DEFER the rest."""
-        state, now = ctx.state, ctx.now
+        now = ctx.now
         queue, machines = self._setup(ctx)
-        profiles = {m.id: self._profile(state, m, now, []) for m in machines}
+        profiles = {m.id: self._profile(ctx, m, []) for m in machines}
         rooms = {m.id: Room(m.node_free()) for m in machines}
         out: list[Order] = []
         for job in queue:
