@@ -149,5 +149,5 @@ def replay(
     )
     return Workload(
         name, specs, cluster, history=history,
-        notes=f"{len(specs)} jobs replayed after {split} history jobs, arrivals x{speedup:g}, {nodes} nodes; {skipped} fit no cluster",
+        notes=f"{len(specs)} jobs replayed after {split} history jobs, arrivals x{speedup:g}, clusters {nodes}; {skipped} fit no cluster",
     )  # fmt: skip
