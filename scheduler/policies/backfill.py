@@ -20,10 +20,11 @@ from __future__ import annotations
 from typing import Literal
 
 from scheduler import orders as o
-from scheduler.backfill import Correction, Profile, planned_end, planning_seconds
-from scheduler.nodes import Allocation, Room, place
+from scheduler.backfill import Correction, planned_end, planning_seconds
+from scheduler.nodes import Allocation, Room
 from scheduler.orders import Order
 from scheduler.policy import Context
+from scheduler.profiles import NodeProfile, PoolProfile, make_profile
 from scheduler.state import INF, Job, Machine
 
 
@@ -44,7 +45,7 @@ class _Backfilling:
         queue = [job for job in (state.jobs[j] for j in state.pending) if state.ready(job)]
         return queue, [m for m in state.machines.values() if m.online]
 
-    def _profile(self, ctx: Context, machine: Machine, started: list[tuple[float, Allocation]]) -> Profile:
+    def _profile(self, ctx: Context, machine: Machine, started: list[tuple[float, Allocation]]) -> NodeProfile | PoolProfile:
         """The machine's free slots from now on: its running jobs end as planned (corrected when outlived, with the
         quantiles the oracle served, if it has them); ``started`` are (planning seconds, nodes) of jobs this pass
         has just started on it."""
@@ -58,7 +59,7 @@ class _Backfilling:
         room = Room(machine.node_free())
         for _, nodes in started:
             room.take(nodes)
-        return Profile(now, room.free, releases)
+        return make_profile(now, room.free, releases, on_nodes=bool(machine.node_slots))
 
 
 class EASY(_Backfilling):
@@ -101,8 +102,7 @@ class EASY(_Backfilling):
         if reserved is not None and plan is not None:
             out.append(o.defer(blocked.id, reserved.id, shadow))
             seconds = planning_seconds(blocked, reserved.platform)
-            nodes = place(reserved.needs(blocked), plan.window(shadow, seconds))
-            plan.reserve(shadow, seconds, nodes or ())
+            plan.reserve(shadow, seconds, plan.place(reserved.needs(blocked), shadow, seconds) or ())
         candidates = queue[head + 1 :]
         if self.order == "sjbf":
             candidates = sorted(candidates, key=_shortest_planning)
@@ -149,14 +149,13 @@ class Conservative(_Backfilling):
             if where is None:
                 continue  # it fits no machine, ever: it waits for one to join
             needs, plan = where.needs(job), profiles[where.id]
-            window = plan.window(best, seconds)
-            nodes = rooms[where.id].place(needs, window) if best <= now else None
+            nodes = rooms[where.id].place(needs, plan.window(best, seconds)) if best <= now else None
             if nodes is not None:
                 out.append(o.start(job.id, where.id, nodes=nodes))
                 rooms[where.id].take(nodes)
             else:  # later, or now on slots of a run that ends at this instant but is not reported yet
                 out.append(o.defer(job.id, where.id, best))
-            plan.reserve(best, seconds, nodes or place(needs, window) or ())
+            plan.reserve(best, seconds, nodes or plan.place(needs, best, seconds) or ())
         return out
 
 

@@ -6,9 +6,10 @@ import random
 
 import pytest
 
-from scheduler.backfill import Profile, planned_end
+from scheduler.backfill import planned_end
 from scheduler.metrics import compute
 from scheduler.oracles import TableOracle, job_key
+from scheduler.profiles import PoolProfile
 from scheduler.simulate import simulate
 from scheduler.specs import make_policy, parse_estimates
 from scheduler.state import INF, Job, Run
@@ -138,7 +139,7 @@ def test_the_correction_replans_around_a_job_that_outlives_its_estimate():
 
 
 def test_profile_finds_the_earliest_window_and_reservations_take_slots():
-    profile = Profile(0.0, [1], [(10.0, ((0, 2),)), (30.0, ((0, 1),))])  # a pool: 1 free, 3 from 10, 4 from 30
+    profile = PoolProfile(0.0, [1], [(10.0, ((0, 2),)), (30.0, ((0, 1),))])  # 1 free, 3 from 10, 4 from 30
     assert profile.earliest((1,), 100.0) == 0.0
     assert profile.earliest((3,), 5.0) == 10.0
     profile.reserve(10.0, 10.0, ((0, 3),))  # 10-20 taken
