@@ -91,6 +91,7 @@ class LearningOracle:
         self.answers: dict[tuple[str, str], tuple[object, dict[str, Estimate]]] = {}  # per pair: (served model, answers)
         self.served: dict[str, dict[str, Estimate]] = {}
         self.served_by: dict[str, dict[str, ServedModel | None]] = {}  # the model behind each first answer
+        self.ladders: dict[tuple[str, str], tuple[float, ...]] = {}  # quantiles() of jobs that outlived their estimate
         self._ends: dict[tuple[str, str], int] = {}
         self.oracle = RuntimeOracle(
             _catalog(workload), {}, coverage=self.settings.interval_coverage, limit_quantile=self.settings.limit_quantile
@@ -128,14 +129,19 @@ class LearningOracle:
         What ``correction=quantile`` climbs when a running job outlives its planning time.
         """
         key = job_key(job.algorithm, job.params)
+        known = self.ladders.get((key, platform))
+        if known is not None:
+            return known
         estimate = self.served.get(key, {}).get(platform)
         model = self.served_by.get(key, {}).get(platform)
-        if estimate is None or estimate.seconds is None or model is None or not model.quantiles:
-            return ()
-        recorded = dict(model.quantiles)
-        values = {float(scaled(estimate.seconds, recorded, level)) for level in recorded if level > 0.5}
-        values.update(v for v in (estimate.upper, estimate.limit) if v is not None)
-        return tuple(sorted(v for v in values if v > estimate.seconds))
+        ladder: tuple[float, ...] = ()
+        if estimate is not None and estimate.seconds is not None and model is not None and model.quantiles:
+            recorded = dict(model.quantiles)
+            values = {float(scaled(estimate.seconds, recorded, level)) for level in recorded if level > 0.5}
+            values.update(v for v in (estimate.upper, estimate.limit) if v is not None)
+            ladder = tuple(sorted(v for v in values if v > estimate.seconds))
+        self.ladders[(key, platform)] = ladder
+        return ladder
 
     def _answer(self, algorithm: str, platform: str, key: str) -> Estimate:
         """The served model's estimate of job ``key`` on ``platform``, computing it with the next chunk of jobs if needed."""

@@ -82,7 +82,7 @@ class EASY(_Backfilling):
         head = 0
         while head < len(queue):
             job = queue[head]
-            fit = next(((m, n) for m in machines if m.platform in job.estimates for n in [rooms[m.id].place(m.needs(job))] if n is not None), None)
+            fit = _fit_now(job, machines, rooms)
             if fit is None:
                 break
             machine, nodes = fit
@@ -111,14 +111,15 @@ class EASY(_Backfilling):
                 room = rooms[machine.id]
                 if machine.platform not in job.estimates or room.total < job.size:
                     continue
-                needs, seconds = machine.needs(job), planning_seconds(job, machine.platform)
-                # on the reserved machine it must leave the reservation its nodes: it ends before it, or takes what
-                # the reserved job leaves free
-                nodes = room.place(needs, plan.window(now, seconds) if machine is reserved and plan is not None else None)
+                seconds = planning_seconds(job, machine.platform)
+                # a job that runs past the reservation on its machine may only take what the reserved job leaves free
+                # there, node by node (one that ends before it needs only the room there is now)
+                past = plan if machine is reserved and now + seconds > shadow else None
+                nodes = room.place(machine.needs(job), past.window(now, seconds) if past is not None else None)
                 if nodes is None:
                     continue
-                if machine is reserved and plan is not None:
-                    plan.reserve(now, seconds, nodes)
+                if past is not None:
+                    past.reserve(now, seconds, nodes)
                 out.append(o.start(job.id, machine.id, "backfill", nodes))
                 room.take(nodes)
                 break
@@ -157,6 +158,16 @@ class Conservative(_Backfilling):
                 out.append(o.defer(job.id, where.id, best))
             plan.reserve(best, seconds, nodes or plan.place(needs, best, seconds) or ())
         return out
+
+
+def _fit_now(job: Job, machines: list[Machine], rooms: dict[str, Room]) -> tuple[Machine, Allocation] | None:
+    """The first machine with room for the job now, and the nodes it would take there."""
+    for machine in machines:
+        if machine.platform in job.estimates:
+            nodes = rooms[machine.id].place(machine.needs(job))
+            if nodes is not None:
+                return machine, nodes
+    return None
 
 
 def _shortest_planning(job: Job) -> float:
