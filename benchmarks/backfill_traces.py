@@ -1,12 +1,15 @@
 """Backfilling with learned estimates on real logs (issue 19): EASY, EASY-SJBF, EASY++, conservative, perfect knowledge.
 
-    python benchmarks/backfill_traces.py logs ../shared/data/traces/hpc2n.swf ../shared/data/traces/wagap-2013.swf
+    python benchmarks/backfill_traces.py logs ../shared/data/traces/hpc2n.swf ../shared/data/traces/wagap-2013.swf \
+        --nodes pooled packed
     python benchmarks/backfill_traces.py pass --jobs 10000 --processors 240 --repeat 3
 
 ``logs``: each log replayed whole after its history prefix (the learned sources learn online as the replay
 goes) under every (policy, estimates) row of ``RUNS``; per row the community's average bounded slowdown
 (tau = 10 s), mean and max wait, utilisation, makespan, runs past their request, the share of jobs told an
 estimate below their run, and, for plans that give one, the error of the start predicted at submission.
+``--nodes`` replays each log with its clusters pooled (one pool of CPUs each), packed on their nodes, or both
+(:mod:`scheduler.nodes`); a packed log's results are under ``NAME:nodes=packed``.
 ``pass``: one scheduling pass over a queue of pending jobs on one pooled machine, per policy, side by side.
 """
 
@@ -42,6 +45,8 @@ RUNS = (  # (label, policy, estimates): the cheap rows first, then the service's
     ("EASY-SJBF, service point", "easy:order=sjbf", "service"),
     ("EASY-SJBF, service limit", "easy:order=sjbf", "service:plan=limit"),
     ("conservative, service limit", "conservative", "service:plan=limit"),
+    ("EASY, service point, quantile correction", "easy:correction=quantile", "service"),
+    ("EASY-SJBF, service point, quantile correction", "easy:order=sjbf,correction=quantile", "service"),
 )
 PASS_POLICIES = ("easy", "easy:order=sjbf", "conservative", "edf", "fcfs")
 
@@ -54,16 +59,17 @@ def load_note() -> str:
 def bench_logs(args: argparse.Namespace) -> dict[str, Any]:
     chosen = [r for r in RUNS if not args.only or any(word in r[0] for word in args.only)]
     out: dict[str, Any] = {}
-    for path in args.logs:
-        w = swf.replay(path, limit=args.limit)
+    for path, nodes in ((p, n) for p in args.logs for n in args.nodes):
+        w = swf.replay(path, limit=args.limit, nodes=nodes)
+        name = w.name if nodes == "pooled" else f"{w.name}:nodes={nodes}"
         rows = []
         for label, policy, estimates in chosen:
             started = time.perf_counter()
             result, metrics = run(w, make_policy(policy), parse_estimates(estimates).oracle(w, args.seed), label=estimates)
             rows.append({"run": label, "policy": policy, "estimates": estimates, **metrics.as_dict(),
                          "seconds": time.perf_counter() - started})  # fmt: skip
-            print(f"{w.name:10s} {label:45s} AVEbsld {metrics.avebsld:8.2f}  {time.perf_counter() - started:7.1f} s", flush=True)
-            out[w.name] = {"notes": w.notes, "cluster": w.cluster.describe(), "rows": rows, "load": load_note()}
+            print(f"{name:22s} {label:45s} AVEbsld {metrics.avebsld:8.2f}  {time.perf_counter() - started:7.1f} s", flush=True)
+            out[name] = {"notes": w.notes, "cluster": w.cluster.describe(), "rows": rows, "load": load_note()}
             if args.json:  # after each run, so a long run leaves what it has
                 args.json.write_text(json.dumps(out, indent=2))
     return out
@@ -119,7 +125,7 @@ def bench_pass(args: argparse.Namespace) -> dict[str, Any]:
     w = pool_queue(args.jobs + args.running, args.processors, args.seed)
     requested = parse_estimates("requested").oracle(w)
     schedulers = {}
-    for name in PASS_POLICIES:
+    for name in args.policies:
         s = backlog(Workload(w.name, list(w.jobs), w.cluster), make_policy(name), requested)
         machine = s.state.machines["pool"]
         for job_id in list(s.state.pending)[: args.running]:  # some running jobs, so the plan has releases to place
@@ -127,7 +133,7 @@ def bench_pass(args: argparse.Namespace) -> dict[str, Any]:
             if machine.free >= job.size:
                 s.state.start_run(job, machine, 0.0)
         schedulers[name] = s
-    times: dict[str, list[float]] = {name: [] for name in PASS_POLICIES}
+    times: dict[str, list[float]] = {name: [] for name in args.policies}
     orders: dict[str, int] = {}
     for _ in range(args.repeat):
         for name, s in schedulers.items():
@@ -148,11 +154,14 @@ def main() -> None:
     p.add_argument("logs", type=Path, nargs="+")
     p.add_argument("--limit", type=int, default=None, help="Replay at most this many jobs after the history (default: all).")
     p.add_argument("--only", nargs="+", default=None, help="Only the runs whose label holds one of these words.")
+    p.add_argument("--nodes", nargs="+", choices=("pooled", "packed"), default=["pooled"],
+                   help="Each cluster as one pool of CPUs, as its nodes (jobs packed or as their node request asks), or both.")
     p = sub.add_parser("pass")
     p.add_argument("--jobs", type=int, default=10_000)
     p.add_argument("--running", type=int, default=200, help="Jobs started before the pass (those that fit).")
     p.add_argument("--processors", type=int, default=240)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--policies", nargs="+", default=list(PASS_POLICIES), help="The policies to time (default: all five).")
     for p in sub.choices.values():
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--json", type=Path, default=None, help="Also write the results here.")

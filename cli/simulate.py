@@ -18,7 +18,7 @@ commands = typer.Typer()
 
 @commands.command()
 def simulate(
-    workload: Annotated[str, typer.Option(help="fig11..fig14, ncbi[:hours=25,...], dataset[:load=0.8,...], a measurements .csv or an .swf log[:limit=N,speedup=S].")],
+    workload: Annotated[str, typer.Option(help="fig11..fig14, ncbi[:hours=25,...], dataset[:load=0.8,...], a measurements .csv or an .swf log[:limit=N,speedup=S,nodes=pooled|packed].")],
     cluster: Annotated[str | None, typer.Option(help="ncbi[:per_type=N], ncbi-homo, catalog:N, a .machines or .yaml file (default: the workload's).")] = None,
     policy: Annotated[str, typer.Option(help="Policy, with options as NAME:key=value,... (edf, edf:objective=makespan, fcfs, ...).")] = "edf",
     estimates: Annotated[str | None, typer.Option(help="oracle | model[:MEMBER] | noisy:SIGMA | none | requested | champions (default: model when the workload has history, else oracle).")] = None,

@@ -23,7 +23,7 @@ from scipy import stats
 from scheduler.bounds import makespan_lower_bound
 from scheduler.estimates import EstimateSource, Fitted, Noisy, Truth
 from scheduler.metrics import Metrics
-from scheduler.policies import PolicyChoice, applicable_policies
+from scheduler.policies import POLICIES, PolicyChoice, applicable_policies
 from scheduler.runner import run
 from scheduler.workload import Cluster, Workload, WorkloadRecipe
 
@@ -47,7 +47,9 @@ Progress = Callable[[str, int, int], None]  # (label of the run just finished, r
 def resolve_policies(workload: Workload, requested: Mapping[str, PolicyChoice] | None = None) -> dict[str, PolicyChoice]:
     """``requested`` (label -> policy) checked against the workload, or every policy the workload can run."""
     if not requested:
-        return {name: PolicyChoice(name) for name in applicable_policies(workload.provides)}
+        on_nodes = any(m.node_slots for m in workload.cluster.machines)  # only policies that place jobs on nodes
+        names = [n for n in applicable_policies(workload.provides) if not on_nodes or getattr(POLICIES[n].factory, "places_nodes", False)]
+        return {name: PolicyChoice(name) for name in names}
     for choice in requested.values():
         if missing := choice.needs - workload.provides:
             raise ValueError(f"policy {choice.name!r} needs {', '.join(sorted(missing))}, which workload {workload.name} does not provide")

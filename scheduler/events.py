@@ -195,7 +195,7 @@ class Scheduler:
                 if job.status is not JobStatus.PENDING or job.planned_machine != machine_id:
                     queue.pop(0)
                     continue
-                if machine.free < job.size or not state.ready(job):
+                if machine.allot(job) is None or not state.ready(job):
                     break
                 queue.pop(0)
                 run = state.start_run(job, machine, now)
@@ -223,7 +223,7 @@ class Scheduler:
             if kind in (OrderKind.START, OrderKind.MIGRATE, OrderKind.REPLICATE):
                 target = order.target if kind is OrderKind.MIGRATE else order.machine
                 run = self._launch(order, job, target, now)
-            issued.append(order._replace(attempt=run.attempt))
+            issued.append(order._replace(attempt=run.attempt, nodes=run.nodes))
         state.replan(deferrals)
         return issued
 
@@ -237,9 +237,11 @@ class Scheduler:
             raise OrderError(f"{order}: job is {job.status.value}, not pending")
         if machine.free < job.size:
             raise OrderError(f"{order}: machine {machine_id} has {machine.free} free slots, job needs {job.size}")
+        if machine.node_slots and machine.allot(job, order.nodes) is None:
+            raise OrderError(f"{order}: the nodes of {machine_id} cannot give {job.id} {machine.needs(job)} slots")
         if not replica and not self.state.ready(job):
             raise OrderError(f"{order}: dependencies of {job.id} are not satisfied")
-        return self.state.start_run(job, machine, now)
+        return self.state.start_run(job, machine, now, order.nodes)
 
     def _stop(self, order: Order, job: Job, now: float, keep: bool) -> Run:
         """End the job's run on the order's machine; a pause keeps its progress where the platform can checkpoint."""

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from predictor.catalog import Catalog
 from predictor.domain import Estimate, Measurement, ServedEstimate, Source
+from predictor.intervals import scaled
 from predictor.oracle import Job as OracleJob
 from predictor.oracle import RuntimeOracle, ServedModel, serve_model
 from predictor.settings import Settings
@@ -89,6 +90,8 @@ class LearningOracle:
             jobs.append((key, dict(spec.features or {}), tuple(spec.true_times)))
         self.answers: dict[tuple[str, str], tuple[object, dict[str, Estimate]]] = {}  # per pair: (served model, answers)
         self.served: dict[str, dict[str, Estimate]] = {}
+        self.served_by: dict[str, dict[str, ServedModel | None]] = {}  # the model behind each first answer
+        self.ladders: dict[tuple[str, str], tuple[float, ...]] = {}  # quantiles() of jobs that outlived their estimate
         self._ends: dict[tuple[str, str], int] = {}
         self.oracle = RuntimeOracle(
             _catalog(workload), {}, coverage=self.settings.interval_coverage, limit_quantile=self.settings.limit_quantile
@@ -111,10 +114,34 @@ class LearningOracle:
         """
         key = job_key(algorithm, params)
         answer = {p: self._answer(algorithm, p, key) for p in self.eligible[key] if platforms is None or p in platforms}
-        self.served.setdefault(key, answer)
+        if key not in self.served:
+            self.served[key] = answer
+            self.served_by[key] = {p: self.oracle.models.get((algorithm, p)) for p in answer}
         if self.options.plan == "limit":
             return {p: e.model_copy(update={"seconds": e.limit}) if e.limit is not None else e for p, e in answer.items()}
         return answer
+
+    def quantiles(self, job: Job, platform: str) -> tuple[float, ...]:
+        """The upper quantiles of the job's first served interval on ``platform``, in seconds ascending: its point
+        scaled by the serving model's residual quantiles at the recorded levels above the median, and the served
+        upper end and limit (which carry any widening). Empty where that answer had no interval.
+
+        What ``correction=quantile`` climbs when a running job outlives its planning time.
+        """
+        key = job_key(job.algorithm, job.params)
+        known = self.ladders.get((key, platform))
+        if known is not None:
+            return known
+        estimate = self.served.get(key, {}).get(platform)
+        model = self.served_by.get(key, {}).get(platform)
+        ladder: tuple[float, ...] = ()
+        if estimate is not None and estimate.seconds is not None and model is not None and model.quantiles:
+            recorded = dict(model.quantiles)
+            values = {float(scaled(estimate.seconds, recorded, level)) for level in recorded if level > 0.5}
+            values.update(v for v in (estimate.upper, estimate.limit) if v is not None)
+            ladder = tuple(sorted(v for v in values if v > estimate.seconds))
+        self.ladders[(key, platform)] = ladder
+        return ladder
 
     def _answer(self, algorithm: str, platform: str, key: str) -> Estimate:
         """The served model's estimate of job ``key`` on ``platform``, computing it with the next chunk of jobs if needed."""

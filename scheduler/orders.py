@@ -28,6 +28,7 @@ class Order(NamedTuple):
     requeue: bool = True
     reason: str = ""
     attempt: int | None = None  # the run it starts or stops; set by the event loop when it applies the order
+    nodes: tuple[tuple[int, int], ...] = ()  # START on a machine of nodes: the (node, slots) to take (scheduler/nodes.py)
 
     @property
     def sent(self) -> bool:
@@ -35,8 +36,8 @@ class Order(NamedTuple):
         return self.kind is not OrderKind.DEFER
 
 
-def start(job: str, machine: str, reason: str = "") -> Order:
-    return Order(OrderKind.START, job, machine, reason=reason)
+def start(job: str, machine: str, reason: str = "", nodes: tuple[tuple[int, int], ...] = ()) -> Order:
+    return Order(OrderKind.START, job, machine, reason=reason, nodes=nodes)
 
 
 def defer(job: str, machine: str, at: float) -> Order:

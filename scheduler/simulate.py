@@ -39,6 +39,7 @@ class Segment:
     outcome: str
     share: float
     algorithm: str
+    nodes: tuple[tuple[int, int], ...] = ()  # the (node, slots) it held on a machine of nodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,7 @@ class _Attempt:
     start: float
     progress0: float
     duration: float
+    nodes: tuple[tuple[int, int], ...] = ()
 
 
 class Simulation:
@@ -93,6 +95,8 @@ class Simulation:
     def __init__(
         self, workload: Workload, policy: Policy, oracle: Oracle, threshold: float = 0.25, prober: IdleProber | None = None
     ) -> None:
+        if any(m.node_slots for m in workload.cluster.machines) and not getattr(policy, "places_nodes", False):
+            raise ValueError(f"policy {policy.name!r} does not place jobs on nodes: run it on pooled machines (nodes=pooled)")
         self.workload = workload
         self.prober = prober
         self._real_events = 0  # events of the workload still queued: probing stops with the workload
@@ -244,9 +248,9 @@ class Simulation:
                 keep = kind is not OrderKind.CANCEL
                 self._stop(order.job, order.machine, now, "paused" if keep else "cancelled", keep)
             if kind in (OrderKind.START, OrderKind.REPLICATE, OrderKind.MIGRATE):
-                self._start(order.job, order.target if kind is OrderKind.MIGRATE else order.machine, now)
+                self._start(order.job, order.target if kind is OrderKind.MIGRATE else order.machine, now, order.nodes)
 
-    def _start(self, job_id: str, machine_id: str, now: float) -> None:
+    def _start(self, job_id: str, machine_id: str, now: float, nodes: tuple[tuple[int, int], ...] = ()) -> None:
         if self.prober is not None:
             self.prober.preempt(machine_id, now)  # a real job takes the machine from its probe at once
         spec = self.specs[job_id]
@@ -257,7 +261,7 @@ class Simulation:
         if gain and spec.data is not None and self.warm.get(machine_id) == spec.data:
             seconds *= 1.0 - gain
         self._token += 1
-        self.active[(job_id, machine_id)] = _Attempt(self._token, now, done, seconds)
+        self.active[(job_id, machine_id)] = _Attempt(self._token, now, done, seconds, nodes)
         if self.staging is not None and self.staging.start(spec, machine_id, now, seconds):
             self._push_staged()
             return  # it computes once its inputs are at its site: see _staged
@@ -295,7 +299,7 @@ class Simulation:
         spec = self.specs[job_id]
         share = spec.size / self.slots[machine_id]
         self.segments.append(
-            Segment(job_id, machine_id, self.platform_of[machine_id], attempt.start, now, outcome, share, spec.algorithm)
+            Segment(job_id, machine_id, self.platform_of[machine_id], attempt.start, now, outcome, share, spec.algorithm, attempt.nodes)
         )
         if self.staging is not None:  # seed 003: log its transfer, abort it if unfinished
             self.staging.stop(job_id, machine_id, now, outcome)

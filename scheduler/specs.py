@@ -104,7 +104,8 @@ def parse_estimates(text: str, champions: Callable[[], Oracle] | None = None) ->
 def parse_workload(text: str, catalog: Catalog) -> WorkloadRecipe:
     """``fig11``..``fig14``; a generator ``ncbi``, ``walker`` or ``bot`` with its options; ``dataset`` (the bundled
     measurements) or a measurements ``.csv``, with ``from_measurements``' options; an ``.swf`` log with ``train``
-    (the fraction kept as history), ``limit`` and ``speedup`` (its cluster from ``LOG.swf.machines``)."""
+    (the fraction kept as history), ``limit``, ``speedup`` and ``nodes=pooled|packed`` (its cluster from
+    ``LOG.swf.machines``)."""
     name, items = _split(text, "workload")
     if name in FIGURES:
         return WorkloadRecipe(FIGURES[name], _bind("workload", name, FIGURES[name], items), seeded=False)
@@ -262,6 +263,9 @@ def _existing(name: str) -> Path:
     return path
 
 
-def _swf_log(path: Path, train: float = 0.3, limit: int | None = None, speedup: float = 1.0) -> Workload:
-    """An SWF log replayed after its first ``train`` fraction of jobs, kept as history (see ``swf.replay``)."""
-    return swf.replay(path, train_fraction=train, limit=limit, speedup=speedup)
+def _swf_log(
+    path: Path, train: float = 0.3, limit: int | None = None, speedup: float = 1.0, nodes: Literal["pooled", "packed"] = "pooled"
+) -> Workload:
+    """An SWF log replayed after its first ``train`` fraction of jobs, kept as history, its clusters pooled or as nodes
+    (see ``swf.replay``)."""
+    return swf.replay(path, train_fraction=train, limit=limit, speedup=speedup, nodes=nodes)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
+from scheduler.nodes import Allocation, node_needs, place
+
 if TYPE_CHECKING:
     from scheduler.grid import DataStores
 
@@ -44,6 +46,7 @@ class Run:
     estimate: float | None
     progress0: float = 0.0
     orphan: bool = False
+    nodes: Allocation = ()  # (node, slots) it holds on a machine of nodes (scheduler/nodes.py); empty on a pool
 
     def end_after(self, now: float) -> float:
         """Expected end seen at ``now``: as estimated, or, once overdue, ``OVERRUN_MARGIN`` of the estimate from now."""
@@ -165,6 +168,12 @@ class Machine:
     busy_until: float = 0.0
     overrun: float = 0.0
     attributes: dict[str, Any] = field(default_factory=dict)  # what the grid's information agent says (gridinfo)
+    node_slots: int = 0  # > 0: the slots are nodes of this many, and jobs are placed on them (scheduler/nodes.py)
+    node_used: list[int] = field(default_factory=list)  # slots taken on each node (empty on a pool)
+
+    def __post_init__(self) -> None:
+        if self.node_slots and not self.node_used:
+            self.node_used = [0] * (self.slots // self.node_slots)
 
     def free_after(self, now: float) -> float:
         """When a one-slot machine's run is expected to end, seen at ``now`` (see :meth:`Run.end_after`)."""
@@ -173,6 +182,27 @@ class Machine:
     @property
     def free(self) -> int:
         return self.slots - self.used if self.online else 0
+
+    def node_free(self) -> list[int]:
+        """Free slots per node (one entry, :attr:`free`, on a pool)."""
+        if not self.node_slots:
+            return [self.free]
+        return [self.node_slots - used if self.online else 0 for used in self.node_used]
+
+    def needs(self, job: Job) -> tuple[int, ...]:
+        """The slots ``job`` needs on each of the nodes it would take here, largest first."""
+        return node_needs(job.size, job.params, self.node_slots)
+
+    def allot(self, job: Job, nodes: Allocation = ()) -> Allocation | None:
+        """The nodes ``job`` would hold here: ``nodes`` if they are free and fit its needs, else a best fit;
+        None if it does not fit now; () on a pool."""
+        if not self.node_slots:
+            return () if self.free >= job.size else None
+        if not nodes:
+            return place(self.needs(job), self.node_free())
+        free = self.node_free()
+        fits = len({n for n, _ in nodes}) == len(nodes) and all(0 <= n < len(free) and s <= free[n] for n, s in nodes)
+        return nodes if fits and sorted((s for _, s in nodes), reverse=True) == list(self.needs(job)) else None
 
 
 class State:
@@ -236,10 +266,13 @@ class State:
                 return False
         return True
 
-    def start_run(self, job: Job, machine: Machine, now: float) -> Run:
-        """Record a new run of ``job`` on ``machine``."""
+    def start_run(self, job: Job, machine: Machine, now: float, nodes: Allocation = ()) -> Run:
+        """Record a new run of ``job`` on ``machine`` (on ``nodes``, or a best fit, where it has nodes)."""
+        allocation = machine.allot(job, nodes) if machine.node_slots else ()
+        if allocation is None:
+            raise ValueError(f"job {job.id} does not fit the free nodes of {machine.id}")
         job.attempts += 1
-        run = Run(machine.id, now, job.attempts, job.remaining(machine.platform), job.progress)
+        run = Run(machine.id, now, job.attempts, job.remaining(machine.platform), job.progress, nodes=allocation)
         job.runs[machine.id] = run
         job.status = JobStatus.RUNNING
         if job.started is None:
@@ -247,7 +280,9 @@ class State:
         job.planned_machine = job.planned_start = None
         self.pending.pop(job.id, None)
         machine.running[job.id] = None
-        machine.used += job.size
+        machine.used += sum(slots for _, slots in allocation) if allocation else job.size
+        for node, slots in allocation:
+            machine.node_used[node] += slots
         self.refresh(machine)
         self.touch(job)
         return run
@@ -258,7 +293,9 @@ class State:
         machine = self.machines.get(machine_id)
         if machine is not None and job.id in machine.running:
             del machine.running[job.id]
-            machine.used -= job.size
+            machine.used -= sum(slots for _, slots in run.nodes) if run.nodes else job.size
+            for node, slots in run.nodes:
+                machine.node_used[node] -= slots
             if machine.used == 0:
                 machine.idle_since = now
             self.refresh(machine)

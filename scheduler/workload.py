@@ -29,6 +29,7 @@ class MachineSpec:
     platform: str
     slots: int = 1
     attributes: dict[str, Any] = field(default_factory=dict, hash=False)  # see scheduler.gridinfo
+    node_slots: int = 0  # > 0: the slots are nodes of this many and a job is placed on nodes (scheduler/nodes.py)
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Cluster:
     def machine(self, spec: MachineSpec) -> Machine:
         """A fresh scheduler machine for ``spec``."""
         power = self.platforms[spec.platform].power_watts
-        return Machine(spec.id, spec.platform, spec.slots, power, attributes=dict(spec.attributes))
+        return Machine(spec.id, spec.platform, spec.slots, power, attributes=dict(spec.attributes), node_slots=spec.node_slots)
 
     def describe(self) -> str:
         counts: dict[str, int] = {}

@@ -20,20 +20,23 @@ from __future__ import annotations
 from typing import Literal
 
 from scheduler import orders as o
-from scheduler.backfill import Correction, Profile, planned_end, planning_seconds
+from scheduler.backfill import Correction, planned_end, planning_seconds
+from scheduler.nodes import Allocation, Room
 from scheduler.orders import Order
 from scheduler.policy import Context
-from scheduler.state import INF, Job, Machine, State
+from scheduler.profiles import NodeProfile, PoolProfile, make_profile
+from scheduler.state import INF, Job, Machine
 
 
 class _Backfilling:
     """What both backfillers share: the queue, the machines and the running jobs' planned ends."""
 
     replans_every_end = True  # the event loop replans at every end rather than start the plan's next jobs itself
+    places_nodes = True  # it gives each start its nodes on a machine of nodes (scheduler/nodes.py)
 
     def __init__(self, correction: Correction = "tsafrir") -> None:
-        if correction not in ("tsafrir", "requested"):
-            raise ValueError(f"correction must be 'tsafrir' or 'requested', got {correction!r}")
+        if correction not in ("tsafrir", "requested", "quantile"):
+            raise ValueError(f"correction must be 'tsafrir', 'requested' or 'quantile', got {correction!r}")
         self.correction = correction
 
     def _setup(self, ctx: Context) -> tuple[list[Job], list[Machine]]:
@@ -42,17 +45,21 @@ class _Backfilling:
         queue = [job for job in (state.jobs[j] for j in state.pending) if state.ready(job)]
         return queue, [m for m in state.machines.values() if m.online]
 
-    def _profile(self, state: State, machine: Machine, now: float, started: list[tuple[Job, float]]) -> Profile:
-        """The machine's free slots from now on: its running jobs end as planned (corrected when outlived);
-        ``started`` are (job, planning seconds) of jobs this pass has just started on it."""
+    def _profile(self, ctx: Context, machine: Machine, started: list[tuple[float, Allocation]]) -> NodeProfile | PoolProfile:
+        """The machine's free slots from now on: its running jobs end as planned (corrected when outlived, with the
+        quantiles the oracle served, if it has them); ``started`` are (planning seconds, nodes) of jobs this pass
+        has just started on it."""
+        state, now, quantiles = ctx.state, ctx.now, getattr(ctx.oracle, "quantiles", None)
         releases = [
-            (planned_end(job, job.runs[machine.id], machine.platform, now, self.correction), job.size)
-            for job in (state.jobs[j] for j in machine.running)
-            if not job.runs[machine.id].orphan
+            (planned_end(job, run, machine.platform, now, self.correction, quantiles), run.nodes or ((0, job.size),))
+            for job, run in ((job, job.runs[machine.id]) for job in (state.jobs[j] for j in machine.running))
+            if not run.orphan
         ]
-        releases += [(now + seconds, job.size) for job, seconds in started]
-        free = machine.free - sum(job.size for job, _ in started)
-        return Profile(now, free, releases)
+        releases += [(now + seconds, nodes) for seconds, nodes in started]
+        room = Room(machine.node_free())
+        for _, nodes in started:
+            room.take(nodes)
+        return make_profile(now, room.free, releases, on_nodes=bool(machine.node_slots))
 
 
 class EASY(_Backfilling):
@@ -67,45 +74,54 @@ class EASY(_Backfilling):
 
     def schedule(self, ctx: Context) -> list[Order]:
         """START the head jobs that fit, reserve for the first that does not, START the backfill that keeps it."""
-        state, now = ctx.state, ctx.now
+        now = ctx.now
         queue, machines = self._setup(ctx)
-        free = {m.id: m.free for m in machines}
-        started: dict[str, list[tuple[Job, float]]] = {m.id: [] for m in machines}
+        rooms = {m.id: Room(m.node_free()) for m in machines}
+        started: dict[str, list[tuple[float, Allocation]]] = {m.id: [] for m in machines}
         out: list[Order] = []
         head = 0
         while head < len(queue):
             job = queue[head]
-            machine = next((m for m in machines if m.platform in job.estimates and free[m.id] >= job.size), None)
-            if machine is None:
+            fit = _fit_now(job, machines, rooms)
+            if fit is None:
                 break
-            out.append(o.start(job.id, machine.id))
-            free[machine.id] -= job.size
-            started[machine.id].append((job, planning_seconds(job, machine.platform)))
+            machine, nodes = fit
+            out.append(o.start(job.id, machine.id, nodes=nodes))
+            rooms[machine.id].take(nodes)
+            started[machine.id].append((planning_seconds(job, machine.platform), nodes))
             head += 1
         if head == len(queue):
             return out
         blocked = queue[head]
-        shadow, reserved, extra = INF, None, 0
+        shadow, reserved, plan = INF, None, None
         for machine in (m for m in machines if m.platform in blocked.estimates):
-            profile = self._profile(state, machine, now, started[machine.id])
-            at = profile.earliest(blocked.size, planning_seconds(blocked, machine.platform))
+            profile = self._profile(ctx, machine, started[machine.id])
+            at = profile.earliest(machine.needs(blocked), planning_seconds(blocked, machine.platform))
             if at < shadow:
-                shadow, reserved, extra = at, machine, profile.free_at(at) - blocked.size
-        if reserved is not None:
+                shadow, reserved, plan = at, machine, profile
+        if reserved is not None and plan is not None:
             out.append(o.defer(blocked.id, reserved.id, shadow))
+            seconds = planning_seconds(blocked, reserved.platform)
+            plan.reserve(shadow, seconds, plan.place(reserved.needs(blocked), shadow, seconds) or ())
         candidates = queue[head + 1 :]
         if self.order == "sjbf":
             candidates = sorted(candidates, key=_shortest_planning)
         for job in candidates:
             for machine in machines:
-                if machine.platform not in job.estimates or free[machine.id] < job.size:
+                room = rooms[machine.id]
+                if machine.platform not in job.estimates or room.total < job.size:
                     continue
-                if machine is reserved and now + planning_seconds(job, machine.platform) > shadow:
-                    if job.size > extra:
-                        continue
-                    extra -= job.size  # it still runs at the shadow time: it takes slots the head leaves free
-                out.append(o.start(job.id, machine.id, "backfill"))
-                free[machine.id] -= job.size
+                seconds = planning_seconds(job, machine.platform)
+                # a job that runs past the reservation on its machine may only take what the reserved job leaves free
+                # there, node by node (one that ends before it needs only the room there is now)
+                past = plan if machine is reserved and now + seconds > shadow else None
+                nodes = room.place(machine.needs(job), past.window(now, seconds) if past is not None else None)
+                if nodes is None:
+                    continue
+                if past is not None:
+                    past.reserve(now, seconds, nodes)
+                out.append(o.start(job.id, machine.id, "backfill", nodes))
+                room.take(nodes)
                 break
         return out
 
@@ -119,27 +135,39 @@ class Conservative(_Backfilling):
 
     def schedule(self, ctx: Context) -> list[Order]:
         """Reserve every ready pending job at its earliest fit; START those reserved at ``now``, DEFER the rest."""
-        state, now = ctx.state, ctx.now
+        now = ctx.now
         queue, machines = self._setup(ctx)
-        profiles = {m.id: self._profile(state, m, now, []) for m in machines}
-        free = {m.id: m.free for m in machines}
+        profiles = {m.id: self._profile(ctx, m, []) for m in machines}
+        rooms = {m.id: Room(m.node_free()) for m in machines}
         out: list[Order] = []
         for job in queue:
             best, where, seconds = INF, None, INF
             for machine in (m for m in machines if m.platform in job.estimates):
                 length = planning_seconds(job, machine.platform)
-                at = profiles[machine.id].earliest(job.size, length)
+                at = profiles[machine.id].earliest(machine.needs(job), length)
                 if at < best:
                     best, where, seconds = at, machine, length
             if where is None:
                 continue  # it fits no machine, ever: it waits for one to join
-            profiles[where.id].reserve(best, seconds, job.size)
-            if best <= now and free[where.id] >= job.size:
-                out.append(o.start(job.id, where.id))
-                free[where.id] -= job.size
+            needs, plan = where.needs(job), profiles[where.id]
+            nodes = rooms[where.id].place(needs, plan.window(best, seconds)) if best <= now else None
+            if nodes is not None:
+                out.append(o.start(job.id, where.id, nodes=nodes))
+                rooms[where.id].take(nodes)
             else:  # later, or now on slots of a run that ends at this instant but is not reported yet
                 out.append(o.defer(job.id, where.id, best))
+            plan.reserve(best, seconds, nodes or plan.place(needs, best, seconds) or ())
         return out
+
+
+def _fit_now(job: Job, machines: list[Machine], rooms: dict[str, Room]) -> tuple[Machine, Allocation] | None:
+    """The first machine with room for the job now, and the nodes it would take there."""
+    for machine in machines:
+        if machine.platform in job.estimates:
+            nodes = rooms[machine.id].place(machine.needs(job))
+            if nodes is not None:
+                return machine, nodes
+    return None
 
 
 def _shortest_planning(job: Job) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scheduler import orders as o
+from scheduler.nodes import Room
 from scheduler.orders import Order
 from scheduler.policy import Context
 from scheduler.state import Job
@@ -14,8 +15,11 @@ class FCFS:
     ``fastest_only=True`` is the variant of Fig 13: a job waits for a machine of its
     fastest platform (by estimate) instead of taking any free one. A job that finds no
     room keeps the many-slot machines it could use for itself, so smaller later jobs
-    cannot starve it; on one-slot machines that changes nothing.
+    cannot starve it; on one-slot machines that changes nothing. On a machine of nodes a job takes the nodes
+    that fit it (:mod:`scheduler.nodes`).
     """
+
+    places_nodes = True  # it gives each start its nodes on a machine of nodes
 
     def __init__(self, fastest_only: bool = False) -> None:
         self.fastest_only = fastest_only
@@ -28,29 +32,28 @@ class FCFS:
         if not idle:
             return []
         idle.sort(key=lambda m: m.idle_since)
-        free = {m.id: m.slots - m.used for m in idle}
-        platform_of = {m.id: m.platform for m in idle}
+        rooms = {m.id: Room(m.node_free()) for m in idle}
         present = {p for p, machines in state.platforms.items() if any(m.online for m in machines)}
         blocked: set[str] = set()
         out: list[Order] = []
         for job_id in state.pending:
-            if not free:
+            if not rooms:
                 break
             job = state.jobs[job_id]
             if not state.ready(job):
                 continue
             eligible = self._platforms(job, present)
-            choice = next(
-                (m for m, room in free.items() if room >= job.size and platform_of[m] in eligible and m not in blocked),
-                None,
-            )
+            usable = (state.machines[m] for m in rooms if m not in blocked)
+            fits = ((m, rooms[m.id].place(m.needs(job))) for m in usable if m.platform in eligible)
+            choice = next(((m, nodes) for m, nodes in fits if nodes is not None), None)
             if choice is None:
-                blocked.update(m for m in free if platform_of[m] in eligible and state.machines[m].slots > 1)
+                blocked.update(m for m in rooms if state.machines[m].platform in eligible and state.machines[m].slots > 1)
                 continue
-            out.append(o.start(job.id, choice))
-            free[choice] -= job.size
-            if free[choice] == 0:
-                del free[choice]
+            machine, nodes = choice
+            out.append(o.start(job.id, machine.id, nodes=nodes))
+            rooms[machine.id].take(nodes)
+            if rooms[machine.id].total == 0:
+                del rooms[machine.id]
         return out
 
     def _platforms(self, job: Job, present: set[str]) -> set[str]:

@@ -3,11 +3,15 @@
 Real arrivals, real run times as the truth, and the time each user requested as the
 estimate users give. The cluster comes from the Alea machine file beside the log
 (``<log>.machines``: id, name, nodes, CPUs per node, speed, memory): each line is one
-platform, simulated as one machine whose slots are all its CPUs; a job asks for its
-requested processors anywhere in it. That ignores node boundaries (a 12-CPU job may
-span nodes) and exclusive-node requests, and keeps the log's heterogeneity: which
-cluster a MetaCentrum job may use (``cl_<name>`` in its node request, and whether its
-processors per node fit the cluster's nodes) and each cluster's speed.
+platform, simulated as one machine. With ``nodes="pooled"`` (the default) its slots are
+all its CPUs and a job asks for its processors anywhere in it, ignoring node boundaries
+(a 12-CPU job may span 2-CPU nodes) and exclusive-node requests. With ``nodes="packed"``
+the machine is its nodes (:mod:`scheduler.nodes`): a job with a node request (``N:ppn=P``
+parts, MetaCentrum's) takes N nodes with P free CPUs each, the whole nodes with ``#excl``;
+any other job has its processors packed onto whole nodes and one more. Either way the
+log's heterogeneity stays: which cluster a MetaCentrum job may use (``cl_<name>`` in its
+node request, and whether its processors per node fit the cluster's nodes) and each
+cluster's speed.
 
 The first ``train_fraction`` of the log (by submit time) is history: its jobs are not
 replayed, and a model learns from them (Tsafrir-style job-history features from
@@ -20,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from features.history import history_features
 from features.swf import UNKNOWN, SwfJob, read_swf
@@ -57,18 +62,20 @@ def read_machines(path: str | Path) -> list[ClusterLine]:
     return out
 
 
+def node_request(job: SwfJob) -> list[tuple[int, int]]:
+    """The (nodes, CPUs per node) parts of the job's node request (``2:ppn=6+1:ppn=4``); empty without one."""
+    parts = (_REQUEST.match(part) for part in (job.node_request or "").split("+"))
+    return [(int(m.group(1)), int(m.group(2) or 1)) for m in parts if m]
+
+
 def eligible(job: SwfJob, clusters: list[ClusterLine]) -> tuple[int, tuple[str, ...]]:
     """(processors the job needs, clusters it may run on): its ``cl_`` property, per-node fit, total size."""
     size = job.procs or 0
     if size <= 0:
         return 0, ()
     named = set(_CLUSTER.findall(job.node_request or ""))
-    nodes = ppn = 0
-    for part in (job.node_request or "").split("+"):
-        match = _REQUEST.match(part)
-        if match:
-            nodes += int(match.group(1))
-            ppn = max(ppn, int(match.group(2) or 1))
+    parts = node_request(job)
+    nodes, ppn = sum(n for n, _ in parts), max((p for _, p in parts), default=0)
     fits = []
     for c in clusters:
         if named and c.name not in named:
@@ -86,11 +93,15 @@ def replay(
     train_fraction: float = 0.3,
     limit: int | None = None,
     speedup: float = 1.0,
+    nodes: Literal["pooled", "packed"] = "pooled",
 ) -> Workload:
     """The log at ``path`` after its first ``train_fraction`` (at most ``limit`` jobs), on the cluster of ``machines``.
 
-    ``speedup`` divides the gaps between arrivals (the usual load scaling of trace replays).
+    ``speedup`` divides the gaps between arrivals (the usual load scaling of trace replays); ``nodes`` says whether
+    a cluster is one pool of CPUs or its nodes (see the module docstring).
     """
+    if nodes not in ("pooled", "packed"):
+        raise ValueError(f"nodes must be 'pooled' or 'packed', got {nodes!r}")
     path = Path(path)
     clusters = read_machines(machines or path.with_name(path.name + ".machines"))
     log = read_swf(path)
@@ -119,20 +130,24 @@ def replay(
         if limit is not None and len(specs) >= limit:
             break
         requested = job.requested_time if job.requested_time != UNKNOWN else -1.0
+        params = {"job": job.job, "user": job.user, "requested_time": requested}
+        if nodes == "packed" and node_request(job):
+            params |= {"node_request": node_request(job), "exclusive": "#excl" in (job.node_request or "")}
         specs.append(
             JobSpec(
                 id=f"{name}-{job.job}", submit=job.submit, algorithm=name, true_times=true_times,
-                params={"job": job.job, "user": job.user, "requested_time": requested}, features=feats, size=size,
-                fails=job.status in FAILED,
+                params=params, features=feats, size=size, fails=job.status in FAILED,
             )
         )  # fmt: skip
     t0 = specs[0].submit if specs else 0.0
     for spec in specs:
         spec.submit = (spec.submit - t0) / speedup
+    per_node = {c.name: c.cpus_per_node if nodes == "packed" else 0 for c in clusters}
     cluster = Cluster(
-        {c.name: PlatformSpec(c.name) for c in clusters}, [MachineSpec(c.name, c.name, c.cpus) for c in clusters]
+        {c.name: PlatformSpec(c.name) for c in clusters},
+        [MachineSpec(c.name, c.name, c.cpus, node_slots=per_node[c.name]) for c in clusters],
     )
     return Workload(
         name, specs, cluster, history=history,
-        notes=f"{len(specs)} jobs replayed after {split} history jobs, arrivals x{speedup:g}; {skipped} fit no cluster",
+        notes=f"{len(specs)} jobs replayed after {split} history jobs, arrivals x{speedup:g}, clusters {nodes}; {skipped} fit no cluster",
     )  # fmt: skip

@@ -6,9 +6,10 @@ import random
 
 import pytest
 
-from scheduler.backfill import Profile, planned_end
+from scheduler.backfill import planned_end
 from scheduler.metrics import compute
 from scheduler.oracles import TableOracle, job_key
+from scheduler.profiles import PoolProfile
 from scheduler.simulate import simulate
 from scheduler.specs import make_policy, parse_estimates
 from scheduler.state import INF, Job, Run
@@ -107,6 +108,25 @@ def test_planned_end_is_corrected_by_tsafrirs_steps_up_to_the_kill_limit():
     assert planned_end(job, run, "p", 150.0, "requested") == 1000.0
 
 
+def test_the_quantile_correction_climbs_the_served_quantiles_then_tsafrirs_steps():
+    job = Job("x", "log", 0.0, params={"requested_time": 1000.0}, estimates={"p": 100.0})
+    run = Run("m", 0.0, 1, 100.0)
+
+    def served(_job: Job, _platform: str) -> tuple[float, ...]:
+        return (150.0, 300.0, 600.0)  # e.g. the 0.75, 0.9 and 0.99 quantiles of its served interval
+
+    assert planned_end(job, run, "p", 50.0, "quantile", served) == 100.0  # not outlived yet
+    assert planned_end(job, run, "p", 120.0, "quantile", served) == 150.0
+    assert planned_end(job, run, "p", 150.5, "quantile", served) == 300.0
+    assert planned_end(job, run, "p", 400.0, "quantile", served) == 600.0
+    assert planned_end(job, run, "p", 700.0, "quantile", served) == 1000.0  # past them all: Tsafrir's +15 min, capped
+    assert planned_end(job, run, "p", 1200.0, "quantile", served) == 1260.0  # past the kill limit: due any minute
+    assert planned_end(job, run, "p", 120.0, "quantile", lambda _j, _p: (150.0, 2000.0)) == 150.0
+    assert planned_end(job, run, "p", 200.0, "quantile", lambda _j, _p: (150.0, 2000.0)) == 1000.0  # capped by the request
+    assert planned_end(job, run, "p", 120.0, "quantile", lambda _j, _p: ()) == 160.0  # no interval served: Tsafrir's step
+    assert planned_end(job, run, "p", 120.0, "quantile") == 160.0  # a source without quantiles (requests, last two)
+
+
 def test_the_correction_replans_around_a_job_that_outlives_its_estimate():
     # A (2 processors) is planned at 100 s but runs 500; B (all 4) arrives at 150 and C (2, 30 s) at 151.
     # Tsafrir's step puts A's end at 160, so B's reservation is at 160 and C (to 181) may not backfill;
@@ -115,13 +135,14 @@ def test_the_correction_replans_around_a_job_that_outlives_its_estimate():
     told = TableOracle({job_key("log", j.params): {"pool": 100.0 if j.id == "A" else j.true_times["pool"]} for j in w.jobs}, "told")
     assert starts(w, "easy:correction=tsafrir", oracle=told)["C"] == 510  # after B (500-510)
     assert starts(w, "easy:correction=requested", oracle=told)["C"] == 151
+    assert starts(w, "easy:correction=quantile", oracle=told)["C"] == 510  # the table serves no interval: Tsafrir's steps
 
 
 def test_profile_finds_the_earliest_window_and_reservations_take_slots():
-    profile = Profile(0.0, 1, [(10.0, 2), (30.0, 1)])  # 1 free, 3 from 10, 4 from 30
-    assert profile.earliest(1, 100.0) == 0.0
-    assert profile.earliest(3, 5.0) == 10.0
-    profile.reserve(10.0, 10.0, 3)  # 10-20 taken
-    assert profile.earliest(2, 15.0) == 20.0
+    profile = PoolProfile(0.0, [1], [(10.0, ((0, 2),)), (30.0, ((0, 1),))])  # 1 free, 3 from 10, 4 from 30
+    assert profile.earliest((1,), 100.0) == 0.0
+    assert profile.earliest((3,), 5.0) == 10.0
+    profile.reserve(10.0, 10.0, ((0, 3),))  # 10-20 taken
+    assert profile.earliest((2,), 15.0) == 20.0
     assert profile.free_at(15.0) == 0 and profile.free_at(25.0) == 3
-    assert profile.earliest(5, 1.0) == INF
+    assert profile.earliest((5,), 1.0) == INF

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from predictor.settings import Settings
 from scheduler.learning import LearningOptions, LearningOracle
 from scheduler.metrics import compute
+from scheduler.oracles import job_key
 from scheduler.simulate import simulate
 from scheduler.specs import make_policy, parse_estimates
 from scheduler.workloads import ncbi
@@ -69,3 +72,20 @@ def test_planning_with_the_limit_hands_the_scheduler_the_served_limit() -> None:
     planned = oracle.estimate(spec.algorithm, spec.params, features=spec.features)
     served = oracle.served[next(iter(oracle.served))]
     assert planned and all(e.seconds == served[p].limit > served[p].seconds for p, e in planned.items())
+
+
+def test_the_served_quantiles_climb_from_the_point_to_the_limit() -> None:
+    workload = ncbi.generate(hours=0.02, seed=0, per_type=1, types=("type2",), history_runs=5)
+    oracle = parse_estimates("service:models=mean+linear,folds=3").oracle(workload)
+    assert workload.jobs
+    spec = workload.jobs[0]
+    served = oracle.estimate(spec.algorithm, spec.params, features=spec.features)
+    job = spec.job()
+    assert served
+    for platform, estimate in served.items():
+        ladder = oracle.quantiles(job, platform)
+        recorded = dict(oracle.served_by[job_key(job.algorithm, job.params)][platform].quantiles)
+        # one rung per recorded level above the median (0.75 ... 0.99) that lies above the point, plus upper and limit
+        assert len(ladder) >= 2 and list(ladder) == sorted(ladder) and ladder[0] > estimate.seconds
+        assert estimate.upper in ladder and estimate.limit in ladder
+        assert ladder[-1] == pytest.approx(max(estimate.limit, estimate.seconds * math.exp(recorded[0.99])))

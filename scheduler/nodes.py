@@ -1,0 +1,84 @@
+"""Node-based allocation: the slots a job needs on each node of a machine, and which nodes give them.
+
+A machine with ``node_slots`` > 0 is ``slots // node_slots`` nodes of ``node_slots`` slots each; a pooled
+machine (``node_slots`` 0) is one node of all its slots, so a job's ``size`` is all it needs there. On nodes a
+job either asks for ``nodes x ppn`` (``params['node_request']``: [nodes, ppn] parts, as a log's node request
+gives them; ``params['exclusive']`` holds each such node whole) or has its ``size`` processors packed: as
+many whole nodes as it fills and the rest on one more. An *allocation* is a tuple of (node index, slots),
+each node at most once; a job never holds more slots on a node than the node has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import groupby
+from typing import Any
+
+import numpy as np
+
+Allocation = tuple[tuple[int, int], ...]
+
+
+def node_needs(size: int, params: Mapping[str, Any], node_slots: int) -> tuple[int, ...]:
+    """The slots the job needs on each of its nodes, largest first (``(size,)`` on a pooled machine)."""
+    if node_slots <= 0:
+        return (size,)
+    request = params.get("node_request")
+    if request:
+        exclusive = bool(params.get("exclusive"))
+        per_node = [node_slots if exclusive else int(ppn) for count, ppn in request for _ in range(int(count))]
+        if per_node and max(per_node) <= node_slots and (exclusive or sum(per_node) == size):
+            return tuple(sorted(per_node, reverse=True))
+    whole, rest = divmod(size, node_slots)
+    return (node_slots,) * whole + ((rest,) if rest else ())
+
+
+def place(needs: Sequence[int], capacity: Sequence[int]) -> Allocation | None:
+    """Best fit: each need (largest first) on the node of least room that holds it; None if the nodes cannot.
+
+    Taking the tightest node for the largest need first finds an allocation whenever one exists.
+    """
+    if len(needs) == 1:  # the pooled case, and one-node jobs: no arrays
+        need = needs[0]
+        best = min(((room, node) for node, room in enumerate(capacity) if room >= need), default=None)
+        return None if best is None else ((int(best[1]), need),)
+    room = np.asarray(capacity)
+    taken = np.zeros(len(room), dtype=bool)
+    out: list[tuple[int, int]] = []
+    for need, group in groupby(needs):
+        count = sum(1 for _ in group)
+        fit = np.flatnonzero(~taken & (room >= need))
+        if len(fit) < count:
+            return None
+        chosen = fit[np.argsort(room[fit], kind="stable")[:count]]
+        taken[chosen] = True
+        out += [(int(node), need) for node in chosen]
+    return tuple(out)
+
+
+def levels(needs: Sequence[int]) -> list[tuple[int, int]]:
+    """(slots, how many needs are at least that), per distinct need, largest first: the nodes a fit must offer.
+
+    Nodes whose room is known can hold the needs exactly when, at every level, at least that many nodes have
+    that much room (Hall's condition for needs and rooms ordered by size).
+    """
+    return [(need, sum(1 for n in needs if n >= need)) for need in sorted(set(needs), reverse=True)]
+
+
+class Room:
+    """A machine's free slots per node during one pass, as the pass's starts take them."""
+
+    def __init__(self, free: Sequence[int]) -> None:
+        self.free = list(free)
+        self.total = sum(self.free)
+
+    def place(self, needs: Sequence[int], limit: np.ndarray | None = None) -> Allocation | None:
+        """Where ``needs`` fit now (within ``limit`` per node too, e.g. a plan's room), or None."""
+        if sum(needs) > self.total:
+            return None
+        return place(needs, self.free if limit is None else np.minimum(self.free, limit))
+
+    def take(self, allocation: Allocation) -> None:
+        for node, slots in allocation:
+            self.free[node] -= slots
+            self.total -= slots
