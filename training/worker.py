@@ -96,9 +96,12 @@ def retrain_due(
     progress: Progress | None = None,
 ) -> list[TrainingOutcome]:
     """Train every due pair once, under the guard, and record each decision with its trigger."""
-    from training.champions import MlflowChampions
+    if book is None:  # the registry of the settings, not whatever MLflow's process-wide default points at (a stale ./mlflow.db)
+        from training.champions import MlflowChampions
+        from training.tracking import configure_mlflow
 
-    book = book or MlflowChampions()
+        configure_mlflow(settings)
+        book = MlflowChampions()
     triggers = due(settings, store, book)
     if not triggers:
         return []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mlflow
 import numpy as np
 import pytest
 
@@ -74,3 +75,20 @@ def test_drifting_live_error_triggers_a_retrain(settings: Settings, store: Measu
                                            model_version="1") for m in more])  # fmt: skip
     (trigger,) = due(settings, store, book)
     assert trigger.reason.startswith("live RAE ") and "over 10 runs" in trigger.reason
+
+
+def test_the_worker_reads_the_champions_of_its_settings_not_mlflows_default(settings: Settings, store: MeasurementStore, tmp_path) -> None:
+    """A worker process whose MLflow default points elsewhere (a stale ./mlflow.db in its folder) still judges the real champions."""
+    settings = settings.model_copy(update={"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'registry.db'}", "mlflow_artifact_root": tmp_path / "artifacts"})
+    previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    try:
+        store.add(_runs(40))
+        assert [o.version for o in retrain_due(settings, store)] == ["1"]
+        elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+        mlflow.set_tracking_uri(elsewhere)
+        mlflow.set_registry_uri(elsewhere)
+        store.add(_runs(9, start=40, seed=1))
+        assert retrain_due(settings, store) == []  # 9 new runs on version 1: not due (the empty default registry has no champion)
+    finally:
+        mlflow.set_tracking_uri(previous[0])
+        mlflow.set_registry_uri(previous[1])
