@@ -73,7 +73,8 @@ def test_the_procfile_deployment_runs_the_whole_path(postgres_server, tmp_path):
     inputs.mkdir(parents=True)
     ports = {name: free_port() for name in ("mlflow", "api", "scheduler")}
     env = {
-        **os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        **{k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")},  # mlflow.set_tracking_uri in earlier tests exports its URI
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": f"{PROJECT_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         "PREDICTOR_HOME": str(site / "home"), "PREDICTOR_STORE_URL": postgres_server.url(store_db),
         "MLFLOW_BACKEND_STORE_URI": postgres_server.url(mlflow_db), "MLFLOW_PORT": str(ports["mlflow"]),
