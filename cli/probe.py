@@ -24,7 +24,7 @@ PLAN = BUNDLED_DATA / "plans" / "probe.yaml"
 PlanOption = Annotated[Path, typer.Option("--plan", help="Sweep plan whose jobs are the candidates.", exists=True, dir_okay=False)]
 RuleOption = Annotated[str, typer.Option(help=f"Acquisition rule: {', '.join(RULES)}.")]
 CostOption = Annotated[float, typer.Option(help="Divide each value by estimated seconds to this power (0: ignore cost).", min=0)]
-WorkdirOption = Annotated[Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")]
+WorkdirOption = Annotated[Path | None, typer.Option(help="Where generated inputs go (default: PREDICTOR_PROBE_WORKDIR, else HOME/sweep-inputs).")]
 
 
 @contextmanager
@@ -38,7 +38,7 @@ def _probing(plan_file: Path, workdir: Path | None, rule: str) -> Iterator[tuple
         raise typer.BadParameter(f"{rule!r} is not a rule; choose {', '.join(RULES)}", param_hint="--rule")
     settings = load_settings()
     try:
-        yield load_catalog(*settings.catalog_paths), load_plan(plan_file), open_store(settings), workdir or settings.resolved_home / "sweep-inputs", rule
+        yield load_catalog(*settings.catalog_paths), load_plan(plan_file), open_store(settings), workdir or settings.resolved_probe_workdir, rule
     except (PlanError, FeatureError, KeyError) as exc:
         raise fail(str(exc).strip('"')) from None
 
