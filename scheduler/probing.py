@@ -26,6 +26,7 @@ from predictor.domain import Measurement, Source
 from scheduler.state import Machine, State
 
 HOUR = 3600.0
+OVERDUE_S = 120.0  # a real probe not reported ended this long after its cap is taken for lost
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,14 @@ class IdleProber:
         self.refused.setdefault(machine, set()).add(run.probe.id)
         return self._close(run, now, "cancelled")
 
-    def yield_busy(self, state: State, now: float) -> list[ProbeRecord]:
-        """Cancel at once every probe whose machine is no longer idle: a real job took it, or it went offline."""
+    def reclaim(self, state: State, now: float) -> list[ProbeRecord]:
+        """For a real resource manager: cancel at once every probe whose machine is no longer idle (a real job took it,
+        or it went offline), and close as failed one not reported ended :data:`OVERDUE_S` after its cap (its executor
+        lost it), so its machine may probe again. The caller orders each of them killed."""
         busy = [m for m in self.running if m not in state.machines or not state.machines[m].online or state.machines[m].used > 0]
-        return [record for m in busy if (record := self.preempt(m, now)) is not None]
+        closed = [record for m in busy if (record := self.preempt(m, now)) is not None]
+        lost = [run for run in self.running.values() if now - run.start > run.seconds + OVERDUE_S]
+        return closed + [self.ended(run.machine, run.token, now, failed=True) for run in lost]  # type: ignore[misc]
 
     def ended(self, machine: str, token: int, now: float, *, capped: bool | None = None, failed: bool = False) -> ProbeRecord | None:
         """A probe's end came: measured (censored at the cap; ``capped`` says so for a real run, whose length was

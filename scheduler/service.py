@@ -339,13 +339,14 @@ class SchedulerService:
 
     def _probes(self, step: _Step, now: float) -> None:
         """The prober's part of a step: cancel the probes of machines no longer idle (first: the real job's orders must
-        find the machine free), then start probes on the idle ones."""
+        find the machine free) and those overdue, then start probes on the idle ones."""
         assert self.prober is not None
-        closed = self.prober.yield_busy(self.state, now)
+        closed = self.prober.reclaim(self.state, now)
         started = self.prober.fill(self.state, now)
         step.closed += closed
         step.started += started
-        cancels = [cancel_probe(r.probe, r.machine, r.token, "its machine is no longer idle") for r in closed]
+        cancels = [cancel_probe(r.probe, r.machine, r.token, "its machine is no longer idle" if r.outcome == "cancelled" else "overdue: lost")
+                   for r in closed]  # fmt: skip
         step.orders = cancels + step.orders + [probe(r.probe.id, r.machine, r.token) for r in started]
 
     def _restore_probes(self) -> None:

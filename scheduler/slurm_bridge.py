@@ -276,12 +276,8 @@ class SlurmBridge:
             slurm_job = slurm_jobs.get(token)
             if slurm_job is not None and slurm_job.state not in FINAL:
                 continue
-            known = any(e["kind"] == "probe_ended" and isinstance(e["payload"], dict) and e["payload"].get("attempt") == int(token)
-                        for e in self.db.events_about(job=probe_id))  # fmt: skip
-            if not known:
-                state = slurm_job.state if slurm_job is not None else "gone from slurmctld"
-                self.db.add_event("probe_ended", machine=machine, job=probe_id, payload={"attempt": int(token), "reason": f"Slurm: {state}"})
-                sent += 1
+            state = slurm_job.state if slurm_job is not None else "gone from slurmctld"
+            sent += self.db.report_probe_end(machine, probe_id, int(token), f"Slurm: {state}")
             del self.state.probes[token]
             self._save()
         return sent

@@ -173,6 +173,17 @@ class SchedulerStore:
         with self.engine.connect() as conn:
             return [dict(row) for row in conn.execute(select(e.seq, e.kind, e.machine_id, e.job_id, e.payload).where(where).order_by(e.seq)).mappings()]
 
+    def report_probe_end(self, machine: str, probe: str, token: int, reason: str = "") -> bool:
+        """Send a probe's end to the inbox unless it is there already (an executor restarted before it saved that it had
+        sent it); whether it was sent now."""
+        sent = any(
+            e["kind"] == "probe_ended" and isinstance(e["payload"], dict) and e["payload"].get("attempt") == token
+            for e in self.events_about(job=probe)
+        )
+        if not sent:
+            self.add_event("probe_ended", machine=machine, job=probe, payload={"attempt": token, "reason": reason})
+        return not sent
+
     def pending_events(self, limit: int = 1000) -> list[dict[str, Any]]:
         """Unprocessed events, oldest first, with ``payload`` as the JSON text a resource manager wrote (checked by the service)."""
         e = sched_events.c

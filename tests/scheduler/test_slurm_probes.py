@@ -9,43 +9,26 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
-from predictor.datagen import write_family_fasta
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from serving import create_app
 from tests.livesrv import eventually, serve_app
-from tests.scheduler.test_api import AUTH, TOKEN, seed_profile
+from tests.scheduler.probesite import orders, probe_of, sleep_site
+from tests.scheduler.test_api import AUTH
 from tests.scheduler.test_slurm_bridge import Bridge
 from tests.slurmserver import SlurmCluster
 
 pytestmark = pytest.mark.e2e
-SLEEP = {  # a site's algorithm whose run time is its parameter: one short probe, one that is still running when work comes
-    "parameters": {"seconds": {"type": "float", "required": True, "min": 0}},
-    "implementations": {"cpu1": {"command": ["sleep", "{seconds}"]}},
-}
-PLAN = {"seed": 3, "repeats": 1, "timeout_s": 600, "inputs": {}, "jobs": [{"algorithm": "sleep", "platforms": ["cpu1"], "files": {}, "grid": {"seconds": [1, 300]}}]}
 
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[tuple[str, Settings, Path]]:
-    """The API with its scheduler probing idle cpu1 machines with the plan's two sleeps, and a MAFFT input for real work."""
-    (site := tmp_path / "site.yaml").write_text(yaml.safe_dump({"algorithms": {"sleep": SLEEP}}))
-    (plan := tmp_path / "plan.yaml").write_text(yaml.safe_dump(PLAN))
+    """The API with its scheduler probing idle cpu1 machines with two sleeps, and a MAFFT input for real work."""
     (rules := tmp_path / "rules.yaml").write_text("partitions: {debug: cpu1}\n")
-    inputs = tmp_path / "inputs"
-    inputs.mkdir()
-    write_family_fasta(inputs / "f.fa", n_sequences=8, length=120, mutation_rate=0.2, alphabet="protein", seed=1)
-    settings = Settings(home=tmp_path / "home", data_roots=[inputs], api_token=TOKEN, api_reload_interval_s=0, slurm_rules=rules,
-                        site_catalogs=[site], probe_plan=plan, probe_rule="coverage", probe_budget_s=3600, probe_cap_s=600)  # fmt: skip
-    seed_profile(settings)
+    settings = sleep_site(tmp_path).model_copy(update={"slurm_rules": rules})
     with serve_app(create_app(settings)) as url:
-        yield url, settings, inputs
-
-
-def _orders(base: str, kind: str) -> list[dict]:
-    return [o for o in httpx.get(f"{base}/v1/orders", timeout=10).json()["orders"] if o["kind"] == kind]
+        yield url, settings, tmp_path / "inputs"
 
 
 def test_a_probe_runs_on_slurm_and_is_scancelled_when_a_real_job_comes(slurm_cluster: SlurmCluster, service) -> None:
@@ -55,11 +38,8 @@ def test_a_probe_runs_on_slurm_and_is_scancelled_when_a_real_job_comes(slurm_clu
     store = MeasurementStore(settings.resolved_store_url)
     bridge.start()
     try:
-        def long_probe() -> dict | None:
-            return next((o for o in _orders(base, "probe") if o["probe"]["params"] == {"seconds": 300}), None)
-
-        assert eventually(lambda: long_probe() is not None, 60), bridge.log.read_text()[-3000:]
-        long = long_probe()
+        assert eventually(lambda: probe_of(base, 300) is not None, 60), bridge.log.read_text()[-3000:]
+        long = probe_of(base, 300)
         assert long is not None and long["machine"] == slurm_cluster.node and long["probe"]["cap_s"] == 600
         name = f"predictor-probe-{long['attempt']}"
         assert eventually(lambda: f"{name}|RUNNING" in slurm_cluster.run("squeue", "-h", "--format=%j|%T").stdout, 60)
@@ -68,16 +48,13 @@ def test_a_probe_runs_on_slurm_and_is_scancelled_when_a_real_job_comes(slurm_clu
         assert answer.status_code == 200, answer.text
         done = lambda: httpx.get(f"{base}/v1/jobs/real", timeout=10).json()["status"] == "done"  # noqa: E731
         assert eventually(done, 120), bridge.log.read_text()[-3000:]
-        def short_probe() -> dict | None:  # ordered before the long one, or after the real job freed the node
-            return next((o for o in _orders(base, "probe") if o["probe"]["params"] == {"seconds": 1}), None)
-
-        assert eventually(lambda: short_probe() is not None, 60)
-        short = short_probe()
+        assert eventually(lambda: probe_of(base, 1) is not None, 60)  # ordered before the long one, or after the real job
+        short = probe_of(base, 1)
         assert short is not None and eventually(lambda: store.measurement(short["job"]) is not None, 120), bridge.log.read_text()[-3000:]
     finally:
         bridge.stop()
-    (cancel,) = _orders(base, "cancel_probe")
-    (start,) = _orders(base, "start")
+    (cancel,) = orders(base, "cancel_probe")
+    (start,) = orders(base, "start")
     assert cancel["attempt"] == long["attempt"] and cancel["issued_at"] == start["issued_at"] and cancel["seq"] < start["seq"]
     names = (f"predictor-probe-{short['attempt']}", name, "sched-real")
     assert eventually(lambda: all(f"Name={n} " in slurm_cluster.jobcomp.read_text() for n in names), 30), slurm_cluster.jobcomp.read_text()
@@ -91,5 +68,5 @@ def test_a_probe_runs_on_slurm_and_is_scancelled_when_a_real_job_comes(slurm_clu
     assert ran[name]["JobState"] == "CANCELLED", "scancel'ed when the real job came, long before its 300 s"
     assert ran["sched-real"]["JobState"] == "COMPLETED" and ran["sched-real"]["NodeList"] == slurm_cluster.node
     assert store.measurement(long["job"]) is None, "a cancelled probe leaves no measurement"
-    assert len(_orders(base, "probe")) == 2, "no candidate is left: the long one is not retried on the node that refused it"
+    assert len(orders(base, "probe")) == 2, "no candidate is left: the long one is not retried on the node that refused it"
     store.dispose()
