@@ -7,17 +7,22 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import get_args
 
 import httpx
 import pytest
 import yaml
+from sqlalchemy import inspect
 
+from predictor.acquisition import RULES
 from predictor.catalog import load_catalog
 from predictor.domain import Estimate
 from predictor.probe import profile_probe_command
-from predictor.settings import PROJECT_ROOT, Settings
+from predictor.settings import PROJECT_ROOT, ProbeRule, Settings
 from predictor.store import MeasurementStore
+from predictor.store.scheduler_tables import sched_probes
 from scheduler.probe_plan import idle_prober
+from scheduler.probing import OVERDUE_S
 from scheduler.service import SchedulerService
 from scheduler.store import SchedulerStore
 from serving import create_app
@@ -158,3 +163,27 @@ def test_a_probe_killed_at_its_cap_is_capped_and_a_restarted_service_keeps_its_p
     assert [(r.machine, r.outcome) for r in again.prober.records] == [("m1", "capped")]
     assert [o["kind"] for o in again.orders(cursor)] == [], "the probe's time counts: no room for another cap this hour"
     store.dispose()
+
+
+def test_a_probe_never_reported_ended_is_closed_after_its_cap_and_killed(tmp_path: Path, store: MeasurementStore):
+    required_tools("mafft")
+    settings = _settings(tmp_path, probe_budget_s=3600.0, probe_cap_s=10.0)
+    catalog = load_catalog(*settings.catalog_paths)
+    clock = Clock()
+    service = SchedulerService(store, FixedSeconds(), catalog, clock=clock, prober=idle_prober(settings, store, catalog))
+    (first,) = service.machine_event("m1", "gained", platform="cpu2")
+    clock.now += 10.0 + OVERDUE_S  # at its cap plus the grace: not yet lost
+    assert service.start_probes() == []
+    clock.now += 1.0
+    cancel, again = service.start_probes()
+    assert (cancel.kind.value, cancel.attempt, cancel.reason) == ("cancel_probe", first.attempt, "overdue: lost")
+    assert again.kind.value == "probe" and again.machine == "m1" and again.job != first.job, "not retried on the machine that lost it"
+    assert service.prober is not None and [r.outcome for r in service.prober.records] == ["failed"]
+
+
+def test_the_settings_know_every_acquisition_rule() -> None:
+    assert set(get_args(ProbeRule)) == set(RULES)
+
+
+def test_a_migrated_store_has_the_probes_columns(store: MeasurementStore) -> None:
+    assert {c["name"] for c in inspect(store.engine).get_columns("sched_probes")} == {c.name for c in sched_probes.columns}
