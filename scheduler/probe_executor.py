@@ -23,6 +23,7 @@ from typing import Any
 from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.probe import profile_probe_command
+from predictor.processes import group_alive
 from scheduler.orders import OrderKind
 from scheduler.store import SchedulerStore
 
@@ -100,7 +101,7 @@ class LocalProbeExecutor:
             child = self._children.get(token)
             if child is not None and child.poll() is None:
                 continue
-            if child is None and _alive(pid):
+            if child is None and group_alive(pid):  # its session: the profiler and the program
                 continue
             self.db.report_probe_end(self.machine, probe_id, int(token), f"exit {child.returncode}" if child is not None else "lost")
             self._children.pop(token, None)
@@ -110,13 +111,3 @@ class LocalProbeExecutor:
     def _save(self) -> None:
         write_json_atomically(self.state_path, asdict(self.state))
 
-
-def _alive(pid: int) -> bool:
-    """Whether a process of that id runs (one started by an earlier executor: not our child)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from predictor.processes import group_alive
 from predictor.settings import PROJECT_ROOT, Settings
 from predictor.store import MeasurementStore
 from serving import create_app
@@ -48,14 +49,6 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Settings]]:
         yield url, settings
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_the_local_executor_runs_probes_and_kills_one_when_a_real_job_takes_the_machine(served):
     base, settings = served
     store = MeasurementStore(settings.resolved_store_url)
@@ -69,14 +62,14 @@ def test_the_local_executor_runs_probes_and_kills_one_when_a_real_job_takes_the_
         assert long is not None
         assert eventually(lambda: str(long["attempt"]) in executor.running(), 30), executor.log.read_text()[-3000:]
         pid = executor.running()[str(long["attempt"])][1]
-        assert _alive(pid)
+        assert group_alive(pid)
 
         answer = httpx.post(f"{base}/v1/jobs", json={"id": "real", "algorithm": "mafft", "features": FEATURES}, headers=AUTH, timeout=30)
         assert answer.status_code == 200, answer.text
         (cancel,) = orders(base, "cancel_probe")
         (start,) = orders(base, "start")
         assert cancel["attempt"] == long["attempt"] and cancel["issued_at"] == start["issued_at"] and cancel["seq"] < start["seq"]
-        assert eventually(lambda: not _alive(pid) and str(long["attempt"]) not in executor.running(), 30), "killed at once"
+        assert eventually(lambda: not group_alive(pid) and str(long["attempt"]) not in executor.running(), 30), "killed at once"
         assert store.measurement(long["job"]) is None
 
         ended = httpx.post(f"{base}/v1/jobs/real/events", json={"event": "ended", "machine": "m1"}, headers=AUTH, timeout=30)  # the site ran it

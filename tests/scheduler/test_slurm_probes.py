@@ -46,8 +46,7 @@ def test_a_probe_runs_on_slurm_and_is_scancelled_when_a_real_job_comes(slurm_clu
 
         answer = httpx.post(f"{base}/v1/jobs", json={"id": "real", "algorithm": "mafft", "params": {"input": str(inputs / "f.fa")}}, headers=AUTH, timeout=30)
         assert answer.status_code == 200, answer.text
-        done = lambda: httpx.get(f"{base}/v1/jobs/real", timeout=10).json()["status"] == "done"  # noqa: E731
-        assert eventually(done, 120), bridge.log.read_text()[-3000:]
+        assert eventually(lambda: httpx.get(f"{base}/v1/jobs/real", timeout=10).json()["status"] == "done", 120), bridge.log.read_text()[-3000:]
         assert eventually(lambda: probe_of(base, 1) is not None, 60)  # ordered before the long one, or after the real job
         short = probe_of(base, 1)
         assert short is not None and eventually(lambda: store.measurement(short["job"]) is not None, 120), bridge.log.read_text()[-3000:]
