@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -118,3 +119,15 @@ def local_oracle(settings: Settings, catalog: Catalog) -> RuntimeOracle:
     from predictor.oracle import build_oracle
 
     return build_oracle(catalog, settings, open_store(settings).profile_table())
+
+
+def repeat_passes(step: Callable[[], T], run: Callable[[threading.Event], None], report: Callable[[T], None], once: bool, doing: str) -> None:
+    """One pass reported (``--once``), or passes until Ctrl-C."""
+    if once:
+        report(step())
+        return
+    console.print(f"{doing} (Ctrl-C stops)")
+    try:
+        run(threading.Event())
+    except KeyboardInterrupt:
+        console.print("stopped")

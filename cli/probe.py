@@ -1,16 +1,18 @@
-"""``predictor probe``: where the models know least (``plan``), and measuring it by hand (``run``)."""
+"""``predictor probe``: where the models know least (``plan``), measuring it by hand (``run``), and carrying out the
+scheduler's probe orders on this host (``serve-orders``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from cli.common import console, fail, load_settings, open_store, parse_duration, wide_console
+from cli.common import console, fail, load_settings, open_store, parse_duration, repeat_passes, wide_console
 from predictor.acquisition import RULES
 from predictor.settings import BUNDLED_DATA
 
@@ -24,7 +26,7 @@ PLAN = BUNDLED_DATA / "plans" / "probe.yaml"
 PlanOption = Annotated[Path, typer.Option("--plan", help="Sweep plan whose jobs are the candidates.", exists=True, dir_okay=False)]
 RuleOption = Annotated[str, typer.Option(help=f"Acquisition rule: {', '.join(RULES)}.")]
 CostOption = Annotated[float, typer.Option(help="Divide each value by estimated seconds to this power (0: ignore cost).", min=0)]
-WorkdirOption = Annotated[Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")]
+WorkdirOption = Annotated[Path | None, typer.Option(help="Where generated inputs go (default: PREDICTOR_PROBE_WORKDIR, else HOME/sweep-inputs).")]
 
 
 @contextmanager
@@ -38,7 +40,7 @@ def _probing(plan_file: Path, workdir: Path | None, rule: str) -> Iterator[tuple
         raise typer.BadParameter(f"{rule!r} is not a rule; choose {', '.join(RULES)}", param_hint="--rule")
     settings = load_settings()
     try:
-        yield load_catalog(*settings.catalog_paths), load_plan(plan_file), open_store(settings), workdir or settings.resolved_home / "sweep-inputs", rule
+        yield load_catalog(*settings.catalog_paths), load_plan(plan_file), open_store(settings), workdir or settings.resolved_probe_workdir, rule
     except (PlanError, FeatureError, KeyError) as exc:
         raise fail(str(exc).strip('"')) from None
 
@@ -97,3 +99,34 @@ def run(
             )  # fmt: skip
     failed = sum(not m.succeeded for m in runs)
     console.print(f"{len(runs)} probes stored ({failed} failed or stopped at the cap)")
+
+
+@commands.command("serve-orders")
+def serve_orders(
+    machine: Annotated[str | None, typer.Option(help="The scheduler's name of this machine (default: the host name).")] = None,
+    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between passes.")] = 2.0,
+    state: Annotated[Path | None, typer.Option(help="The executor's state file (default: HOME/probe-executor-MACHINE.json).")] = None,
+    once: Annotated[bool, typer.Option(help="One pass, then exit.")] = False,
+) -> None:
+    """Carry out the scheduler's probe orders for this machine: run each probe through the profiler, kill it when cancelled.
+
+    For a site with no resource manager to do it (the Slurm bridge does it on Slurm). Each probe stores its run with
+    source probe; its end goes back to the scheduler's inbox. Killed and restarted, it starts nothing twice.
+    """
+    from predictor.catalog import load_catalog
+    from scheduler.probe_executor import LocalProbeExecutor
+    from scheduler.store import SchedulerStore
+
+    settings = load_settings()
+    name = machine or socket.gethostname()
+    home = settings.resolved_home
+    executor = LocalProbeExecutor(
+        SchedulerStore(open_store(settings).engine), load_catalog(*settings.catalog_paths), name,
+        state or home / f"probe-executor-{name}.json", home / "probe-logs",
+    )  # fmt: skip
+
+    def report(orders: int) -> None:
+        if orders:
+            console.print(f"{orders} orders read, {len(executor.state.running)} probes running")
+
+    repeat_passes(executor.step, lambda stop: executor.run(interval, stop), report, once, f"carrying out the probe orders of {name} every {interval:g} s")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 import typer
 
@@ -16,9 +14,9 @@ from cli.common import (
     load_settings,
     local_oracle,
     open_store,
+    repeat_passes,
 )
 
-T = TypeVar("T")
 commands = typer.Typer()
 slurm_app = typer.Typer(help="Slurm: estimates at submission, finished jobs back as runs, the scheduler driving Slurm.", no_args_is_help=True)
 commands.add_typer(slurm_app, name="slurm")
@@ -70,7 +68,7 @@ def follow(
         for reject in done.rejected:
             err_console.print(f"  line {reject.line}, {reject.field}: {reject.message}")
 
-    _passes(follower.poll, lambda stop: follower.run(interval, stop, on_pass=report), report, once, f"following {log} every {interval:g} s")
+    repeat_passes(follower.poll, lambda stop: follower.run(interval, stop, on_pass=report), report, once, f"following {log} every {interval:g} s")
 
 
 @slurm_app.command("install-plugin")
@@ -138,16 +136,6 @@ def bridge(
         if done.submitted or done.orders or done.events:
             console.print(f"{done.submitted} jobs submitted held, {done.orders} orders carried out, {done.events} events sent")
 
-    _passes(the_bridge.step, lambda stop: the_bridge.run(interval, stop, on_step=report), report, once, f"bridging the scheduler and Slurm every {interval:g} s")
+    repeat_passes(the_bridge.step, lambda stop: the_bridge.run(interval, stop, on_step=report), report, once, f"bridging the scheduler and Slurm every {interval:g} s")
 
 
-def _passes(step: Callable[[], T], run: Callable[[threading.Event], None], report: Callable[[T], None], once: bool, doing: str) -> None:
-    """One pass reported (``--once``), or passes until Ctrl-C."""
-    if once:
-        report(step())
-        return
-    console.print(f"{doing} (Ctrl-C stops)")
-    try:
-        run(threading.Event())
-    except KeyboardInterrupt:
-        console.print("stopped")

@@ -6,14 +6,17 @@ schema), one run each. :func:`rank_candidates` scores them against the pair's st
 of :mod:`predictor.acquisition`; :func:`run_probes` runs the best one for real through the profile
 wrapper, stores it (source ``probe``), ranks again and goes on until its budget is spent. A probe's
 run id is derived from the plan and the job, so a second call skips what the store already holds.
+:func:`profile_probe_command` is how an executor of the scheduler's probe orders runs one.
 """
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -145,3 +148,14 @@ def run_probes(
             if on_run:
                 on_run(measurement, spent)
     return done
+
+
+def profile_probe_command(catalog: Catalog, run_id: str, algorithm: str, platform: str, params: dict[str, Any], cap_s: float) -> list[str]:
+    """The command that runs one probe of the scheduler: ``predictor profile`` (with this interpreter) of the catalog's
+    command on ``platform``, killed at ``cap_s``; it stores the run under ``run_id`` with source ``probe``."""
+    command = command_for(SweepRun(algorithm, platform, params, 0), catalog)
+    words = [f"--param={name}={value}" for name, value in sorted(params.items())]
+    return [
+        sys.executable, "-m", "predictor", "profile", f"--algorithm={algorithm}", f"--platform={platform}", *words,
+        f"--run-id={run_id}", f"--timeout={cap_s:g}", "--", *command,
+    ]  # fmt: skip

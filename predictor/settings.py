@@ -20,6 +20,7 @@ from predictor.intervals import MAX_COVERAGE
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATA = PROJECT_ROOT / "data"
 Executor = Literal["local", "ray"]
+ProbeRule = Literal["uncertainty", "coverage"]  # predictor.acquisition.RULES (tests/scheduler/test_probing_service.py keeps them equal)
 
 
 class Settings(BaseSettings):
@@ -78,6 +79,11 @@ class Settings(BaseSettings):
     )
     scheduler_port: int = Field(default=8001, description="Port `predictor scheduler` serves the scheduler's routes on.")
     scheduler_lease_s: float = Field(default=15.0, gt=0, description="Lease time of the one scheduler: a standby takes over this long after its holder stops.")
+    probe_plan: Path | None = Field(default=None, description="Sweep plan whose jobs the scheduler probes idle machines with (unset: no probing).")
+    probe_budget_s: float = Field(default=600.0, ge=0, description="Machine-seconds of probes each platform may run per clock hour.")
+    probe_cap_s: float = Field(default=120.0, gt=0, description="Longest one probe may run: killed there, stored censored.")
+    probe_rule: ProbeRule = Field(default="uncertainty", description="Acquisition rule that ranks the probe plan's candidates.")
+    probe_workdir: Path | None = Field(default=None, description="Where the probes' inputs are made, read by every machine (default HOME/sweep-inputs).")
     api_log_level: str = Field(default="info", description="Level of the API's structured JSON logs.")
     slurm_rules: Path | None = Field(default=None, description="Rule file mapping Slurm jobs to algorithms and platforms (docs/slurm.md).")
     slurm_cluster: str = Field(default="slurm", min_length=1, max_length=40, description="The Slurm cluster's name in the run ids of its jobs.")
@@ -113,6 +119,10 @@ class Settings(BaseSettings):
     @property
     def resolved_artifact_root(self) -> Path:
         return (self.mlflow_artifact_root or self.resolved_home / "mlartifacts").expanduser().resolve()
+
+    @property
+    def resolved_probe_workdir(self) -> Path:
+        return (self.probe_workdir or self.resolved_home / "sweep-inputs").expanduser().resolve()
 
     @property
     def resolved_model_cache(self) -> Path:

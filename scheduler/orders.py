@@ -15,6 +15,8 @@ class OrderKind(str, Enum):
     PAUSE = "pause"  # checkpoint the job's run on ``machine`` and free it; the job waits with its progress
     MIGRATE = "migrate"  # checkpoint the run on ``machine`` and resume it on ``target`` now
     REPLICATE = "replicate"  # start one more copy on ``machine``; the first copy to end wins
+    PROBE = "probe"  # run the idle-time probe ``job`` on ``machine`` now, through the profile wrapper, killed at its cap
+    CANCEL_PROBE = "cancel_probe"  # kill the probe ``job`` on ``machine`` at once (a real job takes the machine)
 
 
 class Order(NamedTuple):
@@ -54,6 +56,15 @@ def pause(job: str, machine: str, reason: str = "") -> Order:
 
 def migrate(job: str, machine: str, target: str, reason: str = "") -> Order:
     return Order(OrderKind.MIGRATE, job, machine, target=target, reason=reason)
+
+
+def probe(probe_id: str, machine: str, token: int) -> Order:
+    """An idle-time probe's start (scheduler/probing.py decides it; the policies never see one)."""
+    return Order(OrderKind.PROBE, probe_id, machine, attempt=token)
+
+
+def cancel_probe(probe_id: str, machine: str, token: int, reason: str = "") -> Order:
+    return Order(OrderKind.CANCEL_PROBE, probe_id, machine, attempt=token, reason=reason)
 
 
 def replicate(job: str, machine: str, reason: str = "") -> Order:

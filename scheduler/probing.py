@@ -1,9 +1,11 @@
 """Idle-time probes: runs the cluster makes for its models when a machine would otherwise stay idle (seed 001, section 2).
 
 A probe is invisible to the scheduler: its state, its policies and the plan of real jobs never see
-one. The resource manager's side (the simulator) asks an :class:`IdleProber`, once the scheduler
-has had its say about a moment, which idle machines may probe, and cancels a machine's probe the
-moment the scheduler starts a real job there; a cancelled probe is not tried on that machine again.
+one. The resource manager's side asks an :class:`IdleProber`, once the scheduler has had its say
+about a moment, which idle machines may probe, and cancels a machine's probe the moment the
+scheduler starts a real job there; a cancelled probe is not tried on that machine again. Two sides
+call it: the simulator (probes take simulated time) and the scheduler service (probes are orders a
+resource manager carries out by running the program through the profile wrapper).
 So a real job starts exactly when it would without probing. Probes run at the lowest priority in
 this sense and are always preemptible; each is killed at its platform's time cap (a censored
 measurement), and a platform spends at most its budget of machine-seconds per clock hour: a probe
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import pandas as pd
@@ -24,16 +26,25 @@ from predictor.domain import Measurement, Source
 from scheduler.state import Machine, State
 
 HOUR = 3600.0
+OVERDUE_S = 120.0  # a real probe not reported ended this long after its cap is taken for lost
 
 
 @dataclass(frozen=True)
 class ProbeJob:
-    """A run worth measuring: an algorithm, its features, and (in a simulation) its true seconds per platform."""
+    """A run worth measuring: an algorithm, its features, and (in a simulation) its true seconds per platform.
+
+    ``params`` are what a real run is given (its inputs); ``platforms`` where it may run (None: where it has a true time).
+    """
 
     id: str
     algorithm: str
     features: dict[str, float]
     true_times: dict[str, float] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    platforms: frozenset[str] | None = None
+
+    def runs_on(self, platform: str) -> bool:
+        return platform in (self.platforms if self.platforms is not None else self.true_times)
 
 
 @dataclass(frozen=True)
@@ -56,12 +67,13 @@ class ProbeSource(Protocol):
     def measured(self, probe: ProbeJob, platform: str, seconds: float, censored: bool) -> None: ...
 
 
-Outcome = Literal["done", "capped", "cancelled"]
+Outcome = Literal["done", "capped", "cancelled", "failed"]
 
 
 @dataclass(frozen=True)
 class ProbeRecord:
-    """How one probe went: ``capped`` when killed at the cap, ``cancelled`` when a real job took its machine."""
+    """How one probe went: ``capped`` when killed at the cap, ``cancelled`` when a real job took its machine (or it was
+    lost), ``failed`` when a real run left no measurement."""
 
     probe: str
     algorithm: str
@@ -70,6 +82,7 @@ class ProbeRecord:
     start: float
     end: float
     outcome: Outcome
+    token: int = 0  # the run's number (ProbeRun.token)
 
 
 @dataclass(frozen=True)
@@ -85,17 +98,22 @@ class ProbeRun:
     token: int
 
 
+def unknown_duration(probe: ProbeJob, platform: str) -> float:
+    """A real run's length is known when it ends: until then it may last to its cap."""
+    return float("inf")
+
+
 @dataclass
 class IdleProber:
     """Starts probes on idle machines within each platform's budget; cancels them when real work arrives.
 
-    ``duration(probe, platform)`` is how long a probe would take there (in a simulation, its true time).
-    Platforms without a budget never probe.
+    ``duration(probe, platform)`` is how long a probe would take there (in a simulation, its true time; for a
+    real run, unknown until it ends). Platforms without a budget never probe.
     """
 
     source: ProbeSource
     budgets: Mapping[str, ProbeBudget]
-    duration: Callable[[ProbeJob, str], float]
+    duration: Callable[[ProbeJob, str], float] = unknown_duration
     running: dict[str, ProbeRun] = field(default_factory=dict)
     records: list[ProbeRecord] = field(default_factory=list)
     used: dict[tuple[str, int], float] = field(default_factory=dict)  # (platform, clock hour) -> machine-seconds reserved
@@ -120,14 +138,45 @@ class IdleProber:
         self.refused.setdefault(machine, set()).add(run.probe.id)
         return self._close(run, now, "cancelled")
 
-    def ended(self, machine: str, token: int, now: float) -> ProbeRecord | None:
-        """A probe's end came: measured (censored at the cap); None if that probe was cancelled before."""
+    def reclaim(self, state: State, now: float) -> list[ProbeRecord]:
+        """For a real resource manager: cancel at once every probe whose machine is no longer idle (a real job took it,
+        or it went offline), and close as failed one not reported ended :data:`OVERDUE_S` after its cap (its executor
+        lost it), so its machine may probe again. The caller orders each of them killed."""
+        busy = [m for m in self.running if m not in state.machines or not state.machines[m].online or state.machines[m].used > 0]
+        closed = [record for m in busy if (record := self.preempt(m, now)) is not None]
+        lost = [run for run in self.running.values() if now - run.start > run.seconds + OVERDUE_S]
+        return closed + [self.ended(run.machine, run.token, now, failed=True) for run in lost]  # type: ignore[misc]
+
+    def ended(self, machine: str, token: int, now: float, *, capped: bool | None = None, failed: bool = False) -> ProbeRecord | None:
+        """A probe's end came: measured (censored at the cap; ``capped`` says so for a real run, whose length was
+        not known), or ``failed`` without a measurement (not tried on that machine again); None if that probe was
+        cancelled before."""
         run = self.running.get(machine)
         if run is None or run.token != token:
             return None
-        record = self._close(run, now, "capped" if run.capped else "done")
-        self.source.measured(run.probe, run.platform, now - run.start, run.capped)
+        censored = run.capped if capped is None else capped
+        if failed:
+            self.refused.setdefault(machine, set()).add(run.probe.id)
+            return self._close(run, now, "failed")
+        record = self._close(run, now, "capped" if censored else "done")
+        self.source.measured(run.probe, run.platform, now - run.start, censored)
         return record
+
+    def restore(self, running: list[ProbeRun], closed: list[ProbeRecord], last_token: int) -> None:
+        """Take up where a stopped prober left off (the service restarted, or a step was not committed): its running
+        probes, the budget its probes used (their caps while running, their lengths once closed) and the probes
+        cancelled or failed per machine."""
+        self.running = {run.machine: run for run in running}
+        self.used, self.refused = {}, {}
+        self._token = max(self._token, last_token)
+        for run in running:
+            hour = (run.platform, int(run.start // HOUR))
+            self.used[hour] = self.used.get(hour, 0.0) + self._reserve(run.platform)
+        for record in closed:
+            hour = (record.platform, int(record.start // HOUR))
+            self.used[hour] = self.used.get(hour, 0.0) + record.end - record.start
+            if record.outcome in ("cancelled", "failed"):
+                self.refused.setdefault(record.machine, set()).add(record.probe)
 
     def _start(self, machine: Machine, now: float) -> ProbeRun | None:
         budget = self.budgets.get(machine.platform)
@@ -137,18 +186,23 @@ class IdleProber:
         probe = self.source.next_probe(machine.platform, machine.id, now, frozenset(self.refused.get(machine.id, ())))
         if probe is None:
             return None
-        full = self.duration(probe, machine.platform)
+        full = self.duration(probe, machine.platform)  # inf for a real run: it reserves and may use its whole cap
         self._token += 1
         run = ProbeRun(probe, machine.id, machine.platform, now, min(full, budget.cap_s), full > budget.cap_s, self._token)
         self.used[hour] = self.used.get(hour, 0.0) + budget.cap_s
         self.running[machine.id] = run
         return run
 
+    def _reserve(self, platform: str) -> float:
+        """What a running probe holds of its hour's budget: its cap (nothing on a platform no longer given one)."""
+        budget = self.budgets.get(platform)
+        return budget.cap_s if budget is not None else 0.0
+
     def _close(self, run: ProbeRun, now: float, outcome: Outcome) -> ProbeRecord:
         del self.running[run.machine]
         hour = (run.platform, int(run.start // HOUR))
-        self.used[hour] -= self.budgets[run.platform].cap_s - (now - run.start)
-        record = ProbeRecord(run.probe.id, run.probe.algorithm, run.machine, run.platform, run.start, now, outcome)
+        self.used[hour] -= self._reserve(run.platform) - (now - run.start)
+        record = ProbeRecord(run.probe.id, run.probe.algorithm, run.machine, run.platform, run.start, now, outcome, run.token)
         self.records.append(record)
         return record
 
@@ -173,7 +227,7 @@ class RankedCandidates:
     def next_probe(self, platform: str, machine: str, now: float, refused: frozenset[str]) -> ProbeJob | None:
         best: tuple[float, ProbeJob] | None = None
         for algorithm in sorted({c.algorithm for c in self.candidates}):
-            left = [c for c in self.candidates if c.algorithm == algorithm and platform in c.true_times
+            left = [c for c in self.candidates if c.algorithm == algorithm and c.runs_on(platform)
                     and (c.id, platform) not in self._probed and c.id not in refused]  # fmt: skip
             if not left:
                 continue

@@ -8,6 +8,13 @@ state on disk is the one before it, and the sender (or the inbox row, still
 unprocessed) brings it again. Nothing is issued twice: every order names the run it
 starts or stops, and the database refuses a second (job, kind, run).
 
+Idle-time probes (:mod:`scheduler.probing`, given an ``IdleProber``): after each step the service asks the prober
+which idle machines may probe and issues a PROBE order for each, in the step's transaction; a machine a real job
+took (or that was lost) has its probe cancelled by a CANCEL_PROBE order in the very step that took it, before the
+real job's orders. The executor stores the probe's measurement (source ``probe``) and reports its end with a
+``probe_ended`` inbox row; probes that became possible with no event (a new clock hour's budget) start at the
+poller's next pass.
+
 One scheduler process per database: the in-memory state is the writer's cache. The lease
 (:mod:`scheduler.leader`) makes it so: a service given a ``fence`` commits each step only
 while its process still holds the lease, so one that lost it can issue nothing.
@@ -34,15 +41,17 @@ from predictor.domain import Measurement, ServedEstimate, Source
 from predictor.store import MeasurementStore
 from scheduler.events import OrderError, Scheduler
 from scheduler.oracles import Oracle
-from scheduler.orders import Order
+from scheduler.orders import Order, cancel_probe, probe
 from scheduler.policies.edf import EDFDeferral
 from scheduler.policy import Policy
+from scheduler.probing import HOUR, IdleProber, ProbeRecord, ProbeRun
 from scheduler.state import Job, JobStatus, Machine, Run, State
 from scheduler.store import Fence, SchedulerStore
 
 log = logging.getLogger("scheduler")
 MACHINE_EVENTS = ("gained", "lost")
 JOB_EVENTS = ("ended", "failed")
+PROBE_EVENTS = ("probe_ended",)
 MAX_SLOTS = 1_000_000  # slots of one machine (the API's bound too)
 MAX_HEALTHY = 100_000  # job ids one returning machine may report healthy
 UNAVAILABLE = (OperationalError, InterfaceError, PoolTimeout)  # the database is down or busy: retry, never reject
@@ -69,6 +78,7 @@ class InboxPayload(BaseModel):
     slots: int = Field(default=1, ge=1, le=MAX_SLOTS, strict=True)
     healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY)
     reason: str = Field(default="", max_length=4096, strict=True)
+    attempt: int | None = Field(default=None, ge=1, strict=True)  # the run an end is about (a probe's: its order's attempt)
 
 
 class InboxEvent(BaseModel):
@@ -93,8 +103,11 @@ class SchedulerService:
         threshold: float = 0.25,
         clock: Callable[[], float] = time.time,
         fence: Fence | None = None,
+        prober: IdleProber | None = None,
     ) -> None:
+        self.store = store
         self.db = SchedulerStore(store.engine)
+        self.prober = prober
         self.fence = fence
         self.catalog = catalog
         self.clock = clock
@@ -108,6 +121,7 @@ class SchedulerService:
             policy or EDFDeferral(), oracle, self.db.load(), threshold=threshold, on_observation=self._observe,
             on_notify=lambda job, text: log.warning("job %s: %s", job.id, text),
         )  # fmt: skip
+        self._restore_probes()
 
     @property
     def state(self) -> State:
@@ -158,6 +172,16 @@ class SchedulerService:
             now = self.clock()
             with self._step(now) as step:
                 step.orders = self._job(job_id, kind, machine, reason, now)
+            return step.orders
+
+    def start_probes(self) -> list[Order]:
+        """Start the probes that became possible without an event (a new clock hour's budget); their orders."""
+        with self._lock:
+            self._catch_up()
+            if self.prober is None:
+                return []
+            with self._step(self.clock(), quiet=True) as step:
+                pass
             return step.orders
 
     def sync(self) -> int:
@@ -211,6 +235,7 @@ class SchedulerService:
         while not self._stop.is_set():
             try:
                 self.sync()
+                self.start_probes()
             except Exception:  # a database hiccup must not kill the poller; the next round retries
                 log.exception("applying inbox events failed")
             self._stop.wait(interval_s)
@@ -245,8 +270,10 @@ class SchedulerService:
                     step.orders = self._machine(row.machine_id, row.kind, payload.platform, payload.slots, payload.healthy, now)
                 elif row.kind in JOB_EVENTS:
                     step.orders = self._job(row.job_id, row.kind, row.machine_id, payload.reason, now)
+                elif row.kind in PROBE_EVENTS:
+                    step.closed += self._probe_ended(row.job_id, row.machine_id, payload.attempt, now)
                 else:
-                    raise EventError(f"unknown event kind {row.kind!r}; use {', '.join(MACHINE_EVENTS + JOB_EVENTS)}")
+                    raise EventError(f"unknown event kind {row.kind!r}; use {', '.join(MACHINE_EVENTS + JOB_EVENTS + PROBE_EVENTS)}")
         except UNAVAILABLE:
             raise
         except Exception as exc:
@@ -295,6 +322,38 @@ class SchedulerService:
             return self.scheduler.job_failed(job.id, machine, now, reason)
         raise EventError(f"job event must be one of {', '.join(JOB_EVENTS)}, got {kind!r}")
 
+    def _probe_ended(self, probe_id: str | None, machine: str | None, token: int | None, now: float) -> list[ProbeRecord]:
+        """A probe's program ended: done or capped as its stored measurement says, failed when it stored none (or a
+        failed run); nothing when that probe was cancelled before (its machine went to a real job)."""
+        if self.prober is None:
+            raise EventError("this scheduler runs no probes")
+        if not probe_id or not machine or token is None:
+            raise EventError("a probe's end needs its machine, its probe (job_id) and its order's attempt")
+        run = self.prober.running.get(machine)
+        if run is None or run.token != token or run.probe.id != probe_id:
+            return []
+        measured = self.store.measurement(probe_id)
+        failed = measured is None or not (measured.succeeded or measured.censored)
+        record = self.prober.ended(machine, token, now, capped=measured is not None and measured.censored, failed=failed)
+        return [record] if record is not None else []
+
+    def _probes(self, step: _Step, now: float) -> None:
+        """The prober's part of a step: cancel the probes of machines no longer idle (first: the real job's orders must
+        find the machine free) and those overdue, then start probes on the idle ones."""
+        assert self.prober is not None
+        closed = self.prober.reclaim(self.state, now)
+        started = self.prober.fill(self.state, now)
+        step.closed += closed
+        step.started += started
+        cancels = [cancel_probe(r.probe, r.machine, r.token, "its machine is no longer idle" if r.outcome == "cancelled" else "overdue: lost")
+                   for r in closed]  # fmt: skip
+        step.orders = cancels + step.orders + [probe(r.probe.id, r.machine, r.token) for r in started]
+
+    def _restore_probes(self) -> None:
+        """Load the prober's state as last committed (at start, and after a step that was not)."""
+        if self.prober is not None:
+            self.prober.restore(*self.db.probes(since=self.clock() - HOUR))
+
     def _check_algorithm(self, job: Job) -> None:
         try:
             self.catalog.algorithm(job.algorithm)
@@ -318,15 +377,22 @@ class SchedulerService:
             )
 
     @contextmanager
-    def _step(self, now: float, event: int | None = None) -> Iterator[_Step]:
-        """Apply one event and commit it with its orders; on any failure reload the last committed state."""
+    def _step(self, now: float, event: int | None = None, *, quiet: bool = False) -> Iterator[_Step]:
+        """Apply one event and commit it with its orders and probes; on any failure reload the last committed state.
+        ``quiet``: no event, so nothing is written unless the prober started or cancelled a probe."""
         step = _Step()
         try:
             yield step
+            if self.prober is not None:
+                self._probes(step, now)
+            if quiet and not (step.orders or step.started or step.closed):
+                return
             sent = [o for o in step.orders if o.sent]
-            self.db.save(self.state, sent, now, self._observed, event, served=self._served, fence=self.fence)
+            self.db.save(self.state, sent, now, self._observed, event, served=self._served, fence=self.fence,
+                         probes_started=step.started, probes_closed=step.closed)  # fmt: skip
         except BaseException:
             self.scheduler.state = self.db.load()
+            self._restore_probes()
             raise
         finally:
             self._observed.clear()
@@ -376,7 +442,9 @@ def _check_acyclic(batch: dict[str, Job]) -> None:
 
 
 class _Step:
-    """The orders of one applied event."""
+    """The orders of one applied event, and the probes it started and closed."""
 
     def __init__(self) -> None:
         self.orders: list[Order] = []
+        self.started: list[ProbeRun] = []
+        self.closed: list[ProbeRecord] = []

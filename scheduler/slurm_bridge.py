@@ -9,9 +9,13 @@ Each pass of :meth:`SlurmBridge.step`:
 3. **orders** after the bridge's cursor, in order: START releases the held job to the planned node
    (``scontrol update NodeList=<machine> StartTime=now`` then ``scontrol release``), CANCEL with requeue and PAUSE put it back
    held (``scontrol requeuehold``; Slurm has no checkpoint here), CANCEL without ``scancel``s it, MIGRATE is a
-   requeue to the target; REPLICATE is not carried out (one Slurm job is one run) and is logged;
+   requeue to the target; REPLICATE is not carried out (one Slurm job is one run) and is logged; PROBE submits the
+   idle-time probe at once to the planned node (``sbatch --nodelist``, named ``predictor-probe-<n>``, at the lowest
+   priority, the cap plus a minute as its time limit) as ``predictor profile`` of the candidate's command, killed at the
+   cap, which stores the run with source ``probe``; CANCEL_PROBE ``scancel``s it at once;
 4. **ended jobs**: a Slurm job that reached a final state sends E (``ended``, COMPLETED) or T (``failed``, any other,
-   with the state as the reason), once per run; one the bridge cancelled itself sends nothing.
+   with the state as the reason), once per run; one the bridge cancelled itself sends nothing. A probe that ended
+   sends ``probe_ended`` (the service reads how it went from the store), one cancelled nothing.
 
 Events go into the scheduler's inbox (``sched_events``), which the service applies in order. The bridge's own
 state (the order cursor, the runs it started and reported, the nodes it reported) is a JSON file written
@@ -33,13 +37,17 @@ from typing import Any
 
 from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
+from predictor.probe import profile_probe_command
 from predictor.slurm.control import QueuedJob, Slurm, SlurmError
+from predictor.walltime import slurm_walltime
 from scheduler.orders import OrderKind
 from scheduler.state import JobStatus
 from scheduler.store import SchedulerStore
 
 log = logging.getLogger(__name__)
 PREFIX = "sched-"
+PROBE_PREFIX = "predictor-probe-"  # probes' Slurm jobs: predictor-probe-<n>, outside the scheduler jobs' names
+PROBE_MARGIN_S = 60.0  # Slurm's limit beyond the probe's cap: the profile wrapper kills it first and stores it censored
 FINAL = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "PREEMPTED", "DEADLINE"})
 ACTIVE = (JobStatus.PENDING, JobStatus.RUNNING)
 
@@ -53,6 +61,7 @@ class BridgeState:
     reported: list[str] = field(default_factory=list)  # "job:attempt" whose end was sent
     cancelled: list[str] = field(default_factory=list)  # "job:attempt" the bridge stopped itself
     nodes: dict[str, bool] = field(default_factory=dict)  # node -> reported online
+    probes: dict[str, list[str]] = field(default_factory=dict)  # probe number -> [machine, probe id] while it runs
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,7 @@ class SlurmBridge:
             queued = self._queued()
         orders = self._orders(queued)
         events += self._ended(self._queued() if orders else queued)
+        events += self._probes_ended()
         return BridgeStep(submitted, orders, events)
 
     def run(self, interval_s: float, stop: threading.Event, on_step: Callable[[BridgeStep], None] | None = None) -> None:
@@ -194,6 +204,12 @@ class SlurmBridge:
         """Carry out one order, unless Slurm shows it already done."""
         kind, job = OrderKind(order["kind"]), order["job_id"]
         key = f"{job}:{order['attempt']}"
+        if kind is OrderKind.PROBE:
+            self._probe(order)
+            return
+        if kind is OrderKind.CANCEL_PROBE:
+            self._cancel_probe(order)
+            return
         if slurm_job is None:
             log.warning("order %s for job %s: the job is not in Slurm; skipped", order["seq"], job)
             return
@@ -216,6 +232,55 @@ class SlurmBridge:
                 self.state.runs[job] = [order["target"], order["attempt"]]
         else:
             log.warning("order %s: %s is not carried out on Slurm (one Slurm job is one run)", order["seq"], kind.value)
+
+    # --- probes --------------------------------------------------------------------------------------------------
+
+    def _probe_jobs(self) -> dict[str, QueuedJob]:
+        """The probes slurmctld holds, by probe number."""
+        return {job.name[len(PROBE_PREFIX) :]: job for job in self.slurm.jobs() if job.name.startswith(PROBE_PREFIX)}
+
+    def _probe(self, order: dict[str, Any]) -> None:
+        """Submit the probe to its node now, unless it is in Slurm already (a bridge restarted before saving)."""
+        token, probe = str(order["attempt"]), order["probe"]
+        if probe is None:
+            log.warning("order %s: probe %s is not in the database; skipped", order["seq"], token)
+            return
+        if token not in self._probe_jobs():
+            command = profile_probe_command(self.catalog, probe["probe"], probe["algorithm"], probe["platform"], probe["params"], probe["cap_s"])
+            name = f"{PROBE_PREFIX}{token}"
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            script = self.output_dir / f"{name}.sh"
+            script.write_text(f"#!/bin/sh\nexec {shlex.join(command)}\n")
+            self.slurm.submit(
+                f"--job-name={name}", f"--nodelist={order['machine_id']}", f"--time={slurm_walltime(probe['cap_s'] + PROBE_MARGIN_S)}",
+                "--exclusive", "--nice=10000", f"--output={self.output_dir / name}.out",
+                f"--comment=predictor: probe={probe['probe']} algorithm={probe['algorithm']}", str(script),
+            )  # fmt: skip
+        self.state.probes[token] = [order["machine_id"], order["job_id"]]
+
+    def _cancel_probe(self, order: dict[str, Any]) -> None:
+        """Kill the probe at once: a real job is taking its node."""
+        token = str(order["attempt"])
+        self.state.probes.pop(token, None)
+        slurm_job = self._probe_jobs().get(token)
+        if slurm_job is not None and slurm_job.state not in FINAL:
+            self.slurm.cancel(slurm_job.job_id)
+
+    def _probes_ended(self) -> int:
+        """Send ``probe_ended`` for each probe of this bridge that Slurm shows ended (once: not if the inbox has it)."""
+        if not self.state.probes:
+            return 0
+        sent = 0
+        slurm_jobs = self._probe_jobs()
+        for token, (machine, probe_id) in list(self.state.probes.items()):
+            slurm_job = slurm_jobs.get(token)
+            if slurm_job is not None and slurm_job.state not in FINAL:
+                continue
+            state = slurm_job.state if slurm_job is not None else "gone from slurmctld"
+            sent += self.db.report_probe_end(machine, probe_id, int(token), f"Slurm: {state}")
+            del self.state.probes[token]
+            self._save()
+        return sent
 
     # --- ended jobs ----------------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from sqlalchemy import (
     Text,
     cast,
     delete,
+    func,
     insert,
     select,
     update,
@@ -33,10 +34,12 @@ from predictor.store.scheduler_tables import (
     sched_lease,
     sched_machines,
     sched_orders,
+    sched_probes,
     sched_runs,
 )
 from predictor.store.store import insert_measurements, insert_served
-from scheduler.orders import Order
+from scheduler.orders import Order, OrderKind
+from scheduler.probing import ProbeJob, ProbeRecord, ProbeRun
 from scheduler.state import (
     STORED_FIELDS,
     Job,
@@ -49,6 +52,7 @@ from scheduler.state import (
 )
 
 CHUNK = 500
+PROBE_ORDERS = (OrderKind.PROBE.value, OrderKind.CANCEL_PROBE.value)
 LEASE = "scheduler"  # the one role a database's lease is for
 
 
@@ -105,10 +109,13 @@ class SchedulerStore:
         outcome: str = "applied",
         served: Sequence[ServedEstimate] = (),
         fence: Fence | None = None,
+        probes_started: Sequence[ProbeRun] = (),
+        probes_closed: Sequence[ProbeRecord] = (),
     ) -> list[int]:
         """Write the dirty jobs and machines, the orders (returns their seqs), observations (through the measurement
-        store's inserts, with the estimates they were served) and the event's receipt, in one transaction; with a
-        ``fence``, only while its holder still holds the lease (LeaseLost, and nothing written, otherwise)."""
+        store's inserts, with the estimates they were served), the probes started and closed, and the event's receipt,
+        in one transaction; with a ``fence``, only while its holder still holds the lease (LeaseLost, and nothing
+        written, otherwise)."""
         jobs = [state.jobs[j] for j in sorted(state.dirty_jobs)]
         machines = [state.machines[m] for m in sorted(state.dirty_machines) if m in state.machines]
         with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
@@ -127,6 +134,10 @@ class SchedulerStore:
                 conn.execute(insert(sched_orders).values(_order_row(o, now)).returning(sched_orders.c.seq)).scalar_one()
                 for o in orders
             ]
+            if probes_started:
+                conn.execute(insert(sched_probes), [_probe_row(r) for r in probes_started])
+            for record in probes_closed:
+                conn.execute(update(sched_probes).where(sched_probes.c.token == record.token).values(ended=record.end, outcome=record.outcome))
             insert_measurements(conn, observations)
             insert_served(conn, served)
             if event is not None:
@@ -162,6 +173,17 @@ class SchedulerStore:
         with self.engine.connect() as conn:
             return [dict(row) for row in conn.execute(select(e.seq, e.kind, e.machine_id, e.job_id, e.payload).where(where).order_by(e.seq)).mappings()]
 
+    def report_probe_end(self, machine: str, probe: str, token: int, reason: str = "") -> bool:
+        """Send a probe's end to the inbox unless it is there already (an executor restarted before it saved that it had
+        sent it); whether it was sent now."""
+        sent = any(
+            e["kind"] == "probe_ended" and isinstance(e["payload"], dict) and e["payload"].get("attempt") == token
+            for e in self.events_about(job=probe)
+        )
+        if not sent:
+            self.add_event("probe_ended", machine=machine, job=probe, payload={"attempt": token, "reason": reason})
+        return not sent
+
     def pending_events(self, limit: int = 1000) -> list[dict[str, Any]]:
         """Unprocessed events, oldest first, with ``payload`` as the JSON text a resource manager wrote (checked by the service)."""
         e = sched_events.c
@@ -181,12 +203,38 @@ class SchedulerStore:
             conn.commit()
 
     def orders(self, after: int = 0, limit: int = 1000, machine: str | None = None) -> list[dict[str, Any]]:
-        """Orders with seq above ``after``, oldest first, optionally only those naming ``machine``."""
+        """Orders with seq above ``after``, oldest first, optionally only those naming ``machine``; a probe's orders
+        carry its ``sched_probes`` row as ``probe``."""
         stmt = select(sched_orders).where(sched_orders.c.seq > after)
         if machine is not None:
             stmt = stmt.where((sched_orders.c.machine_id == machine) | (sched_orders.c.target == machine))
         with self.engine.connect() as conn:
-            return [dict(row) for row in conn.execute(stmt.order_by(sched_orders.c.seq).limit(limit)).mappings()]
+            rows = [dict(row) for row in conn.execute(stmt.order_by(sched_orders.c.seq).limit(limit)).mappings()]
+            tokens = {r["attempt"] for r in rows if r["kind"] in PROBE_ORDERS}
+            found = conn.execute(select(sched_probes).where(sched_probes.c.token.in_(tokens))).mappings() if tokens else []
+            probes = {p["token"]: dict(p) for p in found}
+        for row in rows:
+            if row["kind"] in PROBE_ORDERS:
+                row["probe"] = probes.get(row["attempt"])
+        return rows
+
+    def probes(self, since: float) -> tuple[list[ProbeRun], list[ProbeRecord], int]:
+        """What a restarted prober needs: the probes still running, those closed since ``since`` (Unix seconds) or
+        cancelled, and the last probe number given."""
+        p = sched_probes.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(sched_probes).where(p.ended.is_(None) | (p.started >= since) | (p.outcome == "cancelled"))).mappings().all()
+            last = conn.execute(select(func.max(p.token))).scalar_one()
+        running = [
+            ProbeRun(ProbeJob(r["probe"], r["algorithm"], r["features"], params=r["params"], platforms=frozenset({r["platform"]})),
+                     r["machine_id"], r["platform"], r["started"], r["cap_s"], True, r["token"])
+            for r in rows if r["ended"] is None
+        ]  # fmt: skip
+        closed = [
+            ProbeRecord(r["probe"], r["algorithm"], r["machine_id"], r["platform"], r["started"], r["ended"], r["outcome"], r["token"])
+            for r in rows if r["ended"] is not None
+        ]  # fmt: skip
+        return running, closed, int(last or 0)
 
     def take_lease(self, holder: str, ttl_s: float) -> int | None:
         """Take the scheduler's lease for ``ttl_s`` seconds if it is free, lapsed or ``holder``'s already: its epoch, else None."""
@@ -257,6 +305,11 @@ def _run_row(j: Job, r: Run) -> dict[str, Any]:
 def _machine_row(m: Machine) -> dict[str, Any]:
     return {"id": m.id, "platform": m.platform, "slots": m.slots, "power_watts": m.power_watts, "online": m.online,
             "warm": m.warm, "idle_since": m.idle_since}  # fmt: skip
+
+
+def _probe_row(r: ProbeRun) -> dict[str, Any]:
+    return {"token": r.token, "probe": r.probe.id, "algorithm": r.probe.algorithm, "platform": r.platform, "machine_id": r.machine,
+            "params": r.probe.params, "features": r.probe.features, "cap_s": r.seconds, "started": r.start}  # fmt: skip
 
 
 def _order_row(o: Order, now: float) -> dict[str, Any]:

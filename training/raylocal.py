@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from predictor.processes import group_alive
 from predictor.settings import PROJECT_ROOT
 
 RAY = Path(sys.executable).with_name("ray")
@@ -86,16 +87,8 @@ def _stop(nodes: Sequence[subprocess.Popen]) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(node.pid, sig)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(_group_alive(n.pid) for n in nodes):
+        while time.monotonic() < deadline and any(group_alive(n.pid) for n in nodes):
             time.sleep(0.5)
     for node in nodes:
         with contextlib.suppress(subprocess.TimeoutExpired):
             node.wait(timeout=5)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True

@@ -128,9 +128,29 @@ class SchedLeaseRow(Base):
     expires_at: Mapped[float] = mapped_column(Float)
 
 
+class SchedProbeRow(Base):
+    """An idle-time probe the scheduler ordered (scheduler/probing.py): the run, where, its cap, and how it ended."""
+
+    __tablename__ = "sched_probes"
+    __table_args__ = (Index("ix_sched_probes_ended", "ended"),)
+
+    token: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)  # the prober's number; orders name it
+    probe: Mapped[str] = mapped_column(String(200))  # the candidate, and the run id its measurement is stored under
+    algorithm: Mapped[str] = mapped_column(String(200))
+    platform: Mapped[str] = mapped_column(String(200))
+    machine_id: Mapped[str] = mapped_column(String(200))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    features: Mapped[dict[str, float]] = mapped_column(JSON)
+    cap_s: Mapped[float] = mapped_column(Float)
+    started: Mapped[float] = mapped_column(Float)
+    ended: Mapped[float | None] = mapped_column(Float, nullable=True)  # None while it runs
+    outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)  # done, capped, cancelled or failed
+
+
 sched_jobs = SchedJobRow.__table__
 sched_runs = SchedRunRow.__table__
 sched_machines = SchedMachineRow.__table__
 sched_orders = SchedOrderRow.__table__
 sched_events = SchedEventRow.__table__
 sched_lease = SchedLeaseRow.__table__
+sched_probes = SchedProbeRow.__table__

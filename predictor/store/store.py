@@ -119,6 +119,12 @@ class MeasurementStore:
                 found.update(conn.execute(select(table.c.run_id).where(table.c.run_id.in_(chunk))).scalars())
         return found
 
+    def measurement(self, run_id: str) -> Measurement | None:
+        """The stored run of that id, in whatever outcome (None: not stored)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(table).where(table.c.run_id == run_id)).mappings().first()
+        return None if row is None else Measurement.model_validate({k: v for k, v in row.items() if k != "id"})
+
     def measurements(
         self,
         algorithm: str | None = None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse
@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from scheduler.leader import LeasedScheduler
 from scheduler.orders import Order
+from scheduler.probe_plan import idle_prober
 from scheduler.service import (
     MAX_HEALTHY,
     MAX_SLOTS,
@@ -55,9 +56,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         return
     state: ServiceState = app.state.service
     policy = make_policy(state.settings.scheduler_policy)
+    prober = await run_in_threadpool(idle_prober, state.settings, state.store, state.catalog)  # makes the plan's inputs
 
     def build(fence: Fence) -> SchedulerService:
-        return SchedulerService(state.store, state.oracle, state.catalog, policy=policy, fence=fence)
+        return SchedulerService(state.store, state.oracle, state.catalog, policy=policy, fence=fence, prober=prober)
 
     leased = LeasedScheduler(SchedulerStore(state.store.engine), build, ttl_s=state.settings.scheduler_lease_s, poll_s=POLL_S)
     await run_in_threadpool(leased.start)
@@ -190,9 +192,20 @@ class OrdersOut(BaseModel):
     orders: list[OrderOut]
 
 
+class ProbeOut(BaseModel):
+    """What a probe order is about: the run to make through the profile wrapper (its measurement's run id) and its cap."""
+
+    run_id: str
+    algorithm: str
+    platform: str
+    params: dict[str, Any]
+    cap_s: float = Field(description="Kill the run after this many seconds and store it censored.")
+
+
 class IssuedOrderOut(OrderOut):
     seq: int
     issued_at: float
+    probe: ProbeOut | None = Field(default=None, description="For probe and cancel_probe orders: the probe.")
 
 
 class IssuedOrdersOut(BaseModel):
@@ -284,7 +297,7 @@ async def orders(
     rows = await run_in_threadpool(service.orders, after, limit, machine)
     out = [
         IssuedOrderOut(seq=r["seq"], issued_at=r["issued_at"], kind=r["kind"], job=r["job_id"], machine=r["machine_id"],
-                       target=r["target"], attempt=r["attempt"], requeue=r["requeue"], reason=r["reason"])
+                       target=r["target"], attempt=r["attempt"], requeue=r["requeue"], reason=r["reason"], probe=_probe_out(r.get("probe")))
         for r in rows
     ]  # fmt: skip
     return IssuedOrdersOut(orders=out, cursor=out[-1].seq if out else after)
@@ -343,6 +356,12 @@ def _job_out(job: Job) -> JobOut:
     """The API's view of a job: JobOut's fields are Job's, by name; its runs as RunOut's fields of each Run."""
     runs = [RunOut(**{name: getattr(r, name) for name in RunOut.model_fields}) for r in job.runs.values()]
     return JobOut(runs=runs, **{name: plain(getattr(job, name)) for name in JobOut.model_fields if name != "runs"})
+
+
+def _probe_out(row: dict[str, Any] | None) -> ProbeOut | None:
+    if row is None:
+        return None
+    return ProbeOut(run_id=row["probe"], algorithm=row["algorithm"], platform=row["platform"], params=row["params"], cap_s=row["cap_s"])
 
 
 def _order_out(order: Order) -> OrderOut:
