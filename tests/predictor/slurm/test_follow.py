@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
@@ -63,7 +64,7 @@ def test_a_killed_follow_process_reads_on_after_a_restart(slurm_cluster: SlurmCl
     env = {
         **os.environ, "SLURM_CONF": str(slurm_cluster.conf), "PREDICTOR_HOME": str(tmp_path / "home"), "PYTHONPATH": str(PROJECT),
         "PREDICTOR_CATALOG_PATH": str(tmp_path / "catalog.yaml"), "PREDICTOR_SLURM_RULES": str(tmp_path / "rules.yaml"),
-        "PREDICTOR_SLURM_CLUSTER": slurm_cluster.name,
+        "PREDICTOR_SLURM_CLUSTER": slurm_cluster.name, "PYTHONUNBUFFERED": "1",
     }  # fmt: skip
     command = [sys.executable, "-m", "predictor", "slurm", "follow", "--log", str(slurm_cluster.jobcomp), "--interval", "0.5"]
     store = MeasurementStore(f"sqlite:///{tmp_path / 'home' / 'store.db'}")
@@ -84,12 +85,21 @@ def test_a_killed_follow_process_reads_on_after_a_restart(slurm_cluster: SlurmCl
     before = tagged()
     jobs += _finished(slurm_cluster, fasta, 2, "kill-b")
     second = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        assert eventually(lambda: tagged() == before + 2, 300)
+    said: list[str] = []  # its lines as they come: it stores a poll's runs, then reports them
+
+    def read() -> None:
+        for line in second.stdout:
+            said.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:  # it read on from its cursor, not from the log's start
+        assert eventually(lambda: any("2 jobs: 2 stored, 0 already stored" in line for line in said), 300), said
     finally:
         second.terminate()
-        out, _ = second.communicate(timeout=30)
-    assert "2 jobs: 2 stored, 0 already stored" in out, out  # it read on from its cursor, not from the log's start
+        second.wait(timeout=30)
+        reader.join(timeout=30)
+    assert tagged() == before + 2
     ids = [m.context["slurm_job"] for m in store.measurements(successful_only=False)]
     assert set(jobs) <= set(ids) and len(ids) == len(set(ids))
     store.dispose()
