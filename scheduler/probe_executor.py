@@ -22,6 +22,7 @@ from typing import Any
 
 from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
+from predictor.passes import every_interval
 from predictor.probe import profile_probe_command
 from predictor.processes import group_alive
 from scheduler.orders import OrderKind
@@ -62,13 +63,7 @@ class LocalProbeExecutor:
 
     def run(self, interval_s: float, stop: threading.Event) -> None:
         """Step every ``interval_s`` until ``stop`` is set; a failing pass is logged and the next one tries again."""
-        while True:
-            try:
-                self.step()
-            except OSError as exc:
-                log.warning("probe executor pass failed (trying again): %s", exc)
-            if stop.wait(interval_s):
-                return
+        every_interval(self.step, interval_s, stop, what="probe executor pass", log=log, retry_on=(OSError,), quiet=True)
 
     def _start(self, order: dict[str, Any]) -> None:
         token, probe = str(order["attempt"]), order["probe"]

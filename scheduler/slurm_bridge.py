@@ -37,6 +37,7 @@ from typing import Any
 
 from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
+from predictor.passes import every_interval
 from predictor.probe import profile_probe_command
 from predictor.slurm.control import QueuedJob, Slurm, SlurmError
 from predictor.walltime import slurm_walltime
@@ -106,15 +107,7 @@ class SlurmBridge:
 
     def run(self, interval_s: float, stop: threading.Event, on_step: Callable[[BridgeStep], None] | None = None) -> None:
         """Step every ``interval_s`` until ``stop`` is set; a failing pass is logged and the next one tries again."""
-        while True:
-            try:
-                done = self.step()
-                if on_step is not None:
-                    on_step(done)
-            except (SlurmError, OSError) as exc:
-                log.warning("bridge pass failed (trying again): %s", exc)
-            if stop.wait(interval_s):
-                return
+        every_interval(self.step, interval_s, stop, what="bridge pass", log=log, on_pass=on_step, retry_on=(SlurmError, OSError), quiet=True)
 
     # --- nodes ---------------------------------------------------------------------------------------------------
 

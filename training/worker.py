@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from predictor.live import LiveWindows, live_metrics
+from predictor.passes import every_interval
 from predictor.settings import Settings
 from training.dataset import MeasurementFrames, load_training_sets
 from training.folds import MIN_ROWS
@@ -130,15 +131,13 @@ def run(
     """
     os.nice(settings.worker_nice)
     settings = settings.model_copy(update={"n_jobs": settings.worker_n_jobs})
-    stop = stop or threading.Event()
-    while True:
-        try:
-            outcomes = retrain_due(settings, store)
-            if on_pass is not None:
-                on_pass(outcomes)
-        except Exception:
-            if once:
-                raise
-            log.exception("retrain pass failed; trying again in %.0f s", settings.worker_interval_s)
-        if once or stop.wait(settings.worker_interval_s):
-            return
+
+    def one_pass() -> list[TrainingOutcome]:
+        return retrain_due(settings, store)
+
+    if once:  # a failing pass fails the command
+        outcomes = one_pass()
+        if on_pass is not None:
+            on_pass(outcomes)
+        return
+    every_interval(one_pass, settings.worker_interval_s, stop or threading.Event(), what="retrain pass", log=log, on_pass=on_pass)

@@ -26,6 +26,7 @@ from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.domain import Source
 from predictor.ingest import Reject
+from predictor.passes import every_interval
 from predictor.slurm.accounting import SlurmJob, read_jobcomp
 from predictor.slurm.control import SlurmError
 from predictor.slurm.guard import WalltimeGuard
@@ -113,15 +114,7 @@ class Follower:
 
     def run(self, interval_s: float, stop: threading.Event, on_pass: Callable[[FollowPass], None] | None = None) -> None:
         """Poll every ``interval_s`` until ``stop`` is set; a failing pass is logged and retried on the next."""
-        while True:
-            try:
-                done = self.poll()
-                if on_pass is not None:
-                    on_pass(done)
-            except Exception:
-                log.exception("following %s failed; trying again in %.0f s", self.log_path, interval_s)
-            if stop.wait(interval_s):
-                return
+        every_interval(self.poll, interval_s, stop, what=f"following {self.log_path}", log=log, on_pass=on_pass)
 
     def _guard(self, parsed: list) -> None:
         """Let the guard decide about each timed-out run read, then finish any requeue it left half done."""
