@@ -18,7 +18,7 @@ from typing import BinaryIO, ClassVar
 import numpy as np
 
 from features.base import CostClass
-from features.textio import BadInput, feature_errors, fill, is_binary, open_input
+from features.textio import BadInput, feature_errors, fill, is_binary, open_input, read_buffer
 
 FEATURE_NAMES: tuple[str, ...] = (
     "bytes",
@@ -108,9 +108,9 @@ class FastqExtractor:
     def extract(self, value: str | Path) -> dict[str, float]:
         """Features of the FASTQ file at ``value``; raises :class:`FeatureError` naming it on bad input."""
         path = Path(value)
-        with feature_errors(path), open_input(path) as (stream, _, _):
-            tally = _scan(stream)
+        with feature_errors(path), open_input(path) as (stream, _, compressed):
             size = path.stat().st_size
+            tally = _scan(stream, read_buffer(size, compressed, _CHUNK_BYTES))
         mean = tally.bases / tally.reads
         variance = max(0.0, tally.length_squares / tally.reads - mean * mean)
         return {
@@ -126,10 +126,9 @@ class FastqExtractor:
         }
 
 
-def _scan(stream: BinaryIO) -> _Tally:
-    """Tally every record of the stream, chunk by chunk, carrying an incomplete record to the next chunk."""
+def _scan(stream: BinaryIO, buf: bytearray) -> _Tally:
+    """Tally every record of the stream, chunk by chunk through ``buf``, carrying an incomplete record to the next chunk."""
     tally = _Tally()
-    buf = bytearray(_CHUNK_BYTES)
     n = fill(stream, buf)
     _check_start(bytes(buf[: min(n, 1 << 16)]))
     carry = bytes(buf[:n]).lstrip()

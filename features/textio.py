@@ -14,10 +14,24 @@ from features.base import FeatureError
 GZIP_MAGIC = b"\x1f\x8b"
 _TEXT = bytes([9, 10, 13, *range(32, 127)])
 _MAX_NON_PRINTABLE = 0.1  # fraction of non-text bytes in a prefix above which input is binary
+SMALL_INPUT = 1 << 17  # glibc's default mmap threshold: smaller buffers come from the heap (see read_buffer)
 
 
 class BadInput(Exception):
     """A problem with the input; :func:`feature_errors` re-raises it as a FeatureError naming the file."""
+
+
+def read_buffer(size: int, compressed: bool, most: int) -> bytearray:
+    """A buffer for reading an input in chunks of at most ``most`` bytes: just large enough for a small plain input.
+
+    A job submission's inputs are often a few kB, and allocating (and zeroing) a full chunk for each cost
+    more than reading them. Only inputs under ``SMALL_INPUT`` get an exact buffer: glibc serves those from
+    its heap, while a buffer of a larger exact size would be mapped and faulted in afresh on every call
+    (a full chunk, once freed, raises glibc's mapping threshold and is then reused). A gzip input's size
+    says nothing of its text, so it always gets ``most``.
+    """
+    exact = size + 1  # the whole file and one byte: end of input in one read
+    return bytearray(min(most, exact) if not compressed and exact <= SMALL_INPUT else most)
 
 
 def fill(stream: BinaryIO, buf: bytearray) -> int:
