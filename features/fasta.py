@@ -314,21 +314,22 @@ class FastaExtractor:
         with feature_errors(path), open_input(path) as (stream, raw, compressed):
             size = path.stat().st_size
             if self.mode == "full":
-                return self._full(stream, read_buffer(size, compressed, _CHUNK_BYTES), size, budgeted=True)
+                return self._full(stream, size, compressed, budgeted=True)
             if compressed:
                 return self._sampled_prefix(stream, raw, size)
             if size <= self.sample_blocks * self.block_bytes:
-                return self._full(stream, read_buffer(size, compressed, _CHUNK_BYTES), size, budgeted=False)
+                return self._full(stream, size, compressed, budgeted=False)
             return self._sampled_blocks(stream, size)
 
     def _out_of_time(self, started: float) -> bool:
         return self.time_budget_s is not None and time.monotonic() - started > self.time_budget_s
 
-    def _full(self, stream: BinaryIO, buf: bytearray, size: int, budgeted: bool) -> dict[str, float]:
-        """Exact features from every byte of ``stream`` read through ``buf``; over the time budget (if ``budgeted``) is an error."""
+    def _full(self, stream: BinaryIO, size: int, compressed: bool, budgeted: bool) -> dict[str, float]:
+        """Exact features from every byte of ``stream``; over the time budget (if ``budgeted``) is an error."""
         started = time.monotonic()
         tally = _Tally()
         scanner = _Scanner(tally)
+        buf = read_buffer(size, compressed, _CHUNK_BYTES)
         n = _read_start(stream, buf)
         while n:
             scanner.feed(buf, n)
