@@ -82,7 +82,7 @@ class Settings(BaseSettings):
     probe_plan: Path | None = Field(default=None, description="Sweep plan whose jobs the scheduler probes idle machines with (unset: no probing).")
     probe_budget_s: float = Field(default=600.0, ge=0, description="Machine-seconds of probes each platform may run per clock hour.")
     probe_cap_s: float = Field(default=120.0, gt=0, description="Longest one probe may run: killed there, stored censored.")
-    probe_rule: ProbeRule = Field(default="uncertainty", description="Acquisition rule that ranks the probe plan's candidates.")
+    probe_rule: ProbeRule = Field(default="coverage", description="Acquisition rule that ranks the probe plan's candidates (coverage: measured on real runs, docs/results/probing.md).")
     probe_workdir: Path | None = Field(default=None, description="Where the probes' inputs are made, read by every machine (default HOME/sweep-inputs).")
     api_log_level: str = Field(default="info", description="Level of the API's structured JSON logs.")
     slurm_rules: Path | None = Field(default=None, description="Rule file mapping Slurm jobs to algorithms and platforms (docs/slurm.md).")

@@ -183,7 +183,8 @@ class IdleProber:
         hour = (machine.platform, int(now // HOUR))
         if budget is None or self.used.get(hour, 0.0) + budget.cap_s > budget.seconds_per_hour:
             return None
-        probe = self.source.next_probe(machine.platform, machine.id, now, frozenset(self.refused.get(machine.id, ())))
+        busy = {run.probe.id for run in self.running.values() if run.platform == machine.platform}  # one copy at a time
+        probe = self.source.next_probe(machine.platform, machine.id, now, frozenset(self.refused.get(machine.id, set()) | busy))
         if probe is None:
             return None
         full = self.duration(probe, machine.platform)  # inf for a real run: it reserves and may use its whole cap
@@ -213,8 +214,9 @@ class RankedCandidates:
 
     For a machine it offers the candidate of best acquisition score (:func:`predictor.acquisition.rank`)
     among the algorithms that run on its platform, against what is known there: the runs given at the
-    start (the store's history) and the probes measured since. Every probe's result is kept as a
-    measurement with source ``probe`` (censored at the cap), for the retrain worker.
+    start (the store's history) and the probes measured since. A pair's ranking is computed once and kept
+    until one of its probes is measured (ranking fits models; machines ask at every event). Every probe's
+    result is kept as a measurement with source ``probe`` (censored at the cap), for the retrain worker.
     """
 
     candidates: list[ProbeJob]
@@ -223,25 +225,19 @@ class RankedCandidates:
     cost_weight: float = 1.0
     measurements: list[Measurement] = field(default_factory=list)
     _probed: set[tuple[str, str]] = field(default_factory=set)  # (probe id, platform)
+    _ranked: dict[tuple[str, str], list[tuple[float, ProbeJob]]] = field(default_factory=dict)  # pair -> (score, job), best first
 
     def next_probe(self, platform: str, machine: str, now: float, refused: frozenset[str]) -> ProbeJob | None:
         best: tuple[float, ProbeJob] | None = None
         for algorithm in sorted({c.algorithm for c in self.candidates}):
-            left = [c for c in self.candidates if c.algorithm == algorithm and c.runs_on(platform)
-                    and (c.id, platform) not in self._probed and c.id not in refused]  # fmt: skip
-            if not left:
-                continue
-            runs = self.known.get((algorithm, platform), [])
-            pool = pd.DataFrame([c.features for c in left])
-            measured = pd.DataFrame([f for f, _ in runs], columns=pool.columns)
-            seconds = np.array([s for _, s in runs], dtype="float64")
-            pick = rank(pool, measured, seconds, rule=self.rule, n=1, cost_weight=self.cost_weight)[0]
-            if best is None or pick.score > best[0]:
-                best = (pick.score, left[pick.index])
+            pick = next((ranked for ranked in self._ranking(algorithm, platform) if ranked[1].id not in refused), None)
+            if pick is not None and (best is None or pick[0] > best[0]):
+                best = pick
         return best[1] if best is not None else None
 
     def measured(self, probe: ProbeJob, platform: str, seconds: float, censored: bool) -> None:
         self._probed.add((probe.id, platform))
+        self._ranked.pop((probe.algorithm, platform), None)
         if not censored:
             self.known.setdefault((probe.algorithm, platform), []).append((probe.features, seconds))
         self.measurements.append(
@@ -251,3 +247,19 @@ class RankedCandidates:
                 source=Source.PROBE,
             )
         )  # fmt: skip
+
+    def _ranking(self, algorithm: str, platform: str) -> list[tuple[float, ProbeJob]]:
+        """The pair's candidates not yet measured, best first, against what is known there now."""
+        pair = (algorithm, platform)
+        if pair not in self._ranked:
+            left = [c for c in self.candidates if c.algorithm == algorithm and c.runs_on(platform) and (c.id, platform) not in self._probed]
+            ranked: list[tuple[float, ProbeJob]] = []
+            if left:
+                runs = self.known.get(pair, [])
+                pool = pd.DataFrame([c.features for c in left])
+                measured = pd.DataFrame([f for f, _ in runs], columns=pool.columns)
+                seconds = np.array([s for _, s in runs], dtype="float64")
+                picks = rank(pool, measured, seconds, rule=self.rule, n=len(left), cost_weight=self.cost_weight)
+                ranked = [(pick.score, left[pick.index]) for pick in picks]
+            self._ranked[pair] = ranked
+        return self._ranked[pair]

@@ -71,6 +71,22 @@ def test_probes_keep_to_the_budget_per_platform_hour_and_to_the_cap():
     assert censored and all(m.source.value == "probe" and m.wall_seconds == pytest.approx(budgets[m.platform].cap_s) for m in censored)
 
 
+def test_no_candidate_runs_on_two_machines_of_a_platform_at_once():
+    types = ("type1", "type6")
+    workload = _sparse(1.0, 2, types, every=30)
+    budgets = {t: ProbeBudget(seconds_per_hour=3600.0, cap_s=300.0) for t in types}
+    prober = _prober(ncbi.probe_candidates(types, lengths=12, longest=8000.0), budgets, _known(workload))
+    result = simulate(workload, make_policy("edf"), parse_estimates("oracle").oracle(workload), prober=prober)
+    spans: dict = defaultdict(list)
+    for record in result.probes:
+        spans[(record.probe, record.platform)].append((record.start, record.end))
+    assert len(result.probes) > len(spans) > 10, "probes ran, and some candidates more than once (after a cancel)"
+    overlapping = [key for key, runs in spans.items() if any(b[0] < a[1] for a, b in zip(sorted(runs), sorted(runs)[1:]))]
+    assert overlapping == []
+    measured = [(m.run_id.rsplit("-", 1)[0]) for m in prober.source.measurements]
+    assert len(measured) == len(set(measured)), "each candidate measured at most once per platform"
+
+
 def test_an_arriving_job_cancels_the_probe_at_once_and_it_is_not_retried_there():
     jobs = [JobSpec("first", 0.0, "algo", {"a": 2.0}), JobSpec("second", 100.0, "algo", {"a": 5.0})]
     workload = Workload("gap", jobs, ONE)
