@@ -106,26 +106,31 @@ class TrainingEnvelope:
         """Seconds by the monotone power law, for rows in :attr:`feature_names` order."""
         return np.exp(self.law_intercept + _slog(np.asarray(X, dtype="float64")) @ self.law_coef)
 
+    @cached_property
+    def _scaled_range(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each feature's trained range in the scaled space: fixed once fitted, while :meth:`check` runs per request."""
+        return (_slog(self.low) - self.center) / self.scale, (_slog(self.high) - self.center) / self.scale
+
     def check(self, X: np.ndarray) -> Check:
         """Where rows (in :attr:`feature_names` order) lie relative to the envelope."""
         X = np.asarray(X, dtype="float64").reshape(-1, len(self.feature_names))
         scaled = (_slog(X) - self.center) / self.scale
-        beyond = np.maximum(scaled - (_slog(self.high) - self.center) / self.scale, 0.0)
-        below = np.maximum((_slog(self.low) - self.center) / self.scale - scaled, 0.0)
-        range_excess = np.maximum(beyond, below)
+        low, high = self._scaled_range
         out = (X > self.high) | (X < self.low)
-        excess = range_excess.max(axis=1) if X.shape[1] else np.zeros(len(X))
+        out_of_range = out.any(axis=1)
+        excess = np.maximum(np.maximum(scaled - high, low - scaled).max(axis=1), 0.0) if X.shape[1] else np.zeros(len(X))
         if self.reach > 0:
-            distance, _ = self._tree.query(np.nan_to_num(scaled), k=1)
+            points = scaled if np.isfinite(scaled).all() else np.nan_to_num(scaled)  # nan_to_num costs more than the query
+            distance, _ = self._tree.query(points, k=1)
             far = distance > self.reach
             excess = np.maximum(excess, np.where(far, distance / self.reach - 1.0, 0.0))
         else:
             far = np.zeros(len(X), dtype=bool)
-        outside = out.any(axis=1) | far
+        outside = out_of_range | far
         names = self.feature_names
         excess = np.where(outside, np.minimum(excess, MAX_EXCESS), 0.0)
         beyond: list[list[str]] = [[] for _ in range(len(X))]
-        for i in np.flatnonzero(out.any(axis=1)):  # most rows lie within every range: only the others are spelled out
+        for i in np.flatnonzero(out_of_range):  # most rows lie within every range: only the others are spelled out
             beyond[i] = [names[j] for j in np.flatnonzero(out[i])]
         return Check(outside, excess, beyond)
 
