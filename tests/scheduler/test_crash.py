@@ -103,11 +103,11 @@ def test_kill_mid_stream_then_restart(tmp_path):
                     server.start()  # the crash happened: bring the service back on the same store
                 else:
                     time.sleep(0.1)
-            if i == JOBS // 2 and not killed:
+            if i >= JOBS // 2 and not killed:  # from half way, at the first moment some jobs wait and some run
                 statuses = Counter(call("GET", f"{server.base}/v1/jobs/j{k:03d}").json()["status"] for k in range(i + 1))
-                assert statuses["pending"] > 0 and statuses["running"] > 0, statuses
-                threading.Thread(target=lambda: (time.sleep(0.05), server.kill()), daemon=True).start()
-                killed = True
+                if statuses["pending"] > 0 and statuses["running"] > 0:
+                    threading.Thread(target=lambda: (time.sleep(0.05), server.kill()), daemon=True).start()
+                    killed = True
         deadline = time.monotonic() + 120
         while len(rm.done) < JOBS and time.monotonic() < deadline:
             time.sleep(0.2)
