@@ -7,8 +7,8 @@ knows (no tag, no rule), one at its partition's maximum, or one no quantile woul
 
 Every decision is a JSON line in the decisions file, appended before it is carried out, and its run's id makes it
 happen once. A requeue is ``scontrol requeuehold`` then ``scontrol update TimeLimit=... StartTime=now`` then
-``scontrol release``: a guard killed half way leaves the job held, never running with its old limit, and the next
-guard finishes what the file says it started.
+``scontrol release`` (:data:`RELAUNCH_DELAY_S` later): a guard killed half way leaves the job held, never running
+with its old limit, and the next guard finishes what the file says it started.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -47,6 +48,14 @@ def oracle_limits(oracle: RuntimeOracle) -> Limits:
         return None if estimate is None else estimate.limit
 
     return limit
+
+
+RELAUNCH_DELAY_S = 2.0
+"""Seconds a requeued job stays held before its release (a guard's pass takes that much longer per requeue). Slurm's own requeue waits out the job credential's lifetime
+(minutes); releasing at once instead, slurmd can refuse the launch when it falls in the second the killed run's
+credential was revoked ("Job credential revoked": the job ends FAILED; about half the runs of
+tests/predictor/slurm/test_guard.py did). A start time in the future is no cure: only the backfill pass (every
+30 s) would start the job then."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +146,7 @@ class WalltimeGuard:
             if state == "TIMEOUT":
                 self.slurm.requeue(decision.job_id, hold=True)
             self.slurm.update(decision.job_id, TimeLimit=str(minutes), StartTime="now")
+            time.sleep(RELAUNCH_DELAY_S)  # the run ended before its requeue: this keeps the release past its kill's second
             self.slurm.release(decision.job_id)
         except SlurmError as exc:
             log.warning("requeueing job %s failed (tried again on the next pass): %s", decision.job_id, exc)
