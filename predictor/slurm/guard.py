@@ -51,11 +51,11 @@ def oracle_limits(oracle: RuntimeOracle) -> Limits:
 
 
 RELAUNCH_DELAY_S = 2.0
-"""Seconds a requeued job stays held before its release (a guard's pass takes that much longer per requeue). Slurm's own requeue waits out the job credential's lifetime
-(minutes); releasing at once instead, slurmd can refuse the launch when it falls in the second the killed run's
-credential was revoked ("Job credential revoked": the job ends FAILED; about half the runs of
-tests/predictor/slurm/test_guard.py did). A start time in the future is no cure: only the backfill pass (every
-30 s) would start the job then."""
+"""Seconds a requeued job stays held before its release (a guard's pass takes that much longer per requeue).
+Slurm's own requeue waits out the job credential's lifetime (minutes); releasing at once instead, slurmd can refuse
+the launch when it falls in the second the killed run's credential was revoked ("Job credential revoked": the job
+ends FAILED; about half the runs of tests/predictor/slurm/test_guard.py did). A start time in the future is no
+cure: only the backfill pass (every 30 s) would start the job then."""
 
 
 @dataclass(frozen=True)
