@@ -9,6 +9,7 @@ flight finish on the map they started with.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -98,7 +99,7 @@ def serve_model(champion: Champion, examples: np.ndarray | None = None) -> Serve
 class RuntimeOracle:
     """Estimates a job's wall seconds on each eligible platform, with an interval and a walltime limit.
 
-    ``profile_table`` maps (algorithm, platform) to (mean seconds, count) and answers, marked as fallback,
+    ``profile_table`` maps (algorithm, platform) to (median seconds, count) and answers, marked as fallback,
     where no model exists (seed 000's profile table). ``coverage`` is the nominal coverage of intervals
     and ``limit_quantile`` the quantile of the limit, both overridable per call.
     """
@@ -371,13 +372,16 @@ def _log_factors(quantiles: tuple[tuple[float, float], ...], coverage: float, li
 
 
 def _fallback(profile: ProfileTable, algorithm: str, platform: str, reason: str) -> Estimate:
-    """The profile table's mean for the pair, marked as fallback with ``reason``; no estimate when nothing was measured."""
+    """The profile table's median for the pair, marked as fallback with ``reason``; no estimate when nothing was
+    measured or its time is not finite (a table given from elsewhere: no estimate, never one that cannot be sent)."""
     entry = profile.get((algorithm, platform))
     if entry is None:
         return Estimate(platform=platform, reason=f"{reason}; no measurements to fall back on")
-    mean, count = entry
+    median, count = entry
+    if not math.isfinite(median):
+        return Estimate(platform=platform, reason=f"{reason}; the measured runs give no usable time ({median:g} s)")
     return Estimate(
-        platform=platform, seconds=mean, fallback=True, model_name="profile-table", reason=f"{reason}; mean of {count} measured runs"
+        platform=platform, seconds=median, fallback=True, model_name="profile-table", reason=f"{reason}; median of {count} measured runs"
     )
 
 

@@ -22,6 +22,7 @@ command -v slurmd >/dev/null || need+=(slurmd)
 command -v sbatch >/dev/null || need+=(slurm-client)
 command -v munged >/dev/null || need+=(munge)
 [ -e /usr/share/lua/5.1/socket/http.lua ] || need+=(lua-socket)  # the job_submit.lua plugin's HTTP client
+command -v lua5.1 >/dev/null || need+=(lua5.1)  # runs the plugin in tests/serving/test_slurm.py, as slurmctld would
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

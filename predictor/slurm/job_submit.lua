@@ -1,7 +1,8 @@
 --[[ runtime-predictor's job_submit plugin for Slurm (JobSubmitPlugins=lua; this file beside slurm.conf).
 
 At submission it sends the job's name, comment, partition, working directory, #PREDICTOR lines and PREDICTOR_JOB
-variable to the predictor API, which maps it to an algorithm by the site's rule file. On an answer it sets
+variable to the predictor API, which maps it to an algorithm by the site's rule file. On an answer (key=value lines; it
+reads time_min, time_limit, comment and estimate, each at most once, and ignores the answer otherwise) it sets
 time_min to the estimate and the comment to the user's comment plus the estimate's tag; the time limit is set
 only when the job has none and RAISE_MISSING_LIMIT is true. On no answer within TIMEOUT_S, or an error, it changes
 nothing: it logs the first failure and the recovery, not every job. It never rejects a job and never lowers a limit.
@@ -71,6 +72,31 @@ local function body(job_desc, part_list)
     }, ",") .. "}"
 end
 
+-- The fields read from the answer, each with the pattern its value must match; any other key is ignored.
+local FIELDS = { time_min = "^%d+$", time_limit = "^%d+$", comment = "", estimate = "" }
+
+-- The answer's key=value lines as a table of the expected fields; nil and why for a line that is not key=value, a
+-- field given twice or a limit that is not a whole number, so that nothing a value holds can set another field.
+local function parse_answer(text)
+    local answer = {}
+    for line in text:gmatch("[^\n]+") do
+        local key, value = line:match("^([%w_]+)=(.*)$")
+        if not key then
+            return nil, "a line is not key=value"
+        end
+        if FIELDS[key] then
+            if answer[key] then
+                return nil, key .. " given twice"
+            end
+            if not value:match(FIELDS[key]) then
+                return nil, key .. " is not a whole number"
+            end
+            answer[key] = value
+        end
+    end
+    return answer
+end
+
 local function failed(why)
     if not failing then
         slurm.log_info("predictor: %s; jobs are submitted unchanged until it answers again", why)
@@ -100,13 +126,14 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
         failed("the API answered " .. tostring(code) .. ": " .. table.concat(chunks):sub(1, 200))
         return slurm.SUCCESS
     end
+    local answer, problem = parse_answer(table.concat(chunks))
+    if not answer then
+        failed("the API's answer is malformed (" .. problem .. ")")
+        return slurm.SUCCESS
+    end
     if failing then
         slurm.log_info("predictor: the API answers again")
         failing = false
-    end
-    local answer = {}
-    for key, value in table.concat(chunks):gmatch("([%w_]+)=([^\n]*)") do
-        answer[key] = value
     end
     local no_limit = job_desc.time_limit == nil or job_desc.time_limit == slurm.NO_VAL
     if answer.time_limit and no_limit and RAISE_MISSING_LIMIT then

@@ -1,18 +1,21 @@
 """What Slurm's job_submit plugin asks at submission: a job's facts in, the changes to make to it out.
 
 The site's rule file (``PREDICTOR_SLURM_RULES``) is read again when it changes. ``format=text`` answers as
-``key=value`` lines, which the plugin's Lua reads without a JSON library.
+``key=value`` lines, which the plugin's Lua reads without a JSON library: every text field in and out is one line
+(no control characters but tab), so no value can add a line of its own. The route needs no token, so whatever a
+job sends is bounded and refused with a 422 saying why, never a 500 and its traceback in the log.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import PlainTextResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from predictor.slurm.rules import (
@@ -32,6 +35,19 @@ from serving.schemas import PredictRequest
 router = APIRouter(prefix="/v1/slurm", tags=["slurm"])
 MAX_TEXT = 65_536
 MAX_MINUTES = 2**32 - 3  # Slurm's largest finite limit (NO_VAL and INFINITE are above)
+CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # every control character but tab
+
+
+def _one_line(value: str) -> str:
+    """Refuse a control character: a NUL, or a newline that would add a ``key=value`` line to the text answer."""
+    if found := CONTROL.search(value):
+        raise ValueError(f"must be one line of text: control character {found.group()!r} at position {found.start()}")
+    return value
+
+
+Line = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_one_line)]
+ShortLine = Annotated[str, Field(max_length=4096), AfterValidator(_one_line)]
+Minutes = Annotated[StrictInt, Field(ge=1, le=MAX_MINUTES)]  # a JSON integer: true is no 1
 
 
 class SlurmJobIn(BaseModel):
@@ -39,15 +55,15 @@ class SlurmJobIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(default="", max_length=1024, description="The job name (sbatch's default: the script's file name).")
-    comment: str = Field(default="", max_length=MAX_TEXT)
-    partition: str | None = Field(default=None, max_length=1024)
-    work_dir: str | None = Field(default=None, max_length=4096)
-    directives: str = Field(default="", max_length=MAX_TEXT, description="The words of the script's #PREDICTOR lines.")
-    environment: str = Field(default="", max_length=MAX_TEXT, description="The value of the job's PREDICTOR_JOB variable.")
-    time_limit: int | None = Field(default=None, ge=1, le=MAX_MINUTES)
-    default_time: int | None = Field(default=None, ge=1, le=MAX_MINUTES, description="The partition's default limit.")
-    raise_missing_limit: bool = Field(default=False, description="Give a job without a limit the served limit.")
+    name: ShortLine = Field(default="", description="The job name (sbatch's default: the script's file name).")
+    comment: Line = ""
+    partition: ShortLine | None = None
+    work_dir: ShortLine | None = None
+    directives: Line = Field(default="", description="The words of the script's #PREDICTOR lines.")
+    environment: Line = Field(default="", description="The value of the job's PREDICTOR_JOB variable.")
+    time_limit: Minutes | None = None
+    default_time: Minutes | None = Field(default=None, description="The partition's default limit.")
+    raise_missing_limit: StrictBool = Field(default=False, description="Give a job without a limit the served limit.")
 
 
 class SlurmAdviceOut(BaseModel):
@@ -57,7 +73,7 @@ class SlurmAdviceOut(BaseModel):
     platform: str
     time_min: int | None = Field(description="Null when there is no estimate (no model yet): only the tag is written.")
     time_limit: int | None
-    comment: str
+    comment: Line
     estimate: str | None = Field(description="The estimate as a Slurm walltime, rounded up.")
     limit: str | None = Field(description="The served limit (upper estimate) as a Slurm walltime.")
     seconds: float | None
@@ -93,9 +109,11 @@ def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
         raise HTTPException(503, f"the Slurm rule file is not usable: {exc}") from None
     if mapping is None:
         return None
-    request = PredictRequest(algorithm=mapping.algorithm, params=mapping.params, platforms=[mapping.platform])
     try:
+        request = PredictRequest(algorithm=mapping.algorithm, params=mapping.params, platforms=[mapping.platform])
         prepared = prepare(state, request, deadline(state))
+    except ValidationError as exc:
+        raise HTTPException(422, _problems(exc)) from None
     except JobRejected as exc:
         raise exc.http() from None
     estimated = state.oracle.estimate_jobs([prepared])[0].get(mapping.platform)
@@ -105,12 +123,22 @@ def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
         facts, mapping, estimated, time_limit=job.time_limit, default_time=job.default_time, raise_missing_limit=job.raise_missing_limit
     )
     served = estimated is not None and estimated.seconds is not None
-    return SlurmAdviceOut(
-        algorithm=mapping.algorithm, platform=mapping.platform, time_min=advice.time_min, time_limit=advice.time_limit,
-        comment=advice.comment, estimate=advice.estimate, limit=advice.limit, seconds=estimated.seconds if served else None,
-        model_name=estimated.model_name if served else None, model_version=estimated.model_version if served else None,
-        reason=None if served else (estimated.reason if estimated is not None else "no estimate"),
-    )  # fmt: skip
+    try:  # the tagged comment is checked to be one bounded line like the job's own
+        return SlurmAdviceOut(
+            algorithm=mapping.algorithm, platform=mapping.platform, time_min=advice.time_min, time_limit=advice.time_limit,
+            comment=advice.comment, estimate=advice.estimate, limit=advice.limit, seconds=estimated.seconds if served else None,
+            model_name=estimated.model_name if served else None, model_version=estimated.model_version if served else None,
+            reason=None if served else (estimated.reason if estimated is not None else "no estimate"),
+        )  # fmt: skip
+    except ValidationError as exc:
+        raise HTTPException(422, _problems(exc)) from None
+
+
+def _problems(exc: ValidationError) -> str:
+    """A validation error in one line, without the offending values: one message per field, the last (for a parameter's
+    value, typed as a union ending in text, the text form's)."""
+    last = {".".join(map(str, e["loc"][:2])): e["msg"] for e in exc.errors()}
+    return "; ".join(f"{field}: {message}" for field, message in last.items())
 
 
 def _rules(path: Path | None) -> Rules:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+import shutil
 import socket
+import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -12,7 +17,9 @@ import pytest
 
 from predictor.slurm.plugin import render_plugin
 from serving import create_app
+from serving.telemetry import LOGGER_NAME
 from tests.livesrv import Silent, serve_app
+from tests.required import required
 from tests.serving.conftest import Home
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
 
@@ -119,3 +126,132 @@ def test_with_the_api_down_or_hanging_jobs_go_in_unchanged_within_the_timeout(pl
             plugin.run("scancel", *jobs)
     finally:
         silent.close()
+
+
+@pytest.fixture
+def served_log() -> Iterator[list[logging.LogRecord]]:
+    """The records the service logs meanwhile (its logger does not propagate to pytest's)."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.addHandler(handler)
+    yield records
+    logger.removeHandler(handler)
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"directives": "algorithm=mafft input=f7\x00.fa"}, "directives: Value error, must be one line of text: control character '\\x00'"),
+        ({"directives": "algorithm=mafft input=f7.fa", "work_dir": "/tmp/a\x00b"}, "work_dir: Value error, must be one line"),
+        ({"comment": "mine predictor: algorithm=mafft input=f7.fa\x00"}, "comment: Value error, must be one line"),
+        ({"directives": "algorithm=mafft input=" + "a" * 5000}, "params.input: String should have at most 4096 characters"),
+        ({"directives": "algorithm=mafft input=f7.fa", "name": "n" * 5000}, "name: String should have at most 4096 characters"),
+        ({"directives": "algorithm=mafft input=f7.fa", "time_limit": True}, "time_limit: Input should be a valid integer"),
+    ],
+)
+def test_the_open_route_refuses_hostile_text_with_a_422_and_logs_no_traceback(
+    slurm_api: str, trained: Home, served_log: list[logging.LogRecord], fields: dict[str, object], reason: str
+) -> None:
+    """Issue 30, items 2 and 7: NUL characters, 5,000-character words and a boolean limit are 4xx with the reason, not 500."""
+    answer = httpx.post(f"{slurm_api}/v1/slurm/estimate", json=_job(trained, **fields))
+    assert answer.status_code == 422, answer.text
+    assert reason in answer.json()["detail"]
+    assert [r.getMessage() for r in served_log if r.levelno >= logging.ERROR or r.exc_info] == []
+
+
+INJECTED = "hi\ntime_min=99999\ntime_limit=1\nx"
+
+
+def test_a_comment_cannot_add_lines_to_the_text_answer(slurm_api: str, trained: Home) -> None:
+    """Issue 30, item 6: a newline in the comment is refused, so no value adds a ``time_min=`` or ``time_limit=`` line."""
+    asked = _job(trained, comment=INJECTED, directives="algorithm=mafft input=f7.fa")
+    text = httpx.post(f"{slurm_api}/v1/slurm/estimate", params={"format": "text"}, json=asked)
+    assert text.status_code == 422 and "comment: Value error, must be one line of text: control character '\\n'" in text.json()["detail"]
+    plain = httpx.post(f"{slurm_api}/v1/slurm/estimate", params={"format": "text"}, json={**asked, "comment": "hi time_min=99999"})
+    keys = [line.partition("=")[0] for line in plain.text.splitlines()]
+    assert plain.status_code == 200 and keys == ["time_min", "comment", "estimate"]
+
+
+# The plugin run by a Lua interpreter, as slurmctld would run it: a stand-in for slurmctld's ``slurm`` table, one job.
+LUA_DRIVER = """
+slurm = { SUCCESS = 0, NO_VAL = 4294967294, INFINITE = 4294967295 }
+function slurm.log_info(fmt, ...) io.stderr:write(string.format(fmt, ...), "\\n") end
+dofile(arg[1])
+local job = { name = "align.sh", comment = arg[2], partition = "debug", work_dir = arg[3], script = arg[4],
+              time_limit = slurm.NO_VAL, environment = {} }
+slurm_job_submit(job, {}, 0)
+io.write(tostring(job.time_min), "\\n", tostring(job.time_limit), "\\n", (tostring(job.comment):gsub("\\n", "\\\\n")), "\\n")
+"""
+
+
+def _run_plugin(api: str, tmp_path: Path, comment: str, script: str = "") -> tuple[list[str], str]:
+    """Submit one job (no time limit; the plugin raises a missing one) through the plugin: its time_min, time_limit and
+    comment after, and what the plugin logged."""
+    required(shutil.which("lua5.1") is not None, "lua5.1 not installed", "`make test` installs it (make system-deps)")
+    plugin, driver = tmp_path / "job_submit.lua", tmp_path / "driver.lua"
+    plugin.write_text(render_plugin(api, 2.0, raise_missing_limit=True))
+    driver.write_text(LUA_DRIVER)
+    done = subprocess.run(["lua5.1", str(driver), str(plugin), comment, str(tmp_path), script], capture_output=True, text=True, timeout=30, check=True)
+    return done.stdout.splitlines(), done.stderr
+
+
+class Canned(ThreadingHTTPServer):
+    """An API stand-in that answers every POST with ``body`` (text/plain, 200)."""
+
+    body = ""
+
+    def __init__(self) -> None:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                self.rfile.read(int(self.headers["content-length"]))
+                data = server.body.encode()
+                self.send_response(200)
+                self.send_header("content-type", "text/plain")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "logged"),
+    [
+        ("time_min=5\ncomment=hi\ntime_min=99999\ntime_limit=1\nx predictor: a=b\n", ["nil", "4294967294", "mine"], "time_min given twice"),
+        ("time_min=5 time_limit=1\ncomment=ok\n", ["nil", "4294967294", "mine"], "time_min is not a whole number"),
+        ("time_min=5\ngarbage\n", ["nil", "4294967294", "mine"], "a line is not key=value"),
+        ("time_min=5\ntime_limit=9\ncomment=ok a=b\nfuture=1\n", ["5", "9", "ok a=b"], ""),
+    ],
+)
+def test_the_plugin_reads_each_expected_field_once_or_changes_nothing(tmp_path: Path, answer: str, expected: list[str], logged: str) -> None:
+    """Issue 30, item 6: a field given twice, a limit that is not a number or a stray line leaves the job as submitted."""
+    canned = Canned()
+    canned.body = answer
+    try:
+        job, log = _run_plugin(canned.url, tmp_path, "mine")
+    finally:
+        canned.shutdown()
+        canned.server_close()
+    assert job == expected
+    assert (f"the API's answer is malformed ({logged})" in log) if logged else log == ""
+
+
+def test_the_plugin_leaves_a_job_whose_comment_would_inject_fields_unchanged(slurm_api: str, trained: Home, tmp_path: Path) -> None:
+    """Issue 30, item 6, end to end: the injecting comment goes through the real plugin and API and sets nothing."""
+    script = SCRIPT.format(input=trained.inputs / "f12.fa")
+    job, log = _run_plugin(slurm_api, tmp_path, INJECTED, script)
+    assert job == ["nil", "4294967294", INJECTED.replace("\n", "\\n")] and "the API answered 422" in log
+    tagged, _ = _run_plugin(slurm_api, tmp_path, "mine", script)
+    assert tagged[0] != "nil" and tagged[2].startswith("mine predictor: algorithm=mafft platform=cpu1 estimate=")
