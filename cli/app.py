@@ -1,15 +1,49 @@
-"""The ``predictor`` command: one entry point, its subcommands gathered from one module per group."""
+"""The ``predictor`` command: one entry point, its subcommands gathered from one module per group.
+
+Every module imports what its commands need inside them, so ``--help``, ``--version`` and a command that asks a
+service start without loading pandas, the model zoo, MLflow or the web server (tests/cli/test_app.py checks it).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer.core import TyperGroup
 
 from cli import learn, measure, probe, serve, simulate, slurm
+from cli.common import err_console
 from predictor import __version__
 
-app = typer.Typer(help="Runtime prediction for heterogeneous clusters.", no_args_is_help=True, add_completion=False)
+
+class OneLineErrors(TyperGroup):
+    """The top group: a bad option, value or command is one ``error:`` line, as every command's own errors are."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        """Run the command line; click's boxed usage error becomes one line naming the command's --help, exit status 2."""
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except NoArgsIsHelpError as exc:
+            exc.show()
+            code = exc.exit_code
+        except ClickException as exc:
+            where = f" (see `{exc.ctx.command_path} --help`)" if getattr(exc, "ctx", None) is not None else ""
+            err_console.print(f"[red]error:[/red] {escape(exc.format_message())}{where}")
+            code = exc.exit_code
+        except typer.Abort:
+            err_console.print("aborted")
+            code = 1
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+app = typer.Typer(
+    cls=OneLineErrors, help="Runtime prediction for heterogeneous clusters.", no_args_is_help=True, add_completion=False
+)
 for group in (measure, learn, serve, simulate, slurm):
     app.add_typer(group.commands)
 app.add_typer(probe.commands, name="probe")

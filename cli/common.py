@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 from typer.core import TyperArgument, TyperCommand
-
-from predictor.settings import Settings
 
 if TYPE_CHECKING:
     from predictor.catalog import Catalog
     from predictor.client import PredictorClient
     from predictor.oracle import RuntimeOracle
+    from predictor.settings import Settings
     from predictor.store import MeasurementStore
 
 T = TypeVar("T")
@@ -37,7 +38,9 @@ class PathsCommand(TyperCommand):
 
 
 def load_settings() -> Settings:
-    """The settings from the environment (``PREDICTOR_*``), read anew by each command."""
+    """The settings from the environment (``PREDICTOR_*``), read anew by each command (imported here: pydantic is slow)."""
+    from predictor.settings import Settings
+
     return Settings()
 
 
@@ -86,9 +89,16 @@ def open_store(settings: Settings) -> MeasurementStore:
     return store
 
 
-def wide_console() -> Console:
-    """Standard output at least 150 columns wide, for tables with many columns (a pipe would cut them at 80)."""
-    return Console(width=max(console.width, 150))
+def print_table(table: Table) -> None:
+    """Print ``table`` whole on standard output, as wide as its widest row: no cell cut to ``…`` at a terminal's or a pipe's 80."""
+    natural = Console(width=1_000_000).measure(table).maximum
+    Console(width=max(console.width, natural)).print(table)
+
+
+def plain(value: object) -> Text:
+    """``value`` as literal text: no markup read in it, and control characters (a stored terminal escape) shown as ``\\x1b``."""
+    text = str(value)
+    return Text("".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text))
 
 
 def fail(message: str) -> typer.Exit:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from itertools import count
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from cli.common import console, err_console, fail, from_service, load_settings, open_store, wide_console
-from predictor.progress import progress
-from predictor.settings import Settings
+from cli.common import console, err_console, fail, from_service, load_settings, open_store, plain, print_table
 
 if TYPE_CHECKING:
+    from predictor.settings import Settings
     from training.report import SessionReport
 
 commands = typer.Typer()
@@ -26,6 +26,7 @@ def train(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Cross-validate and judge, but register and promote nothing.")] = False,
 ) -> None:
     """Cross-validate the zoo per (algorithm, platform), track it in MLflow, and promote what beats the serving champion."""
+    from predictor.progress import progress
     from training.dataset import load_training_sets
     from training.guard import Verdict
     from training.pipeline import count_steps, decision_row, train as train_sets
@@ -59,7 +60,7 @@ def train(
             o.algorithm, o.platform, o.challenger, f"{o.metrics[o.challenger].get(metric, float('nan')):.2f}", o.decision.verdict.value,
             o.serving or "-", o.version or "-",
         )  # fmt: skip
-    wide_console().print(table)
+    print_table(table)
     for o in outcomes:
         console.print(f"{o.algorithm}/{o.platform} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
 
@@ -102,7 +103,6 @@ def _print_session(session: SessionReport, platform: str | None) -> None:
     algorithm = session.algorithm
     coverage = "" if session.nominal_coverage is None else f"; intervals of nominal coverage {session.nominal_coverage:g}"
     console.print(f"{algorithm}: training session {session.run_id}{coverage}; * = champion (by {session.selection_metric})")
-    wide = wide_console()
     for name in sorted({r.platform for r in session.rows} if platform is None else {platform}):
         table = Table(title=f"{algorithm} on {name}")
         for column in ("model", "target", *REPORT_METRICS.values(), "fit s"):
@@ -110,7 +110,7 @@ def _print_session(session: SessionReport, platform: str | None) -> None:
         for r in (r for r in session.rows if r.platform == name):
             values = [f"{r.metrics[m]:.4g}" if m in r.metrics else "-" for m in REPORT_METRICS]
             table.add_row(("* " if r.champion else "") + r.model, r.target_transform, *values, f"{r.fit_seconds:.2f}")
-        wide.print(table)
+        print_table(table)
         lead = champion_lead(session, name)
         if lead is not None:
             gaps = ", ".join(
@@ -139,7 +139,7 @@ def _live_report(settings: Settings, algorithm: str | None, platform: str | None
     for (a, p), v in sorted(rows.items()):
         cells = [f"{v[m]:.3g}" if v[m] == v[m] else "-" for m in ("rae", "within_25pct", "underestimate_rate", "limit_exceeded", "interval_coverage")]
         table.add_row(a, p, f"{int(v['runs'])}", *cells)
-    wide_console().print(table)
+    print_table(table)
 
 
 @commands.command()
@@ -186,7 +186,7 @@ def models_list(
     for c in sorted(champions, key=lambda c: (c["algorithm"], c["platform"])):
         metrics = [f"{c['metrics'][m]:.4g}" if m in c["metrics"] else "-" for m in MODEL_METRICS]
         table.add_row(c["algorithm"], c["platform"], str(c["version"]), c.get("model_kind") or "-", *metrics)
-    wide_console().print(table)
+    print_table(table)
 
 
 @models_app.command("history")
@@ -195,7 +195,10 @@ def models_history(
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many decisions, newest first.", min=1)] = 50,
 ) -> None:
-    """Every decision of the champion guard: trained, promoted, refreshed or kept, and why."""
+    """Every decision of the champion guard, and every rollback: trained, promoted, refreshed, kept or rolled back, and why.
+
+    A row the store cannot read back whole is shown with ``!`` after its number and what could not be read.
+    """
     rows = open_store(load_settings()).decisions(algorithm, platform, limit)
     if not rows:
         raise fail("no training decisions recorded" + "".join(f" for {x}" for x in (algorithm, platform) if x))
@@ -203,13 +206,16 @@ def models_history(
     for column in ("#", "when (UTC)", "algorithm", "platform", "decision", "trigger", "challenger", "incumbent", "registered", "serving", "runs"):
         table.add_column(column, no_wrap=True)
     for r in rows:
-        table.add_row(
-            str(r["id"]), f"{r['decided_at']:%Y-%m-%d %H:%M:%S}", r["algorithm"], r["platform"], r["decision"], r["trigger"],
-            r["challenger"], r["incumbent"] or "-", r["version"] or "-", r["serving_version"] or "-", str(r["n_rows"]),
-        )  # fmt: skip
-    wide_console().print(table)
+        when = r["decided_at"]
+        table.add_row(*map(plain, (
+            f"{r['id']}{'!' if r['unreadable'] else ''}", f"{when:%Y-%m-%d %H:%M:%S}" if isinstance(when, datetime) else when,
+            r["algorithm"], r["platform"], r["decision"], r["trigger"], r["challenger"], r["incumbent"] or "-", r["version"] or "-",
+            r["serving_version"] or "-", r["n_rows"],
+        )))  # fmt: skip
+    print_table(table)
     for r in rows:
-        console.print(f"#{r['id']} {r['algorithm']}/{r['platform']}: {r['reason']}", markup=False, highlight=False)
+        unreadable = f" [unreadable: {', '.join(r['unreadable'])}]" if r["unreadable"] else ""
+        console.print(plain(f"#{r['id']} {r['algorithm']}/{r['platform']}: {r['reason']}{unreadable}"), highlight=False)
 
 
 def _registered_champions(settings: Settings) -> list[dict[str, Any]]:

@@ -10,9 +10,8 @@ import typer
 from rich.table import Table
 
 from cli.common import (
-    PathsCommand, console, err_console, fail, load_settings, open_store, parse_duration, parse_pairs, typed_params, wide_console,
+    PathsCommand, console, err_console, fail, load_settings, open_store, parse_duration, parse_pairs, typed_params, print_table,
 )  # fmt: skip
-from predictor.progress import progress
 
 commands = typer.Typer()
 
@@ -133,6 +132,7 @@ def sweep(
     """Run a parameter sweep of real programs through the profiler; each run is stored as it finishes."""
     from features import FeatureError
     from predictor.catalog import load_catalog
+    from predictor.progress import progress
     from predictor.sweep import PlanError, load_plan, run_sweep
 
     settings = load_settings()
@@ -194,7 +194,6 @@ def algorithms(algorithm: Annotated[str | None, typer.Option(help="Only this alg
         chosen = [catalog.algorithm(algorithm)] if algorithm else list(catalog.algorithms.values())
     except KeyError as exc:
         raise fail(str(exc).strip('"')) from None
-    wide = wide_console()
     for algo in chosen:
         table = Table(title=f"{algo.name}: {algo.description}" if algo.description else algo.name, title_justify="left")
         for column in ("parameter", "type", "required", "default", "range", "choices", "extractor"):
@@ -202,8 +201,8 @@ def algorithms(algorithm: Annotated[str | None, typer.Option(help="Only this alg
         for name, p in algo.parameters.items():
             default = "" if p.default is None else str(p.default)
             table.add_row(name, p.type, "yes" if p.required else "", default, _range(p.min, p.max), ", ".join(p.choices or ()), p.extractor or "")
-        wide.print(table)
-        wide.print(f"platforms: {', '.join(algo.platforms)}", markup=False, highlight=False)
+        print_table(table)
+        console.print(f"platforms: {', '.join(algo.platforms)}", markup=False, highlight=False)
 
 
 def _range(low: float | None, high: float | None) -> str:

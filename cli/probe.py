@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from cli.common import console, fail, load_settings, open_store, parse_duration, repeat_passes, wide_console
-from predictor.acquisition import RULES
-from predictor.settings import BUNDLED_DATA
+from cli.common import console, fail, load_settings, open_store, parse_duration, repeat_passes, print_table
 
 if TYPE_CHECKING:
     from predictor.catalog import Catalog
@@ -22,25 +20,31 @@ if TYPE_CHECKING:
     from predictor.sweep import Plan
 
 commands = typer.Typer(help="Measure where the models know least: rank candidate runs, run them within a budget.", no_args_is_help=True)
-PLAN = BUNDLED_DATA / "plans" / "probe.yaml"
-PlanOption = Annotated[Path, typer.Option("--plan", help="Sweep plan whose jobs are the candidates.", exists=True, dir_okay=False)]
-RuleOption = Annotated[str, typer.Option(help=f"Acquisition rule: {', '.join(RULES)}.")]
+PlanOption = Annotated[
+    Path | None, typer.Option("--plan", help="Sweep plan whose jobs are the candidates (default: the bundled data/plans/probe.yaml).",
+                              exists=True, dir_okay=False)
+]
+# predictor.acquisition.RULES, written out: importing it would load the model zoo for --help (tests/cli/test_probe.py keeps them equal)
+RuleOption = Annotated[str, typer.Option(help="Acquisition rule: uncertainty, coverage.")]
 CostOption = Annotated[float, typer.Option(help="Divide each value by estimated seconds to this power (0: ignore cost).", min=0)]
 WorkdirOption = Annotated[Path | None, typer.Option(help="Where generated inputs go (default: PREDICTOR_PROBE_WORKDIR, else HOME/sweep-inputs).")]
 
 
 @contextmanager
-def _probing(plan_file: Path, workdir: Path | None, rule: str) -> Iterator[tuple[Catalog, Plan, MeasurementStore, Path, Any]]:
-    """The catalog, the plan, the store, the inputs' folder and the checked rule; a bad plan or input is one error line."""
+def _probing(plan_file: Path | None, workdir: Path | None, rule: str) -> Iterator[tuple[Catalog, Plan, MeasurementStore, Path, Any]]:
+    """The catalog, the plan (default: the bundled one), the store, the inputs' folder, the checked rule; bad ones: one error line."""
     from features import FeatureError
+    from predictor.acquisition import RULES
     from predictor.catalog import load_catalog
+    from predictor.settings import BUNDLED_DATA
     from predictor.sweep import PlanError, load_plan
 
     if rule not in RULES:
         raise typer.BadParameter(f"{rule!r} is not a rule; choose {', '.join(RULES)}", param_hint="--rule")
     settings = load_settings()
     try:
-        yield load_catalog(*settings.catalog_paths), load_plan(plan_file), open_store(settings), workdir or settings.resolved_probe_workdir, rule
+        sweep_plan = load_plan(plan_file or BUNDLED_DATA / "plans" / "probe.yaml")
+        yield load_catalog(*settings.catalog_paths), sweep_plan, open_store(settings), workdir or settings.resolved_probe_workdir, rule
     except (PlanError, FeatureError, KeyError) as exc:
         raise fail(str(exc).strip('"')) from None
 
@@ -52,7 +56,7 @@ def plan(
     n: Annotated[int, typer.Option("-n", help="How many candidates to show.", min=1)] = 20,
     rule: RuleOption = "coverage",
     cost_weight: CostOption = 1.0,
-    plan_file: PlanOption = PLAN,
+    plan_file: PlanOption = None,
     workdir: WorkdirOption = None,
 ) -> None:
     """Rank the plan's candidate runs of ALGORITHM on PLATFORM by the value of measuring them, per estimated second."""
@@ -67,7 +71,7 @@ def plan(
     for place, item in enumerate(ranked, 1):
         params = ", ".join(f"{k}={Path(v).name if isinstance(v, str) and '/' in v else v}" for k, v in sorted(item.candidate.run.params.items()))
         table.add_row(str(place), f"{item.pick.score:.3g}", f"{item.pick.value:.3g}", f"{item.pick.cost_s:.3g}", params)
-    wide_console().print(table)
+    print_table(table)
 
 
 @commands.command()
@@ -78,7 +82,7 @@ def run(
     cap: Annotated[str | None, typer.Option(help="Kill a probe after this long (default: the plan's timeout).")] = None,
     rule: RuleOption = "coverage",
     cost_weight: CostOption = 1.0,
-    plan_file: PlanOption = PLAN,
+    plan_file: PlanOption = None,
     workdir: WorkdirOption = None,
 ) -> None:
     """Run the best-ranked candidates for real through the profiler until BUDGET is spent; each is stored as it ends."""
@@ -91,7 +95,7 @@ def run(
     with _probing(plan_file, workdir, rule) as (catalog, sweep_plan, store, inputs, checked):
         pairs = [(a, p) for a, p in pairs_of(sweep_plan) if algorithm in (None, a) and platform in (None, p)]
         if not pairs:
-            raise PlanError(f"{plan_file}: no job of {algorithm or 'any algorithm'} on {platform or 'any platform'}")
+            raise PlanError(f"{plan_file or 'the bundled probe plan'}: no job of {algorithm or 'any algorithm'} on {platform or 'any platform'}")
         with progress(console, "probe", int(budget_s)) as update:
             runs = run_probes(
                 sweep_plan, catalog, store, inputs, budget_s=budget_s, rule=checked, cap_s=cap_s, pairs=pairs, cost_weight=cost_weight,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -18,9 +18,11 @@ from cli.common import (
     open_store,
     parse_pairs,
     typed_params,
-    wide_console,
+    print_table,
 )
-from predictor.settings import Settings
+
+if TYPE_CHECKING:
+    from predictor.settings import Settings
 
 commands = typer.Typer()
 
@@ -133,7 +135,7 @@ def predict(
         cells = [_cell(e[k]) for k in ("seconds", "walltime", "lower", "upper", "limit", "limit_walltime")]
         model_label = f"{e['model_name']} v{e['model_version']}" if e["model_version"] else (e["model_name"] or "-")
         table.add_row(p, *cells, model_label)
-    wide_console().print(table)
+    print_table(table)
     for p, e in shown.items():
         if e["reason"]:
             console.print(f"{p}: {e['reason']}", markup=False, highlight=False)

@@ -10,8 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.common import console, err_console, fail, load_settings, local_oracle
-from predictor.progress import progress
+from cli.common import console, err_console, fail, load_settings, local_oracle, print_table
 
 commands = typer.Typer()
 
@@ -55,7 +54,7 @@ def simulate(
         for name, value in metrics.as_dict().items():
             table.add_row(name, f"{value:,.3f}" if isinstance(value, float) else f"{value:,}")
         table.add_row("simulation seconds", f"{result.wall_seconds:.2f}")
-        console.print(table)
+        print_table(table)
     if chart:
         name = f"{w.name}-{result.policy}-{chosen}".replace(":", "_").replace("/", "_")
         path = plot(result, gantt or settings.resolved_home / "simulations" / f"{name}.png")
@@ -75,6 +74,7 @@ def compare(
 ) -> None:
     """Every applicable policy x estimate source x seed on one workload: metrics with 95% t-intervals, CSVs and a plot."""
     from predictor.catalog import load_catalog
+    from predictor.progress import progress
     from scheduler import compare as grid
     from scheduler import specs
 
@@ -105,6 +105,6 @@ def compare(
             table.add_column(column, justify="left" if i < 2 else "right")
         for row in rows:
             table.add_row(*row)
-        console.print(table)
+        print_table(table)
     for path in grid.save(runs, summary, metric, out or settings.resolved_home / "comparisons", Path(workload).name):
         err_console.print(f"wrote {path}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,11 @@ from sqlalchemy import (
     make_url,
     select,
     text,
+    type_coerce,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import Select
+from sqlalchemy.types import NullType
 
 from predictor.domain import SCALAR_FIELDS, Measurement, ServedEstimate
 from predictor.store.tables import measurements as table
@@ -32,6 +34,7 @@ from predictor.store.tables import model_decisions, served_estimates
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+MAX_SQL_INTEGER = 2**63 - 1  # the largest LIMIT both backends take (a larger Python int overflows the driver)
 # Arbitrary constant key of the PostgreSQL advisory lock that serialises concurrent migrations.
 MIGRATION_LOCK_KEY = 0x6D656173
 # Alembic keeps the running migration context in module globals, so one process migrates one database at a time.
@@ -207,14 +210,23 @@ class MeasurementStore:
             conn.commit()
 
     def decisions(self, algorithm: str | None = None, platform: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest ``limit`` decisions, newest first, optionally for one algorithm and/or platform."""
-        stmt = select(model_decisions).order_by(model_decisions.c.id.desc()).limit(limit)
+        """The newest ``limit`` decisions, newest first, optionally for one algorithm and/or platform.
+
+        A row holding a value its column cannot read back (``details`` not JSON, a ``decided_at`` that is no date:
+        written past the store, on SQLite) comes back with the value as stored and ``unreadable`` naming the columns,
+        so one bad row hides none of the others; ``unreadable`` is empty on a sound row.
+        """
+        columns = model_decisions.c
+        stmt = select(*(type_coerce(c, NullType()).label(c.name) for c in columns)).order_by(columns.id.desc())
+        stmt = stmt.limit(min(limit, MAX_SQL_INTEGER))
         if algorithm is not None:
-            stmt = stmt.where(model_decisions.c.algorithm == algorithm)
+            stmt = stmt.where(columns.algorithm == algorithm)
         if platform is not None:
-            stmt = stmt.where(model_decisions.c.platform == platform)
+            stmt = stmt.where(columns.platform == platform)
+        dialect = self.engine.dialect
+        readers = {c.name: c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns}
         with self.engine.connect() as conn:
-            return [dict(row) for row in conn.execute(stmt).mappings()]
+            return [_read_back(row, readers) for row in conn.execute(stmt).mappings()]
 
     def dispose(self) -> None:
         """Close every pooled connection."""
@@ -250,6 +262,19 @@ def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame["censored"] = frame["censored"].astype("bool")
     frame["recorded_at"] = pd.to_datetime(frame["recorded_at"], utc=True)
     return frame
+
+
+def _read_back(row: Mapping[str, Any], readers: dict[str, Callable[[Any], Any] | None]) -> dict[str, Any]:
+    """A row read column by column; a value its column's type cannot read is kept raw and named in ``unreadable``."""
+    out: dict[str, Any] = {"unreadable": []}
+    for name, value in row.items():
+        read = readers[name]
+        try:
+            out[name] = value if read is None or value is None else read(value)
+        except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+            out[name] = value
+            out["unreadable"].append(f"{name} ({type(exc).__name__})")
+    return out
 
 
 def _filtered(
