@@ -26,6 +26,11 @@ class Source(str, Enum):
     IMPORT = "import"  # brought in from a file or a foreign log
 
 
+MAX_WALL_SECONDS = 366 * 86_400
+"""The longest run an observation may report (a year): a longer one is a unit or typing error, refused at the edge
+and kept out of the fallback estimate."""
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

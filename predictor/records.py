@@ -1,7 +1,7 @@
 """One run's record, a row of a file or an observation sent to the API, validated into a storable Measurement.
 
 Checked, in order: the algorithm, the platform and that one runs on the other (the catalog); every
-parameter against its schema; the fields strictly typed (a boolean is no number, a number no time);
+parameter against its schema; the fields strictly typed (a boolean is no number, a number no time, no wall time over a year);
 the measurement itself; then what the store's columns hold on every backend alike
 (:mod:`predictor.store.limits`: text within its ``String(n)`` and free of NUL characters, integers
 within ``Integer`` or ``BigInteger``, times within the years 1 to 9999 in UTC), where SQLite would
@@ -29,7 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from features import FeatureError
 from predictor.catalog import Algorithm, Catalog, Parameter
-from predictor.domain import SCALAR_FIELDS, Measurement, Source
+from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, Source
 from predictor.jobfeatures import file_parameters, job_features
 from predictor.store.limits import unstorable
 
@@ -96,6 +96,8 @@ def validate(record: Record, catalog: Catalog, defaults: Defaults, locate: Locat
     context = _merged(record, "context", lambda _name, value: value)
     if "wall_seconds" not in data:
         raise RowError("wall_seconds", "missing: the wall time is the target the models learn")
+    if data["wall_seconds"] > MAX_WALL_SECONDS:
+        raise RowError("wall_seconds", f"{data['wall_seconds']:g} s is over a year ({MAX_WALL_SECONDS} s): not a plausible run")
     if not features:
         features = _input_features(algorithm, params, locate)
     try:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import RegressorMixin
 
-from predictor.domain import Measurement, ServedEstimate
+from predictor.domain import MAX_WALL_SECONDS, Measurement, ServedEstimate
 from predictor.registry import Champion, registered_name
 from predictor.store.store import LIVE_COLUMNS, frame_of, measurement_row
 from training.champions import training_envelope, version_tags
@@ -168,8 +168,9 @@ class MemoryMeasurements:
         return sum(1 for r in self._select(algorithm, platform) if not informative_only or _informative(r))
 
     def profile_table(self) -> dict[tuple[str, str], tuple[float, int]]:
-        """Mean wall seconds and count of finished runs per pair (the oracle's fallback)."""
-        return {pair: (sum(walls) / len(walls), len(walls)) for pair, walls in self._finished.items()}
+        """Median wall seconds and count of finished runs of at most a year per pair (the oracle's fallback, as the store's)."""
+        plausible = {pair: [w for w in walls if w <= MAX_WALL_SECONDS] for pair, walls in self._finished.items()}
+        return {pair: (float(np.median(walls)), len(walls)) for pair, walls in plausible.items() if walls}
 
     def frame(
         self,

@@ -28,7 +28,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import Select
 from sqlalchemy.types import NullType
 
-from predictor.domain import SCALAR_FIELDS, Measurement, ServedEstimate
+from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, ServedEstimate
 from predictor.store.tables import measurements as table
 from predictor.store.tables import model_decisions, served_estimates
 
@@ -64,6 +64,7 @@ class MeasurementStore:
         self.engine: Engine = create_engine(parsed)
         if self.dialect == "sqlite":
             _configure_sqlite(self.engine)
+        self._profile: tuple[tuple[Any, ...], dict[tuple[str, str], tuple[float, int]]] | None = None  # see profile_table
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision; a lock makes concurrent callers take turns."""
@@ -165,14 +166,18 @@ class MeasurementStore:
             return [(a, p) for a, p in conn.execute(stmt)]
 
     def profile_table(self) -> dict[tuple[str, str], tuple[float, int]]:
-        """Mean wall seconds and run count per (algorithm, platform) over successful runs: the fallback estimate."""
-        stmt = (
-            select(table.c.algorithm, table.c.platform, func.avg(table.c.wall_seconds), func.count())
-            .where(table.c.exit_status == 0)
-            .group_by(table.c.algorithm, table.c.platform)
-        )
+        """Median wall seconds and run count per (algorithm, platform) over successful runs of at most a year: the
+        fallback estimate, which no stored outlier can move far (a mean was made infinite by one absurd row).
+
+        A median sorts every run, several times the cost of a mean on a large store, so the table is computed
+        again only when the measurements changed since the last call (the API asks at every champion poll)."""
         with self.engine.connect() as conn:
-            return {(a, p): (float(mean), int(n)) for a, p, mean, n in conn.execute(stmt)}
+            stamp = tuple(conn.execute(select(func.count(), func.max(table.c.id))).one())
+            if self._profile is not None and self._profile[0] == stamp:
+                return dict(self._profile[1])
+            table_now = {(a, p): (float(median), int(n)) for a, p, median, n in conn.execute(_medians())}
+        self._profile = (stamp, table_now)
+        return dict(table_now)
 
     def add_served(self, served: Iterable[ServedEstimate]) -> int:
         """Keep the estimate each run was served (the first one recorded per run_id wins); how many were new."""
@@ -243,6 +248,24 @@ class MeasurementStore:
         stmt = _filtered(stmt, algorithm, platform, successful_only, with_censored)
         with self.engine.connect() as conn:
             return [{k: v for k, v in row.items() if k != "id"} for row in conn.execute(stmt).mappings()]
+
+
+def _medians() -> Select[Any]:
+    """(algorithm, platform, median wall seconds, runs) of successful runs of at most a year, per pair."""
+    pair = (table.c.algorithm, table.c.platform)
+    ranked = (
+        select(*pair, table.c.wall_seconds,
+               func.row_number().over(partition_by=pair, order_by=table.c.wall_seconds).label("rank"),
+               func.count().over(partition_by=pair).label("n"))
+        .where(table.c.exit_status == 0, table.c.wall_seconds <= MAX_WALL_SECONDS)
+        .subquery()
+    )  # fmt: skip
+    r = ranked.c
+    return (
+        select(r.algorithm, r.platform, func.avg(r.wall_seconds), func.max(r.n))
+        .where(r.rank >= (r.n + 1) // 2, r.rank <= (r.n + 2) // 2)  # the middle run, or the middle two
+        .group_by(r.algorithm, r.platform)
+    )
 
 
 def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -155,7 +155,7 @@ def test_fallbacks_say_why(catalog):
     o = oracle(catalog, champion(Counting()), profile={("blastn", "gpu-a100"): (12.5, 4)})
     e = o.estimate("blastn", {}, None, {"a": 1.0})
     assert e["cpu-small"].seconds is None and "features missing for the model: b, c" in e["cpu-small"].reason
-    assert e["gpu-a100"].fallback and e["gpu-a100"].seconds == 12.5 and "mean of 4 measured runs" in e["gpu-a100"].reason
+    assert e["gpu-a100"].fallback and e["gpu-a100"].seconds == 12.5 and "median of 4 measured runs" in e["gpu-a100"].reason
 
 
 def test_non_finite_answers_become_fallbacks(catalog):

@@ -184,6 +184,13 @@ def test_pairs_and_profile_table_use_successful_runs(store: MeasurementStore) ->
     assert store.profile_table() == {("blastn", "cpu-small"): (15.0, 2), ("blastn", "gpu-a100"): (4.0, 1)}
 
 
+def test_the_profile_table_is_the_median_of_plausible_runs(store: MeasurementStore) -> None:
+    """Issue 30 item 1: runs stored before absurd times were refused (1e308 s, 3.7e16 s) leave the fallback finite."""
+    walls = [10.0, 20.0, 30.0, 1e7, 1e308, 3.7e16]
+    store.add([run(f"w{i}", wall=w) for i, w in enumerate(walls)] + [run("odd", platform="gpu-a100", wall=4.0)])
+    assert store.profile_table() == {("blastn", "cpu-small"): (25.0, 4), ("blastn", "gpu-a100"): (4.0, 1)}
+
+
 def test_sqlite_runs_in_wal_mode(tmp_path) -> None:
     store = MeasurementStore(f"sqlite:///{tmp_path / 'new' / 'dir' / 's.db'}")
     try:
