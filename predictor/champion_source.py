@@ -26,6 +26,8 @@ from predictor.registry import (
     CHAMPION_ALIAS,
     ENVELOPE_ARTIFACT,
     Champion,
+    check_database,
+    redact_uri,
     registered_name,
     registry_client,
 )
@@ -94,9 +96,10 @@ def bound_registry_requests(timeout_s: float) -> None:
 class ChampionSource:
     """Looks up champion aliases and loads champion versions, caching each on local disk."""
 
-    def __init__(self, tracking_uri: str, cache_dir: Path) -> None:
+    def __init__(self, tracking_uri: str, cache_dir: Path, connect_timeout_s: float = 10.0) -> None:
         self.tracking_uri = tracking_uri
         self.cache_dir = cache_dir
+        self.connect_timeout_s = connect_timeout_s  # a database registry that does not connect within it is unavailable
 
     def versions(self, pairs: list[Pair]) -> dict[Pair, ChampionVersion]:
         """The version each pair's alias points at (pairs without one are left out); RegistryUnavailable if unreachable."""
@@ -108,6 +111,7 @@ class ChampionSource:
 
         found, unknown = {}, []
         try:
+            check_database(self.tracking_uri, self.connect_timeout_s)
             client = registry_client(self.tracking_uri)
             for algorithm, platform in pairs:
                 name = registered_name(algorithm, platform)
@@ -124,7 +128,7 @@ class ChampionSource:
                     algorithm, platform, name, str(v.version), dict(v.tags), v.run_id, _from_millis(v.creation_timestamp)
                 )
         except Exception as exc:
-            raise RegistryUnavailable(f"model registry {self.tracking_uri} unavailable: {first_line(exc)}") from exc
+            raise RegistryUnavailable(f"model registry {redact_uri(self.tracking_uri)} unavailable: {first_line(exc)}") from exc
         return AliasLookup(found, unknown)
 
     def load_current(self, pairs: list[Pair]) -> dict[Pair, LoadedChampion]:
@@ -273,6 +277,6 @@ def _from_millis(millis: int | None) -> datetime | None:
 
 
 def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (its type when empty), bounded, for status pages."""
+    """The first line of an exception's message (its type when empty), bounded and without passwords, for status pages."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:300]
+    return redact_uri(text)[:300]

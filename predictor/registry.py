@@ -7,6 +7,8 @@ points at (:mod:`predictor.champion_source`). Both sides use the names defined h
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,6 +22,10 @@ if TYPE_CHECKING:
 
 CHAMPION_ALIAS = "champion"
 ENVELOPE_ARTIFACT = "envelope.json"  # in the run of the registered version: see predictor.envelope
+# A URI's ``scheme://user:password@``; the password runs to the last ``@`` before the host (people leave ``@`` unescaped).
+_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*):[^/?#\s]*@")
+# The driver option that bounds a connect, for the databases MLflow reaches over the network through SQLAlchemy.
+CONNECT_TIMEOUT_OPTION = {"postgresql": "connect_timeout", "mysql": "connect_timeout"}
 
 
 class Predicts(Protocol):
@@ -29,6 +35,32 @@ class Predicts(Protocol):
 def registered_name(algorithm: str, platform: str) -> str:
     """Registered-model name of the runtime model for one (algorithm, platform)."""
     return f"runtime-{algorithm}-{platform}"
+
+
+def redact_uri(text: str) -> str:
+    """``text`` with the password of every URI in it shown as ``***``: registry URIs reach status pages, error answers
+    and logs (MLflow names the URL in its errors), which need no token to read."""
+    return _PASSWORD.sub(r"\g<head>:***@", text)
+
+
+def check_database(tracking_uri: str, timeout_s: float) -> None:
+    """Connect once to a database registry within ``timeout_s``; the driver's error when it cannot (other URIs pass).
+
+    MLflow retries a refused connection ten times with backoff (about 100 s) before it fails, so a registry that
+    is down would not show for that long; this one bounded attempt comes first.
+    """
+    option = CONNECT_TIMEOUT_OPTION.get(tracking_uri.partition(":")[0].partition("+")[0])
+    if option is None:
+        return
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    engine = sqlalchemy.create_engine(tracking_uri, poolclass=NullPool, connect_args={option: max(1, math.ceil(timeout_s))})
+    try:
+        with engine.connect():
+            pass
+    finally:
+        engine.dispose()
 
 
 def registry_client(tracking_uri: str) -> MlflowClient:

@@ -36,7 +36,7 @@ def build_state(settings: Settings, metrics: Metrics) -> ServiceState:
     )
     watcher = ChampionWatcher(
         oracle,
-        ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache),
+        ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache, settings.api_registry_timeout_s),
         [(a, p) for a, algo in catalog.algorithms.items() for p in algo.platforms],
         interval_s=settings.api_reload_interval_s,
         profile_table=store.profile_table,

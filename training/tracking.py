@@ -25,6 +25,7 @@ from sklearn.base import RegressorMixin
 
 from models.zoo import target_transform
 from predictor.intervals import residual_log_quantiles
+from predictor.registry import redact_uri
 from predictor.settings import Settings
 from training import plots
 from training.crossval import CVResult, inner_attribute
@@ -256,7 +257,7 @@ def load_out_of_fold(run_id: str) -> pd.DataFrame:
     try:
         path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=OUT_OF_FOLD)
     except (OSError, MlflowException) as exc:
-        raise FileNotFoundError(f"run {run_id} has no {OUT_OF_FOLD}: {exc}") from exc
+        raise FileNotFoundError(f"run {run_id} has no {OUT_OF_FOLD}: {redact_uri(str(exc))}") from exc
     table = pd.read_csv(path, dtype={"run_id": str})
     if "censored" not in table:  # written before censored runs were trained on: none of its runs was
         table["censored"] = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import socket
 import threading
@@ -14,9 +15,11 @@ import httpx
 import mlflow
 import pytest
 
-from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
+from predictor.registry import CHAMPION_ALIAS, redact_uri, registered_name, registry_client
+from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from serving import create_app
+from serving.telemetry import LOGGER_NAME, JsonFormatter
 from tests.livesrv import eventually, free_port, serve_app
 from tests.serving.conftest import TOKEN, Home, train_home
 from training.pipeline import run_training
@@ -202,3 +205,52 @@ def test_a_withdrawn_champion_is_removed_and_not_brought_back_from_the_cache(hom
         finally:
             client.set_registered_model_alias(name, CHAMPION_ALIAS, version)
     assert home.settings.resolved_model_cache.joinpath(name, "current.json").exists() is False
+
+
+@pytest.fixture
+def logged() -> Iterator[list[str]]:
+    """The service's log lines meanwhile, formatted as it writes them."""
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.setFormatter(JsonFormatter())
+    handler.emit = lambda record: lines.append(handler.format(record))  # type: ignore[method-assign]
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.addHandler(handler)
+    yield lines
+    logger.removeHandler(handler)
+
+
+def _bare(tmp_path: Path, tracking_uri: str) -> Settings:
+    """A home without champions whose registry is at ``tracking_uri``."""
+    (tmp_path / "inputs").mkdir()
+    return Settings(home=tmp_path / "home", data_roots=[tmp_path / "inputs"], api_token=TOKEN, api_reload_interval_s=0,
+                    mlflow_tracking_uri=tracking_uri, api_registry_wait_s=5.0, api_registry_timeout_s=2.0)  # fmt: skip
+
+
+@pytest.mark.parametrize("scheme", ["http", "postgresql+psycopg"])
+def test_a_registry_down_shows_at_once_and_never_its_password(tmp_path: Path, logged: list[str], scheme: str) -> None:
+    """Issue 30, item 4: /readyz (no token), the reload's 503 and the log say the registry is down, without the password;
+    a PostgreSQL registry's failure shows within the connect timeout (MLflow alone retries for about 100 s)."""
+    uri = f"{scheme}://user:s3cret@127.0.0.1:{free_port()}/mlflow"
+    started = time.monotonic()
+    with serve_app(create_app(_bare(tmp_path, uri))) as base:
+        ready = httpx.get(f"{base}/readyz").json()
+        assert time.monotonic() - started < 30
+        assert ready["registry_error"] and ready["registry_error"].startswith(f"model registry {scheme}://user:***@127.0.0.1:")
+        reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH, timeout=60)
+        assert reload.status_code == 503 and "user:***@" in reload.json()["detail"]
+        texts = [ready, reload.text, *logged]
+    assert any("model registry unavailable" in line for line in logged)
+    assert not [t for t in texts if "s3cret" in str(t)]
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("http://user:secret@host:5000/api", "http://user:***@host:5000/api"),
+        ("API request to https://u:p@ss@h/x failed; see postgresql+psycopg://a:b@db/m", "API request to https://u:***@h/x failed; see postgresql+psycopg://a:***@db/m"),
+        ("http://host:5000/x?to=a@b and http://user@host", "http://host:5000/x?to=a@b and http://user@host"),
+    ],
+)
+def test_redact_uri_hides_passwords_only(text: str, redacted: str) -> None:
+    assert redact_uri(text) == redacted
