@@ -7,6 +7,7 @@ in one transaction; :meth:`SchedulerStore.load` rebuilds the state from the tabl
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Engine,
+    LargeBinary,
     Table,
     Text,
     cast,
@@ -50,6 +52,8 @@ from scheduler.state import (
     job_from_plain,
     plain,
 )
+
+log = logging.getLogger(__name__)
 
 CHUNK = 500
 PROBE_ORDERS = (OrderKind.PROBE.value, OrderKind.CANCEL_PROBE.value)
@@ -185,16 +189,34 @@ class SchedulerStore:
         return not sent
 
     def pending_events(self, limit: int = 1000) -> list[dict[str, Any]]:
-        """Unprocessed events, oldest first, with ``payload`` as the JSON text a resource manager wrote (checked by the service)."""
+        """Unprocessed events, oldest first, with ``payload`` as the JSON text a resource manager wrote (checked by the service).
+
+        SQLite keeps whatever bytes a writer put in a text column, and one row of bytes that are not UTF-8 made every
+        read of the inbox fail: the text is read as bytes here and decoded, and such a row is set aside (marked
+        rejected, with its reason, logged once) so the rows behind it are applied.
+        """
         e = sched_events.c
+        texts = {"kind": e.kind, "machine_id": e.machine_id, "job_id": e.job_id, "payload": cast(e.payload, Text)}
+        if self.dialect == "sqlite":
+            texts = {name: cast(column, LargeBinary) for name, column in texts.items()}
         stmt = (
-            select(e.seq, e.kind, e.machine_id, e.job_id, cast(e.payload, Text).label("payload"))
+            select(e.seq, *(column.label(name) for name, column in texts.items()))
             .where(e.processed_at.is_(None))
             .order_by(e.seq)
             .limit(limit)
         )
         with self.engine.connect() as conn:
-            return [dict(row) for row in conn.execute(stmt).mappings()]
+            rows = [dict(row) for row in conn.execute(stmt).mappings()]
+        events = []
+        for row in rows:
+            undecodable = [name for name, value in row.items() if isinstance(value, bytes) and not _utf8(value)]
+            if undecodable:
+                outcome = f"rejected: {', '.join(undecodable)} is not UTF-8 text"
+                log.warning("inbox event %s set aside: %s", row["seq"], outcome)
+                self.reject_event(row["seq"], time.time(), outcome)
+                continue
+            events.append({name: value.decode() if isinstance(value, bytes) else value for name, value in row.items()})
+        return events
 
     def reject_event(self, seq: int, now: float, outcome: str) -> None:
         """Mark an event processed without effect, saying why."""
@@ -318,3 +340,11 @@ def _order_row(o: Order, now: float) -> dict[str, Any]:
     return {"kind": o.kind.value, "job_id": o.job, "machine_id": o.machine, "target": o.target, "attempt": o.attempt,
             "requeue": o.requeue, "reason": o.reason, "issued_at": now}  # fmt: skip
 
+
+def _utf8(value: bytes) -> bool:
+    """Whether ``value`` is UTF-8 text."""
+    try:
+        value.decode()
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -224,6 +224,21 @@ def test_a_poisoned_inbox_row_is_rejected_and_later_events_still_apply(store, ca
     assert s.job("a").status is JobStatus.RUNNING  # the routes' calls go on
 
 
+def test_an_inbox_row_of_bytes_that_are_not_utf8_is_set_aside_once_and_the_rows_behind_it_apply(store, catalog, store_url, caplog):
+    """Issue 30 item 5: such a row (SQLite keeps any bytes in a text column) stopped the inbox, a traceback a second."""
+    if not store_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL refuses bytes that are not UTF-8 in a text column when they are inserted")
+    s = service(store, catalog, Clock())
+    inbox_rows(store_url, """('gained', CAST(X'ff00fe' AS TEXT), '{"platform": "gpu-a100"}')""", """('gained', 'good', '{"platform": "gpu-a100"}')""")
+    with caplog.at_level("WARNING", logger="scheduler.store"):
+        assert s.sync() == 1 and s.sync() == 0  # the good row applied; the bad one not retried
+    assert set(s.state.machines) == {"good"} and s.inbox_error is None
+    with store.engine.connect() as conn:
+        seen = dict(conn.execute(text("SELECT seq, outcome FROM sched_events ORDER BY seq")).all())
+    assert list(seen.values()) == ["rejected: machine_id is not UTF-8 text", "applied"], seen
+    assert [r.getMessage() for r in caplog.records] == [f"inbox event {min(seen)} set aside: rejected: machine_id is not UTF-8 text"]
+
+
 class ExplodingPolicy:
     """EDF, except that gaining a machine named ``boom`` raises inside the scheduler (any bug in a policy)."""
 
