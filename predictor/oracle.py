@@ -304,23 +304,29 @@ def _scored(
     and where the rows lie relative to the champion's training envelope.
 
     Answers keep ``0 < lower <= seconds <= upper <= limit``: seconds are floored at the pair's fastest
-    finished run; rows outside the envelope are answered by its monotone power law, with intervals
-    widened by how far out they lie (:mod:`predictor.envelope`).
+    finished run; rows outside the envelope are answered by its monotone power law, with the law's own
+    errors beyond a held-out range (its ``law_quantiles``; the champion's when it has none) widened by
+    how far out they lie (:mod:`predictor.envelope`). No end lies more than :data:`MAX_LIMIT_RATIO` times
+    from ``seconds``.
     """
     envelope = model.champion.envelope
+    check: Check | None = None
+    law: dict[float, float] = {}  # the log-ratio quantiles of rows outside the envelope, when there are some
     with np.errstate(all="ignore"):
         seconds = np.asarray(model.rows(X), dtype="float64")
-        check = None
-        widen: np.ndarray | float = 1.0
         if envelope is not None:
             check = envelope.check(X)
             if check.outside.any():
                 seconds = np.where(check.outside, envelope.law(X), seconds)
-            widen = 1.0 + check.excess
+                law = envelope.law_quantiles or dict(model.quantiles)
         seconds = np.maximum(seconds, envelope.floor if envelope is not None else MIN_SECONDS)  # NaN stays NaN
         answers = {"seconds": seconds}
         if model.quantiles:
-            low, high, lim = (np.exp(q * widen) for q in _log_factors(model.quantiles, coverage, limit_quantile))
+            factors = np.array(_log_factors(model.quantiles, coverage, limit_quantile))[:, None]  # broadcast over the rows
+            if check is not None and law:
+                beyond = np.array(_log_factors(tuple(sorted(law.items())), coverage, limit_quantile))[:, None] * np.sqrt(1.0 + check.excess)
+                factors = np.where(check.outside, beyond, factors)
+            low, high, lim = np.exp(np.clip(factors, -MAX_LOG_RATIO, MAX_LOG_RATIO))
             answers["lower"] = np.clip(seconds * low, MIN_LOWER, seconds)
             answers["upper"] = np.maximum(seconds * high, seconds)
             answers["limit"] = np.maximum(seconds * lim, answers["upper"])
@@ -360,6 +366,8 @@ def outside_reason(features: list[str]) -> str:
 
 
 MIN_LOWER = 1e-6  # seconds: the least lower end of an interval (a positive number however wide the interval)
+MAX_LIMIT_RATIO = 100.0  # no limit above 100 times its estimate (nor a lower end below a hundredth): a documented cap
+MAX_LOG_RATIO = float(np.log(MAX_LIMIT_RATIO))
 _ESTIMATES = TypeAdapter(list[Estimate])
 
 
