@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from itertools import count
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,6 +13,7 @@ from rich.table import Table
 from cli.common import console, err_console, fail, from_service, load_settings, open_store, plain, print_table
 
 if TYPE_CHECKING:
+    from predictor.catalog import Catalog
     from predictor.settings import Settings
     from training.report import SessionReport
 
@@ -22,10 +24,14 @@ commands = typer.Typer()
 def train(
     algorithm: Annotated[list[str] | None, typer.Option(metavar="ALGORITHM", help="Only these algorithms (repeatable).")] = None,
     model: Annotated[list[str] | None, typer.Option(metavar="MODEL", help="Only these zoo members (repeatable).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Promote each pair's best candidate even if it does not beat the serving champion.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Train every pair again, even one whose runs, members and settings are "
+                                        "unchanged; the champion guard still judges what is promoted.")] = False,
+    promote: Annotated[bool, typer.Option("--promote", help="Promote each pair's best candidate whatever the champion guard says "
+                                          "(trains every pair again, as --force; recorded as forced).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Cross-validate and judge, but register and promote nothing.")] = False,
 ) -> None:
     """Cross-validate the zoo per (algorithm, platform), track it in MLflow, and promote what beats the serving champion."""
+    from predictor.catalog import load_catalog
     from predictor.progress import progress
     from training.dataset import load_training_sets
     from training.guard import Verdict
@@ -33,6 +39,7 @@ def train(
 
     settings = load_settings()
     store = open_store(settings)
+    _check_train_choices(algorithm, model, {a for a, _ in store.pairs()}, lambda: load_catalog(*settings.catalog_paths))
     training_sets = load_training_sets(store, algorithm)
     total = count_steps(settings, training_sets, models=model)
     if total == 0:
@@ -44,13 +51,16 @@ def train(
             done = next(steps)  # the serving champions' members and the registrations add steps to the estimate
             update(done, max(done, total), label)
 
-        outcomes = train_sets(settings, training_sets, models=model, progress=advance, force=force, dry_run=dry_run)
+        outcomes = train_sets(
+            settings, training_sets, models=model, progress=advance, retrain=force, force=promote, dry_run=dry_run
+        )
+    trigger = "predictor train" + (" --promote" if promote else " --force" if force else "")
     if not dry_run:
         for o in outcomes:
             if o.decision.verdict is not Verdict.UNCHANGED:
-                store.add_decision(decision_row(o, "predictor train --force" if force else "predictor train"))
-    if force:
-        err_console.print("[yellow]--force:[/yellow] the champion guard was overridden; every pair's best candidate was promoted")
+                store.add_decision(decision_row(o, trigger))
+    if promote:
+        err_console.print("[yellow]--promote:[/yellow] the champion guard was overridden; every pair's best candidate was promoted")
     metric = settings.selection_metric
     table = Table(title="Dry run: what training would do (nothing registered)" if dry_run else "Champions")
     for column in ("algorithm", "platform", "best candidate", metric.upper(), "decision", "serving", "version"):
@@ -63,6 +73,23 @@ def train(
     print_table(table)
     for o in outcomes:
         console.print(f"{o.algorithm}/{o.platform} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
+
+
+def _check_train_choices(algorithms: list[str] | None, models: list[str] | None, stored: set[str], catalog: Callable[[], Catalog]) -> None:
+    """Refuse, as one error line, a zoo member that does not exist and an algorithm the catalog lacks or the store has no run of."""
+    from models import available_models
+
+    known = available_models()
+    for name in models or []:
+        if name not in known:
+            raise fail(f"unknown model {name!r}; known: {', '.join(known)}")
+    for name in algorithms or []:
+        if name not in stored:
+            try:
+                catalog().algorithm(name)
+            except KeyError as exc:
+                raise fail(str(exc).strip('"')) from None
+            raise fail(f"no runs of {name} are stored; `predictor ingest`, `profile` or `sweep` store some first")
 
 
 @commands.command()
@@ -89,8 +116,17 @@ def report(
         raise fail("no finished training session is tracked; run `predictor train` first")
     trained_on = sorted({r.platform for session in sessions for r in session.rows})
     if platform is not None and platform not in trained_on:
-        where = f"{algorithm}'s latest training session has none" if algorithm else "no training session has any"
-        raise fail(f"unknown platform {platform!r}: {where}; trained on: {', '.join(trained_on)}")
+        from predictor.catalog import load_catalog
+
+        try:
+            load_catalog(*settings.catalog_paths).platform(platform)
+        except KeyError as exc:
+            raise fail(str(exc).strip('"')) from None
+        latest = f"{algorithm}'s latest training session" if algorithm else "no latest training session"
+        raise fail(
+            f"{latest} trained nothing on {platform} (unchanged or no runs there: `predictor models list` shows what serves it; "
+            f"`predictor train --force` trains it again); the latest sessions trained: {', '.join(trained_on)}"
+        )
     for session in sessions:
         if platform is None or any(r.platform == platform for r in session.rows):
             _print_session(session, platform)

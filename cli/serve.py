@@ -30,7 +30,7 @@ commands = typer.Typer()
 @commands.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default from settings).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default from settings).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default from settings).", min=1, max=65535)] = None,
     workers: Annotated[int | None, typer.Option(min=1, help="API worker processes behind the port (default from settings); "
                                                 "with more than one, the scheduler runs as `predictor scheduler`, not here.")] = None,
 ) -> None:
@@ -57,7 +57,7 @@ def serve(
 @commands.command()
 def scheduler(
     host: Annotated[str | None, typer.Option(help="Bind address (default: PREDICTOR_API_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default: PREDICTOR_SCHEDULER_PORT).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: PREDICTOR_SCHEDULER_PORT).", min=1, max=65535)] = None,
     standby: Annotated[bool, typer.Option(help="Wait while another scheduler holds the lease, and take over when it "
                                           "stops (--no-standby: refuse to start instead).")] = True,
 ) -> None:
@@ -127,6 +127,9 @@ def predict(
     }
     if as_json:
         console.print_json(json.dumps(shown))
+    if not any(e["seconds"] is not None for e in shown.values()):
+        raise fail(f"no estimate of {algorithm}: " + "; ".join(f"{p}: {e['reason'] or 'none given'}" for p, e in shown.items()))
+    if as_json:
         return
     table = Table(title=f"{algorithm}: estimated run time (seconds; walltimes rounded up)")
     for column in ("platform", "seconds", "walltime", "lower", "upper", "limit", "limit walltime", "model"):

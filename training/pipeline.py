@@ -198,6 +198,7 @@ def train(
     tracker: Tracker | None = None,
     champions: ChampionBook | None = None,
     force: bool = False,
+    retrain: bool = False,
     dry_run: bool = False,
 ) -> list[TrainingOutcome]:
     """Cross-validate ``models`` on each set, log them, let the guard judge the best against the serving champion, register.
@@ -206,7 +207,8 @@ def train(
     its folds are in, and each set is judged as soon as its last candidate is. The serving
     champion's members are fitted on the same folds when ``models`` leave them out, so the guard
     compares like with like (:mod:`training.guard`). Then what the decisions register is refitted
-    on every row, together, and registered; ``dry_run`` stops before that. ``force`` promotes each
+    on every row, together, and registered; ``dry_run`` stops before that. ``retrain`` trains a set
+    again even when the session that judged its champion saw the same runs; ``force`` does too, and promotes each
     set's best candidate whatever the guard says. Members that do not apply to a set are left out
     of it; ``progress`` is called once per fold fit, as fits finish, and once per judged set.
     """
@@ -226,7 +228,7 @@ def train(
     judged: list[tuple[TrainingSet, list[str], Incumbent | None]] = []
     for ts, names in usable:
         incumbent = book.incumbent(ts.algorithm, ts.platform)
-        if not force and incumbent is not None and incumbent.judged == session_fingerprint(settings, ts, chosen):
+        if not (force or retrain) and incumbent is not None and incumbent.judged == session_fingerprint(settings, ts, chosen):
             unchanged.append(_unchanged(ts, incumbent))
         else:
             judged.append((ts, names, incumbent))

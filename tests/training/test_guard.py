@@ -138,13 +138,13 @@ def test_the_cli_keeps_the_champion_from_the_mean_unless_forced(tmp_path) -> Non
     assert dry.exit_code == 0 and "Dry run" in dry.output and "kept" in dry.output, dry.output
     kept = runner.invoke(app, ["train", "--model", "mean"], env=env)
     assert kept.exit_code == 0 and "kept" in kept.output and "mean does not beat linear_log" in kept.output, kept.output
-    forced = runner.invoke(app, ["train", "--model", "mean", "--force"], env=env)
+    forced = runner.invoke(app, ["train", "--model", "mean", "--promote"], env=env)
     assert forced.exit_code == 0 and "forced" in forced.output and "guard was overridden" in forced.output, forced.output
     history = runner.invoke(app, ["models", "history"], env=env)
     assert history.exit_code == 0, history.output
     decisions = [row["decision"] for row in store.decisions()]
     assert decisions == ["forced", "kept", "promoted"]  # newest first; the dry run recorded nothing
-    assert "predictor train --force" in history.output and "no champion served before" in history.output
+    assert "predictor train --promote" in history.output and "no champion served before" in history.output
     assert len(load_training_sets(store)) == 1
     store.dispose()
 

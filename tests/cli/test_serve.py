@@ -1,0 +1,23 @@
+"""`predictor serve`, `scheduler` and `predict` as a user meets them: a bad port refused, no estimate is an error."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.app import app
+
+
+@pytest.mark.parametrize("command", ["serve", "scheduler"])
+def test_a_port_out_of_range_is_one_error_line_and_serves_nothing(runner: CliRunner, command: str) -> None:
+    result = runner.invoke(app, [command, "--port", "99999"])
+    assert result.exit_code == 2 and "serving on" not in result.output and "scheduler on" not in result.output
+    assert result.stderr.startswith("error: Invalid value for '--port'") and "65535" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_predict_without_any_model_or_run_fails_with_the_reason(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["predict", "--algorithm", "mafft", "--param", "input=data/samples/family-40x300.fa"])
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert error == ["error: no estimate of mafft: cpu1: no champion model for this algorithm and platform; no measurements to fall "
+                     "back on; cpu2: no champion model for this algorithm and platform; no measurements to fall back on"]  # fmt: skip
