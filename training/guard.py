@@ -14,7 +14,13 @@ compares them on the same rows:
   than the serving version's own by more than ``refresh_tolerance`` points (the same bootstrap,
   the other tail). The tolerance is there because the comparison leans against the refresh: its
   out-of-fold predictions come from fits on (k-1)/k of the runs. With no new runs there is
-  nothing to refresh.
+  nothing to refresh; with fewer than ``min_new_jobs`` new jobs (or a served version that cannot
+  be scored on them) there is no comparison, and the served version stays until more arrive (its
+  training runs unknown, every run counts as new). New runs a median ``max_disagreement`` times
+  apart from what the served version answers for them *flag* the pair (the decision's reason and
+  its ``flag_disagreement`` detail): nothing is refreshed on them, whatever their number, until
+  someone looks (``--promote`` overrides). One input run 300 times at 3,600 s where 0.26 s was
+  served no longer becomes the pair's estimate unchecked.
 - When a challenger of another composition loses and new runs have arrived, the incumbent's
   composition is refreshed on them instead (same check): the loop keeps learning, the kind stays.
 
@@ -69,13 +75,15 @@ class Incumbent:
 @dataclass(frozen=True)
 class GuardSettings:
     """How sure the guard must be: a lead beyond ``margin`` % points at one-sided ``confidence``; a refresh is judged on at
-    least ``min_new_jobs`` new jobs and refused only when worse than the served version by more than ``refresh_tolerance``."""
+    least ``min_new_jobs`` new jobs and refused only when worse than the served version by more than ``refresh_tolerance``;
+    new runs a median ``max_disagreement`` times apart from what serves flag the pair instead."""
 
     metric: str = "rae"
     margin: float = 0.0
     confidence: float = 0.9
     min_new_jobs: int = 10
     refresh_tolerance: float = 5.0
+    max_disagreement: float = 100.0
     n_resamples: int = 2000
     seed: int = 0
 
@@ -129,7 +137,7 @@ def judge(
     if not same:
         if incumbent_predictions is None:
             reason = (f"the incumbent {incumbent.label} could not be scored on these runs (a member does not apply or "
-                      "failed): nothing takes the alias without a comparison (--force overrides)")  # fmt: skip
+                      "failed): nothing takes the alias without a comparison (--promote overrides)")  # fmt: skip
             return Decision(Verdict.KEPT, None, True, name, incumbent.label, reason)
         lead = _bound(y, priors, challenger_predictions, incumbent_predictions, jobs, settings)
         if lead.high < -settings.margin:
@@ -153,7 +161,8 @@ def _refresh(
     lost: str,
     details: dict[str, float],
 ) -> Decision:
-    """Refresh the incumbent's composition if runs arrived since it was trained and it is not shown worse on them."""
+    """Refresh the incumbent's composition if runs arrived since it was trained, agree with what it serves, are of enough
+    jobs to compare on, and it is not shown worse on them; otherwise the served version stays (see the module docstring)."""
     register = bool(lost)  # a losing challenger of another composition is kept as a registered challenger
     prefix = f"{lost}; " if lost else ""
     trained = incumbent.trained_runs
@@ -161,18 +170,34 @@ def _refresh(
     if trained is not None and not new.any():
         reason = f"{prefix}no runs since version {incumbent.version} was trained: nothing to refresh"
         return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, details)
-    n_jobs = len(np.unique(jobs[new]))
-    if trained is None or incumbent.predict is None or X is None or n_jobs < settings.min_new_jobs:
-        why = "its training runs are unknown" if trained is None else f"{n_jobs} new job(s) are too few to compare"
-        reason = f"{prefix}{incumbent.label} refreshed on {int(new.sum())} run(s) ({why})"
-        return Decision(Verdict.REFRESHED, Serve.INCUMBENT, register, challenger, incumbent.label, reason, details)
+    if incumbent.predict is None or X is None:
+        reason = (f"{prefix}a refresh of {incumbent.label} cannot be compared with version {incumbent.version}, which "
+                  "cannot be scored on these runs: kept (--promote overrides)")  # fmt: skip
+        return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, details)
     served = np.maximum(np.asarray(incumbent.predict(X[new]), dtype="float64"), 0.0)
+    n_runs, n_jobs = int(new.sum()), len(np.unique(jobs[new]))
+    apart = _disagreement(y[new], served)
+    if apart > settings.max_disagreement:
+        reason = (f"{prefix}flagged: the {n_runs} new run(s) of {n_jobs} job(s) took a median {apart:,.0f}x apart from what version "
+                  f"{incumbent.version} serves for them (over {settings.max_disagreement:g}x): not refreshed on them, "
+                  "check the runs (--promote overrides)")  # fmt: skip
+        return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, {**details, "flag_disagreement": apart})
+    if n_jobs < settings.min_new_jobs:
+        reason = (f"{prefix}{n_jobs} new job(s) are too few to compare a refresh of {incumbent.label} with version "
+                  f"{incumbent.version} (at least {settings.min_new_jobs}): kept until more arrive")  # fmt: skip
+        return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, details)
     change = _bound(y[new], priors[new], refreshed[new], served, jobs[new], settings)
-    said = f"refreshed minus served on {int(new.sum())} new run(s): {_said(change, settings)}"
+    said = f"refreshed minus served on {n_runs} new run(s): {_said(change, settings)}"
     numbers = {**details, **{f"refresh_{k}": v for k, v in _numbers(change).items()}}
     if change.low > settings.refresh_tolerance:
         return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, f"{prefix}refresh is worse, {said}", numbers)
     return Decision(Verdict.REFRESHED, Serve.INCUMBENT, register, challenger, incumbent.label, f"{prefix}{said}", numbers)
+
+
+def _disagreement(y: np.ndarray, served: np.ndarray) -> float:
+    """The median factor (>= 1) between the runs' times and what was served for them, both floored at a millisecond."""
+    times, estimates = np.maximum(y, 1e-3), np.maximum(served, 1e-3)
+    return float(np.median(np.maximum(times / estimates, estimates / times)))
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,28 @@ def test_a_refresh_shown_worse_than_the_served_version_is_not_promoted() -> None
     few = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=X, challenger={"lad": 1}, challenger_predictions=y * 2.0,
                 incumbent=_incumbent({"lad": 1}, ids[:58], lambda rows: rows[:, 0]), incumbent_predictions=None,
                 settings=GUARD)  # fmt: skip
-    assert few.verdict is Verdict.REFRESHED and "2 new job(s) are too few to compare" in few.reason
+    assert few.verdict is Verdict.KEPT and few.serve is None and "2 new job(s) are too few to compare" in few.reason
+
+
+def test_a_refresh_the_guard_cannot_compare_or_that_disagrees_wildly_is_not_promoted() -> None:
+    """Issue 30 item 3: an uncomparable refresh was promoted unchecked; new runs far from what serves are flagged."""
+    y, prior, jobs, ids = _rows()
+    X = y[:, None]
+    unscorable = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"lad": 1}, challenger_predictions=y,
+                       incumbent=_incumbent({"lad": 1}, ids[:30], lambda rows: rows[:, 0]), incumbent_predictions=None,
+                       settings=GUARD)  # fmt: skip
+    assert unscorable.verdict is Verdict.KEPT and "cannot be compared" in unscorable.reason
+    unknown = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=X, challenger={"lad": 1}, challenger_predictions=y * 2.0,
+                    incumbent=_incumbent({"lad": 1}, None, lambda rows: rows[:, 0]), incumbent_predictions=None,
+                    settings=GUARD)  # fmt: skip
+    assert unknown.verdict is Verdict.KEPT and "refresh is worse" in unknown.reason  # every run compared, none waved through
+    one_input = np.concatenate([y, np.full(300, 3600.0)])  # one input run 300 times at 3,600 s where ~its size was served
+    many = judge(y=one_input, priors=np.full(len(one_input), one_input.mean()), jobs=np.concatenate([jobs, np.full(300, 999)]),
+                 run_ids=[*ids, *(f"slow{i}" for i in range(300))], X=np.concatenate([X, np.full((300, 1), 0.26)]),
+                 challenger={"lad": 1}, challenger_predictions=one_input, incumbent=_incumbent({"lad": 1}, ids, lambda rows: rows[:, 0]),
+                 incumbent_predictions=None, settings=GUARD)  # fmt: skip
+    assert many.verdict is Verdict.KEPT and many.serve is None and many.reason.startswith("flagged: the 300 new run(s) of 1 job(s)")
+    assert many.details["flag_disagreement"] == pytest.approx(3600 / 0.26)
 
 
 def _power_law_set(n: int, seed: int = 0, start: int = 0) -> TrainingSet:
@@ -219,6 +240,6 @@ def test_a_pair_judged_on_the_same_runs_and_settings_is_not_trained_again(memory
     other_members = train(memory_settings, [data], models=["linear_log", "mean"], tracker=tracker, champions=book)[0]
     assert other_members.decision.verdict is not Verdict.UNCHANGED  # another zoo is another session
     more = train(memory_settings, [_power_law_set(45)], models=["linear_log"], tracker=tracker, champions=book)[0]
-    assert more.decision.verdict is Verdict.REFRESHED  # new runs
+    assert more.decision.verdict is Verdict.KEPT and "5 new job(s) are too few to compare" in more.decision.reason  # judged again
     forced = train(memory_settings, [_power_law_set(45)], models=["linear_log"], tracker=tracker, champions=book, force=True)[0]
     assert forced.decision.verdict is Verdict.FORCED

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mlflow
 import numpy as np
+import pandas as pd
 import pytest
 
 from predictor.domain import Measurement, ServedEstimate
@@ -92,3 +93,25 @@ def test_the_worker_reads_the_champions_of_its_settings_not_mlflows_default(sett
     finally:
         mlflow.set_tracking_uri(previous[0])
         mlflow.set_registry_uri(previous[1])
+
+
+def test_one_input_run_300_times_far_slower_is_flagged_not_served(settings: Settings, store_url: str) -> None:
+    """Issue 30 item 3: 300 runs of one input at 3,600 s were refreshed in unchecked ("too few to compare") and served."""
+    store = MeasurementStore(store_url)
+    store.migrate()
+    try:
+        book, tracker = MemoryChampions(), MemoryTracker(0.9)
+        store.add(_runs(40))
+        assert [o.version for o in retrain_due(settings, store, book=book, tracker=tracker)] == ["1"]
+        one = _runs(1)[0]
+        store.add(one.model_copy(update={"run_id": f"slow-{i}", "wall_seconds": 3600.0}) for i in range(300))
+        (outcome,) = retrain_due(settings, store, book=book, tracker=tracker)
+        assert outcome.decision.verdict is Verdict.KEPT and outcome.version == "1"  # the alias stays on version 1
+        row = store.decisions()[0]
+        assert row["decision"] == "kept" and row["reason"].startswith("flagged: the 300 new run(s) of 1 job(s)")
+        assert row["details"]["flag_disagreement"] > 100
+        served = book.alias[("tool", "cpu")].champion.model.predict(pd.DataFrame({"input.size": [one.features["input.size"]]}))
+        assert served[0] < 100  # still what the 40 runs say, not 3,600 s
+    finally:
+        store.dispose()
+
