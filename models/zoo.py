@@ -32,6 +32,7 @@ from models.cascade import CascadeNetRegressor
 from models.censored import TobitLogRegression
 from models.ensemble import ENSEMBLE
 from models.network import EarlyStoppedNetwork
+from models.online import AsymmetricOnlineRegressor
 from models.search import SubsampledGridSearch
 from models.smearing import SmearedLogTarget
 from models.sparse import SparseMedianRegression, median_line
@@ -343,3 +344,16 @@ def lightgbm_log_smeared() -> SmearedLogTarget:
 def tobit_log() -> TobitLogRegression:
     """The log-log power law fitted to finished runs and, as lower bounds, censored ones (Tobit, log-normal AFT)."""
     return TobitLogRegression()
+
+
+@register("online_log")
+def online_log() -> AsymmetricOnlineRegressor:
+    """The online linear model on log(seconds), one constant-time update per finished job, under-estimates penalised
+    squared and over-estimates linearly (Gaussier et al. 2015's loss family; :mod:`models.online`)."""
+    return AsymmetricOnlineRegressor()
+
+
+@register("online_area_log", requires=("request.procs", "request.time"))
+def online_area_log() -> AsymmetricOnlineRegressor:
+    """:func:`online_log` with each job weighted by 1 + log(1 + processors x requested time), as SC'15 weights jobs."""
+    return AsymmetricOnlineRegressor(area_columns=("request.procs", "request.time"))
