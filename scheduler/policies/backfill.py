@@ -8,7 +8,7 @@ raised (``correction``) before the next plan. Jobs are never killed early: the p
   that does not gets a reservation at the earliest time it fits; any later job may start now if it does not
   delay that reservation (it ends before it, or uses only slots the head leaves free). ``order="sjbf"`` tries
   the backfill candidates shortest planning time first (Tsafrir et al.'s EASY++ is ``easy:order=sjbf`` fed
-  ``last_two_mean`` estimates).
+  ``last_two_mean`` estimates); ``order="saf"`` tries them smallest area (processors x planning time) first.
 - :class:`Conservative` (Mu'alem & Feitelson 2001): every queued job gets a reservation, in arrival order, at
   the earliest time it fits around the running jobs and the reservations before it; those due now start.
   The plan is rebuilt at every pass (compression on early ends), so a later arrival never delays an
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Literal
 
 from scheduler import orders as o
-from scheduler.backfill import Correction, planned_end, planning_seconds
+from scheduler.backfill import CORRECTIONS, Correction, planned_end, planning_seconds
 from scheduler.nodes import Allocation, Room
 from scheduler.orders import Order
 from scheduler.policy import Context
@@ -35,8 +35,8 @@ class _Backfilling:
     places_nodes = True  # it gives each start its nodes on a machine of nodes (scheduler/nodes.py)
 
     def __init__(self, correction: Correction = "tsafrir") -> None:
-        if correction not in ("tsafrir", "requested", "quantile"):
-            raise ValueError(f"correction must be 'tsafrir', 'requested' or 'quantile', got {correction!r}")
+        if correction not in CORRECTIONS:
+            raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
         self.correction = correction
 
     def _setup(self, ctx: Context) -> tuple[list[Job], list[Machine]]:
@@ -62,15 +62,18 @@ class _Backfilling:
         return make_profile(now, room.free, releases, on_nodes=bool(machine.node_slots))
 
 
+BACKFILL_ORDERS: tuple[str, ...] = ("fcfs", "sjbf", "saf")  # arrival, shortest planning time, smallest area first
+
+
 class EASY(_Backfilling):
     """One reservation, for the first job that cannot start; backfill the rest around it (see the module docstring)."""
 
-    def __init__(self, order: Literal["fcfs", "sjbf"] = "fcfs", correction: Correction = "tsafrir") -> None:
+    def __init__(self, order: Literal["fcfs", "sjbf", "saf"] = "fcfs", correction: Correction = "tsafrir") -> None:
         super().__init__(correction)
-        if order not in ("fcfs", "sjbf"):
-            raise ValueError(f"order must be 'fcfs' or 'sjbf', got {order!r}")
+        if order not in BACKFILL_ORDERS:
+            raise ValueError(f"order must be one of {', '.join(BACKFILL_ORDERS)}, got {order!r}")
         self.order = order
-        self.name = "easy" if order == "fcfs" else "easy-sjbf"
+        self.name = "easy" if order == "fcfs" else f"easy-{order}"
 
     def schedule(self, ctx: Context) -> list[Order]:
         """START the head jobs that fit, reserve for the first that does not, START the backfill that keeps it."""
@@ -104,8 +107,8 @@ class EASY(_Backfilling):
             seconds = planning_seconds(blocked, reserved.platform)
             plan.reserve(shadow, seconds, plan.place(reserved.needs(blocked), shadow, seconds) or ())
         candidates = queue[head + 1 :]
-        if self.order == "sjbf":
-            candidates = sorted(candidates, key=_shortest_planning)
+        if self.order != "fcfs":
+            candidates = sorted(candidates, key=_shortest_planning if self.order == "sjbf" else _smallest_area)
         for job in candidates:
             for machine in machines:
                 room = rooms[machine.id]
@@ -173,3 +176,8 @@ def _fit_now(job: Job, machines: list[Machine], rooms: dict[str, Room]) -> tuple
 def _shortest_planning(job: Job) -> float:
     """The job's shortest planning time over its platforms (SJBF's key)."""
     return min((planning_seconds(job, p) for p in job.estimates), default=INF)
+
+
+def _smallest_area(job: Job) -> float:
+    """The job's smallest planning time x processors over its platforms (smallest-area-first's key)."""
+    return job.size * _shortest_planning(job)

@@ -146,3 +146,22 @@ def test_profile_finds_the_earliest_window_and_reservations_take_slots():
     assert profile.earliest((2,), 15.0) == 20.0
     assert profile.free_at(15.0) == 0 and profile.free_at(25.0) == 3
     assert profile.earliest((5,), 1.0) == INF
+
+
+def test_the_doubling_correction_doubles_the_estimate_until_it_is_not_outlived():
+    job = Job("x", "log", 0.0, params={"requested_time": 1000.0}, estimates={"p": 100.0})
+    run = Run("m", 0.0, 1, 100.0)
+    assert planned_end(job, run, "p", 50.0, "doubling") == 100.0  # not outlived yet
+    assert planned_end(job, run, "p", 150.0, "doubling") == 200.0
+    assert planned_end(job, run, "p", 390.0, "doubling") == 400.0
+    assert planned_end(job, run, "p", 850.0, "doubling") == 1000.0  # 1,600 would pass the kill limit
+    assert planned_end(job, run, "p", 1200.0, "doubling") == 1260.0  # past it: due any minute
+
+
+def test_easy_saf_tries_the_smallest_area_first():
+    # A holds 2 of 4 processors until 100 and B (all 4) is reserved then; two processors are free now. D (2 x 30 s,
+    # area 60) is the shortest, E (1 x 50 s, area 50) the smallest: SJBF starts D first, SAF starts E first
+    w = log([("A", 0, 2, 100, 100), ("B", 0, 4, 10, 10), ("C", 0, 2, 40, 40), ("D", 0, 2, 30, 30), ("E", 0, 1, 50, 50)])
+    assert starts(w, "easy:order=sjbf")["D"] == 0
+    assert starts(w, "easy:order=saf")["E"] == 0
+    assert starts(w, "easy:order=saf")["D"] > 0
