@@ -5,7 +5,8 @@ Each source is an object that builds the oracle for a workload and a seed: :clas
 :class:`predictor.registry.Champion` objects the service's runtime oracle calls), :class:`Noisy` (true times x a
 lognormal factor), :class:`Blind` (no estimates), :class:`Requested` (the time the user asked for, where the
 workload has one), :class:`LastTwoMean` (the user's last two run times, learnt as jobs end: Tsafrir et al.
-2007, :mod:`scheduler.last_two`), :class:`Service` (the product itself: champions chosen by the real training pipeline, retrained
+2007, :mod:`scheduler.last_two`), :class:`Online` (the scheduler-trained member, learning per ended job:
+:mod:`scheduler.online`), :class:`Service` (the product itself: champions chosen by the real training pipeline, retrained
 as jobs end; :mod:`scheduler.learning`) and :class:`Champions` (the service's registered models). Their names in
 specs (``oracle``, ``model:MEMBER``, ``noisy:SIGMA``, ...) are :mod:`scheduler.specs`'.
 """
@@ -28,6 +29,7 @@ from scheduler.workload import JobSpec, Workload, requested_seconds
 
 if TYPE_CHECKING:
     from scheduler.learning import LearningOptions
+    from scheduler.online import OnlineOptions
 
 DEFAULT_MODEL = "linear_log"
 
@@ -161,6 +163,19 @@ class Service:
         if not workload.history:
             raise ValueError(f"workload {workload.name} has no history for the service to start from")
         return LearningOracle(workload, Settings(seed=seed), self.options or LearningOptions())
+
+
+@dataclass(frozen=True)
+class Online:
+    """``online:OPTIONS`` (``sc15``: its SC'15-style preset): the scheduler-trained member, one update per ended job
+    (:mod:`scheduler.online`; default options when None)."""
+
+    options: OnlineOptions | None = None
+
+    def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
+        from scheduler.online import OnlineOptions, OnlineOracle
+
+        return OnlineOracle(workload, self.options or OnlineOptions())
 
 
 @dataclass(frozen=True)

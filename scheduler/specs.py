@@ -27,6 +27,7 @@ expected, e.g. ``policy 'edf': option 'objective' expects one of makespan, flowt
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 import types
 from collections.abc import Callable
 from functools import partial
@@ -35,7 +36,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from predictor.catalog import Catalog
 from predictor.settings import BUNDLED_DATA
-from scheduler.estimates import Blind, Champions, EstimateSource, Fitted, LastTwoMean, Noisy, Requested, Service, Truth
+from scheduler.estimates import Blind, Champions, EstimateSource, Fitted, LastTwoMean, Noisy, Online, Requested, Service, Truth
 from scheduler.oracles import Oracle
 from scheduler.policies import POLICIES, PolicyChoice
 from scheduler.policies.profile_driven import WarmGain
@@ -84,7 +85,9 @@ def make_policy(text: str) -> Policy:
 
 def parse_estimates(text: str, champions: Callable[[], Oracle] | None = None) -> EstimateSource:
     """``oracle``, ``none``, ``requested``, ``last_two_mean``, ``noisy[:SIGMA]``, ``model[:MEMBER]``, ``service[:KEY=VALUE,...]``
-    (the options of ``scheduler.learning.LearningOptions``) or ``champions`` (what ``champions`` loads)."""
+    (the options of ``scheduler.learning.LearningOptions``), ``online[:KEY=VALUE,...]`` or ``sc15[:KEY=VALUE,...]``
+    (``scheduler.online.OnlineOptions``, from its defaults or the SC'15 preset) or ``champions`` (what ``champions``
+    loads)."""
     name, items = _split(text, "estimates")
     if name in ESTIMATES:
         source, positional = ESTIMATES[name]
@@ -93,12 +96,17 @@ def parse_estimates(text: str, champions: Callable[[], Oracle] | None = None) ->
         from scheduler.learning import LearningOptions
 
         return Service(LearningOptions(**_bind("estimates", name, LearningOptions, items)))
+    if name in ("online", "sc15"):
+        from scheduler.online import SC15, OnlineOptions
+
+        preset = SC15 if name == "sc15" else OnlineOptions()
+        return Online(replace(preset, **_bind("estimates", name, OnlineOptions, items)))
     if name == "champions":
         _bind("estimates", name, Champions, items, hidden={"load"})
         if champions is None:
             raise SpecError("estimates 'champions' needs the service's runtime oracle")
         return Champions(champions)
-    raise SpecError(f"unknown estimates {name!r}; known: {', '.join(sorted([*ESTIMATES, 'service', 'champions']))}")
+    raise SpecError(f"unknown estimates {name!r}; known: {', '.join(sorted([*ESTIMATES, 'service', 'online', 'sc15', 'champions']))}")
 
 
 def parse_workload(text: str, catalog: Catalog) -> WorkloadRecipe:

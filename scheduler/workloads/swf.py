@@ -91,11 +91,14 @@ def replay(
     machines: str | Path | None = None,
     *,
     train_fraction: float = 0.3,
+    stop_fraction: float = 1.0,
     limit: int | None = None,
     speedup: float = 1.0,
     nodes: Literal["pooled", "packed"] = "pooled",
 ) -> Workload:
-    """The log at ``path`` after its first ``train_fraction`` (at most ``limit`` jobs), on the cluster of ``machines``.
+    """The log at ``path`` after its first ``train_fraction`` and before its last ``1 - stop_fraction`` (at most ``limit``
+    jobs), on the cluster of ``machines``: ``train_fraction=0.15, stop_fraction=0.3`` replays the jobs of the log's
+    past that a choice made at its 30 % mark may look at.
 
     ``speedup`` divides the gaps between arrivals (the usual load scaling of trace replays); ``nodes`` says whether
     a cluster is one pool of CPUs or its nodes (see the module docstring).
@@ -107,7 +110,9 @@ def replay(
     log = read_swf(path)
     jobs = sorted((j for j in log.jobs if j.run != UNKNOWN), key=lambda j: (j.submit, j.job))
     features = history_features(jobs, log.start_time, log.timezone)
-    split = int(len(jobs) * train_fraction)
+    if not 0 <= train_fraction < stop_fraction <= 1:
+        raise ValueError(f"need 0 <= train_fraction < stop_fraction <= 1, got {train_fraction} and {stop_fraction}")
+    split, stop = int(len(jobs) * train_fraction), int(len(jobs) * stop_fraction)
     name = path.stem
     history: list[Measurement] = []
     specs: list[JobSpec] = []
@@ -127,7 +132,7 @@ def replay(
                 for c, t in true_times.items()
             ]  # fmt: skip
             continue
-        if limit is not None and len(specs) >= limit:
+        if index >= stop or (limit is not None and len(specs) >= limit):
             break
         requested = job.requested_time if job.requested_time != UNKNOWN else -1.0
         params = {"job": job.job, "user": job.user, "requested_time": requested}

@@ -1,0 +1,125 @@
+"""Estimates that make schedules better (issue 28): the scheduler-trained member and the planning configuration chosen
+by replaying the log's past, against what sites run, on real logs.
+
+    python benchmarks/plan_choice.py ../shared/data/traces/hpc2n.swf --nodes pooled --json benchmarks/results/plan_choice-hpc2n-pooled.json
+
+For one log and one node mode: the configuration is chosen (:func:`scheduler.plan_choice.choose`) on the log's past
+only, the jobs between its 5 % and 30 % marks, then the whole log after its 30 % history is replayed with it beside
+EASY and EASY-SJBF with requests, EASY++ (Tsafrir et al. 2007), an SC'15-style learned predictor (Gaussier et al.
+2015, as implemented here), the service's default configuration, and perfect knowledge; per row AVEbsld, waits, the
+underestimated share, predicted-start accuracy, CPU per finished job and wall time. ``--edf`` adds EDF rows (pooled
+only: EDF places no nodes) with the number chosen on the past by mean completion. Robustness: a choice on the first
+half of the replay scored on the second half, beside the choice made on that second half itself (in-sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from scheduler.metrics import Metrics
+from scheduler.plan_choice import Family, PlanningConfig, choose, replay_config
+from scheduler.runner import run
+from scheduler.specs import make_policy, parse_estimates
+from scheduler.workload import Workload
+from scheduler.workloads import swf
+
+BASELINES = (  # (label, policy, estimates)
+    ("EASY, requested", "easy", "requested"),
+    ("EASY-SJBF, requested", "easy:order=sjbf", "requested"),
+    ("EASY++ (last two, SJBF, Tsafrir correction)", "easy:order=sjbf", "last_two_mean"),
+    ("SC'15-style learned (SJBF, doubling correction)", "easy:order=sjbf,correction=doubling", "sc15"),
+    ("EASY-SJBF, perfect", "easy:order=sjbf", "oracle"),
+)
+EDF_BASELINES = (("FCFS, none", "fcfs", "none"), ("EDF, requested", "edf", "requested"), ("EDF, last two", "edf", "last_two_mean"))
+
+
+def row(label: str, metrics: Metrics, cpu: float, wall: float, jobs: int, **extra: Any) -> dict[str, Any]:
+    """One table row: the metrics, the cost per finished job, and what else the caller names."""
+    return {"run": label, **metrics.as_dict(), "cpu_ms_per_job": 1e3 * cpu / max(jobs, 1), "wall_seconds": wall, **extra}
+
+
+def baseline(w: Workload, label: str, policy: str, estimates: str) -> dict[str, Any]:
+    """A row of a fixed (policy, estimates) pair."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    _, metrics = run(w, make_policy(policy), parse_estimates(estimates).oracle(w), label=estimates)
+    return row(label, metrics, time.process_time() - cpu, time.perf_counter() - wall, len(w.jobs), policy=policy, estimates=estimates)
+
+
+def service(w: Workload, label: str, family: Family, config: PlanningConfig) -> dict[str, Any]:
+    """A row of the service planned with ``config``."""
+    r = replay_config(w, family, config)
+    return row(label, r.metrics, r.cpu_seconds, r.wall_seconds, len(w.jobs), policy=config.policy(family), config=config.label(family))
+
+
+def gap_closed(rows: list[dict[str, Any]], label: str) -> float | None:
+    """The share of the AVEbsld gap between EASY with requests and EASY-SJBF with perfect knowledge closed by ``label``."""
+    by = {r["run"]: r["avebsld"] for r in rows}
+    easy, perfect = by.get("EASY, requested"), by.get("EASY-SJBF, perfect")
+    if easy is None or perfect is None or easy == perfect:
+        return None
+    return (easy - by[label]) / (easy - perfect)
+
+
+def bench(args: argparse.Namespace) -> dict[str, Any]:
+    """Every part for one log and node mode; written to ``--json`` after each part."""
+    out: dict[str, Any] = {"log": args.log.name, "nodes": args.nodes, "cores": os.cpu_count()}
+
+    def save(key: str, value: Any) -> None:
+        out[key] = value
+        out["load"] = os.getloadavg()
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=2, default=str))
+        print(f"{args.log.stem} {args.nodes} {key} done", flush=True)
+
+    past = swf.replay(args.log, train_fraction=0.05, stop_fraction=0.3, nodes=args.nodes)
+    choice = choose(past, "easy", margin=args.margin)
+    save("choice", {**choice.record(), "window": past.notes,
+                    "scores": {c.label("easy"): s for c, s in sorted(choice.scores.items(), key=lambda kv: kv[1])}})  # fmt: skip
+    w = swf.replay(args.log, nodes=args.nodes)
+    rows = [baseline(w, *b) for b in BASELINES]
+    rows.append(service(w, "service, default configuration", "easy", choice.incumbent))
+    rows.append(service(w, "service, configuration chosen on the past", "easy", choice.chosen))
+    for r in rows:
+        r["gap_closed"] = gap_closed(rows, r["run"])
+    save("easy", {"notes": w.notes, "rows": rows})
+    if args.edf and args.nodes == "pooled":
+        edf_choice = choose(past, "edf", objective="mean_completion", margin=args.margin)
+        edf_rows = [baseline(w, *b) for b in EDF_BASELINES]
+        edf_rows.append(service(w, "EDF, service (chosen on the past)", "edf", edf_choice.chosen))
+        save("edf", {"choice": edf_choice.record(), "rows": edf_rows})
+    if args.robustness:
+        first = swf.replay(args.log, train_fraction=0.3, stop_fraction=0.65, nodes=args.nodes)
+        second = swf.replay(args.log, train_fraction=0.65, nodes=args.nodes)
+        on_first = choose(first, "easy", margin=args.margin)
+        on_second = choose(second, "easy", margin=args.margin)
+        save("robustness", {
+            "first_half": first.notes, "second_half": second.notes,
+            "chosen_on_first": on_first.record(), "chosen_on_second": on_second.record(),
+            "scored_on_second": {
+                "chosen on the first half": on_second.scores[on_first.chosen],
+                "chosen on the second half (in-sample)": on_second.scores[on_second.chosen],
+                "default configuration": on_second.scores[on_second.incumbent],
+            },
+            "baselines_on_second": [baseline(second, *b) for b in BASELINES],
+        })  # fmt: skip
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("log", type=Path)
+    parser.add_argument("--nodes", choices=("pooled", "packed"), default="pooled")
+    parser.add_argument("--margin", type=float, default=0.02, help="The guard's margin: a fraction of the serving score.")
+    parser.add_argument("--edf", action="store_true", help="Also the EDF rows (pooled only).")
+    parser.add_argument("--robustness", action="store_true", help="Also the first-half / second-half choice.")
+    parser.add_argument("--json", type=Path, default=None)
+    bench(parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""The number a scheduler plans with, chosen by replaying the site's own past rather than by prediction error.
+
+Equal prediction errors schedule differently: what matters to a backfilling scheduler is how the error falls (Gaussier
+et al. 2015). So the *planning configuration* (which loss the scheduler-trained member learns with, which of its
+numbers plans: the point or a quantile of its residuals, how a job that outlives its plan is corrected, in which
+order backfill candidates are tried) is chosen by replaying a window of the site's past jobs under each candidate
+and keeping the one that does best on the site's objective. A guard, like the champion guard, moves off the
+configuration serving now only for a candidate better by ``margin`` on the same window. :func:`choose` is given the
+window and nothing else, so a choice cannot read the jobs it is later scored on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Literal
+
+from scheduler.backfill import Correction
+from scheduler.metrics import Metrics
+from scheduler.online import SC15, OnlineOptions, OnlineOracle, with_plan
+from scheduler.runner import run
+from scheduler.specs import make_policy
+from scheduler.workload import Workload
+
+Family = Literal["easy", "conservative", "edf"]
+LOSSES: dict[str, OnlineOptions] = {  # the loss families the member may learn with (models/online.py)
+    "under-squared": OnlineOptions(under="squared", over="absolute"),  # an under-estimate costs more the larger it is
+    "median": OnlineOptions(under="absolute", over="absolute"),  # both sides linear: the median of log run time
+    "sc15": SC15,  # seconds learned directly, under-estimates squared, over-estimates linear, jobs weighted by area
+}
+NUMBERS = ("point", "q0.75")
+CORRECTIONS: tuple[Correction, ...] = ("tsafrir", "quantile", "doubling")
+ORDERS = ("fcfs", "sjbf", "saf")
+OBJECTIVES: dict[str, Callable[[Metrics], float]] = {  # lower is better
+    "avebsld": lambda m: m.avebsld,
+    "mean_wait": lambda m: m.mean_waiting,
+    "mean_completion": lambda m: m.mean_completion,
+}
+
+
+@dataclass(frozen=True, order=True)
+class PlanningConfig:
+    """One way to plan: the member's loss, the number that plans, the correction and the backfill order."""
+
+    loss: str = "under-squared"
+    number: str = "point"
+    correction: Correction = "tsafrir"
+    order: str = "fcfs"
+
+    def options(self) -> OnlineOptions:
+        """The online member's options for this configuration."""
+        return with_plan(LOSSES[self.loss], self.number)
+
+    def policy(self, family: Family) -> str:
+        """The policy spec of ``family`` planned this way (EDF has neither correction nor backfill order)."""
+        if family == "easy":
+            return f"easy:order={self.order},correction={self.correction}"
+        if family == "conservative":
+            return f"conservative:correction={self.correction}"
+        return "edf"
+
+    def label(self, family: Family) -> str:
+        """A short name for tables."""
+        if family == "edf":
+            return f"{self.loss}, {self.number}"
+        if family == "conservative":
+            return f"{self.loss}, {self.number}, {self.correction}"
+        return f"{self.loss}, {self.number}, {self.correction}, {self.order}"
+
+
+def candidates(family: Family) -> list[PlanningConfig]:
+    """Every configuration worth replaying for ``family`` (the options a family has no use for left at default)."""
+    if family == "edf":
+        return [PlanningConfig(loss, number) for loss, number in product(LOSSES, NUMBERS)]
+    if family == "conservative":
+        return [PlanningConfig(loss, number, c) for loss, number, c in product(LOSSES, NUMBERS, CORRECTIONS)]
+    return [PlanningConfig(*combo) for combo in product(LOSSES, NUMBERS, CORRECTIONS, ORDERS)]
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One configuration replayed on a window: its metrics and what the replay cost."""
+
+    config: PlanningConfig
+    metrics: Metrics
+    cpu_seconds: float
+    wall_seconds: float
+
+
+def replay_config(workload: Workload, family: Family, config: PlanningConfig) -> Replayed:
+    """``workload`` scheduled by ``family`` planned with ``config`` (the member learning as the replay goes)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    oracle = OnlineOracle(workload, config.options())
+    _, metrics = run(workload, make_policy(config.policy(family)), oracle, label=config.label(family))
+    return Replayed(config, metrics, time.process_time() - cpu, time.perf_counter() - wall)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the guard decided on a window: the configuration to serve, and every candidate's score there."""
+
+    family: Family
+    objective: str
+    incumbent: PlanningConfig
+    chosen: PlanningConfig
+    promoted: bool
+    reason: str
+    scores: dict[PlanningConfig, float] = field(default_factory=dict)
+    jobs: int = 0
+    cpu_seconds: float = 0.0
+
+    def record(self) -> dict[str, object]:
+        """The decision as a plain row (for ``models history`` and results files)."""
+        return {
+            "family": self.family, "objective": self.objective, "jobs": self.jobs, "promoted": self.promoted,
+            "reason": self.reason, "incumbent": self.incumbent.label(self.family), "chosen": self.chosen.label(self.family),
+            "incumbent_score": self.scores.get(self.incumbent), "chosen_score": self.scores.get(self.chosen),
+            "cpu_seconds": self.cpu_seconds,
+        }  # fmt: skip
+
+
+def choose(
+    window: Workload,
+    family: Family,
+    incumbent: PlanningConfig = PlanningConfig(),
+    *,
+    objective: str = "avebsld",
+    margin: float = 0.02,
+    grid: Sequence[PlanningConfig] | None = None,
+) -> Choice:
+    """Replay ``window`` (the site's past: nothing after it) under every candidate; serve the best only if it beats
+    ``incumbent`` by ``margin`` (a fraction of the incumbent's score) on the same window, else keep ``incumbent``."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if not 0 <= margin < 1:
+        raise ValueError(f"margin must be in [0, 1), got {margin}")
+    configs = list(dict.fromkeys([incumbent, *(grid if grid is not None else candidates(family))]))
+    replays = [replay_config(window, family, config) for config in configs]
+    scores = {r.config: OBJECTIVES[objective](r.metrics) for r in replays}
+    best = min(configs, key=lambda c: (scores[c], c != incumbent))
+    kept, new = scores[incumbent], scores[best]
+    promoted = best != incumbent and new < kept * (1.0 - margin)
+    if best == incumbent:
+        reason = f"the serving configuration is the best of {len(configs)} on {len(window.jobs)} past jobs ({objective} {kept:.2f})"
+    elif promoted:
+        reason = f"{objective} {new:.2f} against {kept:.2f}: better by more than {margin:.0%}"
+    else:
+        reason = f"best {objective} {new:.2f} against {kept:.2f}: not better by {margin:.0%}, kept"
+    return Choice(
+        family, objective, incumbent, best if promoted else incumbent, promoted, reason, scores, len(window.jobs),
+        sum(r.cpu_seconds for r in replays),
+    )  # fmt: skip
+
