@@ -9,6 +9,12 @@ Choosing members on the very rows they are then scored on would flatter the ense
 cross-validated predictions are nested: each fold's rows are predicted by an ensemble chosen on
 the other folds' rows only. The ensemble that is served is chosen on every row. Members are judged on
 finished runs only: a censored run's time is a lower bound, not a time to get close to.
+
+Even nested, the ensemble is one more candidate whose score is a draw: among many members, a blend
+that edges out the best one by chance wins the selection and then loses on new runs (issue 30: six
+programs of seven under nested selection). So it is a candidate only when it :func:`leads` the best
+member on the same nested folds by more than chance (:func:`training.significance.paired_bootstrap`
+over jobs, with the guard's confidence).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from training.crossval import CVResult, FoldFit, collect
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 from training.metrics import compute_metrics
+from training.significance import paired_bootstrap
 
 
 def greedy_selection(
@@ -73,3 +80,12 @@ def fixed_ensemble(
     predictions = {name: results[name].predictions for name in weights}
     fits = [FoldFit(f, blend({n: p[plan.folds == f] for n, p in predictions.items()}, weights), 0.0) for f in range(plan.n_folds)]
     return collect(ENSEMBLE, training_set, plan, fits)
+
+
+def leads(ensemble: CVResult, members: Sequence[CVResult], training_set: TrainingSet, metric: str, confidence: float) -> bool:
+    """Whether ``ensemble``'s nested predictions beat the best of ``members`` by ``metric`` in at least ``confidence`` of
+    paired bootstrap resamples of the jobs (RAE's when the bootstrap does not compute ``metric``)."""
+    best = min(members, key=lambda r: (math.isnan(r.metrics[metric]), r.metrics[metric]))
+    ts = training_set
+    difference = paired_bootstrap(ts.y, best.priors, ensemble.predictions, best.predictions, ts.jobs, censored=ts.censored)
+    return difference.get(metric, difference["rae"]).share_a_better >= confidence

@@ -30,7 +30,7 @@ from predictor.settings import Settings
 from training.champions import MlflowChampions, best_candidate, check_selection_metric
 from training.crossval import CVResult, FoldFit, collect
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
-from training.ensemble import cross_validated_ensemble, fixed_ensemble
+from training.ensemble import cross_validated_ensemble, fixed_ensemble, leads
 from training.fanout import Failed, Fit, Refit, run_fits
 from training.folds import FoldPlan
 from training.guard import Decision, GuardSettings, Incumbent, Serve, Verdict, judge, label
@@ -303,7 +303,7 @@ def _judge(
     incumbent: Incumbent | None,
     force: bool,
 ) -> Pick:
-    """Pick the set's best candidate among the ``chosen`` members (and their ensemble) and let the guard judge it."""
+    """Pick the set's best candidate among the ``chosen`` members (and their ensemble, if it leads beyond chance); let the guard judge."""
     found = {c.model_name: c for c in logged}
     order = [*chosen, ENSEMBLE]
     names = [n for n in chosen if n in results]
@@ -313,7 +313,8 @@ def _judge(
         ensemble, weights = cross_validated_ensemble([results[n] for n in names], ts, plan, settings.selection_metric)
         results = {**results, ENSEMBLE: ensemble}
         found[ENSEMBLE] = _log_ensemble(settings, tracker, session, ts, plan, ensemble, weights)
-        challengers.append(found[ENSEMBLE])
+        if leads(ensemble, [results[n] for n in names], ts, settings.selection_metric, settings.guard_confidence):
+            challengers.append(found[ENSEMBLE])  # a lead chance can explain would not carry over to new runs
     best = best_candidate(sorted(challengers, key=lambda c: order.index(c.model_name)), settings.selection_metric)
     challenger_members = dict(weights) if best.model_name == ENSEMBLE else {best.model_name: 1}
     incumbent_candidate, incumbent_predictions, X = None, None, None
