@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from features import FeatureError, get_extractor
+from features.history import FEATURE_NAMES as HISTORY_FEATURES
 from features.params import ParamsExtractor
 from predictor.catalog import Algorithm
 
@@ -27,10 +28,22 @@ def check_known_parameters(algorithm: Algorithm, params: dict[str, Any]) -> None
         )
 
 
+def _params_extractor(algorithm: Algorithm) -> ParamsExtractor:
+    """The extractor of the plain (non-file) parameters that are features."""
+    return ParamsExtractor({n: p.schema_dict() for n, p in algorithm.parameters.items() if p.type != "file" and p.feature})
+
+
 def parameter_features(algorithm: Algorithm, params: dict[str, Any]) -> dict[str, float]:
     """Features of the plain (non-file) parameters, defaults applied."""
-    schema = {n: p.schema_dict() for n, p in algorithm.parameters.items() if p.type != "file" and p.feature}
-    return ParamsExtractor(schema).extract({k: v for k, v in params.items() if k in schema})
+    extractor = _params_extractor(algorithm)
+    return extractor.extract({k: v for k, v in params.items() if k in extractor.schema})
+
+
+def feature_names(algorithm: Algorithm) -> frozenset[str]:
+    """Every feature a run of ``algorithm`` can have: its input files', its parameters' and derived ones; for an algorithm
+    that declares none (a job log's queue), the job-history features its log is imported with."""
+    files = {f"{param}.{name}" for param, extractor in file_parameters(algorithm).items() for name in get_extractor(extractor).feature_names}
+    return frozenset({*files, *_params_extractor(algorithm).names, *algorithm.derived} or HISTORY_FEATURES)
 
 
 def file_features(algorithm: Algorithm, params: dict[str, Any], **extractor_options: Any) -> dict[str, float]:

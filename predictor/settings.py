@@ -69,6 +69,7 @@ class Settings(BaseSettings):
     )
     api_max_body_bytes: int = Field(default=4 << 20, gt=0, description="Largest request body the API reads.")
     api_max_header_bytes: int = Field(default=32 << 10, gt=0, description="Largest request line plus headers the API reads (431 beyond).")
+    api_header_timeout_s: float = Field(default=10.0, gt=0, description="How long a request line plus headers may take to arrive (408 beyond).")
     api_max_batch: int = Field(default=1000, gt=0, description="Most jobs or observations in one API call.")
     api_feature_budget_s: float = Field(default=5.0, gt=0, description="Feature-extraction time budget per API request.")
     api_reload_interval_s: float = Field(default=30.0, ge=0, description="How often the API polls the champion aliases (0: never).")

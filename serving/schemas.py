@@ -6,6 +6,7 @@ integers fit the store's columns, so nothing a client sends can fail further in 
 
 from __future__ import annotations
 
+import itertools
 import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -25,8 +26,9 @@ from predictor.domain import CacheState, Source
 from predictor.intervals import MAX_COVERAGE
 from predictor.walltime import optional_walltime
 
-FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
-Measured = Annotated[float, Strict(), Field(allow_inf_nan=False)]  # a JSON number: true is no 1.0, "2" no 2.0
+FiniteFloat = Annotated[float, Strict(), Field(allow_inf_nan=False)]  # a JSON number: true is no 1.0, "2" no 2.0
+Measured = FiniteFloat
+Count = Annotated[int, Strict()]  # a JSON integer: true is no 1
 Text = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
@@ -362,6 +364,15 @@ class ServedIn(BaseModel):
     model_name: Name | None = None
     model_version: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     extrapolating: StrictBool = False
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ServedIn:
+        """Refuse what no answer of the service is: its estimates hold ``lower <= seconds <= upper <= limit``."""
+        given = [(name, value) for name in ("lower", "seconds", "upper", "limit") if (value := getattr(self, name)) is not None]
+        for (low, a), (high, b) in itertools.pairwise(given):
+            if a > b:
+                raise ValueError(f"{low} ({a:g}) is above {high} ({b:g}): served estimates hold lower <= seconds <= upper <= limit")
+        return self
 
 
 class Rejected(BaseModel):

@@ -4,7 +4,9 @@ httptools gathers a header's value by appending every piece that arrives, so one
 quadratic in its size (a 128 MiB header took 42 s and stalled the service). :class:`BoundedHead` counts a
 request's head as its bytes arrive, before they reach the parser, and answers 431 once it passes the
 limit; it then reads and drops what the client still sends for a moment (so the client sees the answer
-rather than a reset) and closes the connection.
+rather than a reset) and closes the connection. uvicorn has no time limit on a request head (one byte now and
+then keeps a connection, and its slot, forever); :class:`BoundedHead` answers 408 to a head, or a new
+connection's first bytes, that has not arrived in full within ``head_timeout_s``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import logging
 import os
 import shutil
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +32,26 @@ WORKER_HEALTHCHECK_S = 180  # a worker that does not answer uvicorn's ping this 
 
 
 class BoundedHead(HttpToolsProtocol):
-    """httptools' protocol that refuses a request head over ``config.h11_max_incomplete_event_size`` bytes with a 431."""
+    """httptools' protocol that refuses a request head over ``config.h11_max_incomplete_event_size`` bytes with a 431,
+    and one that takes over ``head_timeout_s`` to arrive with a 408."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, head_timeout_s: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head: int | None = 0  # bytes of the current request's head so far; None once the head is complete
         self._tail = b""  # the last bytes seen, for a head end split across reads
         self._refused: asyncio.TimerHandle | None = None
+        self._head_timeout_s = head_timeout_s
+        self._head_timer: asyncio.TimerHandle | None = None  # armed while a head is awaited or arriving
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_timer()
 
     def data_received(self, data: bytes) -> None:
         if self._refused is not None:
-            return  # dropped: the 431 is on its way and the connection closes
+            return  # dropped: the answer is on its way and the connection closes
         if self._head is not None:
+            self._arm_head_timer()  # the first bytes of a keep-alive connection's next head
             seen = self._tail + data
             end = seen.find(HEAD_END)
             self._head += len(data) if end < 0 else end + len(HEAD_END) - len(self._tail)
@@ -51,6 +62,7 @@ class BoundedHead(HttpToolsProtocol):
                 self._tail = seen[-(len(HEAD_END) - 1) :]
             else:
                 self._tail, self._head = b"", None
+                self._cancel_head_timer()
         super().data_received(data)
 
     def on_message_complete(self) -> None:
@@ -60,26 +72,46 @@ class BoundedHead(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._refused is not None:
             self._refused.cancel()
+        self._cancel_head_timer()
         super().connection_lost(exc)
 
+    def _arm_head_timer(self) -> None:
+        if self._head_timer is None:
+            self._head_timer = self.loop.call_later(self._head_timeout_s, self._head_too_slow)
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
     def _refuse(self) -> None:
-        """Answer 431 at once, stop parsing, and close after a short linger."""
+        """Answer 431 for a head over the size limit."""
         limit = self.config.h11_max_incomplete_event_size
-        body = json.dumps({"detail": f"request line and headers are over the limit of {limit} bytes"}).encode()
-        head = (
-            b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
-            b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)
-        )
+        self._answer_and_close(b"431 Request Header Fields Too Large", f"request line and headers are over the limit of {limit} bytes")
+        logging.getLogger(LOGGER_NAME).warning("request head over the limit", extra={"fields": {"client": str(self.client), "limit": limit}})
+
+    def _head_too_slow(self) -> None:
+        """Answer 408 for a head (or a new connection's first bytes) not complete within the time limit."""
+        self._head_timer = None
+        if self._refused is not None or self.transport.is_closing():
+            return
+        self._answer_and_close(b"408 Request Timeout", f"request line and headers did not arrive within {self._head_timeout_s:g} s")
+        logging.getLogger(LOGGER_NAME).warning("request head too slow", extra={"fields": {"client": str(self.client), "timeout_s": self._head_timeout_s}})
+
+    def _answer_and_close(self, status: bytes, detail: str) -> None:
+        """Answer ``status`` at once, stop parsing, and close after a short linger (the client sees the answer, not a reset)."""
+        self._cancel_head_timer()
+        body = json.dumps({"detail": detail}).encode()
+        head = b"HTTP/1.1 %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % (status, len(body))
         self.transport.write(head + body)
         if self.transport.can_write_eof():
             self.transport.write_eof()
         self._refused = self.loop.call_later(LINGER_S, self.transport.close)
-        logging.getLogger(LOGGER_NAME).warning("request head over the limit", extra={"fields": {"client": str(self.client), "limit": limit}})
 
 
 def server_options(settings: Settings) -> dict[str, Any]:
     """uvicorn options the API is served with (``predictor serve`` and the tests' live servers alike)."""
-    return {"http": BoundedHead, "h11_max_incomplete_event_size": settings.api_max_header_bytes}
+    return {"http": partial(BoundedHead, head_timeout_s=settings.api_header_timeout_s), "h11_max_incomplete_event_size": settings.api_max_header_bytes}
 
 
 def serve_workers(settings: Settings, host: str, port: int, workers: int) -> None:

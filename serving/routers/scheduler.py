@@ -38,7 +38,7 @@ from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, deadline, prepare
-from serving.schemas import FiniteFloat, Name, PredictRequest, Text, ValidationErrorOut
+from serving.schemas import Count, FiniteFloat, Name, PredictRequest, Text, ValidationErrorOut
 
 POLL_S = 1.0
 MAX_SEQ = 2**31 - 1  # job and order numbers are 32-bit integer columns (PostgreSQL's integer)
@@ -93,10 +93,10 @@ class JobIn(PredictRequest):
 
     id: Ident | None = Field(default=None, description="Client-chosen id; resubmitting a known id changes nothing (default: a new UUID).")
     deadline: FiniteFloat | None = Field(default=None, description="Unix time by which it should end.")
-    priority: int = Field(default=0, ge=-100, le=100, description="Above 0 may cancel or pause lower-priority running jobs.")
+    priority: Count = Field(default=0, ge=-100, le=100, description="Above 0 may cancel or pause lower-priority running jobs.")
     depends_on: list[Ident] = Field(default_factory=list, max_length=100, description="Jobs that must end cleanly first.")
     stream_from: Ident | None = Field(default=None, description="A producer whose output this job reads as it is written.")
-    size: int = Field(default=1, ge=1, le=1_000_000, description="Slots (CPUs) it occupies on a machine.")
+    size: Count = Field(default=1, ge=1, le=1_000_000, description="Slots (CPUs) it occupies on a machine.")
 
 
 class RunOut(BaseModel):
@@ -164,7 +164,7 @@ class MachineEventIn(BaseModel):
 
     event: Literal["gained", "lost"]
     platform: Name | None = Field(default=None, description="Needed for a new machine.")
-    slots: int = Field(default=1, ge=1, le=MAX_SLOTS)
+    slots: Count = Field(default=1, ge=1, le=MAX_SLOTS)
     healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY, description="On return: jobs that kept running on it.")
 
 

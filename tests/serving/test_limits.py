@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
+import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from predictor.settings import PROJECT_ROOT
+from predictor.settings import PROJECT_ROOT, Settings
 from serving import create_app
 from tests.livesrv import serve_app, serve_cli
 from tests.serving.conftest import Home
@@ -88,3 +90,37 @@ def test_a_request_head_over_the_limit_is_refused_with_431_and_the_service_goes_
     assert httpx.get(f"{process}/healthz").status_code == 200
     big = httpx.get(f"{process}/healthz", headers={"x-big": "a" * (40 << 10)})
     assert big.status_code == 431 and "over the limit of 32768 bytes" in big.json()["detail"]
+
+
+def _answer_within(sock: socket.socket, seconds: float, trickle: bytes = b"") -> tuple[bytes, float]:
+    """What the server answers on ``sock`` within ``seconds`` (sending ``trickle`` every 0.2 s meanwhile), and when."""
+    started, answer = time.monotonic(), b""
+    while time.monotonic() - started < seconds and b"\r\n\r\n" not in answer:
+        if select.select([sock], [], [], 0.2)[0]:
+            if not (chunk := sock.recv(65536)):
+                break
+            answer += chunk
+        elif trickle:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                sock.sendall(trickle)
+    return answer, time.monotonic() - started
+
+
+def test_a_request_head_that_trickles_in_or_never_comes_is_refused_with_408(tmp_path):
+    """Issue 30, item 7: a head sent a header every 0.2 s, or a connection that sends nothing, is answered 408 once
+    PREDICTOR_API_HEADER_TIMEOUT_S has passed; a head that arrives in time is served."""
+    settings = Settings(home=tmp_path / "home", api_reload_interval_s=0, api_header_timeout_s=1.0)
+    with serve_app(create_app(settings)) as base:
+        host, port = base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as slow, socket.create_connection((host, int(port)), timeout=10) as silent:
+            slow.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")
+            answer, took = _answer_within(slow, 8.0, trickle=b"x-slow: a\r\n")
+            assert answer.startswith(b"HTTP/1.1 408 Request Timeout") and b"did not arrive within 1 s" in answer and took < 4
+            answer, took = _answer_within(silent, 8.0)
+            assert answer.startswith(b"HTTP/1.1 408 Request Timeout") and took < 4
+        with socket.create_connection((host, int(port)), timeout=10) as split:
+            split.sendall(b"GET /healthz HTTP/1.1\r\n")
+            time.sleep(0.3)
+            split.sendall(b"host: x\r\n\r\n")
+            assert _answer_within(split, 8.0)[0].startswith(b"HTTP/1.1 200 OK")
+        assert httpx.get(f"{base}/healthz").status_code == 200
