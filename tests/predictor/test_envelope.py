@@ -117,6 +117,10 @@ def test_the_envelope_round_trips_through_json() -> None:
     np.testing.assert_allclose(again.law(rows), envelope.law(rows))
     assert again.check(rows).outside.tolist() == envelope.check(rows).outside.tolist()
     assert (envelope.law_coef >= 0).all() and envelope.floor == pytest.approx(float(ts.y.min()))
+    assert again.law_quantiles == envelope.law_quantiles and len(envelope.law_quantiles) > 0
+    older = json.loads(envelope.to_json())
+    del older["law_quantiles"]  # registered before the law's own errors were kept: the champion's quantiles answer
+    assert TrainingEnvelope.from_json(json.dumps(older)).law_quantiles == {}
 
 
 def test_a_raw_seconds_model_predicting_zero_is_floored_not_served_as_zero(catalog: Catalog) -> None:
