@@ -28,7 +28,7 @@ test: install system-deps docs
 	$(BIN)/python -m pytest
 
 # The documentation site (docs/, mkdocs.yml), built offline; any warning (a broken link, a missing page or
-# docstring) fails it. `$(BIN)/mkdocs serve -a 127.0.0.1:8001` previews it.
+# docstring) fails it. `$(BIN)/mkdocs serve -a 127.0.0.1:8002` previews it.
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .site
 

@@ -7,6 +7,7 @@ build would fail, so a green `make test` means the site has no broken link and d
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 from mkdocs.exceptions import PluginError
+
+from predictor.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docs" / "hooks"))
@@ -61,3 +65,29 @@ def test_the_settings_hook_refuses_a_table_that_misses_or_invents_a_setting() ->
     with pytest.raises(PluginError, match="not settings: PREDICTOR_NO_SUCH_SETTING"):
         settings_table.on_page_markdown(invented, page("site.md"), None, None)
     assert settings_table.on_page_markdown("anything", page("other.md"), None, None) == "anything"
+
+
+def _pages() -> str:
+    """The text of every docs page (not the linked benchmark outputs), the README and the Makefile."""
+    pages = [p for p in (ROOT / "docs").rglob("*.md") if "files" not in p.relative_to(ROOT / "docs").parts]
+    return "\n".join(p.read_text() for p in [*pages, ROOT / "README.md", ROOT / "Makefile"])
+
+
+def test_the_offline_site_links_pages_as_files_and_has_the_operators_page() -> None:
+    """Issue 30, item 13: folder URLs (``page/``) do not open from file://, and operators had no page."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    assert config["use_directory_urls"] is False
+    assert "operations.md" in str(config["nav"])
+    assert "predictor models rollback ALGORITHM PLATFORM" in (ROOT / "docs" / "operations.md").read_text()
+
+
+def test_the_docs_give_each_port_one_use_and_count_the_catalog() -> None:
+    """Issue 30, item 13: 8001 was the scheduler's, the docs preview's and a second API's; "seven programs" of 19."""
+    text = _pages()
+    previews = set(re.findall(r"mkdocs serve -a [\d.]+:(\d+)", text))
+    apis = set(re.findall(r"predictor serve --port (\d+)", text)) | set(re.findall(r"127\.0\.0\.1:(\d+)/(?:v1|readyz|docs|metrics)", text))
+    scheduler = str(Settings().scheduler_port)
+    assert len(previews) == 1 and not previews & apis and scheduler not in previews | apis, (previews, apis)
+    algorithms = yaml.safe_load((ROOT / "data" / "catalog.yaml").read_text())["algorithms"]
+    assert f"lists {len(algorithms)} algorithms" in (ROOT / "docs" / "own-programs.md").read_text()
+    assert "knows seven programs" not in text
