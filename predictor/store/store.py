@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,11 @@ from alembic.config import Config
 from sqlalchemy import (
     Connection,
     Engine,
+    LargeBinary,
+    Text,
+    cast,
     create_engine,
+    delete,
     event,
     func,
     make_url,
@@ -30,8 +37,9 @@ from sqlalchemy.types import NullType
 
 from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, ServedEstimate
 from predictor.store.tables import measurements as table
-from predictor.store.tables import model_decisions, served_estimates
+from predictor.store.tables import model_decisions, served_estimates, set_aside
 
+log = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 MAX_SQL_INTEGER = 2**63 - 1  # the largest LIMIT both backends take (a larger Python int overflows the driver)
@@ -40,6 +48,7 @@ MIGRATION_LOCK_KEY = 0x6D656173
 # Alembic keeps the running migration context in module globals, so one process migrates one database at a time.
 _ALEMBIC_LOCK = threading.Lock()
 # Rows of a pair's live window: what it was served beside what it measured (see live_window).
+JSON_COLUMNS = ("params", "features", "context")  # read as text and parsed row by row (see MeasurementStore._read)
 LIVE_COLUMNS = ("run_id", "seconds", "lower", "upper", "limit", "model_version", "extrapolating", "wall_seconds", "censored")
 
 
@@ -125,9 +134,8 @@ class MeasurementStore:
 
     def measurement(self, run_id: str) -> Measurement | None:
         """The stored run of that id, in whatever outcome (None: not stored)."""
-        with self.engine.connect() as conn:
-            row = conn.execute(select(table).where(table.c.run_id == run_id)).mappings().first()
-        return None if row is None else Measurement.model_validate({k: v for k, v in row.items() if k != "id"})
+        rows = self._read(self._readable().where(table.c.run_id == run_id))
+        return Measurement.model_validate(rows[0]) if rows else None
 
     def measurements(
         self,
@@ -244,10 +252,45 @@ class MeasurementStore:
     def _rows(
         self, algorithm: str | None, platform: str | None, successful_only: bool, with_censored: bool = False
     ) -> list[dict[str, Any]]:
-        stmt = select(table).order_by(table.c.recorded_at, table.c.id)
-        stmt = _filtered(stmt, algorithm, platform, successful_only, with_censored)
+        stmt = self._readable().order_by(table.c.recorded_at, table.c.id)
+        return self._read(_filtered(stmt, algorithm, platform, successful_only, with_censored))
+
+    def _readable(self) -> Select[Any]:
+        """Every column of the measurements, the JSON ones as their stored text (SQLite: bytes), parsed by :meth:`_read`."""
+        raw = LargeBinary if self.dialect == "sqlite" else Text  # SQLite keeps any bytes in a column, even not UTF-8
+        return select(*(cast(c, raw).label(c.name) if c.name in JSON_COLUMNS else c for c in table.c))
+
+    def _read(self, stmt: Select[Any]) -> list[dict[str, Any]]:
+        """The rows of ``stmt`` (a :meth:`_readable` query) as column values without the id; a row that cannot be read
+        is moved to ``measurements_set_aside`` with its reason and logged, once: one such row made every read fail."""
         with self.engine.connect() as conn:
-            return [{k: v for k, v in row.items() if k != "id"} for row in conn.execute(stmt).mappings()]
+            result = conn.execute(stmt)
+            keys, fetched = list(result.keys()), result.all()
+        rows, unreadable = [], []
+        for values in fetched:
+            row = dict(zip(keys, values, strict=True))
+            try:
+                rows.append(_parsed(row))
+            except ValueError as exc:
+                unreadable.append((row, str(exc)))
+        if unreadable:
+            self._set_aside(unreadable)
+        return rows
+
+    def _set_aside(self, unreadable: list[tuple[Mapping[str, Any], str]]) -> None:
+        """Move each unreadable row out of the measurements, with its reason, in one transaction."""
+        now = datetime.now(UTC)
+        rows = [
+            {"measurement_id": row["id"], "run_id": row["run_id"], "reason": reason, "set_aside_at": now,
+             "row": json.dumps({k: _text(v) for k, v in row.items()}, default=str)}
+            for row, reason in unreadable
+        ]  # fmt: skip
+        with self._connect_exclusive() as conn:
+            conn.execute(_insert(conn)(set_aside).on_conflict_do_nothing(index_elements=["measurement_id"]), rows)
+            conn.execute(delete(table).where(table.c.id.in_([r["measurement_id"] for r in rows])))
+            conn.commit()
+        for r in rows:
+            log.warning("measurement %s (run %s) set aside in measurements_set_aside: %s", r["measurement_id"], r["run_id"], r["reason"])
 
 
 def _medians() -> Select[Any]:
@@ -266,6 +309,28 @@ def _medians() -> Select[Any]:
         .where(r.rank >= (r.n + 1) // 2, r.rank <= (r.n + 2) // 2)  # the middle run, or the middle two
         .group_by(r.algorithm, r.platform)
     )
+
+
+def _parsed(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A :meth:`MeasurementStore._readable` row's values without the id, its JSON columns parsed; ValueError saying why
+    it cannot be read (a JSON column not a JSON object, a feature value not a number)."""
+    values = {k: v for k, v in row.items() if k != "id"}
+    for name in JSON_COLUMNS:
+        raw = row[name]
+        try:
+            values[name] = json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # not UTF-8: a ValueError too
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{name} is not JSON ({exc})") from None
+        if not isinstance(values[name], dict):
+            raise ValueError(f"{name} is not a JSON object")
+    if not all(type(v) in (int, float) for v in values["features"].values()):
+        raise ValueError("features holds a value that is not a number")
+    return values
+
+
+def _text(value: Any) -> Any:
+    """A value for the set-aside row's JSON: bytes as the text they hold (undecodable ones escaped)."""
+    return value.decode(errors="backslashreplace") if isinstance(value, bytes) else value
 
 
 def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:

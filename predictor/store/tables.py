@@ -115,6 +115,21 @@ class ModelDecisionRow(Base):
     details: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
+class SetAsideRow(Base):
+    """A stored measurement that could not be read (a JSON column not JSON, a feature not a number), moved out of the
+    ``measurements`` table with the reason, so the reads of every other run go on and this one is not retried."""
+
+    __tablename__ = "measurements_set_aside"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    measurement_id: Mapped[int] = mapped_column(Integer, unique=True)
+    run_id: Mapped[str] = mapped_column(String(200))
+    reason: Mapped[str] = mapped_column(Text)
+    row: Mapped[str] = mapped_column(Text)  # the row's columns as JSON, its unreadable ones as the text they hold
+    set_aside_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 measurements = MeasurementRow.__table__
 served_estimates = ServedEstimateRow.__table__
 model_decisions = ModelDecisionRow.__table__
+set_aside = SetAsideRow.__table__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -189,6 +190,35 @@ def test_the_profile_table_is_the_median_of_plausible_runs(store: MeasurementSto
     walls = [10.0, 20.0, 30.0, 1e7, 1e308, 3.7e16]
     store.add([run(f"w{i}", wall=w) for i, w in enumerate(walls)] + [run("odd", platform="gpu-a100", wall=4.0)])
     assert store.profile_table() == {("blastn", "cpu-small"): (25.0, 4), ("blastn", "gpu-a100"): (4.0, 1)}
+
+
+UNREADABLE_FEATURES = {
+    "sqlite": ["'not json'", "CAST(X'7b22ff223a20317d' AS TEXT)", """'{"size": "big"}'"""],
+    "postgresql": ["'[1, 2]'", """'{"size": "big"}'"""],  # its json column refuses text that is not JSON
+}
+
+
+def test_a_stored_row_that_cannot_be_read_is_set_aside_once_and_the_others_are_read(store: MeasurementStore, caplog) -> None:
+    """Issue 30 item 5: one row whose features were not JSON made every read, so every worker pass, fail."""
+    store.add([run("good-1"), run("good-2")])
+    poisons = UNREADABLE_FEATURES[store.dialect]
+    with store.engine.begin() as conn:
+        for i, features in enumerate(poisons):
+            conn.execute(text(
+                "INSERT INTO measurements (run_id, algorithm, platform, machine, params, features, wall_seconds, exit_status,"
+                f" censored, cache_state, source, recorded_at, context) VALUES ('bad-{i}', 'blastn', 'cpu-small', 'm', '{{}}',"
+                f" {features}, 5.0, 0, false, 'unknown', 'production', '2026-03-01 12:00:00', '{{}}')"
+            ))  # fmt: skip
+    with caplog.at_level("WARNING", logger="predictor.store.store"):
+        assert sorted(store.frame()["run_id"]) == ["good-1", "good-2"]
+        assert [m.run_id for m in store.measurements()] == ["good-1", "good-2"] and store.measurement("bad-0") is None
+    assert len(caplog.records) == len(poisons) and all("set aside" in r.getMessage() for r in caplog.records)
+    with store.engine.connect() as conn:
+        aside = conn.execute(text("SELECT run_id, reason, row FROM measurements_set_aside ORDER BY run_id")).all()
+    assert [r.run_id for r in aside] == [f"bad-{i}" for i in range(len(poisons))]
+    assert aside[-1].reason == "features holds a value that is not a number" and 'big' in json.loads(aside[-1].row)["features"]
+    assert aside[0].reason.startswith("features is not " + ("JSON" if store.dialect == "sqlite" else "a JSON object"))
+    assert store.count() == 2 and store.profile_table() == {("blastn", "cpu-small"): (10.0, 2)}
 
 
 def test_sqlite_runs_in_wal_mode(tmp_path) -> None:

@@ -6,6 +6,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
+from sqlalchemy import text
 
 from predictor.domain import Measurement, ServedEstimate
 from predictor.settings import Settings
@@ -115,3 +116,24 @@ def test_one_input_run_300_times_far_slower_is_flagged_not_served(settings: Sett
     finally:
         store.dispose()
 
+
+def test_a_run_whose_features_are_not_json_is_set_aside_and_the_pass_trains_the_rest(settings: Settings, store_url: str) -> None:
+    """Issue 30 item 5: one such row made every worker pass fail, for every pair."""
+    store = MeasurementStore(store_url)
+    store.migrate()
+    try:
+        store.add(_runs(40))
+        features = "'not json'" if store.dialect == "sqlite" else "'[1, 2]'"  # PostgreSQL's json column refuses the first
+        with store.engine.begin() as conn:
+            conn.execute(text(
+                "INSERT INTO measurements (run_id, algorithm, platform, machine, params, features, wall_seconds, exit_status,"
+                f" censored, cache_state, source, recorded_at, context) VALUES ('poison', 'tool', 'cpu', 'm', '{{}}', {features},"
+                " 5.0, 0, false, 'unknown', 'production', '2026-03-01 12:00:00', '{}')"
+            ))  # fmt: skip
+        book, tracker = MemoryChampions(), MemoryTracker(0.9)
+        (outcome,) = retrain_due(settings, store, book=book, tracker=tracker)
+        assert outcome.decision.verdict is Verdict.PROMOTED and outcome.n_rows == 40
+        with store.engine.connect() as conn:
+            assert conn.execute(text("SELECT run_id FROM measurements_set_aside")).scalars().all() == ["poison"]
+    finally:
+        store.dispose()
