@@ -53,7 +53,8 @@ class GeneticCoScheduling:
     child); ``window`` pending jobs per pass; ``seed`` makes a simulation repeatable.
     ``strong=True`` (the ``ga-strong`` policy, registered with batch-search's window of 1,000) seeds
     the first population with batch-search's plan of ``budget`` seconds and the list heuristics'
-    schedules, and polishes the best parent ``polish`` seconds a generation (:func:`evolve_strong`).
+    schedules, polishes the best parent ``polish`` seconds a generation (:func:`evolve_strong`), and
+    starts no generation after another ``budget`` seconds: a pass costs about twice ``budget``.
     """
 
     def __init__(
@@ -63,7 +64,7 @@ class GeneticCoScheduling:
         if budget < 0:
             raise ValueError(f"budget is seconds >= 0, got {budget}")
         self.window = check_size(window)
-        self.settings = Settings(parents, children, generations, mutation)
+        self.settings = Settings(parents, children, generations, mutation, budget=budget if strong else None)
         self.rng = np.random.default_rng(seed)
         self.strong, self.polish, self.budget = strong, polish, budget
         self.name = "ga-strong" if strong else "ga"
