@@ -4,7 +4,8 @@ by replaying the log's past, against what sites run, on real logs.
     python benchmarks/plan_choice.py ../shared/data/traces/hpc2n.swf --nodes pooled --json benchmarks/results/plan_choice-hpc2n-pooled.json
 
 For one log and one node mode: the configuration is chosen (:func:`scheduler.plan_choice.choose`) on the log's past
-only, the jobs between its 5 % and 30 % marks, then the whole log after its 30 % history is replayed with it beside
+only, the jobs between its 5 % and 30 % marks (three consecutive windows), then the whole log after its 30 % history
+is replayed with it beside
 EASY and EASY-SJBF with requests, EASY++ (Tsafrir et al. 2007), an SC'15-style learned predictor (Gaussier et al.
 2015, as implemented here), the service's default configuration, and perfect knowledge; per row AVEbsld, waits, the
 underestimated share, predicted-start accuracy, CPU per finished job and wall time. ``--edf`` adds EDF rows (pooled
@@ -35,6 +36,7 @@ BASELINES = (  # (label, policy, estimates)
     ("SC'15-style learned (SJBF, doubling correction)", "easy:order=sjbf,correction=doubling", "sc15"),
     ("EASY-SJBF, perfect", "easy:order=sjbf", "oracle"),
 )
+WINDOWS = 3  # consecutive stretches of the past a choice is scored on
 EDF_BASELINES = (("FCFS, none", "fcfs", "none"), ("EDF, requested", "edf", "requested"), ("EDF, last two", "edf", "last_two_mean"))
 
 
@@ -65,6 +67,13 @@ def gap_closed(rows: list[dict[str, Any]], label: str) -> float | None:
     return (easy - by[label]) / (easy - perfect)
 
 
+def windows(log: Path, start: float, stop: float, nodes: str, parts: int = WINDOWS) -> list[Workload]:
+    """The log's jobs between its ``start`` and ``stop`` fractions as ``parts`` consecutive replays, each after all
+    the log before it as history."""
+    cuts = [start + (stop - start) * i / parts for i in range(parts + 1)]
+    return [swf.replay(log, train_fraction=a, stop_fraction=b, nodes=nodes) for a, b in zip(cuts, cuts[1:])]  # type: ignore[arg-type]
+
+
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     """Every part for one log and node mode; written to ``--json`` after each part."""
     out: dict[str, Any] = {"log": args.log.name, "nodes": args.nodes, "cores": os.cpu_count()}
@@ -76,9 +85,9 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             args.json.write_text(json.dumps(out, indent=2, default=str))
         print(f"{args.log.stem} {args.nodes} {key} done", flush=True)
 
-    past = swf.replay(args.log, train_fraction=0.05, stop_fraction=0.3, nodes=args.nodes)
+    past = windows(args.log, 0.05, 0.3, args.nodes)
     choice = choose(past, "easy", margin=args.margin)
-    save("choice", {**choice.record(), "window": past.notes,
+    save("choice", {**choice.record(), "windows": [w.notes for w in past],
                     "scores": {c.label("easy"): s for c, s in sorted(choice.scores.items(), key=lambda kv: kv[1])}})  # fmt: skip
     w = swf.replay(args.log, nodes=args.nodes)
     rows = [baseline(w, *b) for b in BASELINES]
@@ -93,32 +102,67 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         edf_rows.append(service(w, "EDF, service (chosen on the past)", "edf", edf_choice.chosen))
         save("edf", {"choice": edf_choice.record(), "rows": edf_rows})
     if args.robustness:
-        first = swf.replay(args.log, train_fraction=0.3, stop_fraction=0.65, nodes=args.nodes)
         second = swf.replay(args.log, train_fraction=0.65, nodes=args.nodes)
-        on_first = choose(first, "easy", margin=args.margin)
-        on_second = choose(second, "easy", margin=args.margin)
+        on_first = choose(windows(args.log, 0.3, 0.65, args.nodes), "easy", margin=args.margin)
+        on_second = choose(windows(args.log, 0.65, 1.0, args.nodes), "easy", margin=args.margin)
+        plans = {"chosen on the first half": on_first.chosen, "chosen on the second half (in-sample)": on_second.chosen,
+                 "default configuration": PlanningConfig()}  # fmt: skip
         save("robustness", {
-            "first_half": first.notes, "second_half": second.notes,
-            "chosen_on_first": on_first.record(), "chosen_on_second": on_second.record(),
-            "scored_on_second": {
-                "chosen on the first half": on_second.scores[on_first.chosen],
-                "chosen on the second half (in-sample)": on_second.scores[on_second.chosen],
-                "default configuration": on_second.scores[on_second.incumbent],
-            },
+            "second_half": second.notes, "chosen_on_first": on_first.record(), "chosen_on_second": on_second.record(),
+            "scored_on_second": {k: replay_config(second, "easy", c).metrics.avebsld for k, c in plans.items()},
             "baselines_on_second": [baseline(second, *b) for b in BASELINES],
         })  # fmt: skip
     return out
 
 
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f} %"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The tables of one result file, as docs/results/plan-choice.md shows them."""
+    lines = [f"**{result['log']}, {result['nodes']}** ({result['easy']['notes']}). Chosen on the past "
+             f"({result['choice']['jobs']} jobs): *{result['choice']['chosen']}*; {result['choice']['reason']}.", "",
+             "| run | AVEbsld | gap closed | mean wait (s) | underestimated | predicted start: median error (s) / within 10 min | CPU per job (ms) | wall (s) |",
+             "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]  # fmt: skip
+    for r in result["easy"]["rows"]:
+        start = f"{r['start_error_median']:.0f} / {_pct(r['start_within_10min'])} ({r['predicted_starts']} head jobs)"
+        lines.append(f"| {r['run']} | {r['avebsld']:.1f} | {_pct(r['gap_closed'])} | {r['mean_waiting']:.0f} | "
+                     f"{_pct(r['underestimated'])} | {start} | {r['cpu_ms_per_job']:.2f} | {r['wall_seconds']:.0f} |")  # fmt: skip
+    if "edf" in result:
+        rows = result["edf"]["rows"]
+        fcfs = next(r["mean_completion"] for r in rows if r["run"].startswith("FCFS"))
+        lines += ["", f"EDF (number chosen on the past by mean completion: *{result['edf']['choice']['chosen']}*; "
+                  f"{result['edf']['choice']['reason']}):", "",
+                  "| run | mean completion (s) | vs FCFS | mean wait (s) | underestimated | CPU per job (ms) |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        for r in rows:
+            lines.append(f"| {r['run']} | {r['mean_completion']:.0f} | {100 * (r['mean_completion'] / fcfs - 1):+.1f} % | "
+                         f"{r['mean_waiting']:.0f} | {_pct(r['underestimated'])} | {r['cpu_ms_per_job']:.2f} |")  # fmt: skip
+    if "robustness" in result:
+        rob = result["robustness"]
+        lines += ["", "Robustness (AVEbsld on the second half of the replay):", "", "| plan | AVEbsld |", "| --- | ---: |"]
+        lines += [f"| service, {k} | {v:.1f} |" for k, v in rob["scored_on_second"].items()]
+        lines += [f"| {b['run']} | {b['avebsld']:.1f} |" for b in rob["baselines_on_second"]]
+        lines += ["", f"Chosen on the first half: *{rob['chosen_on_first']['chosen']}*; on the second: "
+                  f"*{rob['chosen_on_second']['chosen']}*."]  # fmt: skip
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("log", type=Path)
+    parser.add_argument("log", type=Path, help="An SWF log, or with --markdown a result file this script wrote.")
+    parser.add_argument("--markdown", action="store_true", help="Print the tables of a result file instead of measuring.")
     parser.add_argument("--nodes", choices=("pooled", "packed"), default="pooled")
     parser.add_argument("--margin", type=float, default=0.02, help="The guard's margin: a fraction of the serving score.")
     parser.add_argument("--edf", action="store_true", help="Also the EDF rows (pooled only).")
     parser.add_argument("--robustness", action="store_true", help="Also the first-half / second-half choice.")
     parser.add_argument("--json", type=Path, default=None)
-    bench(parser.parse_args())
+    args = parser.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(args.log.read_text())))
+        return
+    bench(args)
 
 
 if __name__ == "__main__":

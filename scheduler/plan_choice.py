@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from itertools import product
 from typing import Literal
 
@@ -61,6 +62,15 @@ class PlanningConfig:
             return f"conservative:correction={self.correction}"
         return "edf"
 
+    @classmethod
+    def from_record(cls, record: dict[str, str]) -> PlanningConfig:
+        """The configuration a decision row's details recorded (:meth:`Choice.decision_row`), checked."""
+        config = cls(**{k: str(record[k]) for k in ("loss", "number", "correction", "order") if k in record})  # type: ignore[arg-type]
+        if config.loss not in LOSSES or config.correction not in CORRECTIONS or config.order not in ORDERS:
+            raise ValueError(f"not a planning configuration: {record}")
+        config.options()  # the number must parse
+        return config
+
     def label(self, family: Family) -> str:
         """A short name for tables."""
         if family == "edf":
@@ -107,9 +117,10 @@ class Choice:
     chosen: PlanningConfig
     promoted: bool
     reason: str
-    scores: dict[PlanningConfig, float] = field(default_factory=dict)
+    scores: dict[PlanningConfig, float] = field(default_factory=dict)  # mean objective relative to the incumbent's
     jobs: int = 0
     cpu_seconds: float = 0.0
+    raw: dict[PlanningConfig, list[float]] = field(default_factory=dict)  # the objective on each window
 
     def record(self) -> dict[str, object]:
         """The decision as a plain row (for ``models history`` and results files)."""
@@ -117,12 +128,25 @@ class Choice:
             "family": self.family, "objective": self.objective, "jobs": self.jobs, "promoted": self.promoted,
             "reason": self.reason, "incumbent": self.incumbent.label(self.family), "chosen": self.chosen.label(self.family),
             "incumbent_score": self.scores.get(self.incumbent), "chosen_score": self.scores.get(self.chosen),
-            "cpu_seconds": self.cpu_seconds,
+            "cpu_seconds": self.cpu_seconds, "incumbent_per_window": self.raw.get(self.incumbent),
+            "chosen_per_window": self.raw.get(self.chosen),
+        }  # fmt: skip
+
+    def decision_row(self, job_class: str, trigger: str) -> dict[str, object]:
+        """The ``model_decisions`` row of this choice (what ``predictor models history`` lists): the job class as the
+        algorithm, ``planning:FAMILY`` as the platform, and the configuration in ``details`` to serve on."""
+        return {
+            "decided_at": datetime.now(UTC), "algorithm": job_class[:200], "platform": f"planning:{self.family}",
+            "decision": "promoted" if self.promoted else "kept", "trigger": trigger[:200],
+            "challenger": min(self.scores, key=lambda c: self.scores[c]).label(self.family)[:200] if self.scores else "",
+            "incumbent": self.incumbent.label(self.family)[:200], "version": None, "serving_version": None,
+            "n_rows": self.jobs, "reason": self.reason,
+            "details": {**self.record(), "config": asdict(self.chosen)},
         }  # fmt: skip
 
 
 def choose(
-    window: Workload,
+    windows: Sequence[Workload],
     family: Family,
     incumbent: PlanningConfig = PlanningConfig(),
     *,
@@ -130,26 +154,34 @@ def choose(
     margin: float = 0.02,
     grid: Sequence[PlanningConfig] | None = None,
 ) -> Choice:
-    """Replay ``window`` (the site's past: nothing after it) under every candidate; serve the best only if it beats
-    ``incumbent`` by ``margin`` (a fraction of the incumbent's score) on the same window, else keep ``incumbent``."""
+    """Replay each of ``windows`` (consecutive stretches of the site's past: nothing after them) under every candidate
+    and score it by its objective relative to ``incumbent``'s on the same window, averaged over the windows (1 is
+    the incumbent's own score; several windows keep one stretch's accidents from deciding). Serve the best only if
+    its score is below ``1 - margin``; else keep ``incumbent``."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     if not 0 <= margin < 1:
         raise ValueError(f"margin must be in [0, 1), got {margin}")
+    if not windows or not all(w.jobs for w in windows):
+        raise ValueError("a choice needs at least one window of past jobs, none of them empty")
     configs = list(dict.fromkeys([incumbent, *(grid if grid is not None else candidates(family))]))
-    replays = [replay_config(window, family, config) for config in configs]
-    scores = {r.config: OBJECTIVES[objective](r.metrics) for r in replays}
+    raw: dict[PlanningConfig, list[float]] = {c: [] for c in configs}
+    cpu = 0.0
+    for window in windows:
+        for config in configs:
+            replayed = replay_config(window, family, config)
+            raw[config].append(OBJECTIVES[objective](replayed.metrics))
+            cpu += replayed.cpu_seconds
+    scores = {c: sum(v / max(k, 1e-12) for v, k in zip(raw[c], raw[incumbent], strict=True)) / len(windows) for c in configs}
     best = min(configs, key=lambda c: (scores[c], c != incumbent))
-    kept, new = scores[incumbent], scores[best]
-    promoted = best != incumbent and new < kept * (1.0 - margin)
+    promoted = best != incumbent and scores[best] < 1.0 - margin
+    jobs = sum(len(w.jobs) for w in windows)
+    where = f"{len(windows)} window(s), {jobs} past jobs"
     if best == incumbent:
-        reason = f"the serving configuration is the best of {len(configs)} on {len(window.jobs)} past jobs ({objective} {kept:.2f})"
+        reason = f"the serving configuration is the best of {len(configs)} on {where}"
     elif promoted:
-        reason = f"{objective} {new:.2f} against {kept:.2f}: better by more than {margin:.0%}"
+        reason = f"{objective} {scores[best]:.3f} of the serving configuration's on {where}: better by more than {margin:.0%}"
     else:
-        reason = f"best {objective} {new:.2f} against {kept:.2f}: not better by {margin:.0%}, kept"
-    return Choice(
-        family, objective, incumbent, best if promoted else incumbent, promoted, reason, scores, len(window.jobs),
-        sum(r.cpu_seconds for r in replays),
-    )  # fmt: skip
+        reason = f"best {objective} {scores[best]:.3f} of the serving configuration's on {where}: not better by {margin:.0%}, kept"
+    return Choice(family, objective, incumbent, best if promoted else incumbent, promoted, reason, scores, jobs, cpu, raw)
 

@@ -93,7 +93,7 @@ def test_a_choice_never_reads_the_jobs_after_its_window(tmp_path: Path):
     windows = [swf.replay(p, train_fraction=0.15, stop_fraction=0.3) for p in (same, other)]
     assert [(j.params, j.true_times, j.features) for j in windows[0].jobs] == [(j.params, j.true_times, j.features) for j in windows[1].jobs]
     grid = candidates("easy")[:6]
-    choices = [choose(w, "easy", grid=grid) for w in windows]
+    choices = [choose([w], "easy", grid=grid) for w in windows]
     assert choices[0].scores == choices[1].scores and choices[0].chosen == choices[1].chosen
     # while the whole replays after the 30 % history do differ
     assert replay_config(swf.replay(same), "easy", grid[0]).metrics != replay_config(swf.replay(other), "easy", grid[0]).metrics
@@ -103,19 +103,21 @@ def test_the_guard_keeps_the_serving_configuration_unless_a_candidate_wins_by_th
     window = swf.replay(write_log(tmp_path / "c.swf", seed=4, jobs=400), train_fraction=0.15, stop_fraction=0.6)
     incumbent = PlanningConfig(order="fcfs")
     grid = [PlanningConfig(order=order) for order in ("sjbf", "saf")] + [PlanningConfig(number="q0.75", order="saf")]
-    free = choose(window, "easy", incumbent, margin=0.0, grid=grid)
+    free = choose([window], "easy", incumbent, margin=0.0, grid=grid)
     best = min(free.scores.values())
-    assert free.scores[incumbent] > best, "the hand-made log must let a candidate beat FCFS order"
+    assert free.scores[incumbent] == 1.0 > best, "the hand-made log must let a candidate beat FCFS order"
     assert free.promoted and free.chosen != incumbent and free.scores[free.chosen] == best
-    gain = 1 - best / free.scores[incumbent]
-    strict = choose(window, "easy", incumbent, margin=min(0.99, gain + 0.01), grid=grid)
+    assert best == pytest.approx(free.raw[free.chosen][0] / free.raw[incumbent][0])
+    strict = choose([window], "easy", incumbent, margin=min(0.99, 1 - best + 0.01), grid=grid)
     assert not strict.promoted and strict.chosen == incumbent and "kept" in strict.reason
-    assert strict.record()["incumbent_score"] == strict.record()["chosen_score"]
+    assert strict.record()["incumbent_score"] == strict.record()["chosen_score"] == 1.0
 
 
 def test_choices_refuse_unknown_objectives_and_margins(tmp_path: Path):
     window = swf.replay(write_log(tmp_path / "d.swf", seed=2, jobs=60), train_fraction=0.5)
     with pytest.raises(ValueError, match="objective"):
-        choose(window, "easy", objective="fastest", grid=[])
+        choose([window], "easy", objective="fastest", grid=[])
     with pytest.raises(ValueError, match="margin"):
-        choose(window, "easy", margin=1.5, grid=[])
+        choose([window], "easy", margin=1.5, grid=[])
+    with pytest.raises(ValueError, match="window"):
+        choose([], "easy", grid=[])
