@@ -14,7 +14,7 @@ from rich.markup import escape
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
-from cli import learn, measure, probe, serve, simulate, slurm
+from cli import learn, measure, plan, probe, serve, simulate, slurm
 from cli.common import err_console
 from predictor import __version__
 
@@ -44,7 +44,7 @@ class OneLineErrors(TyperGroup):
 app = typer.Typer(
     cls=OneLineErrors, help="Runtime prediction for heterogeneous clusters.", no_args_is_help=True, add_completion=False
 )
-for group in (measure, learn, serve, simulate, slurm):
+for group in (measure, learn, serve, simulate, plan, slurm):
     app.add_typer(group.commands)
 app.add_typer(probe.commands, name="probe")
 

@@ -57,12 +57,12 @@ def test_every_registered_policy_schedules_a_small_workload(name: str) -> None:
 
 @pytest.fixture(scope="module")
 def runs() -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
-    """40 runs whose seconds grow with ``size``, with the columns the history baselines read; the slowest 5 censored."""
+    """40 runs whose seconds grow with ``size``, with the columns the history members read; the slowest 5 censored."""
     rng = np.random.default_rng(5)
     size = 10 ** rng.uniform(1, 3, 40)
     seconds = 0.05 * size ** 1.2
     X = pd.DataFrame({
-        "size": size, "noise": rng.normal(0, 1, 40), "request.time": 2 * seconds,
+        "size": size, "noise": rng.normal(0, 1, 40), "request.time": 2 * seconds, "request.procs": rng.integers(1, 9, 40),
         "history.last1": seconds * rng.uniform(0.8, 1.2, 40), "history.last2_mean": seconds * rng.uniform(0.8, 1.2, 40),
     })  # fmt: skip
     return X, seconds, seconds >= np.sort(seconds)[-5]

@@ -85,7 +85,7 @@ def test_missing_features_fall_back_with_the_reason(base):
     body = predict(base, {"algorithm": "mafft", "features": {"input.sequences": 4.0}, "platforms": ["cpu1"]}).json()
     e = body["estimates"][0]
     assert "features missing for the model" in e["reason"] and "input.bytes" in e["reason"]
-    assert e["fallback"] and e["model_name"] == "profile-table" and "mean of 20 measured runs" in e["reason"]
+    assert e["fallback"] and e["model_name"] == "profile-table" and "median of 20 measured runs" in e["reason"]
     assert e["seconds"] == pytest.approx(sum(0.05 + 2e-6 * n * n * m for n in (4, 8, 16, 32, 48) for m in (50, 100, 200, 400)) / 20)
 
 

@@ -1,0 +1,61 @@
+"""Commands that choose how the scheduler plans, by replaying the site's own accounting (``predictor plan choose``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.table import Table
+
+from cli.common import console, fail, load_settings, open_store, plain, print_table
+
+commands = typer.Typer()
+plan_app = typer.Typer(help="Choose the planning configuration by replaying the site's past.", no_args_is_help=True)
+commands.add_typer(plan_app, name="plan")
+
+
+@plan_app.command("choose")
+def choose_plan(
+    accounting: Annotated[Path, typer.Argument(help="The site's accounting as an SWF log (its cluster in LOG.swf.machines).", exists=True, dir_okay=False)],
+    family: Annotated[Literal["easy", "conservative", "edf"], typer.Option(help="The site's scheduling policy.")] = "easy",
+    objective: Annotated[Literal["avebsld", "mean_wait", "mean_completion"], typer.Option(help="What the site wants low.")] = "avebsld",
+    margin: Annotated[float, typer.Option(min=0.0, max=0.99, help="How much better (a fraction of the serving score) a candidate must be.")] = 0.02,
+    window: Annotated[float, typer.Option(min=0.01, max=0.95, help="The recent share of the log replayed; what is before it is the learner's history.")] = 0.25,
+    windows: Annotated[int, typer.Option(min=1, max=10, help="Consecutive stretches the replayed share is cut into and scored on.")] = 3,
+    nodes: Annotated[Literal["pooled", "packed"], typer.Option(help="Each cluster as one pool of CPUs or as its nodes.")] = "pooled",
+    record: Annotated[bool, typer.Option(help="Record the decision in the store (listed by `predictor models history`).")] = True,
+) -> None:
+    """Replay the log's recent past under every planning configuration; keep the serving one unless another wins by the margin."""
+    from scheduler.plan_choice import PlanningConfig, choose
+    from scheduler.workloads import swf
+
+    settings = load_settings()
+    store = open_store(settings)
+    job_class, platform = accounting.stem, f"planning:{family}"
+    previous = store.decisions(job_class, platform, limit=1)
+    incumbent = PlanningConfig()
+    if previous and isinstance(previous[0].get("details"), dict) and "config" in previous[0]["details"]:
+        try:
+            incumbent = PlanningConfig.from_record(previous[0]["details"]["config"])
+        except (TypeError, ValueError):
+            console.print(f"the last recorded configuration of {job_class} is unreadable: starting from the default")
+    start = 1.0 - window
+    cuts = [start + window * i / windows for i in range(windows + 1)]
+    try:
+        past = [swf.replay(accounting, train_fraction=a, stop_fraction=b, nodes=nodes) for a, b in zip(cuts, cuts[1:])]
+        choice = choose(past, family, incumbent, objective=objective, margin=margin)
+    except (ValueError, OSError) as exc:
+        raise fail(str(exc)) from None
+    table = Table(title=f"{job_class}, {family}: the best of {len(choice.scores)} planning configurations on {choice.jobs} past jobs")
+    for column in ("configuration", f"{objective} / serving", "per window"):
+        table.add_column(column, justify="left" if column == "configuration" else "right")
+    ranked = sorted(choice.scores.items(), key=lambda kv: kv[1])
+    shown = ranked[:10] + [(incumbent, choice.scores[incumbent])] * (incumbent not in dict(ranked[:10]))
+    for config, score in shown:
+        mark = " (serving)" if config == incumbent else ""
+        table.add_row(plain(config.label(family) + mark), f"{score:.3f}", " ".join(f"{v:.2f}" for v in choice.raw[config]))
+    print_table(table)
+    console.print(plain(f"{'promoted' if choice.promoted else 'kept'}: {choice.chosen.label(family)} ({choice.reason})"))
+    if record:
+        store.add_decision(choice.decision_row(job_class, f"replayed {accounting.name}"))
