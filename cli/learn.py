@@ -254,6 +254,55 @@ def models_history(
         console.print(plain(f"#{r['id']} {r['algorithm']}/{r['platform']}: {r['reason']}{unreadable}"), highlight=False)
 
 
+@models_app.command("rollback")
+def models_rollback(
+    algorithm: Annotated[str, typer.Argument(help="The algorithm whose champion moves back.")],
+    platform: Annotated[str, typer.Argument(help="Its platform.")],
+    to: Annotated[str | None, typer.Option("--to", metavar="VERSION", help="This registered version (default: the champion before the serving one).")] = None,
+) -> None:
+    """Move the pair's champion alias back to the version that served before (or to --to VERSION); recorded in `models history`.
+
+    A running service serves the restored version within PREDICTOR_API_RELOAD_INTERVAL_S. The next `predictor train`
+    judges the pair again against it.
+    """
+    from datetime import UTC
+
+    from mlflow.exceptions import MlflowException
+
+    from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
+    from training.champions import JUDGED_TAG
+
+    settings = load_settings()
+    name = registered_name(algorithm, platform)
+    client = registry_client(settings.resolved_tracking_uri)
+    try:
+        serving = client.get_model_version_by_alias(name, CHAMPION_ALIAS)
+        versions = {str(v.version): v for v in client.search_model_versions(f"name='{name}'")}
+    except MlflowException as exc:
+        raise fail(f"no champion of {algorithm} on {platform} to roll back ({exc.error_code})") from None
+    if to is None:
+        earlier = [v for v in versions.values() if int(v.version) < int(serving.version) and v.tags.get("role") == CHAMPION_ALIAS]
+        if not earlier:
+            raise fail(f"version {serving.version} is the first champion of {algorithm} on {platform}: nothing served before it")
+        to = str(max(earlier, key=lambda v: int(v.version)).version)
+    if to not in versions:
+        raise fail(f"{name} has no version {to}; registered: {', '.join(sorted(versions, key=int))}")
+    if to == str(serving.version):
+        raise fail(f"version {to} already serves {algorithm} on {platform}")
+    target = versions[to]
+    client.set_registered_model_alias(name, CHAMPION_ALIAS, to)
+    if JUDGED_TAG in client.get_registered_model(name).tags:
+        client.delete_registered_model_tag(name, JUDGED_TAG)  # the session it noted judged another version: the next train judges again
+    reason = f"rolled back by hand from version {serving.version} to version {to}"
+    open_store(settings).add_decision({
+        "decided_at": datetime.now(UTC), "algorithm": algorithm, "platform": platform, "decision": "rolled back",
+        "trigger": "predictor models rollback", "challenger": target.tags.get("model_kind", "?"),
+        "incumbent": serving.tags.get("model_kind"), "version": None, "serving_version": to,
+        "n_rows": int(target.tags.get("n_rows", 0)), "reason": reason, "details": {"from_version": str(serving.version), "to_version": to},
+    })  # fmt: skip
+    console.print(plain(f"{algorithm}/{platform}: {reason}"), highlight=False)
+
+
 def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
     """Every champion in the registry, as the API's ``/v1/models`` lists them (algorithm, platform, version, member, metrics)."""
     from mlflow.exceptions import MlflowException

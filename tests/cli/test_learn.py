@@ -114,3 +114,22 @@ def test_report_of_a_platform_the_latest_session_left_out_says_so(trained: tuple
     assert result.exit_code == 2 and result.stderr.startswith("error: mafft's latest training session trained nothing on cpu2"), result.output
     unknown = runner.invoke(app, ["report", "--algorithm", "mafft", "--platform", "cpu9"], env=env)
     assert unknown.exit_code == 2 and unknown.stderr.startswith("error: unknown platform 'cpu9'"), unknown.output
+
+
+def test_rollback_moves_the_champion_back_and_is_recorded(trained: tuple[dict[str, str], MeasurementStore]) -> None:
+    env, store = trained
+    runner = CliRunner()
+    first = runner.invoke(app, ["models", "rollback", "mafft", "cpu1"], env=env)
+    assert first.exit_code == 2 and first.stderr.startswith("error: version 1 is the first champion of mafft on cpu1"), first.output
+    promoted = runner.invoke(app, ["train", "--model", "mean", "--promote"], env=env)
+    assert promoted.exit_code == 0 and "mafft/cpu1 forced" in promoted.output, promoted.output
+    missing = runner.invoke(app, ["models", "rollback", "mafft", "cpu1", "--to", "7"], env=env)
+    assert missing.exit_code == 2 and missing.stderr.startswith("error: runtime-mafft-cpu1 has no version 7; registered: 1, 2")
+    back = runner.invoke(app, ["models", "rollback", "mafft", "cpu1"], env=env)
+    assert back.exit_code == 0 and "mafft/cpu1: rolled back by hand from version 2 to version 1" in back.output, back.output
+    listed = runner.invoke(app, ["models", "list"], env=env)
+    assert "│ mafft     │ cpu1     │       1 │ linear_log │" in listed.stdout, listed.output
+    newest = store.decisions(limit=1)[0]
+    assert (newest["decision"], newest["trigger"], newest["serving_version"]) == ("rolled back", "predictor models rollback", "1")
+    again = runner.invoke(app, ["train", "--model", "linear_log"], env=env)
+    assert "mafft/cpu1 unchanged" not in again.output, again.output  # judged again against the restored version

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -9,10 +14,12 @@ from cli.app import app
 
 
 @pytest.mark.parametrize("command", ["serve", "scheduler"])
-def test_a_port_out_of_range_is_one_error_line_and_serves_nothing(runner: CliRunner, command: str) -> None:
-    result = runner.invoke(app, [command, "--port", "99999"])
-    assert result.exit_code == 2 and "serving on" not in result.output and "scheduler on" not in result.output
-    assert result.stderr.startswith("error: Invalid value for '--port'") and "65535" in result.stderr and result.stderr.count("\n") == 1
+def test_a_port_out_of_range_is_one_error_line_and_serves_nothing(tmp_path: Path, command: str) -> None:
+    """Run for real and bounded: before the fix, the command said it served on 99999 and went on listening elsewhere."""
+    env = {**os.environ, "PREDICTOR_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-m", "predictor", command, "--port", "99999"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.startswith("error: Invalid value for '--port'") and "65535" in done.stderr and done.stderr.count("\n") == 1
 
 
 def test_predict_without_any_model_or_run_fails_with_the_reason(runner: CliRunner) -> None:
