@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from models.zoo import make_model
+from models.zoo import applicable, make_model
 from predictor.catalog import load_catalog
 from predictor.ingest import ingest_file
 from predictor.settings import BUNDLED_DATA
@@ -80,7 +80,7 @@ def main() -> None:
     for ts in sets:
         plan = FoldPlan.create(ts.run_ids, min(10, len(ts)), 0, groups=ts.jobs)
         row: dict[str, Any] = {"algorithm": ts.algorithm, "platform": ts.platform, "runs": len(ts)}
-        for member in MEMBERS:
+        for member in (m for m in MEMBERS if applicable(m, ts.feature_names, len(ts))):
             started = time.process_time()
             row[f"cv:{member}"] = cross_validate(member, ts, plan, seed=0).metrics["rae"]
             row[f"prequential:{member}"] = prequential(ts, member) if member in ("online_log", "linear_log") else None

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.table import Table
 
-from cli.common import console, fail, load_settings, open_store, plain, print_table
+from cli.common import console, fail, load_settings, open_store, plain, print_table, repeat_passes
+
+if TYPE_CHECKING:
+    from predictor.store import MeasurementStore
+    from scheduler.plan_choice import Family
 
 commands = typer.Typer()
 plan_app = typer.Typer(help="Choose the planning configuration by replaying the site's past.", no_args_is_help=True)
@@ -25,13 +30,31 @@ def choose_plan(
     windows: Annotated[int, typer.Option(min=1, max=10, help="Consecutive stretches the replayed share is cut into and scored on.")] = 3,
     nodes: Annotated[Literal["pooled", "packed"], typer.Option(help="Each cluster as one pool of CPUs or as its nodes.")] = "pooled",
     record: Annotated[bool, typer.Option(help="Record the decision in the store (listed by `predictor models history`).")] = True,
+    every: Annotated[float | None, typer.Option(min=0.01, help="Choose again every this many hours (the log re-read each time) until Ctrl-C; once when not given.")] = None,
 ) -> None:
     """Replay the log's recent past under every planning configuration; keep the serving one unless another wins by the margin."""
+    store = open_store(load_settings())
+
+    def one_pass() -> None:
+        _choose_once(store, accounting, family, objective, margin, window, windows, nodes, record)
+
+    def passes(stop: threading.Event) -> None:
+        while True:
+            one_pass()
+            if stop.wait(3600.0 * (every or 0)):
+                return
+
+    repeat_passes(one_pass, passes, lambda _: None, every is None, f"choosing every {every:g} h" if every else "")
+
+
+def _choose_once(
+    store: MeasurementStore, accounting: Path, family: Family, objective: str, margin: float, window: float, windows: int,
+    nodes: Literal["pooled", "packed"], record: bool,
+) -> None:  # fmt: skip
+    """One choice on the log as it is now: read the serving configuration, replay, print, record."""
     from scheduler.plan_choice import PlanningConfig, choose
     from scheduler.workloads import swf
 
-    settings = load_settings()
-    store = open_store(settings)
     job_class, platform = accounting.stem, f"planning:{family}"
     previous = store.decisions(job_class, platform, limit=1)
     incumbent = PlanningConfig()

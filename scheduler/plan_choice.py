@@ -43,12 +43,16 @@ OBJECTIVES: dict[str, Callable[[Metrics], float]] = {  # lower is better
 
 @dataclass(frozen=True, order=True)
 class PlanningConfig:
-    """One way to plan: the member's loss, the number that plans, the correction and the backfill order."""
+    """One way to plan: the member's loss, the number that plans, the correction and the backfill order.
 
-    loss: str = "under-squared"
+    The default, what a site serves before any choice, is the anchor's own setup (Gaussier et al. 2015): the SC'15
+    loss, its point, EASY-SJBF, and underestimates corrected by doubling.
+    """
+
+    loss: str = "sc15"
     number: str = "point"
-    correction: Correction = "tsafrir"
-    order: str = "fcfs"
+    correction: Correction = "doubling"
+    order: str = "sjbf"
 
     def options(self) -> OnlineOptions:
         """The online member's options for this configuration."""

@@ -64,6 +64,8 @@ DEFAULT_MODELS: tuple[str, ...] = (
     "lightgbm",
     "lightgbm_log",
     "lightgbm_log_smeared",
+    "online_log",
+    "online_area_log",
     "cascade",
     "cascade_log",
 )
