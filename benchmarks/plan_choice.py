@@ -123,11 +123,11 @@ def markdown(result: dict[str, Any]) -> str:
     """The tables of one result file, as docs/results/plan-choice.md shows them."""
     lines = [f"**{result['log']}, {result['nodes']}** ({result['easy']['notes']}). Chosen on the past "
              f"({result['choice']['jobs']} jobs): *{result['choice']['chosen']}*; {result['choice']['reason']}.", "",
-             "| run | AVEbsld | gap closed | mean wait (s) | underestimated | predicted start: median error (s) / within 10 min | CPU per job (ms) | wall (s) |",
-             "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]  # fmt: skip
+             "| run | AVEbsld | gap closed | mean wait (s) | past request | underestimated | predicted start: median error (s) / within 10 min | CPU per job (ms) | wall (s) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]  # fmt: skip
     for r in result["easy"]["rows"]:
         start = f"{r['start_error_median']:.0f} / {_pct(r['start_within_10min'])} ({r['predicted_starts']} head jobs)"
-        lines.append(f"| {r['run']} | {r['avebsld']:.1f} | {_pct(r['gap_closed'])} | {r['mean_waiting']:.0f} | "
+        lines.append(f"| {r['run']} | {r['avebsld']:.1f} | {_pct(r['gap_closed'])} | {r['mean_waiting']:.0f} | {r['over_request']} | "
                      f"{_pct(r['underestimated'])} | {start} | {r['cpu_ms_per_job']:.2f} | {r['wall_seconds']:.0f} |")  # fmt: skip
     if "edf" in result:
         rows = result["edf"]["rows"]

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from models import available_models, make_model
+from models.zoo import NEEDS
 from predictor.catalog import Catalog, load_catalog
 from predictor.envelope import TrainingEnvelope
 from predictor.oracle import MAX_LIMIT_RATIO, RuntimeOracle, serve_model
@@ -63,7 +64,7 @@ def _bundled(algorithm: str, platform: str) -> TrainingSet:
     return training_set_from_frame(frame.rename(columns=lambda c: c.removeprefix("feature.")), algorithm, platform)
 
 
-MEMBERS = [m for m in available_models() if m not in ("last_two_mean", "requested_time")]  # those need job-history features
+MEMBERS = [m for m in available_models() if not NEEDS[m].features]  # members that read named features need a job's history
 
 
 @pytest.mark.parametrize("name", MEMBERS)
