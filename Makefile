@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATASETS := $(wildcard data/measurements/*.csv)
 
-.PHONY: install system-deps run test docs bench clean
+.PHONY: install system-deps tools run test docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,11 @@ install: $(STAMP)
 
 system-deps:
 	./scripts/install-system-deps.sh
+
+# Only the programs the walkthroughs run (getting started's MAFFT retrain, the own-programs BLAST+ sweep):
+# BLAST+, MAFFT, Clustal Omega, seqkit, HMMER, BWA and taskset, from Debian, as root, what is missing.
+tools:
+	./scripts/install-system-deps.sh tools
 
 run: install
 	$(BIN)/predictor ingest $(DATASETS)

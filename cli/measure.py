@@ -93,7 +93,7 @@ def profile(
     """Run COMMAND (after --), measure it, extract its features and store the measurement."""
     from features import FeatureError
     from predictor.catalog import load_catalog
-    from predictor.profile import profile_command
+    from predictor.profile import MissingProgram, profile_command
 
     command = list(ctx.args)
     if not command:
@@ -106,7 +106,7 @@ def profile(
             command, catalog=catalog, algorithm=algorithm, platform=platform, params=params,
             use_launcher=launcher, run_id=run_id, timeout=timeout,
         )
-    except (FeatureError, KeyError) as exc:
+    except (FeatureError, KeyError, MissingProgram) as exc:
         raise fail(str(exc).strip('"')) from None
     open_store(settings).add([measurement])
     if measurement.succeeded:
@@ -132,6 +132,7 @@ def sweep(
     """Run a parameter sweep of real programs through the profiler; each run is stored as it finishes."""
     from features import FeatureError
     from predictor.catalog import load_catalog
+    from predictor.profile import MissingProgram
     from predictor.progress import progress
     from predictor.sweep import PlanError, load_plan, run_sweep
 
@@ -146,7 +147,7 @@ def sweep(
                 sweep_plan, catalog, store, workdir or settings.resolved_home / "sweep-inputs", budget_s=budget_s,
                 on_run=lambda m, done, total: update(done, total, f"{m.algorithm}@{m.platform} {m.wall_seconds:.2f}s"),
             )  # fmt: skip
-    except (PlanError, FeatureError) as exc:
+    except (PlanError, FeatureError, MissingProgram) as exc:
         raise fail(str(exc)) from None
     failed = sum(not m.succeeded for m in runs)
     console.print(f"{len(runs)} runs stored ({failed} failed)")

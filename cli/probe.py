@@ -36,6 +36,7 @@ def _probing(plan_file: Path | None, workdir: Path | None, rule: str) -> Iterato
     from features import FeatureError
     from predictor.acquisition import RULES
     from predictor.catalog import load_catalog
+    from predictor.profile import MissingProgram
     from predictor.settings import BUNDLED_DATA
     from predictor.sweep import PlanError, load_plan
 
@@ -45,7 +46,7 @@ def _probing(plan_file: Path | None, workdir: Path | None, rule: str) -> Iterato
     try:
         sweep_plan = load_plan(plan_file or BUNDLED_DATA / "plans" / "probe.yaml")
         yield load_catalog(*settings.catalog_paths), sweep_plan, open_store(settings), workdir or settings.resolved_probe_workdir, rule
-    except (PlanError, FeatureError, KeyError) as exc:
+    except (PlanError, FeatureError, KeyError, MissingProgram) as exc:
         raise fail(str(exc).strip('"')) from None
 
 

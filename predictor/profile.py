@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,6 +27,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from predictor.catalog import Catalog
@@ -40,6 +42,26 @@ LAUNCH = '{ read _; exec "$@" <&4 4<&- 5<&-; } <&5 3>&- & echo $! >&3'
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 # Signals that stop a run from outside (an operator, a batch system's limits, our timeout): it did not finish.
 STOPPING_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGXCPU, signal.SIGINT, signal.SIGHUP})
+# The Debian package of each program the bundled catalog, the walkthroughs and the sweeps' input generators run
+# (what `make tools`, scripts/install-system-deps.sh, installs).
+DEBIAN_PACKAGES = {
+    **dict.fromkeys(("blastn", "blastp", "blastx", "tblastn", "tblastx", "makeblastdb"), "ncbi-blast+"),
+    **dict.fromkeys(("hmmsearch", "hmmbuild"), "hmmer"),
+    "mafft": "mafft", "clustalo": "clustalo", "bwa": "bwa", "seqkit": "seqkit", "taskset": "util-linux",
+}  # fmt: skip
+
+
+class MissingProgram(FileNotFoundError):
+    """A program a run needs is not installed: nothing was run, nothing is stored."""
+
+
+def require_programs(programs: Sequence[str]) -> None:
+    """Raise :class:`MissingProgram` naming the first of ``programs`` not on PATH and the Debian package that has it."""
+    for program in programs:
+        if shutil.which(program) is None:
+            package = DEBIAN_PACKAGES.get(Path(program).name)
+            how = f"install the Debian package {package} (`make tools` installs every program the walkthroughs run)" if package else "install it"
+            raise MissingProgram(f"{program}: program not found on PATH; {how}")
 
 
 @dataclass(frozen=True)
@@ -172,7 +194,8 @@ def profile_command(
 ) -> Measurement:
     """Extract the job's features, run it on ``platform`` and return its measurement.
 
-    Features are read before the run, so a bad input fails fast and costs no run.
+    Features are read before the run, so a bad input fails fast and costs no run; so does a program (or the platform's
+    launcher) that is not installed: :class:`MissingProgram`, and no measurement.
     """
     algo = catalog.algorithm(algorithm)
     plat = catalog.platform(platform)
@@ -180,6 +203,7 @@ def profile_command(
         raise KeyError(f"algorithm {algorithm!r} has no implementation on platform {platform!r}")
     features = job_features(algo, params)
     full_command = [*plat.launcher, *command] if use_launcher else list(command)
+    require_programs([plat.launcher[0], command[0]] if use_launcher and plat.launcher else [command[0]])
     load_before = os.getloadavg()[0]
     usage = run_measured(full_command, timeout=timeout, stdout=stdout, stderr=stderr)
     return Measurement(

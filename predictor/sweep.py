@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from predictor import datagen
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, Source
-from predictor.profile import profile_command
+from predictor.profile import profile_command, require_programs
 from predictor.store import MeasurementStore
 
 
@@ -49,6 +49,7 @@ class PlanError(ValueError):
 
 Generator = Literal["family", "random", "blastdb", "bwa", "hmm", "sampled", "fastq"]
 _SAMPLERS = ("sampled", "fastq")  # generators that draw from a source set
+_GENERATOR_TOOLS = {"blastdb": ("makeblastdb",), "bwa": ("bwa",), "hmm": ("mafft", "hmmbuild")}  # programs predictor.datagen runs
 _GRID_ONLY = {"blastdb": {"n_sequences"}, "bwa": {"n_sequences"}, "hmm": {"n_models"}}  # nested sets vary only their size
 
 
@@ -312,6 +313,16 @@ def expand(plan: Plan, catalog: Catalog, inputs: dict[str, list[Path]]) -> list[
     return runs
 
 
+def programs_of(plan: Plan, catalog: Catalog) -> list[str]:
+    """Every program the plan runs: its input generators' tools, each job's program and its platforms' launchers."""
+    programs = [tool for spec in plan.inputs.values() for tool in _GENERATOR_TOOLS.get(spec.generator, ())]
+    for job in plan.jobs:
+        algo = catalog.algorithm(job.algorithm)
+        for platform in job.platforms:
+            programs += [*catalog.platform(platform).launcher[:1], algo.implementations[platform].command[0]]
+    return list(dict.fromkeys(programs))
+
+
 def command_for(run: SweepRun, catalog: Catalog) -> list[str]:
     """The implementation's command template filled with the run's parameters and the platform's threads."""
     return catalog.algorithm(run.algorithm).command(run.platform, run.params, catalog.platform(run.platform).threads)
@@ -328,9 +339,11 @@ def run_sweep(
 ) -> list[Measurement]:
     """Run what the store does not hold yet, storing each run as it finishes, until done or out of budget.
 
-    Jobs the catalog cannot run are refused (PlanError) before any input is generated.
+    Jobs the catalog cannot run are refused (PlanError), and a program that is not installed (MissingProgram), before
+    any input is generated.
     """
     check_jobs(plan, catalog)
+    require_programs(programs_of(plan, catalog))
     runs = expand(plan, catalog, materialise_inputs(plan, workdir))
     known = store.known_run_ids([r.run_id(plan.seed) for r in runs])
     todo = [r for r in runs if r.run_id(plan.seed) not in known]

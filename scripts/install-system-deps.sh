@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian programs the tests drive for real: PostgreSQL (store tests),
 # the bioinformatics tools the sweeps profile, and Slurm. Only as root, only what is missing.
+# `install-system-deps.sh tools` (make tools) installs only the programs the walkthroughs run
+# (docs/getting-started.md, docs/own-programs.md): BLAST+, MAFFT, Clustal Omega, seqkit, HMMER, BWA, taskset.
 set -euo pipefail
 
 need=()
@@ -11,6 +13,7 @@ command -v seqkit >/dev/null || need+=(seqkit)
 command -v hmmsearch >/dev/null || need+=(hmmer)
 command -v bwa >/dev/null || need+=(bwa)
 command -v taskset >/dev/null || need+=(util-linux)
+if [ "${1:-}" != tools ]; then
 [ -e /usr/share/java/weka.jar ] || need+=(weka)  # peers benchmark and the recorded Weka fixture
 command -v java >/dev/null || need+=(default-jre-headless)
 [ -e /usr/include/fann.h ] || need+=(libfann-dev)
@@ -23,6 +26,7 @@ command -v sbatch >/dev/null || need+=(slurm-client)
 command -v munged >/dev/null || need+=(munge)
 [ -e /usr/share/lua/5.1/socket/http.lua ] || need+=(lua-socket)  # the job_submit.lua plugin's HTTP client
 command -v lua5.1 >/dev/null || need+=(lua5.1)  # runs the plugin in tests/serving/test_slurm.py, as slurmctld would
+fi
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
