@@ -17,6 +17,7 @@ from cli.common import (
     local_oracle,
     open_store,
     parse_pairs,
+    plain,
     typed_params,
     print_table,
 )
@@ -79,6 +80,39 @@ def scheduler(
         typer.echo(f"another scheduler holds the lease ({lease['holder']}): standing by to take over when it stops")
     typer.echo(f"scheduler on http://{host}:{port}  (jobs: http://{host}:{port}/v1/jobs)")
     uvicorn.run(create_app(settings, scheduler=True), host=host, port=port, log_level="info", access_log=False, **server_options(settings))
+
+
+@commands.command()
+def queue(
+    every: Annotated[bool, typer.Option("--all", help="Every job the scheduler keeps, finished ones too.")] = False,
+) -> None:
+    """The scheduler's queue, read from its store: each waiting or running job, its plan or machine, oldest first."""
+    from datetime import UTC, datetime
+
+    from scheduler.state import JobStatus
+    from scheduler.store import SchedulerStore
+
+    store = open_store(load_settings())
+    try:
+        jobs = sorted(SchedulerStore(store.engine).load().jobs.values(), key=lambda j: j.seq)
+    finally:
+        store.dispose()
+    shown = [j for j in jobs if every or j.status in (JobStatus.PENDING, JobStatus.RUNNING)]
+    if not shown:
+        console.print("the scheduler's queue is empty" + ("" if every else " (--all lists finished jobs too)"))
+        return
+
+    def when(seconds: float | None) -> str:
+        return "-" if seconds is None else f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%d %H:%M:%S}"
+
+    table = Table(title=f"The scheduler's {'jobs' if every else 'queue'}, oldest first (times UTC)")
+    for column in ("#", "job", "algorithm", "status", "priority", "submitted", "machine", "starts / started", "message"):
+        table.add_column(column, justify="right" if column in ("#", "priority") else "left", no_wrap=True)
+    for j in shown:
+        machine = ", ".join(j.runs) or j.planned_machine or "-"
+        start = j.started if j.status is not JobStatus.PENDING else j.planned_start
+        table.add_row(*map(plain, (j.seq, j.id, j.algorithm, j.status.value, j.priority, when(j.submit), machine, when(start), j.message or "")))
+    print_table(table)
 
 
 def _with_token(settings: Settings) -> Settings:

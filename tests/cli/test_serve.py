@@ -11,6 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
+from scheduler.state import Job, JobStatus, State
+from scheduler.store import SchedulerStore
 
 
 @pytest.mark.parametrize("command", ["serve", "scheduler"])
@@ -28,3 +30,19 @@ def test_predict_without_any_model_or_run_fails_with_the_reason(runner: CliRunne
     error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert error == ["error: no estimate of mafft: cpu1: no champion model for this algorithm and platform; no measurements to fall "
                      "back on; cpu2: no champion model for this algorithm and platform; no measurements to fall back on"]  # fmt: skip
+
+
+def test_queue_lists_the_schedulers_waiting_and_running_jobs_from_its_store(runner: CliRunner, store, store_url: str, monkeypatch) -> None:
+    monkeypatch.setenv("PREDICTOR_STORE_URL", store_url)
+    assert "the scheduler's queue is empty" in runner.invoke(app, ["queue"]).stdout
+    state = State()
+    for name, status in (("first", JobStatus.DONE), ("second\x1b[2J", JobStatus.PENDING)):
+        job = Job(id=name, algorithm="mafft", submit=1_764_000_000.0, priority=3)
+        job.status = status
+        state.add_job(job)
+    SchedulerStore(store.engine).save(state, [], now=1_764_000_001.0)
+    result = runner.invoke(app, ["queue"])
+    assert result.exit_code == 0, result.output
+    assert "second\\x1b[2J" in result.stdout and "pending" in result.stdout and "2025-11-24 16:00:00" in result.stdout
+    assert "│ first " not in result.stdout and "\x1b" not in result.stdout
+    assert "│ first " in runner.invoke(app, ["queue", "--all"]).stdout
