@@ -121,7 +121,7 @@ def report(
         try:
             load_catalog(*settings.catalog_paths).platform(platform)
         except KeyError as exc:
-            raise fail(str(exc).strip('"')) from None
+            raise fail(f"{str(exc).strip(chr(34))}; trained on: {', '.join(trained_on)}") from None
         latest = f"{algorithm}'s latest training session" if algorithm else "no latest training session"
         raise fail(
             f"{latest} trained nothing on {platform} (unchanged or no runs there: `predictor models list` shows what serves it; "
