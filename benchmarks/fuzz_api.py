@@ -7,7 +7,7 @@ answer is checked: no 5xx, a documented status, the documented content type and 
 stops at the first failure; the requests, server errors and other failed checks are counted per operation
 from Schemathesis' event stream, and the first few problems are printed.
 
-    .venv/bin/python benchmarks/fuzz_api.py --examples 200 [--postgres]
+    .venv/bin/python benchmarks/fuzz_api.py --examples 200 [--postgres] [--extreme]
 
 Without ``--url`` it trains a small home from the bundled dataset (MAFFT, ``linear_log``, 3 folds) in a
 temporary folder and serves it with a token, on SQLite or (``--postgres``) on a throwaway PostgreSQL
@@ -107,9 +107,27 @@ def summary(runs: dict[str, dict[str, OperationReport]]) -> str:
     return "\n".join(lines)
 
 
+EXTREME_SECONDS = (1e308, 3.7e16, 1e12)  # runs no edge lets in now, written past it as an older release could have
+
+
+def seed_extremes(store_url: str) -> None:
+    """Write absurd runs straight into the store, for a trained pair (mafft) and one served by the fallback (clustalo)."""
+    from predictor.domain import Measurement
+    from predictor.store import MeasurementStore
+
+    store = MeasurementStore(store_url)
+    runs = [
+        Measurement(run_id=f"extreme-{algorithm}-{platform}-{i}", algorithm=algorithm, platform=platform, features={}, wall_seconds=seconds)
+        for algorithm in ("mafft", "clustalo") for platform in ("cpu1", "cpu2") for i, seconds in enumerate(EXTREME_SECONDS)
+    ]  # fmt: skip
+    store.add(runs)
+    store.dispose()
+
+
 @contextmanager
-def trained_service(workdir: Path, postgres: bool) -> Iterator[str]:
-    """``predictor serve`` over a home trained from the bundled dataset, with the token; yields its base URL."""
+def trained_service(workdir: Path, postgres: bool, extreme: bool = False) -> Iterator[str]:
+    """``predictor serve`` over a home trained from the bundled dataset, with the token (and absurd runs stored after
+    training, with ``extreme``); yields its base URL."""
     from apisetup import DATASETS, cli, ours
 
     with ExitStack() as stack:
@@ -118,6 +136,8 @@ def trained_service(workdir: Path, postgres: bool) -> Iterator[str]:
         home.mkdir()
         cli(home, "ingest", *map(str, DATASETS), **store)
         cli(home, "train", "--algorithm", "mafft", "--model", "linear_log", cv_folds="3", **store)
+        if extreme:
+            seed_extremes(store.get("store_url") or f"sqlite:///{home / 'store.db'}")
         base, _ = stack.enter_context(ours(home, workdir / "server.log", api_token=TOKEN, api_reload_interval_s="0", **store))
         yield base
 
@@ -146,10 +166,11 @@ def main() -> None:
     parser.add_argument("--url", help="fuzz this running service instead of starting one")
     parser.add_argument("--token", default=TOKEN, help="the service's token (with --url)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--extreme", action="store_true", help="store absurd runs (1e308 s, ...) past the edge before serving")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fuzz-api-") as tmp:
         work = Path(tmp)
-        with trained_service(work, args.postgres) if args.url is None else _given(args.url) as base:
+        with trained_service(work, args.postgres, args.extreme) if args.url is None else _given(args.url) as base:
             runs = {
                 "with token": fuzz(base, args.examples, args.token, work, args.seed),
                 "without": fuzz(base, args.examples, None, work, args.seed),
