@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from models.transforms import signed_log1p
 
@@ -82,7 +82,7 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"under and over must be one of {', '.join(SIDES)}, got {self.under!r}, {self.over!r}")
         if self.epochs < 1 or self.learning_rate <= 0 or self.dead_zone < 0:
             raise ValueError("epochs must be >= 1, learning_rate > 0 and dead_zone >= 0")
-        weights = _check_sample_weight(sample_weight, X)
+        weights = _sample_weights(sample_weight, X.shape[0])
         if weights.sum() <= 0:
             raise ValueError("the sample weights sum to zero: nothing to learn from")
         self._reset(X.shape[1])
@@ -96,7 +96,7 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, reset=first, ensure_all_finite="allow-nan", y_numeric=True)
         if first:
             self._reset(X.shape[1])
-        self._learn(X, np.asarray(y, dtype=float), _check_sample_weight(sample_weight, X))
+        self._learn(X, np.asarray(y, dtype=float), _sample_weights(sample_weight, X.shape[0]))
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -236,3 +236,15 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
         if self._increment > 1e150:
             self.residual_counts_ /= self._increment
             self._increment = 1.0
+
+
+def _sample_weights(sample_weight: object, n_rows: int) -> np.ndarray:
+    """One finite, non-negative weight per row (all 1 when None)."""
+    if sample_weight is None:
+        return np.ones(n_rows)
+    weights = np.asarray(sample_weight, dtype=float)
+    if weights.ndim == 0:
+        weights = np.full(n_rows, float(weights))
+    if weights.shape != (n_rows,) or not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError(f"sample_weight must hold {n_rows} finite, non-negative numbers, got shape {np.shape(sample_weight)}")
+    return weights

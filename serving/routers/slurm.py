@@ -86,7 +86,7 @@ class SlurmAdviceOut(BaseModel):
     "/estimate",
     response_model=SlurmAdviceOut,
     summary="A Slurm job at submission: its time_min and tagged comment",
-    responses={204: {"description": "Not a job of ours: no rule or word names its algorithm."}, **responses(403, 404, 422, 503)},
+    responses={204: {"description": "Not a job of ours: no rule or word names its algorithm."}, **responses(400, 403, 404, 422, 503)},
 )
 async def estimate(job: SlurmJobIn, state: State, format: Literal["json", "text"] = Query("json")) -> Response:
     """Maps the job by the site rules and its own words, estimates it on its platform, and says what to change."""

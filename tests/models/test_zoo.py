@@ -11,10 +11,10 @@ import pytest
 from sklearn.base import clone
 
 from models import ZOO, available_models, make_model, register
-from models.zoo import applicable, target_transform
+from models.zoo import NEEDS, applicable, target_transform
 
-# Members that learn from features alone (the history baselines read named columns; cascade has its own tests).
-PLAIN = [m for m in available_models() if not m.startswith("cascade") and m not in ("last_two_mean", "requested_time")]
+# Members that learn from features alone (members that read named columns need a job's history; cascade has its own tests).
+PLAIN = [m for m in available_models() if not m.startswith("cascade") and not NEEDS[m].features]
 
 
 @pytest.fixture(scope="module")
