@@ -90,9 +90,13 @@ def open_store(settings: Settings) -> MeasurementStore:
 
 
 def print_table(table: Table) -> None:
-    """Print ``table`` whole on standard output, as wide as its widest row: no cell cut to ``…`` at a terminal's or a pipe's 80."""
+    """Print ``table`` whole on standard output, as wide as its widest row: no cell cut to ``…`` at a terminal's or a pipe's 80,
+    and its title on one line (the table widened to it)."""
     natural = Console(width=1_000_000).measure(table).maximum
-    Console(width=max(console.width, natural)).print(table)
+    title = len(str(table.title)) if table.title is not None else 0
+    if title > natural:
+        table.min_width = title
+    Console(width=max(console.width, natural, title)).print(table)
 
 
 def plain(value: object) -> Text:
