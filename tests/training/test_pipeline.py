@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from models import available_models
+from models.zoo import NEEDS
 from predictor.domain import Measurement
 from predictor.intervals import QUANTILE_LEVELS
 from predictor.settings import Settings
@@ -264,7 +265,8 @@ def test_the_parent_run_names_each_platforms_champion(trained: Trained) -> None:
 
 def test_default_models_apply_only_where_their_features_exist(trained: Trained) -> None:
     defaults = [m for m in DEFAULT_MODELS if m in available_models()]
-    history = {"last_two_mean", "requested_time"}
+    history = {m for m in defaults if NEEDS[m].features}  # members that read named job-history columns
+    assert {"last_two_mean", "requested_time", "online_area_log"} <= history
     per_platform = 5 * len(set(defaults) - history) + 1  # every fold fit, and the champion's refit
     assert count_steps(trained.settings, load_training_sets(trained.store)) == 2 * per_platform
 
