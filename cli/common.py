@@ -90,13 +90,14 @@ def open_store(settings: Settings) -> MeasurementStore:
 
 
 def print_table(table: Table) -> None:
-    """Print ``table`` whole on standard output, as wide as its widest row: no cell cut to ``…`` at a terminal's or a pipe's 80,
-    and its title on one line (the table widened to it)."""
+    """Print ``table`` whole on standard output, as wide as its widest row: no cell cut to ``…`` at a terminal's or a pipe's 80;
+    a title wider than the table is printed on its own line above it rather than wrapped."""
     natural = Console(width=1_000_000).measure(table).maximum
-    title = len(str(table.title)) if table.title is not None else 0
-    if title > natural:
-        table.min_width = title
-    Console(width=max(console.width, natural, title)).print(table)
+    out = Console(width=max(console.width, natural, len(str(table.title or ""))))
+    if table.title is not None and len(str(table.title)) > natural:
+        out.print(Text(str(table.title), style="italic"), no_wrap=True)
+        table.title = None
+    out.print(table)
 
 
 def plain(value: object) -> Text:
