@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.metrics import Metrics
-from scheduler.plan_choice import Family, PlanningConfig, choose, replay_config
+from scheduler.plan_choice import Family, PlanningConfig, choose, past_windows, replay_config
 from scheduler.runner import run
 from scheduler.specs import make_policy, parse_estimates
 from scheduler.workload import Workload
@@ -67,13 +67,6 @@ def gap_closed(rows: list[dict[str, Any]], label: str) -> float | None:
     return (easy - by[label]) / (easy - perfect)
 
 
-def windows(log: Path, start: float, stop: float, nodes: str, parts: int = WINDOWS) -> list[Workload]:
-    """The log's jobs between its ``start`` and ``stop`` fractions as ``parts`` consecutive replays, each after all
-    the log before it as history."""
-    cuts = [start + (stop - start) * i / parts for i in range(parts + 1)]
-    return [swf.replay(log, train_fraction=a, stop_fraction=b, nodes=nodes) for a, b in zip(cuts, cuts[1:])]  # type: ignore[arg-type]
-
-
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     """Every part for one log and node mode; written to ``--json`` after each part."""
     out: dict[str, Any] = {"log": args.log.name, "nodes": args.nodes, "cores": os.cpu_count()}
@@ -85,7 +78,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             args.json.write_text(json.dumps(out, indent=2, default=str))
         print(f"{args.log.stem} {args.nodes} {key} done", flush=True)
 
-    past = windows(args.log, 0.05, 0.3, args.nodes)
+    past = past_windows(args.log, 0.05, 0.3, WINDOWS, args.nodes)
     choice = choose(past, "easy", margin=args.margin)
     save("choice", {**choice.record(), "windows": [w.notes for w in past],
                     "scores": {c.label("easy"): s for c, s in sorted(choice.scores.items(), key=lambda kv: kv[1])}})  # fmt: skip
@@ -103,8 +96,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         save("edf", {"choice": edf_choice.record(), "rows": edf_rows})
     if args.robustness:
         second = swf.replay(args.log, train_fraction=0.65, nodes=args.nodes)
-        on_first = choose(windows(args.log, 0.3, 0.65, args.nodes), "easy", margin=args.margin)
-        on_second = choose(windows(args.log, 0.65, 1.0, args.nodes), "easy", margin=args.margin)
+        on_first = choose(past_windows(args.log, 0.3, 0.65, WINDOWS, args.nodes), "easy", margin=args.margin)
+        on_second = choose(past_windows(args.log, 0.65, 1.0, WINDOWS, args.nodes), "easy", margin=args.margin)
         plans = {"chosen on the first half": on_first.chosen, "chosen on the second half (in-sample)": on_second.chosen,
                  "default configuration": PlanningConfig()}  # fmt: skip
         save("robustness", {

@@ -52,8 +52,7 @@ def _choose_once(
     nodes: Literal["pooled", "packed"], record: bool,
 ) -> None:  # fmt: skip
     """One choice on the log as it is now: read the serving configuration, replay, print, record."""
-    from scheduler.plan_choice import PlanningConfig, choose
-    from scheduler.workloads import swf
+    from scheduler.plan_choice import PlanningConfig, choose, past_windows
 
     job_class, platform = accounting.stem, f"planning:{family}"
     previous = store.decisions(job_class, platform, limit=1)
@@ -63,10 +62,8 @@ def _choose_once(
             incumbent = PlanningConfig.from_record(previous[0]["details"]["config"])
         except (TypeError, ValueError):
             console.print(f"the last recorded configuration of {job_class} is unreadable: starting from the default")
-    start = 1.0 - window
-    cuts = [start + window * i / windows for i in range(windows + 1)]
     try:
-        past = [swf.replay(accounting, train_fraction=a, stop_fraction=b, nodes=nodes) for a, b in zip(cuts, cuts[1:])]
+        past = past_windows(accounting, 1.0 - window, 1.0, windows, nodes)
         choice = choose(past, family, incumbent, objective=objective, margin=margin)
     except (ValueError, OSError) as exc:
         raise fail(str(exc)) from None

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from itertools import product
+from pathlib import Path
 from typing import Literal
 
 from scheduler.backfill import Correction
@@ -24,6 +25,7 @@ from scheduler.online import SC15, OnlineOptions, OnlineOracle, with_plan
 from scheduler.runner import run
 from scheduler.specs import make_policy
 from scheduler.workload import Workload
+from scheduler.workloads import swf
 
 Family = Literal["easy", "conservative", "edf"]
 LOSSES: dict[str, OnlineOptions] = {  # the loss families the member may learn with (models/online.py)
@@ -82,6 +84,13 @@ class PlanningConfig:
         if family == "conservative":
             return f"{self.loss}, {self.number}, {self.correction}"
         return f"{self.loss}, {self.number}, {self.correction}, {self.order}"
+
+
+def past_windows(log: Path, start: float, stop: float, parts: int, nodes: Literal["pooled", "packed"] = "pooled") -> list[Workload]:
+    """The SWF log's jobs between its ``start`` and ``stop`` fractions as ``parts`` consecutive replays, each after all
+    the log before it as history: the windows :func:`choose` scores on."""
+    cuts = [start + (stop - start) * i / parts for i in range(parts + 1)]
+    return [swf.replay(log, train_fraction=a, stop_fraction=b, nodes=nodes) for a, b in zip(cuts, cuts[1:])]
 
 
 def candidates(family: Family) -> list[PlanningConfig]:
