@@ -3,12 +3,13 @@
 ``sacct`` columns (``sacct -P -X -o <columns>``; ``-c`` reads the completion log instead of the database): the
 required :data:`SACCT_REQUIRED` and any of :data:`SACCT_OPTIONAL`::
 
-    sacct -P -X -o JobID,JobName,State,Elapsed,Timelimit,ReqCPUS,ReqMem,Partition,Comment,ExitCode,NodeList,Start,End,Submit,WorkDir
+    sacct -P -X -o JobID,JobName,State,Elapsed,Timelimit,ReqCPUS,ReqMem,Partition,Comment,ExitCode,NodeList,Start,End,Submit,WorkDir,User,Cluster,Group,Account,QOS,ReqNodes,NNodes,ArrayJobID,ArrayTaskID
 
 Job steps (``123.batch``) are left out: a job is one allocation line. ``Timelimit`` may be raw minutes (``sacct
 -c``) or a duration, ``State`` may read ``CANCELLED by 0``. The ``jobcomp/filetxt`` log has one job per line as
 ``Key=Value`` words (``JobId=5 Name=x JobState=TIMEOUT TimeLimit=5 StartTime=... EndTime=...``); Slurm 22.05 does
-not write the comment there, so a completion read from it carries none unless the caller adds it.
+not write the comment there, so a completion read from it carries none unless the caller adds it. ``ReqMem`` (the
+log's ``mem=`` in ``Tres``, the job's whole memory) is read as megabytes, a per-CPU amount (``c``) times the CPUs.
 Times without a zone are the machine's local time, as Slurm prints them.
 """
 
@@ -22,10 +23,15 @@ from datetime import UTC, datetime
 from predictor.walltime import parse_walltime
 
 SACCT_REQUIRED = ("JobID", "JobName", "State", "Elapsed", "Timelimit", "ReqCPUS", "ReqMem", "Partition", "Comment")
-SACCT_OPTIONAL = ("ExitCode", "NodeList", "Start", "End", "Submit", "WorkDir", "User", "Cluster")
+SACCT_OPTIONAL = (
+    "ExitCode", "NodeList", "Start", "End", "Submit", "WorkDir", "User", "Cluster", "Group", "Account", "QOS", "ReqNodes",
+    "NNodes", "ArrayJobID", "ArrayTaskID",
+)  # fmt: skip
 SACCT_COLUMNS = SACCT_REQUIRED + SACCT_OPTIONAL
 _JOBCOMP_KEY = re.compile(r"(?:^|\s)([A-Za-z]+)=")
 _MEMORY = re.compile(r"(?:^|,)mem=([^,]+)")
+_MEGABYTES = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)([nc]?)$")
+_UNIT_MB = {"K": 1 / 1024, "": 1.0, "M": 1.0, "G": 1024.0, "T": 1024.0**2}
 
 
 class AccountingError(ValueError):
@@ -57,6 +63,22 @@ class SlurmJob:
     submit: datetime | None = None
     work_dir: str | None = None
     user: str | None = None
+    group: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    req_nodes: int | None = None
+    array_job: str | None = None  # the array's job id and this task's index, for an array's task
+    array_task: str | None = None
+
+    @property
+    def req_mem_mb(self) -> int | None:
+        """The memory asked for in MB (a per-CPU amount times the CPUs); None when unknown."""
+        found = _MEGABYTES.match((self.req_mem or "").strip())
+        if found is None:
+            return None
+        amount = float(found.group(1)) * _UNIT_MB[found.group(2)]
+        per_cpu = found.group(3) == "c"
+        return round(amount * ((self.req_cpus or 1) if per_cpu else 1))
 
     def with_comment(self, comment: str) -> SlurmJob:
         return replace(self, comment=comment)
@@ -123,6 +145,9 @@ def _sacct_job(row: dict[str, str]) -> SlurmJob:
         req_mem=row["ReqMem"] or None, exit_code=code, signal=signal, node_list=_nodes(row.get("NodeList", "")),
         start=_time("Start", row.get("Start", "")), end=_time("End", row.get("End", "")),
         submit=_time("Submit", row.get("Submit", "")), work_dir=row.get("WorkDir") or None, user=row.get("User") or None,
+        group=row.get("Group") or None, account=row.get("Account") or None, qos=row.get("QOS") or None,
+        req_nodes=_count("ReqNodes", row.get("ReqNodes", "")) or _count("NNodes", row.get("NNodes", "")),
+        array_job=_array(row.get("ArrayJobID", "")), array_task=_array(row.get("ArrayTaskID", "")),
     )  # fmt: skip
 
 
@@ -138,7 +163,9 @@ def _jobcomp_job(f: dict[str, str]) -> SlurmJob:
         partition=f.get("Partition") or None, req_cpus=_count("ProcCnt", f.get("ProcCnt", "")),
         req_mem=memory.group(1) if memory else None, exit_code=code, signal=signal, node_list=_nodes(f.get("NodeList", "")),
         start=start, end=end, submit=_time("SubmitTime", f.get("SubmitTime", "")), work_dir=f.get("WorkDir") or None,
-        user=f.get("UserId", "").split("(")[0] or None,
+        user=_name(f.get("UserId", "")), group=_name(f.get("GroupId", "")), account=f.get("Account") or None,
+        qos=f.get("QOS") or None, req_nodes=_count("NodeCnt", f.get("NodeCnt", "")), array_job=_array(f.get("ArrayJobId", "")),
+        array_task=_array(f.get("ArrayTaskId", "")),
     )  # fmt: skip
 
 
@@ -174,6 +201,17 @@ def _count(field: str, text: str) -> int | None:
     if not text.isdigit():
         raise AccountingError(field, f"expected a whole number, got {text!r}")
     return int(text)
+
+
+def _name(text: str) -> str | None:
+    """``root(0)`` -> ``root``: the name the completion log gives beside the id."""
+    return text.split("(")[0].strip() or None
+
+
+def _array(text: str) -> str | None:
+    """An array's job id or task index; None for a job that is no array's task (empty, or sacct's ``4294967294``)."""
+    text = text.strip()
+    return None if not text or text in ("4294967294", "N/A", "None") else text
 
 
 def _exit(text: str) -> tuple[int, int]:

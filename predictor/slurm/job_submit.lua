@@ -1,7 +1,9 @@
 --[[ runtime-predictor's job_submit plugin for Slurm (JobSubmitPlugins=lua; this file beside slurm.conf).
 
 At submission it sends the job's name, comment, partition, working directory, #PREDICTOR lines and PREDICTOR_JOB
-variable to the predictor API, which maps it to an algorithm by the site's rule file. On an answer (key=value lines; it
+variable, and its submit-time context as job_desc names it (user_id, user_name, group_id, account, qos, min_cpus,
+min_nodes, pn_min_memory, array_inx; a NO_VAL-like value is sent as null) to the predictor API, which maps it to an
+algorithm by the site's rule file, or estimates it by its job class from its user's history. On an answer (key=value lines; it
 reads time_min, time_limit, comment and estimate, each at most once, and ignores the answer otherwise) it sets
 time_min to the estimate and the comment to the user's comment plus the estimate's tag; the time limit is set
 only when the job has none and RAISE_MISSING_LIMIT is true. On no answer within TIMEOUT_S, or an error, it changes
@@ -34,6 +36,15 @@ local function minutes(value)
         return "null"
     end
     return tostring(value)
+end
+
+-- A count job_desc gives as a number: null when unset (nil, NO_VAL, NO_VAL64, INFINITE) or not a plain count
+-- (pn_min_memory with its per-CPU flag, 2^63, set), else the whole number.
+local function count(value)
+    if type(value) ~= "number" or value == slurm.NO_VAL or value == slurm.INFINITE or value < 0 or value >= 4294967294 then
+        return "null"
+    end
+    return string.format("%.0f", value)
 end
 
 local function directives(script)
@@ -69,6 +80,15 @@ local function body(job_desc, part_list)
         '"time_limit":' .. minutes(job_desc.time_limit),
         '"default_time":' .. minutes(part and part.default_time),
         '"raise_missing_limit":' .. tostring(RAISE_MISSING_LIMIT),
+        '"user_id":' .. count(job_desc.user_id),
+        '"user_name":' .. json_string(job_desc.user_name),
+        '"group_id":' .. count(job_desc.group_id),
+        '"account":' .. json_string(job_desc.account),
+        '"qos":' .. json_string(job_desc.qos),
+        '"min_cpus":' .. count(job_desc.min_cpus),
+        '"min_nodes":' .. count(job_desc.min_nodes),
+        '"pn_min_memory":' .. count(job_desc.pn_min_memory),
+        '"array_inx":' .. json_string(job_desc.array_inx),
     }, ",") .. "}"
 end
 

@@ -11,6 +11,11 @@ A YAML file (``PREDICTOR_SLURM_RULES``)::
       - comment: "blast"   # regular expression searched in the job's --comment
         algorithm: blastn
         params: {evalue: 0.001}
+    job_classes: true      # estimate the other jobs by their job class (<cluster>-<partition>, else <cluster>-all)
+    exclude:               # jobs of these users, accounts or partitions: never estimated, nothing of them stored
+      users: [alice]
+      accounts: [secret]
+      partitions: [private]
 
 The job's own words (:mod:`predictor.slurm.words`) come on top, each overriding the one before: the rule's
 ``params``, the comment's ``predictor:`` words, ``PREDICTOR_JOB``, then ``#PREDICTOR`` lines. A job whose words
@@ -75,14 +80,31 @@ class Rule(BaseModel):
         )
 
 
+class Exclude(BaseModel):
+    """Users, accounts and partitions whose jobs the service leaves alone: no estimate, nothing stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    users: frozenset[str] = frozenset()
+    accounts: frozenset[str] = frozenset()
+    partitions: frozenset[str] = frozenset()
+
+    def excludes(self, user: str | None, account: str | None, partition: str | None) -> bool:
+        """Whether a job of this user, account and partition is excluded (an unknown field matches nothing)."""
+        return (user in self.users) or (account in self.accounts) or (partition in self.partitions)
+
+
 class Rules(BaseModel):
-    """The whole file; an empty one maps only jobs that name their algorithm themselves."""
+    """The whole file; an empty one maps only jobs that name their algorithm themselves, and estimates the others by
+    their job class."""
 
     model_config = ConfigDict(extra="forbid")
 
     partitions: dict[str, str] = Field(default_factory=dict)
     platform: str | None = None
     rules: list[Rule] = Field(default_factory=list)
+    job_classes: bool = Field(default=True, description="Estimate jobs no rule or word maps by their job class.")
+    exclude: Exclude = Field(default_factory=Exclude)
 
 
 @dataclass(frozen=True)
@@ -162,3 +184,21 @@ def map_job(rules: Rules, facts: JobFacts, catalog: Catalog) -> JobMapping | Non
         raise MappingError(f"{exc.field}: {exc.message}") from None
     served = {key: str(value) for key, value in pairs.items() if key in RESERVED and key not in NAMING}
     return JobMapping(algorithm_name, platform, params, served)
+
+
+def class_of(rules: Rules, catalog: Catalog, cluster: str, partition: str | None) -> JobMapping | None:
+    """The job class a job no rule or word maps is estimated by: ``<cluster>-<partition>`` when the catalog has it,
+    else ``<cluster>-all``; None when it has neither or the rule file switches job classes off.
+
+    Its platform is the rule file's for the partition when the class runs there, else the class's first.
+    """
+    if not rules.job_classes:
+        return None
+    names = [f"{cluster}-{partition}"] if partition else []
+    name = next((n for n in [*names, f"{cluster}-all"] if n in catalog.algorithms), None)
+    if name is None:
+        return None
+    algorithm = catalog.algorithms[name]
+    mapped = rules.partitions.get(partition or "") or rules.platform
+    platform = mapped if mapped in algorithm.implementations else next(iter(algorithm.implementations), None)
+    return None if platform is None else JobMapping(name, platform)

@@ -48,6 +48,7 @@ def _one_line(value: str) -> str:
 Line = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_one_line)]
 ShortLine = Annotated[str, Field(max_length=4096), AfterValidator(_one_line)]
 Minutes = Annotated[StrictInt, Field(ge=1, le=MAX_MINUTES)]  # a JSON integer: true is no 1
+Count = Annotated[StrictInt, Field(ge=0, le=MAX_MINUTES)]  # a uid, a gid, CPUs, nodes, megabytes: below Slurm's NO_VAL
 
 
 class SlurmJobIn(BaseModel):
@@ -64,6 +65,15 @@ class SlurmJobIn(BaseModel):
     time_limit: Minutes | None = None
     default_time: Minutes | None = Field(default=None, description="The partition's default limit.")
     raise_missing_limit: StrictBool = Field(default=False, description="Give a job without a limit the served limit.")
+    user_id: Count | None = Field(default=None, description="The submitting user's uid.")
+    user_name: ShortLine | None = Field(default=None, description="The submitting user's name (its uid's, as slurmctld knows it).")
+    group_id: Count | None = None
+    account: ShortLine | None = None
+    qos: ShortLine | None = None
+    min_cpus: Count | None = Field(default=None, description="CPUs asked for.")
+    min_nodes: Count | None = Field(default=None, description="Nodes asked for.")
+    pn_min_memory: Count | None = Field(default=None, description="Memory per node asked for, in MB (absent when asked per CPU).")
+    array_inx: ShortLine | None = Field(default=None, description="The array's index expression (--array).")
 
 
 class SlurmAdviceOut(BaseModel):

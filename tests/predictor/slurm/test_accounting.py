@@ -23,7 +23,8 @@ def _row(**cells: str) -> str:
         "JobID": "7", "JobName": "align", "State": "COMPLETED", "Elapsed": "00:01:05", "Timelimit": "00:10:00",
         "ReqCPUS": "2", "ReqMem": "4000M", "Partition": "debug", "Comment": "", "ExitCode": "0:0", "NodeList": "n1",
         "Start": "2026-03-01T10:00:00", "End": "2026-03-01T10:01:05", "Submit": "2026-03-01T09:59:00", "WorkDir": "/w",
-        "User": "ana", "Cluster": "c1",
+        "User": "ana", "Cluster": "c1", "Group": "lab", "Account": "proj", "QOS": "normal", "ReqNodes": "1", "NNodes": "1",
+        "ArrayJobID": "", "ArrayTaskID": "",
     }  # fmt: skip
     base.update(cells)
     return "|".join(base[c] for c in SACCT_COLUMNS)
@@ -72,3 +73,18 @@ def test_jobcomp_lines_become_jobs() -> None:
     assert (job.req_cpus, job.req_mem, job.node_list, job.user, job.signal) == (2, "1000M", "vm", "root", 15)
     ((_, bad),) = read_jobcomp(["JobId=13 JobState=FAILED StartTime=Unknown EndTime=2026-11-26T12:46:40"])
     assert isinstance(bad, AccountingError) and bad.field == "StartTime"
+
+
+def test_the_submit_time_context_is_read_from_sacct_and_the_completion_log() -> None:
+    """Issue 29: user, group, account, QOS, nodes, memory in MB per node and the array task, as the history keeps them."""
+    lines = [HEADER, _row(ReqMem="2G", ReqNodes="3", ArrayJobID="40", ArrayTaskID="2"), _row(JobID="8", ReqMem="500Mc", ReqNodes="", NNodes="2")]
+    (_, first), (_, per_cpu) = read_sacct(lines)
+    assert isinstance(first, SlurmJob) and isinstance(per_cpu, SlurmJob)
+    assert (first.user, first.group, first.account, first.qos, first.req_nodes) == ("ana", "lab", "proj", "normal", 3)
+    assert (first.req_mem_mb, first.array_job, first.array_task) == (2048, "40", "2")
+    assert (per_cpu.req_mem_mb, per_cpu.req_nodes, per_cpu.array_job) == (1000, 2, None)  # 500 MB per CPU x 2 CPUs; allocated nodes
+    line = "JobId=5 UserId=bo(1001) GroupId=lab(100) Name=x JobState=COMPLETED Partition=debug TimeLimit=5 " \
+        "StartTime=2026-11-26T12:45:35 EndTime=2026-11-26T12:46:40 NodeCnt=2 ProcCnt=4 Tres=cpu=4,mem=1000M,node=2 Account=proj QOS="
+    ((_, job),) = read_jobcomp([line])
+    assert isinstance(job, SlurmJob)
+    assert (job.user, job.group, job.account, job.qos, job.req_nodes, job.req_mem_mb) == ("bo", "lab", "proj", None, 2, 1000)
