@@ -3,7 +3,9 @@
 Each job's features use only what the system knew at its submit time ``s``: its own request, the same user's
 earlier submissions, which of the user's jobs had started (start <= s) and which had finished (end <= s, where
 end = submit + wait + run). A job's own run time and the run time of any job still running at ``s`` never
-enter. One pass in submit order (ties in log order) with two heaps, of starts and of ends: O(n log n).
+enter. One pass in submit order (ties in log order) with two heaps, of starts and of ends: O(n log n). The pass keeps
+one :class:`UserHistory` per user and turns it into a job's features with :func:`features_at`; a live service
+applies the same function to the same state read from its store: one definition for the replay and the live path.
 
 Features (all seconds unless said otherwise):
 
@@ -40,12 +42,13 @@ FEATURE_NAMES: tuple[str, ...] = (
     "history.last2_mean", "history.last3_mean", "history.mean", "user.submitted_jobs", "user.since_last_submit",
     "user.running_jobs", "user.running_procs", "time.hour", "time.weekday",
 )  # fmt: skip
-_LAST = 3
+LAST = 3  # how many of a user's latest run times the features keep
 
 
 @dataclass
-class _User:
-    """What is known of one user at the current time."""
+class UserHistory:
+    """What is known of one user's jobs at one instant, all a job's history features need: kept up to date by the
+    replay below, or read from a store of a site's jobs."""
 
     submitted: int = 0
     last_submit: float = 0.0
@@ -53,13 +56,13 @@ class _User:
     running_procs: int = 0
     finished: int = 0
     finished_total: float = 0.0
-    recent: deque[float] = field(default_factory=lambda: deque(maxlen=_LAST))  # newest first
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=LAST))  # run times, newest end first
 
 
 def history_features(jobs: Sequence[SwfJob], start_time: float = 0.0, tz: tzinfo = UTC) -> list[dict[str, float]]:
     """Features of every job (same order as ``jobs``) from what was known at its submit time."""
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].submit)
-    users: dict[int, _User] = {}
+    users: dict[int, UserHistory] = {}
     starts: list[tuple[float, int]] = []  # (start, index) of submitted jobs not yet started
     ends: list[tuple[float, int]] = []  # (end, index) of started jobs not yet finished
     out: list[dict[str, float]] = [{} for _ in jobs]
@@ -67,8 +70,9 @@ def history_features(jobs: Sequence[SwfJob], start_time: float = 0.0, tz: tzinfo
     for i in order:
         job = jobs[i]
         _advance(job.submit, jobs, users, starts, ends)
-        user = users.setdefault(job.user, _User())
-        out[i] = _features(job, user, first_submit, start_time, tz)
+        user = users.setdefault(job.user, UserHistory())
+        requested = None if job.requested_time == UNKNOWN else job.requested_time
+        out[i] = features_at(job.submit, requested, job.procs, user, first_submit=first_submit, start_time=start_time, tz=tz)
         user.submitted += 1
         user.last_submit = job.submit
         if job.end is not None:
@@ -77,7 +81,7 @@ def history_features(jobs: Sequence[SwfJob], start_time: float = 0.0, tz: tzinfo
 
 
 def _advance(
-    now: float, jobs: Sequence[SwfJob], users: dict[int, _User], starts: list[tuple[float, int]], ends: list[tuple[float, int]]
+    now: float, jobs: Sequence[SwfJob], users: dict[int, UserHistory], starts: list[tuple[float, int]], ends: list[tuple[float, int]]
 ) -> None:
     """Apply every start, then every end, at or before ``now``; ends in end order."""
     while starts and starts[0][0] <= now:
@@ -96,10 +100,23 @@ def _advance(
         user.recent.appendleft(jobs[i].run)
 
 
-def _features(job: SwfJob, user: _User, first_submit: float, start_time: float, tz: tzinfo) -> dict[str, float]:
-    """One job's features from its user's state at its submit time."""
-    local = datetime.fromtimestamp(start_time + job.submit, tz)
-    since = job.submit - (user.last_submit if user.submitted else first_submit)
+def features_at(
+    submit: float,
+    requested_time: float | None,
+    procs: int | None,
+    user: UserHistory,
+    *,
+    first_submit: float,
+    start_time: float = 0.0,
+    tz: tzinfo = UTC,
+) -> dict[str, float]:
+    """One job's features from its request (None: unknown) and its user's state at its submit time.
+
+    ``submit``, ``first_submit`` (the log's or site's first submission) and the user's times are seconds on one
+    clock whose zero is the Unix time ``start_time``; the hour and weekday are read in ``tz``.
+    """
+    local = datetime.fromtimestamp(start_time + submit, tz)
+    since = submit - (user.last_submit if user.submitted else first_submit)
     out = {
         "history.finished_jobs": float(user.finished),
         "user.submitted_jobs": float(user.submitted),
@@ -109,17 +126,16 @@ def _features(job: SwfJob, user: _User, first_submit: float, start_time: float, 
         "time.hour": float(local.hour),
         "time.weekday": float(local.weekday()),
     }
-    fill = None if job.requested_time == UNKNOWN else job.requested_time
-    last = [*user.recent, *[fill] * (_LAST - len(user.recent))]
+    last = [*user.recent, *[requested_time] * (LAST - len(user.recent))]
     known = {
-        "request.time": fill,
-        "request.procs": job.procs,
+        "request.time": requested_time,
+        "request.procs": procs,
         "history.last1": last[0],
         "history.last2": last[1],
         "history.last3": last[2],
         "history.last2_mean": _mean(last[:2]),
         "history.last3_mean": _mean(last),
-        "history.mean": user.finished_total / user.finished if user.finished else fill,
+        "history.mean": user.finished_total / user.finished if user.finished else requested_time,
     }
     out.update({name: float(value) for name, value in known.items() if value is not None})
     return out

@@ -19,6 +19,10 @@ One measurement per job, validated like a CSV row (:func:`predictor.records.vali
   Unix times when the header has none);
 - ``features`` from :func:`features.history.history_features`; ``context`` the job's other known fields.
 
+Every valid job, measurement or not, is also recorded in the job history (:func:`history_records`), the live
+store of submissions its users' later jobs are estimated from: cluster the log's stem, user and group their
+numbers, partition the queue (as in the job class), requested time and processors, submit, start and end times.
+
 Valid jobs that are not measurements (run time unknown, or a status other than completed, failed or cancelled)
 are skipped, and still count as their users' submissions. Lines the parser refuses and jobs whose class or
 platform the catalog does not know are rejected: reported by line and written, as they were in the log, to
@@ -41,8 +45,10 @@ from predictor.domain import Source
 from predictor.ingest import IngestError, IngestReport, Reject, check_options, write_rejects
 from predictor.records import RowError, validate_record
 from predictor.store import MeasurementStore
+from predictor.store.job_history import JobHistory, JobRecord
 
 EXIT_STATUS = {1: 0, 0: 1, 5: 2}  # SWF status -> exit status: completed, failed, cancelled
+STATUS_NAMES = {0: "failed", 1: "completed", 2: "partial", 3: "partial", 4: "partial", 5: "cancelled"}  # SWF 2.2
 _CLUSTER = re.compile(r"(?:^|[:+#])cl_(\w+)")  # a positive cluster property in a node request
 _CONTEXT = {
     "user": "user", "group": "group", "executable": "executable", "partition": "partition",
@@ -94,6 +100,7 @@ def ingest_swf(
     texts = _lines(path, {r.line for r in rejected})
     rejects_path = write_rejects(path, ["swf_line"], [([texts[r.line]], r) for r in rejected], rejects_dir)
     result = store.add(good)
+    JobHistory(store.engine).record(history_records(log))
     return IngestReport(
         path=path,
         rows=len(log.jobs) + len(log.problems),
@@ -107,9 +114,38 @@ def ingest_swf(
 
 def job_class(log: str, job: SwfJob) -> str | None:
     """``<log>-<queue name>`` or ``<log>-q<queue number>``; None when the log does not say."""
+    queue = queue_label(job)
+    return None if queue is None else f"{log}-{queue}"
+
+
+def queue_label(job: SwfJob) -> str | None:
+    """The job's queue: its name, else ``q<number>``, else None (the log does not say)."""
     if job.queue_name:
-        return f"{log}-{job.queue_name}"
-    return None if job.queue == UNKNOWN else f"{log}-q{job.queue}"
+        return job.queue_name
+    return None if job.queue == UNKNOWN else f"q{job.queue}"
+
+
+def history_records(log: SwfLog) -> list[JobRecord]:
+    """Every job of the log as the job history keeps it, keyed like its measurement's run_id, in log order.
+
+    A job whose end the log does not know gets no start either: the replay counts it as a submission only, never
+    as running (:func:`features.history.history_features`), and so does the history read back.
+    """
+    return [
+        JobRecord(
+            key=f"swf-{log.name}-{job.job}", cluster=log.name, user=str(job.user), seq=job.line,
+            group=None if job.group == UNKNOWN else str(job.group), partition=queue_label(job),
+            time_limit_s=None if job.requested_time == UNKNOWN else job.requested_time, min_cpus=job.procs,
+            submit_at=_at(log, job.submit), start_at=None if job.end is None else _at(log, job.start),
+            end_at=None if job.end is None else _at(log, job.end), state=STATUS_NAMES.get(job.status),
+        )
+        for job in log.jobs
+    ]  # fmt: skip
+
+
+def _at(log: SwfLog, offset: float) -> datetime:
+    """The instant of a time in the log (seconds since its ``UnixStartTime``)."""
+    return datetime.fromtimestamp(log.start_time + offset, UTC)
 
 
 def node_clusters(jobs: list[SwfJob]) -> dict[int, str]:
@@ -149,7 +185,7 @@ def _run(log: SwfLog, job: SwfJob) -> dict[str, Any]:
         "wall_seconds": job.run,
         "exit_status": EXIT_STATUS[job.status],
         "censored": killed_by_limit(job),
-        "recorded_at": datetime.fromtimestamp(log.start_time + job.submit, UTC),
+        "recorded_at": _at(log, job.submit),
         "context": _context(job),
     }
 

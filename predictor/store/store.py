@@ -286,7 +286,7 @@ class MeasurementStore:
             for row, reason in unreadable
         ]  # fmt: skip
         with self._connect_exclusive() as conn:
-            conn.execute(_insert(conn)(set_aside).on_conflict_do_nothing(index_elements=["measurement_id"]), rows)
+            conn.execute(dialect_insert(conn)(set_aside).on_conflict_do_nothing(index_elements=["measurement_id"]), rows)
             conn.execute(delete(table).where(table.c.id.in_([r["measurement_id"] for r in rows])))
             conn.commit()
         for r in rows:
@@ -378,7 +378,7 @@ def _filtered(
     return stmt
 
 
-def _insert(conn: Connection) -> Any:
+def dialect_insert(conn: Connection) -> Any:
     """The dialect's INSERT, which knows ON CONFLICT."""
     return sqlite.insert if conn.dialect.name == "sqlite" else postgresql.insert
 
@@ -390,7 +390,7 @@ def insert_measurements(conn: Connection, measurements: Iterable[Measurement]) -
     rows = {m.run_id: measurement_row(m) for m in measurements}
     if not rows:
         return set()
-    stmt = _insert(conn)(table).on_conflict_do_nothing(index_elements=["run_id"]).returning(table.c.run_id)
+    stmt = dialect_insert(conn)(table).on_conflict_do_nothing(index_elements=["run_id"]).returning(table.c.run_id)
     return set(conn.execute(stmt, [rows[k] for k in sorted(rows)]).scalars())
 
 
@@ -399,7 +399,7 @@ def insert_served(conn: Connection, served: Iterable[ServedEstimate]) -> int:
     rows = {s.run_id: s.model_dump() for s in served}
     if not rows:
         return 0
-    stmt = _insert(conn)(served_estimates).on_conflict_do_nothing(index_elements=["run_id"]).returning(served_estimates.c.run_id)
+    stmt = dialect_insert(conn)(served_estimates).on_conflict_do_nothing(index_elements=["run_id"]).returning(served_estimates.c.run_id)
     return len(conn.execute(stmt, [rows[k] for k in sorted(rows)]).scalars().all())
 
 

@@ -129,7 +129,42 @@ class SetAsideRow(Base):
     set_aside_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
+class JobHistoryRow(Base):
+    """One job of a site (submitted, started, ended), the history its user's later jobs are estimated from; owned by
+    :class:`predictor.store.job_history.JobHistory`. Times are Unix seconds, so run times are exact SQL differences."""
+
+    __tablename__ = "job_history"
+    __table_args__ = (
+        Index("ix_job_history_user_submit", "cluster", "user", "submit_at"),
+        Index("ix_job_history_user_end", "cluster", "user", "end_at"),
+        Index("ix_job_history_user_start", "cluster", "user", "start_at"),
+        Index("ix_job_history_cluster_submit", "cluster", "submit_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(200), unique=True)
+    cluster: Mapped[str] = mapped_column(String(200))
+    user: Mapped[str] = mapped_column(String(200))
+    group: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    account: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    partition: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    qos: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    time_limit_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    min_cpus: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    min_nodes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    pn_min_memory_mb: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    array_inx: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    work_dir: Mapped[str | None] = mapped_column(Text, nullable=True)
+    submit_at: Mapped[float] = mapped_column(Float)
+    start_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    end_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    state: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    seq: Mapped[int] = mapped_column(BigInteger)
+
+
 measurements = MeasurementRow.__table__
 served_estimates = ServedEstimateRow.__table__
 model_decisions = ModelDecisionRow.__table__
 set_aside = SetAsideRow.__table__
+job_history = JobHistoryRow.__table__

@@ -1,0 +1,51 @@
+"""History features of a job at its submission, from its request and its user's live history in the store.
+
+The features are :data:`features.history.FEATURE_NAMES`, computed by :func:`features.history.features_at`, the code
+the SWF replay uses, applied to the user's state read by :meth:`JobHistory.user_state`: a job of a site and the same
+job replayed from a log get the same features.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+
+from features.history import features_at
+from predictor.store.job_history import JobHistory
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A job being submitted: where, by whom, when (timezone-aware) and what it asks for (None: unknown).
+
+    ``seq`` places it among jobs recorded as submitted at the same instant (a log's line order); None puts it after
+    all of them, as for a job not recorded yet.
+    """
+
+    cluster: str
+    user: str
+    submit: datetime
+    time_limit_s: float | None
+    procs: int | None
+    group: str | None = None
+    account: str | None = None
+    partition: str | None = None
+    qos: str | None = None
+    name: str | None = None
+    min_nodes: int | None = None
+    pn_min_memory_mb: int | None = None
+    array_inx: str | None = None
+    work_dir: str | None = None
+    seq: int | None = None
+
+
+def submit_features(history: JobHistory, job: Submission, tz: tzinfo = UTC) -> dict[str, float]:
+    """The job's history features from what the store knew at its submit time (hour and weekday read in ``tz``)."""
+    state = history.user_state(job.cluster, job.user, job.submit, job.seq)
+    first = job.submit
+    if not state.submitted:  # only a user's first job reads the site's first submission
+        known = history.first_submit(job.cluster)
+        first = min(first, known) if known is not None else first
+    return features_at(
+        job.submit.timestamp(), job.time_limit_s, job.procs, state, first_submit=first.timestamp(), tz=tz
+    )

@@ -1,0 +1,75 @@
+"""The job history: idempotent recording that fills in starts and ends, and a user's state read back at an instant."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from features.history import UserHistory
+from predictor.store import MeasurementStore
+from predictor.store.job_history import JobHistory, JobRecord
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def rec(key: str, submit: float, start: float | None = None, end: float | None = None, user: str = "ann", **kw) -> JobRecord:
+    """A job of cluster c1 submitted, started and ended at seconds after T0."""
+    return JobRecord(key=key, cluster=kw.pop("cluster", "c1"), user=user, submit_at=at(submit), seq=kw.pop("seq", 0),
+                     start_at=None if start is None else at(start), end_at=None if end is None else at(end), **kw)  # fmt: skip
+
+
+def state(history: JobHistory, seconds: float, user: str = "ann", before_seq: int | None = None) -> UserHistory:
+    return history.user_state("c1", user, at(seconds), before_seq)
+
+
+def test_recording_is_idempotent_and_fills_in_start_and_end(store: MeasurementStore) -> None:
+    history = JobHistory(store.engine)
+    submitted = rec("j1", 0, min_cpus=4, time_limit_s=600, partition="batch")
+    assert history.record([submitted, rec("j2", 5)]) == 2
+    assert history.record([submitted]) == 0
+    assert state(history, 100).running == 0
+    assert history.record([rec("j1", 0, start=10), rec("j1", 0, start=10)]) == 0  # started: repeated in one batch too
+    assert (state(history, 100).running, state(history, 100).running_procs) == (1, 4)
+    history.record([rec("j1", 0, start=10, end=70, state="COMPLETED")])
+    later = state(history, 100)
+    assert (later.submitted, later.running, later.finished, list(later.recent)) == (2, 0, 1, [60.0])
+    history.record([rec("j1", 0)])  # a record knowing less erases nothing
+    assert list(state(history, 100).recent) == [60.0]
+    with store.engine.connect() as conn:
+        rows = conn.exec_driver_sql("SELECT key, min_cpus, time_limit_s, partition, state FROM job_history ORDER BY key").all()
+    assert [tuple(r) for r in rows] == [("j1", 4, 600.0, "batch", "COMPLETED"), ("j2", None, None, None, None)]
+
+
+def test_user_state_counts_only_what_was_known_at_the_instant(store: MeasurementStore) -> None:
+    history = JobHistory(store.engine)
+    history.record([
+        rec("a", 0, start=10, end=110, min_cpus=2),  # finished at 110
+        rec("b", 50, start=50, end=80),  # finished at 80
+        rec("c", 100, start=105, end=125, min_cpus=4),
+        rec("d", 100, start=None, end=101),  # cancelled before it started: a submission only
+        rec("e", 130, start=131, min_cpus=8),  # still running (no end yet)
+        rec("z", 0, start=0, end=1, user="bob"),  # another user
+        rec("y", 0, start=0, end=1, cluster="c2"),  # another cluster
+    ])  # fmt: skip
+    s = state(history, 100)
+    assert (s.submitted, s.last_submit, s.running, s.running_procs, s.finished, s.finished_total, list(s.recent)) == (
+        4, at(100).timestamp(), 1, 2, 1, 30.0, [30.0]
+    )  # fmt: skip
+    s = state(history, 100, before_seq=0)  # c and d have seq 0: not before a job of seq 0 submitted at 100
+    assert (s.submitted, s.last_submit) == (2, at(50).timestamp())
+    s = state(history, 200)
+    assert (s.submitted, s.running, s.running_procs, s.finished, s.finished_total, list(s.recent)) == (5, 1, 8, 3, 150.0, [20.0, 100.0, 30.0])
+    assert state(history, -1) == UserHistory()
+    assert history.first_submit("c1") == at(0) and history.first_submit("nowhere") is None
+
+
+def test_naive_times_are_refused(store: MeasurementStore) -> None:
+    with pytest.raises(ValueError, match="timezone"):
+        JobRecord(key="k", cluster="c", user="u", submit_at=datetime(2024, 1, 1), seq=1)
+    with pytest.raises(ValueError, match="timezone"):
+        JobHistory(store.engine).user_state("c", "u", datetime(2024, 1, 1))
