@@ -18,11 +18,16 @@ T = TypeVar("T")
 
 def write_text_atomically(path: Path, text: str, mode: int | None = None) -> None:
     """Replace ``path`` with ``text`` in one step (its folder created; ``mode`` its permissions, if given)."""
+    write_bytes_atomically(path, text.encode(), mode)
+
+
+def write_bytes_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` in one step (its folder created; ``mode`` its permissions, if given)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
-        with os.fdopen(handle, "w") as out:
-            out.write(text)
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
         if mode is not None:
             os.chmod(temporary, mode)
         os.replace(temporary, path)

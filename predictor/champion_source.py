@@ -9,18 +9,23 @@ the source's own URI (:func:`predictor.registry.registry_client`): polling never
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import pickle
+import sys
 import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from predictor.atomic import write_json_atomically
+from predictor.atomic import write_bytes_atomically, write_json_atomically
 from predictor.envelope import TrainingEnvelope
 from predictor.registry import (
     CHAMPION_ALIAS,
@@ -33,6 +38,7 @@ from predictor.registry import (
 )
 
 KEEP_VERSIONS = 3  # cached versions kept per registered model; older ones are pruned
+_PICKLED_WITH = ("numpy", "scikit-learn", "lightgbm", "torch", "mlflow")  # a loaded model's pickle is read by these versions only
 _NO_MODEL = "RESOURCE_DOES_NOT_EXIST"  # the registry does not know the registered model at all
 _NO_ALIAS = "INVALID_PARAMETER_VALUE"  # the model is registered, without a champion alias
 Pair = tuple[str, str]
@@ -210,24 +216,18 @@ class ChampionSource:
 
 
 def _load_folder(folder: Path, origin: str) -> LoadedChampion:
-    """Load a cached champion folder with the flavor it was saved in (sklearn, else MLflow's generic pyfunc)."""
-    import mlflow
-    from mlflow.models import Model
-
+    """Load a cached champion folder: from the pickle of its loaded model when an earlier load wrote one, else with
+    the MLflow flavor it was saved in (sklearn, else the generic pyfunc), writing that pickle for the next load."""
     facts = json.loads((folder / "champion.json").read_text())
-    model_dir = folder / "model"
-    meta = Model.load(str(model_dir))
-    flavor = "sklearn" if "sklearn" in meta.flavors else "python_function"
-    model = mlflow.sklearn.load_model(str(model_dir)) if flavor == "sklearn" else mlflow.pyfunc.load_model(str(model_dir))
+    flavor, model, examples = _loaded_model(folder, facts["tags"])
     tags = facts["tags"]
-    feature_names = json.loads(tags.get("features", "[]"))
     champion = Champion(
         algorithm=facts["algorithm"],
         platform=facts["platform"],
         name=facts["name"],
         version=facts["version"],
         flavor=flavor,
-        feature_names=feature_names,
+        feature_names=json.loads(tags.get("features", "[]")),
         model=model,
         tags=tags,
     )
@@ -235,7 +235,53 @@ def _load_folder(folder: Path, origin: str) -> LoadedChampion:
     if envelope_file.exists():
         champion = replace(champion, envelope=TrainingEnvelope.from_json(envelope_file.read_text()))
     registered_at = datetime.fromisoformat(facts["registered_at"]) if facts["registered_at"] else None
-    return LoadedChampion(champion, registered_at, facts["fit_seconds"], origin, _examples(meta, model_dir, feature_names))
+    return LoadedChampion(champion, registered_at, facts["fit_seconds"], origin, examples)
+
+
+def _loaded_model(folder: Path, tags: dict[str, str]) -> tuple[str, Any, np.ndarray | None]:
+    """The flavor, model and input examples of a cached folder.
+
+    MLflow's sklearn flavor loads through skops, whose import walks every scikit-learn estimator (and torch with
+    them): seconds for each process that loads a champion, the CLI's local ``predict`` among them. So the first load
+    of a folder pickles what it loaded, named by the versions of the libraries that pickled it; later loads with the
+    same versions read that alone. The pickle is this host's own file, written in the private cache, never downloaded.
+    """
+    loaded = folder / _pickle_name()
+    try:
+        flavor, model, examples = pickle.loads(loaded.read_bytes())
+        return flavor, model, examples
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        pass  # no pickle yet, or one an older library version cannot read: load from the MLflow folder again
+    import mlflow
+    from mlflow.models import Model
+
+    model_dir = folder / "model"
+    meta = Model.load(str(model_dir))
+    flavor = "sklearn" if "sklearn" in meta.flavors else "python_function"
+    model = mlflow.sklearn.load_model(str(model_dir)) if flavor == "sklearn" else mlflow.pyfunc.load_model(str(model_dir))
+    examples = _examples(meta, model_dir, json.loads(tags.get("features", "[]")))
+    try:
+        write_bytes_atomically(loaded, pickle.dumps((flavor, model, examples), protocol=pickle.HIGHEST_PROTOCOL))
+        for stale in folder.glob("loaded-*.pickle"):  # pickled by other library versions: never read again
+            if stale != loaded:
+                stale.unlink(missing_ok=True)
+    except (pickle.PicklingError, TypeError, AttributeError, OSError):
+        pass  # a model that does not pickle (or a read-only cache) is loaded from MLflow's folder every time
+    return flavor, model, examples
+
+
+@lru_cache(maxsize=1)
+def _pickle_name() -> str:
+    """``loaded-<digest>.pickle``, the digest of Python's and the model libraries' versions."""
+    versions = [sys.version, *(_version(name) for name in _PICKLED_WITH)]
+    return f"loaded-{hashlib.sha256(repr(versions).encode()).hexdigest()[:16]}.pickle"
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "absent"
 
 
 def _examples(meta: Any, model_dir: Path, feature_names: list[str]) -> np.ndarray | None:

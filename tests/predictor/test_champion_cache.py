@@ -1,0 +1,55 @@
+"""The champion cache's second load: from the pickle the first load wrote, without MLflow's skops path (issue 30, item 11)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow.sklearn
+import numpy as np
+from sklearn.linear_model import LinearRegression
+
+from predictor.champion_source import ChampionSource
+from predictor.registry import registered_name
+
+PAIR = ("mafft", "cpu1")
+LOAD_AGAIN = """
+import sys
+from pathlib import Path
+from predictor.champion_source import ChampionSource
+loaded = ChampionSource("sqlite:///unused.db", Path(sys.argv[1])).cached([("mafft", "cpu1")])[("mafft", "cpu1")]
+print(float(loaded.champion.model.predict([[2.0, 3.0]])[0]), "skops" in sys.modules, "mlflow" in sys.modules)
+"""
+
+
+def _cached_folder(cache: Path) -> Path:
+    """One champion version in the cache as a download leaves it: the MLflow model folder and its facts."""
+    folder = cache / registered_name(*PAIR) / "1"
+    model = LinearRegression().fit(np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]), np.array([1.0, 2.0, 3.0]))
+    mlflow.sklearn.save_model(model, str(folder / "model"), serialization_format="skops", skops_trusted_types=[])
+    facts = {"algorithm": PAIR[0], "platform": PAIR[1], "name": registered_name(*PAIR), "version": "1",
+             "tags": {"features": json.dumps(["a", "b"])}, "registered_at": None, "fit_seconds": None}  # fmt: skip
+    (folder / "champion.json").write_text(json.dumps(facts))
+    (folder.parent / "current.json").write_text(json.dumps({"version": "1"}))
+    return folder
+
+
+def test_a_champion_loaded_once_loads_again_without_mlflow(tmp_path: Path) -> None:
+    folder = _cached_folder(tmp_path / "cache")
+    first = ChampionSource("sqlite:///unused.db", tmp_path / "cache").cached([PAIR])[PAIR]
+    assert first.champion.flavor == "sklearn" and len(list(folder.glob("loaded-*.pickle"))) == 1
+    expected = float(first.champion.model.predict(np.array([[2.0, 3.0]]))[0])
+    again = subprocess.run([sys.executable, "-c", LOAD_AGAIN, str(tmp_path / "cache")], capture_output=True, text=True, timeout=120, check=True)
+    prediction, skops, mlflow_loaded = again.stdout.split()
+    assert float(prediction) == expected and (skops, mlflow_loaded) == ("False", "False")
+
+
+def test_an_unreadable_pickle_is_loaded_from_the_mlflow_folder_and_replaced(tmp_path: Path) -> None:
+    folder = _cached_folder(tmp_path / "cache")
+    ChampionSource("sqlite:///unused.db", tmp_path / "cache").cached([PAIR])
+    (pickled,) = folder.glob("loaded-*.pickle")
+    pickled.write_bytes(b"not a pickle")
+    loaded = ChampionSource("sqlite:///unused.db", tmp_path / "cache").cached([PAIR])[PAIR]
+    assert loaded.champion.model.predict(np.array([[1.0, 1.0]]))[0] == 3.0 and pickled.read_bytes() != b"not a pickle"
