@@ -119,8 +119,8 @@ class TrainingOutcome:
 
     ``challenger`` is the session's best candidate (a member or ``ensemble``); ``serving`` the zoo
     member of the version the alias points at after the decision and ``version`` its number
-    (None when nothing serves, or on a dry run that would change it); ``registered`` the
-    versions this session added.
+    (None when nothing serves, or on a dry run that would change it); ``serving_run`` the session's child run of
+    that candidate (None when it is none of them); ``registered`` the versions this session added.
     """
 
     algorithm: str
@@ -132,6 +132,7 @@ class TrainingOutcome:
     registered: list[str]
     metrics: dict[str, dict[str, float]]
     n_rows: int
+    serving_run: str | None = None
 
 
 def fold_plan_path(settings: Settings, algorithm: str, platform: str) -> Path:
@@ -475,16 +476,18 @@ def _outcome(
     serve = pick.decision.serve
     aliased = next((version for version, alias in registered if alias), None)
     if serve is Serve.CHALLENGER and (dry_run or aliased):
-        serving, version = pick.challenger.model_name, aliased
+        serving, version, run = pick.challenger.model_name, aliased, pick.challenger.run_id
     elif serve is Serve.INCUMBENT and (dry_run or aliased):
         serving, version = pick.incumbent.model_name if pick.incumbent else None, aliased
-    else:  # the alias stays (or the refit of what should take it failed)
+        run = pick.incumbent.run_id if pick.incumbent else None
+    else:  # the alias stays (or the refit of what should take it failed): its candidate on this plan, if logged
         serving = label(incumbent.composition) if incumbent else None
         version = incumbent.version if incumbent else None
+        run = pick.incumbent.run_id if incumbent and pick.incumbent else None
     return TrainingOutcome(
         algorithm=ts.algorithm, platform=ts.platform, challenger=pick.challenger.model_name, decision=pick.decision,
         serving=serving, version=version, registered=[v for v, _ in registered],
-        metrics={c.model_name: c.metrics for c in pick.candidates}, n_rows=len(ts),
+        metrics={c.model_name: c.metrics for c in pick.candidates}, n_rows=len(ts), serving_run=run,
     )  # fmt: skip
 
 
@@ -497,6 +500,7 @@ def _session_tags(outcome: TrainingOutcome) -> dict[str, str]:
         f"guard.{p}": outcome.decision.verdict.value,
         f"guard_reason.{p}": outcome.decision.reason[:4000],
         f"champion_version.{p}": outcome.version or "",
+        f"champion_run.{p}": outcome.serving_run or "",
     }
 
 

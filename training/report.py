@@ -102,6 +102,8 @@ def _row(child: mlflow.entities.Run, parent_tags: dict[str, str]) -> ReportRow:
     """A report row from a candidate's child run."""
     tags, metrics = child.data.tags, child.data.metrics
     platform, model = tags["platform"], tags["model_kind"]
+    if child.data.params.get("role") == "incumbent":  # the serving ensemble's fixed weights, beside the session's own
+        model = f"{model} (incumbent)"
     return ReportRow(
         platform=platform,
         model=model,
@@ -109,8 +111,16 @@ def _row(child: mlflow.entities.Run, parent_tags: dict[str, str]) -> ReportRow:
         target_transform=tags.get("target_transform", "raw"),
         metrics={k: metrics[f"cv_{k}"] for k in REPORT_METRICS if f"cv_{k}" in metrics},
         fit_seconds=metrics.get("fit_seconds", float("nan")),
-        champion=parent_tags.get(f"champion.{platform}") == model,
+        champion=_is_champion(child, parent_tags, platform),
     )
+
+
+def _is_champion(child: mlflow.entities.Run, parent_tags: dict[str, str], platform: str) -> bool:
+    """Whether ``child`` is the candidate that serves ``platform``: by its run id (one session may log two runs of one
+    member, an ensemble as challenger and as incumbent); sessions older than that tag, by the member's name."""
+    if (run := parent_tags.get(f"champion_run.{platform}")) is not None:
+        return child.info.run_id == run
+    return parent_tags.get(f"champion.{platform}") == child.data.tags["model_kind"]
 
 
 @dataclass(frozen=True)
