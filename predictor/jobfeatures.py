@@ -46,6 +46,20 @@ def feature_names(algorithm: Algorithm) -> frozenset[str]:
     return frozenset({*files, *_params_extractor(algorithm).names, *algorithm.derived} or HISTORY_FEATURES)
 
 
+_KNOWN: dict[int, tuple[Algorithm, frozenset[str]]] = {}  # id -> (the algorithm, its names): see known_feature_names
+
+
+def known_feature_names(algorithm: Algorithm) -> frozenset[str]:
+    """:func:`feature_names`, computed once per loaded algorithm: validating a row asks for them, and building them
+    (an extractor per parameter) costs more than the rest of the row's checks. A loaded catalog never changes."""
+    hit = _KNOWN.get(id(algorithm))
+    if hit is None or hit[0] is not algorithm:
+        if len(_KNOWN) > 4096:  # catalogs loaded again and again (tests): forget the old ones
+            _KNOWN.clear()
+        hit = _KNOWN[id(algorithm)] = (algorithm, feature_names(algorithm))
+    return hit[1]
+
+
 def file_features(algorithm: Algorithm, params: dict[str, Any], **extractor_options: Any) -> dict[str, float]:
     """Features of every input file named in ``params``, keyed ``<parameter>.<feature>``."""
     out: dict[str, float] = {}

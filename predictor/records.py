@@ -30,7 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 from features import FeatureError
 from predictor.catalog import Algorithm, Catalog, Parameter
 from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, Source
-from predictor.jobfeatures import file_parameters, job_features
+from predictor.jobfeatures import file_parameters, job_features, known_feature_names
 from predictor.store.limits import unstorable
 
 OBJECTS = {"params": "param.", "features": "feature.", "context": "context."}  # object column -> prefix of one entry
@@ -98,7 +98,9 @@ def validate(record: Record, catalog: Catalog, defaults: Defaults, locate: Locat
         raise RowError("wall_seconds", "missing: the wall time is the target the models learn")
     if data["wall_seconds"] > MAX_WALL_SECONDS:
         raise RowError("wall_seconds", f"{data['wall_seconds']:g} s is over a year ({MAX_WALL_SECONDS} s): not a plausible run")
-    if not features:
+    if features:
+        check_feature_names(features, known_feature_names(algorithm))
+    else:
         features = _input_features(algorithm, params, locate)
     try:
         measurement = Measurement.model_validate(
@@ -127,6 +129,15 @@ def _typed_fields(fields: dict[str, Any]) -> dict[str, Any]:
     if "censored" in data:
         data["censored"] = _flag("censored", data["censored"])
     return data
+
+
+def check_feature_names(features: dict[str, float], known: frozenset[str]) -> None:
+    """RowError for features the run's algorithm does not have: stored, they would widen every export and training
+    table with a column no extractor fills."""
+    unknown = sorted(set(features) - known)
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise RowError("features", f"unknown feature(s) {shown}; known: {', '.join(sorted(known))}")
 
 
 def _check_catalog(data: dict[str, Any], catalog: Catalog) -> Algorithm:

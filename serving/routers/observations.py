@@ -12,7 +12,6 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from predictor.domain import Measurement, ServedEstimate
-from predictor.jobfeatures import feature_names
 from predictor.oracle import Job
 from predictor.records import RowError, validate_record
 from serving.auth import require_token
@@ -67,11 +66,8 @@ def _store(state: ServiceState, items: list[ObservationIn]) -> ObservationsRespo
     """
     good, rejected, told = [], [], []
     locate = partial(resolve_under_roots, roots=state.settings.data_roots)
-    algorithms = state.catalog.algorithms
-    known = {name: feature_names(algorithms[name]) for name in {item.algorithm for item in items} if name in algorithms}
     for index, item in enumerate(items):
         try:
-            _check_feature_names(item.features, known.get(item.algorithm))
             measurement = validate_record(
                 item.model_dump(exclude_none=True, exclude={"served"}), state.catalog, source=item.source, locate=locate
             )
@@ -86,17 +82,6 @@ def _store(state: ServiceState, items: list[ObservationIn]) -> ObservationsRespo
     for outcome, n in (("stored", len(result.stored)), ("duplicate", len(result.duplicates)), ("rejected", len(rejected))):
         state.metrics.observations.labels(outcome).inc(n)
     return ObservationsResponse(stored=result.stored, duplicates=result.duplicates, rejected=rejected)
-
-
-def _check_feature_names(features: dict[str, float], known: frozenset[str] | None) -> None:
-    """RowError for features the run's algorithm does not have (``known``; None: an unknown algorithm, which
-    validate_record reports): stored, they would widen every export and training table."""
-    if known is None:
-        return
-    unknown = sorted(set(features) - known)
-    if unknown:
-        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-        raise RowError("features", f"unknown feature(s) {shown}; known: {', '.join(sorted(known))}")
 
 
 def _served_now(state: ServiceState, runs: list[Measurement], told: set[str]) -> list[ServedEstimate]:

@@ -40,7 +40,7 @@ def test_good_csv_is_stored_with_typed_params_features_and_times(
 ) -> None:
     fasta = write(tmp_path / "in.fa", ">a\nACGT\n>b\nGG\n")
     path = write(tmp_path / "runs.csv", f"""
-run_id,algorithm,platform,machine,wall_seconds,cpu_seconds,max_rss_kb,exit_status,cache_state,recorded_at,param.threads,param.evalue,param.ungapped,param.task,feature.query_length,params,context.queue
+run_id,algorithm,platform,machine,wall_seconds,cpu_seconds,max_rss_kb,exit_status,cache_state,recorded_at,param.threads,param.evalue,param.ungapped,param.task,feature.query.residues,params,context.queue
 r1,blastn,cpu-small,node-1,12.5,40.25,2048,0,warm,2026-03-01T12:00:00+02:00,4,1e-5,yes,blastn,1500,"{{""query"": ""q.fa""}}",short
 r2,mafft,cpu-small,node-2,3,,,1,cold,2026-03-01 10:00:00,,,,,,"{{""input"": ""{fasta}""}}",
 """)
@@ -49,7 +49,7 @@ r2,mafft,cpu-small,node-2,3,,,1,cold,2026-03-01 10:00:00,,,,,,"{{""input"": ""{f
     first, second = store.measurements(successful_only=False)
     assert first.params == {"query": "q.fa", "threads": 4, "evalue": 1e-5, "ungapped": True, "task": "blastn"}
     assert isinstance(first.params["threads"], int)
-    assert first.features == {"query_length": 1500.0}
+    assert first.features == {"query.residues": 1500.0}
     assert (first.machine, first.cpu_seconds, first.max_rss_kb, first.cache_state) == ("node-1", 40.25, 2048, CacheState.WARM)
     assert first.recorded_at == datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
     assert first.source is Source.IMPORT and first.context == {"queue": "short"}
@@ -68,14 +68,14 @@ def test_good_parquet_is_stored(tmp_path: Path, store: MeasurementStore, catalog
         "max_rss_kb": [1024, None],
         "recorded_at": pd.to_datetime(["2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"]),
         "param.threads": [8, 16],
-        "feature.query_length": [100.0, None],
+        "feature.query.residues": [100.0, None],
         "params": ['{"query": "a.fa"}', json.dumps({"query": str(query)})],
     }).to_parquet(path)  # fmt: skip
     report = ingest_file(path, store, catalog, source=Source.PROBE, machine="imported")
     assert (report.rows, report.stored, report.rejected) == (2, 2, [])
     gpu, cpu = store.measurements()
     assert gpu.params == {"query": "a.fa", "threads": 8} and gpu.max_rss_kb == 1024
-    assert gpu.features == {"query_length": 100.0}  # given, so the missing a.fa is not read
+    assert gpu.features == {"query.residues": 100.0}  # given, so the missing a.fa is not read
     assert cpu.features["query.residues"] == 8 and cpu.features["threads"] == 16  # none given: read from b.fa
     assert cpu.max_rss_kb is None and cpu.machine == "imported"
     assert cpu.source is Source.PROBE and cpu.recorded_at == datetime(2026, 1, 2, tzinfo=UTC)
@@ -91,13 +91,13 @@ j1,blastn,cpu-small,7.5,320,alice
 """)
     mapping = {
         "job": "run_id", "tool": "algorithm", "node_class": "platform", "runtime": "wall_seconds",
-        "qlen": "feature.query_length", "user": "context.user",
+        "qlen": "feature.query.residues", "user": "context.user",
     }  # fmt: skip
     report = ingest_file(path, store, catalog, mapping=mapping)
     assert report.stored == 1
     [m] = store.measurements()
     assert (m.run_id, m.algorithm, m.wall_seconds, m.features, m.context) == (
-        "j1", "blastn", 7.5, {"query_length": 320.0}, {"user": "alice"},
+        "j1", "blastn", 7.5, {"query.residues": 320.0}, {"user": "alice"},
     )  # fmt: skip
     with pytest.raises(IngestError, match="mapped columns not in the file: nope"):
         ingest_file(path, store, catalog, mapping={**mapping, "nope": "machine"})
@@ -120,7 +120,7 @@ def test_options_fill_missing_algorithm_and_platform_only(
 
 
 BAD_CSV = """
-run_id,algorithm,platform,wall_seconds,cpu_seconds,exit_status,cache_state,param.threads,param.task,feature.query_length,context.note
+run_id,algorithm,platform,wall_seconds,cpu_seconds,exit_status,cache_state,param.threads,param.task,feature.query.residues,context.note
 ok-1,blastn,cpu-small,1.0,,,,,,,"a note
 spanning two lines"
 bad-algo,blastx,cpu-small,1.0,,,,,,,
@@ -154,7 +154,7 @@ EXPECTED_REJECTS = [
     (14, "param.threads", "expected an integer"),
     (15, "param.threads", "below the minimum"),
     (16, "param.task", "not one of megablast, blastn"),
-    (17, "feature.query_length", "expected a number"),
+    (17, "feature.query.residues", "expected a number"),
     (18, "(row)", "has 3 fields but the header has 11"),
 ]
 
@@ -186,12 +186,12 @@ run_id,algorithm,platform,wall_seconds,param.word_size,params,features
 p1,blastn,cpu-small,1,11,,
 p2,blastn,cpu-small,1,,not json,
 p3,blastn,cpu-small,1,,[1],
-p4,blastn,cpu-small,1,,"{""threads"": 2}","{""query_length"": ""x""}"
-p5,blastn,cpu-small,1,,"{""threads"": 2}","{""query_length"": 5}"
+p4,blastn,cpu-small,1,,"{""threads"": 2}","{""query.residues"": ""x""}"
+p5,blastn,cpu-small,1,,"{""threads"": 2}","{""query.residues"": 5}"
 """)
     report = ingest_file(path, store, catalog)
     assert [(r.line, r.field) for r in report.rejected] == [
-        (2, "param.word_size"), (3, "params"), (4, "params"), (5, "feature.query_length"),
+        (2, "param.word_size"), (3, "params"), (4, "params"), (5, "feature.query.residues"),
     ]  # fmt: skip
     assert "not a parameter of this algorithm" in report.rejected[0].message
     assert report.stored == 1 and store.measurements()[0].params == {"threads": 2}
@@ -347,7 +347,7 @@ def test_values_the_store_cannot_hold_are_rejected_by_line_and_field_on_both_bac
         ("exit_status", [False, True], "exit_status"),
         ("max_rss_kb", [False, True], "max_rss_kb"),
         ("recorded_at", [1767225600, 0], "recorded_at"),
-        ("feature.query_length", [False, True], "feature.query_length"),
+        ("feature.query.residues", [False, True], "feature.query.residues"),
     ],
 )
 def test_booleans_are_not_numbers_and_numbers_are_not_times(
@@ -414,3 +414,16 @@ def test_rows_are_stored_chunk_by_chunk_before_the_file_ends(
     )  # fmt: skip
     assert store.count() == 29
     assert [row["run_id"] for row in read_rejects(tmp_path / "rejects" / "runs.rejects.csv")] == ["bad"]
+
+
+def test_features_the_algorithm_does_not_have_reject_their_row(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
+    """Issue 30, item 7: ingest refuses what the API refuses; a stored made-up name would widen every training table."""
+    path = write(tmp_path / "names.csv", """
+run_id,algorithm,platform,wall_seconds,feature.query.residues,features
+n1,blastn,cpu-small,1,150,
+n2,blastn,cpu-small,1,150,"{""junk"": 1}"
+""")
+    report = ingest_file(path, store, catalog)
+    assert [(r.line, r.field) for r in report.rejected] == [(3, "features")]
+    assert report.rejected[0].message.startswith("unknown feature(s) junk; known: evalue, query.bytes")
+    assert [m.run_id for m in store.measurements()] == ["n1"]
