@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, or_, select, union_all
+from sqlalchemy import Engine, Float, Select, and_, bindparam, func, or_, select, union_all
 
 from features.history import LAST, UserHistory
 from predictor.store.store import dialect_insert
@@ -96,28 +96,11 @@ class JobHistory:
     def user_state(self, cluster: str, user: str, at: datetime, before_seq: int | None = None) -> UserHistory:
         """The user's state at ``at`` (times as Unix seconds): jobs submitted before it (at the same instant: those
         with a smaller ``seq``; every one when ``before_seq`` is None), of which the running and the finished ones."""
-        now = _seconds(at)
-        c = table.c
-        mine = and_(c.cluster == cluster, c.user == user)
-        earlier = c.submit_at <= now if before_seq is None else or_(c.submit_at < now, and_(c.submit_at == now, c.seq < before_seq))
-        started = and_(mine, earlier, c.start_at <= now)
-        finished = and_(started, c.end_at <= now)
-        running = union_all(
-            select(c.min_cpus).where(started, c.end_at > now),
-            select(c.min_cpus).where(started, c.end_at.is_(None)),
-        ).subquery()
-        counts = select(  # one round trip
-            select(func.count()).where(mine, earlier).scalar_subquery(),
-            select(func.max(c.submit_at)).where(mine, earlier).scalar_subquery(),
-            select(func.count()).where(finished).scalar_subquery(),
-            select(func.sum(c.end_at - c.start_at)).where(finished).scalar_subquery(),
-            select(func.count()).select_from(running).scalar_subquery(),
-            select(func.sum(func.coalesce(running.c.min_cpus, 0))).scalar_subquery(),
-        )
-        recent = select(c.end_at - c.start_at).where(finished).order_by(c.end_at.desc(), c.seq.desc()).limit(LAST)
+        counts, recent = _STATE_QUERIES[before_seq is not None]
+        values = {"cluster": cluster, "user": user, "now": _seconds(at), "seq": before_seq}
         with self.engine.connect() as conn:
-            submitted, last_submit, done, total, run, procs = conn.execute(counts).one()
-            runs = [float(r) for r in conn.execute(recent).scalars()]
+            submitted, last_submit, done, total, run, procs = conn.execute(counts, values).one()
+            runs = [float(r) for r in conn.execute(recent, values).scalars()]
         return UserHistory(
             submitted=int(submitted),
             last_submit=float(last_submit or 0.0),
@@ -129,10 +112,43 @@ class JobHistory:
         )
 
     def first_submit(self, cluster: str) -> datetime | None:
-        """When the cluster's first recorded job was submitted (None: no job recorded)."""
+        """When the cluster's first recorded job was submitted (None: no job recorded). It reads every row of the
+        cluster (an index on (cluster, submit_at) would be cheaper here, but PostgreSQL picked it, before it had
+        statistics, for the per-user queries, 5 times slower), so it is asked only for a user's first job."""
         with self.engine.connect() as conn:
             first = conn.execute(select(func.min(table.c.submit_at)).where(table.c.cluster == cluster)).scalar()
         return None if first is None else datetime.fromtimestamp(first, UTC)
+
+
+def _state_queries(ties: bool) -> tuple[Select[Any], Select[Any]]:
+    """The two queries of :meth:`JobHistory.user_state`, built once (building one costs more than running it): the
+    counts and sums in one round trip, and the latest run times. ``ties``: jobs submitted at ``now`` count when their
+    ``seq`` is below the bound ``seq``."""
+    c = table.c
+    now = bindparam("now", type_=Float)
+    mine = and_(c.cluster == bindparam("cluster"), c.user == bindparam("user"))
+    earlier = c.submit_at <= now  # a range of the (cluster, user, submit_at) index
+    if ties:
+        earlier = and_(earlier, or_(c.submit_at < now, c.seq < bindparam("seq")))
+    started = and_(mine, earlier, c.start_at <= now)
+    finished = and_(started, c.end_at <= now)
+    running = union_all(  # two index ranges: ended after now, or not ended (yet)
+        select(c.min_cpus).where(started, c.end_at > now),
+        select(c.min_cpus).where(started, c.end_at.is_(None)),
+    ).subquery()
+    counts = select(
+        select(func.count()).where(mine, earlier).scalar_subquery(),
+        select(func.max(c.submit_at)).where(mine, earlier).scalar_subquery(),
+        select(func.count()).where(finished).scalar_subquery(),
+        select(func.sum(c.end_at - c.start_at)).where(finished).scalar_subquery(),
+        select(func.count()).select_from(running).scalar_subquery(),
+        select(func.sum(func.coalesce(running.c.min_cpus, 0))).scalar_subquery(),
+    )
+    recent = select(c.end_at - c.start_at).where(finished).order_by(c.end_at.desc(), c.seq.desc()).limit(LAST)
+    return counts, recent
+
+
+_STATE_QUERIES = {ties: _state_queries(ties) for ties in (False, True)}
 
 
 def _merge(old: JobRecord, new: JobRecord) -> JobRecord:
