@@ -138,6 +138,7 @@ class JobHistoryRow(Base):
         Index("ix_job_history_user_submit", "cluster", "user", "submit_at"),
         Index("ix_job_history_user_end", "cluster", "user", "end_at"),
         Index("ix_job_history_user_start", "cluster", "user", "start_at"),
+        Index("ix_job_history_cluster_submit", "cluster", "submit_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -19,6 +19,7 @@ INDEXES = {
     "ix_job_history_user_submit": ["cluster", "user", "submit_at"],
     "ix_job_history_user_end": ["cluster", "user", "end_at"],
     "ix_job_history_user_start": ["cluster", "user", "start_at"],
+    "ix_job_history_cluster_submit": ["cluster", "submit_at"],
 }
 
 
