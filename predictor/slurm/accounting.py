@@ -3,7 +3,7 @@
 ``sacct`` columns (``sacct -P -X -o <columns>``; ``-c`` reads the completion log instead of the database): the
 required :data:`SACCT_REQUIRED` and any of :data:`SACCT_OPTIONAL`::
 
-    sacct -P -X -o JobID,JobName,State,Elapsed,Timelimit,ReqCPUS,ReqMem,Partition,Comment,ExitCode,NodeList,Start,End,Submit,WorkDir,User,Cluster,Group,Account,QOS,ReqNodes,NNodes,ArrayJobID,ArrayTaskID
+    sacct -P -X -o JobID,JobName,State,Elapsed,Timelimit,ReqCPUS,ReqMem,Partition,Comment,ExitCode,NodeList,Start,End,Submit,WorkDir,User,Cluster,Group,Account,QOS,ReqNodes,NNodes
 
 Job steps (``123.batch``) are left out: a job is one allocation line. ``Timelimit`` may be raw minutes (``sacct
 -c``) or a duration, ``State`` may read ``CANCELLED by 0``. The ``jobcomp/filetxt`` log has one job per line as
@@ -25,9 +25,13 @@ from predictor.walltime import parse_walltime
 SACCT_REQUIRED = ("JobID", "JobName", "State", "Elapsed", "Timelimit", "ReqCPUS", "ReqMem", "Partition", "Comment")
 SACCT_OPTIONAL = (
     "ExitCode", "NodeList", "Start", "End", "Submit", "WorkDir", "User", "Cluster", "Group", "Account", "QOS", "ReqNodes",
-    "NNodes", "ArrayJobID", "ArrayTaskID",
+    "NNodes",
 )  # fmt: skip
 SACCT_COLUMNS = SACCT_REQUIRED + SACCT_OPTIONAL
+FINISHED = frozenset({"COMPLETED"})
+STOPPED = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})  # the system ended the run before it was done: censored
+FAILED = frozenset({"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "CANCELLED"})
+ENDED = FINISHED | STOPPED | FAILED  # states of a job that ended; any other (PENDING, RUNNING, REQUEUED, ...) did not
 _JOBCOMP_KEY = re.compile(r"(?:^|\s)([A-Za-z]+)=")
 _MEMORY = re.compile(r"(?:^|,)mem=([^,]+)")
 _MEGABYTES = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)([nc]?)$")
@@ -67,7 +71,8 @@ class SlurmJob:
     account: str | None = None
     qos: str | None = None
     req_nodes: int | None = None
-    array_job: str | None = None  # the array's job id and this task's index, for an array's task
+    array_job: str | None = None  # the array's job id and this task's index, for an array's task (sacct's JobID
+    # 40_2, the completion log's ArrayJobId and ArrayTaskId)
     array_task: str | None = None
 
     @property
@@ -138,6 +143,8 @@ def _parsed(read: Callable[[dict[str, str]], SlurmJob], fields: dict[str, str]) 
 
 def _sacct_job(row: dict[str, str]) -> SlurmJob:
     code, signal = _exit(row.get("ExitCode", "0:0"))
+    array_job, _, array_task = row["JobID"].partition("_")  # an array's task: <array job>_<index>
+    array_job = array_job if array_task else ""
     return SlurmJob(
         job_id=_required(row, "JobID"), name=row["JobName"], state=_state(row["State"]),
         elapsed=_duration("Elapsed", row["Elapsed"], required=True), time_limit=_duration("Timelimit", row["Timelimit"]),
@@ -147,7 +154,7 @@ def _sacct_job(row: dict[str, str]) -> SlurmJob:
         submit=_time("Submit", row.get("Submit", "")), work_dir=row.get("WorkDir") or None, user=row.get("User") or None,
         group=row.get("Group") or None, account=row.get("Account") or None, qos=row.get("QOS") or None,
         req_nodes=_count("ReqNodes", row.get("ReqNodes", "")) or _count("NNodes", row.get("NNodes", "")),
-        array_job=_array(row.get("ArrayJobID", "")), array_task=_array(row.get("ArrayTaskID", "")),
+        array_job=array_job or None, array_task=array_task or None,
     )  # fmt: skip
 
 
@@ -209,9 +216,10 @@ def _name(text: str) -> str | None:
 
 
 def _array(text: str) -> str | None:
-    """An array's job id or task index; None for a job that is no array's task (empty, or sacct's ``4294967294``)."""
+    """An array's job id or task index from the completion log; None for a job that is no array's task (empty, 0, or
+    ``NO_VAL``)."""
     text = text.strip()
-    return None if not text or text in ("4294967294", "N/A", "None") else text
+    return None if not text or text in ("0", "4294967294", "N/A", "None") else text
 
 
 def _exit(text: str) -> tuple[int, int]:

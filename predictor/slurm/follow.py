@@ -1,8 +1,8 @@
 """``predictor slurm follow``: completions of the ``jobcomp/filetxt`` log into the store as they are written.
 
 Each pass reads the complete lines written since the last one, turns them into measurements
-(:mod:`predictor.slurm.ingest`) and stores them, then saves how far it read to a cursor file (the log's inode and
-byte offset). Killed at any point and started again it reads on from the cursor; lines read again after a kill
+(:mod:`predictor.slurm.ingest`) and stores them, with every ended job as its user's history, then saves how far it
+read to a cursor file (the log's inode and byte offset). Killed at any point and started again it reads on from the cursor; lines read again after a kill
 between the store's commit and the cursor's write are stored once, since a run's id is fixed. A log that was
 rotated (another inode, or shorter than the cursor) is read from its start.
 
@@ -30,9 +30,11 @@ from predictor.passes import every_interval
 from predictor.slurm.accounting import SlurmJob, read_jobcomp
 from predictor.slurm.control import SlurmError
 from predictor.slurm.guard import WalltimeGuard
+from predictor.slurm.history import history_records
 from predictor.slurm.ingest import convert
 from predictor.slurm.rules import JobFacts, MappingError, Rules, map_job
 from predictor.store import MeasurementStore
+from predictor.store.job_history import JobHistory
 
 log = logging.getLogger(__name__)
 Comments = Callable[[Sequence[str]], dict[str, str]]
@@ -102,7 +104,9 @@ class Follower:
         lines = complete.decode("utf-8", errors="replace").splitlines()
         parsed = list(read_jobcomp(lines, first_line=cursor.line + 1))
         parsed = self._with_comments(parsed)
-        out = convert(parsed, self.rules, self.catalog, cluster=self.cluster, source=Source.PRODUCTION)
+        history = JobHistory(self.store.engine)
+        history.record(history_records(parsed, self.cluster, self.rules))
+        out = convert(parsed, self.rules, self.catalog, cluster=self.cluster, source=Source.PRODUCTION, history=history)
         result = self.store.add(out.measurements, out.served)
         if self.guard is not None:
             self._guard(parsed)

@@ -5,7 +5,10 @@ One measurement per run of a job that ran and ended, validated like any row (:fu
 - ``run_id`` ``slurm-<cluster>-<job id>-<start>``: a requeued job's runs are distinct, a run imported twice (from
   ``sacct`` and from the completion log alike) is stored once;
 - ``algorithm``, ``platform`` and ``params`` from :func:`predictor.slurm.rules.map_job` (the plugin's tag in the
-  comment, else the rules on the job's name and partition); features are read from the input files it names;
+  comment, else the rules on the job's name and partition); features are read from the input files it names. A
+  job neither maps is a run of its job class (:func:`predictor.slurm.rules.class_of`) when the catalog has one,
+  with its history features at its submit time (:func:`predictor.submit_history.submit_features`: the jobs read are
+  recorded as history first);
 - ``wall_seconds`` the elapsed time; ``machine`` the node of a one-node job;
 - the outcome by state: ``COMPLETED`` a finished run; ``TIMEOUT``, ``PREEMPTED`` and ``DEADLINE`` **censored**
   (the system stopped it: its time is a lower bound); ``FAILED``, ``OUT_OF_MEMORY``, ``NODE_FAIL``, ``BOOT_FAIL``
@@ -13,37 +16,48 @@ One measurement per run of a job that ran and ended, validated like any row (:fu
   reached their time limit (the limit stopped them, whatever the state says);
 - the estimate its tag says it was served, stored beside it (what scores the model live).
 
-Skipped (valid, but not a measurement of ours): jobs no rule or word maps to an algorithm, jobs that never ran
-(ended with no elapsed time without completing) and runs that did not end (``PENDING``, ``REQUEUED``, ...).
-Rejected: lines that cannot be read and jobs whose mapping or values the catalog refuses.
+Skipped (valid, but not a measurement of ours): jobs the rule file excludes, jobs no rule or word maps to an
+algorithm and without a job class, jobs that never ran (ended with no elapsed time without completing) and runs that did not end
+(``PENDING``, ``REQUEUED``, ...). Rejected: lines that cannot be read and jobs whose mapping or values the catalog
+refuses.
+
+Every ended job but the excluded, mapped or not, is also its user's history (:mod:`predictor.slurm.history`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import Literal
 
+from features.history import FEATURE_NAMES
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, ServedEstimate, Source
 from predictor.ingest import IngestError, IngestReport, Reject, write_rejects
+from predictor.jobfeatures import feature_names
 from predictor.records import RowError, validate_record
 from predictor.slurm.accounting import (
+    ENDED,
+    FAILED,
+    FINISHED,
+    STOPPED,
     AccountingError,
     Parsed,
     SlurmJob,
     read_jobcomp,
     read_sacct,
 )
-from predictor.slurm.rules import JobFacts, MappingError, Rules, map_job
+from predictor.slurm.history import history_records, submission_of
+from predictor.slurm.rules import JobFacts, MappingError, Rules, class_of, map_job
 from predictor.store import MeasurementStore
+from predictor.store.job_history import JobHistory
+from predictor.submit_history import submit_features
 
 SlurmFormat = Literal["sacct", "jobcomp"]
-FINISHED = frozenset({"COMPLETED"})
-STOPPED = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})  # the system ended the run before it was done: censored
-FAILED = frozenset({"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "CANCELLED"})
 CANCELLED_EXIT = 2  # as the SWF import stores a cancelled job
+HISTORY_FEATURES = frozenset(FEATURE_NAMES)  # what a job class's runs are described by
 
 
 @dataclass
@@ -57,9 +71,19 @@ class Converted:
 
 
 def convert(
-    parsed: Iterable[Parsed], rules: Rules, catalog: Catalog, *, cluster: str = "slurm", source: Source = Source.PRODUCTION
+    parsed: Iterable[Parsed],
+    rules: Rules,
+    catalog: Catalog,
+    *,
+    cluster: str = "slurm",
+    source: Source = Source.PRODUCTION,
+    history: JobHistory | None = None,
 ) -> Converted:
-    """Each parsed line as a measurement (with its served estimate), a skip or a reject; job steps are dropped."""
+    """Each parsed line as a measurement (with its served estimate), a skip or a reject; job steps are dropped.
+
+    A run of a job class gets its history features at its submit time from ``history`` (where the jobs read were
+    recorded first); without one it is skipped.
+    """
     out = Converted()
     for line, job in parsed:
         if job is None:
@@ -68,7 +92,7 @@ def convert(
             out.rejected.append(Reject(line, job.field, job.message))
             continue
         try:
-            result = measurement_of(job, rules, catalog, cluster=cluster, source=source)
+            result = measurement_of(job, rules, catalog, cluster=cluster, source=source, history=history)
         except (MappingError, RowError) as exc:
             out.rejected.append(Reject(line, getattr(exc, "field", "Comment"), getattr(exc, "message", str(exc))))
             continue
@@ -83,22 +107,36 @@ def convert(
 
 
 def measurement_of(
-    job: SlurmJob, rules: Rules, catalog: Catalog, *, cluster: str = "slurm", source: Source = Source.PRODUCTION
+    job: SlurmJob,
+    rules: Rules,
+    catalog: Catalog,
+    *,
+    cluster: str = "slurm",
+    source: Source = Source.PRODUCTION,
+    history: JobHistory | None = None,
 ) -> tuple[Measurement, ServedEstimate | None] | str:
     """The job's run as a measurement and the estimate it was served, or why it is no measurement (a skip)."""
-    if job.state not in FINISHED | STOPPED | FAILED:
+    if rules.exclude.excludes(job.user, job.account, job.partition):
+        return "excluded by the rule file"
+    if job.state not in ENDED:
         return f"{job.state}: the run did not end"
     if job.state not in FINISHED and job.elapsed <= 0:
         return f"{job.state} before it ran"
-    mapping = map_job(rules, JobFacts(name=job.name, comment=job.comment, partition=job.partition, work_dir=job.work_dir), catalog)
+    facts = JobFacts(name=job.name, comment=job.comment, partition=job.partition, work_dir=job.work_dir)
+    mapping = map_job(rules, facts, catalog) or class_of(rules, catalog, cluster, job.partition)
     if mapping is None:
         return "no rule or predictor: words name its algorithm"
+    features = None
+    if feature_names(catalog.algorithm(mapping.algorithm)) == HISTORY_FEATURES:  # a job class: its user's history
+        if history is None or (submission := submission_of(job, cluster)) is None:
+            return "a job class's run needs its user and submit time, and the history"
+        features = submit_features(history, submission, submission.submit.tzinfo or UTC)
     run_id = run_id_of(job, cluster)
     record = {
         "run_id": run_id, "algorithm": mapping.algorithm, "platform": mapping.platform,
         "machine": job.node_list if job.node_list and "," not in job.node_list and "[" not in job.node_list else None,
         "params": mapping.params, "wall_seconds": job.elapsed, "exit_status": _exit_status(job), "censored": _censored(job),
-        "recorded_at": job.end, "context": _context(job, cluster),
+        "recorded_at": job.end, "context": _context(job, cluster), "features": features,
     }  # fmt: skip
     measurement = validate_record(record, catalog, source=source)
     return measurement, _served(run_id, mapping.algorithm, mapping.platform, mapping.served)
@@ -173,7 +211,9 @@ def ingest_slurm(
     rows = sum(job is not None for _, job in parsed)
     if not rows:
         raise IngestError(f"{path}: no jobs (give `sacct -P -X` output with its header, or a jobcomp/filetxt log)")
-    out = convert(parsed, rules, catalog, cluster=cluster, source=source)
+    history = JobHistory(store.engine)
+    history.record(history_records(parsed, cluster, rules))
+    out = convert(parsed, rules, catalog, cluster=cluster, source=source, history=history)
     rejects_path = write_rejects(path, ["slurm_line"], [([lines[r.line - 1]], r) for r in out.rejected], rejects_dir)
     result = store.add(out.measurements, out.served)
     return IngestReport(

@@ -1,6 +1,9 @@
 """What Slurm's job_submit plugin asks at submission: a job's facts in, the changes to make to it out.
 
-The site's rule file (``PREDICTOR_SLURM_RULES``) is read again when it changes. ``format=text`` answers as
+A job a rule or its own words map to a catalog program is estimated by that program's model; any other job by its
+job class (:func:`predictor.slurm.rules.class_of`) from its submit-time context and its user's history in the store
+(:func:`predictor.submit_history.submit_features`, the replay's features). A job the rule file excludes is left
+alone (204) and nothing of it is kept. The site's rule file (``PREDICTOR_SLURM_RULES``) is read again when it changes. ``format=text`` answers as
 ``key=value`` lines, which the plugin's Lua reads without a JSON library: every text field in and out is one line
 (no control characters but tab), so no value can add a line of its own. The route needs no token, so whatever a
 job sends is bounded and refused with a 422 saying why, never a 500 and its traceback in the log.
@@ -9,6 +12,7 @@ job sends is bounded and refused with a 422 saying why, never a 500 and its trac
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -23,10 +27,13 @@ from predictor.slurm.rules import (
     MappingError,
     Rules,
     RulesError,
+    class_of,
     load_rules,
     map_job,
 )
 from predictor.slurm.submit import SubmitAdvice, advise
+from predictor.store.job_history import JobHistory
+from predictor.submit_history import Submission, submit_features
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, deadline, prepare
@@ -96,10 +103,14 @@ class SlurmAdviceOut(BaseModel):
     "/estimate",
     response_model=SlurmAdviceOut,
     summary="A Slurm job at submission: its time_min and tagged comment",
-    responses={204: {"description": "Not a job of ours: no rule or word names its algorithm."}, **responses(400, 403, 404, 422, 503)},
+    responses={
+        204: {"description": "Not a job of ours: excluded, or no rule or word names its algorithm and it has no job class."},
+        **responses(400, 403, 404, 422, 503),
+    },
 )
 async def estimate(job: SlurmJobIn, state: State, format: Literal["json", "text"] = Query("json")) -> Response:
-    """Maps the job by the site rules and its own words, estimates it on its platform, and says what to change."""
+    """Maps the job by the site rules and its own words (else to its job class), estimates it on its platform, and says
+    what to change."""
     answer = await run_in_threadpool(_advise, state, job)
     if answer is None:
         return Response(status_code=204)
@@ -112,15 +123,25 @@ async def estimate(job: SlurmJobIn, state: State, format: Literal["json", "text"
 def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
     facts = JobFacts(job.name, job.comment, job.partition, job.work_dir, job.directives, job.environment)
     try:
-        mapping = map_job(_rules(state.settings.slurm_rules), facts, state.catalog)
+        rules = _rules(state.settings.slurm_rules)
+        if any(rules.exclude.excludes(user, job.account or None, job.partition) for user in _users(job) or [None]):
+            return None
+        mapping = map_job(rules, facts, state.catalog)
     except MappingError as exc:
         raise HTTPException(422, str(exc)) from None
     except RulesError as exc:
         raise HTTPException(503, f"the Slurm rule file is not usable: {exc}") from None
+    features = None
     if mapping is None:
-        return None
+        mapping = class_of(rules, state.catalog, state.settings.slurm_cluster, job.partition)
+        if mapping is None or not _users(job):
+            return None
+        submission = _submission(state, job)
+        features = submit_features(JobHistory(state.store.engine), submission, submission.submit.tzinfo or UTC)
+        if not features["history.finished_jobs"]:
+            return None  # a user with no finished job yet: nothing learned of them (their jobs are, once they end)
     try:
-        request = PredictRequest(algorithm=mapping.algorithm, params=mapping.params, platforms=[mapping.platform])
+        request = PredictRequest(algorithm=mapping.algorithm, params=mapping.params, platforms=[mapping.platform], features=features)
         prepared = prepare(state, request, deadline(state))
     except ValidationError as exc:
         raise HTTPException(422, _problems(exc)) from None
@@ -129,6 +150,8 @@ def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
     estimated = state.oracle.estimate_jobs([prepared])[0].get(mapping.platform)
     if estimated is not None:
         state.metrics.count_estimates([estimated])
+    if features is not None and (estimated is None or estimated.seconds is None):
+        return None  # a job class without a model yet: nothing to set (its run is learned from all the same)
     advice: SubmitAdvice = advise(
         facts, mapping, estimated, time_limit=job.time_limit, default_time=job.default_time, raise_missing_limit=job.raise_missing_limit
     )
@@ -142,6 +165,23 @@ def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
         )  # fmt: skip
     except ValidationError as exc:
         raise HTTPException(422, _problems(exc)) from None
+
+
+def _users(job: SlurmJobIn) -> list[str]:
+    """The submitting user as the rule file and the history name it: by name, else (and for exclusion also) by uid."""
+    return [u for u in (job.user_name, None if job.user_id is None else str(job.user_id)) if u]
+
+
+def _submission(state: ServiceState, job: SlurmJobIn) -> Submission:
+    """The job as submitted now (in local time, as Slurm reads hours and weekdays): its limit (else its partition's
+    default) in seconds, its CPUs, its context."""
+    minutes = job.time_limit or job.default_time
+    return Submission(
+        cluster=state.settings.slurm_cluster, user=_users(job)[0], submit=datetime.now().astimezone(),
+        time_limit_s=None if minutes is None else minutes * 60.0, procs=job.min_cpus, account=job.account or None,
+        partition=job.partition, qos=job.qos or None, name=job.name or None, min_nodes=job.min_nodes,
+        pn_min_memory_mb=job.pn_min_memory, array_inx=job.array_inx, work_dir=job.work_dir,
+    )  # fmt: skip
 
 
 def _problems(exc: ValidationError) -> str:

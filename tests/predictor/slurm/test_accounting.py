@@ -24,7 +24,6 @@ def _row(**cells: str) -> str:
         "ReqCPUS": "2", "ReqMem": "4000M", "Partition": "debug", "Comment": "", "ExitCode": "0:0", "NodeList": "n1",
         "Start": "2026-03-01T10:00:00", "End": "2026-03-01T10:01:05", "Submit": "2026-03-01T09:59:00", "WorkDir": "/w",
         "User": "ana", "Cluster": "c1", "Group": "lab", "Account": "proj", "QOS": "normal", "ReqNodes": "1", "NNodes": "1",
-        "ArrayJobID": "", "ArrayTaskID": "",
     }  # fmt: skip
     base.update(cells)
     return "|".join(base[c] for c in SACCT_COLUMNS)
@@ -77,7 +76,7 @@ def test_jobcomp_lines_become_jobs() -> None:
 
 def test_the_submit_time_context_is_read_from_sacct_and_the_completion_log() -> None:
     """Issue 29: user, group, account, QOS, nodes, memory in MB per node and the array task, as the history keeps them."""
-    lines = [HEADER, _row(ReqMem="2G", ReqNodes="3", ArrayJobID="40", ArrayTaskID="2"), _row(JobID="8", ReqMem="500Mc", ReqNodes="", NNodes="2")]
+    lines = [HEADER, _row(JobID="40_2", ReqMem="2G", ReqNodes="3"), _row(JobID="8", ReqMem="500Mc", ReqNodes="", NNodes="2")]
     (_, first), (_, per_cpu) = read_sacct(lines)
     assert isinstance(first, SlurmJob) and isinstance(per_cpu, SlurmJob)
     assert (first.user, first.group, first.account, first.qos, first.req_nodes) == ("ana", "lab", "proj", "normal", 3)

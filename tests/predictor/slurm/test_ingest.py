@@ -26,7 +26,6 @@ def _sacct(tmp_path: Path, rows: list[dict[str, str]]) -> Path:
         "ReqMem": "1000M", "Partition": "debug", "Comment": "", "ExitCode": "0:0", "NodeList": "n1",
         "Start": "2026-03-01T10:00:00", "End": "2026-03-01T10:01:00", "Submit": "2026-03-01T09:59:00", "WorkDir": str(tmp_path),
         "User": "ana", "Cluster": "c", "Group": "lab", "Account": "proj", "QOS": "normal", "ReqNodes": "1", "NNodes": "1",
-        "ArrayJobID": "", "ArrayTaskID": "",
     }  # fmt: skip
     lines = ["|".join(SACCT_COLUMNS)] + ["|".join({**base, **row}[c] for c in SACCT_COLUMNS) for row in rows]
     path = tmp_path / "sacct.txt"

@@ -1,0 +1,70 @@
+"""Ended Slurm jobs as their users' history (``job_history``), whatever they ran: what a job class is estimated from.
+
+Every job accounting reports ended (``sacct`` or the completion log) is one record, keyed ``slurm-<cluster>-<job
+id>`` (the same from both sources; a requeued job's last run replaces its earlier one), mapped by a rule or not:
+
+- a run that ended (completed, failed, stopped) keeps its start and end and its state, so failed runs stay apart
+  from completed ones; a ``TIMEOUT`` run is censored at its limit (its end is its start plus the limit when it ran
+  over: the time it was given, not the scheduler's lag in killing it);
+- a job cancelled before it started (no start, or no elapsed time) is a submission only: no start, no end;
+- jobs still pending or running, jobs without a user or a submit time, and jobs the rule file excludes are not
+  recorded.
+
+``seq`` orders jobs submitted in the same second: Slurm numbers jobs in submit order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import timedelta
+
+from predictor.slurm.accounting import ENDED, FINISHED, Parsed, SlurmJob
+from predictor.slurm.rules import Rules
+from predictor.store.job_history import JobRecord
+from predictor.submit_history import Submission
+
+_NUMBER = re.compile(r"\d+")
+NAME_LENGTH = 200  # the longest job name the table keeps (a longer one is cut)
+
+
+def history_records(parsed: Iterable[Parsed], cluster: str, rules: Rules) -> list[JobRecord]:
+    """The history records of the jobs read (lines that are steps or problems, and jobs that are none, left out)."""
+    return [r for _, job in parsed if isinstance(job, SlurmJob) and (r := history_record(job, cluster, rules)) is not None]
+
+
+def submission_of(job: SlurmJob, cluster: str) -> Submission | None:
+    """The job as it was submitted, in the local time Slurm reads hours and weekdays in; None without a user or a
+    submit time."""
+    if job.user is None or job.submit is None:
+        return None
+    return Submission(
+        cluster=cluster, user=job.user, submit=job.submit.astimezone(), time_limit_s=job.time_limit, procs=job.req_cpus,
+        group=job.group, account=job.account, partition=job.partition, qos=job.qos, name=job.name, min_nodes=job.req_nodes,
+        pn_min_memory_mb=job.req_mem_mb, array_inx=job.array_task, work_dir=job.work_dir, seq=_seq(job),
+    )  # fmt: skip
+
+
+def _seq(job: SlurmJob) -> int:
+    """The job's place among those submitted in the same second: its number (Slurm numbers jobs in submit order)."""
+    found = _NUMBER.match(job.job_id)
+    return int(found.group()) if found else 0
+
+
+def history_record(job: SlurmJob, cluster: str, rules: Rules) -> JobRecord | None:
+    """The job as its user's history, or None when it is none (see the module docstring)."""
+    if job.state not in ENDED or job.user is None or job.submit is None:
+        return None
+    if rules.exclude.excludes(job.user, job.account, job.partition):
+        return None
+    ran = job.start is not None and job.end is not None and (job.state in FINISHED or job.elapsed > 0)
+    end = job.end
+    if ran and job.state == "TIMEOUT" and job.time_limit and job.start is not None and end is not None:
+        end = min(end, job.start + timedelta(seconds=job.time_limit))
+    return JobRecord(
+        key=f"slurm-{cluster}-{job.job_id}", cluster=cluster, user=job.user, group=job.group, account=job.account,
+        partition=job.partition, qos=job.qos, name=job.name[:NAME_LENGTH], time_limit_s=job.time_limit, min_cpus=job.req_cpus,
+        min_nodes=job.req_nodes, pn_min_memory_mb=job.req_mem_mb, array_inx=job.array_task, work_dir=job.work_dir,
+        submit_at=job.submit, start_at=job.start if ran else None, end_at=end if ran else None, state=job.state,
+        seq=_seq(job),
+    )  # fmt: skip

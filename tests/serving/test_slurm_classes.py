@@ -1,0 +1,167 @@
+"""Issue 29: any Slurm job estimated by its job class from its user's live history; through the route, and through a
+real slurmctld's plugin with ``slurm follow`` bringing the user's ended jobs back as history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from features.history import FEATURE_NAMES
+from predictor.catalog import load_catalog
+from predictor.domain import Measurement, Source
+from predictor.settings import Settings
+from predictor.slurm.control import Slurm
+from predictor.slurm.follow import Follower
+from predictor.slurm.plugin import render_plugin
+from predictor.slurm.rules import load_rules
+from predictor.store import MeasurementStore
+from predictor.store.job_history import JobHistory, JobRecord
+from serving import create_app
+from tests.livesrv import eventually, serve_app
+from tests.serving.conftest import TOKEN
+from tests.slurmserver import PASS_THROUGH, SlurmCluster
+from training.pipeline import run_training
+
+CLUSTER = "site"
+SITE_CATALOG = f"algorithms:\n  {CLUSTER}-debug:\n    parameters: {{}}\n    implementations: {{cpu1: {{}}}}\n"
+RULES = "partitions: {debug: cpu1}\nexclude: {accounts: [secret], users: [mallory]}\n"
+
+
+@dataclass(frozen=True)
+class ClassHome:
+    """A service home whose catalog has the job class ``site-debug``, with a champion trained on runs of it."""
+
+    settings: Settings
+    url: str
+
+
+def _class_runs(count: int) -> list[Measurement]:
+    """Runs of the class whose time follows the user's last runs (seeded), with every history feature."""
+    rng = np.random.default_rng(29)
+    out = []
+    for i in range(count):
+        last = float(rng.uniform(60, 3600))
+        features = {name: float(rng.uniform(1, 10)) for name in FEATURE_NAMES} | {
+            "history.last1": last, "history.last2_mean": last, "history.last3_mean": last, "request.time": 4 * last,
+        }  # fmt: skip
+        out.append(
+            Measurement(
+                run_id=f"class-{i}", algorithm=f"{CLUSTER}-debug", platform="cpu1", features=features,
+                wall_seconds=last * float(rng.uniform(0.9, 1.1)), source=Source.IMPORT,
+            )
+        )  # fmt: skip
+    return out
+
+
+@pytest.fixture(scope="module")
+def class_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassHome]:
+    root = tmp_path_factory.mktemp("classes")
+    (root / "site.yaml").write_text(SITE_CATALOG)
+    (root / "rules.yaml").write_text(RULES)
+    settings = Settings(
+        home=root / "home", site_catalogs=[root / "site.yaml"], slurm_rules=root / "rules.yaml", slurm_cluster=CLUSTER,
+        cv_folds=3, api_token=TOKEN, api_reload_interval_s=0, data_roots=[root],
+    )  # fmt: skip
+    store = MeasurementStore(settings.resolved_store_url)
+    store.migrate()
+    store.add(_class_runs(60))
+    run_training(settings, store, algorithms=[f"{CLUSTER}-debug"], models=["linear_log"])
+    store.dispose()
+    with serve_app(create_app(settings)) as url:
+        yield ClassHome(settings, url)
+
+
+def _job(**fields: object) -> dict[str, object]:
+    return {"name": "run.sh", "partition": "debug", "time_limit": 600, "min_cpus": 2, "user_id": 1000, "user_name": "ana", **fields}
+
+
+def _record(settings: Settings, user: str, runs: list[float]) -> None:
+    """``user``'s jobs of the last hours, ended, with these run times (oldest first)."""
+    store = MeasurementStore(settings.resolved_store_url)
+    now = datetime.now(UTC)
+    records = [
+        JobRecord(
+            key=f"t-{user}-{i}", cluster=CLUSTER, user=user, submit_at=now - timedelta(hours=5 - i), seq=i, time_limit_s=36000.0,
+            min_cpus=2, start_at=now - timedelta(hours=5 - i), end_at=now - timedelta(hours=5 - i) + timedelta(seconds=run),
+            partition="debug", state="COMPLETED",
+        )
+        for i, run in enumerate(runs)
+    ]  # fmt: skip
+    JobHistory(store.engine).record(records)
+    store.dispose()
+
+
+def test_a_job_naming_no_program_is_estimated_by_its_class_from_its_users_history(class_home: ClassHome) -> None:
+    estimate = f"{class_home.url}/v1/slurm/estimate"
+    assert httpx.post(estimate, json=_job()).status_code == 204  # a user with no finished job: nothing to go by
+    _record(class_home.settings, "ana", [1200.0, 1500.0, 1800.0])
+    answer = httpx.post(estimate, json=_job())
+    body = answer.json()
+    assert answer.status_code == 200, answer.text
+    assert (body["algorithm"], body["platform"]) == (f"{CLUSTER}-debug", "cpu1")
+    assert 1200 < body["seconds"] < 3600 and body["time_min"] == -(-body["seconds"] // 60)  # about the last runs, not the 10 h limit
+    assert body["comment"].startswith(f"predictor: algorithm={CLUSTER}-debug platform=cpu1 estimate=")
+    assert httpx.post(estimate, json=_job(time_limit=10)).json()["time_min"] == 10  # never above the user's limit
+    assert httpx.post(estimate, json=_job(user_name="bo", user_id=1001)).status_code == 204  # another user's history is not ana's
+    assert httpx.post(estimate, json=_job(account="secret")).status_code == 204  # excluded account
+    _record(class_home.settings, "mallory", [1200.0])
+    assert httpx.post(estimate, json=_job(user_name="mallory")).status_code == 204  # excluded user
+    assert httpx.post(estimate, json=_job(partition="long")).status_code == 204  # no class site-long, nor site-all
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"user_id": -1}, "user_id: Input should be greater than or equal to 0"),
+        ({"min_cpus": 4294967294}, "min_cpus: Input should be less than or equal to"),
+        ({"pn_min_memory": "4G"}, "pn_min_memory: Input should be a valid integer"),
+        ({"account": "a\nb"}, "account: Value error, must be one line of text"),
+        ({"user_name": "x" * 5000}, "user_name: String should have at most 4096 characters"),
+    ],
+)
+def test_the_submit_time_context_is_bounded(class_home: ClassHome, fields: dict[str, object], reason: str) -> None:
+    answer = httpx.post(f"{class_home.url}/v1/slurm/estimate", json=_job(**fields))
+    assert answer.status_code == 422 and reason in answer.text
+
+
+@pytest.fixture
+def plugin(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
+    """The cluster, its job_submit.lua put back to pass-through after the test."""
+    yield slurm_cluster
+    slurm_cluster.set_plugin(PASS_THROUGH)
+
+
+def test_sbatch_of_an_unmapped_job_gets_time_min_from_its_users_followed_history(plugin: SlurmCluster, class_home: ClassHome, tmp_path: Path) -> None:
+    """A new user's job goes in untouched and is learned from when it ends; their next job gets a time_min; a job of an
+    excluded account is left alone."""
+    settings = class_home.settings
+    plugin.set_plugin(render_plugin(class_home.url, 2.0, raise_missing_limit=False))
+    user = plugin.run("id", "-un").stdout.strip()
+    first = plugin.submit("--time=10", "--wrap", "sleep 1")
+    assert plugin.show(first)["TimeMin"] == "N/A" and plugin.show(first)["Comment"] == ""  # no history of this user yet
+    assert eventually(lambda: first in plugin.completions(), 60)
+    store = MeasurementStore(settings.resolved_store_url)
+    try:
+        follower = Follower(
+            plugin.jobcomp, tmp_path / "cursor.json", store, load_catalog(*settings.catalog_paths), load_rules(settings.slurm_rules),
+            cluster=CLUSTER, comments=Slurm(str(plugin.conf)).comments,
+        )  # fmt: skip
+        follower.poll()
+        learned = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False) if "slurm_job" in m.context}
+        assert learned[first].algorithm == f"{CLUSTER}-debug" and learned[first].features["request.time"] == 600.0
+    finally:
+        store.dispose()
+    second = plugin.submit("--hold", "--time=10", "--wrap", "sleep 1")
+    shown = plugin.show(second)
+    assert shown["TimeMin"] not in ("N/A", "") and shown["TimeLimit"] == "00:10:00", shown  # the user's limit kept
+    assert shown["Comment"].startswith(f"predictor: algorithm={CLUSTER}-debug platform=cpu1 estimate="), shown
+    secret = plugin.submit("--hold", "--time=10", "--account=secret", "--wrap", "sleep 1")
+    assert plugin.show(secret)["TimeMin"] == "N/A" and plugin.show(secret)["Comment"] == ""
+    assert user  # the jobs ran as this user, whose history it was
+    plugin.run("scancel", second, secret)
