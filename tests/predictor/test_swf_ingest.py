@@ -92,6 +92,24 @@ def test_jobs_become_measurements_with_class_cluster_status_time_and_context(
     assert cancelled.features["user.submitted_jobs"] == 1  # the skipped job 2 still counts as a submission
 
 
+def test_every_valid_job_is_recorded_in_the_job_history_once(tmp_path: Path, store: MeasurementStore, toy_catalog: Catalog) -> None:
+    """Skipped jobs and jobs of classes the catalog lacks are their users' history too; importing again adds none."""
+    path = write(tmp_path / "logs", "toy.swf", TOY)
+    ingest_swf(path, store, toy_catalog)
+    ingest_swf(path, store, toy_catalog)
+    columns = "key, cluster, \"user\", \"group\", partition, time_limit_s, min_cpus, submit_at, start_at, end_at, state, seq"
+    with store.engine.connect() as conn:
+        rows = [tuple(r) for r in conn.exec_driver_sql(f"SELECT {columns} FROM job_history ORDER BY seq")]
+    t0 = 1704067200.0
+    assert rows == [
+        ("swf-toy-0", "toy", "10", "1", "short", 200.0, 2, t0, t0 + 5, t0 + 105, "completed", 3),
+        ("swf-toy-1", "toy", "10", "1", "short", 100.0, 1, t0 + 10, t0 + 10, t0 + 60, "failed", 4),
+        ("swf-toy-2", "toy", "11", "1", "short", 100.0, 1, t0 + 20, None, None, None, 5),  # run unknown: no start either
+        ("swf-toy-3", "toy", "11", "1", "short", 100.0, 12, t0 + 30, t0 + 30, t0 + 100, "cancelled", 6),
+        ("swf-toy-5", "toy", "12", "1", "long", 100.0, 1, t0 + 50, t0 + 50, t0 + 60, "completed", 8),  # class unknown
+    ]  # fmt: skip
+
+
 LIMITED = """1 0 0 60 1 -1 -1 1 60 -1 0 1 1 -1 -1 -1 -1 -1
 2 5 0 65 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1
 3 9 0 30 1 -1 -1 1 60 -1 5 1 1 -1 -1 -1 -1 -1
