@@ -149,6 +149,18 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
         self.n_seen_ = 0
         self.residual_counts_ = np.zeros(len(HISTOGRAM_EDGES) - 1)
         self._increment = 1.0
+        self.area_index_ = self._area_index(n_features)
+
+    def _area_index(self, n_features: int) -> list[int]:
+        """Positions of ``area_columns`` among the fitted features (resolved once, not at every learned run)."""
+        names = list(getattr(self, "feature_names_in_", []))
+        try:
+            idx = [names.index(c) if isinstance(c, str) else int(c) for c in self.area_columns or ()]
+        except ValueError:
+            raise ValueError(f"area_columns {list(self.area_columns or ())} are not among the features {names}") from None
+        if max(idx, default=0) >= n_features:
+            raise ValueError(f"area_columns {list(self.area_columns or ())} are out of range for {n_features} features")
+        return idx
 
     def _design(self, X: np.ndarray) -> np.ndarray:
         """The rows as the model sees them: missing values as 0, signed logs when ``log``, a constant column."""
@@ -177,13 +189,9 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
 
     def _job_weights(self, X: np.ndarray) -> np.ndarray:
         """1 + log(1 + processors x request) per row when ``area_columns`` names them, else 1."""
-        if not self.area_columns:
+        if not self.area_index_:
             return np.ones(X.shape[0])
-        names = list(getattr(self, "feature_names_in_", []))
-        idx = [names.index(c) if isinstance(c, str) else int(c) for c in self.area_columns]
-        if max(idx, default=0) >= X.shape[1]:
-            raise ValueError(f"area_columns {list(self.area_columns)} are out of range for {X.shape[1]} features")
-        area = np.prod(np.nan_to_num(np.abs(X[:, idx]), nan=1.0), axis=1)
+        area = np.prod(np.nan_to_num(np.abs(X[:, self.area_index_]), nan=1.0), axis=1)
         return 1.0 + np.log1p(area)
 
     def _learn(self, X: np.ndarray, y: np.ndarray, weights: np.ndarray) -> None:
