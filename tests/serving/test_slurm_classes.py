@@ -3,9 +3,14 @@ real slurmctld's plugin with ``slurm follow`` bringing the user's ended jobs bac
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -24,6 +29,7 @@ from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
 from serving import create_app
 from tests.livesrv import eventually, serve_app
+from tests.required import required
 from tests.serving.conftest import TOKEN
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
 from training.pipeline import run_training
@@ -165,3 +171,55 @@ def test_sbatch_of_an_unmapped_job_gets_time_min_from_its_users_followed_history
     assert plugin.show(secret)["TimeMin"] == "N/A" and plugin.show(secret)["Comment"] == ""
     assert user  # the jobs ran as this user, whose history it was
     plugin.run("scancel", second, secret)
+
+
+# The plugin run by a Lua interpreter as slurmctld would run it, on a job whose counts Slurm left unset (NO_VAL) or
+# flagged (memory per CPU), against a server that keeps what it was sent.
+CONTEXT_DRIVER = """
+slurm = { SUCCESS = 0, NO_VAL = 4294967294, INFINITE = 4294967295 }
+function slurm.log_info(fmt, ...) io.stderr:write(string.format(fmt, ...), "\\n") end
+dofile(arg[1])
+local job = { name = "run.sh", partition = "debug", work_dir = "/w", time_limit = 30, environment = {},
+              user_id = 1000, user_name = "ana", group_id = 100, account = "proj", qos = "normal", min_cpus = 4,
+              min_nodes = 4294967294, pn_min_memory = 9223372036854775808 + 500, array_inx = "1-3%2" }
+slurm_job_submit(job, {}, 0)
+"""
+
+
+class Keeper(ThreadingHTTPServer):
+    """An API stand-in that keeps each POST's JSON body and answers 204."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, object]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                server.bodies.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+def test_the_plugin_sends_the_jobs_submit_time_context_with_unset_counts_as_null(tmp_path: Path) -> None:
+    required(shutil.which("lua5.1") is not None, "lua5.1 not installed", "`make test` installs it (make system-deps)")
+    keeper = Keeper()
+    try:
+        (tmp_path / "job_submit.lua").write_text(render_plugin(f"http://127.0.0.1:{keeper.server_address[1]}", 2.0, raise_missing_limit=False))
+        (tmp_path / "driver.lua").write_text(CONTEXT_DRIVER)
+        subprocess.run(["lua5.1", str(tmp_path / "driver.lua"), str(tmp_path / "job_submit.lua")], capture_output=True, timeout=30, check=True)
+    finally:
+        keeper.shutdown()
+        keeper.server_close()
+    (body,) = keeper.bodies
+    sent = {key: body[key] for key in ("user_id", "user_name", "group_id", "account", "qos", "min_cpus", "min_nodes", "pn_min_memory", "array_inx")}
+    assert sent == {
+        "user_id": 1000, "user_name": "ana", "group_id": 100, "account": "proj", "qos": "normal", "min_cpus": 4, "min_nodes": None,
+        "pn_min_memory": None, "array_inx": "1-3%2",
+    }  # fmt: skip
+    assert (body["name"], body["partition"], body["time_limit"]) == ("run.sh", "debug", 30)
