@@ -113,6 +113,31 @@ def test_the_guard_keeps_the_serving_configuration_unless_a_candidate_wins_by_th
     assert strict.record()["incumbent_score"] == strict.record()["chosen_score"] == 1.0
 
 
+def quiet_log(path: Path, jobs: int = 60) -> Path:
+    """Jobs a day apart on the 8-CPU cluster: none ever waits, so every configuration schedules them alike."""
+    lines = ["; UnixStartTime: 1000000000"]
+    lines += [f"{i} {i * 86_400} 0 600 1 -1 -1 1 3600 -1 1 {i % 3} 1 -1 1 -1 -1 -1" for i in range(1, jobs + 1)]
+    path.write_text("\n".join(lines) + "\n")
+    path.with_name(path.name + ".machines").write_text("0 pool 4 2 1.0 1000\n")
+    return path
+
+
+def test_a_candidate_better_on_one_window_alone_is_not_promoted(tmp_path: Path):
+    """A mean moved by one busy window while the others tie is one stretch's accident: most windows must agree."""
+    busy = swf.replay(write_log(tmp_path / "c.swf", seed=4, jobs=400), train_fraction=0.15, stop_fraction=0.6)
+    quiet = swf.replay(quiet_log(tmp_path / "q.swf"), train_fraction=0.2)
+    incumbent = PlanningConfig(order="fcfs")
+    grid = [PlanningConfig(order=order) for order in ("sjbf", "saf")] + [PlanningConfig(number="q0.75", order="saf")]
+    alone = choose([busy], "easy", incumbent, margin=0.0, grid=grid)
+    assert alone.promoted, "the busy window alone must let a candidate beat FCFS order"
+    diluted = choose([quiet, busy, quiet], "easy", incumbent, margin=0.0, grid=grid)
+    assert diluted.scores[diluted.challenger] < 1.0 and not diluted.promoted and diluted.chosen == incumbent
+    assert "better by 0% on 1 of 3 window(s): not on most, kept" in diluted.reason
+    assert diluted.decision_row("toy", "test")["challenger"] == diluted.challenger.label("easy")
+    outvoted = choose([busy, quiet, busy], "easy", incumbent, margin=0.0, grid=grid)
+    assert outvoted.promoted and outvoted.chosen == alone.chosen
+
+
 def test_choices_refuse_unknown_objectives_and_margins(tmp_path: Path):
     window = swf.replay(write_log(tmp_path / "d.swf", seed=2, jobs=60), train_fraction=0.5)
     with pytest.raises(ValueError, match="objective"):
