@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, Float, Select, and_, bindparam, func, or_, select, text, union_all
+from sqlalchemy import Engine, Float, Select, and_, bindparam, func, or_, select, text, true, union_all
 
 from features.history import LAST, UserHistory
 from predictor.store.store import dialect_insert
@@ -144,14 +144,12 @@ def _state_queries(ties: bool) -> tuple[Select[Any], Select[Any]]:
         select(c.min_cpus).where(started, c.end_at > now),
         select(c.min_cpus).where(started, c.end_at.is_(None)),
     ).subquery()
-    counts = select(
-        select(func.count()).where(mine, earlier).scalar_subquery(),
-        select(func.max(c.submit_at)).where(mine, earlier).scalar_subquery(),
-        select(func.count()).where(finished).scalar_subquery(),
-        select(func.sum(c.end_at - c.start_at)).where(finished).scalar_subquery(),
-        select(func.count()).select_from(running).scalar_subquery(),
-        select(func.sum(func.coalesce(running.c.min_cpus, 0))).scalar_subquery(),
-    )
+    submitted = select(func.count().label("n"), func.max(c.submit_at).label("last")).where(mine, earlier).subquery()
+    done = select(func.count().label("n"), func.sum(c.end_at - c.start_at).label("total")).where(finished).subquery()
+    busy = select(func.count().label("n"), func.sum(func.coalesce(running.c.min_cpus, 0)).label("procs")).subquery()
+    counts = select(  # three one-row aggregates side by side: one round trip
+        submitted.c.n, submitted.c.last, done.c.n, done.c.total, busy.c.n, busy.c.procs
+    ).select_from(submitted.join(done, true()).join(busy, true()))
     recent = select(c.end_at - c.start_at).where(finished).order_by(c.end_at.desc(), c.seq.desc()).limit(LAST)
     return counts, recent
 
