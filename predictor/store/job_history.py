@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, Float, Select, and_, bindparam, func, or_, select, text, true, union_all
+from sqlalchemy import ColumnElement, Engine, Float, Select, and_, bindparam, func, or_, select, text, true, union_all
 
 from features.history import LAST, UserHistory
 from predictor.store.store import dialect_insert
@@ -135,16 +135,23 @@ def _state_queries(ties: bool) -> tuple[Select[Any], Select[Any]]:
     c = table.c
     now = bindparam("now", type_=Float)
     mine = and_(c.cluster == bindparam("cluster"), c.user == bindparam("user"))
-    earlier = c.submit_at <= now  # a range of the (cluster, user, submit_at) index
-    if ties:
-        earlier = and_(earlier, or_(c.submit_at < now, c.seq < bindparam("seq")))
-    started = and_(mine, earlier, c.start_at <= now)
-    finished = and_(started, c.end_at <= now)
-    running = union_all(  # two index ranges: ended after now, or not ended (yet)
+
+    def earlier(submit_at: ColumnElement[float]) -> ColumnElement[bool]:
+        """Submitted before ``now`` (at ``now``: below ``seq``)."""
+        before = submit_at <= now
+        return and_(before, or_(submit_at < now, c.seq < bindparam("seq"))) if ties else before
+
+    finished = and_(mine, earlier(c.submit_at), c.start_at <= now, c.end_at <= now)
+    # Running: two short ranges of the end index (ended after now, not ended); "+ 0" keeps SQLite from reading
+    # the user's every submission through the submit index instead.
+    started = and_(mine, earlier(c.submit_at + 0), c.start_at <= now)
+    running = union_all(
         select(c.min_cpus).where(started, c.end_at > now),
         select(c.min_cpus).where(started, c.end_at.is_(None)),
     ).subquery()
-    submitted = select(func.count().label("n"), func.max(c.submit_at).label("last")).where(mine, earlier).subquery()
+    submitted = (
+        select(func.count().label("n"), func.max(c.submit_at).label("last")).where(mine, earlier(c.submit_at)).subquery()
+    )
     done = select(func.count().label("n"), func.sum(c.end_at - c.start_at).label("total")).where(finished).subquery()
     busy = select(func.count().label("n"), func.sum(func.coalesce(running.c.min_cpus, 0)).label("procs")).subquery()
     counts = select(  # three one-row aggregates side by side: one round trip

@@ -16,9 +16,8 @@ branch_labels = None
 depends_on = None
 
 INDEXES = {
-    "ix_job_history_user_submit": ["cluster", "user", "submit_at"],
-    "ix_job_history_user_end": ["cluster", "user", "end_at"],
-    "ix_job_history_user_start": ["cluster", "user", "start_at"],
+    "ix_job_history_user_submit": ["cluster", "user", "submit_at", "seq"],
+    "ix_job_history_user_end": ["cluster", "user", "end_at", "start_at", "submit_at", "seq"],
     "ix_job_history_cluster_submit": ["cluster", "submit_at"],
 }
 
