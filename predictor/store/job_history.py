@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Engine, Float, Select, and_, bindparam, func, or_, select, text, true, union_all
 
 from features.history import LAST, UserHistory
+from predictor.store.limits import column_problem
 from predictor.store.store import dialect_insert
 from predictor.store.tables import job_history as table
 
@@ -56,10 +57,14 @@ class JobRecord:
     state: str | None = None
 
     def __post_init__(self) -> None:
+        """ValueError naming the field when a time has no timezone or a value does not fit its column."""
         for name in _TIMES:
             value = getattr(self, name)
             if value is not None and value.tzinfo is None:
-                raise ValueError(f"job {self.key}: {name} has no timezone")
+                raise ValueError(f"job {self.key[:200]}: {name} has no timezone")
+        for f in fields(self):
+            if (problem := column_problem(table.c[f.name], getattr(self, f.name))) is not None:
+                raise ValueError(f"job {self.key[:200]}: {f.name}: {problem}")
 
 
 class JobHistory:

@@ -1,6 +1,6 @@
-"""What the measurements table holds on every backend alike, read from its columns: text within its ``String(n)``
-and free of NUL characters, integers within ``Integer`` or ``BigInteger`` (SQLite would store more, and PostgreSQL
-then refuses the whole batch)."""
+"""What the store's tables hold on every backend alike, read from their columns: text within its ``String(n)`` and
+free of NUL characters, integers within ``Integer`` or ``BigInteger`` (SQLite would store more, and PostgreSQL then
+refuses the whole batch)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from enum import Enum
 from functools import partial
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, String
+from sqlalchemy import BigInteger, Column, Integer, String
 
 from predictor.domain import Measurement
 from predictor.store.tables import measurements
@@ -37,6 +37,17 @@ def _column_checks() -> list[tuple[str, Callable[[Any], str | None]]]:
         elif isinstance(kind, Integer):  # BigInteger included
             checks.append((column.name, partial(_integer_problem, bits=64 if isinstance(kind, BigInteger) else 32)))
     return checks
+
+
+def column_problem(column: Column[Any], value: Any) -> str | None:
+    """Why ``value`` cannot be stored in ``column`` of any table (text too long or with a NUL, an integer too wide);
+    None when it fits."""
+    kind = column.type
+    if isinstance(kind, String) and isinstance(value, str):
+        return _text_problem(value, kind.length)
+    if isinstance(kind, Integer) and isinstance(value, int):
+        return _integer_problem(value, 64 if isinstance(kind, BigInteger) else 32)
+    return None
 
 
 def _text_problem(text: str, length: int | None) -> str | None:

@@ -73,3 +73,12 @@ def test_naive_times_are_refused(store: MeasurementStore) -> None:
         JobRecord(key="k", cluster="c", user="u", submit_at=datetime(2024, 1, 1), seq=1)
     with pytest.raises(ValueError, match="timezone"):
         JobHistory(store.engine).user_state("c", "u", datetime(2024, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [("user", "u" * 201, "over the store's limit of 200"), ("work_dir", "/a\x00b", "NUL"), ("min_cpus", 2**63, "64-bit")],
+)
+def test_a_value_the_table_cannot_hold_is_refused_by_name(field: str, value: object, problem: str) -> None:
+    with pytest.raises(ValueError, match=f"job k: {field}: .*{problem}"):
+        JobRecord(**{"key": "k", "cluster": "c", "user": "u", "submit_at": T0, "seq": 1, field: value})  # type: ignore[arg-type]
