@@ -8,22 +8,24 @@ id>`` (the same from both sources; a requeued job's last run replaces its earlie
   over: the time it was given, not the scheduler's lag in killing it);
 - a job cancelled before it started (no start, or no elapsed time) is a submission only: no start, no end;
 - jobs still pending or running, jobs without a user or a submit time, and jobs the rule file excludes are not
-  recorded.
+  recorded; nor is a job with a value the table cannot hold (a warning says which), but for its name, which is cut.
 
 ``seq`` orders jobs submitted in the same second: Slurm numbers jobs in submit order.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from predictor.slurm.accounting import ENDED, FINISHED, Parsed, SlurmJob
 from predictor.slurm.rules import Rules
 from predictor.store.job_history import JobRecord
 from predictor.submit_history import Submission
 
+log = logging.getLogger(__name__)
 _NUMBER = re.compile(r"\d+")
 NAME_LENGTH = 200  # the longest job name the table keeps (a longer one is cut)
 
@@ -61,10 +63,19 @@ def history_record(job: SlurmJob, cluster: str, rules: Rules) -> JobRecord | Non
     end = job.end
     if ran and job.state == "TIMEOUT" and job.time_limit and job.start is not None and end is not None:
         end = min(end, job.start + timedelta(seconds=job.time_limit))
+    try:
+        return _record(job, cluster, start=job.start if ran else None, end=end if ran else None)
+    except ValueError as exc:  # a value its column cannot hold: the job is left out of the history, and said so
+        log.warning("job %s is not recorded as history: %s", job.job_id, exc)
+        return None
+
+
+def _record(job: SlurmJob, cluster: str, *, start: datetime | None, end: datetime | None) -> JobRecord:
+    """The record of a job with a user and a submit time (ValueError for a value its column cannot hold)."""
+    assert job.user is not None and job.submit is not None
     return JobRecord(
         key=f"slurm-{cluster}-{job.job_id}", cluster=cluster, user=job.user, group=job.group, account=job.account,
         partition=job.partition, qos=job.qos, name=job.name[:NAME_LENGTH], time_limit_s=job.time_limit, min_cpus=job.req_cpus,
         min_nodes=job.req_nodes, pn_min_memory_mb=job.req_mem_mb, array_inx=job.array_task, work_dir=job.work_dir,
-        submit_at=job.submit, start_at=job.start if ran else None, end_at=end if ran else None, state=job.state,
-        seq=_seq(job),
+        submit_at=job.submit, start_at=start, end_at=end, state=job.state, seq=_seq(job),
     )  # fmt: skip

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from predictor.catalog import Catalog, load_catalog
 from predictor.slurm.ingest import ingest_slurm
 from predictor.slurm.rules import Exclude, Rules
@@ -19,7 +21,7 @@ LATER = datetime(2026, 3, 2, tzinfo=UTC)
 
 
 def test_every_ended_job_is_its_users_history_and_an_excluded_users_is_not(
-    tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = _sacct(tmp_path, [
         {"JobID": "1", "JobName": "unmapped"},  # 60 s, ended 10:01
@@ -29,14 +31,17 @@ def test_every_ended_job_is_its_users_history_and_an_excluded_users_is_not(
         {"JobID": "5", "State": "RUNNING", "End": "Unknown"},
         {"JobID": "6", "User": "eve", "Comment": f"predictor: algorithm=mafft input={fasta.name}"},
         {"JobID": "7", "Account": "secret"},
+        {"JobID": "8", "Account": "a" * 300},  # more than its column holds: left out of the history, said in a warning
+        {"JobID": "9", "JobName": "n" * 300},  # a long name is cut
     ])  # fmt: skip
     rules = Rules(partitions={"debug": "cpu-small"}, exclude=Exclude(users=frozenset({"eve"}), accounts=frozenset({"secret"})))
     report = ingest_slurm(path, store, catalog, rules, file_format="sacct", cluster="c1")
     assert report.stored == 0 and [s.message for s in report.skipped].count("excluded by the rule file") == 2
     history = JobHistory(store.engine)
     ana = history.user_state("c1", "ana", LATER)
-    assert (ana.submitted, ana.finished, ana.running) == (4, 3, 0)  # the cancelled job a submission only; RUNNING not yet
+    assert (ana.submitted, ana.finished, ana.running) == (5, 4, 0)  # the cancelled job a submission only; RUNNING not yet
     assert list(ana.recent) == [30.0, 600.0, 60.0]  # newest end first: the timeout censored at its 10 min limit
+    assert "job 8 is not recorded as history: job slurm-c1-8: account: " in caplog.text
     assert history.user_state("c1", "eve", LATER).submitted == 0  # nothing of an excluded user is kept
     ingest_slurm(path, store, catalog, rules, file_format="sacct", cluster="c1")
     assert history.user_state("c1", "ana", LATER) == ana  # imported twice: recorded once
