@@ -2,9 +2,10 @@
 
 Each pass reads the complete lines written since the last one, turns them into measurements
 (:mod:`predictor.slurm.ingest`) and stores them, with every ended job as its user's history, then saves how far it
-read to a cursor file (the log's inode and byte offset). Killed at any point and started again it reads on from the cursor; lines read again after a kill
-between the store's commit and the cursor's write are stored once, since a run's id is fixed. A log that was
-rotated (another inode, or shorter than the cursor) is read from its start.
+read to a cursor file (the log's inode and byte offset). Killed at any point and started again it reads on from the
+cursor; lines read again after a kill between the store's commit and the cursor's write are stored once, since a
+run's id (and a job's history key) is fixed. A log that was rotated (another inode, or shorter than the cursor) is
+read from its start.
 
 The completion log does not hold the job's comment in Slurm 22.05, and so not the plugin's tag: each pass asks
 slurmctld (``squeue``) for the comments of the jobs it read, which it holds for ``MinJobAge`` seconds after they end.

@@ -4,6 +4,7 @@ real slurmctld's plugin with ``slurm follow`` bringing the user's ended jobs bac
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -119,6 +120,21 @@ def test_a_job_naming_no_program_is_estimated_by_its_class_from_its_users_histor
     _record(class_home.settings, "mallory", [1200.0])
     assert httpx.post(estimate, json=_job(user_name="mallory")).status_code == 204  # excluded user
     assert httpx.post(estimate, json=_job(partition="long")).status_code == 204  # no class site-long, nor site-all
+
+
+def test_with_job_classes_off_only_catalog_jobs_are_estimated(class_home: ClassHome) -> None:
+    _record(class_home.settings, "cy", [1200.0, 1500.0])
+    estimate = f"{class_home.url}/v1/slurm/estimate"
+    assert httpx.post(estimate, json=_job(user_name="cy")).status_code == 200
+    rules = class_home.settings.slurm_rules
+    assert rules is not None
+    try:
+        rules.write_text(RULES + "job_classes: false\n")  # read again when it changes
+        assert httpx.post(estimate, json=_job(user_name="cy")).status_code == 204
+    finally:
+        rules.write_text(RULES)
+        later = rules.stat().st_mtime + 1  # a modification time of its own, whatever the clock's grain
+        os.utime(rules, (later, later))
 
 
 @pytest.mark.parametrize(
