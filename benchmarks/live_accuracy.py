@@ -20,6 +20,9 @@ submissions, which keep log order, and the records due before a submission are w
 the platform it ran on, as the API would serve it, and compared with its real run time, beside the users' requests and
 the last two runs (the project's ``last_two_mean`` member, Tsafrir et al. 2007).
 The replay's features are checked against :func:`features.history.history_features` of the same log.
+
+``--member-check`` runs a diagnostic instead of the replay: each member of each pair scored by time rather than by
+random folds (:func:`member_check`).
 """
 
 from __future__ import annotations
@@ -40,9 +43,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from features.history import FEATURE_NAMES, history_features
+from features.history import history_features
 from features.swf import SwfLog, read_swf
 from models import make_model
+from models.zoo import applicable
 from predictor.catalog import load_catalog
 from predictor.domain import Estimate, Measurement
 from predictor.oracle import RuntimeOracle
@@ -52,7 +56,9 @@ from predictor.store.job_history import JobHistory, JobRecord
 from predictor.submit_history import Submission, submit_features
 from predictor.swf_ingest import history_records, ingest_swf
 from training.champions import check_selection_metric
-from training.dataset import load_training_sets
+from training.crossval import fit_fold, refit
+from training.dataset import TrainingSet, load_training_sets
+from training.folds import FoldPlan
 from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
 from training.pipeline import train
 
@@ -215,6 +221,71 @@ def answers(
     frame["last two"] = last_two.predict(X) if len(X) else []
     return frame
 
+HOLDOUT = 1 / 3  # the share of each pair's past (its latest runs) the member check holds out
+
+
+def member_check(
+    sets: Sequence[TrainingSet],
+    position: dict[str, int],
+    later: Sequence[Measurement],
+    models: Sequence[str],
+    seed: int,
+) -> dict[str, Any]:
+    """Each member of each pair, scored by time instead of random folds: fitted on the first two thirds of the pair's
+    past (the project's :func:`training.crossval.fit_fold` on a two-fold plan in submit order), MdALE on the last
+    third; and fitted on the whole past (:func:`training.crossval.refit`), MdALE on the pair's later runs (features as
+    the replay computes them, i.e. ``every-event``; the model's own answer, no oracle). Pooled over pairs, with the
+    member each pair's time-ordered holdout would choose."""
+    by_pair: dict[tuple[str, str], list[Measurement]] = {}
+    for m in later:
+        by_pair.setdefault((m.algorithm, m.platform), []).append(m)
+    pooled: dict[str, dict[str, list[float]]] = {}
+    chosen_errors: list[float] = []
+    pairs = []
+    for ts in sets:
+        future = [m for m in by_pair.get((ts.algorithm, ts.platform), []) if m.features.get("request.time", 0) > 0]
+        rows = np.argsort([position[r] for r in ts.run_ids], kind="stable")
+        folds = np.zeros(len(ts), dtype="int64")
+        folds[rows[int(len(ts) * (1 - HOLDOUT)) :]] = 1
+        plan = FoldPlan(run_ids=list(ts.run_ids), folds=folds)
+        held = (folds == 1) & ~ts.censored & (ts.y >= MIN_RUN)
+        if not future or held.sum() < 3 or (~held).sum() < 3:
+            continue
+        X = pd.DataFrame([{c: m.features.get(c, math.nan) for c in ts.feature_names} for m in future], columns=ts.feature_names)
+        run = np.array([m.wall_seconds for m in future])
+        found: dict[str, float] = {}
+        later_errors: dict[str, np.ndarray] = {}
+        for name in (n for n in models if applicable(n, ts.feature_names, int((folds == 0).sum()))):
+            try:
+                holdout = fit_fold(name, ts, plan, 1, seed=seed).predictions[held[folds == 1]]
+                predicted = np.asarray(refit(name, ts, seed=seed).predict(X), dtype=float)
+            except Exception as exc:  # a member that cannot fit this pair's rows is left out of it, as in training
+                print(f"  member check: {name} on {ts.algorithm}/{ts.platform}: {exc}", flush=True)
+                continue
+            errors = _log_errors(holdout, ts.y[held]), _log_errors(predicted, run)
+            found[name] = float(np.median(errors[0]))
+            later_errors[name] = errors[1]
+            slot = pooled.setdefault(name, {"holdout": [], "later": [], "under": []})
+            slot["holdout"] += errors[0].tolist()
+            slot["later"] += errors[1].tolist()
+            slot["under"] += (predicted < run).tolist()
+        if found:
+            chosen_errors += later_errors[min(found, key=found.get)].tolist()
+            pairs.append({"algorithm": ts.algorithm, "platform": ts.platform, "later_runs": len(future),
+                          "holdout_mdale": found, "time_choice": min(found, key=found.get)})  # fmt: skip
+    members = {
+        name: {"pairs": sum(name in p["holdout_mdale"] for p in pairs), "holdout_mdale": float(np.median(v["holdout"])),
+               "later_mdale": float(np.median(v["later"])), "later_under": float(np.mean(v["under"])), "later_runs": len(v["later"])}
+        for name, v in pooled.items()
+    }  # fmt: skip
+    time_choice = float(np.median(chosen_errors)) if chosen_errors else None
+    return {"pairs": pairs, "members": members, "time_choice_later_mdale": time_choice, "later_runs": len(chosen_errors)}
+
+
+def _log_errors(estimate: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """|ln(estimate / run)|, estimates floored at 1 s."""
+    return np.abs(np.log(np.maximum(np.asarray(estimate, dtype=float), MIN_RUN) / run))
+
 
 def scores(frame: pd.DataFrame) -> dict[str, Any]:
     """Per method: median |ln(estimate / run)|, the share of estimates below the run, the share of runs beyond the
@@ -285,6 +356,23 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def member_markdown(result: dict[str, Any]) -> str:
+    """The member check as a table."""
+    check = result["member_check"]
+    lines = [
+        f"Log `{result['log']}`, member check: {len(check['pairs'])} pairs, {check['later_runs']} later runs.",
+        "",
+        "| member | pairs | MdALE, last third of the past | MdALE, later runs | under, later runs |",
+        "|---|--:|--:|--:|--:|",
+    ]
+    for name, m in check["members"].items():
+        lines.append(f"| {name} | {m['pairs']} | {m['holdout_mdale']:.2f} | {m['later_mdale']:.2f} | {100 * m['later_under']:.1f} % |")
+    choice = check["time_choice_later_mdale"]
+    lines += ["", f"Each pair's member chosen on the last third of its past: MdALE {choice:.2f} on the later runs. Choices: "
+              + ", ".join(f"{p['algorithm']}/{p['platform']} {p['time_choice']}" for p in check["pairs"]) + "."]
+    return "\n".join(lines) + "\n"
+
+
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     """Everything for one log (see the module docstring)."""
     log = read_swf(args.log)
@@ -305,6 +393,13 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         store.dispose()
         order, n_past, cut, ended = split(log, args.train_fraction)
         result.update(past_jobs=n_past, cut=datetime.fromtimestamp(log.start_time + cut, UTC).isoformat())
+        if args.member_check:
+            past = MemoryMeasurements()
+            past.add(measured[k] for k in order[:n_past] if k in ended and k in measured)
+            later = [measured[k] for k in order[n_past:] if k in measured and measured[k].wall_seconds >= MIN_RUN]
+            position = {k: i for i, k in enumerate(order)}
+            result["member_check"] = member_check(load_training_sets(past), position, later, models, args.seed)
+            return result
         started = time.process_time()
         book, memory, chosen = champions(
             (measured[k] for k in order[:n_past] if k in ended and k in measured), settings, models,
@@ -357,6 +452,7 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS), help="zoo members the champions are chosen among")
     parser.add_argument("--selection-metric", default=None, help="the metric that picks champions (the settings' by default)")
     parser.add_argument("--recording", choices=tuple(RECORDING), default="submit-and-end", help="what the store learns when")
+    parser.add_argument("--member-check", action="store_true", help="only score each member by time (no replay)")
     parser.add_argument("--n-jobs", type=int, default=1, help="training processes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
@@ -365,7 +461,7 @@ def main() -> None:
     if not 0 < args.train_fraction < 1:
         parser.error("--train-fraction must be between 0 and 1")
     result = bench(args)
-    text = markdown(result)
+    text = member_markdown(result) if args.member_check else markdown(result)
     print(text, flush=True)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
