@@ -56,7 +56,7 @@ def follow(
         )  # fmt: skip
     follower = Follower(
         log, cursor or settings.resolved_home / "slurm-follow.json", open_store(settings), catalog, rules,
-        cluster=settings.slurm_cluster, comments=Slurm().comments, guard=walltime_guard,
+        cluster=settings.slurm_cluster, comments=Slurm().comments, guard=walltime_guard, queue=Slurm().queue,
     )  # fmt: skip
 
     def report(done: FollowPass) -> None:

@@ -32,6 +32,9 @@ FINISHED = frozenset({"COMPLETED"})
 STOPPED = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})  # the system ended the run before it was done: censored
 FAILED = frozenset({"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "CANCELLED"})
 ENDED = FINISHED | STOPPED | FAILED  # states of a job that ended; any other (PENDING, RUNNING, REQUEUED, ...) did not
+QUEUED = frozenset({"PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "REQUEUED"})  # waiting or running: squeue's states
+SQUEUE_FIELDS = ("id", "state", "user", "group", "account", "partition", "qos", "limit", "cpus", "nodes", "submit", "start", "work_dir", "name")
+SQUEUE_FORMAT = "%i|%T|%u|%g|%a|%P|%q|%l|%C|%D|%V|%S|%Z|%j"  # the fields above, the name last (it may hold a '|')
 _JOBCOMP_KEY = re.compile(r"(?:^|\s)([A-Za-z]+)=")
 _MEMORY = re.compile(r"(?:^|,)mem=([^,]+)")
 _MEGABYTES = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)([nc]?)$")
@@ -120,6 +123,19 @@ def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
         yield number, _parsed(_sacct_job, row)
 
 
+def read_squeue(text: str) -> list[SlurmJob]:
+    """The jobs of ``squeue -h --format=`` :data:`SQUEUE_FORMAT` output: waiting and running ones, as they stand (no end;
+    a start only once running). A line that cannot be read is left out: the queue is read again at the next pass."""
+    out = []
+    for line in text.splitlines():
+        cells = line.split("|", len(SQUEUE_FIELDS) - 1)
+        if len(cells) == len(SQUEUE_FIELDS):
+            row = dict(zip(SQUEUE_FIELDS, cells, strict=True))
+            if not isinstance(job := _parsed(_squeue_job, row), AccountingError):
+                out.append(job)
+    return out
+
+
 def read_jobcomp(lines: Iterable[str], first_line: int = 1) -> Iterator[Parsed]:
     """Each line of a ``jobcomp/filetxt`` log as a job or a problem (``first_line``: the number of the first given)."""
     for number, line in enumerate(lines, start=first_line):
@@ -156,6 +172,22 @@ def _sacct_job(row: dict[str, str]) -> SlurmJob:
         req_nodes=_count("ReqNodes", row.get("ReqNodes", "")) or _count("NNodes", row.get("NNodes", "")),
         array_job=array_job or None, array_task=array_task or None,
     )  # fmt: skip
+
+
+def _squeue_job(row: dict[str, str]) -> SlurmJob:
+    state = _state(row["state"])
+    running = state not in ("PENDING", "REQUEUED")
+    return SlurmJob(
+        job_id=_required(row, "id"), name=row["name"], state=state, elapsed=0.0, time_limit=_duration("limit", row["limit"]),
+        partition=_text(row["partition"]), req_cpus=_count("cpus", row["cpus"]), req_nodes=_count("nodes", row["nodes"]),
+        start=_time("start", row["start"]) if running else None, submit=_time("submit", row["submit"]), work_dir=_text(row["work_dir"]),
+        user=_text(row["user"]), group=_text(row["group"]), account=_text(row["account"]), qos=_text(row["qos"]),
+    )  # fmt: skip
+
+
+def _text(value: str) -> str | None:
+    """squeue's text field; None for an empty one (``(null)``)."""
+    return None if value in ("", "(null)") else value
 
 
 def _jobcomp_job(f: dict[str, str]) -> SlurmJob:

@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from predictor.slurm.accounting import QUEUED, SQUEUE_FORMAT, SlurmJob, read_squeue
 from predictor.walltime import parse_walltime
 
 NULL = "(null)"
@@ -84,6 +85,11 @@ class Slurm:
             if job_id:
                 out.append(QueuedJob(job_id, name, state, nodes or None, "" if comment == NULL else comment, reason))
         return out
+
+    def queue(self) -> list[SlurmJob]:
+        """Every job waiting or running now, with its user, request, submit and start time (their users' history)."""
+        states = ",".join(sorted(QUEUED))
+        return read_squeue(self.run("squeue", "-h", f"--states={states}", f"--format={SQUEUE_FORMAT}"))
 
     def comments(self, job_ids: Sequence[str]) -> dict[str, str]:
         """The comment of each of ``job_ids`` slurmctld still holds (those it has forgotten are left out)."""

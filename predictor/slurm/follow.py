@@ -7,6 +7,10 @@ cursor; lines read again after a kill between the store's commit and the cursor'
 run's id (and a job's history key) is fixed. A log that was rotated (another inode, or shorter than the cursor) is
 read from its start.
 
+With ``queue`` (``squeue``), each pass first records the jobs waiting and running as their users' history
+(:mod:`predictor.slurm.history`; those whose state changed since the last pass), so that a new job's history
+features count them as the replay's do; their completions, read after, fill in their ends.
+
 The completion log does not hold the job's comment in Slurm 22.05, and so not the plugin's tag: each pass asks
 slurmctld (``squeue``) for the comments of the jobs it read, which it holds for ``MinJobAge`` seconds after they end.
 A job it has forgotten is mapped by the rules on its name and partition alone.
@@ -75,6 +79,7 @@ class Follower:
         cluster: str = "slurm",
         comments: Comments | None = None,
         guard: WalltimeGuard | None = None,
+        queue: Callable[[], list[SlurmJob]] | None = None,
     ) -> None:
         self.log_path = log_path
         self.cursor_path = cursor_path
@@ -84,6 +89,8 @@ class Follower:
         self.cluster = cluster
         self.comments = comments
         self.guard = guard
+        self.queue = queue
+        self._queued: dict[str, str] = {}  # job id -> state of the queued jobs recorded, to record only changes
 
     def cursor(self) -> Cursor:
         """The saved cursor (the start when there is none, or it is unreadable)."""
@@ -91,6 +98,7 @@ class Follower:
 
     def poll(self) -> FollowPass:
         """Store the completions written since the cursor and move the cursor past them."""
+        self._record_queue()  # before the log is read: a job that ends meanwhile has its end recorded after
         cursor = self.cursor()
         try:
             stat = self.log_path.stat()
@@ -120,6 +128,19 @@ class Follower:
     def run(self, interval_s: float, stop: threading.Event, on_pass: Callable[[FollowPass], None] | None = None) -> None:
         """Poll every ``interval_s`` until ``stop`` is set; a failing pass is logged and retried on the next."""
         every_interval(self.poll, interval_s, stop, what=f"following {self.log_path}", log=log, on_pass=on_pass)
+
+    def _record_queue(self) -> None:
+        """Record the waiting and running jobs whose state changed since the last pass (all of them at the first)."""
+        if self.queue is None:
+            return
+        try:
+            jobs = self.queue()
+        except SlurmError as exc:
+            log.warning("cannot read the queue (its jobs are recorded when they end): %s", exc)
+            return
+        changed = [job for job in jobs if self._queued.get(job.job_id) != job.state]
+        JobHistory(self.store.engine).record(history_records(((0, job) for job in changed), self.cluster, self.rules))
+        self._queued = {job.job_id: job.state for job in jobs}
 
     def _guard(self, parsed: list) -> None:
         """Let the guard decide about each timed-out run read, then finish any requeue it left half done."""

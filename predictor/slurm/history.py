@@ -1,14 +1,19 @@
-"""Ended Slurm jobs as their users' history (``job_history``), whatever they ran: what a job class is estimated from.
+"""Slurm jobs as their users' history (``job_history``), whatever they ran: what a job class is estimated from.
 
-Every job accounting reports ended (``sacct`` or the completion log) is one record, keyed ``slurm-<cluster>-<job
-id>`` (the same from both sources; a requeued job's last run replaces its earlier one), mapped by a rule or not:
+Every job accounting reports (``sacct`` or the completion log) or the queue shows is one record, keyed
+``slurm-<cluster>-<job id>`` (the same from every source: a later sight of a job fills in its start, end and state;
+a requeued job's last run replaces its earlier one), mapped by a rule or not:
 
 - a run that ended (completed, failed, stopped) keeps its start and end and its state, so failed runs stay apart
   from completed ones; a ``TIMEOUT`` run is censored at its limit (its end is its start plus the limit when it ran
   over: the time it was given, not the scheduler's lag in killing it);
-- a job cancelled before it started (no start, or no elapsed time) is a submission only: no start, no end;
-- jobs still pending or running, jobs without a user or a submit time, and jobs the rule file excludes are not
-  recorded; nor is a job with a value the table cannot hold (a warning says which), but for its name, which is cut.
+- a job cancelled before it started (no start, or no elapsed time) is a submission only: no start, its end kept
+  (so that one the queue saw start, for less than a second, ends there and is not left running);
+- a job waiting or running (``squeue``, which ``slurm follow`` reads at each pass, or a ``sacct`` line of one) is
+  recorded as it stands: submitted, and started once running, until its end is read; so a new job's
+  ``user.submitted_jobs`` and ``user.running_jobs`` count the user's jobs in the queue as the replay's do;
+- jobs without a user or a submit time, and jobs the rule file excludes, are not recorded; nor is a job with a
+  value the table cannot hold (a warning says which), but for its name, which is cut.
 
 ``seq`` orders jobs submitted in the same second: Slurm numbers jobs in submit order.
 """
@@ -20,7 +25,7 @@ import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from predictor.slurm.accounting import ENDED, FINISHED, Parsed, SlurmJob
+from predictor.slurm.accounting import ENDED, FINISHED, QUEUED, Parsed, SlurmJob
 from predictor.slurm.rules import Rules
 from predictor.store.job_history import JobRecord
 from predictor.submit_history import Submission
@@ -55,16 +60,20 @@ def _seq(job: SlurmJob) -> int:
 
 def history_record(job: SlurmJob, cluster: str, rules: Rules) -> JobRecord | None:
     """The job as its user's history, or None when it is none (see the module docstring)."""
-    if job.state not in ENDED or job.user is None or job.submit is None:
+    if job.state not in ENDED | QUEUED or job.user is None or job.submit is None:
         return None
     if rules.exclude.excludes(job.user, job.account, job.partition):
         return None
-    ran = job.start is not None and job.end is not None and (job.state in FINISHED or job.elapsed > 0)
-    end = job.end
-    if ran and job.state == "TIMEOUT" and job.time_limit and job.start is not None and end is not None:
-        end = min(end, job.start + timedelta(seconds=job.time_limit))
+    if job.state in QUEUED:  # as it stands: submitted, perhaps started, not ended
+        start, end = job.start, None
+    elif job.start is not None and job.end is not None and (job.state in FINISHED or job.elapsed > 0):
+        start, end = job.start, job.end
+        if job.state == "TIMEOUT" and job.time_limit:
+            end = min(end, start + timedelta(seconds=job.time_limit))
+    else:  # ended before it started: a submission only (its end kept: a start the queue saw is not left running)
+        start, end = None, job.end
     try:
-        return _record(job, cluster, start=job.start if ran else None, end=end if ran else None)
+        return _record(job, cluster, start=start, end=end)
     except ValueError as exc:  # a value its column cannot hold: the job is left out of the history, and said so
         log.warning("job %s is not recorded as history: %s", job.job_id, exc)
         return None

@@ -13,6 +13,7 @@ from predictor.slurm.accounting import (
     jobcomp_fields,
     read_jobcomp,
     read_sacct,
+    read_squeue,
 )
 
 HEADER = "|".join(SACCT_COLUMNS)
@@ -87,3 +88,17 @@ def test_the_submit_time_context_is_read_from_sacct_and_the_completion_log() -> 
     ((_, job),) = read_jobcomp([line])
     assert isinstance(job, SlurmJob)
     assert (job.user, job.group, job.account, job.qos, job.req_nodes, job.req_mem_mb) == ("bo", "lab", "proj", None, 2, 1000)
+
+
+def test_squeue_lines_become_waiting_and_running_jobs() -> None:
+    """Issue 29: the queue as its users' history: a pending job has no start (squeue shows its expected one), a running
+    one has; a line that cannot be read is left out."""
+    text = (
+        "41|PENDING|ana|lab|proj|debug|normal|1:00:00|4|1|2026-11-26T12:45:34|2026-11-26T13:00:00|/w|name | with bar\n"
+        "42|RUNNING|bo|lab|(null)|debug|normal|UNLIMITED|2|1|2026-11-26T12:40:00|2026-11-26T12:41:00|/w|x\n"
+        "43|RUNNING|bo|lab|proj|debug|normal|soon|2|1|2026-11-26T12:40:00|2026-11-26T12:41:00|/w|bad limit\n"
+    )
+    pending, running = read_squeue(text)
+    assert (pending.job_id, pending.state, pending.user, pending.name, pending.time_limit, pending.req_cpus) == ("41", "PENDING", "ana", "name | with bar", 3600.0, 4)
+    assert pending.start is None and pending.submit == datetime(2026, 11, 26, 12, 45, 34, tzinfo=UTC) and pending.end is None
+    assert (running.state, running.start, running.time_limit, running.account) == ("RUNNING", datetime(2026, 11, 26, 12, 41, tzinfo=UTC), None, None)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 from predictor.atomic import read_state
@@ -17,6 +18,7 @@ from predictor.slurm.control import Slurm
 from predictor.slurm.follow import Cursor, Follower
 from predictor.slurm.rules import Rules
 from predictor.store import MeasurementStore
+from predictor.store.job_history import JobHistory
 from tests.conftest import CATALOG_YAML
 from tests.livesrv import eventually
 from tests.slurmserver import SlurmCluster
@@ -123,3 +125,32 @@ def test_a_killed_follow_process_reads_on_after_a_restart(
     rows = _rows_per_job(store)
     assert all(rows[job] == 1 for job in stored_first + stored_second), rows
     assert max(rows.values()) == 1, rows
+
+
+def test_follow_records_the_queue_as_its_users_history_and_their_ends_after(
+    slurm_cluster: SlurmCluster, store: MeasurementStore, catalog: Catalog, tmp_path: Path
+) -> None:
+    """Issue 29: a waiting and a running job count as their user's submissions and running job at once, as the replay
+    counts them; once they end, their ends are read from the completion log."""
+    slurm = Slurm(str(slurm_cluster.conf))
+    follower = Follower(
+        slurm_cluster.jobcomp, tmp_path / "cursor.json", store, catalog, Rules(), cluster="q", comments=slurm.comments,
+        queue=slurm.queue,
+    )  # fmt: skip
+    follower.poll()  # earlier tests' jobs, ended: the history this test counts from
+    user = slurm_cluster.run("id", "-un").stdout.strip()
+    history = JobHistory(store.engine)
+    before = history.user_state("q", user, datetime.now(UTC))
+    running = slurm_cluster.submit("--time=5", "--wrap", "sleep 300")
+    waiting = slurm_cluster.submit("--hold", "--time=5", "--wrap", "true")
+    slurm_cluster.wait_state(running, ("RUNNING",))
+    try:
+        follower.poll()
+        now = history.user_state("q", user, datetime.now(UTC))
+        assert (now.submitted, now.running, now.finished) == (before.submitted + 2, before.running + 1, before.finished)
+    finally:
+        slurm_cluster.run("scancel", running, waiting)
+    assert eventually(lambda: {running, waiting} <= set(slurm_cluster.completions()), 60)
+    follower.poll()
+    after = history.user_state("q", user, datetime.now(UTC))
+    assert (after.submitted, after.running, after.finished) == (before.submitted + 2, before.running, before.finished + 1)

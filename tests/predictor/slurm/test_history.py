@@ -1,5 +1,5 @@
-"""Ended Slurm jobs as their users' history (issue 29): every job but the excluded, censored as the literature counts
-them, and a job class's runs stored with the history features of their submit time."""
+"""Slurm jobs as their users' history (issue 29): every job but the excluded, censored as the literature counts them,
+and a job class's runs stored with the history features of their submit time."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_every_ended_job_is_its_users_history_and_an_excluded_users_is_not(
         {"JobID": "2", "State": "TIMEOUT", "Elapsed": "00:10:40", "Start": "2026-03-01T10:02:00", "End": "2026-03-01T10:12:40"},
         {"JobID": "3", "State": "CANCELLED by 7", "Elapsed": "00:00:00", "Start": "None", "End": "2026-03-01T10:03:00"},
         {"JobID": "4", "State": "FAILED", "ExitCode": "1:0", "Start": "2026-03-01T10:20:00", "End": "2026-03-01T10:20:30"},
-        {"JobID": "5", "State": "RUNNING", "End": "Unknown"},
+        {"JobID": "5", "State": "RUNNING", "End": "Unknown"},  # running as sacct ran: recorded so, its end to come
         {"JobID": "6", "User": "eve", "Comment": f"predictor: algorithm=mafft input={fasta.name}"},
         {"JobID": "7", "Account": "secret"},
         {"JobID": "8", "Account": "a" * 300},  # more than its column holds: left out of the history, said in a warning
@@ -39,7 +39,7 @@ def test_every_ended_job_is_its_users_history_and_an_excluded_users_is_not(
     assert report.stored == 0 and [s.message for s in report.skipped].count("excluded by the rule file") == 2
     history = JobHistory(store.engine)
     ana = history.user_state("c1", "ana", LATER)
-    assert (ana.submitted, ana.finished, ana.running) == (5, 4, 0)  # the cancelled job a submission only; RUNNING not yet
+    assert (ana.submitted, ana.finished, ana.running) == (6, 4, 1)  # the cancelled job a submission only; 5 running
     assert list(ana.recent) == [30.0, 600.0, 60.0]  # newest end first: the timeout censored at its 10 min limit
     assert "job 8 is not recorded as history: job slurm-c1-8: account: " in caplog.text
     assert history.user_state("c1", "eve", LATER).submitted == 0  # nothing of an excluded user is kept
