@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.pgserver import throwaway_database  # noqa: E402 - after the paths above
 
 TOKEN = "fuzz-token"
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
@@ -131,7 +134,7 @@ def trained_service(workdir: Path, postgres: bool, extreme: bool = False) -> Ite
     from apisetup import DATASETS, cli, ours
 
     with ExitStack() as stack:
-        store = {"store_url": stack.enter_context(_postgres())} if postgres else {}
+        store = {"store_url": stack.enter_context(throwaway_database())} if postgres else {}
         home = workdir / "home"
         home.mkdir()
         cli(home, "ingest", *map(str, DATASETS), **store)
@@ -140,23 +143,6 @@ def trained_service(workdir: Path, postgres: bool, extreme: bool = False) -> Ite
             seed_extremes(store.get("store_url") or f"sqlite:///{home / 'store.db'}")
         base, _ = stack.enter_context(ours(home, workdir / "server.log", api_token=TOKEN, api_reload_interval_s="0", **store))
         yield base
-
-
-@contextmanager
-def _postgres() -> Iterator[str]:
-    """A throwaway PostgreSQL server (the test suite's), yielding the URL of an empty database."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.pgserver import PostgresServer, find_bindir
-
-    bindir = find_bindir()
-    if bindir is None:
-        raise SystemExit("PostgreSQL server binaries (initdb, pg_ctl) not found")
-    server = PostgresServer(bindir)
-    server.start()
-    try:
-        yield server.url(server.create_database())
-    finally:
-        server.stop()
 
 
 def main() -> None:

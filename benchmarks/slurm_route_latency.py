@@ -38,7 +38,7 @@ from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
 from serving import create_app
 from tests.livesrv import serve_app
-from tests.pgserver import PostgresServer, find_bindir
+from tests.pgserver import throwaway_database
 from tests.serving.conftest import train_home
 from training.pipeline import run_training
 
@@ -128,15 +128,8 @@ def database(backend: str, work: Path) -> Iterator[str]:
     if backend == "sqlite":
         yield f"sqlite:///{work}/bench.db"
         return
-    bindir = find_bindir()
-    if bindir is None:
-        raise SystemExit("PostgreSQL server binaries (initdb, pg_ctl) not found")
-    server = PostgresServer(bindir)
-    server.start()
-    try:
-        yield server.url(server.create_database())
-    finally:
-        server.stop()
+    with throwaway_database() as url:
+        yield url
 
 
 def main() -> None:

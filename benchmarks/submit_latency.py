@@ -32,7 +32,7 @@ from sqlalchemy import text
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
 from predictor.submit_history import Submission, submit_features
-from tests.pgserver import PostgresServer, find_bindir
+from tests.pgserver import throwaway_database
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 YEAR_S = 365 * 86400
@@ -130,15 +130,8 @@ def main() -> None:
     }  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="submit-latency-") as work:
         result["sqlite"] = measure(f"sqlite:///{work}/store.db", records, args.users, args.calls, args.seed)
-    bindir = find_bindir()
-    if bindir is None:
-        raise SystemExit("PostgreSQL server binaries (initdb, pg_ctl) not found")
-    server = PostgresServer(bindir)
-    server.start()
-    try:
-        result["postgresql"] = measure(server.url(server.create_database()), records, args.users, args.calls, args.seed)
-    finally:
-        server.stop()
+    with throwaway_database() as url:
+        result["postgresql"] = measure(url, records, args.users, args.calls, args.seed)
     result["load_average_after"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

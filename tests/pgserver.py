@@ -9,6 +9,8 @@ import socket
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -78,3 +80,18 @@ class PostgresServer:
         if done.returncode != 0:
             log = self.log.read_text() if self.log.exists() else ""
             raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}{done.stderr}{log}")
+
+
+@contextmanager
+def throwaway_database() -> Iterator[str]:
+    """The URL of an empty database on a PostgreSQL server started for the caller and stopped after (the benchmarks'
+    stores); RuntimeError when the server's binaries are not installed."""
+    bindir = find_bindir()
+    if bindir is None:
+        raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) not found")
+    server = PostgresServer(bindir)
+    server.start()
+    try:
+        yield server.url(server.create_database())
+    finally:
+        server.stop()
