@@ -1,10 +1,13 @@
-"""What the job_submit plugin changes in a job: ``time_min`` set to the estimate, the estimate tagged in the comment.
+"""What the job_submit plugin changes in a job: ``time_min`` set to the served limit, the estimate tagged in the comment.
 
-Slurm counts limits in whole minutes. ``time_min`` is the estimate rounded up to a minute, never above the job's
-time limit (Slurm refuses a ``time_min`` over it): the user's limit when given, else the partition's default. The
-user's limit is never changed; a job without one gets the served ``limit`` (the upper estimate) only where the site
-asks for it (``raise_missing_limit``), and then ``time_min`` is capped by that. Without an estimate (no model yet)
-nothing is set but the tag, so that the job's run is still learned from when it ends.
+Slurm's backfill may lower a job's time limit to its ``time_min`` to start it early, and then kills it there (sbatch(1),
+``--time-min``). So ``time_min`` is the served ``limit``, the upper estimate the service calibrates to be exceeded
+rarely, not the point estimate, which about half of the runs outlive; an estimate without a limit sets none. Slurm
+counts limits in whole minutes: ``time_min`` is rounded up to a minute, never above the job's time limit (Slurm
+refuses a ``time_min`` over it): the user's limit when given, else the partition's default. The user's limit is
+never changed; a job without one gets the served ``limit`` only where the site asks for it (``raise_missing_limit``).
+Without an estimate (no model yet) nothing is set but the tag, so that the job's run is still learned from when it
+ends.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ def advise(
     if time_limit is None and raise_missing_limit and estimate.limit is not None:
         new_limit = minutes(estimate.limit)
     cap = time_limit or new_limit or default_time
-    time_min = minutes(estimate.seconds) if cap is None else min(minutes(estimate.seconds), cap)
+    time_min = None if estimate.limit is None else minutes(estimate.limit) if cap is None else min(minutes(estimate.limit), cap)
     tag = {
         "algorithm": mapping.algorithm, "platform": mapping.platform, "estimate": round(estimate.seconds, 1),
         "limit": None if estimate.limit is None else round(estimate.limit, 1), "model": estimate.model_name,
