@@ -10,11 +10,18 @@ from predictor.store.tables import Base
 
 
 def _run(connection: Connection) -> None:
-    """Run pending migrations on one connection; SQLite needs batch mode to alter tables."""
+    """Run pending migrations on one connection, all in its one transaction; SQLite needs batch mode to alter tables.
+
+    Alembic takes SQLite for a database without transactional DDL and commits after each migration, which lets
+    another process's migrate, queued on the write lock, read the version in between and run the same migrations
+    again ("table already exists"). SQLite's DDL is transactional (the store issues BEGIN itself), so it is told so:
+    the whole upgrade is one transaction under the lock ``MeasurementStore.migrate`` takes.
+    """
     context.configure(
         connection=connection,
         target_metadata=Base.metadata,
         render_as_batch=connection.dialect.name == "sqlite",
+        transactional_ddl=True,
         compare_type=True,
     )
     with context.begin_transaction():
