@@ -28,14 +28,11 @@ def _column_checks() -> list[tuple[str, Callable[[Any], str | None]]]:
     """For each column of the measurements table that holds a Measurement field of a limited type: the field and a check."""
     checks: list[tuple[str, Callable[[Any], str | None]]] = []
     for column in measurements.columns:
-        kind = column.type
         field = Measurement.model_fields.get(column.name)
         if field is None or (isinstance(field.annotation, type) and issubclass(field.annotation, Enum)):
             continue  # not a field, or one of a few short names
-        if isinstance(kind, String):
-            checks.append((column.name, partial(_text_problem, length=kind.length)))
-        elif isinstance(kind, Integer):  # BigInteger included
-            checks.append((column.name, partial(_integer_problem, bits=64 if isinstance(kind, BigInteger) else 32)))
+        if isinstance(column.type, String | Integer):  # BigInteger included
+            checks.append((column.name, partial(column_problem, column)))
     return checks
 
 
