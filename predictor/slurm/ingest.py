@@ -36,7 +36,7 @@ from features.history import FEATURE_NAMES
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, ServedEstimate, Source
 from predictor.ingest import IngestError, IngestReport, Reject, write_rejects
-from predictor.jobfeatures import feature_names
+from predictor.jobfeatures import known_feature_names
 from predictor.records import RowError, validate_record
 from predictor.slurm.accounting import (
     ENDED,
@@ -127,7 +127,7 @@ def measurement_of(
     if mapping is None:
         return "no rule or predictor: words name its algorithm"
     features = None
-    if feature_names(catalog.algorithm(mapping.algorithm)) == HISTORY_FEATURES:  # a job class: its user's history
+    if known_feature_names(catalog.algorithm(mapping.algorithm)) == HISTORY_FEATURES:  # a job class: its user's history
         if history is None or (submission := submission_of(job, cluster)) is None:
             return "a job class's run needs its user and submit time, and the history"
         features = submit_features(history, submission, submission.submit.tzinfo or UTC)
