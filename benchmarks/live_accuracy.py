@@ -151,7 +151,7 @@ def replay(
             pending = []
         job = Submission(
             cluster=rec.cluster, user=rec.user, submit=rec.submit_at, time_limit_s=rec.time_limit_s,
-            procs=rec.min_cpus, group=rec.group, partition=rec.partition, seq=rec.seq,
+            procs=rec.min_cpus, seq=rec.seq,
         )  # fmt: skip
         started = time.perf_counter()
         features[rec.key] = found = submit_features(history, job, log.timezone)

@@ -16,7 +16,8 @@ from predictor.store.job_history import JobHistory
 
 @dataclass(frozen=True)
 class Submission:
-    """A job being submitted: where, by whom, when (timezone-aware) and what it asks for (None: unknown).
+    """A job being submitted, as far as its history features read it: where, by whom, when (timezone-aware) and what
+    it asks for (None: unknown).
 
     ``seq`` places it among jobs recorded as submitted at the same instant (a log's line order); None puts it after
     all of them, as for a job not recorded yet.
@@ -27,15 +28,6 @@ class Submission:
     submit: datetime
     time_limit_s: float | None
     procs: int | None
-    group: str | None = None
-    account: str | None = None
-    partition: str | None = None
-    qos: str | None = None
-    name: str | None = None
-    min_nodes: int | None = None
-    pn_min_memory_mb: int | None = None
-    array_inx: str | None = None
-    work_dir: str | None = None
     seq: int | None = None
 
 

@@ -45,11 +45,7 @@ def submission_of(job: SlurmJob, cluster: str) -> Submission | None:
     submit time."""
     if job.user is None or job.submit is None:
         return None
-    return Submission(
-        cluster=cluster, user=job.user, submit=job.submit.astimezone(), time_limit_s=job.time_limit, procs=job.req_cpus,
-        group=job.group, account=job.account, partition=job.partition, qos=job.qos, name=job.name, min_nodes=job.req_nodes,
-        pn_min_memory_mb=job.req_mem_mb, array_inx=job.array_task, work_dir=job.work_dir, seq=_seq(job),
-    )  # fmt: skip
+    return Submission(cluster, job.user, job.submit.astimezone(), job.time_limit, job.req_cpus, seq=_seq(job))
 
 
 def _seq(job: SlurmJob) -> int:

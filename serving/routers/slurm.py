@@ -174,14 +174,10 @@ def _users(job: SlurmJobIn) -> list[str]:
 
 def _submission(state: ServiceState, job: SlurmJobIn) -> Submission:
     """The job as submitted now (in local time, as Slurm reads hours and weekdays): its limit (else its partition's
-    default) in seconds, its CPUs, its context."""
+    default) in seconds and its CPUs."""
     minutes = job.time_limit or job.default_time
-    return Submission(
-        cluster=state.settings.slurm_cluster, user=_users(job)[0], submit=datetime.now().astimezone(),
-        time_limit_s=None if minutes is None else minutes * 60.0, procs=job.min_cpus, account=job.account or None,
-        partition=job.partition, qos=job.qos or None, name=job.name or None, min_nodes=job.min_nodes,
-        pn_min_memory_mb=job.pn_min_memory, array_inx=job.array_inx, work_dir=job.work_dir,
-    )  # fmt: skip
+    seconds = None if minutes is None else minutes * 60.0
+    return Submission(state.settings.slurm_cluster, _users(job)[0], datetime.now().astimezone(), seconds, job.min_cpus)
 
 
 def _problems(exc: ValidationError) -> str:
