@@ -219,15 +219,16 @@ def _load_folder(folder: Path, origin: str) -> LoadedChampion:
     """Load a cached champion folder: from the pickle of its loaded model when an earlier load wrote one, else with
     the MLflow flavor it was saved in (sklearn, else the generic pyfunc), writing that pickle for the next load."""
     facts = json.loads((folder / "champion.json").read_text())
-    flavor, model, examples = _loaded_model(folder, facts["tags"])
     tags = facts["tags"]
+    feature_names = json.loads(tags.get("features", "[]"))
+    flavor, model, examples = _loaded_model(folder, feature_names)
     champion = Champion(
         algorithm=facts["algorithm"],
         platform=facts["platform"],
         name=facts["name"],
         version=facts["version"],
         flavor=flavor,
-        feature_names=json.loads(tags.get("features", "[]")),
+        feature_names=feature_names,
         model=model,
         tags=tags,
     )
@@ -238,8 +239,8 @@ def _load_folder(folder: Path, origin: str) -> LoadedChampion:
     return LoadedChampion(champion, registered_at, facts["fit_seconds"], origin, examples)
 
 
-def _loaded_model(folder: Path, tags: dict[str, str]) -> tuple[str, Any, np.ndarray | None]:
-    """The flavor, model and input examples of a cached folder.
+def _loaded_model(folder: Path, feature_names: list[str]) -> tuple[str, Any, np.ndarray | None]:
+    """The flavor, model and input examples (rows in ``feature_names``' order) of a cached folder.
 
     MLflow's sklearn flavor loads through skops, whose import walks every scikit-learn estimator (and torch with
     them): seconds for each process that loads a champion, the CLI's local ``predict`` among them. So the first load
@@ -259,7 +260,7 @@ def _loaded_model(folder: Path, tags: dict[str, str]) -> tuple[str, Any, np.ndar
     meta = Model.load(str(model_dir))
     flavor = "sklearn" if "sklearn" in meta.flavors else "python_function"
     model = mlflow.sklearn.load_model(str(model_dir)) if flavor == "sklearn" else mlflow.pyfunc.load_model(str(model_dir))
-    examples = _examples(meta, model_dir, json.loads(tags.get("features", "[]")))
+    examples = _examples(meta, model_dir, feature_names)
     try:
         write_bytes_atomically(loaded, pickle.dumps((flavor, model, examples), protocol=pickle.HIGHEST_PROTOCOL))
         for stale in folder.glob("loaded-*.pickle"):  # pickled by other library versions: never read again
