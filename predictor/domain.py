@@ -20,6 +20,13 @@ class CacheState(str, Enum):
     UNKNOWN = "unknown"
 
 
+class Target(str, Enum):
+    """What a model learns of a run: its wall seconds, or its peak resident memory in bytes."""
+
+    TIME = "time"
+    MEMORY = "memory"
+
+
 class Source(str, Enum):
     PRODUCTION = "production"  # a real job of a real user
     PROBE = "probe"  # a run the project made to learn (profiling, sweeps, idle-time runs)
@@ -119,6 +126,12 @@ class Estimate(BaseModel):
         default_factory=list, description="Features beyond the trained range (empty when only far from every trained job)."
     )
     reason: str | None = None
+    memory: float | None = Field(default=None, description="Estimated peak resident memory, bytes; None without a memory model.")
+    memory_lower: float | None = None
+    memory_upper: float | None = None
+    memory_limit: float | None = Field(default=None, description="Peak memory at the limit quantile, bytes: a memory request.")
+    memory_model_name: str | None = None
+    memory_model_version: str | None = None
 
     @property
     def available(self) -> bool:

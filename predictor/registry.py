@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from predictor.domain import Target
 from predictor.envelope import TrainingEnvelope
 
 if TYPE_CHECKING:
@@ -32,9 +33,9 @@ class Predicts(Protocol):
     def predict(self, X: Any) -> np.ndarray: ...
 
 
-def registered_name(algorithm: str, platform: str) -> str:
-    """Registered-model name of the runtime model for one (algorithm, platform)."""
-    return f"runtime-{algorithm}-{platform}"
+def registered_name(algorithm: str, platform: str, target: Target = Target.TIME) -> str:
+    """Registered-model name of one (algorithm, platform)'s model of ``target`` (run time or peak memory)."""
+    return f"{'runtime' if target is Target.TIME else 'memory'}-{algorithm}-{platform}"
 
 
 def redact_uri(text: str) -> str:
