@@ -1,15 +1,19 @@
 """Finished Slurm jobs from ``sacct -P`` output or the ``jobcomp/filetxt`` completion log, as typed records.
 
-``sacct`` columns (``sacct -P -X -o <columns>``; ``-c`` reads the completion log instead of the database): the
+``sacct`` columns (``sacct -P -o <columns>``; ``-c`` reads the completion log instead of the database): the
 required :data:`SACCT_REQUIRED` and any of :data:`SACCT_OPTIONAL`::
 
-    sacct -P -X -o JobID,JobName,State,Elapsed,Timelimit,ReqCPUS,ReqMem,Partition,Comment,ExitCode,NodeList,Start,End,Submit,WorkDir,User,Cluster,Group,Account,QOS,ReqNodes,NNodes
+    sacct -P -o JobID,JobName,State,Elapsed,Timelimit,ReqCPUS,ReqMem,Partition,Comment,ExitCode,NodeList,Start,End,Submit,WorkDir,User,Cluster,Group,Account,QOS,ReqNodes,NNodes,MaxRSS
 
-Job steps (``123.batch``) are left out: a job is one allocation line. ``Timelimit`` may be raw minutes (``sacct
--c``) or a duration, ``State`` may read ``CANCELLED by 0``. The ``jobcomp/filetxt`` log has one job per line as
+A job is its allocation line; its steps (``123.batch``, ``123.0``) are not jobs, but Slurm writes ``MaxRSS`` (the
+largest resident set of a step's tasks) on them only, so a job's ``max_rss_kb`` is the largest of its steps' (give
+``sacct`` without ``-X`` to have them). ``Timelimit`` may be raw minutes (``sacct -c``) or a duration, ``State`` may
+read ``CANCELLED by 0``. The ``jobcomp/filetxt`` log has one job per line as
 ``Key=Value`` words (``JobId=5 Name=x JobState=TIMEOUT TimeLimit=5 StartTime=... EndTime=...``); Slurm 22.05 does
 not write the comment there, so a completion read from it carries none unless the caller adds it. ``ReqMem`` (the
 log's ``mem=`` in ``Tres``, the job's whole memory) is read as megabytes, a per-CPU amount (``c``) times the CPUs.
+The completion log has no ``MaxRSS``, and neither has ``sacct -c``: without slurmdbd a job's peak memory is unknown
+(but for a job killed ``OUT_OF_MEMORY``, whose peak reached its request).
 Times without a zone are the machine's local time, as Slurm prints them.
 """
 
@@ -20,25 +24,25 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from predictor.memsize import MIB, MemorySizeError, parse_slurm_memory
 from predictor.walltime import parse_walltime
 
 SACCT_REQUIRED = ("JobID", "JobName", "State", "Elapsed", "Timelimit", "ReqCPUS", "ReqMem", "Partition", "Comment")
 SACCT_OPTIONAL = (
     "ExitCode", "NodeList", "Start", "End", "Submit", "WorkDir", "User", "Cluster", "Group", "Account", "QOS", "ReqNodes",
-    "NNodes",
+    "NNodes", "MaxRSS",
 )  # fmt: skip
 SACCT_COLUMNS = SACCT_REQUIRED + SACCT_OPTIONAL
 FINISHED = frozenset({"COMPLETED"})
-STOPPED = frozenset({"TIMEOUT", "PREEMPTED", "DEADLINE"})  # the system ended the run before it was done: censored
-FAILED = frozenset({"FAILED", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "CANCELLED"})
+STOPPED = frozenset({"TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "DEADLINE"})  # the system ended the run before it was
+# done (a limit, a preemption): censored, its time and memory lower bounds
+FAILED = frozenset({"FAILED", "NODE_FAIL", "BOOT_FAIL", "CANCELLED"})
 ENDED = FINISHED | STOPPED | FAILED  # states of a job that ended; any other (PENDING, RUNNING, REQUEUED, ...) did not
 QUEUED = frozenset({"PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "REQUEUED"})  # waiting or running: squeue's states
 SQUEUE_FIELDS = ("id", "state", "user", "group", "account", "partition", "qos", "limit", "cpus", "nodes", "submit", "start", "work_dir", "name")
 SQUEUE_FORMAT = "%i|%T|%u|%g|%a|%P|%q|%l|%C|%D|%V|%S|%Z|%j"  # the fields above, the name last (it may hold a '|')
 _JOBCOMP_KEY = re.compile(r"(?:^|\s)([A-Za-z]+)=")
 _MEMORY = re.compile(r"(?:^|,)mem=([^,]+)")
-_MEGABYTES = re.compile(r"^(\d+(?:\.\d+)?)([KMGT]?)([nc]?)$")
-_UNIT_MB = {"K": 1 / 1024, "": 1.0, "M": 1.0, "G": 1024.0, "T": 1024.0**2}
 
 
 class AccountingError(ValueError):
@@ -77,16 +81,15 @@ class SlurmJob:
     array_job: str | None = None  # the array's job id and this task's index, for an array's task (sacct's JobID
     # 40_2, the completion log's ArrayJobId and ArrayTaskId)
     array_task: str | None = None
+    max_rss_kb: int | None = None  # the largest resident set of its steps' tasks (sacct's MaxRSS), KiB; None: unknown
 
     @property
     def req_mem_mb(self) -> int | None:
         """The memory asked for in MB (a per-CPU amount times the CPUs); None when unknown."""
-        found = _MEGABYTES.match((self.req_mem or "").strip())
-        if found is None:
+        try:
+            return round(parse_slurm_memory(self.req_mem or "", cpus=self.req_cpus or 1) / MIB)
+        except MemorySizeError:
             return None
-        amount = float(found.group(1)) * _UNIT_MB[found.group(2)]
-        per_cpu = found.group(3) == "c"
-        return round(amount * ((self.req_cpus or 1) if per_cpu else 1))
 
     def with_comment(self, comment: str) -> SlurmJob:
         return replace(self, comment=comment)
@@ -109,18 +112,32 @@ def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
     missing = [c for c in SACCT_REQUIRED if c not in header]
     if not header or missing:
         raise AccountingError("header", f"sacct output lacks columns {', '.join(missing or SACCT_REQUIRED)}; run sacct -P -X -o {','.join(SACCT_COLUMNS)}")
+    out: list[Parsed] = []
+    step_rss: dict[str, int] = {}  # job id -> the largest MaxRSS of its steps, KiB
     for number, line in numbered:
         if not line.strip():
             continue
         cells = line.rstrip("\r\n").split("|")
         if len(cells) != len(header):
-            yield number, AccountingError("(row)", f"has {len(cells)} fields but the header has {len(header)} (a '|' in a field?)")
+            out.append((number, AccountingError("(row)", f"has {len(cells)} fields but the header has {len(header)} (a '|' in a field?)")))
             continue
         row = dict(zip(header, cells, strict=True))
-        if "." in row["JobID"]:
-            yield number, None
+        job_id, step, _ = row["JobID"].partition(".")
+        if step:
+            try:
+                rss = _max_rss(row.get("MaxRSS", ""))
+            except AccountingError as exc:
+                out.append((number, exc))
+                continue
+            if rss is not None:
+                step_rss[job_id] = max(rss, step_rss.get(job_id, 0))
+            out.append((number, None))
             continue
-        yield number, _parsed(_sacct_job, row)
+        out.append((number, _parsed(_sacct_job, row)))
+    for number, job in out:
+        if isinstance(job, SlurmJob) and job.job_id in step_rss:
+            job = replace(job, max_rss_kb=max(step_rss[job.job_id], job.max_rss_kb or 0))
+        yield number, job
 
 
 def read_squeue(text: str) -> list[SlurmJob]:
@@ -170,8 +187,18 @@ def _sacct_job(row: dict[str, str]) -> SlurmJob:
         submit=_time("Submit", row.get("Submit", "")), work_dir=row.get("WorkDir") or None, user=row.get("User") or None,
         group=row.get("Group") or None, account=row.get("Account") or None, qos=row.get("QOS") or None,
         req_nodes=_count("ReqNodes", row.get("ReqNodes", "")) or _count("NNodes", row.get("NNodes", "")),
-        array_job=array_job or None, array_task=array_task or None,
+        array_job=array_job or None, array_task=array_task or None, max_rss_kb=_max_rss(row.get("MaxRSS", "")),
     )  # fmt: skip
+
+
+def _max_rss(text: str) -> int | None:
+    """sacct's MaxRSS (``123456K``, ``1.5G``) in KiB; None when empty."""
+    if not text.strip():
+        return None
+    try:
+        return parse_slurm_memory(text) // 1024
+    except MemorySizeError:
+        raise AccountingError("MaxRSS", f"not a memory size: {text!r}") from None
 
 
 def _squeue_job(row: dict[str, str]) -> SlurmJob:

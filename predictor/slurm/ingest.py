@@ -10,10 +10,12 @@ One measurement per run of a job that ran and ended, validated like any row (:fu
   with its history features at its submit time (:func:`predictor.submit_history.submit_features`: the jobs read are
   recorded as history first);
 - ``wall_seconds`` the elapsed time; ``machine`` the node of a one-node job;
-- the outcome by state: ``COMPLETED`` a finished run; ``TIMEOUT``, ``PREEMPTED`` and ``DEADLINE`` **censored**
-  (the system stopped it: its time is a lower bound); ``FAILED``, ``OUT_OF_MEMORY``, ``NODE_FAIL``, ``BOOT_FAIL``
-  failed runs, and ``CANCELLED`` one with exit status 2, as the SWF import keeps them: censored only when they had
-  reached their time limit (the limit stopped them, whatever the state says);
+- ``max_rss_kb`` its steps' largest ``MaxRSS`` (sacct with slurmdbd; the completion log has none); for a job killed
+  ``OUT_OF_MEMORY`` at least the memory it asked for (the kernel killed it on reaching that limit);
+- the outcome by state: ``COMPLETED`` a finished run; ``TIMEOUT``, ``OUT_OF_MEMORY``, ``PREEMPTED`` and
+  ``DEADLINE`` **censored** (the system stopped it: its time and its memory are lower bounds); ``FAILED``,
+  ``NODE_FAIL``, ``BOOT_FAIL`` failed runs, and ``CANCELLED`` one with exit status 2, as the SWF import keeps them:
+  censored only when they had reached their time limit (the limit stopped them, whatever the state says);
 - the estimate its tag says it was served, stored beside it (what scores the model live).
 
 Skipped (valid, but not a measurement of ours): jobs the rule file excludes, jobs no rule or word maps to an
@@ -135,7 +137,8 @@ def measurement_of(
     record = {
         "run_id": run_id, "algorithm": mapping.algorithm, "platform": mapping.platform,
         "machine": job.node_list if job.node_list and "," not in job.node_list and "[" not in job.node_list else None,
-        "params": mapping.params, "wall_seconds": job.elapsed, "exit_status": _exit_status(job), "censored": _censored(job),
+        "params": mapping.params, "wall_seconds": job.elapsed, "max_rss_kb": max_rss_kb(job),
+        "exit_status": _exit_status(job), "censored": _censored(job),
         "recorded_at": job.end, "context": _context(job, cluster), "features": features,
     }  # fmt: skip
     measurement = validate_record(record, catalog, source=source)
@@ -146,6 +149,13 @@ def run_id_of(job: SlurmJob, cluster: str) -> str:
     """``slurm-<cluster>-<job id>-<start, UTC>``: one id per run, the same from sacct and from the completion log."""
     start = f"-{job.start:%Y%m%dT%H%M%S}" if job.start else ""
     return f"slurm-{cluster}-{job.job_id}{start}"
+
+
+def max_rss_kb(job: SlurmJob) -> int | None:
+    """The run's peak memory in KiB as far as known: its MaxRSS, and for an OUT_OF_MEMORY run at least its request."""
+    if job.state != "OUT_OF_MEMORY" or job.req_mem_mb is None:
+        return job.max_rss_kb
+    return max(job.req_mem_mb * 1024, job.max_rss_kb or 0)
 
 
 def _exit_status(job: SlurmJob) -> int:

@@ -25,6 +25,7 @@ def _row(**cells: str) -> str:
         "ReqCPUS": "2", "ReqMem": "4000M", "Partition": "debug", "Comment": "", "ExitCode": "0:0", "NodeList": "n1",
         "Start": "2026-03-01T10:00:00", "End": "2026-03-01T10:01:05", "Submit": "2026-03-01T09:59:00", "WorkDir": "/w",
         "User": "ana", "Cluster": "c1", "Group": "lab", "Account": "proj", "QOS": "normal", "ReqNodes": "1", "NNodes": "1",
+        "MaxRSS": "",
     }  # fmt: skip
     base.update(cells)
     return "|".join(base[c] for c in SACCT_COLUMNS)
@@ -102,3 +103,17 @@ def test_squeue_lines_become_waiting_and_running_jobs() -> None:
     assert (pending.job_id, pending.state, pending.user, pending.name, pending.time_limit, pending.req_cpus) == ("41", "PENDING", "ana", "name | with bar", 3600.0, 4)
     assert pending.start is None and pending.submit == datetime(2026, 11, 26, 12, 45, 34, tzinfo=UTC) and pending.end is None
     assert (running.state, running.start, running.time_limit, running.account) == ("RUNNING", datetime(2026, 11, 26, 12, 41, tzinfo=UTC), None, None)
+
+
+def test_a_jobs_peak_memory_is_the_largest_maxrss_of_its_steps() -> None:
+    """Issue 31: sacct writes MaxRSS on step lines only (without -X); the job line gets the largest, in KiB."""
+    lines = [
+        HEADER, _row(JobID="7", State="OUT_OF_MEMORY", ExitCode="0:125"), _row(JobID="7.batch", MaxRSS="51200K"),
+        _row(JobID="7.0", MaxRSS="1.5G"), _row(JobID="8"), _row(JobID="8.batch", MaxRSS=""), _row(JobID="9.batch", MaxRSS="lots"),
+    ]  # fmt: skip
+    parsed = dict(read_sacct(lines))
+    oom, plain, bad = parsed[2], parsed[5], parsed[7]
+    assert isinstance(oom, SlurmJob) and oom.state == "OUT_OF_MEMORY" and oom.max_rss_kb == 1536 * 1024
+    assert isinstance(plain, SlurmJob) and plain.max_rss_kb is None  # no step said
+    assert isinstance(bad, AccountingError) and bad.field == "MaxRSS" and "'lots'" in bad.message
+    assert parsed[3] is None and parsed[4] is None  # the steps are no jobs

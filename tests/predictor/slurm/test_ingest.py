@@ -26,6 +26,7 @@ def _sacct(tmp_path: Path, rows: list[dict[str, str]]) -> Path:
         "ReqMem": "1000M", "Partition": "debug", "Comment": "", "ExitCode": "0:0", "NodeList": "n1",
         "Start": "2026-03-01T10:00:00", "End": "2026-03-01T10:01:00", "Submit": "2026-03-01T09:59:00", "WorkDir": str(tmp_path),
         "User": "ana", "Cluster": "c", "Group": "lab", "Account": "proj", "QOS": "normal", "ReqNodes": "1", "NNodes": "1",
+        "MaxRSS": "",
     }  # fmt: skip
     lines = ["|".join(SACCT_COLUMNS)] + ["|".join({**base, **row}[c] for c in SACCT_COLUMNS) for row in rows]
     path = tmp_path / "sacct.txt"
@@ -67,6 +68,24 @@ def test_sacct_jobs_become_finished_censored_and_failed_runs(tmp_path: Path, sto
     assert list(live["run_id"]) == [done.run_id] and float(live["seconds"].iloc[0]) == 50.0
     again = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1")
     assert (again.stored, again.duplicates) == (0, 4)
+
+
+def test_a_run_killed_for_memory_is_censored_at_least_at_its_request(tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path) -> None:
+    """Issue 31: OUT_OF_MEMORY is a lower bound on time and memory (at least the request it was killed at); a timed-out
+    run's MaxRSS is a lower bound too; a finished run's is its peak."""
+    tag = f"predictor: algorithm=mafft input={fasta.name}"
+    path = _sacct(tmp_path, [
+        {"JobID": "1", "State": "OUT_OF_MEMORY", "ExitCode": "0:125", "ReqMem": "50M", "Comment": tag},
+        {"JobID": "1.batch", "MaxRSS": "40000K", "Comment": tag},
+        {"JobID": "2", "State": "TIMEOUT", "Comment": tag}, {"JobID": "2.batch", "MaxRSS": "300M", "Comment": tag},
+        {"JobID": "3", "Comment": tag}, {"JobID": "3.0", "MaxRSS": "2000K", "Comment": tag},
+    ])  # fmt: skip
+    report = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1")
+    assert (report.stored, report.rejected) == (3, [])
+    runs = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False)}
+    assert (runs["1"].censored, runs["1"].max_rss_kb, runs["1"].context["state"]) == (True, 50 * 1024, "OUT_OF_MEMORY")
+    assert (runs["2"].censored, runs["2"].max_rss_kb) == (True, 300 * 1024)
+    assert (runs["3"].censored, runs["3"].max_rss_kb) == (False, 2000)
 
 
 def test_a_file_without_jobs_or_columns_is_one_error(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
