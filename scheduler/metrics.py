@@ -37,6 +37,7 @@ class Metrics:
     predicted_starts: int = 0
     start_error_median: float = 0.0
     start_within_10min: float = 0.0
+    overcommits: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)
@@ -51,7 +52,7 @@ def compute(result: SimResult) -> Metrics:
     share of each machine's slots over its online time, from the first arrival to the last end;
     mean slowdown is bounded (completion over max(running, 10 s)), as usual for cluster logs.
     Energy is each machine's platform power over the time it ran something, scaled
-    by the share of its slots in use; wasted seconds are cancelled or lost runs and
+    by the share of its slots in use; wasted seconds are cancelled, lost or killed (memory, time) runs and
     ``interrupted`` counts runs cancelled or paused (preemptions, duplicates, moves).
 
     ``avebsld`` is the batch community's average bounded slowdown, max(1, completion / max(running, 10 s));
@@ -59,7 +60,8 @@ def compute(result: SimResult) -> Metrics:
     that ran past their requested time (a real resource manager would have killed them: the simulator never
     kills, so it is the log's own count whatever the policy). Predicted starts (the plan's start for a job
     right after its submission) are judged on the ``predicted_starts`` jobs that waited: the median absolute
-    error against the real start and the share within 10 minutes.
+    error against the real start and the share within 10 minutes. ``overcommits`` counts the starts that put a
+    node's true memory above its size (the simulator's count).
     """
     finished = [j for j in result.jobs if j.status in ("done", "failed") and j.end is not None]
     completions = [j.end - j.submit for j in finished]
@@ -101,7 +103,7 @@ def compute(result: SimResult) -> Metrics:
         deadline_misses=misses,
         utilisation=busy / online if online else 0.0,
         energy_kwh=joules / 3.6e6,
-        wasted_seconds=sum(s.end - s.start for s in result.segments if s.outcome in ("cancelled", "lost")),
+        wasted_seconds=sum(s.end - s.start for s in result.segments if s.outcome in ("cancelled", "lost", "oom", "timeout")),
         interrupted=sum(1 for s in result.segments if s.outcome in ("cancelled", "paused")),
         avebsld=sum(max(1.0, s) for s in slowdown) / n if n else 0.0,
         max_waiting=max(waits, default=0.0),
@@ -110,4 +112,5 @@ def compute(result: SimResult) -> Metrics:
         predicted_starts=len(errors),
         start_error_median=statistics.median(errors) if errors else 0.0,
         start_within_10min=sum(e <= 600.0 for e in errors) / len(errors) if errors else 0.0,
+        overcommits=result.overcommits,
     )

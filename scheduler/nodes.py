@@ -6,6 +6,11 @@ job either asks for ``nodes x ppn`` (``params['node_request']``: [nodes, ppn] pa
 gives them; ``params['exclusive']`` holds each such node whole) or has its ``size`` processors packed: as
 many whole nodes as it fills and the rest on one more. An *allocation* is a tuple of (node index, slots),
 each node at most once; a job never holds more slots on a node than the node has.
+
+Memory: a machine may give each node a memory size (``Machine.node_memory``, bytes; None: unlimited, the default)
+and a job its memory (``Job.memory``, bytes for the whole job; None: unknown). The job's memory is spread evenly
+over the slots it holds (:class:`Needs` carries it per slot), so on a node it may take only as many slots as both
+the node's free slots and its free memory allow (:func:`capacity`); with either size unknown memory never counts.
 """
 
 from __future__ import annotations
@@ -19,8 +24,39 @@ import numpy as np
 Allocation = tuple[tuple[int, int], ...]
 
 
-def node_needs(size: int, params: Mapping[str, Any], node_slots: int) -> tuple[int, ...]:
-    """The slots the job needs on each of its nodes, largest first (``(size,)`` on a pooled machine)."""
+class Needs(tuple[int, ...]):
+    """The slots a job needs on each of its nodes, largest first, and the memory each slot brings (``memory``,
+    bytes; 0 when memory does not count): a tuple wherever only slots matter."""
+
+    memory: int
+
+    def __new__(cls, slots: Sequence[int], memory: int = 0) -> Needs:
+        needs = super().__new__(cls, slots)
+        needs.memory = memory
+        return needs
+
+
+def per_slot(needs: Sequence[int]) -> int:
+    """The memory each slot of ``needs`` brings (0 for plain slot counts)."""
+    return getattr(needs, "memory", 0)
+
+
+def capacity(free: Sequence[int] | np.ndarray, memory: Sequence[int] | np.ndarray | None, each: int) -> np.ndarray | Sequence[int]:
+    """Slots per node a job whose slots bring ``each`` bytes may take: the free slots, fewer where memory runs out."""
+    if not each or memory is None:
+        return free
+    return np.minimum(free, np.asarray(memory) // each)
+
+
+def node_needs(size: int, params: Mapping[str, Any], node_slots: int, memory: int | None = None) -> Needs:
+    """The slots the job needs on each of its nodes, largest first (``(size,)`` on a pooled machine), carrying
+    ``memory`` (the job's bytes, None when it does not count) spread over them."""
+    slots = _slots(size, params, node_slots)
+    return Needs(slots, -(-memory // sum(slots)) if memory and sum(slots) else 0)
+
+
+def _slots(size: int, params: Mapping[str, Any], node_slots: int) -> tuple[int, ...]:
+    """The slots per node of :func:`node_needs`."""
     if node_slots <= 0:
         return (size,)
     request = params.get("node_request")
@@ -66,19 +102,26 @@ def levels(needs: Sequence[int]) -> list[tuple[int, int]]:
 
 
 class Room:
-    """A machine's free slots per node during one pass, as the pass's starts take them."""
+    """A machine's free slots (and free memory, when it has a size) per node during one pass, as the pass's starts
+    take them."""
 
-    def __init__(self, free: Sequence[int]) -> None:
+    def __init__(self, free: Sequence[int], memory: Sequence[int] | None = None) -> None:
         self.free = list(free)
         self.total = sum(self.free)
+        self.memory = None if memory is None else list(memory)
 
-    def place(self, needs: Sequence[int], limit: np.ndarray | None = None) -> Allocation | None:
-        """Where ``needs`` fit now (within ``limit`` per node too, e.g. a plan's room), or None."""
+    def place(self, needs: Sequence[int], limit: np.ndarray | Sequence[int] | None = None) -> Allocation | None:
+        """Where ``needs`` fit now in slots and memory (within ``limit`` slots per node too, e.g. a plan's room, which
+        must already count the memory of these needs), or None."""
         if sum(needs) > self.total:
             return None
-        return place(needs, self.free if limit is None else np.minimum(self.free, limit))
+        free = capacity(self.free, self.memory, per_slot(needs))
+        return place(needs, free if limit is None else np.minimum(free, limit))
 
-    def take(self, allocation: Allocation) -> None:
+    def take(self, allocation: Allocation, memory: int = 0) -> None:
+        """Take ``allocation``'s slots, and ``memory`` bytes with each of them."""
         for node, slots in allocation:
             self.free[node] -= slots
             self.total -= slots
+            if self.memory is not None:
+                self.memory[node] -= slots * memory

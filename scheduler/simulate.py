@@ -4,6 +4,11 @@ The simulator plays the cluster and its resource manager: it delivers arrivals,
 machine outages and job ends to :class:`scheduler.events.Scheduler` and carries out
 the orders it returns, timing each run with the job's *true* run time while the
 scheduler only sees what its oracle tells it.
+
+Memory: where the cluster's nodes have a size and a job its true peak, the simulator counts the starts that put a
+node's true memory above its size (``overcommits``: what a scheduler that ignores memory does). With ``enforce``
+it also plays a resource manager that kills at the limits (:mod:`scheduler.retries`: OUT_OF_MEMORY above the job's
+memory, TIMEOUT past its requested time), and with ``retry`` submits each killed job again with raised limits.
 """
 
 from __future__ import annotations
@@ -19,17 +24,19 @@ from scheduler.oracles import Oracle, seconds
 from scheduler.orders import Order, OrderKind
 from scheduler.policy import Policy
 from scheduler.probing import IdleProber, ProbeRecord
+from scheduler.retries import RetryPolicy, kill
 from scheduler.state import JobStatus, Machine
 from scheduler.workload import JobSpec, MachineEvent, Workload, requested_seconds
 
 _END, _MACHINE, _ARRIVAL, _WAKE = 0, 1, 2, 3  # simultaneous events: ends free machines before arrivals look; wake-ups last
 _STAGED = 4  # seed 003: an input transfer over the home link may have ended (scheduler/grid.py)
 _PROBE_END = 5  # an idle-time probe's end (scheduler/probing.py); probes never reach the scheduler
+ENDED = ("done", "failed", "oom", "timeout")  # the outcomes that end a job's run by itself (not the scheduler's order)
 
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """One stretch of a job on a machine; ``outcome`` is done, failed, cancelled, paused or lost."""
+    """One stretch of a job on a machine; ``outcome`` is done, failed, cancelled, paused, lost, oom or timeout."""
 
     job: str
     machine: str
@@ -78,6 +85,7 @@ class SimResult:
     orders: dict[str, int] = field(default_factory=dict)
     grid: GridRecord | None = None  # seed 003: each run's transfer and the data servers' final contents
     probes: list[ProbeRecord] = field(default_factory=list)  # idle-time probes, when a prober was given
+    overcommits: int = 0  # starts that put a node's true memory above its size (see the module docstring)
 
 
 @dataclass(slots=True)
@@ -93,8 +101,9 @@ class Simulation:
     """One run of a workload under a policy and an oracle."""
 
     def __init__(
-        self, workload: Workload, policy: Policy, oracle: Oracle, threshold: float = 0.25, prober: IdleProber | None = None
-    ) -> None:
+        self, workload: Workload, policy: Policy, oracle: Oracle, threshold: float = 0.25, prober: IdleProber | None = None,
+        *, enforce: bool = False, retry: RetryPolicy | None = None,
+    ) -> None:  # fmt: skip
         if any(m.node_slots for m in workload.cluster.machines) and not getattr(policy, "places_nodes", False):
             raise ValueError(f"policy {policy.name!r} does not place jobs on nodes: run it on pooled machines (nodes=pooled)")
         self.workload = workload
@@ -111,7 +120,7 @@ class Simulation:
         self.active: dict[tuple[str, str], _Attempt] = {}
         self.true_progress: dict[str, float] = {}
         self.warm: dict[str, str | None] = {}
-        self.held: dict[str, list[tuple[str, int, bool]]] = {}
+        self.held: dict[str, list[tuple[str, int, str]]] = {}
         self.segments: list[Segment] = []
         self.offline_since: dict[str, float] = {}
         self.offline: dict[str, list[tuple[float, float]]] = {}
@@ -123,6 +132,11 @@ class Simulation:
         self._wake: float | None = None  # the last wake-up pushed for the policy (see Scheduler.wake_at)
         self.staging = Staging.attach(workload, self.scheduler.state)  # seed 003: runs fetch inputs first (sites only)
         self.predicted_start: dict[str, float] = {}
+        self.enforce, self.retry = enforce or retry is not None, retry
+        self.retried: list[JobSpec] = []  # the retries' submissions, in order
+        self.node_memory = {m.id: m.node_memory for m in workload.cluster.machines if m.node_memory is not None}
+        self.memory_in_use: dict[tuple[str, int], float] = {}  # (machine, node): true bytes of the runs on it
+        self.overcommits = 0
 
     def run(self, estimates: str = "") -> SimResult:
         """Play every event to the end and return the record."""
@@ -140,8 +154,8 @@ class Simulation:
             now, kind, _, payload = heapq.heappop(self.events)
             self._real_events -= kind != _PROBE_END
             if kind == _END:
-                job_id, machine_id, token, ok = payload  # type: ignore[misc]
-                self._end(job_id, machine_id, token, ok, now)
+                job_id, machine_id, token, outcome = payload  # type: ignore[misc]
+                self._end(job_id, machine_id, token, outcome, now)
             elif kind == _ARRIVAL:
                 self._execute(self.scheduler.submit([spec.job() for spec in payload], now), now)  # type: ignore[attr-defined]
                 self._note_predictions(payload, now)  # type: ignore[arg-type]
@@ -179,6 +193,7 @@ class Simulation:
             orders=self.order_counts,
             grid=self.staging.record() if self.staging is not None else None,
             probes=self.prober.records if self.prober is not None else [],
+            overcommits=self.overcommits,
         )
 
     def _push(self, at: float, kind: int, payload: object) -> None:
@@ -193,21 +208,28 @@ class Simulation:
         for run in self.prober.fill(self.scheduler.state, now):
             self._push(now + run.seconds, _PROBE_END, (run.machine, run.token))
 
-    def _end(self, job_id: str, machine_id: str, token: int, ok: bool, now: float) -> None:
-        """A run ends in truth; the scheduler hears of it unless the machine is unreachable (then on its return)."""
+    def _end(self, job_id: str, machine_id: str, token: int, outcome: str, now: float) -> None:
+        """A run ends in truth (``outcome`` done, failed, oom or timeout); the scheduler hears of it unless the machine
+        is unreachable (then on its return). A killed job is submitted again if the retry policy allows."""
         attempt = self.active.get((job_id, machine_id))
         if attempt is None or attempt.token != token:
             return
         if machine_id in self.offline_since:
-            self.held.setdefault(machine_id, []).append((job_id, token, ok))
+            self.held.setdefault(machine_id, []).append((job_id, token, outcome))
             return
-        self._close(job_id, machine_id, now, "done" if ok else "failed")
+        self._close(job_id, machine_id, now, outcome)
         self.warm[machine_id] = self.specs[job_id].data
-        if ok:
+        if outcome == "done":
             orders = self.scheduler.job_ended(job_id, machine_id, now)
         else:
-            orders = self.scheduler.job_failed(job_id, machine_id, now, "simulated failure")
+            reason = "simulated failure" if outcome == "failed" else f"killed: {outcome}"
+            orders = self.scheduler.job_failed(job_id, machine_id, now, reason)
         self._execute(orders, now)
+        again = self.retry.retry(self.specs[job_id], outcome, now) if self.retry is not None and outcome != "failed" else None
+        if again is not None:
+            self.specs[again.id] = again
+            self.retried.append(again)
+            self._push(now, _ARRIVAL, [again])
 
     def _machine(self, event: MachineEvent, now: float) -> None:
         """Outages: a lost machine's runs go on (healthy) or die; a returning one reports the survivors."""
@@ -236,8 +258,8 @@ class Simulation:
             known = Machine(machine_id, event.platform, event.slots, power)
         alive = [job_id for job_id, m in self.active if m == machine_id]
         self._execute(self.scheduler.machine_gained(known, now, healthy=alive), now)
-        for job_id, token, ok in self.held.pop(machine_id, []):
-            self._end(job_id, machine_id, token, ok, now)
+        for job_id, token, outcome in self.held.pop(machine_id, []):
+            self._end(job_id, machine_id, token, outcome, now)
 
     def _execute(self, orders: list[Order], now: float) -> None:
         """Act as the resource manager: start, stop and move runs as ordered."""
@@ -262,13 +284,31 @@ class Simulation:
             seconds *= 1.0 - gain
         self._token += 1
         self.active[(job_id, machine_id)] = _Attempt(self._token, now, done, seconds, nodes)
+        self._hold_memory(spec, machine_id, nodes, 1)
         if self.staging is not None and self.staging.start(spec, machine_id, now, seconds):
             self._push_staged()
             return  # it computes once its inputs are at its site: see _staged
-        if spec.fails:
-            self._push(now + seconds * spec.fail_at, _END, (job_id, machine_id, self._token, False))
+        killed = kill(spec, seconds) if self.enforce else None
+        if killed is not None and (not spec.fails or killed[0] < seconds * spec.fail_at):
+            self._push(now + killed[0], _END, (job_id, machine_id, self._token, killed[1]))
+        elif spec.fails:
+            self._push(now + seconds * spec.fail_at, _END, (job_id, machine_id, self._token, "failed"))
         else:
-            self._push(now + seconds, _END, (job_id, machine_id, self._token, True))
+            self._push(now + seconds, _END, (job_id, machine_id, self._token, "done"))
+
+    def _hold_memory(self, spec: JobSpec, machine_id: str, nodes: tuple[tuple[int, int], ...], sign: int) -> None:
+        """Add (``sign`` 1) or remove (-1) the job's true memory on its nodes; count a start that overcommits one."""
+        size = self.node_memory.get(machine_id)
+        if size is None or not spec.true_memory:
+            return
+        held = nodes or ((0, spec.size),)
+        each = spec.true_memory / sum(slots for _, slots in held)
+        over = False
+        for node, slots in held:
+            key = (machine_id, node)
+            self.memory_in_use[key] = self.memory_in_use.get(key, 0.0) + sign * slots * each
+            over |= self.memory_in_use[key] > size
+        self.overcommits += sign > 0 and over
 
     def _stop(self, job_id: str, machine_id: str, now: float, outcome: str, keep: bool) -> None:
         attempt = self.active.get((job_id, machine_id))
@@ -286,7 +326,7 @@ class Simulation:
         for job_id, machine_id, staged, compute in self.staging.arrived(now):
             spec, token = self.specs[job_id], self.active[(job_id, machine_id)].token
             end = max(staged + compute * (spec.fail_at if spec.fails else 1.0), now)
-            self._push(end, _END, (job_id, machine_id, token, not spec.fails))
+            self._push(end, _END, (job_id, machine_id, token, "failed" if spec.fails else "done"))
         self._push_staged()
 
     def _push_staged(self) -> None:
@@ -297,6 +337,7 @@ class Simulation:
     def _close(self, job_id: str, machine_id: str, now: float, outcome: str) -> None:
         attempt = self.active.pop((job_id, machine_id))
         spec = self.specs[job_id]
+        self._hold_memory(spec, machine_id, attempt.nodes, -1)
         share = spec.size / self.slots[machine_id]
         self.segments.append(
             Segment(job_id, machine_id, self.platform_of[machine_id], attempt.start, now, outcome, share, spec.algorithm, attempt.nodes)
@@ -322,10 +363,10 @@ class Simulation:
         state = self.scheduler.state
         last: dict[str, tuple[float, str]] = {}
         for s in self.segments:
-            if s.outcome in ("done", "failed"):
+            if s.outcome in ENDED:
                 last[s.job] = (s.start, s.platform)
         out = []
-        for spec in self.workload.jobs:
+        for spec in [*self.workload.jobs, *self.retried]:
             job = state.jobs.get(spec.id)
             status = job.status.value if job is not None else JobStatus.PENDING.value
             start, platform = last.get(spec.id, (None, None))
@@ -341,10 +382,12 @@ class Simulation:
 
 
 def simulate(
-    workload: Workload, policy: Policy, oracle: Oracle, *, estimates: str = "", threshold: float = 0.25, prober: IdleProber | None = None
-) -> SimResult:
-    """Run ``workload`` under ``policy`` with what ``oracle`` tells the scheduler; ``prober`` probes in idle time."""
-    return Simulation(workload, policy, oracle, threshold, prober).run(estimates)
+    workload: Workload, policy: Policy, oracle: Oracle, *, estimates: str = "", threshold: float = 0.25,
+    prober: IdleProber | None = None, enforce: bool = False, retry: RetryPolicy | None = None,
+) -> SimResult:  # fmt: skip
+    """Run ``workload`` under ``policy`` with what ``oracle`` tells the scheduler; ``prober`` probes in idle time;
+    ``enforce`` kills at the jobs' time and memory limits, ``retry`` submits killed jobs again (module docstring)."""
+    return Simulation(workload, policy, oracle, threshold, prober, enforce=enforce, retry=retry).run(estimates)
 
 
 def backlog(workload: Workload, policy: Policy, oracle: Oracle) -> Scheduler:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
-from scheduler.nodes import Allocation, node_needs, place
+from scheduler.nodes import Allocation, Needs, Room, capacity, node_needs
 
 if TYPE_CHECKING:
     from scheduler.grid import DataStores
@@ -47,6 +47,7 @@ class Run:
     progress0: float = 0.0
     orphan: bool = False
     nodes: Allocation = ()  # (node, slots) it holds on a machine of nodes (scheduler/nodes.py); empty on a pool
+    memory: int = 0  # bytes it holds with each slot, on a machine with a memory size (0: memory not counted)
 
     def end_after(self, now: float) -> float:
         """Expected end seen at ``now``: as estimated, or, once overdue, ``OVERRUN_MARGIN`` of the estimate from now."""
@@ -90,6 +91,7 @@ class Job:
     checkpoint: frozenset[str] = field(default=frozenset(), metadata=ASKED)
     data: str | None = field(default=None, metadata=ASKED)
     inputs: tuple[tuple[str, int], ...] = field(default=(), metadata=ASKED | KEPT_ELSEWHERE)  # seed 003: (name, bytes), see scheduler/grid.py
+    memory: int | None = field(default=None, metadata=ASKED | KEPT_ELSEWHERE)  # bytes it may use (None: unknown); simulations so far
     seq: int = 0
     estimates: dict[str, float | None] = field(default_factory=dict)
     status: JobStatus = JobStatus.PENDING
@@ -170,10 +172,14 @@ class Machine:
     attributes: dict[str, Any] = field(default_factory=dict)  # what the grid's information agent says (gridinfo)
     node_slots: int = 0  # > 0: the slots are nodes of this many, and jobs are placed on them (scheduler/nodes.py)
     node_used: list[int] = field(default_factory=list)  # slots taken on each node (empty on a pool)
+    node_memory: int | None = None  # bytes of each node (of the pool, on a pool); None: memory never limits
+    memory_used: list[int] = field(default_factory=list)  # bytes taken on each node (one entry on a pool)
 
     def __post_init__(self) -> None:
         if self.node_slots and not self.node_used:
             self.node_used = [0] * (self.slots // self.node_slots)
+        if self.node_memory is not None and not self.memory_used:
+            self.memory_used = [0] * max(len(self.node_used), 1)
 
     def free_after(self, now: float) -> float:
         """When a one-slot machine's run is expected to end, seen at ``now`` (see :meth:`Run.end_after`)."""
@@ -189,20 +195,42 @@ class Machine:
             return [self.free]
         return [self.node_slots - used if self.online else 0 for used in self.node_used]
 
-    def needs(self, job: Job) -> tuple[int, ...]:
-        """The slots ``job`` needs on each of the nodes it would take here, largest first."""
-        return node_needs(job.size, job.params, self.node_slots)
+    def memory_free(self) -> list[int] | None:
+        """Free bytes per node (one entry on a pool); None when the machine has no memory size."""
+        if self.node_memory is None:
+            return None
+        return [self.node_memory - used for used in self.memory_used]
+
+    def room(self) -> Room:
+        """Its free slots and memory per node, for one scheduling pass to take from."""
+        return Room(self.node_free(), self.memory_free())
+
+    def needs(self, job: Job) -> Needs:
+        """The slots ``job`` needs on each of the nodes it would take here, largest first, with its memory per slot
+        where both the machine's and the job's memory are known."""
+        return node_needs(job.size, job.params, self.node_slots, job.memory if self.node_memory is not None else None)
 
     def allot(self, job: Job, nodes: Allocation = ()) -> Allocation | None:
         """The nodes ``job`` would hold here: ``nodes`` if they are free and fit its needs, else a best fit;
         None if it does not fit now; () on a pool."""
         if not self.node_slots:
-            return () if self.free >= job.size else None
+            if self.node_memory is None or job.memory is None:
+                return () if self.free >= job.size else None
+            return () if self.room().place(self.needs(job)) is not None else None
+        needs = self.needs(job)
         if not nodes:
-            return place(self.needs(job), self.node_free())
-        free = self.node_free()
+            return self.room().place(needs)
+        free = capacity(self.node_free(), self.memory_free(), needs.memory)
         fits = len({n for n, _ in nodes}) == len(nodes) and all(0 <= n < len(free) and s <= free[n] for n, s in nodes)
-        return nodes if fits and sorted((s for _, s in nodes), reverse=True) == list(self.needs(job)) else None
+        return nodes if fits and sorted((s for _, s in nodes), reverse=True) == list(needs) else None
+
+
+def _hold_memory(machine: Machine, run: Run, size: int, sign: int) -> None:
+    """Take (``sign`` 1) or give back (-1) the memory ``run`` holds on its nodes (the pool's one entry on a pool)."""
+    if not run.memory or machine.node_memory is None:
+        return
+    for node, slots in run.nodes or ((0, size),):
+        machine.memory_used[node] += sign * slots * run.memory
 
 
 class State:
@@ -272,7 +300,8 @@ class State:
         if allocation is None:
             raise ValueError(f"job {job.id} does not fit the free nodes of {machine.id}")
         job.attempts += 1
-        run = Run(machine.id, now, job.attempts, job.remaining(machine.platform), job.progress, nodes=allocation)
+        memory = machine.needs(job).memory
+        run = Run(machine.id, now, job.attempts, job.remaining(machine.platform), job.progress, nodes=allocation, memory=memory)
         job.runs[machine.id] = run
         job.status = JobStatus.RUNNING
         if job.started is None:
@@ -283,6 +312,7 @@ class State:
         machine.used += sum(slots for _, slots in allocation) if allocation else job.size
         for node, slots in allocation:
             machine.node_used[node] += slots
+        _hold_memory(machine, run, job.size, 1)
         self.refresh(machine)
         self.touch(job)
         return run
@@ -296,6 +326,7 @@ class State:
             machine.used -= sum(slots for _, slots in run.nodes) if run.nodes else job.size
             for node, slots in run.nodes:
                 machine.node_used[node] -= slots
+            _hold_memory(machine, run, job.size, -1)
             if machine.used == 0:
                 machine.idle_since = now
             self.refresh(machine)

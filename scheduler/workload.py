@@ -30,6 +30,7 @@ class MachineSpec:
     slots: int = 1
     attributes: dict[str, Any] = field(default_factory=dict, hash=False)  # see scheduler.gridinfo
     node_slots: int = 0  # > 0: the slots are nodes of this many and a job is placed on nodes (scheduler/nodes.py)
+    node_memory: int | None = None  # bytes of each node (of the pool, pooled); None: memory never limits
 
 
 @dataclass
@@ -47,7 +48,10 @@ class Cluster:
     def machine(self, spec: MachineSpec) -> Machine:
         """A fresh scheduler machine for ``spec``."""
         power = self.platforms[spec.platform].power_watts
-        return Machine(spec.id, spec.platform, spec.slots, power, attributes=dict(spec.attributes), node_slots=spec.node_slots)
+        return Machine(
+            spec.id, spec.platform, spec.slots, power, attributes=dict(spec.attributes), node_slots=spec.node_slots,
+            node_memory=spec.node_memory,
+        )  # fmt: skip
 
     def describe(self) -> str:
         counts: dict[str, int] = {}
@@ -72,6 +76,8 @@ class JobSpec:
     ``true_times`` holds the wall seconds on each platform that can run it; a job with
     ``fails`` terminates with an error after ``fail_at`` of its run; ``data`` names the
     data set it reads (a warm cache on the machine can shorten it, see ``warm_gain``).
+    ``memory`` is the memory the scheduler plans with (and the limit a resource manager that enforces limits kills
+    at); ``true_memory`` the job's real peak, bytes for the whole job (None: unknown).
     """
 
     id: str
@@ -91,6 +97,8 @@ class JobSpec:
     fails: bool = False
     fail_at: float = 1.0
     inputs: tuple[tuple[str, int], ...] = ()  # seed 003: input files (name, bytes) its site must hold (scheduler/grid.py)
+    memory: int | None = None
+    true_memory: int | None = None
 
     def job(self) -> Job:
         """The scheduler's view of this job (no truth in it): every field a submitter gives (``ASKED_FIELDS``)."""

@@ -21,7 +21,7 @@ from typing import Literal
 
 from scheduler import orders as o
 from scheduler.backfill import CORRECTIONS, Correction, planned_end, planning_seconds
-from scheduler.nodes import Allocation, Room
+from scheduler.nodes import Allocation, Needs, Room
 from scheduler.orders import Order
 from scheduler.policy import Context
 from scheduler.profiles import NodeProfile, PoolProfile, make_profile
@@ -45,21 +45,21 @@ class _Backfilling:
         queue = [job for job in (state.jobs[j] for j in state.pending) if state.ready(job)]
         return queue, [m for m in state.machines.values() if m.online]
 
-    def _profile(self, ctx: Context, machine: Machine, started: list[tuple[float, Allocation]]) -> NodeProfile | PoolProfile:
-        """The machine's free slots from now on: its running jobs end as planned (corrected when outlived, with the
-        quantiles the oracle served, if it has them); ``started`` are (planning seconds, nodes) of jobs this pass
-        has just started on it."""
+    def _profile(self, ctx: Context, machine: Machine, started: list[tuple[float, Allocation, int]]) -> NodeProfile | PoolProfile:
+        """The machine's free slots (and memory) from now on: its running jobs end as planned (corrected when outlived,
+        with the quantiles the oracle served, if it has them); ``started`` are (planning seconds, nodes, memory per
+        slot) of jobs this pass has just started on it."""
         state, now, quantiles = ctx.state, ctx.now, getattr(ctx.oracle, "quantiles", None)
         releases = [
-            (planned_end(job, run, machine.platform, now, self.correction, quantiles), run.nodes or ((0, job.size),))
+            (planned_end(job, run, machine.platform, now, self.correction, quantiles), run.nodes or ((0, job.size),), run.memory)
             for job, run in ((job, job.runs[machine.id]) for job in (state.jobs[j] for j in machine.running))
             if not run.orphan
         ]
-        releases += [(now + seconds, nodes) for seconds, nodes in started]
-        room = Room(machine.node_free())
-        for _, nodes in started:
-            room.take(nodes)
-        return make_profile(now, room.free, releases, on_nodes=bool(machine.node_slots))
+        releases += [(now + seconds, nodes, memory) for seconds, nodes, memory in started]
+        room = machine.room()
+        for _, nodes, memory in started:
+            room.take(nodes, memory)
+        return make_profile(now, room.free, releases, on_nodes=bool(machine.node_slots), memory_now=room.memory)
 
 
 BACKFILL_ORDERS: tuple[str, ...] = ("fcfs", "sjbf", "saf")  # arrival, shortest planning time, smallest area first
@@ -79,8 +79,8 @@ class EASY(_Backfilling):
         """START the head jobs that fit, reserve for the first that does not, START the backfill that keeps it."""
         now = ctx.now
         queue, machines = self._setup(ctx)
-        rooms = {m.id: Room(m.node_free()) for m in machines}
-        started: dict[str, list[tuple[float, Allocation]]] = {m.id: [] for m in machines}
+        rooms = {m.id: m.room() for m in machines}
+        started: dict[str, list[tuple[float, Allocation, int]]] = {m.id: [] for m in machines}
         out: list[Order] = []
         head = 0
         while head < len(queue):
@@ -88,10 +88,10 @@ class EASY(_Backfilling):
             fit = _fit_now(job, machines, rooms)
             if fit is None:
                 break
-            machine, nodes = fit
+            machine, needs, nodes = fit
             out.append(o.start(job.id, machine.id, nodes=nodes))
-            rooms[machine.id].take(nodes)
-            started[machine.id].append((planning_seconds(job, machine.platform), nodes))
+            rooms[machine.id].take(nodes, needs.memory)
+            started[machine.id].append((planning_seconds(job, machine.platform), nodes, needs.memory))
             head += 1
         if head == len(queue):
             return out
@@ -104,8 +104,8 @@ class EASY(_Backfilling):
                 shadow, reserved, plan = at, machine, profile
         if reserved is not None and plan is not None:
             out.append(o.defer(blocked.id, reserved.id, shadow))
-            seconds = planning_seconds(blocked, reserved.platform)
-            plan.reserve(shadow, seconds, plan.place(reserved.needs(blocked), shadow, seconds) or ())
+            seconds, needs = planning_seconds(blocked, reserved.platform), reserved.needs(blocked)
+            plan.reserve(shadow, seconds, plan.place(needs, shadow, seconds) or (), needs.memory)
         candidates = queue[head + 1 :]
         if self.order != "fcfs":
             candidates = sorted(candidates, key=_shortest_planning if self.order == "sjbf" else _smallest_area)
@@ -118,13 +118,14 @@ class EASY(_Backfilling):
                 # a job that runs past the reservation on its machine may only take what the reserved job leaves free
                 # there, node by node (one that ends before it needs only the room there is now)
                 past = plan if machine is reserved and now + seconds > shadow else None
-                nodes = room.place(machine.needs(job), past.window(now, seconds) if past is not None else None)
+                needs = machine.needs(job)
+                nodes = room.place(needs, past.window(now, seconds, needs.memory) if past is not None else None)
                 if nodes is None:
                     continue
                 if past is not None:
-                    past.reserve(now, seconds, nodes)
+                    past.reserve(now, seconds, nodes, needs.memory)
                 out.append(o.start(job.id, machine.id, "backfill", nodes))
-                room.take(nodes)
+                room.take(nodes, needs.memory)
                 break
         return out
 
@@ -141,7 +142,7 @@ class Conservative(_Backfilling):
         now = ctx.now
         queue, machines = self._setup(ctx)
         profiles = {m.id: self._profile(ctx, m, []) for m in machines}
-        rooms = {m.id: Room(m.node_free()) for m in machines}
+        rooms = {m.id: m.room() for m in machines}
         out: list[Order] = []
         for job in queue:
             best, where, seconds = INF, None, INF
@@ -153,23 +154,24 @@ class Conservative(_Backfilling):
             if where is None:
                 continue  # it fits no machine, ever: it waits for one to join
             needs, plan = where.needs(job), profiles[where.id]
-            nodes = rooms[where.id].place(needs, plan.window(best, seconds)) if best <= now else None
+            nodes = rooms[where.id].place(needs, plan.window(best, seconds, needs.memory)) if best <= now else None
             if nodes is not None:
                 out.append(o.start(job.id, where.id, nodes=nodes))
-                rooms[where.id].take(nodes)
+                rooms[where.id].take(nodes, needs.memory)
             else:  # later, or now on slots of a run that ends at this instant but is not reported yet
                 out.append(o.defer(job.id, where.id, best))
-            plan.reserve(best, seconds, nodes or plan.place(needs, best, seconds) or ())
+            plan.reserve(best, seconds, nodes or plan.place(needs, best, seconds) or (), needs.memory)
         return out
 
 
-def _fit_now(job: Job, machines: list[Machine], rooms: dict[str, Room]) -> tuple[Machine, Allocation] | None:
-    """The first machine with room for the job now, and the nodes it would take there."""
+def _fit_now(job: Job, machines: list[Machine], rooms: dict[str, Room]) -> tuple[Machine, Needs, Allocation] | None:
+    """The first machine with room for the job now, its needs there and the nodes it would take there."""
     for machine in machines:
         if machine.platform in job.estimates:
-            nodes = rooms[machine.id].place(machine.needs(job))
+            needs = machine.needs(job)
+            nodes = rooms[machine.id].place(needs)
             if nodes is not None:
-                return machine, nodes
+                return machine, needs, nodes
     return None
 
 

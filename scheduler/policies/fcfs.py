@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from scheduler import orders as o
-from scheduler.nodes import Room
 from scheduler.orders import Order
 from scheduler.policy import Context
 from scheduler.state import Job
@@ -32,7 +31,7 @@ class FCFS:
         if not idle:
             return []
         idle.sort(key=lambda m: m.idle_since)
-        rooms = {m.id: Room(m.node_free()) for m in idle}
+        rooms = {m.id: m.room() for m in idle}
         present = {p for p, machines in state.platforms.items() if any(m.online for m in machines)}
         blocked: set[str] = set()
         out: list[Order] = []
@@ -44,14 +43,14 @@ class FCFS:
                 continue
             eligible = self._platforms(job, present)
             usable = (state.machines[m] for m in rooms if m not in blocked)
-            fits = ((m, rooms[m.id].place(m.needs(job))) for m in usable if m.platform in eligible)
-            choice = next(((m, nodes) for m, nodes in fits if nodes is not None), None)
+            fits = ((m, m.needs(job)) for m in usable if m.platform in eligible)
+            choice = next(((m, needs, nodes) for m, needs in fits if (nodes := rooms[m.id].place(needs)) is not None), None)
             if choice is None:
                 blocked.update(m for m in rooms if state.machines[m].platform in eligible and state.machines[m].slots > 1)
                 continue
-            machine, nodes = choice
+            machine, needs, nodes = choice
             out.append(o.start(job.id, machine.id, nodes=nodes))
-            rooms[machine.id].take(nodes)
+            rooms[machine.id].take(nodes, needs.memory)
             if rooms[machine.id].total == 0:
                 del rooms[machine.id]
         return out

@@ -17,14 +17,22 @@ The first ``train_fraction`` of the log (by submit time) is history: its jobs ar
 replayed, and a model learns from them (Tsafrir-style job-history features from
 :mod:`features.history`, which only look at what was known at each submit time).
 Jobs the log marks failed or cancelled end with an error at their logged run time.
+
+Memory (``memory``, off by default so every replay without it is as before): SWF gives used and requested memory
+per processor in KB (fields 7 and 10); times the job's processors they are its peak and its request. With memory
+on, each node gets the machine file's memory (KB per node), each job its peak as the truth the simulator checks
+(``JobSpec.true_memory``) and, as the memory it plans with, the number ``memory`` names: ``"requested"``,
+``"used"`` (a perfect estimate), a mapping of log job numbers to bytes (an estimate source's), or ``"ignored"``
+(none: the scheduler places by cores alone, and the simulator counts the overcommits).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Union
 
 from features.history import history_features
 from features.swf import UNKNOWN, SwfJob, read_swf
@@ -34,6 +42,9 @@ from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Work
 _REQUEST = re.compile(r"^(\d+)(?::ppn=(\d+))?")
 _CLUSTER = re.compile(r"(?:^|[:+#])cl_(\w+)")
 FAILED = {0, 5}  # SWF status: failed, cancelled
+KB = 1024
+MemorySource = Union[Literal["none", "ignored", "requested", "used"], Mapping[int, int]]
+MEMORY_SOURCES: tuple[str, ...] = ("none", "ignored", "requested", "used")
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,12 @@ class ClusterLine:
     name: str
     nodes: int
     cpus_per_node: int
+    memory_kb: int | None = None  # per node
+
+    @property
+    def node_memory(self) -> int | None:
+        """Bytes per node, None when the file does not say."""
+        return None if self.memory_kb is None else self.memory_kb * KB
 
     @property
     def cpus(self) -> int:
@@ -50,7 +67,8 @@ class ClusterLine:
 
 
 def read_machines(path: str | Path) -> list[ClusterLine]:
-    """Parse ``id name nodes cpus_per_node speed memory`` lines (tabs or spaces); speed and memory are not used."""
+    """Parse ``id name nodes cpus_per_node speed [memory]`` lines (tabs or spaces; memory in KB per node); speed is not
+    used."""
     out = []
     for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
         fields = line.split()
@@ -58,7 +76,7 @@ def read_machines(path: str | Path) -> list[ClusterLine]:
             continue
         if len(fields) < 5:
             raise ValueError(f"{path}:{number}: expected 'id name nodes cpus speed [memory]', got {line!r}")
-        out.append(ClusterLine(fields[1], int(fields[2]), int(fields[3])))
+        out.append(ClusterLine(fields[1], int(fields[2]), int(fields[3]), int(fields[5]) if len(fields) > 5 else None))
     return out
 
 
@@ -86,6 +104,23 @@ def eligible(job: SwfJob, clusters: list[ClusterLine]) -> tuple[int, tuple[str, 
     return size, tuple(fits)
 
 
+def job_memory(per_processor_kb: float, job: SwfJob) -> int | None:
+    """A per-processor memory field (KB, -1 unknown) as bytes for the whole job (times its processors), or None."""
+    procs = job.procs or 0
+    return int(per_processor_kb * KB * procs) if per_processor_kb != UNKNOWN and procs > 0 else None
+
+
+def planned_memory(job: SwfJob, source: MemorySource) -> int | None:
+    """The memory ``source`` (see the module docstring) plans ``job`` with, bytes; None when it has none."""
+    if isinstance(source, Mapping):
+        return source.get(job.job)
+    if source == "requested":
+        return job_memory(job.requested_memory, job)
+    if source == "used":
+        return job_memory(job.used_memory, job)
+    return None
+
+
 def replay(
     path: str | Path,
     machines: str | Path | None = None,
@@ -95,16 +130,20 @@ def replay(
     limit: int | None = None,
     speedup: float = 1.0,
     nodes: Literal["pooled", "packed"] = "pooled",
+    memory: MemorySource = "none",
 ) -> Workload:
     """The log at ``path`` after its first ``train_fraction`` and before its last ``1 - stop_fraction`` (at most ``limit``
     jobs), on the cluster of ``machines``: ``train_fraction=0.15, stop_fraction=0.3`` replays the jobs of the log's
     past that a choice made at its 30 % mark may look at.
 
     ``speedup`` divides the gaps between arrivals (the usual load scaling of trace replays); ``nodes`` says whether
-    a cluster is one pool of CPUs or its nodes (see the module docstring).
+    a cluster is one pool of CPUs or its nodes, ``memory`` whether and how memory counts (see the module docstring).
     """
     if nodes not in ("pooled", "packed"):
         raise ValueError(f"nodes must be 'pooled' or 'packed', got {nodes!r}")
+    if not isinstance(memory, Mapping) and memory not in MEMORY_SOURCES:
+        raise ValueError(f"memory must be one of {', '.join(MEMORY_SOURCES)} or a mapping of job numbers to bytes, got {memory!r}")
+    with_memory = isinstance(memory, Mapping) or memory != "none"
     path = Path(path)
     clusters = read_machines(machines or path.with_name(path.name + ".machines"))
     log = read_swf(path)
@@ -142,6 +181,8 @@ def replay(
             JobSpec(
                 id=f"{name}-{job.job}", submit=job.submit, algorithm=name, true_times=true_times,
                 params=params, features=feats, size=size, fails=job.status in FAILED,
+                memory=planned_memory(job, memory) if with_memory else None,
+                true_memory=job_memory(job.used_memory, job) if with_memory else None,
             )
         )  # fmt: skip
     t0 = specs[0].submit if specs else 0.0
@@ -150,9 +191,21 @@ def replay(
     per_node = {c.name: c.cpus_per_node if nodes == "packed" else 0 for c in clusters}
     cluster = Cluster(
         {c.name: PlatformSpec(c.name) for c in clusters},
-        [MachineSpec(c.name, c.name, c.cpus, node_slots=per_node[c.name]) for c in clusters],
+        [
+            MachineSpec(
+                c.name, c.name, c.cpus, node_slots=per_node[c.name],
+                node_memory=_machine_memory(c, nodes) if with_memory else None,
+            )
+            for c in clusters
+        ],  # fmt: skip
     )
     return Workload(
         name, specs, cluster, history=history,
         notes=f"{len(specs)} jobs replayed after {split} history jobs, arrivals x{speedup:g}, clusters {nodes}; {skipped} fit no cluster",
     )  # fmt: skip
+
+
+def _machine_memory(cluster: ClusterLine, nodes: str) -> int | None:
+    """Bytes per node on a machine of nodes, the whole cluster's on a pool (None when the file does not say)."""
+    each = cluster.node_memory
+    return None if each is None else each * (1 if nodes == "packed" else cluster.nodes)
