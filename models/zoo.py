@@ -8,6 +8,8 @@ cross-validation choose the target transform per algorithm and platform. Setting
 that read particular features (job-history baselines) declare them and apply only where they exist.
 Members that learn from censored runs (a lower bound on their time) are registered ``censored=True``:
 training calls their ``fit(X, y, censored=mask)``; every other member is fitted on the finished runs only.
+Members whose answer is read off a time (a requested or past run time) are registered ``targets=("time",)``:
+they estimate run times, not peak memory.
 """
 
 from __future__ import annotations
@@ -41,9 +43,13 @@ from models.transforms import log_seconds, signed_log1p
 ZOO: dict[str, Callable[..., RegressorMixin]] = {}
 
 
+TARGETS = frozenset({"time", "memory"})  # what a member can learn: a run's wall seconds, its peak resident bytes
+
+
 @dataclass(frozen=True)
 class Needs:
-    """What a member needs of a training set: features it reads by name, a least number of rows; and whether it learns from censored runs.
+    """What a member needs of a training set: features it reads by name, a least number of rows, the targets it can learn;
+    and whether it learns from censored runs.
 
     ``censored``: its ``fit(X, y, censored=mask)`` takes them as lower bounds; other members get the finished runs only.
     """
@@ -51,24 +57,28 @@ class Needs:
     features: frozenset[str] = frozenset()
     min_rows: int = 0
     censored: bool = False
+    targets: frozenset[str] = TARGETS
 
 
 NEEDS: dict[str, Needs] = {}
 
 
 def register(
-    name: str, *, requires: Collection[str] = (), min_rows: int = 0, censored: bool = False
+    name: str, *, requires: Collection[str] = (), min_rows: int = 0, censored: bool = False, targets: Collection[str] = TARGETS
 ) -> Callable[[Callable[..., RegressorMixin]], Callable[..., RegressorMixin]]:
     """Add a factory to the zoo under ``name`` (decorator), with the features and rows it cannot do without.
 
-    ``censored=True`` declares that its ``fit`` takes a ``censored`` mask and learns from those rows as lower bounds.
+    ``censored=True`` declares that its ``fit`` takes a ``censored`` mask and learns from those rows as lower bounds;
+    ``targets`` the targets (of :data:`TARGETS`) whose values its answer can be.
     """
 
     def add(factory: Callable[..., RegressorMixin]) -> Callable[..., RegressorMixin]:
         if name in ZOO:
             raise ValueError(f"zoo member {name!r} is already registered")
+        if unknown := set(targets) - TARGETS:
+            raise ValueError(f"zoo member {name!r}: unknown target(s) {', '.join(sorted(unknown))}")
         ZOO[name] = factory
-        NEEDS[name] = Needs(frozenset(requires), min_rows, censored)
+        NEEDS[name] = Needs(frozenset(requires), min_rows, censored, frozenset(targets))
         return factory
 
     return add
@@ -84,10 +94,10 @@ def available_models() -> list[str]:
     return list(ZOO)
 
 
-def applicable(name: str, feature_names: Collection[str], n_rows: int) -> bool:
-    """Whether member ``name`` can train on ``n_rows`` rows with ``feature_names``."""
+def applicable(name: str, feature_names: Collection[str], n_rows: int, target: str = "time") -> bool:
+    """Whether member ``name`` can learn ``target`` (of :data:`TARGETS`) from ``n_rows`` rows with ``feature_names``."""
     needs = NEEDS.get(name, Needs())
-    return needs.features <= set(feature_names) and n_rows >= needs.min_rows
+    return needs.features <= set(feature_names) and n_rows >= needs.min_rows and target in needs.targets
 
 
 def target_transform(name: str) -> str:
@@ -256,13 +266,13 @@ def profile_mean() -> JobTypeMean:
     return JobTypeMean()
 
 
-@register("last_two_mean", requires=("history.last2_mean", "history.last1", "request.time"))
+@register("last_two_mean", requires=("history.last2_mean", "history.last1", "request.time"), targets=("time",))
 def last_two_mean() -> HistoryBaseline:
     """Baseline for job-history data: the user's last two run times averaged (Tsafrir et al. 2007)."""
     return HistoryBaseline()
 
 
-@register("requested_time", requires=("request.time",))
+@register("requested_time", requires=("request.time",), targets=("time",))
 def requested_time() -> HistoryBaseline:
     """Baseline for job-history data: the run time the user requested."""
     return HistoryBaseline(columns=("request.time",), cap_column=None)

@@ -1,8 +1,9 @@
 """Champion selection, and champions in the MLflow model registry.
 
-Every registered version of ``runtime-{algorithm}-{platform}`` is a composition refitted on every
-run; the ``champion`` alias points at the one served, and moves only as the guard
-(:mod:`training.guard`) allows. Earlier versions stay registered under their numbers.
+Every registered version of ``runtime-{algorithm}-{platform}`` (run time) or ``memory-{algorithm}-{platform}``
+(peak memory, bytes) is a composition refitted on every run; the ``champion`` alias points at the one
+served, and moves only as the guard (:mod:`training.guard`) allows. Earlier versions stay registered
+under their numbers. Each target of a pair has its own champion, judged on its own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sklearn.base import RegressorMixin
 
 from models.ensemble import ENSEMBLE
 from models.zoo import target_transform
+from predictor.domain import Target
 from predictor.envelope import TrainingEnvelope
 from predictor.registry import CHAMPION_ALIAS, ENVELOPE_ARTIFACT, registered_name
 from training.dataset import TrainingSet
@@ -31,6 +33,8 @@ from training.metrics import LOWER_IS_BETTER
 from training.tracking import Candidate, load_out_of_fold, log_served_model
 
 JUDGED_TAG = "judged_fingerprint"
+# What a registered model's versions predict, in its description.
+LEARNS = {Target.TIME: "Wall seconds", Target.MEMORY: "Peak resident memory (bytes)"}
 
 __all__ = [
     "CHAMPION_ALIAS",
@@ -58,11 +62,11 @@ def best_candidate(candidates: Sequence[Candidate], metric: str) -> Candidate:
 
 
 class MlflowChampions:
-    """Champions in the MLflow model registry: the serving version of a pair, and registering new versions."""
+    """Champions in the MLflow model registry: the serving version of a pair's target, and registering new versions."""
 
-    def incumbent(self, algorithm: str, platform: str) -> Incumbent | None:
-        """The version the ``champion`` alias points at, as the guard needs it; None when there is none."""
-        name = registered_name(algorithm, platform)
+    def incumbent(self, algorithm: str, platform: str, target: Target = Target.TIME) -> Incumbent | None:
+        """The version the ``champion`` alias of the pair's ``target`` points at, as the guard needs it; None when there is none."""
+        name = registered_name(algorithm, platform, target)
         client = mlflow.MlflowClient()
         try:
             version = client.get_model_version_by_alias(name, CHAMPION_ALIAS)
@@ -87,9 +91,9 @@ class MlflowChampions:
             judged=judged,
         )
 
-    def remember(self, algorithm: str, platform: str, fingerprint: str) -> None:
-        """Note on the registered model which training session judged the pair last (what lets an unchanged one be skipped)."""
-        mlflow.MlflowClient().set_registered_model_tag(registered_name(algorithm, platform), JUDGED_TAG, fingerprint)
+    def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None:
+        """Note on the registered model which training session judged the pair's target last (what lets an unchanged one be skipped)."""
+        mlflow.MlflowClient().set_registered_model_tag(registered_name(algorithm, platform, target), JUDGED_TAG, fingerprint)
 
     def register(
         self,
@@ -104,21 +108,22 @@ class MlflowChampions:
         alias: bool,
     ) -> str:
         """Log ``model`` (``candidate``'s composition refitted on every row) with its training envelope, register it as a
-        new version of the pair's model, and move the ``champion`` alias to it when ``alias``; the version's number.
+        new version of the model of the set's pair and target, and move the ``champion`` alias to it when ``alias``; the
+        version's number.
 
         The version's tags carry what the oracle serves with it (feature order, residual log-ratio
         quantiles and their nominal ``coverage``) and what the guard decided (``role``, ``guard_*``).
         """
         ts = training_set
-        name = registered_name(ts.algorithm, ts.platform)
+        name = registered_name(ts.algorithm, ts.platform, ts.target)
         client = mlflow.MlflowClient()
         try:
             client.get_registered_model(name)
         except MlflowException:
             client.create_registered_model(
                 name,
-                tags={"algorithm": ts.algorithm, "platform": ts.platform},
-                description=f"Wall seconds of {ts.algorithm} on {ts.platform}.",
+                tags={"algorithm": ts.algorithm, "platform": ts.platform, "target": ts.target.value},
+                description=f"{LEARNS[ts.target]} of {ts.algorithm} on {ts.platform}.",
             )
         client.log_text(candidate.run_id, training_envelope(ts).to_json(), ENVELOPE_ARTIFACT)
         tags = {
@@ -137,9 +142,10 @@ class MlflowChampions:
 def version_tags(
     training_set: TrainingSet, candidate: Candidate, composition: Mapping[str, int], coverage: float
 ) -> dict[str, str]:
-    """What a registered version carries: feature order, zoo member, composition, quantiles, coverage, CV metrics."""
+    """What a registered version carries: target, feature order, zoo member, composition, quantiles, coverage, CV metrics."""
     ts = training_set
     return {
+        "target": ts.target.value,
         "features": json.dumps(ts.feature_names),
         "model_kind": candidate.model_name,
         "served_members": json.dumps(dict(composition)),
@@ -197,13 +203,14 @@ def _lazy_predict(uri: str, features: list[str]) -> Callable[[np.ndarray], np.nd
     return predict
 
 
-def list_champions() -> list[ModelVersion]:
-    """The champion version of every runtime model in the registry, by registered name."""
+def list_champions(target: Target = Target.TIME) -> list[ModelVersion]:
+    """The champion version of every model of ``target`` (run time or peak memory) in the registry, by registered name."""
     client = mlflow.MlflowClient()
     champions = []
     token = None
+    prefix = registered_name("", "", target).removesuffix("--")
     while True:
-        page = client.search_registered_models(filter_string="name LIKE 'runtime-%'", page_token=token)
+        page = client.search_registered_models(filter_string=f"name LIKE '{prefix}-%'", page_token=token)
         for model in page:
             if CHAMPION_ALIAS in model.aliases:
                 champions.append(client.get_model_version(model.name, model.aliases[CHAMPION_ALIAS]))

@@ -1,8 +1,10 @@
-"""Training sets: one (algorithm, platform)'s finished and censored runs as a feature matrix and wall seconds.
+"""Training sets: one (algorithm, platform)'s finished and censored runs as a feature matrix and a target.
 
-A censored run was stopped before it finished (a time limit, a kill): its wall seconds are a lower bound
-on its run time, marked in the set's ``censored`` mask. Members that learn from bounds take them; the
-rest, and every metric, use the finished runs only.
+The target (:class:`~predictor.domain.Target`) is the run's wall seconds, or its peak resident memory
+in bytes (``max_rss_kb`` x 1024, only runs that measured it). A censored run was stopped before it
+finished (a time limit, an out-of-memory kill): what it reached is a lower bound on both its run time
+and its peak memory, marked in the set's ``censored`` mask. Members that learn from bounds take them;
+the rest, and every metric, use the finished runs only.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from predictor.domain import Target
 from training.folds import MIN_ROWS
 
 log = logging.getLogger(__name__)
@@ -59,8 +62,9 @@ class MeasurementFrames(Protocol):
 
 @dataclass(frozen=True)
 class TrainingSet:
-    """Features ``X`` (columns ``feature_names``) and wall seconds ``y`` of one pair, ordered by run id.
+    """Features ``X`` (columns ``feature_names``) and ``target`` values ``y`` of one pair, ordered by run id.
 
+    ``y`` is wall seconds (``Target.TIME``, the default) or peak resident bytes (``Target.MEMORY``).
     ``censored`` marks the rows whose ``y`` is a lower bound (the run was stopped); all False when none is
     (the default).
     """
@@ -72,6 +76,7 @@ class TrainingSet:
     feature_names: list[str]
     run_ids: list[str]
     censored: np.ndarray = field(default=None)  # type: ignore[assignment]  # None: no row is censored
+    target: Target = Target.TIME
 
     def __post_init__(self) -> None:
         mask = np.zeros(len(self.y), dtype=bool) if self.censored is None else np.asarray(self.censored, dtype=bool)
@@ -84,14 +89,17 @@ class TrainingSet:
 
     @property
     def finished(self) -> np.ndarray:
-        """Rows of runs that finished: their ``y`` is a run time (what metrics and most members learn from)."""
+        """Rows of runs that finished: their ``y`` is the target itself (what metrics and most members learn from)."""
         return ~self.censored
 
     @cached_property
     def fingerprint(self) -> str:
-        """A digest of everything training reads of the set: its runs, their features, times and censoring."""
+        """A digest of everything training reads of the set: its target, runs, their features, target values and censoring."""
         digest = hashlib.sha256()
-        digest.update(json.dumps([self.algorithm, self.platform, self.feature_names, self.run_ids]).encode())
+        named = [self.algorithm, self.platform, self.feature_names, self.run_ids]
+        if self.target is not Target.TIME:  # a run-time set's digest is the one it had before sets had targets
+            named.append(self.target.value)
+        digest.update(json.dumps(named).encode())
         for array in (self.X.to_numpy(dtype="float64"), self.y, self.censored):
             digest.update(np.ascontiguousarray(array).tobytes())
         return digest.hexdigest()
@@ -106,10 +114,12 @@ class TrainingSet:
         return pd.factorize(pd.util.hash_pandas_object(self.X, index=False))[0]
 
 
-def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str) -> TrainingSet:
+def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str, target: Target = Target.TIME) -> TrainingSet:
     """The finished and censored runs of (algorithm, platform) in ``frame``, with its informative numeric features.
 
-    A pair needs :data:`~training.folds.MIN_ROWS` finished runs; censored ones do not count towards it.
+    For ``Target.MEMORY`` only the runs that measured their peak memory (``max_rss_kb`` known and
+    positive) count. A pair needs :data:`~training.folds.MIN_ROWS` finished runs; censored ones do not
+    count towards it.
     """
     rows = frame
     if "algorithm" in rows:
@@ -119,12 +129,16 @@ def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str) 
     rows = rows.assign(censored=rows["censored"].astype(bool) if "censored" in rows else False)
     if "exit_status" in rows:
         rows = rows[(rows["exit_status"] == 0) | rows["censored"]]
+    if target is Target.MEMORY:
+        rss = rows["max_rss_kb"] if "max_rss_kb" in rows else pd.Series(np.nan, index=rows.index)
+        rows = rows[rss.notna() & (rss > 0)]
     rows = rows.sort_values("run_id", kind="stable").reset_index(drop=True)
     censored = rows["censored"].to_numpy(dtype=bool)
     finished = int((~censored).sum())
     if finished < MIN_ROWS:
         also = f" (and {len(rows) - finished} censored)" if finished < len(rows) else ""
-        raise DatasetError(f"{algorithm} on {platform}: {finished} successful run(s){also}, need at least {MIN_ROWS}")
+        measured = " with a peak memory" if target is Target.MEMORY else ""
+        raise DatasetError(f"{algorithm} on {platform}: {finished} successful run(s){measured}{also}, need at least {MIN_ROWS}")
     candidates = [c for c in rows.columns if c not in RUN_COLUMNS and pd.api.types.is_numeric_dtype(rows[c])]
     X = rows[candidates].astype("float64").dropna(axis="columns", how="all").fillna(0.0)
     X = X.loc[:, X.nunique() > 1]
@@ -135,19 +149,28 @@ def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str) 
         algorithm=algorithm,
         platform=platform,
         X=X[names],
-        y=rows["wall_seconds"].to_numpy(dtype="float64"),
+        y=target_values(rows, target),
         feature_names=names,
         run_ids=rows["run_id"].astype(str).tolist(),
         censored=censored,
+        target=target,
     )
+
+
+def target_values(rows: pd.DataFrame, target: Target) -> np.ndarray:
+    """What ``target`` measured of each run of a store frame: wall seconds, or peak resident bytes (``max_rss_kb`` x 1024)."""
+    if target is Target.MEMORY:
+        return rows["max_rss_kb"].to_numpy(dtype="float64") * 1024.0
+    return rows["wall_seconds"].to_numpy(dtype="float64")
 
 
 def load_training_sets(
     store: MeasurementFrames,
     algorithms: Iterable[str] | None = None,
     platforms: Iterable[str] | None = None,
+    target: Target = Target.TIME,
 ) -> list[TrainingSet]:
-    """A training set per stored pair, optionally restricted; unusable pairs are logged and skipped."""
+    """A training set of ``target`` per stored pair, optionally restricted; unusable pairs are logged and skipped."""
     wanted_algorithms = None if algorithms is None else set(algorithms)
     wanted_platforms = None if platforms is None else set(platforms)
     sets = []
@@ -156,8 +179,9 @@ def load_training_sets(
             continue
         if wanted_platforms is not None and platform not in wanted_platforms:
             continue
+        frame = store.frame(algorithm, platform, with_censored=True)
         try:
-            sets.append(training_set_from_frame(store.frame(algorithm, platform, with_censored=True), algorithm, platform))
+            sets.append(training_set_from_frame(frame, algorithm, platform, target))
         except DatasetError as exc:
             log.warning("skipping %s", exc)
     return sets

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import RegressorMixin
 
-from predictor.domain import MAX_WALL_SECONDS, Measurement, ServedEstimate
+from predictor.domain import MAX_WALL_SECONDS, Measurement, ServedEstimate, Target
 from predictor.registry import Champion, registered_name
 from predictor.store.store import LIVE_COLUMNS, frame_of, measurement_row
 from training.champions import training_envelope, version_tags
@@ -37,7 +37,7 @@ class MemoryTracker:
         self._ids = itertools.count(1)
 
     @contextmanager
-    def sessions(self, algorithms: Sequence[str], models: Sequence[str]) -> Iterator[dict[str, None]]:
+    def sessions(self, algorithms: Sequence[str], models: Sequence[str], target: Target = Target.TIME) -> Iterator[dict[str, None]]:
         yield dict.fromkeys(algorithms)
 
     def log_candidate(
@@ -68,15 +68,16 @@ class Version:
 
 
 class MemoryChampions:
-    """Registered versions and the ``champion`` alias per (algorithm, platform), in memory."""
+    """Registered versions and the ``champion`` alias per (algorithm, platform, target), in memory."""
 
     def __init__(self) -> None:
-        self.versions: dict[tuple[str, str], list[Version]] = {}
-        self.alias: dict[tuple[str, str], Version] = {}
-        self.judged: dict[tuple[str, str], str] = {}
+        self.versions: dict[tuple[str, str, Target], list[Version]] = {}
+        self.alias: dict[tuple[str, str, Target], Version] = {}
+        self.judged: dict[tuple[str, str, Target], str] = {}
 
-    def incumbent(self, algorithm: str, platform: str) -> Incumbent | None:
-        served = self.alias.get((algorithm, platform))
+    def incumbent(self, algorithm: str, platform: str, target: Target = Target.TIME) -> Incumbent | None:
+        key = (algorithm, platform, target)
+        served = self.alias.get(key)
         if served is None:
             return None
         champion = served.champion
@@ -87,11 +88,11 @@ class MemoryChampions:
 
         return Incumbent(
             served.number, served.composition, served.trained_runs, names, predict,
-            n_rows=len(served.trained_runs), metrics=champion.metrics, judged=self.judged.get((algorithm, platform)),
+            n_rows=len(served.trained_runs), metrics=champion.metrics, judged=self.judged.get(key),
         )  # fmt: skip
 
-    def remember(self, algorithm: str, platform: str, fingerprint: str) -> None:
-        self.judged[(algorithm, platform)] = fingerprint
+    def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None:
+        self.judged[(algorithm, platform, target)] = fingerprint
 
     def register(
         self,
@@ -106,11 +107,11 @@ class MemoryChampions:
         alias: bool,
     ) -> str:
         ts = training_set
-        pair = (ts.algorithm, ts.platform)
-        versions = self.versions.setdefault(pair, [])
+        key = (ts.algorithm, ts.platform, ts.target)
+        versions = self.versions.setdefault(key, [])
         number = str(len(versions) + 1)
         champion = Champion(
-            algorithm=ts.algorithm, platform=ts.platform, name=registered_name(*pair), version=number, flavor="sklearn",
+            algorithm=ts.algorithm, platform=ts.platform, name=registered_name(*key), version=number, flavor="sklearn",
             feature_names=list(ts.feature_names), model=model,
             tags={**version_tags(ts, candidate, composition, coverage), "guard_verdict": decision.verdict.value},
             envelope=training_envelope(ts),
@@ -118,12 +119,12 @@ class MemoryChampions:
         version = Version(number, champion, dict(composition), frozenset(ts.run_ids))
         versions.append(version)
         if alias:
-            self.alias[pair] = version
+            self.alias[key] = version
         return number
 
-    def champions(self) -> dict[tuple[str, str], Champion]:
-        """The champion of every pair that has one."""
-        return {pair: version.champion for pair, version in self.alias.items()}
+    def champions(self, target: Target = Target.TIME) -> dict[tuple[str, str], Champion]:
+        """The champion of ``target`` of every pair that has one."""
+        return {(a, p): version.champion for (a, p, t), version in self.alias.items() if t is target}
 
 
 class MemoryMeasurements:

@@ -1,5 +1,9 @@
 """The training pipeline: measurements -> training sets -> zoo x k-fold CV -> tracked runs -> guarded champions.
 
+One call trains one target (:class:`~predictor.domain.Target`): run time, or peak memory in bytes. Both
+go the same way (zoo, folds, tracking, guard, intervals); each (algorithm, platform, target) has its own
+champion, and members that only estimate run times (they read a requested time) are left out of memory.
+
 All fold fits (every algorithm, platform, model and fold) fan out over ``settings.n_jobs`` local
 processes, or over a Ray cluster (``settings.executor``), while this process tracks each candidate as its folds come in. Each pair's best candidate
 is judged against the serving champion by the guard (:mod:`training.guard`); then only what the
@@ -26,6 +30,7 @@ from sklearn.base import RegressorMixin
 from models import available_models, make_model
 from models.ensemble import ENSEMBLE, AveragedRegressor
 from models.zoo import applicable
+from predictor.domain import Target
 from predictor.settings import Settings
 from training.champions import MlflowChampions, best_candidate, check_selection_metric
 from training.crossval import CVResult, FoldFit, collect
@@ -76,7 +81,9 @@ Progress = Callable[[str], None]
 class Tracker(Protocol):
     """Where training logs each session and candidate: MLflow (:class:`MlflowTracker`) or memory."""
 
-    def sessions(self, algorithms: Sequence[str], models: Sequence[str]) -> AbstractContextManager[dict[str, Any]]: ...
+    def sessions(
+        self, algorithms: Sequence[str], models: Sequence[str], target: Target = Target.TIME
+    ) -> AbstractContextManager[dict[str, Any]]: ...
 
     def log_candidate(
         self,
@@ -95,9 +102,9 @@ class Tracker(Protocol):
 class ChampionBook(Protocol):
     """Where champions are registered and looked up: the MLflow registry (:class:`MlflowChampions`) or memory."""
 
-    def incumbent(self, algorithm: str, platform: str) -> Incumbent | None: ...
+    def incumbent(self, algorithm: str, platform: str, target: Target = Target.TIME) -> Incumbent | None: ...
 
-    def remember(self, algorithm: str, platform: str, fingerprint: str) -> None: ...
+    def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None: ...
 
     def register(
         self,
@@ -115,7 +122,8 @@ class ChampionBook(Protocol):
 
 @dataclass(frozen=True)
 class TrainingOutcome:
-    """What one (algorithm, platform) got: the guard's decision, what serves now, and every candidate's pooled CV metrics.
+    """What one (algorithm, platform) got for ``target``: the guard's decision, what serves now, and every candidate's pooled CV
+    metrics.
 
     ``challenger`` is the session's best candidate (a member or ``ensemble``); ``serving`` the zoo
     member of the version the alias points at after the decision and ``version`` its number
@@ -133,11 +141,16 @@ class TrainingOutcome:
     metrics: dict[str, dict[str, float]]
     n_rows: int
     serving_run: str | None = None
+    target: Target = Target.TIME
 
 
-def fold_plan_path(settings: Settings, algorithm: str, platform: str) -> Path:
-    """Where training writes the fold plan of a pair, for peer tools to cross-validate on the very same folds."""
-    return settings.resolved_home / "folds" / f"{algorithm}-{platform}.csv"
+def fold_plan_path(settings: Settings, algorithm: str, platform: str, target: Target = Target.TIME) -> Path:
+    """Where training writes the fold plan of a pair's ``target``, for peer tools to cross-validate on the very same folds.
+
+    A memory set holds only the runs that measured their peak memory, so its plan has a file of its own.
+    """
+    folder = settings.resolved_home / "folds"
+    return (folder if target is Target.TIME else folder / target.value) / f"{algorithm}-{platform}.csv"
 
 
 @dataclass(frozen=True)
@@ -187,9 +200,11 @@ def run_training(
     models: Sequence[str] | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    target: Target = Target.TIME,
 ) -> list[TrainingOutcome]:
-    """Train every stored pair of ``algorithms`` (all by default) under the guard (overridden with ``force``)."""
-    return train(settings, load_training_sets(store, algorithms), models=models, progress=progress, force=force)
+    """Train ``target`` of every stored pair of ``algorithms`` (all by default) under the guard (overridden with ``force``)."""
+    sets = load_training_sets(store, algorithms, target=target)
+    return train(settings, sets, models=models, progress=progress, force=force, target=target)
 
 
 def train(
@@ -203,8 +218,12 @@ def train(
     force: bool = False,
     retrain: bool = False,
     dry_run: bool = False,
+    target: Target = Target.TIME,
 ) -> list[TrainingOutcome]:
     """Cross-validate ``models`` on each set, log them, let the guard judge the best against the serving champion, register.
+
+    Every set must be of ``target`` (a ValueError otherwise): its sessions, champions and registered
+    names are that target's; members that cannot estimate it are left out.
 
     The fold fits of every set share one pool of processes; each candidate is logged as soon as
     its folds are in, and each set is judged as soon as its last candidate is. The serving
@@ -217,6 +236,8 @@ def train(
     """
     chosen = _models(models if models is not None else settings.train_models)
     check_selection_metric(settings.selection_metric)
+    if others := sorted({f"{ts.algorithm}/{ts.platform} ({ts.target.value})" for ts in training_sets if ts.target is not target}):
+        raise ValueError(f"training {target.value} on sets of another target: {', '.join(others)}")
     tracker = tracker or MlflowTracker(settings)
     book = champions or MlflowChampions()
     usable: list[tuple[TrainingSet, list[str]]] = []
@@ -230,7 +251,7 @@ def train(
     unchanged: list[TrainingOutcome] = []
     judged: list[tuple[TrainingSet, list[str], Incumbent | None]] = []
     for ts, names in usable:
-        incumbent = book.incumbent(ts.algorithm, ts.platform)
+        incumbent = book.incumbent(ts.algorithm, ts.platform, target)
         if not (force or retrain) and incumbent is not None and incumbent.judged == session_fingerprint(settings, ts, chosen):
             unchanged.append(_unchanged(ts, incumbent))
         else:
@@ -246,7 +267,7 @@ def train(
     candidates: list[list[Candidate]] = [[] for _ in sets]
     results: list[dict[str, CVResult]] = [{} for _ in sets]
     picks: list[Pick] = []
-    with tracker.sessions(sorted({ts.algorithm for ts in sets}), chosen) as sessions:
+    with tracker.sessions(sorted({ts.algorithm for ts in sets}), chosen, target) as sessions:
         for index, name, result in _cross_validate_all(settings, sets, plans, members, progress):
             ts, session = sets[index], sessions[sets[index].algorithm]
             if result is None:
@@ -270,7 +291,7 @@ def train(
             outcome = _outcome(pick, ts, incumbents[pick.set_index], registered.get(pick.set_index, []), dry_run)
             tracker.note(sessions[ts.algorithm], _session_tags(outcome))
             if not dry_run and outcome.version is not None:
-                book.remember(ts.algorithm, ts.platform, session_fingerprint(settings, ts, chosen))
+                book.remember(ts.algorithm, ts.platform, session_fingerprint(settings, ts, chosen), target)
             outcomes.append(outcome)
     return sorted(outcomes, key=lambda o: (o.algorithm, o.platform))
 
@@ -290,6 +311,7 @@ def _unchanged(ts: TrainingSet, incumbent: Incumbent) -> TrainingOutcome:
     return TrainingOutcome(
         algorithm=ts.algorithm, platform=ts.platform, challenger=incumbent.label, decision=decision, serving=incumbent.label,
         version=incumbent.version, registered=[], metrics={incumbent.label: dict(incumbent.metrics)}, n_rows=len(ts),
+        target=ts.target,
     )  # fmt: skip
 
 
@@ -487,7 +509,7 @@ def _outcome(
     return TrainingOutcome(
         algorithm=ts.algorithm, platform=ts.platform, challenger=pick.challenger.model_name, decision=pick.decision,
         serving=serving, version=version, registered=[v for v, _ in registered],
-        metrics={c.model_name: c.metrics for c in pick.candidates}, n_rows=len(ts), serving_run=run,
+        metrics={c.model_name: c.metrics for c in pick.candidates}, n_rows=len(ts), serving_run=run, target=ts.target,
     )  # fmt: skip
 
 
@@ -509,7 +531,7 @@ def decision_row(outcome: TrainingOutcome, trigger: str) -> dict[str, Any]:
     d = outcome.decision
     return {
         "decided_at": datetime.now(UTC), "algorithm": outcome.algorithm, "platform": outcome.platform,
-        "decision": d.verdict.value, "trigger": trigger[:200], "challenger": d.challenger[:200],
+        "target": outcome.target.value, "decision": d.verdict.value, "trigger": trigger[:200], "challenger": d.challenger[:200],
         "incumbent": d.incumbent[:200] if d.incumbent else None, "version": ",".join(outcome.registered)[:64] or None,
         "serving_version": outcome.version, "n_rows": outcome.n_rows, "reason": d.reason, "details": dict(d.details),
     }  # fmt: skip
@@ -518,7 +540,7 @@ def decision_row(outcome: TrainingOutcome, trigger: str) -> dict[str, Any]:
 def _save_plan(settings: Settings, ts: TrainingSet) -> FoldPlan:
     """The set's seeded fold plan (repeats of one job, i.e. equal feature rows, in one fold), written where peer tools find it."""
     plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed, groups=ts.jobs)
-    path = fold_plan_path(settings, ts.algorithm, ts.platform)
+    path = fold_plan_path(settings, ts.algorithm, ts.platform, ts.target)
     path.parent.mkdir(parents=True, exist_ok=True)
     plan.save(path)
     return plan
@@ -530,8 +552,8 @@ def _n_folds(settings: Settings, ts: TrainingSet) -> int:
 
 
 def _members(chosen: Sequence[str], ts: TrainingSet) -> list[str]:
-    """The chosen members that apply to ``ts``."""
-    return [name for name in chosen if applicable(name, ts.feature_names, len(ts))]
+    """The chosen members that apply to ``ts`` (its features, its number of runs, its target)."""
+    return [name for name in chosen if applicable(name, ts.feature_names, len(ts), ts.target)]
 
 
 def _models(models: Sequence[str] | None) -> list[str]:

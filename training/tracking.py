@@ -1,4 +1,7 @@
-"""Experiment tracking in MLflow: an experiment per algorithm, a parent run per session, a child run per candidate.
+"""Experiment tracking in MLflow: an experiment per algorithm and target, a parent run per session, a child run per candidate.
+
+Run-time sessions go to ``runtime/<algorithm>``, peak-memory ones to ``memory/<algorithm>``; every run
+is tagged with its ``target``.
 
 Nothing here touches MLflow at import time; :func:`configure_mlflow` is called explicitly.
 """
@@ -24,6 +27,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 from sklearn.base import RegressorMixin
 
 from models.zoo import target_transform
+from predictor.domain import Target
 from predictor.intervals import residual_log_quantiles
 from predictor.registry import redact_uri
 from predictor.settings import Settings
@@ -59,13 +63,17 @@ def configure_mlflow(settings: Settings) -> None:
     mlflow.set_registry_uri(settings.resolved_tracking_uri)
 
 
-def experiment_name(algorithm: str) -> str:
-    return f"runtime/{algorithm}"
+EXPERIMENT_PREFIX = {Target.TIME: "runtime/", Target.MEMORY: "memory/"}
 
 
-def ensure_experiment(settings: Settings, algorithm: str) -> str:
-    """Id of the algorithm's experiment, created with its artifacts under the artifact root on first use."""
-    name = experiment_name(algorithm)
+def experiment_name(algorithm: str, target: Target = Target.TIME) -> str:
+    """The MLflow experiment of ``algorithm``'s training sessions of ``target``."""
+    return f"{EXPERIMENT_PREFIX[target]}{algorithm}"
+
+
+def ensure_experiment(settings: Settings, algorithm: str, target: Target = Target.TIME) -> str:
+    """Id of the algorithm's experiment of ``target``, created with its artifacts under the artifact root on first use."""
+    name = experiment_name(algorithm, target)
     experiment = mlflow.get_experiment_by_name(name)
     if experiment is not None:
         return experiment.experiment_id
@@ -75,8 +83,10 @@ def ensure_experiment(settings: Settings, algorithm: str) -> str:
 
 
 @contextmanager
-def training_sessions(settings: Settings, algorithms: Sequence[str], models: Sequence[str]) -> Iterator[dict[str, Run]]:
-    """The parent run of each algorithm's training session, all open at once; candidates are logged as children.
+def training_sessions(
+    settings: Settings, algorithms: Sequence[str], models: Sequence[str], target: Target = Target.TIME
+) -> Iterator[dict[str, Run]]:
+    """The parent run of each algorithm's training session of ``target``, all open at once; candidates are logged as children.
 
     Opening every session together lets the fits of all algorithms share one pool of processes. The
     runs end FINISHED, or FAILED if training raised.
@@ -86,9 +96,10 @@ def training_sessions(settings: Settings, algorithms: Sequence[str], models: Seq
     status = "FAILED"
     try:
         for algorithm in algorithms:
-            tags = {"algorithm": algorithm, MLFLOW_RUN_NAME: f"train-{algorithm}"}
-            run = client.create_run(ensure_experiment(settings, algorithm), tags=tags)
-            params = {"algorithm": algorithm, "models": ",".join(models), "cv_folds": settings.cv_folds, "seed": settings.seed}
+            tags = {"algorithm": algorithm, "target": target.value, MLFLOW_RUN_NAME: f"train-{algorithm}"}
+            run = client.create_run(ensure_experiment(settings, algorithm, target), tags=tags)
+            params = {"algorithm": algorithm, "target": target.value, "models": ",".join(models), "cv_folds": settings.cv_folds,
+                      "seed": settings.seed}  # fmt: skip
             client.log_batch(run.info.run_id, params=_params(params))
             parents[algorithm] = run
         yield parents
@@ -131,11 +142,13 @@ def log_candidate(
     tags = {
         "algorithm": ts.algorithm,
         "platform": ts.platform,
+        "target": ts.target.value,
         "model_kind": result.model_name,
         "target_transform": target_transform(result.model_name),
     }
     params = {
         "model_kind": result.model_name,
+        "target": ts.target.value,
         "algorithm": ts.algorithm,
         "platform": ts.platform,
         "n_rows": len(ts),
@@ -241,6 +254,9 @@ def _write_artifacts(
 def out_of_fold_table(ts: TrainingSet, plan: FoldPlan, result: CVResult) -> pd.DataFrame:
     """Each run's job, fold, measured seconds, out-of-fold prediction and prior (its training folds' mean), in row order.
 
+    The ``*_seconds`` columns hold the set's target: bytes of peak memory in a memory session's table
+    (the names are the ones peer tools and older sessions read).
+
     Logged with every candidate so its figures and metrics can be redrawn, or compared with
     another model's or tool's predictions on the same folds (resampling jobs), without refitting anything.
     ``censored`` marks runs stopped before they finished: their measured seconds are a lower bound.
@@ -284,15 +300,17 @@ def _trusted_types(model: RegressorMixin) -> list[str]:
 
 
 class MlflowTracker:
-    """Training tracked in MLflow: an experiment per algorithm, a parent run per session, a child run per candidate."""
+    """Training tracked in MLflow: an experiment per algorithm and target, a parent run per session, a child run per candidate."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         configure_mlflow(settings)
 
-    def sessions(self, algorithms: Sequence[str], models: Sequence[str]) -> AbstractContextManager[dict[str, Run]]:
-        """The parent run of each algorithm's session (see :func:`training_sessions`)."""
-        return training_sessions(self.settings, algorithms, models)
+    def sessions(
+        self, algorithms: Sequence[str], models: Sequence[str], target: Target = Target.TIME
+    ) -> AbstractContextManager[dict[str, Run]]:
+        """The parent run of each algorithm's session of ``target`` (see :func:`training_sessions`)."""
+        return training_sessions(self.settings, algorithms, models, target)
 
     def log_candidate(
         self,

@@ -222,8 +222,10 @@ class MeasurementStore:
             conn.execute(model_decisions.insert().values(row))
             conn.commit()
 
-    def decisions(self, algorithm: str | None = None, platform: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest ``limit`` decisions, newest first, optionally for one algorithm and/or platform.
+    def decisions(
+        self, algorithm: str | None = None, platform: str | None = None, limit: int = 100, target: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The newest ``limit`` decisions, newest first, optionally for one algorithm, platform and/or target.
 
         A row holding a value its column cannot read back (``details`` not JSON, a ``decided_at`` that is no date:
         written past the store, on SQLite) comes back with the value as stored and ``unreadable`` naming the columns,
@@ -236,6 +238,8 @@ class MeasurementStore:
             stmt = stmt.where(columns.algorithm == algorithm)
         if platform is not None:
             stmt = stmt.where(columns.platform == platform)
+        if target is not None:
+            stmt = stmt.where(columns.target == target)
         dialect = self.engine.dialect
         readers = {c.name: c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns}
         with self.engine.connect() as conn:

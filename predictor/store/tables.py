@@ -95,7 +95,7 @@ class ServedEstimateRow(Base):
 
 
 class ModelDecisionRow(Base):
-    """What training decided for one (algorithm, platform): promoted, refreshed, kept (challenger registered), forced."""
+    """What training decided for one (algorithm, platform) and target: promoted, refreshed, kept (challenger registered), forced."""
 
     __tablename__ = "model_decisions"
     __table_args__ = (Index("ix_model_decisions_pair", "algorithm", "platform", "id"),)
@@ -104,6 +104,7 @@ class ModelDecisionRow(Base):
     decided_at: Mapped[datetime] = mapped_column(UTCDateTime)
     algorithm: Mapped[str] = mapped_column(String(200))
     platform: Mapped[str] = mapped_column(String(200))
+    target: Mapped[str] = mapped_column(String(16), server_default="time")  # predictor.domain.Target: run time, peak memory
     decision: Mapped[str] = mapped_column(String(16))
     trigger: Mapped[str] = mapped_column(String(200))
     challenger: Mapped[str] = mapped_column(String(200))

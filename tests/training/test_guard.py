@@ -9,7 +9,7 @@ from sklearn.dummy import DummyRegressor
 from typer.testing import CliRunner
 
 from cli.app import app
-from predictor.domain import Measurement
+from predictor.domain import Measurement, Target
 from predictor.registry import registered_name, registry_client
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
@@ -130,12 +130,12 @@ def test_in_memory_the_guard_runs_the_same_pipeline(memory_settings: Settings) -
     assert better.challenger == "linear_log" and better.decision.verdict is Verdict.PROMOTED and better.version == "2"
     newcomer = session(["mean"])
     assert newcomer.decision.verdict is Verdict.KEPT and newcomer.registered == ["3"] and newcomer.version == "2"
-    assert book.alias[("tool", "cpu")].champion.tags["model_kind"] == "linear_log"
+    assert book.alias[("tool", "cpu", Target.TIME)].champion.tags["model_kind"] == "linear_log"
     dry = session(["mean"], force=True, dry_run=True)
-    assert dry.decision.verdict is Verdict.FORCED and dry.registered == [] and len(book.versions[("tool", "cpu")]) == 3
+    assert dry.decision.verdict is Verdict.FORCED and dry.registered == [] and len(book.versions[("tool", "cpu", Target.TIME)]) == 3
     forced = session(["mean"], force=True)
     assert forced.decision.verdict is Verdict.FORCED and forced.version == "4"
-    assert book.alias[("tool", "cpu")].champion.tags["model_kind"] == "mean"
+    assert book.alias[("tool", "cpu", Target.TIME)].champion.tags["model_kind"] == "mean"
 
 
 def _store_runs(store: MeasurementStore, n: int, seed: int) -> None:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import text
 
-from predictor.domain import Measurement, ServedEstimate
+from predictor.domain import Measurement, ServedEstimate, Target
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from training.guard import Verdict
@@ -111,7 +111,7 @@ def test_one_input_run_300_times_far_slower_is_flagged_not_served(settings: Sett
         row = store.decisions()[0]
         assert row["decision"] == "kept" and row["reason"].startswith("flagged: the 300 new run(s) of 1 job(s)")
         assert row["details"]["flag_disagreement"] > 100
-        served = book.alias[("tool", "cpu")].champion.model.predict(pd.DataFrame({"input.size": [one.features["input.size"]]}))
+        served = book.alias[("tool", "cpu", Target.TIME)].champion.model.predict(pd.DataFrame({"input.size": [one.features["input.size"]]}))
         assert served[0] < 100  # still what the 40 runs say, not 3,600 s
     finally:
         store.dispose()
