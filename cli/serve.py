@@ -140,9 +140,11 @@ def predict(
     url: Annotated[str | None, typer.Option(help="Ask a running service instead of loading models here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Estimated run time of one job on each platform: seconds, interval, walltime limit, and both as Slurm walltimes."""
+    """Estimated run time and peak memory of one job on each platform: seconds, interval, walltime limit, both as Slurm
+    walltimes, and the memory and memory limit as Slurm sizes (where the pair has a memory champion)."""
     from features import FeatureError
     from predictor.catalog import load_catalog
+    from predictor.memsize import optional_slurm_memory
     from predictor.walltime import optional_walltime
 
     settings = load_settings()
@@ -156,7 +158,9 @@ def predict(
     except (FeatureError, KeyError) as exc:
         raise fail(str(exc).strip('"')) from None
     shown = {
-        p: e.model_dump() | {"walltime": optional_walltime(e.seconds), "limit_walltime": optional_walltime(e.limit)}
+        p: e.model_dump()
+        | {"walltime": optional_walltime(e.seconds), "limit_walltime": optional_walltime(e.limit)}
+        | {"memory_slurm": optional_slurm_memory(e.memory), "memory_limit_slurm": optional_slurm_memory(e.memory_limit)}
         for p, e in estimates.items()
     }
     if as_json:
@@ -165,17 +169,23 @@ def predict(
         raise fail(f"no estimate of {algorithm}: " + "; ".join(f"{p}: {e['reason'] or 'none given'}" for p, e in shown.items()))
     if as_json:
         return
-    table = Table(title=f"{algorithm}: estimated run time (seconds; walltimes rounded up)")
-    for column in ("platform", "seconds", "walltime", "lower", "upper", "limit", "limit walltime", "model"):
-        table.add_column(column, justify="left" if column in ("platform", "model") else "right", no_wrap=True)
+    table = Table(title=f"{algorithm}: estimated run time (seconds; walltimes rounded up) and peak memory (MiB, rounded up)")
+    for column in ("platform", "seconds", "walltime", "lower", "upper", "limit", "limit walltime", "model", "memory",
+                   "memory limit", "memory model"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("platform", "model", "memory model") else "right", no_wrap=True)
     for p, e in shown.items():
         cells = [_cell(e[k]) for k in ("seconds", "walltime", "lower", "upper", "limit", "limit_walltime")]
-        model_label = f"{e['model_name']} v{e['model_version']}" if e["model_version"] else (e["model_name"] or "-")
-        table.add_row(p, *cells, model_label)
+        memory = [_cell(e[k]) for k in ("memory_slurm", "memory_limit_slurm")]
+        table.add_row(p, *cells, _model(e["model_name"], e["model_version"]), *memory, _model(e["memory_model_name"], e["memory_model_version"]))
     print_table(table)
     for p, e in shown.items():
         if e["reason"]:
             console.print(f"{p}: {e['reason']}", markup=False, highlight=False)
+
+
+def _model(name: str | None, version: str | None) -> str:
+    """A model cell: its registered name and version, the fallback's name alone, or '-'."""
+    return f"{name} v{version}" if version else (name or "-")
 
 
 def _cell(value: float | str | None) -> str:

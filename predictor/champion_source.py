@@ -1,5 +1,7 @@
 """Champions from the MLflow registry, through a local disk cache that keeps them servable when the registry is not.
 
+A pair has a time champion and may have a peak-memory one (:class:`~predictor.domain.Target`), each its own
+registered model; every method takes the target, time by default.
 Each champion version is downloaded once into ``<cache>/<registered name>/<version>/model`` (the MLflow
 model folder as it is), with ``champion.json`` beside it (version tags, registration time, fit time);
 ``<cache>/<registered name>/current.json`` names the version last served. When the registry cannot be
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from predictor.atomic import write_bytes_atomically, write_json_atomically
+from predictor.domain import Target
 from predictor.envelope import TrainingEnvelope
 from predictor.registry import (
     CHAMPION_ALIAS,
@@ -50,7 +53,7 @@ class RegistryUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class ChampionVersion:
-    """What the ``champion`` alias of one (algorithm, platform) points at, before loading it."""
+    """What the ``champion`` alias of one (algorithm, platform)'s model of ``target`` points at, before loading it."""
 
     algorithm: str
     platform: str
@@ -59,6 +62,7 @@ class ChampionVersion:
     tags: dict[str, str]
     run_id: str | None
     registered_at: datetime | None
+    target: Target = Target.TIME
 
 
 @dataclass(frozen=True)
@@ -107,12 +111,13 @@ class ChampionSource:
         self.cache_dir = cache_dir
         self.connect_timeout_s = connect_timeout_s  # a database registry that does not connect within it is unavailable
 
-    def versions(self, pairs: list[Pair]) -> dict[Pair, ChampionVersion]:
+    def versions(self, pairs: list[Pair], target: Target = Target.TIME) -> dict[Pair, ChampionVersion]:
         """The version each pair's alias points at (pairs without one are left out); RegistryUnavailable if unreachable."""
-        return self.lookup(pairs).found
+        return self.lookup(pairs, target).found
 
-    def lookup(self, pairs: list[Pair]) -> AliasLookup:
-        """Where each pair's alias points, and which pairs have no registered model at all; RegistryUnavailable if unreachable."""
+    def lookup(self, pairs: list[Pair], target: Target = Target.TIME) -> AliasLookup:
+        """Where each pair's alias of ``target`` points, and which pairs have no registered model of it at all;
+        RegistryUnavailable if unreachable."""
         from mlflow.exceptions import MlflowException
 
         found, unknown = {}, []
@@ -120,7 +125,7 @@ class ChampionSource:
             check_database(self.tracking_uri, self.connect_timeout_s)
             client = registry_client(self.tracking_uri)
             for algorithm, platform in pairs:
-                name = registered_name(algorithm, platform)
+                name = registered_name(algorithm, platform, target)
                 try:
                     v = client.get_model_version_by_alias(name, CHAMPION_ALIAS)
                 except MlflowException as exc:
@@ -131,15 +136,16 @@ class ChampionSource:
                         continue
                     raise
                 found[(algorithm, platform)] = ChampionVersion(
-                    algorithm, platform, name, str(v.version), dict(v.tags), v.run_id, _from_millis(v.creation_timestamp)
+                    algorithm, platform, name, str(v.version), dict(v.tags), v.run_id, _from_millis(v.creation_timestamp), target
                 )
         except Exception as exc:
             raise RegistryUnavailable(f"model registry {redact_uri(self.tracking_uri)} unavailable: {first_line(exc)}") from exc
         return AliasLookup(found, unknown)
 
-    def load_current(self, pairs: list[Pair]) -> dict[Pair, LoadedChampion]:
-        """Load the version each pair's alias points at (pairs without one are left out); RegistryUnavailable if unreachable."""
-        return {pair: self.load(version) for pair, version in self.versions(pairs).items()}
+    def load_current(self, pairs: list[Pair], target: Target = Target.TIME) -> dict[Pair, LoadedChampion]:
+        """Load the version each pair's alias of ``target`` points at (pairs without one are left out); RegistryUnavailable
+        if unreachable."""
+        return {pair: self.load(version) for pair, version in self.versions(pairs, target).items()}
 
     def load(self, version: ChampionVersion) -> LoadedChampion:
         """Download ``version`` into the cache (once), mark it current and load it."""
@@ -151,26 +157,28 @@ class ChampionSource:
         self._prune(version.name, keep=version.version)
         return loaded
 
-    def cached(self, pairs: list[Pair]) -> dict[Pair, LoadedChampion]:
-        """The champions last served for ``pairs``, from the cache alone (pairs never cached are left out)."""
+    def cached(self, pairs: list[Pair], target: Target = Target.TIME) -> dict[Pair, LoadedChampion]:
+        """The champions of ``target`` last served for ``pairs``, from the cache alone (pairs never cached are left out)."""
         found = {}
         for pair in pairs:
-            version = self.cached_version(pair)
+            version = self.cached_version(pair, target)
             if version is not None:
-                found[pair] = _load_folder(self.cache_dir / registered_name(*pair) / version, origin="cache")
+                found[pair] = _load_folder(self.cache_dir / registered_name(*pair, target) / version, origin="cache")
         return found
 
-    def cached_version(self, pair: Pair) -> str | None:
-        """The version last served for ``pair``, as the cache names it (None when it never was, or the marker is unreadable)."""
-        current = self.cache_dir / registered_name(*pair) / "current.json"
+    def cached_version(self, pair: Pair, target: Target = Target.TIME) -> str | None:
+        """The version of ``target`` last served for ``pair``, as the cache names it (None when it never was, or the marker
+        is unreadable)."""
+        current = self.cache_dir / registered_name(*pair, target) / "current.json"
         try:
             return str(json.loads(current.read_text())["version"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def forget(self, pair: Pair) -> None:
-        """No longer name a version last served for ``pair`` (its champion was withdrawn); the cached folders stay."""
-        (self.cache_dir / registered_name(*pair) / "current.json").unlink(missing_ok=True)
+    def forget(self, pair: Pair, target: Target = Target.TIME) -> None:
+        """No longer name a version of ``target`` last served for ``pair`` (its champion was withdrawn); the cached folders
+        stay."""
+        (self.cache_dir / registered_name(*pair, target) / "current.json").unlink(missing_ok=True)
 
     def _download(self, version: ChampionVersion, folder: Path) -> None:
         """Copy the MLflow model folder and write its facts, atomically: a half-written folder is never used."""
@@ -189,6 +197,7 @@ class ChampionSource:
             facts = {
                 "algorithm": version.algorithm,
                 "platform": version.platform,
+                "target": version.target.value,
                 "name": version.name,
                 "version": version.version,
                 "tags": version.tags,

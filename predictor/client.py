@@ -1,6 +1,7 @@
 """A small Python client of the service's HTTP API, for the CLI's ``--url`` and for schedulers that embed the project.
 
-Answers come back as domain types (:class:`~predictor.domain.Estimate`) or plain records; an error answer
+Answers come back as domain types (:class:`AnsweredEstimate`, an :class:`~predictor.domain.Estimate` with the Slurm
+strings the service wrote for it: walltimes and memory sizes) or plain records; an error answer
 raises :class:`PredictorError` with the status and the service's detail. Connection failures are retried
 (every call is safe to repeat: predictions change nothing, observations are idempotent by run id, and a
 job resubmitted under its id changes nothing). The scheduler's routes have their methods too: submit jobs,
@@ -35,6 +36,15 @@ def wait_until_ready(url: str, *, timeout: float = 180.0, process: subprocess.Po
                 return
         time.sleep(0.1)
     raise TimeoutError(f"{url} not ready after {timeout} s")
+
+
+class AnsweredEstimate(Estimate):
+    """An estimate as the service answered it: time and peak memory (bytes), and their Slurm strings as it wrote them."""
+
+    walltime: str | None = None
+    limit_walltime: str | None = None
+    memory_slurm: str | None = None
+    memory_limit_slurm: str | None = None
 
 
 class PredictorError(RuntimeError):
@@ -86,21 +96,21 @@ class PredictorClient:
         *,
         coverage: float | None = None,
         limit_quantile: float | None = None,
-    ) -> dict[str, Estimate]:
-        """Estimates per platform for one job."""
+    ) -> dict[str, AnsweredEstimate]:
+        """Estimates per platform for one job: seconds, memory bytes, limits and their Slurm strings."""
         payload = _job(algorithm, params, platforms, features) | _options(coverage, limit_quantile)
         body = self._call("POST", "/v1/predict", payload)
-        return {e["platform"]: Estimate(**e) for e in body["estimates"]}
+        return {e["platform"]: AnsweredEstimate(**e) for e in body["estimates"]}
 
     def predict_batch(
         self, jobs: Sequence[Mapping[str, Any]], *, coverage: float | None = None, limit_quantile: float | None = None
-    ) -> list[dict[str, Estimate] | PredictorError]:
+    ) -> list[dict[str, AnsweredEstimate] | PredictorError]:
         """Estimates for many jobs (each ``{algorithm, params?, platforms?, features?}``); a failed job gives its error."""
         body = self._call("POST", "/v1/predict/batch", {"jobs": [dict(job) for job in jobs]} | _options(coverage, limit_quantile))
         return [
             PredictorError(item["error"]["status"], item["error"]["detail"])
             if item.get("error")
-            else {e["platform"]: Estimate(**e) for e in item["estimates"]}
+            else {e["platform"]: AnsweredEstimate(**e) for e in item["estimates"]}
             for item in body["results"]
         ]
 
@@ -112,7 +122,8 @@ class PredictorClient:
         platforms: list[str] | None = None,
         params: dict[str, Any] | None = None,
     ) -> dict[str, dict[str, Any]]:
-        """Estimates for rows of precomputed features, as columns per platform (``seconds``, ``lower``, ...)."""
+        """Estimates for rows of precomputed features, as columns per platform (``seconds``, ``lower``, ..., ``memory``,
+        ``memory_limit``, ``memory_limit_slurm``, ...)."""
         payload = {"algorithm": algorithm, "columns": list(columns), "rows": [list(r) for r in rows], "params": params or {}}
         if platforms is not None:
             payload["platforms"] = platforms

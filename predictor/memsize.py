@@ -21,6 +21,11 @@ def slurm_memory(nbytes: float) -> str:
     return f"{max(1, math.ceil(nbytes / MIB))}M"
 
 
+def optional_slurm_memory(nbytes: float | None) -> str | None:
+    """:func:`slurm_memory` of ``nbytes``, or None when there is no memory estimate."""
+    return None if nbytes is None else slurm_memory(nbytes)
+
+
 def parse_slurm_memory(text: str, *, cpus: int = 1, nodes: int = 1) -> int:
     """Bytes a Slurm memory string stands for, for the whole job.
 

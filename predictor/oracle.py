@@ -2,8 +2,10 @@
 
 The API, the CLI, the scheduler and the simulator all ask this one object. Jobs are estimated in batches:
 features are gathered per job, then each champion is called once on the matrix of every row it serves.
-The champion map is replaced whole by :meth:`RuntimeOracle.swap`; a call reads it once, so calls in
-flight finish on the map they started with.
+Beside each time champion a pair may have a peak-memory champion (:class:`~predictor.domain.Target`); its
+answer, interval and limit (bytes, at the same quantiles) fill the estimate's ``memory*`` fields, which stay
+None for a pair without one. What is served is replaced whole by :meth:`RuntimeOracle.swap`; a call reads it
+once, so calls in flight finish on the champions they started with.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -21,7 +23,7 @@ from pydantic import TypeAdapter
 
 from features import get_extractor
 from predictor.catalog import Algorithm, Catalog
-from predictor.domain import Estimate
+from predictor.domain import Estimate, Target
 from predictor.envelope import Check
 from predictor.fastpath import Rows, compile_rows, probe_rows
 from predictor.intervals import MIN_SECONDS, quantile_at
@@ -70,10 +72,16 @@ class EstimateColumns:
     flavor: str | None = None
     fallback: bool = False
     reason: str | None = None
-    extrapolating: list[bool] | None = None  # per row: outside the champion's training envelope
+    extrapolating: list[bool] | None = None  # per row: outside either champion's training envelope
     out_of_domain: list[list[str]] | None = None  # per row: the features beyond their trained range
     feature_names: tuple[str, ...] = ()  # the champion's features, the columns of ``used``
     used: np.ndarray | None = None  # the feature rows the champion was called on
+    memory: list[float | None] | None = None  # peak bytes per row; None without a memory champion
+    memory_lower: list[float | None] | None = None
+    memory_upper: list[float | None] | None = None
+    memory_limit: list[float | None] | None = None
+    memory_model_name: str | None = None
+    memory_model_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,15 @@ class ServedModel:
     rows: Rows
     path: str
     quantiles: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class Served:
+    """What the oracle serves at one moment: time champions, memory champions and the profile table, replaced whole."""
+
+    models: Mapping[Pair, ServedModel]
+    memory: Mapping[Pair, ServedModel]
+    profile: ProfileTable
 
 
 def serve_model(champion: Champion, examples: np.ndarray | None = None) -> ServedModel:
@@ -97,11 +114,12 @@ def serve_model(champion: Champion, examples: np.ndarray | None = None) -> Serve
 
 
 class RuntimeOracle:
-    """Estimates a job's wall seconds on each eligible platform, with an interval and a walltime limit.
+    """Estimates a job's wall seconds (and peak memory) on each eligible platform, with an interval and a limit.
 
     ``profile_table`` maps (algorithm, platform) to (median seconds, count) and answers, marked as fallback,
     where no model exists (seed 000's profile table). ``coverage`` is the nominal coverage of intervals
-    and ``limit_quantile`` the quantile of the limit, both overridable per call.
+    and ``limit_quantile`` the quantile of the limit, both overridable per call and shared by both targets.
+    ``memory_champions`` are the pairs' peak-memory champions, where there are some.
     """
 
     def __init__(
@@ -112,35 +130,53 @@ class RuntimeOracle:
         *,
         coverage: float,
         limit_quantile: float,
+        memory_champions: Mapping[Pair, Champion] | None = None,
     ) -> None:
         self.catalog = catalog
         self.coverage = coverage
         self.limit_quantile = limit_quantile
-        self._models: Mapping[Pair, ServedModel] = MappingProxyType({})
-        self._profile: ProfileTable = MappingProxyType(dict(profile_table or {}))
+        self._served = Served(MappingProxyType({}), MappingProxyType({}), MappingProxyType(dict(profile_table or {})))
         self._budgeted: dict[str, bool] = {}
         self._param_cache: dict[tuple[str, frozenset[tuple[str, type, Any]]], dict[str, float]] = {}
-        self.swap({key: serve_model(c) for key, c in champions.items()})
+        self.swap(
+            {key: serve_model(c) for key, c in champions.items()},
+            memory={key: serve_model(c) for key, c in (memory_champions or {}).items()},
+        )
 
     @property
     def models(self) -> Mapping[Pair, ServedModel]:
-        """The served models now (a read-only snapshot)."""
-        return self._models
+        """The served time models now (a read-only snapshot)."""
+        return self._served.models
+
+    @property
+    def memory_models(self) -> Mapping[Pair, ServedModel]:
+        """The served peak-memory models now (a read-only snapshot; pairs without one are absent)."""
+        return self._served.memory
 
     @property
     def champions(self) -> dict[Pair, Champion]:
-        """The champion serving each (algorithm, platform) now."""
-        return {key: m.champion for key, m in self._models.items()}
+        """The time champion serving each (algorithm, platform) now."""
+        return {key: m.champion for key, m in self._served.models.items()}
 
     @property
     def profile_table(self) -> ProfileTable:
-        return self._profile
+        return self._served.profile
 
-    def swap(self, models: Mapping[Pair, ServedModel], profile_table: ProfileTable | None = None) -> None:
-        """Serve ``models`` (and ``profile_table``, when given) from now on; calls in flight keep the old ones."""
-        if profile_table is not None:
-            self._profile = MappingProxyType(dict(profile_table))
-        self._models = MappingProxyType(dict(models))
+    def swap(
+        self,
+        models: Mapping[Pair, ServedModel],
+        profile_table: ProfileTable | None = None,
+        *,
+        memory: Mapping[Pair, ServedModel] | None = None,
+    ) -> None:
+        """Serve time ``models`` (and ``profile_table`` and ``memory`` models, when given: else the current ones) from
+        now on, in one assignment; calls in flight keep the old ones."""
+        served = self._served
+        self._served = Served(
+            MappingProxyType(dict(models)),
+            served.memory if memory is None else MappingProxyType(dict(memory)),
+            served.profile if profile_table is None else MappingProxyType(dict(profile_table)),
+        )
 
     def eligible_platforms(self, algorithm: str, platforms: Sequence[str] | None = None) -> list[str]:
         """Platforms with an implementation of ``algorithm``, restricted to ``platforms`` if given (KeyError if unknown)."""
@@ -189,7 +225,10 @@ class RuntimeOracle:
         self, jobs: Sequence[Job], *, coverage: float | None = None, limit_quantile: float | None = None
     ) -> list[dict[str, Estimate]]:
         """Estimates for many jobs, one model call per champion: the rows of every job it serves at once."""
-        models, profile = self._models, self._profile  # one snapshot for the whole call
+        served = self._served  # one snapshot for the whole call
+        models, profile = served.models, served.profile
+        coverage = self.coverage if coverage is None else coverage
+        limit_quantile = self.limit_quantile if limit_quantile is None else limit_quantile
         results: list[dict[str, Estimate | None]] = [dict.fromkeys(job.platforms) for job in jobs]
         groups: dict[Pair, list[int]] = {}
         for index, job in enumerate(jobs):
@@ -205,14 +244,10 @@ class RuntimeOracle:
                 else:
                     groups.setdefault((job.algorithm, platform), []).append(index)
         for (algorithm, platform), indices in groups.items():
-            answers = _predict(
-                models[(algorithm, platform)],
-                [jobs[i].features for i in indices],
-                self.coverage if coverage is None else coverage,
-                self.limit_quantile if limit_quantile is None else limit_quantile,
-            )
+            answers = _predict(models[(algorithm, platform)], [jobs[i].features for i in indices], coverage, limit_quantile)
             for index, answer in zip(indices, answers, strict=True):
                 results[index][platform] = answer or _fallback(profile, algorithm, platform, NOT_FINITE)
+        _add_memory(served.memory, jobs, results, coverage, limit_quantile)  # type: ignore[arg-type]  # filled above
         return results  # type: ignore[return-value]  # every placeholder is filled above
 
     def estimate_matrix(
@@ -234,7 +269,8 @@ class RuntimeOracle:
         for name, value in self._parameter_features(definition, params or {}).items():
             known.setdefault(name, np.full(len(X), value))
         known.update(known_derived_features(definition, known))
-        models, profile = self._models, self._profile
+        served = self._served
+        models, profile = served.models, served.profile
         coverage = self.coverage if coverage is None else coverage
         limit_quantile = self.limit_quantile if limit_quantile is None else limit_quantile
         out = []
@@ -243,27 +279,18 @@ class RuntimeOracle:
             missing = [] if model is None else [n for n in model.champion.feature_names if n not in known]
             if model is None or missing:
                 reason = f"features missing for the model: {', '.join(missing)}" if missing else NO_CHAMPION
-                out.append(_fallback_columns(profile, algorithm, platform, len(X), reason))
-                continue
-            champion = model.champion
-            matrix = np.array([known[n] for n in champion.feature_names], dtype=float).T.reshape(len(X), len(champion.feature_names))
-            answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
-            lists = {key: [v if ok else None for v, ok in zip(column.tolist(), finite, strict=True)] for key, column in answers.items()}
-            intervals = {"coverage": coverage, "limit_quantile": limit_quantile} if len(answers) > 1 else {}
-            outside = check.outside.tolist() if check is not None else [False] * len(matrix)
-            beyond = check.out_of_range if check is not None else [[] for _ in range(len(matrix))]
-            out.append(
-                EstimateColumns(
-                    platform=platform, model_name=champion.name, model_version=champion.version, flavor=champion.flavor,
-                    extrapolating=outside, out_of_domain=beyond, feature_names=tuple(champion.feature_names), used=matrix,
-                    **lists, **intervals,
-                )  # fmt: skip
-            )
+                column = _fallback_columns(profile, algorithm, platform, len(X), reason)
+            else:
+                column = _model_columns(model, platform, _matrix(model, known, len(X)), coverage, limit_quantile)
+            memory = served.memory.get((algorithm, platform))
+            if memory is not None and all(n in known for n in memory.champion.feature_names):
+                column = _with_memory(column, memory, _matrix(memory, known, len(X)), coverage, limit_quantile)
+            out.append(column)
         return out
 
     def fallback(self, algorithm: str, platform: str, reason: str) -> Estimate:
         """The profile table's answer for the pair, marked as fallback with ``reason`` (none when nothing was measured)."""
-        return _fallback(self._profile, algorithm, platform, reason)
+        return _fallback(self._served.profile, algorithm, platform, reason)
 
     def _with_given(self, algorithm: Algorithm, params: dict[str, Any], given: Mapping[str, float]) -> dict[str, float]:
         """Parameter features, then derived ones where their operands are known, then the given features on top."""
@@ -295,6 +322,85 @@ class RuntimeOracle:
                 for name in file_parameters(algorithm).values()
             )
         return self._budgeted[algorithm.name]
+
+
+def _matrix(model: ServedModel, known: Mapping[str, np.ndarray], n: int) -> np.ndarray:
+    """The (n, k) rows of ``model``'s features, in its order, from feature columns."""
+    names = model.champion.feature_names
+    return np.array([known[name] for name in names], dtype=float).T.reshape(n, len(names))
+
+
+def _model_columns(model: ServedModel, platform: str, matrix: np.ndarray, coverage: float, limit_quantile: float) -> EstimateColumns:
+    """A time champion's answers for the rows of ``matrix``, as columns."""
+    champion = model.champion
+    answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
+    lists = {key: _finite_list(column, finite) for key, column in answers.items()}
+    intervals = {"coverage": coverage, "limit_quantile": limit_quantile} if len(answers) > 1 else {}
+    outside = check.outside.tolist() if check is not None else [False] * len(matrix)
+    beyond = check.out_of_range if check is not None else [[] for _ in range(len(matrix))]
+    return EstimateColumns(
+        platform=platform, model_name=champion.name, model_version=champion.version, flavor=champion.flavor,
+        extrapolating=outside, out_of_domain=beyond, feature_names=tuple(champion.feature_names), used=matrix,
+        **lists, **intervals,
+    )  # fmt: skip
+
+
+def _with_memory(column: EstimateColumns, model: ServedModel, matrix: np.ndarray, coverage: float, limit_quantile: float) -> EstimateColumns:
+    """``column`` with the memory champion's answers for the same rows; a row outside its envelope extrapolates too."""
+    answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
+    memory = {f"memory_{key}" if key != "seconds" else "memory": _finite_list(values, finite) for key, values in answers.items()}
+    changes: dict[str, Any] = {**memory, "memory_model_name": model.champion.name, "memory_model_version": model.champion.version}
+    if check is not None and check.outside.any():
+        n = len(matrix)
+        before = column.extrapolating or [False] * n
+        beyond = column.out_of_domain or [[] for _ in range(n)]
+        changes["extrapolating"] = [a or bool(b) for a, b in zip(before, check.outside.tolist(), strict=True)]
+        changes["out_of_domain"] = [_union(a, b) for a, b in zip(beyond, check.out_of_range, strict=True)]
+    return replace(column, **changes)
+
+
+def _add_memory(
+    memory: Mapping[Pair, ServedModel],
+    jobs: Sequence[Job],
+    results: list[dict[str, Estimate]],
+    coverage: float,
+    limit_quantile: float,
+) -> None:
+    """Fill the memory fields of each job's estimates where its pair has a memory champion with the features it needs:
+    one model call per memory champion. A row outside that champion's envelope marks its estimate extrapolating."""
+    groups: dict[Pair, list[int]] = {}
+    for index, job in enumerate(jobs):
+        for platform in job.platforms:
+            model = memory.get((job.algorithm, platform))
+            if model is not None and all(n in job.features for n in model.champion.feature_names):
+                groups.setdefault((job.algorithm, platform), []).append(index)
+    for (algorithm, platform), indices in groups.items():
+        model = memory[(algorithm, platform)]
+        names = model.champion.feature_names
+        X = np.array([[jobs[i].features[n] for n in names] for i in indices], dtype=float).reshape(len(indices), len(names))
+        answers, finite, check = _scored(model, X, coverage, limit_quantile)
+        values = zip(*(a.tolist() for a in answers.values()), strict=True)
+        for row, (index, answer, ok) in enumerate(zip(indices, values, finite, strict=True)):
+            if not ok:
+                continue
+            estimate = results[index][platform]
+            for key, value in zip(answers, answer, strict=True):
+                setattr(estimate, "memory" if key == "seconds" else f"memory_{key}", value)
+            estimate.memory_model_name, estimate.memory_model_version = model.champion.name, model.champion.version
+            if check is not None and check.outside[row]:
+                estimate.extrapolating = True
+                estimate.out_of_domain = _union(estimate.out_of_domain, check.out_of_range[row])
+                if estimate.reason is None or (estimate.seconds is not None and not estimate.fallback):
+                    estimate.reason = outside_reason(estimate.out_of_domain)
+
+
+def _finite_list(values: np.ndarray, finite: list[bool]) -> list[float | None]:
+    return [v if ok else None for v, ok in zip(values.tolist(), finite, strict=True)]
+
+
+def _union(first: list[str], second: list[str]) -> list[str]:
+    """The names of both lists, each once, in order of first appearance."""
+    return list(dict.fromkeys([*first, *second]))
 
 
 def _scored(
@@ -402,17 +508,19 @@ def _fallback_columns(profile: ProfileTable, algorithm: str, platform: str, n: i
 
 
 def build_oracle(catalog: Catalog, settings: Settings, profile_table: ProfileTable) -> RuntimeOracle:
-    """An oracle over every champion of the catalog's (algorithm, platform) pairs: from the registry, else the disk cache."""
+    """An oracle over every time and memory champion of the catalog's (algorithm, platform) pairs: from the registry,
+    else the disk cache."""
     from predictor.champion_source import ChampionSource, RegistryUnavailable
 
     source = ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache)
     pairs = [(a, p) for a, algo in catalog.algorithms.items() for p in algo.platforms]
     try:
-        loaded = source.load_current(pairs)
+        loaded = {target: source.load_current(pairs, target) for target in Target}
     except RegistryUnavailable:
-        loaded = source.cached(pairs)
+        loaded = {target: source.cached(pairs, target) for target in Target}
+    served = {target: {key: serve_model(c.champion, c.examples) for key, c in found.items()} for target, found in loaded.items()}
     oracle = RuntimeOracle(
         catalog, {}, profile_table, coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile
     )
-    oracle.swap({key: serve_model(c.champion, c.examples) for key, c in loaded.items()})
+    oracle.swap(served[Target.TIME], memory=served[Target.MEMORY])
     return oracle

@@ -4,8 +4,9 @@ Jobs with precomputed features are grouped by (algorithm, platforms asked, featu
 group is one :meth:`RuntimeOracle.estimate_matrix` call, the same call the matrix route makes, and its columns
 are turned into each job's estimates as plain values, all serialised once. The answers are the ones each job
 would get alone. Jobs whose features come from input files are prepared one by one within the request's
-time budget, as for a single job. ``fields`` trims what each estimate carries (``platform``, ``seconds``,
-``walltime`` and ``limit_walltime``, the fields the schema requires, always come), so a client that needs no echoed features does not pay for them on either side.
+time budget, as for a single job. ``fields`` trims what each estimate carries (``platform``, ``seconds`` and the Slurm
+strings ``walltime``, ``limit_walltime``, ``memory_slurm`` and ``memory_limit_slurm``, the fields the schema requires, always
+come), so a client that needs no echoed features does not pay for them on either side.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import orjson
 
 from features import FeatureError
+from predictor.memsize import optional_slurm_memory
 from predictor.oracle import NOT_FINITE, EstimateColumns, outside_reason
 from predictor.walltime import optional_walltime
 from serving.deps import ServiceState
@@ -26,9 +28,15 @@ from serving.schemas import ESTIMATE_FIELDS, BatchPredictRequest, EstimateOut
 Params = frozenset[tuple[str, type, Any]]
 GroupKey = tuple[str, tuple[str, ...] | None, tuple[str, ...], Params]
 Item = dict[str, Any]
-ALWAYS = tuple(EstimateOut.model_json_schema(mode="serialization")["required"])  # platform, seconds and their walltimes
+ALWAYS = tuple(EstimateOut.model_json_schema(mode="serialization")["required"])  # platform, seconds and the Slurm strings
 NO_PARAMS: Params = frozenset()
-SHARED = frozenset({"platform", "coverage", "limit_quantile", "model_name", "model_version", "flavor", "fallback", "reason"})  # alike in every row
+SHARED = frozenset({"platform", "coverage", "limit_quantile", "model_name", "model_version", "flavor", "fallback", "reason",
+                    "memory_model_name", "memory_model_version"})  # alike in every row  # fmt: skip
+PER_ROW = ("seconds", "lower", "upper", "limit", "extrapolating", "out_of_domain", "memory", "memory_lower", "memory_upper", "memory_limit")
+MEMORY = ("memory", "memory_lower", "memory_upper", "memory_limit", "memory_model_name", "memory_model_version",
+          "memory_slurm", "memory_limit_slurm")  # fmt: skip
+SLURM = {"walltime": ("seconds", optional_walltime), "limit_walltime": ("limit", optional_walltime),
+         "memory_slurm": ("memory", optional_slurm_memory), "memory_limit_slurm": ("memory_limit", optional_slurm_memory)}  # fmt: skip
 DEFAULTS = {f: info.get_default(call_default_factory=True) for f, info in EstimateOut.model_fields.items() if not info.is_required()}
 
 
@@ -103,7 +111,7 @@ def _rows(state: ServiceState, algorithm: str, column: EstimateColumns, keep: tu
     a thousand rows cost about 1.5 ms, against 6 ms zipping every field row by row.
     """
     n = len(column.seconds)
-    if column.used is None:  # the profile table (or nothing) answered every row alike
+    if column.used is None and column.memory is None:  # the profile table (or nothing) answered every row alike
         same = EstimateOut(platform=column.platform, seconds=column.seconds[0] if n else None, fallback=column.fallback,
                            model_name=column.model_name, reason=column.reason)  # fmt: skip
         return [_plain(same, keep)] * n
@@ -114,24 +122,24 @@ def _rows(state: ServiceState, algorithm: str, column: EstimateColumns, keep: tu
         if values is not None:
             for row, value in zip(rows, values, strict=True):
                 row[name] = value
-    if None in column.seconds:  # a row whose answer is not finite gets the profile table's, as a job alone would
+    if column.used is not None and None in column.seconds:  # a row without a finite time gets the profile table's, as alone
         lost = _plain(EstimateOut.model_validate(state.oracle.fallback(algorithm, column.platform, NOT_FINITE), from_attributes=True), keep)
-        rows = [lost if s is None else row for row, s in zip(rows, column.seconds, strict=True)]
+        rows = [{**lost, **{k: row[k] for k in MEMORY if k in row}} if s is None else row for row, s in zip(rows, column.seconds, strict=True)]
     return rows
 
 
 def _per_row(column: EstimateColumns, name: str) -> Iterable[Any] | None:
-    """The values of field ``name`` row by row, from a champion's ``column``; None when every row has the shared value."""
-    if name in ("seconds", "lower", "upper", "limit", "extrapolating", "out_of_domain"):
+    """The values of field ``name`` row by row, from ``column``; None when every row has the shared value."""
+    if name in PER_ROW:
         return getattr(column, name)
-    if name == "reason" and column.extrapolating is not None and column.out_of_domain is not None:
+    if name == "reason" and column.used is not None and column.extrapolating is not None and column.out_of_domain is not None:
         return [outside_reason(b) if o else None for o, b in zip(column.extrapolating, column.out_of_domain, strict=True)]
     if name == "features" and column.used is not None:
         return [dict(zip(column.feature_names, row, strict=True)) for row in column.used.tolist()]
-    if name == "walltime":
-        return map(optional_walltime, column.seconds)
-    if name == "limit_walltime" and column.limit is not None:
-        return map(optional_walltime, column.limit)
+    if name in SLURM:
+        source, convert = SLURM[name]
+        values = getattr(column, source)
+        return None if values is None else map(convert, values)
     return None
 
 

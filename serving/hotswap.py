@@ -6,7 +6,9 @@ them, then hands the oracle a complete new map in one assignment: requests alrea
 old map. When the registry cannot be reached before anything was loaded, the champions cached on local
 disk are served and the status says so. A champion the registry points at but that cannot be loaded, or
 one served before whose registered model the registry no longer knows (an emptied or replaced registry),
-keeps being served from memory or the disk cache, and the status names it as unavailable.
+keeps being served from memory or the disk cache, and the status names it as unavailable. Time and peak-memory
+champions (:class:`~predictor.domain.Target`) are followed alike, in the same refresh and the same swap; a memory
+champion's pair is labelled ``algorithm/platform (memory)``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from predictor.champion_source import (
     RegistryUnavailable,
     first_line,
 )
+from predictor.domain import Target
 from predictor.registry import registered_name
 from predictor.oracle import Pair, ProfileTable, RuntimeOracle, ServedModel, serve_model
 from serving.metrics import Metrics
@@ -71,7 +74,7 @@ class ChampionWatcher:
         self.profile_table = profile_table
         self.metrics = metrics
         self.status = Status()
-        self.loaded: dict[Pair, LoadedChampion] = {}
+        self.loaded: dict[Target, dict[Pair, LoadedChampion]] = {target: {} for target in Target}
         self.log = logging.getLogger(LOGGER_NAME)
         self._refreshing = threading.Lock()  # one refresh at a time
         self._state = threading.RLock()  # guards loaded, status and the swap
@@ -109,50 +112,57 @@ class ChampionWatcher:
     def _refresh(self) -> Refresh:
         """One refresh, under the refresh lock."""
         try:
-            lookup = self.source.lookup(self.pairs)
+            lookups = {target: self.source.lookup(self.pairs, target) for target in Target}
         except RegistryUnavailable as exc:
             self._unavailable(str(exc))
             return Refresh(error=str(exc))
         finally:
             self._answered.set()
-        fresh: dict[Pair, LoadedChampion] = {}
-        changed: list[Pair] = []
+        fresh: dict[Target, dict[Pair, LoadedChampion]] = {target: {} for target in Target}
+        changed: list[str] = []
         unavailable: dict[str, str] = {}
-        for pair, version in lookup.found.items():
-            current = self.loaded.get(pair)
-            if current is not None and current.champion.version == version.version:
-                fresh[pair] = replace(current, origin="registry")
-                continue
-            try:
-                fresh[pair] = self.source.load(version)
-                changed.append(pair)
-            except Exception as exc:
-                self.log.exception("cannot load champion", extra={"fields": {"model": version.name, "version": version.version}})
-                self.metrics.reloads.labels("load_failed").inc()
-                unavailable[_label(pair)] = self._keep(pair, fresh, f"{_version(version)} cannot be loaded ({first_line(exc)})")
-        for pair in lookup.unknown:
-            if self.loaded.get(pair) is not None or self.source.cached_version(pair) is not None:
-                unavailable[_label(pair)] = self._keep(pair, fresh, f"the registry does not know {registered_name(*pair)}")
-        removed = [pair for pair in self.loaded if pair not in fresh]
-        for pair in removed:  # the alias was withdrawn from a model the registry knows: forget it here too
-            self.source.forget(pair)
+        for target, lookup in lookups.items():
+            loaded, kept = self.loaded[target], fresh[target]
+            for pair, version in lookup.found.items():
+                current = loaded.get(pair)
+                if current is not None and current.champion.version == version.version:
+                    kept[pair] = replace(current, origin="registry")
+                    continue
+                try:
+                    kept[pair] = self.source.load(version)
+                    changed.append(_label(pair, target))
+                except Exception as exc:
+                    self.log.exception("cannot load champion", extra={"fields": {"model": version.name, "version": version.version}})
+                    self.metrics.reloads.labels("load_failed").inc()
+                    problem = f"{_version(version)} cannot be loaded ({first_line(exc)})"
+                    unavailable[_label(pair, target)] = self._keep(pair, target, kept, problem)
+            for pair in lookup.unknown:
+                if loaded.get(pair) is not None or self.source.cached_version(pair, target) is not None:
+                    problem = f"the registry does not know {registered_name(*pair, target)}"
+                    unavailable[_label(pair, target)] = self._keep(pair, target, kept, problem)
+        removed = []
+        for target in Target:
+            for pair in self.loaded[target]:
+                if pair not in fresh[target]:  # the alias was withdrawn from a model the registry knows: forget it here too
+                    self.source.forget(pair, target)
+                    removed.append(_label(pair, target))
         self._swap(fresh, source="registry", error=None, unavailable=unavailable)
         self.metrics.reloads.labels("changed" if changed or removed else "unchanged").inc()
         if changed or removed:
-            names = {"changed": [_label(p) for p in changed], "removed": [_label(p) for p in removed]}
-            self.log.info("champions swapped", extra={"fields": names})
+            self.log.info("champions swapped", extra={"fields": {"changed": changed, "removed": removed}})
         if unavailable:
             self.log.warning("champions unavailable in the registry", extra={"fields": {"unavailable": unavailable}})
-        return Refresh([_label(p) for p in changed], [_label(p) for p in removed])
+        return Refresh(changed, removed)
 
-    def _keep(self, pair: Pair, fresh: dict[Pair, LoadedChampion], problem: str) -> str:
-        """Keep serving ``pair``'s champion from memory, else from the disk cache, into ``fresh``; say what is served."""
-        kept = self.loaded.get(pair)
+    def _keep(self, pair: Pair, target: Target, fresh: dict[Pair, LoadedChampion], problem: str) -> str:
+        """Keep serving ``pair``'s champion of ``target`` from memory, else from the disk cache, into ``fresh``; say what is
+        served."""
+        kept = self.loaded[target].get(pair)
         if kept is None:
             try:
-                kept = self.source.cached([pair]).get(pair)
+                kept = self.source.cached([pair], target).get(pair)
             except Exception as exc:
-                self.log.exception("cannot load cached champion", extra={"fields": {"pair": _label(pair)}})
+                self.log.exception("cannot load cached champion", extra={"fields": {"pair": _label(pair, target)}})
                 return f"{problem}; the cached copy cannot be loaded either ({first_line(exc)}): no model serves it"
         if kept is None:
             return f"{problem}; no cached copy: no model serves it"
@@ -162,12 +172,13 @@ class ChampionWatcher:
 
     def serve_cache(self) -> None:
         """Serve the champions cached on disk, unless the registry has answered already."""
-        cached = self.source.cached(self.pairs)
+        cached = {target: self.source.cached(self.pairs, target) for target in Target}
+        count = sum(len(found) for found in cached.values())
         with self._state:
             if self.status.source == "registry":
                 return
-            self._swap(cached, source="cache" if cached else "none", error=self.status.registry_error, unavailable={})
-        self.log.warning("serving cached champions", extra={"fields": {"champions": len(cached), "error": self.status.registry_error}})
+            self._swap(cached, source="cache" if count else "none", error=self.status.registry_error, unavailable={})
+        self.log.warning("serving cached champions", extra={"fields": {"champions": count, "error": self.status.registry_error}})
 
     def _unavailable(self, error: str) -> None:
         with self._state:
@@ -177,25 +188,26 @@ class ChampionWatcher:
         self.log.warning("model registry unavailable", extra={"fields": {"error": error}})
 
     def _swap(
-        self, loaded: dict[Pair, LoadedChampion], *, source: str, error: str | None, unavailable: dict[str, str]
+        self, loaded: dict[Target, dict[Pair, LoadedChampion]], *, source: str, error: str | None, unavailable: dict[str, str]
     ) -> None:
-        """Compile what is new, then replace the oracle's models (and profile table) in one step."""
-        served = self.oracle.models
-        models: dict[Pair, ServedModel] = {}
-        for pair, champion in loaded.items():
-            existing = served.get(pair)
-            same = existing is not None and existing.champion is champion.champion
-            models[pair] = existing if same else serve_model(champion.champion, champion.examples)  # type: ignore[assignment]
+        """Compile what is new, then replace the oracle's time and memory models (and profile table) in one step."""
+        served = {Target.TIME: self.oracle.models, Target.MEMORY: self.oracle.memory_models}
+        models: dict[Target, dict[Pair, ServedModel]] = {target: {} for target in Target}
+        for target, found in loaded.items():
+            for pair, champion in found.items():
+                existing = served[target].get(pair)
+                same = existing is not None and existing.champion is champion.champion
+                models[target][pair] = existing if same else serve_model(champion.champion, champion.examples)  # type: ignore[assignment]
         try:
             profile = self.profile_table()
         except Exception:
             self.log.exception("cannot refresh the profile table")
             profile = None
         with self._state:
-            self.oracle.swap(models, profile)
+            self.oracle.swap(models[Target.TIME], profile, memory=models[Target.MEMORY])
             self.loaded = loaded
             self.status = Status(source, error, datetime.now(UTC), unavailable)
-        self.metrics.champions.set(len(models))
+        self.metrics.champions.set(sum(len(found) for found in models.values()))
         self.metrics.registry_up.set(1 if source == "registry" else 0)
 
     def _run(self) -> None:
@@ -210,8 +222,9 @@ class ChampionWatcher:
                 return
 
 
-def _label(pair: Pair) -> str:
-    return f"{pair[0]}/{pair[1]}"
+def _label(pair: Pair, target: Target = Target.TIME) -> str:
+    """``algorithm/platform``, with `` (memory)`` after a memory champion's."""
+    return f"{pair[0]}/{pair[1]}" + (" (memory)" if target is Target.MEMORY else "")
 
 
 def _version(version: ChampionVersion) -> str:

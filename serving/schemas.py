@@ -22,8 +22,9 @@ from pydantic import (
     model_validator,
 )
 
-from predictor.domain import CacheState, Source
+from predictor.domain import CacheState, Source, Target
 from predictor.intervals import MAX_COVERAGE
+from predictor.memsize import optional_slurm_memory
 from predictor.walltime import optional_walltime
 
 FiniteFloat = Annotated[float, Strict(), Field(allow_inf_nan=False)]  # a JSON number: true is no 1.0, "2" no 2.0
@@ -59,6 +60,14 @@ ESTIMATE_EXAMPLE = {
     "fallback": False,
     "reason": None,
     "features": {"input.sequences": 40.0, "input.mean_length": 300.0},
+    "memory": 52428800.0,
+    "memory_lower": 41943040.0,
+    "memory_upper": 68157440.0,
+    "memory_limit": 73400320.0,
+    "memory_slurm": "50M",
+    "memory_limit_slurm": "70M",
+    "memory_model_name": "memory-mafft-cpu1",
+    "memory_model_version": "2",
 }
 
 
@@ -173,6 +182,16 @@ class EstimateOut(BaseModel):
     out_of_domain: list[str] = Field(default_factory=list, description="Features beyond their trained range.")
     reason: str | None = Field(default=None, description="Why there is no model estimate, or why it extrapolates.")
     features: dict[str, float] = Field(default_factory=dict, description="The features the model used.")
+    memory: float | None = Field(
+        default=None, description="Estimated peak resident memory, bytes; null when the pair has no memory champion."
+    )
+    memory_lower: float | None = Field(default=None, description="Lower end of the memory interval, bytes.")
+    memory_upper: float | None = Field(default=None, description="Upper end of the memory interval, bytes.")
+    memory_limit: float | None = Field(
+        default=None, description="Peak memory at limit_quantile, bytes: a memory request (`sbatch --mem`)."
+    )
+    memory_model_name: str | None = Field(default=None, description="The memory champion that answered.")
+    memory_model_version: str | None = None
 
     @computed_field(description="``seconds`` as a Slurm walltime, rounded up (HH:MM:SS or D-HH:MM:SS).")
     @property
@@ -183,6 +202,16 @@ class EstimateOut(BaseModel):
     @property
     def limit_walltime(self) -> str | None:
         return optional_walltime(self.limit)
+
+    @computed_field(description="``memory`` as a Slurm memory size, whole mebibytes rounded up (e.g. 3500M).")
+    @property
+    def memory_slurm(self) -> str | None:
+        return optional_slurm_memory(self.memory)
+
+    @computed_field(description="``memory_limit`` as a Slurm memory size, rounded up: a value for `sbatch --mem`.")
+    @property
+    def memory_limit_slurm(self) -> str | None:
+        return optional_slurm_memory(self.memory_limit)
 
 
 ESTIMATE_FIELDS = tuple(n for n in (*EstimateOut.model_fields, *EstimateOut.model_computed_fields) if n != "platform")
@@ -200,8 +229,8 @@ class BatchPredictRequest(IntervalOptions):
     jobs: list[PredictRequest] = Field(min_length=1)
     fields: list[EstimateField] | None = Field(
         default=None,
-        description="Fields of each estimate to answer with (`platform`, `seconds`, `walltime` and `limit_walltime` always "
-        "come); default: all. "
+        description="Fields of each estimate to answer with (`platform`, `seconds` and the Slurm strings `walltime`, "
+        "`limit_walltime`, `memory_slurm` and `memory_limit_slurm` always come); default: all. "
         "Leaving out `features` spares echoing every job's features back.",
     )
 
@@ -228,7 +257,25 @@ class EstimateColumnsOut(BaseModel):
     flavor: str | None = None
     fallback: bool = False
     reason: str | None = None
-    extrapolating: list[bool] | None = Field(default=None, description="Per row: outside what the model was trained on.")
+    extrapolating: list[bool] | None = Field(
+        default=None, description="Per row: outside what the time or the memory model was trained on."
+    )
+    memory: list[float | None] | None = Field(default=None, description="Peak bytes per row; null without a memory champion.")
+    memory_lower: list[float | None] | None = None
+    memory_upper: list[float | None] | None = None
+    memory_limit: list[float | None] | None = Field(default=None, description="Peak bytes at limit_quantile per row.")
+    memory_model_name: str | None = None
+    memory_model_version: str | None = None
+
+    @computed_field(description="``memory`` per row as Slurm memory sizes (e.g. 3500M); null without a memory champion.")
+    @property
+    def memory_slurm(self) -> list[str | None] | None:
+        return None if self.memory is None else [optional_slurm_memory(m) for m in self.memory]
+
+    @computed_field(description="``memory_limit`` per row as Slurm memory sizes: values for `sbatch --mem`.")
+    @property
+    def memory_limit_slurm(self) -> list[str | None] | None:
+        return None if self.memory_limit is None else [optional_slurm_memory(m) for m in self.memory_limit]
 
 
 class MatrixPredictResponse(BaseModel):
@@ -483,6 +530,7 @@ class ModelOut(BaseModel):
                 {
                     "algorithm": "mafft",
                     "platform": "cpu1",
+                    "target": "time",
                     "name": "runtime-mafft-cpu1",
                     "version": "3",
                     "flavor": "sklearn",
@@ -501,6 +549,7 @@ class ModelOut(BaseModel):
 
     algorithm: str
     platform: str
+    target: Target = Field(default=Target.TIME, description="What it estimates: 'time' (wall seconds) or 'memory' (peak bytes).")
     name: str
     version: str
     flavor: str
@@ -524,13 +573,17 @@ class ReloadResponse(BaseModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "examples": [{"changed": ["mafft/cpu1"], "removed": [], "champions": 2, "source": "registry", "registry_error": None}]
+            "examples": [
+                {"changed": ["mafft/cpu1", "mafft/cpu1 (memory)"], "removed": [], "champions": 2, "memory_champions": 1,
+                 "source": "registry", "registry_error": None}
+            ]
         }
-    )
+    )  # fmt: skip
 
-    changed: list[str]
+    changed: list[str] = Field(description="Pairs whose champion changed; a memory champion's as `algorithm/platform (memory)`.")
     removed: list[str]
-    champions: int
+    champions: int = Field(description="Time champions served.")
+    memory_champions: int = Field(default=0, description="Peak-memory champions served.")
     source: str
     registry_error: str | None
 
@@ -542,6 +595,7 @@ class ReadyOut(BaseModel):
                 {
                     "status": "ready",
                     "champions": 2,
+                    "memory_champions": 2,
                     "source": "registry",
                     "registry_error": None,
                     "last_refresh": "2026-11-22T05:00:00Z",
@@ -554,7 +608,8 @@ class ReadyOut(BaseModel):
     status: Literal["ready", "degraded", "not_ready"] = Field(
         description="'degraded': serving, with the reasons; 'not_ready' (503): champions exist but none is served."
     )
-    champions: int
+    champions: int = Field(description="Time champions served.")
+    memory_champions: int = Field(default=0, description="Peak-memory champions served.")
     source: str = Field(description="'registry', 'cache' (registry unreachable at start) or 'none'.")
     registry_error: str | None
     last_refresh: datetime | None

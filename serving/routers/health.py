@@ -51,6 +51,7 @@ def readiness(state: ServiceState, scheduler: SchedulerService | None) -> ReadyO
     return ReadyOut(
         status=verdict,
         champions=champions,
+        memory_champions=len(state.oracle.memory_models),
         source=status.source,
         registry_error=status.registry_error,
         last_refresh=status.last_refresh,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException
 from starlette.concurrency import run_in_threadpool
 
+from predictor.domain import Target
 from predictor.live import live_report
 from serving.auth import require_token
 from serving.deps import State
@@ -14,35 +15,39 @@ from serving.schemas import ErrorOut, ModelOut, ReloadResponse
 router = APIRouter(prefix="/v1", tags=["models"])
 
 
-@router.get("/models", response_model=list[ModelOut], summary="The champion serving each algorithm and platform")
+@router.get("/models", response_model=list[ModelOut], summary="The champions serving each algorithm and platform")
 async def models(state: State) -> list[ModelOut]:
-    """Each champion with its cross-validation metrics, training time, whether it gives intervals, and the live error of the
-    estimates its pair was served (over the latest ``PREDICTOR_LIVE_WINDOW`` runs)."""
+    """Each champion (time, then peak memory where a pair has one) with its cross-validation metrics, training time,
+    whether it gives intervals, and the live error of the estimates its pair was served (time champions; over the latest
+    ``PREDICTOR_LIVE_WINDOW`` runs)."""
     live = await run_in_threadpool(live_report, state.store, state.settings.live_window)
-    loaded = state.watcher.loaded
     out = []
-    for pair, served in sorted(state.oracle.models.items()):
-        c = served.champion
-        facts = loaded.get(pair)
-        same = facts is not None and facts.champion is c
-        out.append(
-            ModelOut(
-                algorithm=c.algorithm,
-                platform=c.platform,
-                name=c.name,
-                version=c.version,
-                flavor=c.flavor,
-                model_kind=c.tags.get("model_kind"),
-                features=c.feature_names,
-                metrics=c.metrics,
-                registered_at=facts.registered_at if same else None,
-                fit_seconds=facts.fit_seconds if same else None,
-                intervals=bool(served.quantiles),
-                prediction_path=served.path,
-                origin=facts.origin if same else "unknown",
-                live={k: v if v == v else None for k, v in live[pair].items()} if pair in live else None,
+    for target, served_models in ((Target.TIME, state.oracle.models), (Target.MEMORY, state.oracle.memory_models)):
+        loaded = state.watcher.loaded[target]
+        for pair, served in sorted(served_models.items()):
+            c = served.champion
+            facts = loaded.get(pair)
+            same = facts is not None and facts.champion is c
+            timed = target is Target.TIME and pair in live
+            out.append(
+                ModelOut(
+                    algorithm=c.algorithm,
+                    platform=c.platform,
+                    target=target,
+                    name=c.name,
+                    version=c.version,
+                    flavor=c.flavor,
+                    model_kind=c.tags.get("model_kind"),
+                    features=c.feature_names,
+                    metrics=c.metrics,
+                    registered_at=facts.registered_at if same else None,
+                    fit_seconds=facts.fit_seconds if same else None,
+                    intervals=bool(served.quantiles),
+                    prediction_path=served.path,
+                    origin=facts.origin if same else "unknown",
+                    live={k: v if v == v else None for k, v in live[pair].items()} if timed else None,
+                )
             )
-        )
     return out
 
 
@@ -71,6 +76,7 @@ async def reload(state: State) -> ReloadResponse:
         changed=refresh.changed,
         removed=refresh.removed,
         champions=len(state.oracle.models),
+        memory_champions=len(state.oracle.memory_models),
         source=status.source,
         registry_error=status.registry_error,
     )

@@ -17,6 +17,7 @@ from predictor.datagen import write_family_fasta
 from predictor import thirdparty
 from predictor.fastpath import compile_rows, probe_rows, single_threaded
 from predictor.oracle import RuntimeOracle, serve_model
+from predictor.envelope import TrainingEnvelope
 from predictor.registry import Champion
 
 NAMES = ["a", "b", "c"]
@@ -179,3 +180,72 @@ def test_feature_extraction_honours_the_time_budget(catalog, tmp_path):
     assert o.prepare("blastn", {"query": str(path)}, None, budget_s=60).features["query.sequences"] == 50
     with pytest.raises(FeatureError, match="time budget"):
         o.prepare("blastn", {"query": str(path)}, None, budget_s=1e-9)
+
+
+MIB = 1024**2
+
+
+def memory_champion(model, platform: str = "cpu-small", version: str = "1", quantiles: dict | None = None, names=None, envelope=None) -> Champion:
+    """A peak-memory champion (bytes) as training registers it under its own name."""
+    tags = {"residual_log_quantiles": json.dumps(quantiles)} if quantiles else {}
+    return Champion("blastn", platform, f"memory-blastn-{platform}", version, "sklearn", names or NAMES, model, tags, envelope)
+
+
+def memory_oracle(catalog: Catalog, time: list[Champion], memory: list[Champion], profile=None) -> RuntimeOracle:
+    return RuntimeOracle(
+        catalog, {(c.algorithm, c.platform): c for c in time}, profile, coverage=0.9, limit_quantile=0.95,
+        memory_champions={(c.algorithm, c.platform): c for c in memory},
+    )  # fmt: skip
+
+
+def test_a_memory_champion_fills_the_memory_fields_at_the_same_quantiles_and_its_absence_leaves_them_null(catalog):
+    o = memory_oracle(
+        catalog, [champion(Counting(), quantiles=QUANTILES), champion(Counting(), "gpu-a100", quantiles=QUANTILES)],
+        [memory_champion(Counting(MIB), quantiles={0.05: -0.1, 0.5: 0.0, 0.95: 0.2})],
+    )  # fmt: skip
+    e = o.estimate("blastn", {}, None, features(2))
+    cpu, gpu = e["cpu-small"], e["gpu-a100"]
+    assert cpu.memory == pytest.approx(sum(features(2).values()) * MIB)
+    assert cpu.memory_limit == pytest.approx(cpu.memory * math.exp(0.2)) and cpu.memory <= cpu.memory_limit
+    assert cpu.memory_lower == pytest.approx(cpu.memory * math.exp(-0.1)) and cpu.memory_upper == pytest.approx(cpu.memory_limit)
+    assert (cpu.memory_model_name, cpu.memory_model_version) == ("memory-blastn-cpu-small", "1")
+    assert cpu.limit == pytest.approx(cpu.seconds * math.exp(0.4)), "the time answer is unchanged"
+    assert gpu.seconds is not None and (gpu.memory, gpu.memory_limit, gpu.memory_model_name) == (None, None, None)
+    median = o.estimate_jobs([o.prepare("blastn", {}, ["cpu-small"], features(2))], limit_quantile=0.5)[0]["cpu-small"]
+    assert median.memory_limit == pytest.approx(median.memory_upper), "a limit is never below the interval's upper end"
+
+
+def test_memory_is_served_beside_a_fallback_time_and_matrices_agree_with_jobs(catalog):
+    o = memory_oracle(catalog, [], [memory_champion(Counting(MIB))], profile={("blastn", "cpu-small"): (12.5, 4)})
+    alone = o.estimate("blastn", {}, ["cpu-small"], features(1))["cpu-small"]
+    assert alone.fallback and alone.seconds == 12.5 and alone.memory == pytest.approx(sum(features(1).values()) * MIB)
+    assert alone.memory_limit is None, "no residual quantiles: no memory limit"
+    rows = [[features(i)[n] for n in NAMES] for i in range(4)]
+    (column,) = o.estimate_matrix("blastn", NAMES, rows, ["cpu-small"])
+    jobs = o.estimate_jobs([o.prepare("blastn", {}, ["cpu-small"], features(i)) for i in range(4)])
+    assert column.memory == [j["cpu-small"].memory for j in jobs] and column.memory_model_name == "memory-blastn-cpu-small"
+    missing = o.estimate("blastn", {}, ["cpu-small"], {"a": 1.0})["cpu-small"]
+    assert missing.memory is None, "a memory champion whose features are missing answers nothing"
+
+
+def test_a_job_outside_the_memory_champions_envelope_extrapolates(catalog):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.uniform(10, 100, size=(60, 3)), columns=NAMES)
+    y = 1e6 * X["a"].to_numpy()
+    envelope = TrainingEnvelope.fit(X, y)
+    o = memory_oracle(catalog, [champion(Counting())], [memory_champion(Counting(MIB), envelope=envelope)])
+    inside, outside = {"a": 50.0, "b": 50.0, "c": 50.0}, {"a": 1e6, "b": 50.0, "c": 50.0}
+    for job, expected in ((inside, False), (outside, True)):
+        e = o.estimate("blastn", {}, ["cpu-small"], job)["cpu-small"]
+        assert e.extrapolating is expected and ("a" in e.out_of_domain) is expected, e
+    column = o.estimate_matrix("blastn", NAMES, [[inside[n] for n in NAMES], [outside[n] for n in NAMES]], ["cpu-small"])[0]
+    assert column.extrapolating == [False, True] and column.out_of_domain[1] == ["a"]
+
+
+def test_a_swap_replaces_time_and_memory_champions_together(catalog):
+    o = memory_oracle(catalog, [champion(Counting())], [])
+    assert o.estimate("blastn", {}, ["cpu-small"], features(1))["cpu-small"].memory is None
+    o.swap(o.models, memory={("blastn", "cpu-small"): serve_model(memory_champion(Counting(MIB), version="2"))})
+    assert o.estimate("blastn", {}, ["cpu-small"], features(1))["cpu-small"].memory_model_version == "2"
+    o.swap(o.models)  # time alone: the memory champions stay
+    assert o.estimate("blastn", {}, ["cpu-small"], features(1))["cpu-small"].memory_model_version == "2"

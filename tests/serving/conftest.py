@@ -8,13 +8,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import mlflow
+import numpy as np
+import pandas as pd
 import pytest
+from sklearn.linear_model import LinearRegression
 
 from predictor.catalog import load_catalog
 from predictor.datagen import write_family_fasta
-from predictor.domain import Measurement, Source
+from predictor.domain import Measurement, Source, Target
 from predictor.jobfeatures import job_features
-from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
+from predictor.envelope import TrainingEnvelope
+from predictor.registry import CHAMPION_ALIAS, ENVELOPE_ARTIFACT, registered_name, registry_client
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
 from serving import create_app
@@ -23,6 +28,12 @@ from training.pipeline import run_training
 
 TOKEN = "test-token-5f1c"
 QUANTILES = {"0.01": -0.5, "0.05": -0.3, "0.25": -0.1, "0.5": 0.0, "0.75": 0.1, "0.95": 0.3, "0.99": 0.6}
+MIB = 1024**2
+
+
+def peak_bytes(features: dict[str, float], scale: float = 1.0) -> float:
+    """The peak memory of a generated MAFFT run in the memory tests' law: 30 MiB plus 2 KiB per residue, times ``scale``."""
+    return scale * (30 * MIB + 2048 * features["input.residues"])
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,44 @@ def ensure_quantiles(settings: Settings) -> None:
         version = client.get_model_version_by_alias(registered_name("mafft", platform), CHAMPION_ALIAS)
         if "residual_log_quantiles" not in version.tags:
             client.set_model_version_tag(version.name, version.version, "residual_log_quantiles", json.dumps(QUANTILES))
+
+
+def register_memory_champions(home: Home, platforms: tuple[str, ...] = ("cpu1", "cpu2"), scale: float = 1.0) -> dict[str, str]:
+    """Register a peak-memory champion for MAFFT on each of ``platforms`` in the home's real MLflow registry, as training
+    registers one (a fitted model logged in a run, a version of ``memory-mafft-<platform>`` with its features and residual
+    quantiles, the ``champion`` alias moved to it): a linear model of :func:`peak_bytes` (times ``scale``) on the time
+    champion's features. Returns each platform's new version."""
+    settings = home.settings
+    uri = settings.resolved_tracking_uri
+    client = registry_client(uri)
+    previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    try:
+        experiment = client.get_experiment_by_name("memory-fixture")
+        experiment_id = experiment.experiment_id if experiment else client.create_experiment(
+            "memory-fixture", artifact_location=(settings.resolved_artifact_root / "memory-fixture").as_uri()
+        )  # fmt: skip
+        runs = measurements(home.inputs)
+        versions = {}
+        for platform in platforms:
+            names = json.loads(client.get_model_version_by_alias(registered_name("mafft", platform), CHAMPION_ALIAS).tags["features"])
+            X = pd.DataFrame([[m.features[n] for n in names] for m in runs if m.platform == platform], columns=names)
+            y = [peak_bytes(m.features, scale) for m in runs if m.platform == platform]
+            model = LinearRegression().fit(X, y)
+            with mlflow.start_run(experiment_id=experiment_id) as run:
+                info = mlflow.sklearn.log_model(model, name="model", input_example=X.head(3), serialization_format="skops",
+                                                skops_trusted_types=[])  # fmt: skip
+                client.log_text(run.info.run_id, TrainingEnvelope.fit(X, np.asarray(y)).to_json(), ENVELOPE_ARTIFACT)
+            name = registered_name("mafft", platform, Target.MEMORY)
+            tags = {"target": "memory", "features": json.dumps(names), "model_kind": "linear", "residual_log_quantiles": json.dumps(QUANTILES)}
+            version = mlflow.register_model(info.model_uri, name, tags=tags)
+            client.set_registered_model_alias(name, CHAMPION_ALIAS, version.version)
+            versions[platform] = str(version.version)
+        return versions
+    finally:
+        mlflow.set_tracking_uri(previous[0])
+        mlflow.set_registry_uri(previous[1])
 
 
 def train_home(root: Path, models: list[str]) -> Home:

@@ -121,7 +121,7 @@ def test_batch_answers_each_job_or_says_why_not(base, features_of):
 
 def _same_answer(batched: list[dict], alone: list[dict]) -> None:
     """Estimates of one job from a batch and alone agree: fields exactly, numbers to the last bits (BLAS blocks differ)."""
-    numbers = ("seconds", "lower", "upper", "limit")
+    numbers = ("seconds", "lower", "upper", "limit", "memory", "memory_lower", "memory_upper", "memory_limit")
     assert [e["platform"] for e in batched] == [e["platform"] for e in alone]
     for b, a in zip(batched, alone, strict=True):
         assert {k: v for k, v in b.items() if k not in numbers} == {k: v for k, v in a.items() if k not in numbers}
@@ -163,7 +163,7 @@ def test_a_batch_answers_only_the_fields_asked(base, features_of):
     lean = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs, "fields": ["limit"]}).json()["results"]
     assert full[0]["estimates"] and lean[0]["estimates"]
     for f, l in zip(full, lean, strict=True):
-        kept = ("platform", "seconds", "limit", "walltime", "limit_walltime")  # the walltimes are required by the schema
+        kept = ("platform", "seconds", "limit", "walltime", "limit_walltime", "memory_slurm", "memory_limit_slurm")  # the Slurm strings are required
         assert [set(e) for e in l["estimates"]] == [set(kept)] * 2
         assert [{k: e[k] for k in kept} for e in f["estimates"]] == l["estimates"]
     refused = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs, "fields": ["secret"]})

@@ -1,0 +1,178 @@
+"""Peak memory beside run time (issue 31), served: a pair with a memory champion answers its memory and memory limit (bytes
+and Slurm sizes) in the API, the batch, the matrix, the client and the CLI; a pair without one answers time with the
+memory fields null; the hot swap and the disk cache follow memory champions as they follow time ones."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from cli.app import app
+from predictor.client import PredictorClient
+from predictor.intervals import quantile_at
+from predictor.memsize import slurm_memory
+from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
+from predictor.domain import Target
+from serving import create_app
+from tests.livesrv import free_port, serve_app
+from tests.serving.conftest import QUANTILES, TOKEN, Home, peak_bytes, register_memory_champions, train_home
+from tests.serving.test_predict import _same_answer
+
+AUTH = {"authorization": f"Bearer {TOKEN}"}
+JOB = {"algorithm": "mafft", "params": {"input": "f13.fa"}}
+MEMORY = ("memory", "memory_lower", "memory_upper", "memory_limit", "memory_slurm", "memory_limit_slurm", "memory_model_name",
+          "memory_model_version")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
+    """Time champions on cpu1 and cpu2; a memory champion on cpu1 only."""
+    home = train_home(tmp_path_factory.mktemp("memory"), ["linear_log"])
+    register_memory_champions(home, ("cpu1",))
+    return home
+
+
+@pytest.fixture(scope="module")
+def base(home: Home) -> Iterator[str]:
+    with serve_app(create_app(home.settings)) as url:
+        yield url
+
+
+def predict(base: str, payload: dict) -> dict[str, dict]:
+    response = httpx.post(f"{base}/v1/predict", json=payload)
+    assert response.status_code == 200, response.text
+    return {e["platform"]: e for e in response.json()["estimates"]}
+
+
+def expected_limit(memory: float, settings) -> float:
+    """The memory limit the served quantiles give: at the limit quantile, never below the interval's upper end."""
+    levels = {float(k): v for k, v in QUANTILES.items()}
+    upper = quantile_at(levels, (1 + settings.interval_coverage) / 2)
+    return memory * math.exp(max(quantile_at(levels, settings.limit_quantile), upper))
+
+
+def test_a_pair_with_both_champions_answers_memory_and_its_limit_and_one_without_answers_null(base: str, home: Home) -> None:
+    estimates = predict(base, JOB)
+    both, time_only = estimates["cpu1"], estimates["cpu2"]
+    assert both["seconds"] > 0 and time_only["seconds"] > 0 and not both["fallback"] and not time_only["fallback"]
+    assert both["memory"] == pytest.approx(peak_bytes(both["features"]), rel=1e-6)
+    assert 0 < both["memory_lower"] <= both["memory"] <= both["memory_upper"] <= both["memory_limit"]
+    assert both["memory_limit"] == pytest.approx(expected_limit(both["memory"], home.settings), rel=1e-9)
+    assert both["memory_slurm"] == slurm_memory(both["memory"]) and both["memory_limit_slurm"] == slurm_memory(both["memory_limit"])
+    assert both["memory_limit_slurm"].endswith("M") and int(both["memory_limit_slurm"][:-1]) * 1024**2 >= both["memory_limit"]
+    assert (both["memory_model_name"], both["memory_model_version"]) == ("memory-mafft-cpu1", "1")
+    assert both["extrapolating"] is False
+    assert all(time_only[k] is None for k in MEMORY), time_only
+    assert time_only["model_name"] == "runtime-mafft-cpu2" and time_only["limit_walltime"]
+
+
+def test_batches_and_matrices_carry_memory_as_a_job_alone_does(base: str) -> None:
+    features = predict(base, JOB)["cpu1"]["features"]
+    far = {**features, "input.residues": features["input.residues"] * 50}
+    jobs = [JOB, {"algorithm": "mafft", "features": features}, {"algorithm": "mafft", "features": far},
+            {"algorithm": "mafft", "features": {"x": 1.0}}]  # fmt: skip
+    results = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs}).json()["results"]
+    for job, result in zip(jobs, results, strict=True):
+        _same_answer(result["estimates"], list(predict(base, job).values()))
+    assert results[1]["estimates"][0]["memory_limit_slurm"] == results[0]["estimates"][0]["memory_limit_slurm"]
+    outside = results[2]["estimates"][0]
+    assert outside["extrapolating"] and "input.residues" in outside["out_of_domain"] and outside["memory"] > 0
+    assert results[3]["estimates"][0]["memory"] is None, "without the memory champion's features: no memory"
+    lean = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs[:2], "fields": ["memory_limit"]}).json()["results"]
+    for item in lean:
+        cpu1, cpu2 = item["estimates"]
+        assert set(cpu1) == {"platform", "seconds", "walltime", "limit_walltime", "memory_limit", "memory_slurm", "memory_limit_slurm"}
+        assert cpu1["memory_limit"] > 0 and cpu2["memory_limit"] is None and cpu2["memory_limit_slurm"] is None
+    names = sorted(features)
+    matrix = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": names,
+                                                           "rows": [[features[n] for n in names], [far[n] for n in names]]})  # fmt: skip
+    assert matrix.status_code == 200, matrix.text
+    columns = {c["platform"]: c for c in matrix.json()["estimates"]}
+    alone = predict(base, {"algorithm": "mafft", "features": features})["cpu1"]
+    assert columns["cpu1"]["memory"][0] == pytest.approx(alone["memory"], rel=1e-12)
+    assert columns["cpu1"]["memory_limit_slurm"][0] == alone["memory_limit_slurm"]
+    assert columns["cpu1"]["memory_model_name"] == "memory-mafft-cpu1"
+    assert columns["cpu2"]["memory"] is None and columns["cpu2"]["memory_limit_slurm"] is None
+
+
+def test_the_models_readiness_and_client_show_the_memory_champion(base: str) -> None:
+    models = httpx.get(f"{base}/v1/models").json()
+    assert sorted((m["platform"], m["target"]) for m in models) == [("cpu1", "memory"), ("cpu1", "time"), ("cpu2", "time")]
+    memory = next(m for m in models if m["target"] == "memory")
+    assert memory["name"] == "memory-mafft-cpu1" and memory["origin"] == "registry" and memory["intervals"] and memory["live"] is None
+    ready = httpx.get(f"{base}/readyz").json()
+    assert ready["status"] == "ready" and (ready["champions"], ready["memory_champions"]) == (2, 1)
+    with PredictorClient(base) as client:
+        estimates = client.predict("mafft", {"input": "f13.fa"})
+    api = predict(base, JOB)
+    assert estimates["cpu1"].memory_limit == pytest.approx(api["cpu1"]["memory_limit"])
+    assert (estimates["cpu1"].memory_slurm, estimates["cpu1"].memory_limit_slurm) == (api["cpu1"]["memory_slurm"], api["cpu1"]["memory_limit_slurm"])
+    assert estimates["cpu1"].limit_walltime == api["cpu1"]["limit_walltime"]
+    assert (estimates["cpu2"].memory, estimates["cpu2"].memory_limit_slurm) == (None, None)
+
+
+def _cells(stdout: str, platform: str) -> list[str]:
+    row = next(line for line in stdout.splitlines() if line.startswith(f"│ {platform} "))
+    return [c.strip() for c in row.strip("│ ").split("│")]
+
+
+def test_the_cli_table_shows_the_memory_columns_locally_and_through_the_service(
+    base: str, home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PREDICTOR_HOME", str(home.settings.home))
+    monkeypatch.setenv("COLUMNS", "250")
+    runner = CliRunner()
+    api = predict(base, JOB)
+    for args in (["--param", f"input={home.inputs / 'f13.fa'}"], ["--param", "input=f13.fa", "--url", base]):
+        table = runner.invoke(app, ["predict", "--algorithm", "mafft", *args])
+        assert table.exit_code == 0, table.output
+        header = next(line for line in table.stdout.splitlines() if "platform" in line)
+        assert [c.strip() for c in header.strip("┃ ").split("┃")][-4:] == ["model", "memory", "memory limit", "memory model"]
+        assert _cells(table.stdout, "cpu1")[-3:] == [api["cpu1"]["memory_slurm"], api["cpu1"]["memory_limit_slurm"], "memory-mafft-cpu1 v1"]
+        assert _cells(table.stdout, "cpu2")[-3:] == ["-", "-", "-"]
+        as_json = runner.invoke(app, ["predict", "--algorithm", "mafft", *args, "--json"])
+        shown = json.loads(as_json.stdout)
+        assert shown["cpu1"]["memory_limit_slurm"] == api["cpu1"]["memory_limit_slurm"] and shown["cpu2"]["memory"] is None
+
+
+def test_the_disk_cache_serves_the_memory_champion_when_the_registry_is_down(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    with serve_app(create_app(home.settings)) as base:  # a reachable registry fills the cache
+        served = predict(base, JOB)["cpu1"]
+    dead = home.settings.model_copy(update={"mlflow_tracking_uri": f"http://127.0.0.1:{free_port()}", "api_registry_wait_s": 5.0})
+    with serve_app(create_app(dead)) as base:
+        ready = httpx.get(f"{base}/readyz").json()
+        assert ready["source"] == "cache" and (ready["champions"], ready["memory_champions"]) == (2, 1), ready
+        cached = predict(base, JOB)["cpu1"]
+        assert (cached["memory_model_version"], cached["memory_limit_slurm"]) == (served["memory_model_version"], served["memory_limit_slurm"])
+        origins = {(m["target"], m["origin"]) for m in httpx.get(f"{base}/v1/models").json()}
+        assert origins == {("time", "cache"), ("memory", "cache")}
+
+
+def test_the_hot_swap_follows_memory_champions_in_and_out(home: Home) -> None:
+    with serve_app(create_app(home.settings)) as base:
+        before = predict(base, JOB)
+        versions = register_memory_champions(home, ("cpu1", "cpu2"), scale=2.0)
+        assert predict(base, JOB)["cpu2"]["memory"] is None, "nothing moves until the service looks"
+        reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH, timeout=120)
+        assert reload.status_code == 200, reload.text
+        assert sorted(reload.json()["changed"]) == ["mafft/cpu1 (memory)", "mafft/cpu2 (memory)"]
+        assert reload.json()["memory_champions"] == 2 and reload.json()["champions"] == 2
+        after = predict(base, JOB)
+        assert after["cpu1"]["memory_model_version"] == versions["cpu1"] == "2"
+        assert after["cpu1"]["memory"] == pytest.approx(2 * before["cpu1"]["memory"], rel=1e-6)
+        assert after["cpu2"]["memory"] == pytest.approx(peak_bytes(after["cpu2"]["features"], 2.0), rel=1e-6)
+        assert after["cpu1"]["seconds"] == before["cpu1"]["seconds"], "the time champions stay"
+        client = registry_client(home.settings.resolved_tracking_uri)
+        name = registered_name("mafft", "cpu2", Target.MEMORY)
+        client.delete_registered_model_alias(name, CHAMPION_ALIAS)
+        withdrawn = httpx.post(f"{base}/v1/models/reload", headers=AUTH, timeout=120).json()
+        assert withdrawn["removed"] == ["mafft/cpu2 (memory)"] and withdrawn["memory_champions"] == 1
+        assert all(predict(base, JOB)["cpu2"][k] is None for k in MEMORY)
+        assert httpx.get(f"{base}/readyz").json()["status"] == "ready"
+    assert not home.settings.resolved_model_cache.joinpath(name, "current.json").exists()
