@@ -18,6 +18,7 @@ from predictor.domain import Estimate
 from scheduler.workload import JobSpec, requested_seconds
 
 OOM, TIMEOUT = "oom", "timeout"  # the segment outcomes of the two kills
+KILLS = (OOM, TIMEOUT)
 RetryRule = Literal["double-both", "failed-only"]
 RETRY_RULES: tuple[str, ...] = ("double-both", "failed-only")
 

@@ -24,14 +24,14 @@ from scheduler.oracles import Oracle, seconds
 from scheduler.orders import Order, OrderKind
 from scheduler.policy import Policy
 from scheduler.probing import IdleProber, ProbeRecord
-from scheduler.retries import RetryPolicy, kill
+from scheduler.retries import KILLS, RetryPolicy, kill
 from scheduler.state import JobStatus, Machine
 from scheduler.workload import JobSpec, MachineEvent, Workload, requested_seconds
 
 _END, _MACHINE, _ARRIVAL, _WAKE = 0, 1, 2, 3  # simultaneous events: ends free machines before arrivals look; wake-ups last
 _STAGED = 4  # seed 003: an input transfer over the home link may have ended (scheduler/grid.py)
 _PROBE_END = 5  # an idle-time probe's end (scheduler/probing.py); probes never reach the scheduler
-ENDED = ("done", "failed", "oom", "timeout")  # the outcomes that end a job's run by itself (not the scheduler's order)
+ENDED = ("done", "failed", *KILLS)  # the outcomes that end a job's run by itself (not the scheduler's order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +225,7 @@ class Simulation:
             reason = "simulated failure" if outcome == "failed" else f"killed: {outcome}"
             orders = self.scheduler.job_failed(job_id, machine_id, now, reason)
         self._execute(orders, now)
-        again = self.retry.retry(self.specs[job_id], outcome, now) if self.retry is not None and outcome != "failed" else None
+        again = self.retry.retry(self.specs[job_id], outcome, now) if self.retry is not None and outcome in KILLS else None
         if again is not None:
             self.specs[again.id] = again
             self.retried.append(again)
