@@ -28,18 +28,22 @@ def follow(
     cursor: Annotated[Path | None, typer.Option(help="Where the read position is kept (default: HOME/slurm-follow.json).")] = None,
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between passes.")] = 5.0,
     once: Annotated[bool, typer.Option(help="One pass, then exit.")] = False,
-    guard: Annotated[bool, typer.Option(help="Requeue jobs that time out with a larger limit (the walltime guard).")] = False,
-    max_requeues: Annotated[int, typer.Option(min=0, help="Requeues the guard gives one job at most.")] = 1,
+    guard: Annotated[
+        bool, typer.Option(help="Requeue jobs Slurm stopped, raising only what ran out: time or memory (the resource guard).")
+    ] = False,
+    max_requeues: Annotated[int, typer.Option(min=0, help="Requeues the guard gives one job at most, per resource.")] = 1,
 ) -> None:
     """Store each job Slurm completes as a measurement, continuously; restarted, it reads on where it stopped.
 
-    With --guard, a job that timed out is requeued with the limit of a higher quantile of its estimate (capped by its
-    partition's MaxTime), at most --max-requeues times; every decision goes to HOME/slurm-guard.jsonl.
+    With --guard, a job that timed out is requeued with the time limit of a higher quantile of its estimate (capped by
+    its partition's MaxTime), one killed OUT_OF_MEMORY with more memory only (a higher quantile of its memory
+    estimate, else twice its request; capped by its nodes' memory), a preempted or node-failed one as it was; each at
+    most --max-requeues times per job; every decision goes to HOME/slurm-guard.jsonl.
     """
     from predictor.catalog import load_catalog
     from predictor.slurm.control import Slurm
     from predictor.slurm.follow import Follower, FollowPass
-    from predictor.slurm.guard import WalltimeGuard, oracle_limits
+    from predictor.slurm.guard import ResourceGuard, oracle_uppers
     from predictor.slurm.rules import RulesError, load_rules
 
     settings = load_settings()
@@ -48,15 +52,15 @@ def follow(
     except RulesError as exc:
         raise fail(str(exc)) from None
     catalog = load_catalog(*settings.catalog_paths)
-    walltime_guard = None
+    resource_guard = None
     if guard:
-        walltime_guard = WalltimeGuard(
-            Slurm(), oracle_limits(local_oracle(settings, catalog)), settings.resolved_home / "slurm-guard.jsonl",
+        resource_guard = ResourceGuard(
+            Slurm(), oracle_uppers(local_oracle(settings, catalog)), settings.resolved_home / "slurm-guard.jsonl",
             cluster=settings.slurm_cluster, max_requeues=max_requeues,
         )  # fmt: skip
     follower = Follower(
         log, cursor or settings.resolved_home / "slurm-follow.json", open_store(settings), catalog, rules,
-        cluster=settings.slurm_cluster, comments=Slurm().comments, guard=walltime_guard, queue=Slurm().queue,
+        cluster=settings.slurm_cluster, comments=Slurm().comments, guard=resource_guard, queue=Slurm().queue,
     )  # fmt: skip
 
     def report(done: FollowPass) -> None:
@@ -76,6 +80,9 @@ def install_plugin(
     api: Annotated[str | None, typer.Option(help="The predictor API's URL (default: from PREDICTOR_API_HOST and _PORT).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds the plugin waits for the API (slurmctld waits with it).")] = 0.5,
     raise_missing_limit: Annotated[bool, typer.Option(help="Give a job submitted without a time limit the served limit.")] = False,
+    raise_missing_memory: Annotated[
+        bool, typer.Option(help="Give a job submitted without a memory request (--mem, --mem-per-cpu) the served memory limit.")
+    ] = False,
     dest: Annotated[Path | None, typer.Option(help="Where to write it (default: job_submit.lua beside SLURM_CONF's slurm.conf).")] = None,
     stdout: Annotated[bool, typer.Option("--stdout", help="Print it instead of writing it.")] = False,
 ) -> None:
@@ -85,7 +92,7 @@ def install_plugin(
 
     settings = load_settings()
     try:
-        text = render_plugin(api or f"http://{settings.api_host}:{settings.api_port}", timeout, raise_missing_limit)
+        text = render_plugin(api or f"http://{settings.api_host}:{settings.api_port}", timeout, raise_missing_limit, raise_missing_memory)
     except ValueError as exc:
         raise fail(str(exc)) from None
     if stdout:

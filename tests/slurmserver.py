@@ -6,6 +6,29 @@ random free ones and the cluster name unique, so two sessions can run side by si
 pids they were started with; processes that jobs left behind (``proctrack/linuxproc`` does not contain them) are
 found by this cluster's name in their environment. The facts behind the configuration are in
 ``/work/shared/reference/slurm-local.md`` (cgroups off, ``task/none``, whole-minute limits, a 30 s limit check).
+
+``SlurmCluster(memory=True)`` enforces ``--mem`` (issue 31). Found on these machines (Slurm 22.05.8, a Firecracker
+VM whose cgroup v1 hierarchies, the freezer included, are mounted and writable at /sys/fs/cgroup):
+
+- Without cgroups, ``JobAcctGatherType=jobacct_gather/linux``, ``JobAcctGatherFrequency=1`` and
+  ``JobAcctGatherParams=OverMemoryKill`` kill nothing while ``SelectTypeParameters=CR_Core`` (memory is no
+  consumable resource, the step has no limit). With ``CR_Core_Memory`` slurmstepd kills the step at the next sample
+  ("StepId=1.batch exceeded memory limit (225460224 > 52428800), being killed"), but the job ends **FAILED**
+  (ExitCode 0:9, Reason JobLaunchFailure), also when the program runs in an ``srun`` step (FAILED, 137:0): slurmctld
+  writes OUT_OF_MEMORY only when the batch step ends with SIG_OOM, which task/cgroup reports on an oom-kill event.
+- With ``ProctrackType=proctrack/cgroup``, ``TaskPlugin=task/cgroup`` and a ``cgroup.conf`` (``CgroupPlugin=cgroup/v1``,
+  ``ConstrainRAMSpace=yes``) a job past its ``--mem`` ends **OUT_OF_MEMORY** (completion log: ``JobState=OUT_OF_MEMORY
+  ExitCode=0:125``) within a second of crossing it. The reference's "freezer not mounted" failure was another machine.
+  This is the ``memory=True`` configuration; :func:`memory_enforceable` says whether the machine allows it.
+- Jobs' cgroups are the machine's, named by job id (``/sys/fs/cgroup/memory/slurm_<node>/uid_0/job_<id>``): a random
+  ``FirstJobId`` keeps two clusters' jobs apart. Without ``--mem`` a job gets ``DefMemPerCPU`` (else the node's whole
+  memory, and jobs run one at a time).
+- MaxRSS: ``sacct -c`` prints the column empty and the ``jobcomp/filetxt`` log has no such field; ``sstat -a -j <id>
+  -o JobID,MaxRSS`` answers while a step runs (``123.batch|96980K``, with jobacct_gather/linux); slurmdbd (not
+  installed: it needs MariaDB) would keep it for ``sacct``.
+- ``scontrol update JobId=<id> MinMemoryNode=100`` on a job requeued held takes: its next run has ``mem=100M``.
+- In job_submit.lua ``job_desc.pn_min_memory`` is NO_VAL64 without a memory request, ``min_mem_per_node`` and
+  ``min_mem_per_cpu`` are nil unless ``--mem`` or ``--mem-per-cpu`` gave them; setting ``pn_min_memory`` sets ``--mem``.
 """
 
 from __future__ import annotations
@@ -32,11 +55,37 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
 end
 """
 START_S = 30.0
+NODE_MEMORY_MB = 1000
+NO_MEMORY_CONF = """ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectTypeParameters=CR_Core
+"""
+MEMORY_CONF = """ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=1
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=100
+"""
+CGROUP_ROOT = "/sys/fs/cgroup"
+CGROUP_CONF = f"""CgroupPlugin=cgroup/v1
+CgroupMountpoint={CGROUP_ROOT}
+ConstrainRAMSpace=yes
+ConstrainSwapSpace=no
+IgnoreSystemd=yes
+"""
 
 
 def available() -> bool:
     """Whether the Slurm and munge programs are installed and we may run them (root: the daemons run as root)."""
     return os.geteuid() == 0 and all(_which(p) for p in PROGRAMS)
+
+
+def memory_enforceable() -> bool:
+    """Whether a cluster with ``memory=True`` can run here: a writable cgroup v1 memory hierarchy (task/cgroup)."""
+    root = Path(CGROUP_ROOT) / "memory"
+    return (root / "memory.limit_in_bytes").exists() and os.access(root, os.W_OK)
 
 
 def _which(program: str) -> str | None:
@@ -57,13 +106,14 @@ def _free_ports(count: int) -> list[int]:
 class SlurmCluster:
     """One node (``CPUs=cpus``) and one partition ``debug`` (MaxTime 1 h) in a fresh folder; :meth:`start`, :meth:`stop`."""
 
-    def __init__(self, cpus: int = 2, max_time_min: int = 60) -> None:
+    def __init__(self, cpus: int = 2, max_time_min: int = 60, memory: bool = False) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="slurm-", dir="/tmp"))
         self.root.chmod(0o755)  # munge wants the socket's folders open to all
         self.name = f"t{secrets.token_hex(4)}"
         self.node = socket.gethostname().split(".")[0]
         self.cpus = cpus
         self.max_time_min = max_time_min
+        self.memory = memory
         self.conf = self.root / "slurm.conf"
         self.plugin = self.root / "job_submit.lua"
         self.jobcomp = self.root / "log" / "jobcomp.txt"
@@ -91,6 +141,8 @@ class SlurmCluster:
         if not self.plugin.exists():
             self.plugin.write_text(PASS_THROUGH)
         self._write_conf()
+        if self.memory:
+            (self.root / "cgroup.conf").write_text(CGROUP_CONF)
         munge = self.root / "munge"
         self._daemon("munged", [
             _which("munged") or "munged", f"--key-file={key}", f"--socket={munge / 'munge.socket'}",
@@ -123,9 +175,15 @@ class SlurmCluster:
         raise RuntimeError(f"{name} wrote no pid file {pid_file} in {START_S:.0f} s")
 
     def stop(self) -> None:
-        """Stop the daemons by pid, kill what jobs left behind, and remove the folder."""
+        """Stop the daemons by pid, kill what jobs left behind, and remove the folder (and slurmd's empty cgroups)."""
         self._stop_daemons()
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.memory:
+            for folder in Path(CGROUP_ROOT).glob(f"*/slurm_{self.node}"):
+                try:
+                    folder.rmdir()  # only when empty: another cluster's jobs keep theirs
+                except OSError:
+                    pass
 
     def _stop_daemons(self) -> None:
         for pid in self._escaped():
@@ -183,9 +241,10 @@ class SlurmCluster:
         raise TimeoutError(f"job {job_id} not in {states} after {timeout:.0f} s (state {self.state(job_id)!r})")
 
     def show(self, job_id: str) -> dict[str, str]:
-        """``TimeMin``, ``TimeLimit``, ``JobState``, ``NodeList`` and ``Comment`` of a job as ``scontrol show job`` tells."""
+        """``TimeMin``, ``TimeLimit``, ``JobState``, ``NodeList``, ``Restarts``, ``MinMemoryNode`` and ``Comment`` of a job as
+        ``scontrol show job`` tells."""
         text = self.run("scontrol", "show", "job", "-o", job_id).stdout
-        found = {key: re.search(rf"\b{key}=(\S*)", text) for key in ("TimeMin", "TimeLimit", "JobState", "NodeList", "Restarts")}
+        found = {key: re.search(rf"\b{key}=(\S*)", text) for key in ("TimeMin", "TimeLimit", "JobState", "NodeList", "Restarts", "MinMemoryNode")}
         comment = re.search(r"\bComment=(.*?) (?=StdErr=|StdIn=|StdOut=|Power=)", text)
         return {key: m.group(1) for key, m in found.items() if m} | {"Comment": comment.group(1).strip() if comment else ""}
 
@@ -209,6 +268,8 @@ class SlurmCluster:
     def _write_conf(self) -> None:
         ctld, node = _free_ports(2)
         root = self.root
+        # cgroups are the machine's, named by job id: a random first id keeps two clusters' jobs apart
+        enforcement = MEMORY_CONF + f"FirstJobId={1000 + secrets.randbelow(10**7)}\n" if self.memory else NO_MEMORY_CONF
         self.conf.write_text(f"""ClusterName={self.name}
 SlurmctldHost={self.node}(127.0.0.1)
 SlurmctldPort={ctld}
@@ -225,21 +286,17 @@ SlurmctldPidFile={root}/run/slurmctld.pid
 SlurmdPidFile={root}/run/slurmd.pid
 SlurmctldLogFile={root}/log/slurmctld.log
 SlurmdLogFile={root}/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+{enforcement}AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc={self.jobcomp}
 JobSubmitPlugins=lua
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
 MinJobAge=3600
 KillWait=2
 ReturnToService=2
 MailProg=/bin/true
-NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=1000 State=UNKNOWN
+NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory={NODE_MEMORY_MB} State=UNKNOWN
 PartitionName=debug Nodes={self.node} Default=YES DefaultTime=00:05:00 MaxTime={self.max_time_min} State=UP
 """)
 

@@ -129,3 +129,11 @@ def partition_max_time(slurm: Slurm, partition: str) -> float | None:
     """The partition's MaxTime in seconds (None: unlimited)."""
     text = slurm.run("sinfo", "-h", f"--partition={partition}", "--format=%l").splitlines()
     return parse_walltime(text[0]) if text else None
+
+
+def partition_max_memory(slurm: Slurm, partition: str) -> int | None:
+    """The memory of the partition's smallest node in MB (``sinfo %m``; None when it shows none): the most a one-node
+    job there can ask for."""
+    text = slurm.run("sinfo", "-h", f"--partition={partition}", "--format=%m").split()
+    sizes = [int(word.rstrip("+")) for word in text if word.rstrip("+").isdigit()]
+    return min(sizes) if sizes else None

@@ -15,8 +15,8 @@ The completion log does not hold the job's comment in Slurm 22.05, and so not th
 slurmctld (``squeue``) for the comments of the jobs it read, which it holds for ``MinJobAge`` seconds after they end.
 A job it has forgotten is mapped by the rules on its name and partition alone.
 
-With a :class:`~predictor.slurm.guard.WalltimeGuard`, each timed-out run read is handed to it after the pass's
-runs are stored and before the cursor moves on.
+With a :class:`~predictor.slurm.guard.ResourceGuard`, each run read that Slurm stopped (timed out, killed for
+memory, preempted, its node failed) is handed to it after the pass's runs are stored and before the cursor moves on.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from predictor.ingest import Reject
 from predictor.passes import every_interval
 from predictor.slurm.accounting import SlurmJob, read_jobcomp
 from predictor.slurm.control import SlurmError
-from predictor.slurm.guard import WalltimeGuard
+from predictor.slurm.guard import RESOURCES, ResourceGuard
 from predictor.slurm.history import history_records
 from predictor.slurm.ingest import convert
 from predictor.slurm.rules import JobFacts, MappingError, Rules, map_job
@@ -78,7 +78,7 @@ class Follower:
         *,
         cluster: str = "slurm",
         comments: Comments | None = None,
-        guard: WalltimeGuard | None = None,
+        guard: ResourceGuard | None = None,
         queue: Callable[[], list[SlurmJob]] | None = None,
     ) -> None:
         self.log_path = log_path
@@ -143,10 +143,10 @@ class Follower:
         self._queued = {job.job_id: job.state for job in jobs}
 
     def _guard(self, parsed: list) -> None:
-        """Let the guard decide about each timed-out run read, then finish any requeue it left half done."""
+        """Let the guard decide about each stopped run read, then finish any requeue it left half done."""
         assert self.guard is not None
         for _, job in parsed:
-            if isinstance(job, SlurmJob) and job.state == "TIMEOUT":
+            if isinstance(job, SlurmJob) and job.state in RESOURCES:
                 facts = JobFacts(name=job.name, comment=job.comment, partition=job.partition, work_dir=job.work_dir)
                 try:
                     mapping = map_job(self.rules, facts, self.catalog)

@@ -1,14 +1,24 @@
-"""The walltime guard (opt-in): a job that times out is requeued with a larger limit, at most N times, each decision kept.
+"""The resource guard (opt-in): a job Slurm stopped is requeued, raising only the resource that ran out, at most N times.
 
-The larger limit is the first quantile of the job's estimate past its served limit (:data:`QUANTILES`, e.g. 0.99
-then 0.999) whose upper estimate exceeds the limit it timed out at, rounded up to whole minutes and capped by the
-partition's ``MaxTime``. Declined, and recorded as such: a job requeued N times already, one whose algorithm nobody
-knows (no tag, no rule), one at its partition's maximum, or one no quantile would give more time.
+What a stopped run gets, by its state (:data:`RESOURCES`):
+
+- ``TIMEOUT``: a larger time limit only, the first quantile of the job's estimate past its served limit
+  (:data:`QUANTILES`, e.g. 0.99 then 0.999) whose upper estimate exceeds the limit it timed out at, rounded up to
+  whole minutes and capped by the partition's ``MaxTime``;
+- ``OUT_OF_MEMORY``: a larger memory request only (``MinMemoryNode``), the first quantile whose memory limit
+  (:attr:`~predictor.domain.Estimate.memory_limit`, where the pair has a memory model) exceeds the request it was
+  killed at, else that request times :data:`MEMORY_FACTOR`; whole megabytes, capped by the smallest memory of the
+  partition's nodes;
+- ``PREEMPTED``, ``NODE_FAIL``: requeued with neither changed (nothing of the job ran out).
+
+Declined, and recorded as such: a job requeued N times already for that resource, a timed-out one whose algorithm
+nobody knows (no tag, no rule: nothing to estimate its time from), one at its partition's maximum, or one no
+quantile would give more time.
 
 Every decision is a JSON line in the decisions file, appended before it is carried out, and its run's id makes it
-happen once. A requeue is ``scontrol requeuehold`` then ``scontrol update TimeLimit=... StartTime=now`` then
-``scontrol release`` (:data:`RELAUNCH_DELAY_S` later): a guard killed half way leaves the job held, never running
-with its old limit, and the next guard finishes what the file says it started.
+happen once. A requeue is ``scontrol requeuehold`` then ``scontrol update TimeLimit=...|MinMemoryNode=...
+StartTime=now`` then ``scontrol release`` (:data:`RELAUNCH_DELAY_S` later): a guard killed half way leaves the job
+held, never running with its old limits, and the next guard finishes what the file says it started.
 """
 
 from __future__ import annotations
@@ -18,36 +28,40 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
 from features import FeatureError
+from predictor.domain import Estimate
+from predictor.memsize import MIB
 from predictor.oracle import RuntimeOracle
 from predictor.slurm.accounting import SlurmJob
-from predictor.slurm.control import Slurm, SlurmError, partition_max_time
+from predictor.slurm.control import Slurm, SlurmError, partition_max_memory, partition_max_time
 from predictor.slurm.ingest import run_id_of
 from predictor.slurm.rules import JobMapping
 
 log = logging.getLogger(__name__)
 QUANTILES = (0.99, 0.999, 0.9999)
-Limits = Callable[[JobMapping, float], "float | None"]
-"""The upper estimate (seconds) at a quantile for a mapped job; None when there is none."""
+MEMORY_FACTOR = 2.0
+RESOURCES = {"TIMEOUT": "time", "OUT_OF_MEMORY": "memory", "PREEMPTED": "none", "NODE_FAIL": "none"}
+"""The ended states the guard requeues, and the resource each raises (``none``: requeued as it was)."""
+Uppers = Callable[[JobMapping, float], "Estimate | None"]
+"""A mapped job's estimate with its limits (time and, with a memory model, memory) at a quantile; None without one."""
 
 
-def oracle_limits(oracle: RuntimeOracle) -> Limits:
-    """Upper estimates from ``oracle`` (the champions), at any quantile; None when the job cannot be estimated."""
+def oracle_uppers(oracle: RuntimeOracle) -> Uppers:
+    """Estimates from ``oracle`` (the champions) with limits at any quantile; None when the job cannot be estimated."""
 
-    def limit(mapping: JobMapping, quantile: float) -> float | None:
+    def upper(mapping: JobMapping, quantile: float) -> Estimate | None:
         try:
             job = oracle.prepare(mapping.algorithm, mapping.params, [mapping.platform])
         except (FeatureError, KeyError, ValueError) as exc:
             log.warning("cannot estimate %s for the guard: %s", mapping.algorithm, exc)
             return None
-        estimate = oracle.estimate_jobs([job], limit_quantile=quantile)[0].get(mapping.platform)
-        return None if estimate is None else estimate.limit
+        return oracle.estimate_jobs([job], limit_quantile=quantile)[0].get(mapping.platform)
 
-    return limit
+    return upper
 
 
 RELAUNCH_DELAY_S = 2.0
@@ -60,7 +74,8 @@ cure: only the backfill pass (every 30 s) would start the job then."""
 
 @dataclass(frozen=True)
 class GuardDecision:
-    """One decision about one timed-out run: ``requeue`` (started), ``requeued`` (done) or ``declined``, and why."""
+    """One decision about one stopped run: ``requeue`` (started), ``requeued`` (done) or ``declined``, and why; the
+    ``resource`` raised (``time``, ``memory`` or ``none``) and its old and new value."""
 
     run_id: str
     job_id: str
@@ -70,27 +85,43 @@ class GuardDecision:
     new_limit_s: float | None = None
     quantile: float | None = None
     at: str = ""
+    resource: str = "time"
+    old_memory_mb: int | None = None
+    new_memory_mb: int | None = None
+
+    def scontrol_fields(self) -> dict[str, str]:
+        """What ``scontrol update`` changes for this requeue besides its start: the raised resource only."""
+        if self.resource == "time":
+            return {"TimeLimit": str(math.ceil((self.new_limit_s or 0) / 60))}
+        if self.resource == "memory":
+            return {"MinMemoryNode": str(self.new_memory_mb)}
+        return {}
 
 
-class WalltimeGuard:
-    """Decides and carries out requeues of timed-out jobs (see the module docstring)."""
+KNOWN = frozenset(f.name for f in fields(GuardDecision))
+
+
+class ResourceGuard:
+    """Decides and carries out requeues of stopped jobs (see the module docstring)."""
 
     def __init__(
-        self, slurm: Slurm, limits: Limits, decisions: Path, *, cluster: str = "slurm", max_requeues: int = 1,
-        quantiles: tuple[float, ...] = QUANTILES,
+        self, slurm: Slurm, uppers: Uppers, decisions: Path, *, cluster: str = "slurm", max_requeues: int = 1,
+        quantiles: tuple[float, ...] = QUANTILES, memory_factor: float = MEMORY_FACTOR,
     ) -> None:  # fmt: skip
         self.slurm = slurm
-        self.limits = limits
+        self.uppers = uppers
         self.decisions = decisions
         self.cluster = cluster
         self.max_requeues = max_requeues
         self.quantiles = quantiles
+        self.memory_factor = memory_factor
 
     def history(self) -> list[GuardDecision]:
-        """Every decision recorded, oldest first."""
+        """Every decision recorded, oldest first (a line of an older guard, without a resource, raised time)."""
         if not self.decisions.exists():
             return []
-        return [GuardDecision(**json.loads(line)) for line in self.decisions.read_text().splitlines() if line.strip()]
+        lines = (json.loads(line) for line in self.decisions.read_text().splitlines() if line.strip())
+        return [GuardDecision(**{k: v for k, v in line.items() if k in KNOWN}) for line in lines]
 
     def resume(self) -> list[GuardDecision]:
         """Finish every requeue started and not recorded done (a guard stopped half way, or Slurm did not answer)."""
@@ -99,26 +130,36 @@ class WalltimeGuard:
         return [self._carry_out(d) for d in history if d.action == "requeue" and d.run_id not in done]
 
     def consider(self, job: SlurmJob, mapping: JobMapping | None) -> GuardDecision | None:
-        """Decide about one ended run (only TIMEOUT runs concern the guard) and carry the decision out; once per run."""
-        if job.state != "TIMEOUT":
+        """Decide about one ended run (only the states of :data:`RESOURCES` concern the guard) and carry the decision
+        out; once per run."""
+        resource = RESOURCES.get(job.state)
+        if resource is None:
             return None
         run_id = run_id_of(job, self.cluster)
         history = self.history()
-        mine = [d for d in history if d.run_id == run_id]
-        if mine:
+        if any(d.run_id == run_id for d in history):
             return None  # decided before; a requeue left half done is finished by resume()
-        decision = self._decide(job, run_id, mapping, sum(d.job_id == job.job_id and d.action == "requeued" for d in history))
+        requeued = sum(d.job_id == job.job_id and d.resource == resource and d.action == "requeued" for d in history)
+        if requeued >= self.max_requeues:
+            decision = GuardDecision(
+                run_id, job.job_id, "declined", f"{job.state}: requeued {requeued} times for {resource} already (at most {self.max_requeues})",
+                old_limit_s=job.time_limit, resource=resource, old_memory_mb=job.req_mem_mb,
+            )  # fmt: skip
+        elif resource == "time":
+            decision = self._more_time(job, run_id, mapping)
+        elif resource == "memory":
+            decision = self._more_memory(job, run_id, mapping)
+        else:
+            decision = GuardDecision(run_id, job.job_id, "requeue", f"{job.state}: requeued as it was", job.time_limit, job.time_limit, resource="none")
         self._record(decision)
         return self._carry_out(decision) if decision.action == "requeue" else decision
 
-    def _decide(self, job: SlurmJob, run_id: str, mapping: JobMapping | None, requeued: int) -> GuardDecision:
+    def _more_time(self, job: SlurmJob, run_id: str, mapping: JobMapping | None) -> GuardDecision:
         old = job.time_limit
 
         def declined(reason: str) -> GuardDecision:
             return GuardDecision(run_id, job.job_id, "declined", reason, old_limit_s=old)
 
-        if requeued >= self.max_requeues:
-            return declined(f"requeued {requeued} times already (at most {self.max_requeues})")
         if mapping is None:
             return declined("no tag or rule names its algorithm: nothing to estimate a larger limit from")
         try:
@@ -129,7 +170,8 @@ class WalltimeGuard:
         if ceiling is not None and current >= ceiling:
             return declined(f"its limit is the partition's maximum ({ceiling:.0f} s)")
         for quantile in self.quantiles:
-            upper = self.limits(mapping, quantile)
+            estimate = self.uppers(mapping, quantile)
+            upper = None if estimate is None else estimate.limit
             if upper is not None and math.ceil(upper / 60) * 60 > current:
                 new = float(math.ceil(upper / 60) * 60)
                 capped = ceiling is not None and new > ceiling
@@ -138,14 +180,40 @@ class WalltimeGuard:
                 return GuardDecision(run_id, job.job_id, "requeue", why + (" (capped by the partition)" if capped else ""), old, new, quantile)
         return declined(f"no quantile up to {self.quantiles[-1]:g} of its estimate exceeds {current:.0f} s")
 
+    def _more_memory(self, job: SlurmJob, run_id: str, mapping: JobMapping | None) -> GuardDecision:
+        old = job.req_mem_mb
+
+        def decided(action: str, reason: str, new: int | None = None, quantile: float | None = None) -> GuardDecision:
+            return GuardDecision(
+                run_id, job.job_id, action, reason, job.time_limit, job.time_limit, quantile, resource="memory", old_memory_mb=old, new_memory_mb=new
+            )  # fmt: skip
+
+        if not old:
+            return decided("declined", "its memory request is unknown (no ReqMem or mem= in its accounting)")
+        try:
+            ceiling = partition_max_memory(self.slurm, job.partition) if job.partition else None
+        except SlurmError as exc:
+            return decided("declined", f"cannot read the partition's node memory: {exc}")
+        if ceiling is not None and old >= ceiling:
+            return decided("declined", f"its request is its nodes' whole memory ({ceiling} MB)")
+        new, why, quantile = math.ceil(old * self.memory_factor), f"x{self.memory_factor:g} (no memory estimate above it)", None
+        for q in self.quantiles:
+            estimate = None if mapping is None else self.uppers(mapping, q)
+            upper = None if estimate is None or estimate.memory_limit is None else math.ceil(estimate.memory_limit / MIB)
+            if upper is not None and upper > old:
+                new, why, quantile = upper, f"the {q:g} quantile of its memory estimate", q
+                break
+        capped = ceiling is not None and new > ceiling
+        new = min(new, ceiling) if ceiling is not None else new
+        return decided("requeue", f"killed for memory at {old} MB; {new} MB: {why}" + (" (capped by its nodes)" if capped else ""), new, quantile)
+
     def _carry_out(self, decision: GuardDecision) -> GuardDecision:
-        """Requeue held, raise the limit, release; each step again is harmless, so a half-done requeue is finished."""
-        minutes = math.ceil((decision.new_limit_s or 0) / 60)
+        """Requeue held, raise the resource, release; each step again is harmless, so a half-done requeue is finished."""
         try:
             state = next((j.state for j in self.slurm.jobs([decision.job_id])), "")
-            if state == "TIMEOUT":
+            if state in RESOURCES:
                 self.slurm.requeue(decision.job_id, hold=True)
-            self.slurm.update(decision.job_id, TimeLimit=str(minutes), StartTime="now")
+            self.slurm.update(decision.job_id, **decision.scontrol_fields(), StartTime="now")
             time.sleep(RELAUNCH_DELAY_S)  # the run ended before its requeue: this keeps the release past its kill's second
             self.slurm.release(decision.job_id)
         except SlurmError as exc:
@@ -153,7 +221,7 @@ class WalltimeGuard:
             return decision
         done = GuardDecision(**{**asdict(decision), "action": "requeued", "at": ""})
         self._record(done)
-        log.info("job %s requeued with a limit of %d min: %s", decision.job_id, minutes, decision.reason)
+        log.info("job %s requeued (%s): %s", decision.job_id, decision.resource, decision.reason)
         return done
 
     def _record(self, decision: GuardDecision) -> None:

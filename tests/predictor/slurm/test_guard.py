@@ -1,4 +1,5 @@
-"""The walltime guard on a real Slurm: a timed-out job requeued with a larger limit, at most N times, half-done finished."""
+"""The resource guard on a real Slurm: a timed-out job gets more time only, one killed for memory more memory only, at
+most N times each; a requeue left half done is finished."""
 
 from __future__ import annotations
 
@@ -9,18 +10,23 @@ from pathlib import Path
 import pytest
 
 from predictor.catalog import load_catalog
+from predictor.domain import Estimate, Measurement
+from predictor.memsize import MIB
 from predictor.oracle import build_oracle
 from predictor.settings import BUNDLED_DATA
 from predictor.slurm.control import Slurm
 from predictor.slurm.follow import Follower
-from predictor.slurm.guard import GuardDecision, WalltimeGuard, oracle_limits
-from predictor.slurm.rules import Rules
+from predictor.slurm.guard import GuardDecision, ResourceGuard, oracle_uppers
+from predictor.slurm.rules import JobMapping, Rules
 from predictor.store import MeasurementStore
 from tests.livesrv import eventually
 from tests.serving.conftest import Home, train_home
-from tests.slurmserver import SlurmCluster
+from tests.slurmserver import NODE_MEMORY_MB, SlurmCluster
 
 RULES = Rules(partitions={"debug": "cpu1"})
+Parts = tuple[Follower, ResourceGuard, MeasurementStore]
+ALLOCATE = "sleep 2; python3 -c 'import time; b = bytearray({mb} * 2**20); b[::4096] = b\"1\" * len(b[::4096]); time.sleep(3)'"
+"""A job that runs two seconds, then holds ``mb`` MiB, touched, for three."""
 
 
 @pytest.fixture(scope="module")
@@ -29,21 +35,26 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
     return train_home(tmp_path_factory.mktemp("guard"), ["linear_log"])
 
 
-@pytest.fixture
-def guard_parts(home: Home, slurm_cluster: SlurmCluster, tmp_path: Path) -> Iterator[tuple[Follower, WalltimeGuard, MeasurementStore]]:
+def _parts(cluster: SlurmCluster, home: Home, tmp_path: Path) -> Iterator[Parts]:
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
     store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
     store.migrate()
-    slurm = Slurm(str(slurm_cluster.conf))
-    guard = WalltimeGuard(
-        slurm, oracle_limits(build_oracle(catalog, home.settings, {})), tmp_path / "guard.jsonl", cluster=slurm_cluster.name, max_requeues=1
-    )
-    follower = Follower(
-        slurm_cluster.jobcomp, tmp_path / "cursor.json", store, catalog, RULES, cluster=slurm_cluster.name, comments=slurm.comments, guard=guard
-    )
+    slurm = Slurm(str(cluster.conf))
+    guard = ResourceGuard(slurm, oracle_uppers(build_oracle(catalog, home.settings, {})), tmp_path / "guard.jsonl", cluster=cluster.name, max_requeues=1)
+    follower = Follower(cluster.jobcomp, tmp_path / "cursor.json", store, catalog, RULES, cluster=cluster.name, comments=slurm.comments, guard=guard)
     follower.poll()  # read past what earlier tests left in the log
     yield follower, guard, store
     store.dispose()
+
+
+@pytest.fixture
+def guard_parts(home: Home, slurm_cluster: SlurmCluster, tmp_path: Path) -> Iterator[Parts]:
+    yield from _parts(slurm_cluster, home, tmp_path)
+
+
+@pytest.fixture
+def memory_parts(home: Home, slurm_memory_cluster: SlurmCluster, tmp_path: Path) -> Iterator[Parts]:
+    yield from _parts(slurm_memory_cluster, home, tmp_path)
 
 
 def _time_out(cluster: SlurmCluster, job: str) -> None:
@@ -53,14 +64,19 @@ def _time_out(cluster: SlurmCluster, job: str) -> None:
     assert eventually(lambda: cluster.state(job) == "TIMEOUT", 90)
 
 
-def _job(cluster: SlurmCluster, home: Home) -> str:
-    tag = f"predictor: algorithm=mafft input={home.inputs / 'f12.fa'}"
-    return cluster.submit("--job-name=guarded", "--time=1", "--comment", tag, "--wrap", "sleep 600")
+def _tag(home: Home) -> str:
+    return f"predictor: algorithm=mafft input={home.inputs / 'f12.fa'}"
 
 
-def test_a_timed_out_job_is_requeued_once_with_a_larger_limit(
-    guard_parts: tuple[Follower, WalltimeGuard, MeasurementStore], slurm_cluster: SlurmCluster, home: Home
-) -> None:
+def _job(cluster: SlurmCluster, home: Home, *args: str) -> str:
+    return cluster.submit("--job-name=guarded", "--time=1", "--comment", _tag(home), *args, "--wrap", "sleep 600")
+
+
+def _runs(store: MeasurementStore, job: str) -> list[Measurement]:
+    return sorted((m for m in store.measurements(successful_only=False) if m.context["slurm_job"] == job), key=lambda m: m.recorded_at)
+
+
+def test_a_timed_out_job_is_requeued_once_with_a_larger_limit(guard_parts: Parts, slurm_cluster: SlurmCluster, home: Home) -> None:
     follower, guard, store = guard_parts
     job = _job(slurm_cluster, home)
     _time_out(slurm_cluster, job)
@@ -71,25 +87,25 @@ def test_a_timed_out_job_is_requeued_once_with_a_larger_limit(
     shown = slurm_cluster.show(job)
     assert shown["Restarts"] == "1" and shown["TimeLimit"] == "00:01:00"  # the larger limit, from the 0.99 quantile
     assert slurm_cluster.wait_state(job, ("RUNNING",), 60) == "RUNNING"  # released at once, not after Slurm's 2 min
-    timed_out = [m for m in store.measurements(successful_only=False) if m.context["slurm_job"] == job]
+    timed_out = _runs(store, job)
     assert len(timed_out) == 1 and timed_out[0].censored
     _time_out(slurm_cluster, job)  # its second run times out too: the guard gives one requeue only
     follower.poll()
     last = [d for d in guard.history() if d.job_id == job][-1]
     assert last.action == "declined" and "at most 1" in last.reason
     assert slurm_cluster.state(job) == "TIMEOUT"
-    assert len([m for m in store.measurements(successful_only=False) if m.context["slurm_job"] == job]) == 2
+    assert len(_runs(store, job)) == 2
 
 
-def test_a_requeue_left_half_done_is_finished_by_the_next_guard(
-    guard_parts: tuple[Follower, WalltimeGuard, MeasurementStore], slurm_cluster: SlurmCluster, home: Home, tmp_path: Path
-) -> None:
+def test_a_requeue_left_half_done_is_finished_by_the_next_guard(guard_parts: Parts, slurm_cluster: SlurmCluster, home: Home) -> None:
     follower, guard, _ = guard_parts
     job = _job(slurm_cluster, home)
     _time_out(slurm_cluster, job)
-    # the state a guard killed right after `scontrol requeuehold` leaves: its decision on disk, the job held
+    # the state a guard killed right after `scontrol requeuehold` leaves: its decision on disk (written by the
+    # walltime guard before issue 31: no resource named, so time), the job held
     started = GuardDecision(f"slurm-{slurm_cluster.name}-{job}-x", job, "requeue", "killed half way", 0.0, 120.0, 0.99, "now")
-    guard.decisions.write_text(json.dumps(started.__dict__) + "\n")
+    old_line = {k: v for k, v in started.__dict__.items() if k not in ("resource", "old_memory_mb", "new_memory_mb")}
+    guard.decisions.write_text(json.dumps(old_line) + "\n")
     slurm_cluster.run("scontrol", "requeuehold", job)
     assert slurm_cluster.wait_state(job, ("PENDING",), 30) == "PENDING"
     follower.poll()  # a new pass of the restarted guard
@@ -97,3 +113,69 @@ def test_a_requeue_left_half_done_is_finished_by_the_next_guard(
     assert slurm_cluster.show(job)["TimeLimit"] == "00:02:00"
     assert slurm_cluster.wait_state(job, ("RUNNING",), 60) == "RUNNING"
     slurm_cluster.run("scancel", job)
+
+
+def test_a_job_killed_for_memory_is_stored_censored_and_requeued_with_more_memory_only(
+    memory_parts: Parts, slurm_memory_cluster: SlurmCluster, home: Home
+) -> None:
+    """Issue 31: past its --mem the job ends OUT_OF_MEMORY, is stored censored at its request, is requeued with twice
+    the memory (no memory model: the fixed factor) and the same time limit, and completes."""
+    follower, guard, store = memory_parts
+    cluster = slurm_memory_cluster
+    job = cluster.submit("--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80))
+    assert eventually(lambda: cluster.completions().get(job) == "OUT_OF_MEMORY", 60)
+    follower.poll()
+    (killed,) = _runs(store, job)
+    assert (killed.censored, killed.max_rss_kb, killed.context["state"]) == (True, 50 * 1024, "OUT_OF_MEMORY")
+    decisions = [d for d in guard.history() if d.job_id == job]
+    assert [(d.action, d.resource) for d in decisions] == [("requeue", "memory"), ("requeued", "memory")]
+    assert (decisions[0].old_memory_mb, decisions[0].new_memory_mb, decisions[0].new_limit_s) == (50, 100, 300.0)
+    shown = cluster.show(job)
+    assert (shown["MinMemoryNode"], shown["TimeLimit"], shown["Restarts"]) == ("100M", "00:05:00", "1")  # memory only
+    assert eventually(lambda: cluster.completions().get(job) == "COMPLETED", 60)
+    follower.poll()
+    assert [(m.censored, m.exit_status) for m in _runs(store, job)] == [(True, killed.exit_status), (False, 0)]
+    assert [d.action for d in guard.history() if d.job_id == job] == ["requeue", "requeued"]  # a completed run: no decision
+
+
+def test_a_timed_out_job_keeps_its_memory(memory_parts: Parts, slurm_memory_cluster: SlurmCluster, home: Home) -> None:
+    """Issue 31: a TIMEOUT raises the time limit only; the job's --mem stays as the user gave it."""
+    follower, guard, _ = memory_parts
+    cluster = slurm_memory_cluster
+    job = _job(cluster, home, "--mem=60M")
+    _time_out(cluster, job)
+    follower.poll()
+    decisions = [d for d in guard.history() if d.job_id == job]
+    assert [(d.action, d.resource) for d in decisions] == [("requeue", "time"), ("requeued", "time")]
+    shown = cluster.show(job)
+    assert (shown["MinMemoryNode"], shown["TimeLimit"]) == ("60M", "00:01:00")
+    cluster.run("scancel", job)
+
+
+def test_a_memory_estimate_past_the_request_is_the_new_request_capped_by_the_node(
+    slurm_memory_cluster: SlurmCluster, home: Home, tmp_path: Path
+) -> None:
+    """Issue 31: with a memory model the first quantile whose memory limit exceeds the request wins (here 0.999's, the
+    0.99 one being below it), capped by the node's memory (RealMemory of the fixture's node)."""
+    cluster = slurm_memory_cluster
+    memory = {0.99: 40 * MIB, 0.999: 5000 * MIB}
+
+    def uppers(mapping: JobMapping, quantile: float) -> Estimate | None:  # the oracle's memory limits, as a memory model gives them
+        return Estimate(platform=mapping.platform, seconds=10.0, limit=20.0, memory_limit=memory.get(quantile))
+
+    slurm = Slurm(str(cluster.conf))
+    guard = ResourceGuard(slurm, uppers, tmp_path / "guard.jsonl", cluster=cluster.name)
+    catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
+    store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
+    store.migrate()
+    follower = Follower(cluster.jobcomp, tmp_path / "cursor.json", store, catalog, RULES, cluster=cluster.name, comments=slurm.comments, guard=guard)
+    follower.poll()
+    job = cluster.submit("--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80))
+    assert eventually(lambda: cluster.completions().get(job) == "OUT_OF_MEMORY", 60)
+    follower.poll()
+    store.dispose()
+    requeue = next(d for d in guard.history() if d.job_id == job)
+    assert (requeue.resource, requeue.quantile, requeue.new_memory_mb) == ("memory", 0.999, NODE_MEMORY_MB)
+    assert "capped by its nodes" in requeue.reason
+    assert cluster.show(job)["MinMemoryNode"] == f"{NODE_MEMORY_MB}M"
+    assert eventually(lambda: cluster.completions().get(job) == "COMPLETED", 60)
