@@ -4,15 +4,18 @@ At submission it sends the job's name, comment, partition, working directory, #P
 variable, and its submit-time context as job_desc names it (user_id, user_name, group_id, account, qos, min_cpus,
 min_nodes, pn_min_memory, array_inx; a NO_VAL-like value is sent as null) to the predictor API, which maps it to an
 algorithm by the site's rule file, or estimates it by its job class from its user's history. On an answer (key=value lines; it
-reads time_min, time_limit, comment and estimate, each at most once, and ignores the answer otherwise) it sets
+reads time_min, time_limit, mem, comment and estimate, each at most once, and ignores the answer otherwise) it sets
 time_min to the estimate and the comment to the user's comment plus the estimate's tag; the time limit is set
-only when the job has none and RAISE_MISSING_LIMIT is true. On no answer within TIMEOUT_S, or an error, it changes
-nothing: it logs the first failure and the recovery, not every job. It never rejects a job and never lowers a limit.
-Written by `predictor slurm install-plugin`, which fills in the three settings below. ]]
+only when the job has none and RAISE_MISSING_LIMIT is true, the memory (mem, megabytes per node) only when the
+user asked for none (no --mem, --mem-per-cpu or --mem-per-gpu) and RAISE_MISSING_MEMORY is true. On no answer
+within TIMEOUT_S, or an error, it changes nothing: it logs the first failure and the recovery, not every job. It
+never rejects a job and never lowers a limit or a memory request.
+Written by `predictor slurm install-plugin`, which fills in the four settings below. ]]
 
 local API = "@API@"
 local TIMEOUT_S = @TIMEOUT_S@
 local RAISE_MISSING_LIMIT = @RAISE_MISSING_LIMIT@
+local RAISE_MISSING_MEMORY = @RAISE_MISSING_MEMORY@
 
 local http = require("socket.http")
 local ltn12 = require("ltn12")
@@ -58,6 +61,11 @@ local function directives(script)
     return table.concat(words, " ")
 end
 
+-- Whether the user asked for memory: per node (--mem), per CPU (--mem-per-cpu) or per GPU (--mem-per-gpu).
+local function memory_given(job_desc)
+    return job_desc.min_mem_per_node ~= nil or job_desc.min_mem_per_cpu ~= nil or (job_desc.mem_per_tres or "") ~= ""
+end
+
 local function partition_of(job_desc, part_list)
     for name, part in pairs(part_list or {}) do
         if (job_desc.partition and name == job_desc.partition) or (not job_desc.partition and part.flag_default == 1) then
@@ -80,6 +88,8 @@ local function body(job_desc, part_list)
         '"time_limit":' .. minutes(job_desc.time_limit),
         '"default_time":' .. minutes(part and part.default_time),
         '"raise_missing_limit":' .. tostring(RAISE_MISSING_LIMIT),
+        '"memory_given":' .. tostring(memory_given(job_desc)),
+        '"raise_missing_memory":' .. tostring(RAISE_MISSING_MEMORY),
         '"user_id":' .. count(job_desc.user_id),
         '"user_name":' .. json_string(job_desc.user_name),
         '"group_id":' .. count(job_desc.group_id),
@@ -92,11 +102,13 @@ local function body(job_desc, part_list)
     }, ",") .. "}"
 end
 
--- The fields read from the answer, each with the pattern its value must match; any other key is ignored.
-local FIELDS = { time_min = "^%d+$", time_limit = "^%d+$", comment = "", estimate = "" }
+-- The fields read from the answer, each with the pattern its value must match and what that is; any other key is
+-- ignored.
+local WHOLE = { "^%d+$", "a whole number" }
+local FIELDS = { time_min = WHOLE, time_limit = WHOLE, mem = { "^%d+M$", "megabytes (e.g. 3500M)" }, comment = { "" }, estimate = { "" } }
 
 -- The answer's key=value lines as a table of the expected fields; nil and why for a line that is not key=value, a
--- field given twice or a limit that is not a whole number, so that nothing a value holds can set another field.
+-- field given twice or a limit or size not in its form, so that nothing a value holds can set another field.
 local function parse_answer(text)
     local answer = {}
     for line in text:gmatch("[^\n]+") do
@@ -108,8 +120,8 @@ local function parse_answer(text)
             if answer[key] then
                 return nil, key .. " given twice"
             end
-            if not value:match(FIELDS[key]) then
-                return nil, key .. " is not a whole number"
+            if not value:match(FIELDS[key][1]) then
+                return nil, key .. " is not " .. FIELDS[key][2]
             end
             answer[key] = value
         end
@@ -161,6 +173,9 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     end
     if answer.time_min then
         job_desc.time_min = tonumber(answer.time_min)
+    end
+    if answer.mem and RAISE_MISSING_MEMORY and not memory_given(job_desc) then
+        job_desc.pn_min_memory = tonumber(answer.mem:sub(1, -2))
     end
     if answer.comment then
         job_desc.comment = answer.comment

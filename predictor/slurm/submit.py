@@ -1,4 +1,5 @@
-"""What the job_submit plugin changes in a job: ``time_min`` set to the served limit, the estimate tagged in the comment.
+"""What the job_submit plugin changes in a job: ``time_min`` set to the served limit, the estimate tagged in the comment,
+and, where the site asks for it, the served memory limit for a job that asked for no memory.
 
 Slurm's backfill may lower a job's time limit to its ``time_min`` to start it early, and then kills it there (sbatch(1),
 ``--time-min``). So ``time_min`` is the served ``limit``, the upper estimate the service calibrates to be exceeded
@@ -7,7 +8,9 @@ counts limits in whole minutes: ``time_min`` is rounded up to a minute, never ab
 refuses a ``time_min`` over it): the user's limit when given, else the partition's default. The user's limit is
 never changed; a job without one gets the served ``limit`` only where the site asks for it (``raise_missing_limit``).
 Without an estimate (no model yet) nothing is set but the tag, so that the job's run is still learned from when it
-ends.
+ends. Memory likewise: a job that asked for none (no ``--mem``, ``--mem-per-cpu`` or ``--mem-per-gpu``) gets the
+served ``memory_limit`` (whole megabytes, rounded up) only where the site asks for it (``raise_missing_memory``) and
+the pair has a memory model; a user's request is never changed.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 from predictor.domain import Estimate
+from predictor.memsize import slurm_memory
 from predictor.slurm.rules import JobFacts, JobMapping
 from predictor.slurm.words import tagged_comment
 from predictor.walltime import optional_walltime, slurm_walltime
@@ -23,13 +27,15 @@ from predictor.walltime import optional_walltime, slurm_walltime
 
 @dataclass(frozen=True)
 class SubmitAdvice:
-    """The changes to make: ``time_min`` and ``time_limit`` in minutes (None: leave it), the comment."""
+    """The changes to make: ``time_min`` and ``time_limit`` in minutes, ``memory`` a Slurm size (``3500M``) (None:
+    leave it), the comment."""
 
     time_min: int | None
     time_limit: int | None
     comment: str
     estimate: str | None  # the estimate as a Slurm walltime, for the log and the user
     limit: str | None
+    memory: str | None = None
 
 
 def minutes(seconds: float) -> int:
@@ -45,12 +51,17 @@ def advise(
     time_limit: int | None,
     default_time: int | None = None,
     raise_missing_limit: bool = False,
+    memory_given: bool = False,
+    raise_missing_memory: bool = False,
 ) -> SubmitAdvice:
     """The plugin's changes for a job estimated at ``estimate`` (None, or without seconds: the tag alone); limits in
-    minutes, None: unset."""
+    minutes, None: unset. ``memory_given``: the user asked for memory."""
+    memory = None
+    if estimate is not None and estimate.memory_limit is not None and raise_missing_memory and not memory_given:
+        memory = slurm_memory(estimate.memory_limit)
     if estimate is None or estimate.seconds is None:
         words = {"algorithm": mapping.algorithm, "platform": mapping.platform, **mapping.params}
-        return SubmitAdvice(None, None, tagged_comment(facts.comment, words), None, None)
+        return SubmitAdvice(None, None, tagged_comment(facts.comment, words), None, None, memory)
     new_limit = None
     if time_limit is None and raise_missing_limit and estimate.limit is not None:
         new_limit = minutes(estimate.limit)
@@ -61,4 +72,6 @@ def advise(
         "limit": None if estimate.limit is None else round(estimate.limit, 1), "model": estimate.model_name,
         "version": estimate.model_version, **mapping.params,
     }  # fmt: skip
-    return SubmitAdvice(time_min, new_limit, tagged_comment(facts.comment, tag), slurm_walltime(estimate.seconds), optional_walltime(estimate.limit))
+    return SubmitAdvice(
+        time_min, new_limit, tagged_comment(facts.comment, tag), slurm_walltime(estimate.seconds), optional_walltime(estimate.limit), memory
+    )

@@ -4,7 +4,8 @@ A job a rule or its own words map to a catalog program is estimated by that prog
 job class (:func:`predictor.slurm.rules.class_of`) from its submit-time context and its user's history in the store
 (:func:`predictor.submit_history.submit_features`, the replay's features). A job the rule file excludes is left
 alone (204) and nothing of it is kept. The site's rule file (``PREDICTOR_SLURM_RULES``) is read again when it changes. ``format=text`` answers as
-``key=value`` lines, which the plugin's Lua reads without a JSON library: every text field in and out is one line
+``key=value`` lines (``time_min``, ``time_limit``, ``mem``, ``comment``, ``estimate``; a null one left out), which
+the plugin's Lua reads without a JSON library: every text field in and out is one line
 (no control characters but tab), so no value can add a line of its own. The route needs no token, so whatever a
 job sends is bounded and refused with a 422 saying why, never a 500 and its traceback in the log.
 """
@@ -72,6 +73,8 @@ class SlurmJobIn(BaseModel):
     time_limit: Minutes | None = None
     default_time: Minutes | None = Field(default=None, description="The partition's default limit.")
     raise_missing_limit: StrictBool = Field(default=False, description="Give a job without a limit the served limit.")
+    memory_given: StrictBool = Field(default=False, description="The user asked for memory (--mem, --mem-per-cpu or --mem-per-gpu).")
+    raise_missing_memory: StrictBool = Field(default=False, description="Give a job that asked for no memory the served memory limit.")
     user_id: Count | None = Field(default=None, description="The submitting user's uid.")
     user_name: ShortLine | None = Field(default=None, description="The submitting user's name (its uid's, as slurmctld knows it).")
     group_id: Count | None = None
@@ -93,6 +96,11 @@ class SlurmAdviceOut(BaseModel):
     comment: Line
     estimate: str | None = Field(description="The estimate as a Slurm walltime, rounded up.")
     limit: str | None = Field(description="The served limit (upper estimate) as a Slurm walltime.")
+    memory: str | None = Field(
+        default=None, description="The memory to request (--mem), a Slurm size such as 3500M: the served memory limit, for a job that asked for none "
+        "where the site raises missing memory; null: leave it."
+    )  # fmt: skip
+    memory_limit: float | None = Field(default=None, description="The served peak-memory limit in bytes (null without a memory model).")
     seconds: float | None
     model_name: str | None
     model_version: str | None
@@ -115,7 +123,10 @@ async def estimate(job: SlurmJobIn, state: State, format: Literal["json", "text"
     if answer is None:
         return Response(status_code=204)
     if format == "text":
-        lines = {"time_min": answer.time_min, "time_limit": answer.time_limit, "comment": answer.comment, "estimate": answer.estimate}
+        lines = {
+            "time_min": answer.time_min, "time_limit": answer.time_limit, "mem": answer.memory, "comment": answer.comment,
+            "estimate": answer.estimate,
+        }  # fmt: skip
         return PlainTextResponse("".join(f"{k}={v}\n" for k, v in lines.items() if v is not None))
     return Response(answer.model_dump_json(), media_type="application/json")
 
@@ -153,13 +164,15 @@ def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
     if features is not None and (estimated is None or estimated.seconds is None):
         return None  # a job class without a model yet: nothing to set (its run is learned from all the same)
     advice: SubmitAdvice = advise(
-        facts, mapping, estimated, time_limit=job.time_limit, default_time=job.default_time, raise_missing_limit=job.raise_missing_limit
-    )
+        facts, mapping, estimated, time_limit=job.time_limit, default_time=job.default_time, raise_missing_limit=job.raise_missing_limit,
+        memory_given=job.memory_given, raise_missing_memory=job.raise_missing_memory,
+    )  # fmt: skip
     served = estimated is not None and estimated.seconds is not None
     try:  # the tagged comment is checked to be one bounded line like the job's own
         return SlurmAdviceOut(
             algorithm=mapping.algorithm, platform=mapping.platform, time_min=advice.time_min, time_limit=advice.time_limit,
-            comment=advice.comment, estimate=advice.estimate, limit=advice.limit, seconds=estimated.seconds if served else None,
+            comment=advice.comment, estimate=advice.estimate, limit=advice.limit, memory=advice.memory,
+            memory_limit=estimated.memory_limit if estimated is not None else None, seconds=estimated.seconds if served else None,
             model_name=estimated.model_name if served else None, model_version=estimated.model_version if served else None,
             reason=None if served else (estimated.reason if estimated is not None else "no estimate"),
         )  # fmt: skip

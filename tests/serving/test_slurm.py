@@ -231,6 +231,7 @@ class Canned(ThreadingHTTPServer):
     [
         ("time_min=5\ncomment=hi\ntime_min=99999\ntime_limit=1\nx predictor: a=b\n", ["nil", "4294967294", "mine"], "time_min given twice"),
         ("time_min=5 time_limit=1\ncomment=ok\n", ["nil", "4294967294", "mine"], "time_min is not a whole number"),
+        ("time_min=5\nmem=12G\ncomment=ok\n", ["nil", "4294967294", "mine"], "mem is not megabytes (e.g. 3500M)"),
         ("time_min=5\ngarbage\n", ["nil", "4294967294", "mine"], "a line is not key=value"),
         ("time_min=5\ntime_limit=9\ncomment=ok a=b\nfuture=1\n", ["5", "9", "ok a=b"], ""),
     ],
@@ -255,3 +256,32 @@ def test_the_plugin_leaves_a_job_whose_comment_would_inject_fields_unchanged(slu
     assert job == ["nil", "4294967294", INJECTED.replace("\n", "\\n")] and "the API answered 422" in log
     tagged, _ = _run_plugin(slurm_api, tmp_path, "mine", script)
     assert tagged[0] != "nil" and tagged[2].startswith("mine predictor: algorithm=mafft platform=cpu1 estimate=")
+
+
+def test_the_plugin_sets_memory_only_for_a_job_that_asked_for_none(plugin: SlurmCluster, tmp_path: Path) -> None:
+    """Issue 31, in a real slurmctld: with --raise-missing-memory the served memory (here an API stand-in's ``mem=``)
+    goes to a job without --mem; a user's --mem or --mem-per-cpu is kept; without the setting nothing is set."""
+    canned = Canned()
+    canned.body = "mem=120M\ncomment=tagged\n"
+    try:
+        plugin.set_plugin(render_plugin(canned.url, 2.0, raise_missing_limit=False, raise_missing_memory=True))
+        bare, given, per_cpu = (plugin.submit("--hold", *args, "--wrap", "true") for args in ([], ["--mem=70M"], ["--mem-per-cpu=30M"]))
+        assert [plugin.show(job)["MinMemoryNode"] for job in (bare, given)] == ["120M", "70M"]
+        assert "MinMemoryCPU=30M" in plugin.run("scontrol", "show", "job", "-o", per_cpu).stdout
+        assert plugin.show(bare)["Comment"] == "tagged"
+        plugin.set_plugin(render_plugin(canned.url, 2.0, raise_missing_limit=False, raise_missing_memory=False))
+        kept = plugin.submit("--hold", "--wrap", "true")
+        assert plugin.show(kept)["MinMemoryNode"] != "120M" and plugin.show(kept)["Comment"] == "tagged"
+        plugin.run("scancel", bare, given, per_cpu, kept)
+    finally:
+        canned.shutdown()
+        canned.server_close()
+
+
+def test_without_a_memory_model_the_route_answers_no_memory(slurm_api: str, trained: Home) -> None:
+    """Issue 31: the served memory limit is None without a memory model, so no ``mem=`` line: the plugin leaves memory alone."""
+    asked = _job(trained, directives="algorithm=mafft input=f7.fa", raise_missing_memory=True)
+    answer = httpx.post(f"{slurm_api}/v1/slurm/estimate", json=asked).json()
+    assert answer["time_min"] == 1 and answer["memory"] is None and answer["memory_limit"] is None
+    text = httpx.post(f"{slurm_api}/v1/slurm/estimate", params={"format": "text"}, json=asked).text
+    assert [line.partition("=")[0] for line in text.splitlines()] == ["time_min", "comment", "estimate"]
