@@ -1,4 +1,7 @@
-"""Commands of the learning loop: train, report, the retrain worker, and the champion models' list and history."""
+"""Commands of the learning loop: train, report, the retrain worker, and the champion models' list and history.
+
+Each (algorithm, platform) has a model per target, run time and peak memory; every command says which.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import typer
 from rich.table import Table
 
 from cli.common import console, err_console, fail, from_service, load_settings, open_store, plain, print_table
+from predictor.domain import Target
 
 if TYPE_CHECKING:
     from predictor.catalog import Catalog
@@ -18,6 +22,9 @@ if TYPE_CHECKING:
     from training.report import SessionReport
 
 commands = typer.Typer()
+TARGET_HELP = "What the models learn: run time (seconds) or peak memory (bytes)."
+# How a target is named beside a table's title (run time's tables keep the titles they had).
+TITLED = {Target.TIME: "", Target.MEMORY: " (peak memory)"}
 
 
 @commands.command()
@@ -29,8 +36,12 @@ def train(
     promote: Annotated[bool, typer.Option("--promote", help="Promote each pair's best candidate whatever the champion guard says "
                                           "(trains every pair again, as --force; recorded as forced).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Cross-validate and judge, but register and promote nothing.")] = False,
+    target: Annotated[Target, typer.Option(help=TARGET_HELP)] = Target.TIME,
 ) -> None:
-    """Cross-validate the zoo per (algorithm, platform), track it in MLflow, and promote what beats the serving champion."""
+    """Cross-validate the zoo per (algorithm, platform), track it in MLflow, and promote what beats the serving champion.
+
+    ``--target memory`` learns each run's peak resident memory instead (runs that measured it), with a champion of its own.
+    """
     from predictor.catalog import load_catalog
     from predictor.progress import progress
     from training.dataset import load_training_sets
@@ -40,8 +51,10 @@ def train(
     settings = load_settings()
     store = open_store(settings)
     _check_train_choices(algorithm, model, {a for a, _ in store.pairs()}, lambda: load_catalog(*settings.catalog_paths))
-    training_sets = load_training_sets(store, algorithm)
+    training_sets = load_training_sets(store, algorithm, target=target)
     total = count_steps(settings, training_sets, models=model)
+    if total == 0 and target is Target.MEMORY:
+        raise fail("no runs with a peak memory (max_rss_kb) to train on; `predictor profile` or `sweep` measure it")
     if total == 0:
         raise fail("no measurements to train on; run `predictor ingest` first")
     with progress(console, "training", total) as update:
@@ -52,9 +65,10 @@ def train(
             update(done, max(done, total), label)
 
         outcomes = train_sets(
-            settings, training_sets, models=model, progress=advance, retrain=force, force=promote, dry_run=dry_run
+            settings, training_sets, models=model, progress=advance, retrain=force, force=promote, dry_run=dry_run, target=target
         )
     trigger = "predictor train" + (" --promote" if promote else " --force" if force else "")
+    trigger += "" if target is Target.TIME else f" --target {target.value}"
     if not dry_run:
         for o in outcomes:
             if o.decision.verdict is not Verdict.UNCHANGED:
@@ -62,17 +76,19 @@ def train(
     if promote:
         err_console.print("[yellow]--promote:[/yellow] the champion guard was overridden; every pair's best candidate was promoted")
     metric = settings.selection_metric
-    table = Table(title="Dry run: what training would do (nothing registered)" if dry_run else "Champions")
-    for column in ("algorithm", "platform", "best candidate", metric.upper(), "decision", "serving", "version"):
+    title = "Dry run: what training would do (nothing registered)" if dry_run else "Champions"
+    table = Table(title=title + TITLED[target])
+    for column in ("algorithm", "platform", "target", "best candidate", metric.upper(), "decision", "serving", "version"):
         table.add_column(column, no_wrap=True)
     for o in outcomes:
         table.add_row(
-            o.algorithm, o.platform, o.challenger, f"{o.metrics[o.challenger].get(metric, float('nan')):.2f}", o.decision.verdict.value,
-            o.serving or "-", o.version or "-",
+            o.algorithm, o.platform, o.target.value, o.challenger, f"{o.metrics[o.challenger].get(metric, float('nan')):.2f}",
+            o.decision.verdict.value, o.serving or "-", o.version or "-",
         )  # fmt: skip
     print_table(table)
     for o in outcomes:
-        console.print(f"{o.algorithm}/{o.platform} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
+        said = f"{o.algorithm}/{o.platform}{'' if target is Target.TIME else ' ' + target.value} {o.decision.verdict.value}"
+        console.print(f"{said}: {o.decision.reason}", markup=False, highlight=False)
 
 
 def _check_train_choices(algorithms: list[str] | None, models: list[str] | None, stored: set[str], catalog: Callable[[], Catalog]) -> None:
@@ -97,23 +113,24 @@ def report(
     algorithm: Annotated[str | None, typer.Option(help="Only this algorithm (default: every trained one).")] = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
     live: Annotated[bool, typer.Option("--live", help="Show the live error of the served estimates instead (prequential).")] = False,
+    target: Annotated[Target | None, typer.Option(help="Only this target (default: run time and peak memory).")] = None,
 ) -> None:
-    """Seed 001's Table 2 for the latest training session per platform, and the champion's lead over the runner-up."""
+    """Seed 001's Table 2 for the latest training session per platform and target, and the champion's lead over the runner-up."""
     from training.report import NoSession, latest_session, tracked_algorithms
 
     settings = load_settings()
     if live:
         _live_report(settings, algorithm, platform)
         return
-    sessions = []
-    for name in [algorithm] if algorithm else tracked_algorithms(settings):
-        try:
-            sessions.append(latest_session(settings, name))
-        except NoSession as exc:
-            if algorithm:
-                raise fail(str(exc)) from None
+    sessions, missing = [], []
+    for each in [target] if target else list(Target):
+        for name in [algorithm] if algorithm else tracked_algorithms(settings, each):
+            try:
+                sessions.append(latest_session(settings, name, target=each))
+            except NoSession as exc:
+                missing.append(str(exc))
     if not sessions:
-        raise fail("no finished training session is tracked; run `predictor train` first")
+        raise fail(missing[0] if algorithm else "no finished training session is tracked; run `predictor train` first")
     trained_on = sorted({r.platform for session in sessions for r in session.rows})
     if platform is not None and platform not in trained_on:
         from predictor.catalog import load_catalog
@@ -136,16 +153,17 @@ def _print_session(session: SessionReport, platform: str | None) -> None:
     """One session's table per platform (only ``platform``'s, if given) and each champion's lead."""
     from training.report import REPORT_METRICS, champion_lead
 
-    algorithm = session.algorithm
+    algorithm, target = session.algorithm, session.target
     coverage = "" if session.nominal_coverage is None else f"; intervals of nominal coverage {session.nominal_coverage:g}"
-    console.print(f"{algorithm}: training session {session.run_id}{coverage}; * = champion (by {session.selection_metric})")
+    learns = "run time (seconds)" if target is Target.TIME else "peak memory (bytes)"
+    console.print(f"{algorithm}: training session {session.run_id} of {learns}{coverage}; * = champion (by {session.selection_metric})")
     for name in sorted({r.platform for r in session.rows} if platform is None else {platform}):
-        table = Table(title=f"{algorithm} on {name}")
+        table = Table(title=f"{algorithm} on {name}{TITLED[target]}")
         for column in ("model", "target", *REPORT_METRICS.values(), "fit s"):
             table.add_column(column, justify="left" if column in ("model", "target") else "right", no_wrap=True)
         for r in (r for r in session.rows if r.platform == name):
             values = [f"{r.metrics[m]:.4g}" if m in r.metrics else "-" for m in REPORT_METRICS]
-            table.add_row(("* " if r.champion else "") + r.model, r.target_transform, *values, f"{r.fit_seconds:.2f}")
+            table.add_row(("* " if r.champion else "") + r.model, f"{target.value}, {r.target_transform}", *values, f"{r.fit_seconds:.2f}")
         print_table(table)
         lead = champion_lead(session, name)
         if lead is not None:
@@ -208,7 +226,7 @@ MODEL_METRICS = ("rae", "rrse", "median_ape", "within_factor_2", "interval_cover
 def models_list(
     url: Annotated[str | None, typer.Option(help="Ask a running service instead of the local registry.")] = None,
 ) -> None:
-    """Each (algorithm, platform)'s champion: registered version, zoo member and cross-validation metrics."""
+    """Each (algorithm, platform)'s champion per target: registered version, zoo member and cross-validation metrics."""
     from training.report import REPORT_METRICS
 
     settings = load_settings()
@@ -217,11 +235,12 @@ def models_list(
         err_console.print("no champions registered; `predictor train` trains and registers them")
         return
     table = Table(title=f"Champions ({'served by ' + url if url else 'registry ' + settings.resolved_tracking_uri})")
-    for column in ("algorithm", "platform", "version", "member", *(REPORT_METRICS[m] for m in MODEL_METRICS)):
-        table.add_column(column, justify="left" if column in ("algorithm", "platform", "member") else "right", no_wrap=True)
-    for c in sorted(champions, key=lambda c: (c["algorithm"], c["platform"])):
+    for column in ("algorithm", "platform", "version", "member", *(REPORT_METRICS[m] for m in MODEL_METRICS), "target"):
+        table.add_column(column, justify="left" if column in ("algorithm", "platform", "member", "target") else "right", no_wrap=True)
+    order = {t.value: i for i, t in enumerate(Target)}  # run time first; a service's row without a target is run time's
+    for c in sorted(champions, key=lambda c: (c["algorithm"], c["platform"], order.get(c.get("target") or "time", len(order)))):
         metrics = [f"{c['metrics'][m]:.4g}" if m in c["metrics"] else "-" for m in MODEL_METRICS]
-        table.add_row(c["algorithm"], c["platform"], str(c["version"]), c.get("model_kind") or "-", *metrics)
+        table.add_row(c["algorithm"], c["platform"], str(c["version"]), c.get("model_kind") or "-", *metrics, plain(c.get("target") or "time"))
     print_table(table)
 
 
@@ -230,28 +249,31 @@ def models_history(
     algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many decisions, newest first.", min=1)] = 50,
+    target: Annotated[Target | None, typer.Option(help="Only decisions about this target's models.")] = None,
 ) -> None:
     """Every decision of the champion guard, and every rollback: trained, promoted, refreshed, kept or rolled back, and why.
 
     A row the store cannot read back whole is shown with ``!`` after its number and what could not be read.
     """
-    rows = open_store(load_settings()).decisions(algorithm, platform, limit)
+    rows = open_store(load_settings()).decisions(algorithm, platform, limit, target.value if target else None)
     if not rows:
-        raise fail("no training decisions recorded" + "".join(f" for {x}" for x in (algorithm, platform) if x))
+        raise fail("no training decisions recorded" + "".join(f" for {x}" for x in (algorithm, platform, target and target.value) if x))
     table = Table(title="Champion decisions, newest first")
-    for column in ("#", "when (UTC)", "algorithm", "platform", "decision", "trigger", "challenger", "incumbent", "registered", "serving", "runs"):
+    columns = ("#", "when (UTC)", "algorithm", "platform", "target", "decision", "trigger", "challenger", "incumbent", "registered",
+               "serving", "runs")  # fmt: skip
+    for column in columns:
         table.add_column(column, no_wrap=True)
     for r in rows:
         when = r["decided_at"]
         table.add_row(*map(plain, (
             f"{r['id']}{'!' if r['unreadable'] else ''}", f"{when:%Y-%m-%d %H:%M:%S}" if isinstance(when, datetime) else when,
-            r["algorithm"], r["platform"], r["decision"], r["trigger"], r["challenger"], r["incumbent"] or "-", r["version"] or "-",
+            r["algorithm"], r["platform"], r["target"], r["decision"], r["trigger"], r["challenger"], r["incumbent"] or "-", r["version"] or "-",
             r["serving_version"] or "-", r["n_rows"],
         )))  # fmt: skip
     print_table(table)
     for r in rows:
         unreadable = f" [unreadable: {', '.join(r['unreadable'])}]" if r["unreadable"] else ""
-        console.print(plain(f"#{r['id']} {r['algorithm']}/{r['platform']}: {r['reason']}{unreadable}"), highlight=False)
+        console.print(plain(f"#{r['id']} {r['algorithm']}/{r['platform']} {r['target']}: {r['reason']}{unreadable}"), highlight=False)
 
 
 @models_app.command("rollback")
@@ -259,6 +281,7 @@ def models_rollback(
     algorithm: Annotated[str, typer.Argument(help="The algorithm whose champion moves back.")],
     platform: Annotated[str, typer.Argument(help="Its platform.")],
     to: Annotated[str | None, typer.Option("--to", metavar="VERSION", help="This registered version (default: the champion before the serving one).")] = None,
+    target: Annotated[Target, typer.Option(help="The model rolled back: run time's or peak memory's.")] = Target.TIME,
 ) -> None:
     """Move the pair's champion alias back to the version that served before (or to --to VERSION); recorded in `models history`.
 
@@ -273,34 +296,39 @@ def models_rollback(
     from training.champions import JUDGED_TAG
 
     settings = load_settings()
-    name = registered_name(algorithm, platform)
+    name = registered_name(algorithm, platform, target)
     client = registry_client(settings.resolved_tracking_uri)
     try:
         serving = client.get_model_version_by_alias(name, CHAMPION_ALIAS)
         versions = {str(v.version): v for v in client.search_model_versions(f"name='{name}'")}
     except MlflowException as exc:
-        raise fail(f"no champion of {algorithm} on {platform} to roll back ({exc.error_code})") from None
+        raise fail(f"no {_champion(target)} of {algorithm} on {platform} to roll back ({exc.error_code})") from None
     if to is None:
         earlier = [v for v in versions.values() if int(v.version) < int(serving.version) and v.tags.get("role") == CHAMPION_ALIAS]
         if not earlier:
-            raise fail(f"version {serving.version} is the first champion of {algorithm} on {platform}: nothing served before it")
+            raise fail(f"version {serving.version} is the first {_champion(target)} of {algorithm} on {platform}: nothing served before it")
         to = str(max(earlier, key=lambda v: int(v.version)).version)
     if to not in versions:
         raise fail(f"{name} has no version {to}; registered: {', '.join(sorted(versions, key=int))}")
     if to == str(serving.version):
         raise fail(f"version {to} already serves {algorithm} on {platform}")
-    target = versions[to]
+    chosen = versions[to]
     client.set_registered_model_alias(name, CHAMPION_ALIAS, to)
     if JUDGED_TAG in client.get_registered_model(name).tags:
         client.delete_registered_model_tag(name, JUDGED_TAG)  # the session it noted judged another version: the next train judges again
     reason = f"rolled back by hand from version {serving.version} to version {to}"
     open_store(settings).add_decision({
-        "decided_at": datetime.now(UTC), "algorithm": algorithm, "platform": platform, "decision": "rolled back",
-        "trigger": "predictor models rollback", "challenger": target.tags.get("model_kind", "?"),
+        "decided_at": datetime.now(UTC), "algorithm": algorithm, "platform": platform, "target": target.value, "decision": "rolled back",
+        "trigger": "predictor models rollback", "challenger": chosen.tags.get("model_kind", "?"),
         "incumbent": serving.tags.get("model_kind"), "version": None, "serving_version": to,
-        "n_rows": int(target.tags.get("n_rows", 0)), "reason": reason, "details": {"from_version": str(serving.version), "to_version": to},
+        "n_rows": int(chosen.tags.get("n_rows", 0)), "reason": reason, "details": {"from_version": str(serving.version), "to_version": to},
     })  # fmt: skip
-    console.print(plain(f"{algorithm}/{platform}: {reason}"), highlight=False)
+    console.print(plain(f"{algorithm}/{platform}{'' if target is Target.TIME else ' ' + target.value}: {reason}"), highlight=False)
+
+
+def _champion(target: Target) -> str:
+    """A champion of ``target``, in words."""
+    return "champion" if target is Target.TIME else f"{target.value} champion"
 
 
 def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
@@ -313,16 +341,17 @@ def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
 
     try:
         configure_mlflow(settings)
-        versions = list_champions()
+        versions = [(target, v) for target in Target for v in list_champions(target)]
     except MlflowException as exc:
         raise fail(f"model registry {settings.resolved_tracking_uri} unavailable: {exc.message}") from None
     return [
         {
             "algorithm": v.tags.get("algorithm", "?"),
             "platform": v.tags.get("platform", "?"),
+            "target": target.value,
             "version": v.version,
             "model_kind": v.tags.get("model_kind"),
             "metrics": cv_metrics(v.tags),
         }
-        for v in versions
+        for target, v in versions
     ]

@@ -126,12 +126,7 @@ def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str, 
         rows = rows[rows["algorithm"] == algorithm]
     if "platform" in rows:
         rows = rows[rows["platform"] == platform]
-    rows = rows.assign(censored=rows["censored"].astype(bool) if "censored" in rows else False)
-    if "exit_status" in rows:
-        rows = rows[(rows["exit_status"] == 0) | rows["censored"]]
-    if target is Target.MEMORY:
-        rss = rows["max_rss_kb"] if "max_rss_kb" in rows else pd.Series(np.nan, index=rows.index)
-        rows = rows[rss.notna() & (rss > 0)]
+    rows = target_rows(rows, target)
     rows = rows.sort_values("run_id", kind="stable").reset_index(drop=True)
     censored = rows["censored"].to_numpy(dtype=bool)
     finished = int((~censored).sum())
@@ -155,6 +150,20 @@ def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str, 
         censored=censored,
         target=target,
     )
+
+
+def target_rows(frame: pd.DataFrame, target: Target) -> pd.DataFrame:
+    """The runs of a store frame that tell ``target``: finished or censored, and for peak memory, having measured it.
+
+    ``censored`` is made a boolean column (all False when the frame has none).
+    """
+    rows = frame.assign(censored=frame["censored"].astype(bool) if "censored" in frame else False)
+    if "exit_status" in rows:
+        rows = rows[(rows["exit_status"] == 0) | rows["censored"]]
+    if target is Target.MEMORY:
+        rss = rows["max_rss_kb"] if "max_rss_kb" in rows else pd.Series(np.nan, index=rows.index)
+        rows = rows[rss.notna() & (rss > 0)]
+    return rows
 
 
 def target_values(rows: pd.DataFrame, target: Target) -> np.ndarray:

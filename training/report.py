@@ -1,4 +1,4 @@
-"""The seed 001 Table-2-style comparison of every candidate of an algorithm's latest training session, from MLflow."""
+"""The seed 001 Table-2-style comparison of every candidate of an algorithm's latest training session of a target, from MLflow."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import mlflow
 
+from predictor.domain import Target
 from predictor.settings import Settings
 from training.significance import Difference, paired_bootstrap
 from training.tracking import configure_mlflow, experiment_name, load_out_of_fold
@@ -42,7 +43,7 @@ class ReportRow:
 
 @dataclass(frozen=True)
 class SessionReport:
-    """The latest finished training session of an algorithm and its candidates, best first per platform."""
+    """The latest finished training session of an algorithm's ``target`` and its candidates, best first per platform."""
 
     algorithm: str
     run_id: str
@@ -50,24 +51,25 @@ class SessionReport:
     nominal_coverage: float | None
     selection_metric: str
     rows: list[ReportRow]
+    target: Target = Target.TIME
 
 
 class NoSession(LookupError):
-    """No finished training session of the algorithm is tracked."""
+    """No finished training session of the algorithm (and target) is tracked."""
 
 
-def tracked_algorithms(settings: Settings) -> list[str]:
-    """The algorithms training has tracked an experiment for, by name."""
+def tracked_algorithms(settings: Settings, target: Target = Target.TIME) -> list[str]:
+    """The algorithms training has tracked an experiment of ``target`` for, by name."""
     configure_mlflow(settings)
-    prefix = experiment_name("")
+    prefix = experiment_name("", target)
     names = (e.name for e in mlflow.search_experiments(filter_string=f"name LIKE '{prefix}%'"))
     return sorted(name.removeprefix(prefix) for name in names)
 
 
-def latest_session(settings: Settings, algorithm: str, platform: str | None = None) -> SessionReport:
-    """Read the candidates of ``algorithm``'s latest finished session (only ``platform``'s, if given)."""
+def latest_session(settings: Settings, algorithm: str, platform: str | None = None, target: Target = Target.TIME) -> SessionReport:
+    """Read the candidates of ``algorithm``'s latest finished session of ``target`` (only ``platform``'s, if given)."""
     configure_mlflow(settings)
-    experiment = mlflow.get_experiment_by_name(experiment_name(algorithm))
+    experiment = mlflow.get_experiment_by_name(experiment_name(algorithm, target))
     parents = [] if experiment is None else mlflow.search_runs(
         [experiment.experiment_id],
         filter_string=f"attributes.run_name = 'train-{algorithm}' AND attributes.status = 'FINISHED'",
@@ -76,7 +78,10 @@ def latest_session(settings: Settings, algorithm: str, platform: str | None = No
         output_format="list",
     )
     if not parents:
-        raise NoSession(f"no finished training session of {algorithm!r} is tracked; run `predictor train` first")
+        if target is Target.TIME:
+            raise NoSession(f"no finished training session of {algorithm!r} is tracked; run `predictor train` first")
+        raise NoSession(f"no finished {target.value} training session of {algorithm!r} is tracked; "
+                        f"run `predictor train --target {target.value}` first")  # fmt: skip
     parent = parents[0]
     children = mlflow.search_runs(
         [parent.info.experiment_id],
@@ -95,6 +100,7 @@ def latest_session(settings: Settings, algorithm: str, platform: str | None = No
         nominal_coverage=float(coverages.pop()) if len(coverages) == 1 else None,
         selection_metric=metric,
         rows=rows,
+        target=target,
     )
 
 

@@ -1,13 +1,15 @@
-"""The retrain worker: it watches the store and retrains a pair when its data or its live error says so.
+"""The retrain worker: it watches the store and retrains a pair's target when its data or its live error says so.
 
-A pair is *due* when
+Each target of a pair (run time, peak memory) has its own champion and is judged on its own rule. A
+pair's target is *due* when
 
-- it has no champion yet and enough finished runs to train on;
+- it has no champion yet and enough finished runs to train on (for peak memory: runs that measured it);
 - runs arrived since its champion was trained: at least ``retrain_min_new_runs`` of them, and at
   least ``retrain_min_new_fraction`` of the runs the champion was trained on (so a pair of 50 runs
   retrains after 20 more, one of 5,000 after 500);
 - or its live error drifted: over at least ``drift_min_runs`` runs served by the current version,
-  the live RAE exceeds ``drift_rae_factor`` times the version's cross-validated RAE.
+  the live RAE exceeds ``drift_rae_factor`` times the version's cross-validated RAE (run time only: the
+  store records served run-time estimates, not served memory).
 
 Due pairs are trained by the same pipeline as ``predictor train`` (same tracking, same guard), each
 decision recorded in the store with what triggered it. The service's champion watcher picks up a
@@ -23,10 +25,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from predictor.domain import Target
 from predictor.live import LiveWindows, live_metrics
 from predictor.passes import every_interval
 from predictor.settings import Settings
-from training.dataset import MeasurementFrames, load_training_sets
+from training.dataset import MeasurementFrames, load_training_sets, target_rows
 from training.folds import MIN_ROWS
 from training.guard import Incumbent
 from training.pipeline import ChampionBook, Progress, Tracker, TrainingOutcome, decision_row, train
@@ -36,11 +39,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Trigger:
-    """Why a pair is due for training."""
+    """Why a pair's target is due for training."""
 
     algorithm: str
     platform: str
     reason: str
+    target: Target = Target.TIME
 
 
 class WorkerStore(MeasurementFrames, LiveWindows, Protocol):
@@ -51,26 +55,43 @@ class WorkerStore(MeasurementFrames, LiveWindows, Protocol):
     def add_decision(self, row: dict[str, Any]) -> None: ...
 
 
-def due(settings: Settings, store: WorkerStore, book: ChampionBook) -> list[Trigger]:
-    """Every pair of the store that is due for training, and why (see the module docstring)."""
+def due(settings: Settings, store: WorkerStore, book: ChampionBook, targets: Sequence[Target] = tuple(Target)) -> list[Trigger]:
+    """Every (pair, target) of the store that is due for training, and why (see the module docstring)."""
     triggers = []
-    for algorithm, platform in store.pairs():
-        reason = why_due(settings, store, algorithm, platform, book.incumbent(algorithm, platform))
-        if reason is not None:
-            triggers.append(Trigger(algorithm, platform, reason))
+    for target in targets:
+        for algorithm, platform in store.pairs():
+            reason = why_due(settings, store, algorithm, platform, book.incumbent(algorithm, platform, target), target)
+            if reason is not None:
+                triggers.append(Trigger(algorithm, platform, reason, target))
     return triggers
 
 
-def why_due(settings: Settings, store: WorkerStore, algorithm: str, platform: str, incumbent: Incumbent | None) -> str | None:
-    """Why one pair, served by ``incumbent``, is due for training now; None when it is not."""
-    runs = store.count(algorithm, platform, informative_only=True)
+def why_due(
+    settings: Settings,
+    store: WorkerStore,
+    algorithm: str,
+    platform: str,
+    incumbent: Incumbent | None,
+    target: Target = Target.TIME,
+) -> str | None:
+    """Why one pair's ``target``, served by ``incumbent``, is due for training now; None when it is not."""
+    runs = _runs(store, algorithm, platform, target)
     if incumbent is None:
         return f"no champion; {runs} runs" if runs >= MIN_ROWS else None
     trained = incumbent.n_rows or 0
     new = runs - trained
     if new >= settings.retrain_min_new_runs and new >= settings.retrain_min_new_fraction * trained:
         return f"{new} new runs since version {incumbent.version} ({trained} runs)"
+    if target is not Target.TIME:
+        return None
     return _drift(settings, store, algorithm, platform, incumbent.version, incumbent.metrics.get("rae"))
+
+
+def _runs(store: WorkerStore, algorithm: str, platform: str, target: Target) -> int:
+    """Runs of the pair that tell ``target``: finished or censored (the store counts them), and for memory, with a peak memory."""
+    if target is Target.TIME:
+        return store.count(algorithm, platform, informative_only=True)
+    return len(target_rows(store.frame(algorithm, platform, with_censored=True), target))
 
 
 def _drift(settings: Settings, store: WorkerStore, algorithm: str, platform: str, version: str, cv_rae: float | None) -> str | None:
@@ -95,24 +116,30 @@ def retrain_due(
     tracker: Tracker | None = None,
     models: Sequence[str] | None = None,
     progress: Progress | None = None,
+    targets: Sequence[Target] = tuple(Target),
 ) -> list[TrainingOutcome]:
-    """Train every due pair once, under the guard, and record each decision with its trigger."""
+    """Train every due pair's due ``targets`` once, under the guard, and record each decision with its trigger."""
     if book is None:  # the registry of the settings, not whatever MLflow's process-wide default points at (a stale ./mlflow.db)
         from training.champions import MlflowChampions
         from training.tracking import configure_mlflow
 
         configure_mlflow(settings)
         book = MlflowChampions()
-    triggers = due(settings, store, book)
-    if not triggers:
-        return []
-    reasons = {(t.algorithm, t.platform): t.reason for t in triggers}
-    sets = [ts for ts in load_training_sets(store, {t.algorithm for t in triggers}) if (ts.algorithm, ts.platform) in reasons]
-    outcomes = train(settings, sets, models=models, progress=progress, tracker=tracker, champions=book)
-    for outcome in outcomes:
-        reason = reasons[(outcome.algorithm, outcome.platform)]
-        store.add_decision(decision_row(outcome, f"worker: {reason}"))
-        log.info("%s/%s: %s (%s)", outcome.algorithm, outcome.platform, outcome.decision.verdict.value, outcome.decision.reason)
+    outcomes: list[TrainingOutcome] = []
+    for target in targets:
+        triggers = due(settings, store, book, [target])
+        if not triggers:
+            continue
+        reasons = {(t.algorithm, t.platform): t.reason for t in triggers}
+        loaded = load_training_sets(store, {t.algorithm for t in triggers}, target=target)
+        sets = [ts for ts in loaded if (ts.algorithm, ts.platform) in reasons]
+        trained = train(settings, sets, models=models, progress=progress, tracker=tracker, champions=book, target=target)
+        for outcome in trained:
+            reason = reasons[(outcome.algorithm, outcome.platform)]
+            store.add_decision(decision_row(outcome, f"worker: {reason}"))
+            log.info("%s/%s %s: %s (%s)", outcome.algorithm, outcome.platform, target.value, outcome.decision.verdict.value,
+                     outcome.decision.reason)  # fmt: skip
+        outcomes += trained
     return outcomes
 
 

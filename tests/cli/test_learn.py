@@ -54,19 +54,21 @@ def test_history_shows_an_unreadable_row_marked_beside_the_sound_ones(runner: Cl
     result = runner.invoke(app, ["models", "history"])
     assert result.exit_code == 0, result.output
     assert "│ 2! │ yesterday-ish" in result.stdout and "│ 1  │ 2026-11-25 14:01:52" in result.stdout
-    assert "#2 mafft/cpu2: no champion served before [unreadable: decided_at (ValueError), details (JSONDecodeError)]" in result.stdout
+    assert "#2 mafft/cpu2 time: no champion served before [unreadable: decided_at (ValueError), details (JSONDecodeError)]" in result.stdout
     assert "Traceback" not in result.output
 
 
 def store_power_law_runs(store: MeasurementStore, n: int = 60, seed: int = 2) -> None:
-    """``n`` mafft runs on cpu1 whose time is a power law of the input's residues: a linear_log member fits them well."""
+    """``n`` mafft runs on cpu1 whose time is a power law of the input's residues (a linear_log member fits them well), and
+    whose peak memory is 10 MB plus 100 KB a residue."""
     rng = np.random.default_rng(seed)
     size = rng.uniform(10, 1000, n)
     seconds = 0.01 * size**1.2 * rng.lognormal(0, 0.05, n)
     store.add(
-        Measurement(run_id=f"run-{i:04d}", algorithm="mafft", platform="cpu1", features={"input.residues": float(x)}, wall_seconds=float(t))
+        Measurement(run_id=f"run-{i:04d}", algorithm="mafft", platform="cpu1", features={"input.residues": float(x)}, wall_seconds=float(t),
+                    max_rss_kb=int(10_000 + 100 * x))
         for i, (x, t) in enumerate(zip(size, seconds, strict=True))
-    )
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -133,3 +135,44 @@ def test_rollback_moves_the_champion_back_and_is_recorded(trained: tuple[dict[st
     assert (newest["decision"], newest["trigger"], newest["serving_version"]) == ("rolled back", "predictor models rollback", "1")
     again = runner.invoke(app, ["train", "--model", "linear_log"], env=env)
     assert "mafft/cpu1 unchanged" not in again.output, again.output  # judged again against the restored version
+
+
+def test_train_target_memory_gets_a_champion_of_its_own_and_every_listing_says_the_target(
+    trained: tuple[dict[str, str], MeasurementStore],
+) -> None:
+    env, store = trained
+    runner = CliRunner()
+    memory = runner.invoke(app, ["train", "--target", "memory", "--model", "linear"], env=env)
+    assert memory.exit_code == 0 and "mafft/cpu1 memory promoted: no champion served before" in memory.output, memory.output
+    assert "Champions (peak memory)" in memory.stdout and "│ mafft     │ cpu1     │ memory │ linear " in memory.stdout
+    assert [(r["target"], r["trigger"]) for r in store.decisions()] == [
+        ("memory", "predictor train --target memory"), ("time", "predictor train"),
+    ]  # fmt: skip
+    listed = runner.invoke(app, ["models", "list"], env=env)
+    rows = [[c.strip() for c in line.strip("│").split("│")] for line in listed.stdout.splitlines() if line.startswith("│ mafft")]
+    assert [(r[0], r[1], r[2], r[3], r[-1]) for r in rows] == [("mafft", "cpu1", "1", "linear_log", "time"), ("mafft", "cpu1", "1", "linear", "memory")]
+    history = runner.invoke(app, ["models", "history"], env=env)
+    assert history.exit_code == 0 and "│ memory │ promoted │ predictor train --target memory" in history.stdout, history.output
+    assert "#2 mafft/cpu1 memory: no champion served before" in history.stdout
+    only = runner.invoke(app, ["models", "history", "--target", "time"], env=env)
+    assert "│ time   │ promoted │ predictor train " in only.stdout and "memory" not in only.stdout, only.output
+    report = runner.invoke(app, ["report", "--algorithm", "mafft"], env=env)
+    assert report.exit_code == 0, report.output
+    assert "of run time (seconds)" in report.stdout and "of peak memory (bytes)" in report.stdout
+    assert "mafft on cpu1 (peak memory)" in report.stdout and "* linear " in report.stdout and "memory, raw" in report.stdout
+    assert "time, log" in report.stdout
+    rollback = runner.invoke(app, ["models", "rollback", "mafft", "cpu1", "--target", "memory"], env=env)
+    assert rollback.exit_code == 2 and rollback.stderr.startswith("error: version 1 is the first memory champion of mafft on cpu1")
+
+
+def test_train_refuses_an_unknown_target_and_memory_without_measured_runs_in_one_line(runner: CliRunner, tmp_path: Path) -> None:
+    bad = runner.invoke(app, ["train", "--target", "disk"])
+    assert bad.exit_code == 2 and bad.stderr.startswith("error: Invalid value for '--target'") and bad.stderr.count("\n") == 1, bad.output
+    env = {"PREDICTOR_HOME": str(tmp_path / "home"), "PREDICTOR_CV_FOLDS": "3", "PREDICTOR_N_JOBS": "1"}
+    store = MeasurementStore(f"sqlite:///{tmp_path / 'home' / 'store.db'}")
+    store.migrate()
+    store.add(Measurement(run_id=f"r{i}", algorithm="mafft", platform="cpu1", features={"input.residues": float(i)}, wall_seconds=1.0 + i)
+              for i in range(10))  # fmt: skip
+    store.dispose()
+    none = CliRunner().invoke(app, ["train", "--target", "memory"], env=env)
+    assert none.exit_code == 2 and none.stderr.startswith("error: no runs with a peak memory (max_rss_kb) to train on"), none.output

@@ -137,3 +137,28 @@ def test_a_run_whose_features_are_not_json_is_set_aside_and_the_pass_trains_the_
             assert conn.execute(text("SELECT run_id FROM measurements_set_aside")).scalars().all() == ["poison"]
     finally:
         store.dispose()
+
+
+def _measured(runs: list[Measurement], per_unit_kb: float = 300.0) -> list[Measurement]:
+    """``runs`` with a peak memory of 20 MB plus ``per_unit_kb`` per unit of input size."""
+    return [m.model_copy(update={"max_rss_kb": int(20_000 + per_unit_kb * m.features["input.size"])}) for m in runs]
+
+
+def test_each_target_is_due_by_its_own_runs_and_gets_its_own_champion(settings: Settings, store: MeasurementStore) -> None:
+    book, tracker = MemoryChampions(), MemoryTracker(0.9)
+    store.add(_runs(10) + _measured(_runs(30, start=10, seed=1)))  # 40 runs, 30 of them with a peak memory
+    assert [(t.target, t.reason) for t in due(settings, store, book)] == [
+        (Target.TIME, "no champion; 40 runs"), (Target.MEMORY, "no champion; 30 runs"),
+    ]  # fmt: skip
+    outcomes = retrain_due(settings, store, book=book, tracker=tracker)
+    assert [(o.target, o.decision.verdict, o.n_rows) for o in outcomes] == [(Target.TIME, Verdict.PROMOTED, 40), (Target.MEMORY, Verdict.PROMOTED, 30)]
+    assert [(r["target"], r["trigger"]) for r in store.decisions()] == [("memory", "worker: no champion; 30 runs"), ("time", "worker: no champion; 40 runs")]
+    assert set(book.alias) == {("tool", "cpu", Target.TIME), ("tool", "cpu", Target.MEMORY)}
+    assert book.champions(Target.MEMORY)[("tool", "cpu")].name == "memory-tool-cpu"
+    store.add(_runs(10, start=40, seed=2))  # new runs without a peak memory: run time is due, memory is not
+    assert [(t.target, t.reason) for t in due(settings, store, book)] == [(Target.TIME, "10 new runs since version 1 (40 runs)")]
+    store.add(_measured(_runs(10, start=50, seed=3)))
+    assert [(t.target, t.reason) for t in due(settings, store, book)] == [
+        (Target.TIME, "20 new runs since version 1 (40 runs)"), (Target.MEMORY, "10 new runs since version 1 (30 runs)"),
+    ]  # fmt: skip
+    assert [(t.target, t.reason) for t in due(settings, store, book, [Target.MEMORY])] == [(Target.MEMORY, "10 new runs since version 1 (30 runs)")]
