@@ -51,7 +51,7 @@ class MemoryTracker:
         params: Mapping[str, object] | None = None,
     ) -> Candidate:
         metrics, quantiles = candidate_numbers(training_set, plan, result, self.coverage)
-        return Candidate(result.model_name, run_id=f"memory-{next(self._ids)}", metrics=metrics, residual_quantiles=quantiles)
+        return Candidate(result.model_name, run_id=f"unlogged-{next(self._ids)}", metrics=metrics, residual_quantiles=quantiles)
 
     def note(self, session: None, tags: Mapping[str, str]) -> None:
         return None
