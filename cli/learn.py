@@ -19,6 +19,7 @@ from predictor.domain import Target
 if TYPE_CHECKING:
     from predictor.catalog import Catalog
     from predictor.settings import Settings
+    from training.pipeline import TrainingOutcome
     from training.report import SessionReport
 
 commands = typer.Typer()
@@ -87,8 +88,13 @@ def train(
         )  # fmt: skip
     print_table(table)
     for o in outcomes:
-        said = f"{o.algorithm}/{o.platform}{'' if target is Target.TIME else ' ' + target.value} {o.decision.verdict.value}"
-        console.print(f"{said}: {o.decision.reason}", markup=False, highlight=False)
+        console.print(f"{_pair(o)} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
+
+
+def _pair(outcome: TrainingOutcome) -> str:
+    """``algorithm/platform`` of an outcome, and its target unless run time (whose lines read as before there were targets)."""
+    said = f"{outcome.algorithm}/{outcome.platform}"
+    return said if outcome.target is Target.TIME else f"{said} {outcome.target.value}"
 
 
 def _check_train_choices(algorithms: list[str] | None, models: list[str] | None, stored: set[str], catalog: Callable[[], Catalog]) -> None:
@@ -210,7 +216,7 @@ def worker(
 
     def said(outcomes) -> None:
         for o in outcomes:
-            console.print(f"{o.algorithm}/{o.platform} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
+            console.print(f"{_pair(o)} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
         if once and not outcomes:
             console.print("nothing is due for training")
 
