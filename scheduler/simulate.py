@@ -65,6 +65,8 @@ class JobRecord:
     estimate: float | None = None  # the seconds the scheduler was told at submission, on the platform it ran on
     requested: float | None = None  # the user's requested time (the kill limit), where the workload has one
     predicted_start: float | None = None  # the start the plan gave it right after its submission (its arrival if it started)
+    memory: int | None = None  # the memory it planned with (its limit), bytes
+    true_memory: int | None = None  # its true peak, bytes
 
 
 @dataclass
@@ -375,7 +377,7 @@ class Simulation:
             out.append(
                 JobRecord(
                     spec.id, spec.algorithm, spec.submit, spec.deadline, spec.priority, status, start, end, platform,
-                    estimate, requested_seconds(spec.params), self.predicted_start.get(spec.id),
+                    estimate, requested_seconds(spec.params), self.predicted_start.get(spec.id), spec.memory, spec.true_memory,
                 )
             )  # fmt: skip
         return out

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from scheduler.metrics import compute
 from scheduler.retries import OOM, TIMEOUT, LimitOracle, RetryPolicy
 from scheduler.simulate import SimResult, simulate
 from scheduler.specs import make_policy, parse_estimates
@@ -101,6 +102,13 @@ def test_without_memory_the_hpc2n_replay_is_unchanged_and_ignoring_memory_overco
     assert starts(results["ignored"]) == starts(results["none"])  # node sizes and true peaks alone change no decision
     assert results["none"].overcommits == 0 and results["ignored"].overcommits > 0
     assert results["used"].overcommits == 0 and starts(results["used"]) != starts(results["none"])
+
+
+def test_hpc2n_on_its_nodes_without_memory_gives_the_figures_measured_before_memory() -> None:
+    # docs/results/backfilling.md, "On the nodes": EASY with requests on Seth's nodes, measured before jobs had memory
+    w = swf.replay(trace("hpc2n.swf"), nodes="packed")
+    m = compute(simulate(w, make_policy("easy"), parse_estimates("requested").oracle(w)))
+    assert (round(m.avebsld, 1), round(m.mean_waiting), m.max_waiting, round(m.utilisation, 3)) == (20.3, 3831, 81284.0, 0.457)
 
 
 def test_hpc2n_memory_is_per_processor_times_processors_and_nodes_have_the_machine_file_s() -> None:
