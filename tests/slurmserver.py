@@ -27,6 +27,12 @@ VM whose cgroup v1 hierarchies, the freezer included, are mounted and writable a
   -o JobID,MaxRSS`` answers while a step runs (``123.batch|96980K``, with jobacct_gather/linux); slurmdbd (not
   installed: it needs MariaDB) would keep it for ``sacct``.
 - ``scontrol update JobId=<id> MinMemoryNode=100`` on a job requeued held takes: its next run has ``mem=100M``.
+- Preemption (``PreemptType=preempt/partition_prio``, ``PreemptMode=CANCEL``, partition ``urgent`` a tier above
+  ``debug``): a debug job holding both CPUs ends PREEMPTED when an urgent job comes; ``scontrol requeuehold`` takes it.
+- ``scontrol update NodeName=<node> State=DOWN`` under running jobs ends them NODE_FAIL (a line each in the
+  completion log); Slurm requeues a requeueable one itself (PENDING at once), and refuses ``scontrol requeuehold``
+  for one submitted ``--no-requeue`` ("Requested operation is presently disabled"). With ``ReturnToService=2`` the
+  node is back ``idle`` within seconds. ``sinfo -N`` shows the node once per partition.
 - In job_submit.lua ``job_desc.pn_min_memory`` is NO_VAL64 without a memory request, ``min_mem_per_node`` and
   ``min_mem_per_cpu`` are nil unless ``--mem`` or ``--mem-per-cpu`` gave them; setting ``pn_min_memory`` sets ``--mem``.
 """
@@ -67,7 +73,11 @@ JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=1
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=100
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
 """
+URGENT = "PartitionName=urgent Nodes={node} DefaultTime=00:05:00 MaxTime=60 PriorityTier=2 State=UP\n"
+"""A partition whose jobs preempt (cancel) debug's, for a PREEMPTED job (``memory=True`` clusters only)."""
 CGROUP_ROOT = "/sys/fs/cgroup"
 CGROUP_CONF = f"""CgroupPlugin=cgroup/v1
 CgroupMountpoint={CGROUP_ROOT}
@@ -154,7 +164,7 @@ class SlurmCluster:
         deadline = time.monotonic() + START_S
         while time.monotonic() < deadline:
             state = self.run("sinfo", "-h", "-N", "-o", "%T", check=False).stdout.strip()
-            if state == "idle":
+            if set(state.split()) == {"idle"}:  # one line per partition the node is in
                 return
             time.sleep(0.2)
         raise RuntimeError(f"the node did not come up idle in {START_S:.0f} s (last state {state!r}); logs in {self.root / 'log'}")
@@ -186,7 +196,8 @@ class SlurmCluster:
                     pass
 
     def _stop_daemons(self) -> None:
-        for pid in self._escaped():
+        stepds = self._end_jobs() if "slurmctld" in self._pids else []
+        for pid in self._escaped() + stepds:
             _signal(pid, signal.SIGKILL)
         for name in reversed(DAEMONS):
             pid = self._pids.pop(name, None)
@@ -195,6 +206,27 @@ class SlurmCluster:
                 if not _gone(pid, 10.0):
                     _signal(pid, signal.SIGKILL)
                     _gone(pid, 5.0)
+
+    def _end_jobs(self) -> list[int]:
+        """Cancel the jobs still running and wait (bounded) for them to end; the pids of their slurmstepds that did not.
+
+        A slurmstepd outlives a stopped slurmd (and keeps its job's cgroup, frozen, with proctrack/cgroup)."""
+        listed = self.run("squeue", "-h", "--states=RUNNING,COMPLETING,SUSPENDED", "--format=%i", check=False).stdout.split()
+        if not listed:
+            return []
+        self.run("scancel", *listed, check=False)
+        deadline = time.monotonic() + 15.0
+        while time.monotonic() < deadline and self.run("squeue", "-h", "--states=RUNNING,COMPLETING", "--format=%i", check=False).stdout.strip():
+            time.sleep(0.2)
+        marks = tuple(f"slurmstepd: [{job}.".encode() for job in listed)
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(marks):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        return found
 
     def _escaped(self) -> list[int]:
         """Processes whose environment names this cluster: jobs' children that outlived their job."""
@@ -298,7 +330,7 @@ ReturnToService=2
 MailProg=/bin/true
 NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory={NODE_MEMORY_MB} State=UNKNOWN
 PartitionName=debug Nodes={self.node} Default=YES DefaultTime=00:05:00 MaxTime={self.max_time_min} State=UP
-""")
+{URGENT.format(node=self.node) if self.memory else ""}""")
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -12,8 +12,10 @@ What a stopped run gets, by its state (:data:`RESOURCES`):
 - ``PREEMPTED``, ``NODE_FAIL``: requeued with neither changed (nothing of the job ran out).
 
 Declined, and recorded as such: a job requeued N times already for that resource, a timed-out one whose algorithm
-nobody knows (no tag, no rule: nothing to estimate its time from), one at its partition's maximum, or one no
-quantile would give more time.
+nobody knows (no tag, no rule: nothing to estimate its time from), one at its partition's maximum, one no quantile
+would give more time, one back in the queue already (Slurm requeues a requeueable job after ``NODE_FAIL`` itself, and
+one preempted with ``PreemptMode=REQUEUE``), and one Slurm refuses to requeue (submitted ``--no-requeue``, or
+``JobRequeue=0``: "Requested operation is presently disabled").
 
 Every decision is a JSON line in the decisions file, appended before it is carried out, and its run's id makes it
 happen once. A requeue is ``scontrol requeuehold`` then ``scontrol update TimeLimit=...|MinMemoryNode=...
@@ -36,7 +38,7 @@ from features import FeatureError
 from predictor.domain import Estimate
 from predictor.memsize import MIB
 from predictor.oracle import RuntimeOracle
-from predictor.slurm.accounting import SlurmJob
+from predictor.slurm.accounting import QUEUED, SlurmJob
 from predictor.slurm.control import Slurm, SlurmError, partition_max_memory, partition_max_time
 from predictor.slurm.ingest import run_id_of
 from predictor.slurm.rules import JobMapping
@@ -46,6 +48,9 @@ QUANTILES = (0.99, 0.999, 0.9999)
 MEMORY_FACTOR = 2.0
 RESOURCES = {"TIMEOUT": "time", "OUT_OF_MEMORY": "memory", "PREEMPTED": "none", "NODE_FAIL": "none"}
 """The ended states the guard requeues, and the resource each raises (``none``: requeued as it was)."""
+BACK = QUEUED - {"REQUEUED"}  # waiting or running again (REQUEUED is a requeue on its way, the guard's own too)
+REFUSED = "presently disabled"
+"""What scontrol answers for a job that may not be requeued: a refusal for good, not a failure to try again."""
 Uppers = Callable[[JobMapping, float], "Estimate | None"]
 """A mapped job's estimate with its limits (time and, with a memory model, memory) at a quantile; None without one."""
 
@@ -126,8 +131,8 @@ class ResourceGuard:
     def resume(self) -> list[GuardDecision]:
         """Finish every requeue started and not recorded done (a guard stopped half way, or Slurm did not answer)."""
         history = self.history()
-        done = {d.run_id for d in history if d.action == "requeued"}
-        return [self._carry_out(d) for d in history if d.action == "requeue" and d.run_id not in done]
+        closed = {d.run_id for d in history if d.action != "requeue"}  # requeued, or refused by Slurm
+        return [self._carry_out(d) for d in history if d.action == "requeue" and d.run_id not in closed]
 
     def consider(self, job: SlurmJob, mapping: JobMapping | None) -> GuardDecision | None:
         """Decide about one ended run (only the states of :data:`RESOURCES` concern the guard) and carry the decision
@@ -140,7 +145,12 @@ class ResourceGuard:
         if any(d.run_id == run_id for d in history):
             return None  # decided before; a requeue left half done is finished by resume()
         requeued = sum(d.job_id == job.job_id and d.resource == resource and d.action == "requeued" for d in history)
-        if requeued >= self.max_requeues:
+        if back := self._back_in_queue(job.job_id):
+            decision = GuardDecision(
+                run_id, job.job_id, "declined", f"{job.state}: {back}", old_limit_s=job.time_limit, resource=resource,
+                old_memory_mb=job.req_mem_mb,
+            )  # fmt: skip
+        elif requeued >= self.max_requeues:
             decision = GuardDecision(
                 run_id, job.job_id, "declined", f"{job.state}: requeued {requeued} times for {resource} already (at most {self.max_requeues})",
                 old_limit_s=job.time_limit, resource=resource, old_memory_mb=job.req_mem_mb,
@@ -207,16 +217,43 @@ class ResourceGuard:
         new = min(new, ceiling) if ceiling is not None else new
         return decided("requeue", f"killed for memory at {old} MB; {new} MB: {why}" + (" (capped by its nodes)" if capped else ""), new, quantile)
 
+    def _state(self, job_id: str) -> str:
+        """The job's state now ('' when slurmctld has forgotten it or does not answer: the requeue will tell)."""
+        try:
+            return next((j.state for j in self.slurm.jobs([job_id])), "")
+        except SlurmError:
+            return ""
+
+    def _back_in_queue(self, job_id: str) -> str:
+        """Why there is nothing to requeue when the job waits or runs again, not held by the guard (Slurm requeued it
+        itself, or a guard requeued it and stopped before recording so); '' otherwise, or when squeue does not answer."""
+        try:
+            job = next((j for j in self.slurm.jobs([job_id]) if j.state in BACK and not j.held), None)
+        except SlurmError:
+            return ""
+        return "" if job is None else f"back in the queue already (now {job.state}): not requeued again"
+
     def _carry_out(self, decision: GuardDecision) -> GuardDecision:
         """Requeue held, raise the resource, release; each step again is harmless, so a half-done requeue is finished."""
+        state = self._state(decision.job_id)
+        if state == "COMPLETING":  # its processes are still being killed: Slurm takes no requeue yet
+            log.info("job %s is still completing; requeued on the next pass", decision.job_id)
+            return decision
+        if back := self._back_in_queue(decision.job_id):
+            closed = GuardDecision(**{**asdict(decision), "action": "declined", "reason": back})
+            self._record(closed)
+            return closed
         try:
-            state = next((j.state for j in self.slurm.jobs([decision.job_id])), "")
             if state in RESOURCES:
                 self.slurm.requeue(decision.job_id, hold=True)
             self.slurm.update(decision.job_id, **decision.scontrol_fields(), StartTime="now")
             time.sleep(RELAUNCH_DELAY_S)  # the run ended before its requeue: this keeps the release past its kill's second
             self.slurm.release(decision.job_id)
         except SlurmError as exc:
+            if REFUSED in str(exc):
+                refused = GuardDecision(**{**asdict(decision), "action": "declined", "reason": f"Slurm refuses to requeue it: {exc}"})
+                self._record(refused)
+                return refused
             log.warning("requeueing job %s failed (tried again on the next pass): %s", decision.job_id, exc)
             return decision
         done = GuardDecision(**{**asdict(decision), "action": "requeued", "at": ""})

@@ -14,9 +14,11 @@ from predictor.domain import Estimate, Measurement
 from predictor.memsize import MIB
 from predictor.oracle import build_oracle
 from predictor.settings import BUNDLED_DATA
+from predictor.slurm.accounting import SlurmJob, read_jobcomp
 from predictor.slurm.control import Slurm
 from predictor.slurm.follow import Follower
 from predictor.slurm.guard import GuardDecision, ResourceGuard, oracle_uppers
+from predictor.slurm.ingest import run_id_of
 from predictor.slurm.rules import JobMapping, Rules
 from predictor.store import MeasurementStore
 from tests.livesrv import eventually
@@ -72,6 +74,13 @@ def _job(cluster: SlurmCluster, home: Home, *args: str) -> str:
     return cluster.submit("--job-name=guarded", "--time=1", "--comment", _tag(home), *args, "--wrap", "sleep 600")
 
 
+def _decided(follower: Follower, guard: ResourceGuard, job: str) -> list[GuardDecision]:
+    """The guard's decisions about ``job`` once the last is final: passes until no requeue is left started (a job still
+    COMPLETING when its end is read is requeued on a later pass)."""
+    assert eventually(lambda: follower.poll() is not None and [d for d in guard.history() if d.job_id == job][-1].action != "requeue", 60)
+    return [d for d in guard.history() if d.job_id == job]
+
+
 def _runs(store: MeasurementStore, job: str) -> list[Measurement]:
     return sorted((m for m in store.measurements(successful_only=False) if m.context["slurm_job"] == job), key=lambda m: m.recorded_at)
 
@@ -80,8 +89,7 @@ def test_a_timed_out_job_is_requeued_once_with_a_larger_limit(guard_parts: Parts
     follower, guard, store = guard_parts
     job = _job(slurm_cluster, home)
     _time_out(slurm_cluster, job)
-    follower.poll()
-    decisions = [d for d in guard.history() if d.job_id == job]
+    decisions = _decided(follower, guard, job)
     assert [d.action for d in decisions] == ["requeue", "requeued"]
     assert decisions[0].quantile == 0.99 and decisions[0].old_limit_s == 0.0 and decisions[0].new_limit_s == 60.0
     shown = slurm_cluster.show(job)
@@ -101,15 +109,19 @@ def test_a_requeue_left_half_done_is_finished_by_the_next_guard(guard_parts: Par
     follower, guard, _ = guard_parts
     job = _job(slurm_cluster, home)
     _time_out(slurm_cluster, job)
-    # the state a guard killed right after `scontrol requeuehold` leaves: its decision on disk (written by the
-    # walltime guard before issue 31: no resource named, so time), the job held
-    started = GuardDecision(f"slurm-{slurm_cluster.name}-{job}-x", job, "requeue", "killed half way", 0.0, 120.0, 0.99, "now")
+    # the state a guard killed right after `scontrol requeuehold` leaves: its decision about the run on disk (written
+    # by the walltime guard before issue 31: no resource named, so time), the job held, the log's cursor not moved on
+    assert eventually(lambda: slurm_cluster.completions().get(job) == "TIMEOUT", 30)
+    line = [x for x in slurm_cluster.jobcomp.read_text().splitlines() if x.startswith(f"JobId={job} ")][-1]
+    ((_, ended),) = read_jobcomp([line])
+    assert isinstance(ended, SlurmJob)
+    started = GuardDecision(run_id_of(ended, slurm_cluster.name), job, "requeue", "killed half way", 0.0, 120.0, 0.99, "now")
     old_line = {k: v for k, v in started.__dict__.items() if k not in ("resource", "old_memory_mb", "new_memory_mb")}
     guard.decisions.write_text(json.dumps(old_line) + "\n")
     slurm_cluster.run("scontrol", "requeuehold", job)
     assert slurm_cluster.wait_state(job, ("PENDING",), 30) == "PENDING"
-    follower.poll()  # a new pass of the restarted guard
-    assert [d.action for d in guard.history() if d.job_id == job][-1] == "requeued"
+    follower.poll()  # a new pass of the restarted guard: the run was decided about, the requeue is finished
+    assert [d.action for d in guard.history() if d.job_id == job] == ["requeue", "requeued"]
     assert slurm_cluster.show(job)["TimeLimit"] == "00:02:00"
     assert slurm_cluster.wait_state(job, ("RUNNING",), 60) == "RUNNING"
     slurm_cluster.run("scancel", job)
@@ -124,10 +136,9 @@ def test_a_job_killed_for_memory_is_stored_censored_and_requeued_with_more_memor
     cluster = slurm_memory_cluster
     job = cluster.submit("--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80))
     assert eventually(lambda: cluster.completions().get(job) == "OUT_OF_MEMORY", 60)
-    follower.poll()
+    decisions = _decided(follower, guard, job)
     (killed,) = _runs(store, job)
     assert (killed.censored, killed.max_rss_kb, killed.context["state"]) == (True, 50 * 1024, "OUT_OF_MEMORY")
-    decisions = [d for d in guard.history() if d.job_id == job]
     assert [(d.action, d.resource) for d in decisions] == [("requeue", "memory"), ("requeued", "memory")]
     assert (decisions[0].old_memory_mb, decisions[0].new_memory_mb, decisions[0].new_limit_s) == (50, 100, 300.0)
     shown = cluster.show(job)
@@ -144,8 +155,7 @@ def test_a_timed_out_job_keeps_its_memory(memory_parts: Parts, slurm_memory_clus
     cluster = slurm_memory_cluster
     job = _job(cluster, home, "--mem=60M")
     _time_out(cluster, job)
-    follower.poll()
-    decisions = [d for d in guard.history() if d.job_id == job]
+    decisions = _decided(follower, guard, job)
     assert [(d.action, d.resource) for d in decisions] == [("requeue", "time"), ("requeued", "time")]
     shown = cluster.show(job)
     assert (shown["MinMemoryNode"], shown["TimeLimit"]) == ("60M", "00:01:00")
@@ -172,10 +182,44 @@ def test_a_memory_estimate_past_the_request_is_the_new_request_capped_by_the_nod
     follower.poll()
     job = cluster.submit("--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80))
     assert eventually(lambda: cluster.completions().get(job) == "OUT_OF_MEMORY", 60)
-    follower.poll()
+    requeue = _decided(follower, guard, job)[0]
     store.dispose()
-    requeue = next(d for d in guard.history() if d.job_id == job)
     assert (requeue.resource, requeue.quantile, requeue.new_memory_mb) == ("memory", 0.999, NODE_MEMORY_MB)
     assert "capped by its nodes" in requeue.reason
     assert cluster.show(job)["MinMemoryNode"] == f"{NODE_MEMORY_MB}M"
     assert eventually(lambda: cluster.completions().get(job) == "COMPLETED", 60)
+
+
+def test_a_preempted_job_is_requeued_with_neither_changed(memory_parts: Parts, slurm_memory_cluster: SlurmCluster, home: Home) -> None:
+    """Issue 31: a job of partition debug cancelled by a job of the higher-tier partition urgent (PreemptMode=CANCEL)
+    ends PREEMPTED; nothing of it ran out, so it is requeued with its time limit and memory as they were."""
+    follower, guard, _ = memory_parts
+    cluster = slurm_memory_cluster
+    job = cluster.submit("--job-name=low", "-c", "2", "--mem=60M", "--time=3", "--comment", _tag(home), "--wrap", "sleep 600")
+    cluster.wait_state(job, ("RUNNING",))
+    cluster.submit("--partition=urgent", "-c", "1", "--wrap", "sleep 3")
+    assert eventually(lambda: cluster.completions().get(job) == "PREEMPTED", 60)
+    decisions = _decided(follower, guard, job)
+    assert [(d.action, d.resource) for d in decisions] == [("requeue", "none"), ("requeued", "none")]
+    shown = cluster.show(job)
+    assert (shown["MinMemoryNode"], shown["TimeLimit"], shown["Restarts"]) == ("60M", "00:03:00", "1")
+    assert cluster.wait_state(job, ("RUNNING",), 60) == "RUNNING"  # once the urgent job is done
+    cluster.run("scancel", job)
+
+
+def test_after_a_node_failure_the_guard_leaves_the_requeue_to_slurm(memory_parts: Parts, slurm_memory_cluster: SlurmCluster) -> None:
+    """Issue 31: a node set DOWN under two running jobs ends both NODE_FAIL; Slurm requeues the requeueable one itself
+    and refuses to requeue the one submitted --no-requeue: the guard declines both, saying which. (Last in the module:
+    the node comes back by itself, ReturnToService=2.)"""
+    follower, guard, _ = memory_parts
+    cluster = slurm_memory_cluster
+    requeueable, kept_out = (cluster.submit("--job-name=failing", *args, "--wrap", "sleep 600") for args in ([], ["--no-requeue"]))
+    for job in (requeueable, kept_out):
+        cluster.wait_state(job, ("RUNNING",))
+    cluster.run("scontrol", "update", f"NodeName={cluster.node}", "State=DOWN", "Reason=guard-test")
+    assert eventually(lambda: all(cluster.completions().get(j) == "NODE_FAIL" for j in (requeueable, kept_out)), 60)
+    back, refused = (_decided(follower, guard, job)[-1] for job in (requeueable, kept_out))
+    assert back.action == "declined" and "back in the queue already" in back.reason
+    assert refused.action == "declined" and "Slurm refuses to requeue it" in refused.reason
+    assert eventually(lambda: set(cluster.run("sinfo", "-h", "-N", "-o", "%T").stdout.split()) == {"idle"} or cluster.state(requeueable) == "RUNNING", 60)
+    cluster.run("scancel", requeueable)
