@@ -8,9 +8,10 @@ only, the jobs between its 5 % and 30 % marks (three consecutive windows), then 
 is replayed with it beside
 EASY and EASY-SJBF with requests, EASY++ (Tsafrir et al. 2007), an SC'15-style learned predictor (Gaussier et al.
 2015, as implemented here), the service's default configuration, and perfect knowledge; per row AVEbsld, waits, the
-underestimated share, predicted-start accuracy, CPU per finished job and wall time. ``--edf`` adds EDF rows (pooled
-only: EDF places no nodes) with the number chosen on the past by mean completion. Robustness: a choice on the first
-half of the replay scored on the second half, beside the choice made on that second half itself (in-sample).
+underestimated share, predicted-start accuracy, CPU per finished job and wall time (``--parts easy``). ``--parts edf``
+adds EDF rows (pooled only: EDF places no nodes) with the number chosen on the past by mean completion;
+``--parts robustness`` a choice on the first half of the replay scored on the second half, beside the choice made on
+that second half itself (in-sample).
 """
 
 from __future__ import annotations
@@ -68,8 +69,10 @@ def gap_closed(rows: list[dict[str, Any]], label: str) -> float | None:
 
 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
-    """Every part for one log and node mode; written to ``--json`` after each part."""
-    out: dict[str, Any] = {"log": args.log.name, "nodes": args.nodes, "cores": os.cpu_count()}
+    """The parts asked for one log and node mode; written to ``--json`` after each part, beside the parts a file there
+    already holds (so a part can be measured on its own later)."""
+    out: dict[str, Any] = json.loads(args.json.read_text()) if args.json and args.json.exists() else {}
+    out.update({"log": args.log.name, "nodes": args.nodes, "cores": os.cpu_count()})
 
     def save(key: str, value: Any) -> None:
         out[key] = value
@@ -79,22 +82,23 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         print(f"{args.log.stem} {args.nodes} {key} done", flush=True)
 
     past = past_windows(args.log, 0.05, 0.3, WINDOWS, args.nodes)
-    choice = choose(past, "easy", margin=args.margin)
-    save("choice", {**choice.record(), "windows": [w.notes for w in past],
-                    "scores": {c.label("easy"): s for c, s in sorted(choice.scores.items(), key=lambda kv: kv[1])}})  # fmt: skip
     w = swf.replay(args.log, nodes=args.nodes)
-    rows = [baseline(w, *b) for b in BASELINES]
-    rows.append(service(w, "service, default configuration", "easy", choice.incumbent))
-    rows.append(service(w, "service, configuration chosen on the past", "easy", choice.chosen))
-    for r in rows:
-        r["gap_closed"] = gap_closed(rows, r["run"])
-    save("easy", {"notes": w.notes, "rows": rows})
-    if args.edf and args.nodes == "pooled":
+    if "easy" in args.parts:
+        choice = choose(past, "easy", margin=args.margin)
+        save("choice", {**choice.record(), "windows": [w.notes for w in past],
+                        "scores": {c.label("easy"): s for c, s in sorted(choice.scores.items(), key=lambda kv: kv[1])}})  # fmt: skip
+        rows = [baseline(w, *b) for b in BASELINES]
+        rows.append(service(w, "service, default configuration", "easy", choice.incumbent))
+        rows.append(service(w, "service, configuration chosen on the past", "easy", choice.chosen))
+        for r in rows:
+            r["gap_closed"] = gap_closed(rows, r["run"])
+        save("easy", {"notes": w.notes, "rows": rows})
+    if "edf" in args.parts and args.nodes == "pooled":
         edf_choice = choose(past, "edf", objective="mean_completion", margin=args.margin)
         edf_rows = [baseline(w, *b) for b in EDF_BASELINES]
         edf_rows.append(service(w, "EDF, service (chosen on the past)", "edf", edf_choice.chosen))
         save("edf", {"choice": edf_choice.record(), "rows": edf_rows})
-    if args.robustness:
+    if "robustness" in args.parts:
         second = swf.replay(args.log, train_fraction=0.65, nodes=args.nodes)
         on_first = choose(past_windows(args.log, 0.3, 0.65, WINDOWS, args.nodes), "easy", margin=args.margin)
         on_second = choose(past_windows(args.log, 0.65, 1.0, WINDOWS, args.nodes), "easy", margin=args.margin)
@@ -148,8 +152,9 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="Print the tables of a result file instead of measuring.")
     parser.add_argument("--nodes", choices=("pooled", "packed"), default="pooled")
     parser.add_argument("--margin", type=float, default=0.02, help="The guard's margin: a fraction of the serving score.")
-    parser.add_argument("--edf", action="store_true", help="Also the EDF rows (pooled only).")
-    parser.add_argument("--robustness", action="store_true", help="Also the first-half / second-half choice.")
+    parser.add_argument("--parts", nargs="+", choices=("easy", "edf", "robustness"), default=["easy"],
+                        help="easy: the choice and the EASY rows; edf: the EDF rows (pooled only); robustness: the "
+                             "first-half / second-half choice.")  # fmt: skip
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if args.markdown:
