@@ -376,8 +376,7 @@ def _add_memory(
                 groups.setdefault((job.algorithm, platform), []).append(index)
     for (algorithm, platform), indices in groups.items():
         model = memory[(algorithm, platform)]
-        names = model.champion.feature_names
-        X = np.array([[jobs[i].features[n] for n in names] for i in indices], dtype=float).reshape(len(indices), len(names))
+        X = _feature_rows(model.champion.feature_names, [jobs[i].features for i in indices])
         answers, finite, check = _scored(model, X, coverage, limit_quantile)
         values = zip(*(a.tolist() for a in answers.values()), strict=True)
         for row, (index, answer, ok) in enumerate(zip(indices, values, finite, strict=True)):
@@ -394,7 +393,13 @@ def _add_memory(
                     estimate.reason = outside_reason(estimate.out_of_domain)
 
 
+def _feature_rows(names: Sequence[str], rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+    """The (n, k) matrix of ``rows``' features ``names``, in that order."""
+    return np.array([[row[n] for n in names] for row in rows], dtype=float).reshape(len(rows), len(names))
+
+
 def _finite_list(values: np.ndarray, finite: list[bool]) -> list[float | None]:
+    """``values`` as a list, None where a row's answer is not finite."""
     return [v if ok else None for v, ok in zip(values.tolist(), finite, strict=True)]
 
 
@@ -446,7 +451,7 @@ def _predict(
     """One model call for ``rows``; None where an answer is not finite."""
     champion = model.champion
     names = champion.feature_names
-    X = np.array([[row[n] for n in names] for row in rows], dtype=float).reshape(len(rows), len(names))
+    X = _feature_rows(names, rows)
     answers, finite, check = _scored(model, X, coverage, limit_quantile)
     fixed: dict[str, Any] = {"platform": champion.platform, "model_name": champion.name,
                              "model_version": champion.version, "flavor": champion.flavor}  # fmt: skip

@@ -33,7 +33,8 @@ def test_predict_table_shows_interval_limit_and_slurm_walltimes(invoke, trained:
     assert table.exit_code == 0, table.output
     header = next(line for line in table.stdout.splitlines() if "platform" in line)
     assert [c.strip() for c in header.strip("┃ ").split("┃")] == [
-        "platform", "seconds", "walltime", "lower", "upper", "limit", "limit walltime", "model",
+        "platform", "seconds", "walltime", "lower", "upper", "limit", "limit walltime", "model", "memory", "memory limit",
+        "memory model",
     ]  # fmt: skip
     for platform, e in estimates.items():
         assert e["walltime"] == slurm_walltime(e["seconds"]) and e["limit_walltime"] == slurm_walltime(e["limit"])
@@ -41,6 +42,7 @@ def test_predict_table_shows_interval_limit_and_slurm_walltimes(invoke, trained:
         cells = [c.strip() for c in row.strip("│ ").split("│")]
         assert cells[1:7] == [f"{e['seconds']:.3f}", e["walltime"], f"{e['lower']:.3f}", f"{e['upper']:.3f}",
                               f"{e['limit']:.3f}", e["limit_walltime"]]  # fmt: skip
+        assert cells[8:] == ["-", "-", "-"] and e["memory"] is None, "no memory champion: no memory"
 
 
 def test_predict_over_http_gives_the_walltimes_the_api_gives(invoke, base: str):
