@@ -9,9 +9,11 @@ from pathlib import Path
 
 import mlflow.sklearn
 import numpy as np
+import pytest
 from sklearn.linear_model import LinearRegression
 
 from predictor.champion_source import ChampionSource
+from predictor.domain import Target
 from predictor.registry import registered_name
 
 PAIR = ("mafft", "cpu1")
@@ -24,15 +26,16 @@ print(float(loaded.champion.model.predict([[2.0, 3.0]])[0]), "skops" in sys.modu
 """
 
 
-def _cached_folder(cache: Path) -> Path:
-    """One champion version in the cache as a download leaves it: the MLflow model folder and its facts."""
-    folder = cache / registered_name(*PAIR) / "1"
-    model = LinearRegression().fit(np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]), np.array([1.0, 2.0, 3.0]))
+def _cached_folder(cache: Path, target: Target = Target.TIME, version: str = "1", scale: float = 1.0) -> Path:
+    """One champion version of ``target`` in the cache as a download leaves it: the MLflow model folder and its facts."""
+    name = registered_name(*PAIR, target)
+    folder = cache / name / version
+    model = LinearRegression().fit(np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]), scale * np.array([1.0, 2.0, 3.0]))
     mlflow.sklearn.save_model(model, str(folder / "model"), serialization_format="skops", skops_trusted_types=[])
-    facts = {"algorithm": PAIR[0], "platform": PAIR[1], "name": registered_name(*PAIR), "version": "1",
+    facts = {"algorithm": PAIR[0], "platform": PAIR[1], "target": target.value, "name": name, "version": version,
              "tags": {"features": json.dumps(["a", "b"])}, "registered_at": None, "fit_seconds": None}  # fmt: skip
     (folder / "champion.json").write_text(json.dumps(facts))
-    (folder.parent / "current.json").write_text(json.dumps({"version": "1"}))
+    (folder.parent / "current.json").write_text(json.dumps({"version": version}))
     return folder
 
 
@@ -53,3 +56,17 @@ def test_an_unreadable_pickle_is_loaded_from_the_mlflow_folder_and_replaced(tmp_
     pickled.write_bytes(b"not a pickle")
     loaded = ChampionSource("sqlite:///unused.db", tmp_path / "cache").cached([PAIR])[PAIR]
     assert loaded.champion.model.predict(np.array([[1.0, 1.0]]))[0] == 3.0 and pickled.read_bytes() != b"not a pickle"
+
+
+def test_time_and_memory_champions_of_a_pair_are_cached_apart(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    _cached_folder(cache)
+    source = ChampionSource("sqlite:///unused.db", cache)
+    assert source.cached([PAIR], Target.MEMORY) == {} and source.cached_version(PAIR, Target.MEMORY) is None
+    _cached_folder(cache, Target.MEMORY, version="4", scale=1e6)
+    memory = source.cached([PAIR], Target.MEMORY)[PAIR].champion
+    time = source.cached([PAIR])[PAIR].champion
+    assert (memory.name, memory.version, time.name, time.version) == ("memory-mafft-cpu1", "4", "runtime-mafft-cpu1", "1")
+    assert memory.model.predict(np.array([[1.0, 1.0]]))[0] == pytest.approx(3e6) and time.model.predict(np.array([[1.0, 1.0]]))[0] == pytest.approx(3.0)
+    source.forget(PAIR, Target.MEMORY)
+    assert source.cached([PAIR], Target.MEMORY) == {} and source.cached_version(PAIR) == "1", "forgetting memory keeps time"
