@@ -5,7 +5,8 @@ set from the jobs that had ended by its submission, as a live site would. Memory
 so each source sets a limit per processor and the job's limit is that times its processors. Sources:
 
 - :class:`NodeShare`: no learning, what a job gets without a request: its processors' share of the node's memory
-  (``DefMemPerCPU`` = node memory / CPUs), or ``whole`` nodes (every node it touches, whole).
+  (``DefMemPerCPU`` = node memory / CPUs), or with ``whole`` the most a placement allows, a whole node over the
+  CPUs the job fills on one (a one-CPU job holds a node's memory; a wider job, packed on whole nodes, the share).
 - :class:`LastRuns`: a quantile (1: the largest) of the last ``k`` peaks of the job's class (the same user, or the
   same user on as many processors), plus an ``offset``.
 - :class:`OnlineQuantile`: the project's online learner (:class:`models.online.AsymmetricOnlineRegressor`, one
@@ -84,7 +85,7 @@ class Source(Protocol):
 
 @dataclass
 class NodeShare:
-    """The memory a job gets without a request: its processors' share of a node, or every node it touches whole."""
+    """The memory a job gets without a request: its processors' share of a node, or the most a placement allows."""
 
     node_memory: float
     cpus_per_node: int
@@ -92,12 +93,10 @@ class NodeShare:
 
     @property
     def name(self) -> str:
-        return "whole nodes" if self.whole else "node share per CPU"
+        return "a node's memory over the CPUs it fills" if self.whole else "node share per CPU"
 
     def limit(self, job: MemoryJob) -> float:
-        if self.whole:
-            return math.ceil(job.procs / self.cpus_per_node) * self.node_memory / job.procs
-        return self.node_memory / self.cpus_per_node
+        return self.node_memory / (min(job.procs, self.cpus_per_node) if self.whole else self.cpus_per_node)
 
     def ended(self, job: MemoryJob) -> None:
         return None

@@ -17,7 +17,7 @@ def job(id: int, submit: float, end: float, peak_mb: float, user: int = 1, procs
     return ml.MemoryJob(id, user, procs, submit, end, run, 7200.0, peak_mb * MB)
 
 
-FALLBACK = ml.NodeShare(1024 * MB, 2, whole=True)  # 1 GiB nodes of 2 CPUs
+FALLBACK = ml.NodeShare(1024 * MB, 2, whole=True)  # 1 GiB nodes of 2 CPUs: a node's memory over the CPUs a job fills
 
 
 def test_a_limit_is_set_only_from_jobs_that_had_ended_at_its_submission() -> None:
@@ -36,7 +36,8 @@ def test_last_runs_takes_the_quantile_of_the_class_s_window_plus_the_offset() ->
 def test_node_share_gives_a_cpu_s_share_or_whole_nodes() -> None:
     three = job(1, 0, 1, 100, procs=3)
     assert ml.NodeShare(1024 * MB, 2).limit(three) * 3 == 1536 * MB
-    assert FALLBACK.limit(three) * 3 == 2048 * MB  # two whole nodes
+    assert FALLBACK.limit(three) * 3 == 1536 * MB  # packed 2 + 1: a node's memory over its 2 CPUs
+    assert FALLBACK.limit(job(2, 0, 1, 100)) == 1024 * MB  # one CPU: a whole node
 
 
 def test_score_counts_unused_memory_hours_and_jobs_over_their_limit() -> None:
