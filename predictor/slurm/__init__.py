@@ -4,6 +4,8 @@
   writes into its comment;
 - :mod:`predictor.slurm.rules`: the site's rule file mapping a job to an algorithm, a platform and parameters;
 - :mod:`predictor.slurm.accounting`: ``sacct -P`` output and the ``jobcomp/filetxt`` log, parsed;
-- :mod:`predictor.slurm.ingest`: finished jobs as measurements (timed-out runs censored), with the estimate served;
+- :mod:`predictor.slurm.ingest`: finished jobs as measurements (timed-out and out-of-memory runs censored), with the
+  estimate served;
+- :mod:`predictor.slurm.guard`: the resource guard, requeuing a stopped job with more of only what ran out;
 - :mod:`predictor.slurm.follow`: tailing the completion log into the store, resuming after a restart.
 """

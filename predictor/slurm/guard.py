@@ -160,7 +160,10 @@ class ResourceGuard:
         elif resource == "memory":
             decision = self._more_memory(job, run_id, mapping)
         else:
-            decision = GuardDecision(run_id, job.job_id, "requeue", f"{job.state}: requeued as it was", job.time_limit, job.time_limit, resource="none")
+            decision = GuardDecision(
+                run_id, job.job_id, "requeue", f"{job.state}: requeued as it was", job.time_limit, job.time_limit, resource="none",
+                old_memory_mb=job.req_mem_mb, new_memory_mb=job.req_mem_mb,
+            )  # fmt: skip
         self._record(decision)
         return self._carry_out(decision) if decision.action == "requeue" else decision
 

@@ -22,7 +22,11 @@ def fasta(tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def slurm_memory_cluster() -> Iterator[SlurmCluster]:
     """A single-node Slurm that enforces ``--mem`` (cgroups: a job past its request ends OUT_OF_MEMORY), per module."""
-    required(slurm_available() and memory_enforceable(), "Slurm and munge, or a writable cgroup v1 memory hierarchy, missing", "run as root on a machine with cgroup v1 (see tests/slurmserver.py)")
+    required(
+        slurm_available() and memory_enforceable(),
+        "Slurm and munge, or a writable cgroup v1 memory hierarchy, missing",
+        "run as root on a machine with cgroup v1 (see tests/slurmserver.py)",
+    )
     cluster = SlurmCluster(memory=True)
     try:
         cluster.start()

@@ -43,10 +43,17 @@ def _parts(cluster: SlurmCluster, home: Home, tmp_path: Path) -> Iterator[Parts]
     store.migrate()
     slurm = Slurm(str(cluster.conf))
     guard = ResourceGuard(slurm, oracle_uppers(build_oracle(catalog, home.settings, {})), tmp_path / "guard.jsonl", cluster=cluster.name, max_requeues=1)
-    follower = Follower(cluster.jobcomp, tmp_path / "cursor.json", store, catalog, RULES, cluster=cluster.name, comments=slurm.comments, guard=guard)
-    follower.poll()  # read past what earlier tests left in the log
-    yield follower, guard, store
+    yield _follower(cluster, tmp_path, store, guard), guard, store
     store.dispose()
+
+
+def _follower(cluster: SlurmCluster, tmp_path: Path, store: MeasurementStore, guard: ResourceGuard) -> Follower:
+    """A follower with ``guard`` that reads on past what earlier tests left in the log (their jobs are not its guard's)."""
+    catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
+    slurm = Slurm(str(cluster.conf))
+    parts = (cluster.jobcomp, tmp_path / "cursor.json", store, catalog, RULES)
+    Follower(*parts, cluster=cluster.name, comments=slurm.comments).poll()
+    return Follower(*parts, cluster=cluster.name, comments=slurm.comments, guard=guard)
 
 
 @pytest.fixture
@@ -173,13 +180,10 @@ def test_a_memory_estimate_past_the_request_is_the_new_request_capped_by_the_nod
     def uppers(mapping: JobMapping, quantile: float) -> Estimate | None:  # the oracle's memory limits, as a memory model gives them
         return Estimate(platform=mapping.platform, seconds=10.0, limit=20.0, memory_limit=memory.get(quantile))
 
-    slurm = Slurm(str(cluster.conf))
-    guard = ResourceGuard(slurm, uppers, tmp_path / "guard.jsonl", cluster=cluster.name)
-    catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
+    guard = ResourceGuard(Slurm(str(cluster.conf)), uppers, tmp_path / "guard.jsonl", cluster=cluster.name)
     store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
     store.migrate()
-    follower = Follower(cluster.jobcomp, tmp_path / "cursor.json", store, catalog, RULES, cluster=cluster.name, comments=slurm.comments, guard=guard)
-    follower.poll()
+    follower = _follower(cluster, tmp_path, store, guard)
     job = cluster.submit("--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80))
     assert eventually(lambda: cluster.completions().get(job) == "OUT_OF_MEMORY", 60)
     requeue = _decided(follower, guard, job)[0]

@@ -70,7 +70,9 @@ def test_sacct_jobs_become_finished_censored_and_failed_runs(tmp_path: Path, sto
     assert (again.stored, again.duplicates) == (0, 4)
 
 
-def test_a_run_killed_for_memory_is_censored_at_least_at_its_request(tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path) -> None:
+def test_a_run_killed_for_memory_is_censored_at_least_at_its_request(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path
+) -> None:
     """Issue 31: OUT_OF_MEMORY is a lower bound on time and memory (at least the request it was killed at); a timed-out
     run's MaxRSS is a lower bound too; a finished run's is its peak."""
     tag = f"predictor: algorithm=mafft input={fasta.name}"
