@@ -145,16 +145,17 @@ class ResourceGuard:
         if any(d.run_id == run_id for d in history):
             return None  # decided before; a requeue left half done is finished by resume()
         requeued = sum(d.job_id == job.job_id and d.resource == resource and d.action == "requeued" for d in history)
-        if back := self._back_in_queue(job.job_id):
-            decision = GuardDecision(
-                run_id, job.job_id, "declined", f"{job.state}: {back}", old_limit_s=job.time_limit, resource=resource,
+
+        def declined(reason: str) -> GuardDecision:
+            return GuardDecision(
+                run_id, job.job_id, "declined", f"{job.state}: {reason}", old_limit_s=job.time_limit, resource=resource,
                 old_memory_mb=job.req_mem_mb,
             )  # fmt: skip
+
+        if back := self._back_in_queue(job.job_id):
+            decision = declined(back)
         elif requeued >= self.max_requeues:
-            decision = GuardDecision(
-                run_id, job.job_id, "declined", f"{job.state}: requeued {requeued} times for {resource} already (at most {self.max_requeues})",
-                old_limit_s=job.time_limit, resource=resource, old_memory_mb=job.req_mem_mb,
-            )  # fmt: skip
+            decision = declined(f"requeued {requeued} times for {resource} already (at most {self.max_requeues})")
         elif resource == "time":
             decision = self._more_time(job, run_id, mapping)
         elif resource == "memory":
