@@ -15,12 +15,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from predictor.memsize import MIB, slurm_memory
 from predictor.slurm.plugin import render_plugin
 from serving import create_app
 from serving.telemetry import LOGGER_NAME
 from tests.livesrv import Silent, serve_app
 from tests.required import required
-from tests.serving.conftest import Home
+from tests.serving.conftest import Home, train_home, train_memory
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
 
 
@@ -285,3 +286,37 @@ def test_without_a_memory_model_the_route_answers_no_memory(slurm_api: str, trai
     assert answer["time_min"] == 1 and answer["memory"] is None and answer["memory_limit"] is None
     text = httpx.post(f"{slurm_api}/v1/slurm/estimate", params={"format": "text"}, json=asked).text
     assert [line.partition("=")[0] for line in text.splitlines()] == ["time_min", "comment", "estimate"]
+
+
+@pytest.fixture(scope="module")
+def memory_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """An API (and its inputs folder) whose mafft on cpu1 has a peak-memory champion, trained by training's own path."""
+    home = train_home(tmp_path_factory.mktemp("memory"), ["linear_log"], memory_on=("cpu1",))
+    train_memory(home, ["linear"])
+    rules = tmp_path_factory.mktemp("memory-rules") / "rules.yaml"
+    rules.write_text("partitions: {debug: cpu1}\n")
+    with serve_app(create_app(home.settings.model_copy(update={"slurm_rules": rules}))) as url:
+        yield url, home.inputs
+
+
+def test_with_a_memory_model_sbatch_gets_the_served_memory_limit_unless_the_user_gave_one(
+    plugin: SlurmCluster, memory_api: tuple[str, Path], tmp_path: Path
+) -> None:
+    """Issue 31, end to end: the route answers the memory champion's limit as a Slurm size and the plugin in slurmctld
+    sets it as --mem for a job that asked for none; a user's --mem stays; without --raise-missing-memory none is set."""
+    api, inputs = memory_api
+    script = tmp_path / "align.sh"
+    script.write_text(SCRIPT.format(input=inputs / "f12.fa"))
+    asked = {"name": "align.sh", "partition": "debug", "directives": f"algorithm=mafft input={inputs / 'f12.fa'}", "raise_missing_memory": True}
+    answer = httpx.post(f"{api}/v1/slurm/estimate", json=asked).json()
+    assert answer["memory_limit"] > 30 * MIB and answer["memory"] == slurm_memory(answer["memory_limit"])
+    given = httpx.post(f"{api}/v1/slurm/estimate", json={**asked, "memory_given": True}).json()
+    assert given["memory"] is None and given["memory_limit"] == answer["memory_limit"]
+    plugin.set_plugin(render_plugin(api, 2.0, raise_missing_limit=False, raise_missing_memory=True))
+    bare, mine = plugin.submit("--hold", str(script)), plugin.submit("--hold", "--mem=70M", str(script))
+    assert (plugin.show(bare)["MinMemoryNode"], plugin.show(mine)["MinMemoryNode"]) == (answer["memory"], "70M")
+    assert plugin.show(bare)["Comment"].startswith("predictor: algorithm=mafft platform=cpu1 estimate=")
+    plugin.set_plugin(render_plugin(api, 2.0, raise_missing_limit=False, raise_missing_memory=False))
+    unset = plugin.submit("--hold", str(script))
+    assert plugin.show(unset)["MinMemoryNode"] != answer["memory"] and plugin.show(unset)["TimeMin"] != "N/A"
+    plugin.run("scancel", bare, mine, unset)
