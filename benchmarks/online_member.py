@@ -12,6 +12,10 @@ Per (algorithm, platform) of ``data/measurements/*.csv``, with the catalog's fea
 - **prequential RAE**, runs in run-id order (the order the pipeline holds them): every run is predicted before it is learned (the online
   member after one update per earlier run; ``linear_log`` refitted every 50 runs on all earlier ones), the error
   counted from the 20th run on.
+
+``--ncbi SEED ...``: the NCBI-like day's simulated service (``scheduler.learning``) trains its first champions on the
+day's history; per seed, that training with the simulation's members and with them plus ``online_log``, side by
+side: which candidate each pair serves, and where the online member ranks among the members on the pipeline's own CV.
 """
 
 from __future__ import annotations
@@ -65,10 +69,48 @@ def prequential(ts: TrainingSet, member: str) -> float | None:
     return rae(np.maximum(predicted, 0.0), y[WARM_UP:], prior)
 
 
+def ncbi_first_training(seed: int, hours: float) -> dict[str, Any]:
+    """The NCBI-like day's first training (seed ``seed``) without and with ``online_log``: what each pair serves."""
+    from predictor.settings import Settings
+    from scheduler.learning import SIMULATION_MODELS
+    from scheduler.workloads import ncbi
+    from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
+    from training.pipeline import train
+
+    w = ncbi.generate(hours=hours, seed=seed)
+    store = MemoryMeasurements()
+    store.add(w.history)
+    sets = load_training_sets(store)
+    served: dict[str, dict[str, str]] = {}
+    ranks: dict[str, int] = {}
+    cpu: dict[str, float] = {}
+    for label, members in (("without", SIMULATION_MODELS), ("with", (*SIMULATION_MODELS, "online_log"))):
+        settings = Settings().model_copy(update={"cv_folds": 5, "train_models": list(members), "n_jobs": 1})
+        started = time.process_time()
+        outcomes = train(settings, sets, tracker=MemoryTracker(settings.interval_coverage), champions=MemoryChampions())
+        cpu[label] = time.process_time() - started
+        served[label] = {f"{o.algorithm}@{o.platform}": o.challenger for o in outcomes}
+        if label == "with":
+            for o in outcomes:
+                order = sorted((m for m in o.metrics if "+" not in m), key=lambda m: o.metrics[m]["rae"])
+                ranks[f"{o.algorithm}@{o.platform}"] = order.index("online_log") + 1 if "online_log" in order else -1
+    changed = sorted(p for p in served["without"] if served["without"][p] != served["with"].get(p))
+    return {"seed": seed, "hours": hours, "history_runs": len(w.history), "pairs": len(sets), "served": served,
+            "online_log_rank": ranks, "members": len(SIMULATION_MODELS) + 1, "changed": changed, "cpu_seconds": cpu}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--ncbi", type=int, nargs="+", default=None, metavar="SEED", help="The NCBI-like day's first training instead.")
+    parser.add_argument("--hours", type=float, default=25.0, help="With --ncbi: the day's length.")
     args = parser.parse_args()
+    if args.ncbi:
+        result = [ncbi_first_training(seed, args.hours) for seed in args.ncbi]
+        print(json.dumps(result, indent=2))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2))
+        return
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
     with tempfile.TemporaryDirectory() as home:
         store = MeasurementStore(f"sqlite:///{home}/store.db")
