@@ -40,6 +40,11 @@ if TYPE_CHECKING:
     from predictor.settings import Settings
 
 Pair = tuple[str, str]
+MEMORY_FIELDS = {"seconds": "memory", "lower": "memory_lower", "upper": "memory_upper", "limit": "memory_limit"}
+"""Where a memory champion's answers go: its scored ``seconds`` (in its unit, bytes) are the estimate's ``memory``, ..."""
+MemoryAnswer = tuple[dict[str, Any], list[str] | None]
+"""A memory champion's answer for one row: the estimate's ``memory*`` fields, and the features beyond its trained range
+when the row lies outside its envelope (None inside)."""
 ProfileTable = Mapping[Pair, tuple[float, int]]
 BUDGET_OPTION = "time_budget_s"
 NO_CHAMPION = "no champion model for this algorithm and platform"
@@ -229,25 +234,24 @@ class RuntimeOracle:
         models, profile = served.models, served.profile
         coverage = self.coverage if coverage is None else coverage
         limit_quantile = self.limit_quantile if limit_quantile is None else limit_quantile
+        memory = _memory_answers(served.memory, jobs, coverage, limit_quantile)
         results: list[dict[str, Estimate | None]] = [dict.fromkeys(job.platforms) for job in jobs]
         groups: dict[Pair, list[int]] = {}
         for index, job in enumerate(jobs):
             for platform in job.platforms:
                 model = models.get((job.algorithm, platform))
-                if model is None:
-                    results[index][platform] = _fallback(profile, job.algorithm, platform, NO_CHAMPION)
-                    continue
-                missing = [n for n in model.champion.feature_names if n not in job.features]
-                if missing:
-                    reason = f"features missing for the model: {', '.join(missing)}"
-                    results[index][platform] = _fallback(profile, job.algorithm, platform, reason)
+                missing = [] if model is None else [n for n in model.champion.feature_names if n not in job.features]
+                if model is None or missing:
+                    reason = f"features missing for the model: {', '.join(missing)}" if missing else NO_CHAMPION
+                    fallback = _fallback(profile, job.algorithm, platform, reason)
+                    results[index][platform] = _with_memory_estimate(fallback, memory.get((index, platform)))
                 else:
                     groups.setdefault((job.algorithm, platform), []).append(index)
         for (algorithm, platform), indices in groups.items():
-            answers = _predict(models[(algorithm, platform)], [jobs[i].features for i in indices], coverage, limit_quantile)
-            for index, answer in zip(indices, answers, strict=True):
-                results[index][platform] = answer or _fallback(profile, algorithm, platform, NOT_FINITE)
-        _add_memory(served.memory, jobs, results, coverage, limit_quantile)  # type: ignore[arg-type]  # filled above
+            extra = [memory.get((i, platform)) for i in indices]
+            answers = _predict(models[(algorithm, platform)], [jobs[i].features for i in indices], coverage, limit_quantile, extra)
+            for index, answer, more in zip(indices, answers, extra, strict=True):
+                results[index][platform] = answer or _with_memory_estimate(_fallback(profile, algorithm, platform, NOT_FINITE), more)
         return results  # type: ignore[return-value]  # every placeholder is filled above
 
     def estimate_matrix(
@@ -284,7 +288,7 @@ class RuntimeOracle:
                 column = _model_columns(model, platform, _matrix(model, known, len(X)), coverage, limit_quantile)
             memory = served.memory.get((algorithm, platform))
             if memory is not None and all(n in known for n in memory.champion.feature_names):
-                column = _with_memory(column, memory, _matrix(memory, known, len(X)), coverage, limit_quantile)
+                column = _with_memory_columns(column, memory, _matrix(memory, known, len(X)), coverage, limit_quantile)
             out.append(column)
         return out
 
@@ -345,10 +349,10 @@ def _model_columns(model: ServedModel, platform: str, matrix: np.ndarray, covera
     )  # fmt: skip
 
 
-def _with_memory(column: EstimateColumns, model: ServedModel, matrix: np.ndarray, coverage: float, limit_quantile: float) -> EstimateColumns:
+def _with_memory_columns(column: EstimateColumns, model: ServedModel, matrix: np.ndarray, coverage: float, limit_quantile: float) -> EstimateColumns:
     """``column`` with the memory champion's answers for the same rows; a row outside its envelope extrapolates too."""
     answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
-    memory = {f"memory_{key}" if key != "seconds" else "memory": _finite_list(values, finite) for key, values in answers.items()}
+    memory = {MEMORY_FIELDS[key]: _finite_list(values, finite) for key, values in answers.items()}
     changes: dict[str, Any] = {**memory, "memory_model_name": model.champion.name, "memory_model_version": model.champion.version}
     if check is not None and check.outside.any():
         n = len(matrix)
@@ -359,15 +363,14 @@ def _with_memory(column: EstimateColumns, model: ServedModel, matrix: np.ndarray
     return replace(column, **changes)
 
 
-def _add_memory(
-    memory: Mapping[Pair, ServedModel],
-    jobs: Sequence[Job],
-    results: list[dict[str, Estimate]],
-    coverage: float,
-    limit_quantile: float,
-) -> None:
-    """Fill the memory fields of each job's estimates where its pair has a memory champion with the features it needs:
-    one model call per memory champion. A row outside that champion's envelope marks its estimate extrapolating."""
+def _memory_answers(
+    memory: Mapping[Pair, ServedModel], jobs: Sequence[Job], coverage: float, limit_quantile: float
+) -> dict[tuple[int, str], MemoryAnswer]:
+    """The memory answer of each (job index, platform) whose pair has a memory champion with the features it needs and a
+    finite answer: one model call per memory champion."""
+    out: dict[tuple[int, str], MemoryAnswer] = {}
+    if not memory:
+        return out
     groups: dict[Pair, list[int]] = {}
     for index, job in enumerate(jobs):
         for platform in job.platforms:
@@ -378,19 +381,37 @@ def _add_memory(
         model = memory[(algorithm, platform)]
         X = _feature_rows(model.champion.feature_names, [jobs[i].features for i in indices])
         answers, finite, check = _scored(model, X, coverage, limit_quantile)
+        keys = [MEMORY_FIELDS[key] for key in answers]
+        fixed = {"memory_model_name": model.champion.name, "memory_model_version": model.champion.version}
         values = zip(*(a.tolist() for a in answers.values()), strict=True)
         for row, (index, answer, ok) in enumerate(zip(indices, values, finite, strict=True)):
-            if not ok:
-                continue
-            estimate = results[index][platform]
-            for key, value in zip(answers, answer, strict=True):
-                setattr(estimate, "memory" if key == "seconds" else f"memory_{key}", value)
-            estimate.memory_model_name, estimate.memory_model_version = model.champion.name, model.champion.version
-            if check is not None and check.outside[row]:
-                estimate.extrapolating = True
-                estimate.out_of_domain = _union(estimate.out_of_domain, check.out_of_range[row])
-                if estimate.reason is None or (estimate.seconds is not None and not estimate.fallback):
-                    estimate.reason = outside_reason(estimate.out_of_domain)
+            if ok:
+                outside = check.out_of_range[row] if check is not None and check.outside[row] else None
+                out[(index, platform)] = ({**fixed, **dict(zip(keys, answer, strict=True))}, outside)
+    return out
+
+
+def _with_memory_record(record: dict[str, Any], answer: MemoryAnswer | None) -> dict[str, Any]:
+    """An estimate's ``record`` with the memory ``answer`` in it (unchanged without one); a row outside the memory
+    champion's envelope extrapolates, and a model's answer then says why (a fallback keeps its reason)."""
+    if answer is None:
+        return record
+    fields, outside = answer
+    record.update(fields)
+    if outside is not None:
+        beyond = _union(record.get("out_of_domain") or [], outside)
+        record.update(extrapolating=True, out_of_domain=beyond)
+        if record.get("reason") is None or (record.get("seconds") is not None and not record.get("fallback")):
+            record["reason"] = outside_reason(beyond)
+    return record
+
+
+def _with_memory_estimate(estimate: Estimate, answer: MemoryAnswer | None) -> Estimate:
+    """``estimate`` (a fallback) with the memory ``answer`` in it."""
+    if answer is None:
+        return estimate
+    known = {"seconds": estimate.seconds, "fallback": estimate.fallback, "reason": estimate.reason, "out_of_domain": estimate.out_of_domain}
+    return estimate.model_copy(update=_with_memory_record(known, answer))
 
 
 def _feature_rows(names: Sequence[str], rows: Sequence[Mapping[str, float]]) -> np.ndarray:
@@ -446,9 +467,13 @@ def _scored(
 
 
 def _predict(
-    model: ServedModel, rows: list[dict[str, float]], coverage: float, limit_quantile: float
+    model: ServedModel,
+    rows: list[dict[str, float]],
+    coverage: float,
+    limit_quantile: float,
+    memory: Sequence[MemoryAnswer | None] | None = None,
 ) -> list[Estimate | None]:
-    """One model call for ``rows``; None where an answer is not finite."""
+    """One model call for ``rows`` (with each row's ``memory`` answer, when given); None where an answer is not finite."""
     champion = model.champion
     names = champion.feature_names
     X = _feature_rows(names, rows)
@@ -465,7 +490,7 @@ def _predict(
         record = {**fixed, **dict(zip(keys, answer, strict=True)), "features": dict(zip(names, row, strict=True))}
         if check is not None and check.outside[i]:
             record.update(extrapolating=True, out_of_domain=check.out_of_range[i], reason=outside_reason(check.out_of_range[i]))
-        records.append(record)
+        records.append(_with_memory_record(record, memory[i]) if memory is not None else record)
     built = iter(_ESTIMATES.validate_python(records))  # one validation call for the lot
     return [next(built) if ok else None for ok in finite]
 

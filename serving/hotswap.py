@@ -111,8 +111,11 @@ class ChampionWatcher:
 
     def _refresh(self) -> Refresh:
         """One refresh, under the refresh lock."""
+        lookups = {}
         try:
-            lookups = {target: self.source.lookup(self.pairs, target) for target in Target}
+            for target in Target:
+                lookups[target] = self.source.lookup(self.pairs, target)
+                self._answered.set()  # the registry answers: its time aliases are known
         except RegistryUnavailable as exc:
             self._unavailable(str(exc))
             return Refresh(error=str(exc))

@@ -71,14 +71,22 @@ class Metrics:
         self.latency.labels(method, route).observe(seconds)
 
     def count_estimates(self, estimates: Iterable[Estimate]) -> None:
-        """Count estimates per model (``profile-table`` for fallbacks, ``none`` where nothing answered)."""
-        for (model, version), n in Tally((e.model_name or "none", e.model_version or "") for e in estimates).items():
+        """Count estimates per model (``profile-table`` for fallbacks, ``none`` where nothing answered), and the memory
+        estimates per memory model."""
+        tally: Tally[tuple[str, str]] = Tally()
+        for e in estimates:
+            tally[(e.model_name or "none", e.model_version or "")] += 1
+            if e.memory_model_name is not None:
+                tally[(e.memory_model_name, e.memory_model_version or "")] += 1
+        for (model, version), n in tally.items():
             self.predictions.labels(model, version).inc(n)
 
     def count_columns(self, columns: Iterable[EstimateColumns]) -> None:
-        """Count the rows each platform's model (or fallback) answered in a matrix request."""
+        """Count the rows each platform's model (or fallback), and its memory model, answered in a matrix request."""
         for c in columns:
             self.predictions.labels(c.model_name or "none", c.model_version or "").inc(len(c.seconds))
+            if c.memory_model_name is not None and c.memory is not None:
+                self.predictions.labels(c.memory_model_name, c.memory_model_version or "").inc(sum(m is not None for m in c.memory))
 
     def set_live(self, report: Mapping[tuple[str, str], Mapping[str, float]]) -> None:
         """Replace the live-error gauges by ``report`` (pair -> metrics; see predictor.live)."""

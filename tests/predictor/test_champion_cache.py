@@ -67,6 +67,7 @@ def test_time_and_memory_champions_of_a_pair_are_cached_apart(tmp_path: Path) ->
     memory = source.cached([PAIR], Target.MEMORY)[PAIR].champion
     time = source.cached([PAIR])[PAIR].champion
     assert (memory.name, memory.version, time.name, time.version) == ("memory-mafft-cpu1", "4", "runtime-mafft-cpu1", "1")
-    assert memory.model.predict(np.array([[1.0, 1.0]]))[0] == pytest.approx(3e6) and time.model.predict(np.array([[1.0, 1.0]]))[0] == pytest.approx(3.0)
+    one = np.array([[1.0, 1.0]])
+    assert memory.model.predict(one)[0] == pytest.approx(3e6) and time.model.predict(one)[0] == pytest.approx(3.0)
     source.forget(PAIR, Target.MEMORY)
     assert source.cached([PAIR], Target.MEMORY) == {} and source.cached_version(PAIR) == "1", "forgetting memory keeps time"

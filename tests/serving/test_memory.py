@@ -109,6 +109,7 @@ def test_the_models_readiness_and_client_show_the_memory_champion(base: str) -> 
     assert memory["name"] == "memory-mafft-cpu1" and memory["origin"] == "registry" and memory["intervals"] and memory["live"] is None
     ready = httpx.get(f"{base}/readyz").json()
     assert ready["status"] == "ready" and (ready["champions"], ready["memory_champions"]) == (2, 1)
+    assert 'predictor_predictions_total{model="memory-mafft-cpu1",version="1"}' in httpx.get(f"{base}/metrics").text
     with PredictorClient(base) as client:
         estimates = client.predict("mafft", {"input": "f13.fa"})
     api = predict(base, JOB)
