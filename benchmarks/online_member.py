@@ -15,7 +15,9 @@ Per (algorithm, platform) of ``data/measurements/*.csv``, with the catalog's fea
 
 ``--ncbi SEED ...``: the NCBI-like day's simulated service (``scheduler.learning``) trains its first champions on the
 day's history; per seed, that training with the simulation's members and with them plus ``online_log``, side by
-side: which candidate each pair serves, and where the online member ranks among the members on the pipeline's own CV.
+side: which candidate each pair serves, and where the online member ranks among the members on the pipeline's own CV;
+then, with ``online_log``, the largest set the day's service could ever train on: the history and every job of the
+day, each on one of its platforms in turn, at its true time (what the online member would have to win there).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def prequential(ts: TrainingSet, member: str) -> float | None:
 
 def ncbi_first_training(seed: int, hours: float) -> dict[str, Any]:
     """The NCBI-like day's first training (seed ``seed``) without and with ``online_log``: what each pair serves."""
+    from predictor.domain import Measurement, Source
     from predictor.settings import Settings
     from scheduler.learning import SIMULATION_MODELS
     from scheduler.workloads import ncbi
@@ -95,8 +98,21 @@ def ncbi_first_training(seed: int, hours: float) -> dict[str, Any]:
                 order = sorted((m for m in o.metrics if "+" not in m), key=lambda m: o.metrics[m]["rae"])
                 ranks[f"{o.algorithm}@{o.platform}"] = order.index("online_log") + 1 if "online_log" in order else -1
     changed = sorted(p for p in served["without"] if served["without"][p] != served["with"].get(p))
+    day = [Measurement(run_id=f"day-{j.id}", algorithm=j.algorithm, platform=platform, features=dict(j.features or {}),
+                       wall_seconds=j.true_times[platform], source=Source.PRODUCTION)
+           for i, j in enumerate(w.jobs) for platform in [sorted(j.true_times)[i % len(j.true_times)]]]  # fmt: skip
+    store.add(day)
+    settings = Settings().model_copy(update={"cv_folds": 5, "train_models": [*SIMULATION_MODELS, "online_log"], "n_jobs": 1})
+    started = time.process_time()
+    end = train(settings, load_training_sets(store), tracker=MemoryTracker(settings.interval_coverage), champions=MemoryChampions())
+    cpu["end_of_day"] = time.process_time() - started
+    end_ranks = {f"{o.algorithm}@{o.platform}": sorted((m for m in o.metrics if "+" not in m), key=lambda m: o.metrics[m]["rae"]).index("online_log") + 1
+                 for o in end}  # fmt: skip
     return {"seed": seed, "hours": hours, "history_runs": len(w.history), "pairs": len(sets), "served": served,
-            "online_log_rank": ranks, "members": len(SIMULATION_MODELS) + 1, "changed": changed, "cpu_seconds": cpu}  # fmt: skip
+            "online_log_rank": ranks, "members": len(SIMULATION_MODELS) + 1, "changed": changed,
+            "end_of_day": {"runs": len(w.history) + len(day), "online_log_rank": end_ranks,
+                           "served_online": sorted(f"{o.algorithm}@{o.platform}" for o in end if "online_log" in o.challenger)},
+            "cpu_seconds": cpu}  # fmt: skip
 
 
 def main() -> None:
