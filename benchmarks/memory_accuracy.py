@@ -28,7 +28,7 @@ import numpy as np
 from predictor.catalog import load_catalog
 from predictor.domain import Target
 from predictor.ingest import ingest_file
-from predictor.intervals import log_ratios, quantile_at, residual_log_quantiles
+from predictor.intervals import log_ratios, residual_log_quantiles, scaled
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
 from training.crossval import cross_validate
@@ -45,8 +45,7 @@ def over_limit_cross_fitted(y: np.ndarray, predicted: np.ndarray, folds: np.ndar
     over = np.zeros(len(y), dtype=bool)
     for fold in np.unique(folds):
         held = folds == fold
-        quantile = quantile_at(residual_log_quantiles(y[~held], predicted[~held]), level)
-        over[held] = y[held] > predicted[held] * np.exp(quantile)
+        over[held] = y[held] > scaled(predicted[held], residual_log_quantiles(y[~held], predicted[~held]), level)
     return float(over.mean())
 
 
