@@ -54,6 +54,7 @@ class MemoryJob:
     requested_time: float | None
     peak: float  # bytes per processor
     requested: float | None = None  # bytes per processor, where the user asked
+    size: float | None = None  # bytes of the job's inputs, where known (a catalog program's run)
 
     @property
     def peak_total(self) -> float:
@@ -246,7 +247,10 @@ class SizeyStyle:
 
 
 def _features(job: MemoryJob) -> np.ndarray:
-    """Sizey's input size, here the request: log processors and log requested time."""
+    """Sizey's input size: the bytes of the job's inputs where known, else the request (log processors and log
+    requested time, all a log's job tells)."""
+    if job.size is not None:
+        return np.array([math.log1p(job.size)])
     return np.array([math.log(job.procs), math.log1p(job.requested_time or 0.0)])
 
 
