@@ -29,15 +29,16 @@ import numpy as np
 from joblib.externals.loky import get_reusable_executor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.raycluster
 
 from apisetup import DATASETS, ROOT, cli, rss_kb
 
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
+from tests.raycluster import local_cluster
 from training.dataset import TrainingSet, load_training_sets
 from training.memory import MemoryChampions, MemoryTracker
 from training.pipeline import train
-from training.raylocal import local_cluster
 
 
 def bundled_sets(work: Path) -> list[TrainingSet]:
