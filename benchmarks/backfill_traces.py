@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.policy import Context, Event
-from scheduler.runner import run
-from scheduler.simulate import backlog
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
-from scheduler.workloads import swf
+from scheduler.specs import make_policy
+from simulator.runner import run
+from simulator.scenarios import parse_estimates
+from simulator.simulate import backlog
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from simulator.workloads import swf
 
 RUNS = (  # (label, policy, estimates): the cheap rows first, then the service's (it trains as it goes)
     ("FCFS, requested", "fcfs", "requested"),

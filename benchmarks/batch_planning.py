@@ -4,12 +4,12 @@
     python benchmarks/batch_planning.py --seeds 1 --sizes 20x4,100x20 --milp 5
     python benchmarks/batch_planning.py --sweep 1,3,10 --kinds unrelated --sizes 1000x50   # batch-search per budget
 
-Instances come from ``scheduler.batch.instances.generate`` (related: one speed per
+Instances come from ``benchmarks.instances.batch.generate`` (related: one speed per
 machine; unrelated: a quarter of the machines accelerators, per-program speed-ups 0.5x
-to 20x). For each, the lower bound is ``scheduler.bounds.batch_lower_bound`` (the LP
+to 20x). For each, the lower bound is ``scheduler.batch.relaxations.batch_lower_bound`` (the LP
 relaxation with the Lenstra-Shmoys-Tardos restriction, the fastest run of each task and,
 on related machines, the preemptive bound) and every planner's schedule is checked by
-``scheduler.batch.check.checked_makespan`` (each task once, on a machine that can run
+``benchmarks.instances.check.checked_makespan`` (each task once, on a machine that can run
 it; makespan recomputed) before its ratio is recorded. Planners:
 
 - the list heuristics of ``scheduler/policies/mapping.py`` on the time matrix (HEFT
@@ -32,6 +32,7 @@ and the CPU seconds it took (on a busy machine the search gets a fraction of a c
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,19 +41,22 @@ import numpy as np
 import pandas as pd
 from scheduler_scale import load_note
 
-from scheduler import compare
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.instances, when run as a script
+
+from benchmarks.instances.batch import KINDS, Instance, as_workload, generate
+from benchmarks.instances.check import checked_makespan
 from scheduler.batch import exact
-from scheduler.batch.check import checked_makespan
-from scheduler.batch.instances import KINDS, Instance, as_workload, generate
-from scheduler.bounds import batch_lower_bound
+from scheduler.batch.relaxations import batch_lower_bound
 from scheduler.genetic.ga import Settings, evolve
 from scheduler.genetic.model import Problem
 from scheduler.orders import OrderKind
 from scheduler.policies.batch import HEURISTICS, heuristic_plans, plan
 from scheduler.policies.genetic import evolve_strong
 from scheduler.policy import Context, Event
-from scheduler.simulate import backlog
-from scheduler.specs import make_policy, parse_estimates
+from scheduler.specs import make_policy
+from simulator import compare
+from simulator.scenarios import parse_estimates
+from simulator.simulate import backlog
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = "20x4,50x5,100x10,100x20,200x20,500x25,1000x50"

@@ -3,7 +3,7 @@
     python benchmarks/batch_shapes.py                      # 2 families x 4 shapes x 3 seeds, a few minutes on 2 busy cores
     python benchmarks/batch_shapes.py --seeds 1 --policies "ga-strong;ga-strong:window=100"
 
-``scheduler.batch.instances.generate`` draws log-normal work (sigma 1), machine speeds within 8x and
+``benchmarks.instances.batch.generate`` draws log-normal work (sigma 1), machine speeds within 8x and
 per-program accelerator gains: the shapes its numbers were tuned on. These families are drawn otherwise:
 
 - ``cpu-gpu``: heavy-tailed work (log-normal, sigma 2), a third of the machines accelerators, each task's
@@ -11,23 +11,28 @@ per-program accelerator gains: the shapes its numbers were tuned on. These famil
 - ``related``: heavy-tailed work (sigma 2) on machines up to 30x apart (Q||Cmax).
 
 Shapes range from a dozen tasks on 3 machines to 300 on 8. Each batch runs as a workload (every task
-submitted at 0, true times as estimates) under each policy through ``scheduler.simulate``, which re-plans at
+submitted at 0, true times as estimates) under each policy through ``simulator.simulate``, which re-plans at
 every event, as ``predictor compare`` does; its makespan is divided by the LP bound
-(``scheduler.bounds.batch_lower_bound``). Prints the mean and the worst ratio per family and policy.
+(``scheduler.batch.relaxations.batch_lower_bound``). Prints the mean and the worst ratio per family and policy.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from scheduler import compare
-from scheduler.batch.instances import Instance, as_workload
-from scheduler.bounds import batch_lower_bound
-from scheduler.simulate import simulate
-from scheduler.specs import make_policy, parse_estimates
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.instances, when run as a script
+
+from benchmarks.instances.batch import Instance, as_workload
+from scheduler.batch.relaxations import batch_lower_bound
+from scheduler.specs import make_policy
+from simulator import compare
+from simulator.scenarios import parse_estimates
+from simulator.simulate import simulate
 
 FAMILIES = ("cpu-gpu", "related")
 SHAPES = ((12, 3), (40, 4), (150, 4), (300, 8))  # tasks x machines

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from scheduler.learning import LearningOracle
 from scheduler.oracles import Oracle, TableOracle, job_key, seconds
-from scheduler.workload import Workload
-from scheduler.workloads import ncbi
+from simulator.learning import LearningOracle
+from simulator.workload import Workload
+from simulator.workloads import ncbi
 
 EARLY_HOURS = 2.0  # the start of the day, before the service's first retrains have seen many of the day's jobs
 

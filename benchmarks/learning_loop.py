@@ -58,12 +58,13 @@ from predictor.ingest import ingest_file
 from predictor.oracle import Job, RuntimeOracle, serve_model
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
-from scheduler.learning import LearningOracle
-from scheduler.metrics import compute
 from scheduler.oracles import Oracle
-from scheduler.simulate import SimResult, simulate
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import Workload
+from scheduler.specs import make_policy
+from simulator.learning import LearningOracle
+from simulator.metrics import compute
+from simulator.scenarios import parse_estimates
+from simulator.simulate import SimResult, simulate
+from simulator.workload import Workload
 from training.dataset import load_training_sets
 from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
 from training.pipeline import train

@@ -13,7 +13,7 @@ Per (algorithm, platform) of ``data/measurements/*.csv``, with the catalog's fea
   member after one update per earlier run; ``linear_log`` refitted every 50 runs on all earlier ones), the error
   counted from the 20th run on.
 
-``--ncbi SEED ...``: the NCBI-like day's simulated service (``scheduler.learning``) trains its first champions on the
+``--ncbi SEED ...``: the NCBI-like day's simulated service (``simulator.learning``) trains its first champions on the
 day's history; per seed, that training with the simulation's members and with them plus ``online_log``, side by
 side: which candidate each pair serves, and where the online member ranks among the members on the pipeline's own CV;
 then, with ``online_log``, the largest set the day's service could ever train on: the history and every job of the
@@ -75,8 +75,8 @@ def ncbi_first_training(seed: int, hours: float) -> dict[str, Any]:
     """The NCBI-like day's first training (seed ``seed``) without and with ``online_log``: what each pair serves."""
     from predictor.domain import Measurement, Source
     from predictor.settings import Settings
-    from scheduler.learning import SIMULATION_MODELS
-    from scheduler.workloads import ncbi
+    from simulator.learning import SIMULATION_MODELS
+    from simulator.workloads import ncbi
     from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
     from training.pipeline import train
 

@@ -5,11 +5,11 @@
     nice -n 5 python benchmarks/peak_memory.py backfill ../shared/data/traces/hpc2n.swf
 
 ``limits``: the log's jobs with a used memory, in submit order, each given a memory limit at its submission by
-every source of :mod:`scheduler.memory_limits` (learned ones from the jobs that had ended by then); every
+every source of :mod:`simulator.memory_limits` (learned ones from the jobs that had ended by then); every
 data-driven setting (scope, window, quantile, offset, level, alpha) is chosen on the first ``--tune`` of these jobs
 (the least waste with at most 1 % of jobs over their limit there, else the fewest over) and scored on the rest.
 ``retries``: the whole log on its nodes with memory, EASY planning with each job's time limit, the resource manager
-killing at the limits (:mod:`scheduler.retries`): the users' requested times (real TIMEOUTs), the learned memory
+killing at the limits (:mod:`simulator.retries`): the users' requested times (real TIMEOUTs), the learned memory
 limits of ``limits`` with OOM and TIMEOUT kills injected into a seeded share of the jobs (a limit drawn below the
 job's peak or run); each killed job is retried, with everything doubled or only the failed resource doubled.
 ``backfill``: the whole log on its nodes with memory, EASY and conservative (users' requested times), the scheduler
@@ -31,13 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from features.swf import read_swf
-from scheduler import memory_limits as ml
-from scheduler.metrics import compute
-from scheduler.retries import KILLS, LimitOracle, RetryPolicy
-from scheduler.simulate import SimResult, simulate
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import Workload
-from scheduler.workloads import swf
+from scheduler.specs import make_policy
+from simulator import memory_limits as ml
+from simulator.metrics import compute
+from simulator.retries import KILLS, LimitOracle, RetryPolicy
+from simulator.scenarios import parse_estimates
+from simulator.simulate import SimResult, simulate
+from simulator.workload import Workload
+from simulator.workloads import swf
 
 RESULTS = Path(__file__).parent / "results"
 MAX_OVER = 0.01  # the target: at most 1 % of jobs over their limit

@@ -3,7 +3,7 @@ by replaying the log's past, against what sites run, on real logs.
 
     python benchmarks/plan_choice.py ../shared/data/traces/hpc2n.swf --nodes pooled --json benchmarks/results/plan_choice-hpc2n-pooled.json
 
-For one log and one node mode: the configuration is chosen (:func:`scheduler.plan_choice.choose`) on the log's past
+For one log and one node mode: the configuration is chosen (:func:`simulator.plan_choice.choose`) on the log's past
 only, the jobs between its 5 % and 30 % marks (three consecutive windows), then the whole log after its 30 % history
 is replayed with it beside
 EASY and EASY-SJBF with requests, EASY++ (Tsafrir et al. 2007), an SC'15-style learned predictor (Gaussier et al.
@@ -23,12 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scheduler.metrics import Metrics
-from scheduler.plan_choice import Family, PlanningConfig, choose, past_windows, replay_config
-from scheduler.runner import run
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import Workload
-from scheduler.workloads import swf
+from scheduler.specs import make_policy
+from simulator.metrics import Metrics
+from simulator.plan_choice import Family, PlanningConfig, choose, past_windows, replay_config
+from simulator.runner import run
+from simulator.scenarios import parse_estimates
+from simulator.workload import Workload
+from simulator.workloads import swf
 
 BASELINES = (  # (label, policy, estimates)
     ("EASY, requested", "easy", "requested"),

@@ -14,7 +14,7 @@ stopped and reported as such.
 
 Table 2: ``--ratio-jobs`` NCBI jobs submitted together at t=0 (independent; data caches
 off so the estimates are exact) on ``--per-type`` machines of each type, simulated under
-each policy: makespan over :func:`scheduler.bounds.makespan_lower_bound`.
+each policy: makespan over :func:`simulator.bounds.makespan_lower_bound`.
 
 Policies are those :func:`scheduler.policy.applicable_policies` lists for a workload
 that provides nothing beyond jobs and machines, with their default options.
@@ -42,18 +42,19 @@ from typing import Any
 
 from scheduler_scale import load_note, queue
 
-from scheduler.bounds import makespan_lower_bound
-from scheduler.grid import SITES
 from scheduler.gridinfo import GRID_ATTRIBUTES
-from scheduler.metrics import compute
 from scheduler.orders import OrderKind
 from scheduler.policies import applicable_policies
 from scheduler.policies.walker import StaticPlacement
 from scheduler.policy import Context, Event, Policy
-from scheduler.simulate import backlog, simulate
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import Workload
-from scheduler.workloads import bag_of_tasks, ncbi, walker_grid
+from scheduler.sites import SITES
+from scheduler.specs import make_policy
+from simulator.bounds import makespan_lower_bound
+from simulator.metrics import compute
+from simulator.scenarios import parse_estimates
+from simulator.simulate import backlog, simulate
+from simulator.workload import Workload
+from simulator.workloads import bag_of_tasks, ncbi, walker_grid
 
 PLACED = (OrderKind.START, OrderKind.DEFER)
 

@@ -49,12 +49,13 @@ from predictor.oracle import RuntimeOracle, serve_model
 from predictor.registry import Champion
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
-from training.dataset import training_set_from_frame
 from scheduler.probing import IdleProber, ProbeBudget, RankedCandidates
-from scheduler.simulate import SimResult, simulate
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import JobSpec, Workload
-from scheduler.workloads import ncbi
+from scheduler.specs import make_policy
+from simulator.scenarios import parse_estimates
+from simulator.simulate import SimResult, simulate
+from simulator.workload import JobSpec, Workload
+from simulator.workloads import ncbi
+from training.dataset import training_set_from_frame
 from training.metrics import compute_metrics
 
 RESULTS = ROOT / "benchmarks" / "results"

@@ -10,7 +10,7 @@ sink) on a fully connected network; we get the same jobs (one platform per speed
 true run times as estimates) on the same machines, queued in the order SAGA's MCT
 visits them. Makespan: ours from the discrete-event simulator (estimates exact, so
 the plan is what runs), SAGA's from its schedule; both also over
-:func:`scheduler.bounds.makespan_lower_bound`. Time per decision (CPU time, so a busy
+:func:`simulator.bounds.makespan_lower_bound`. Time per decision (CPU time, so a busy
 machine slows neither side): ours one scheduling pass over the N pending jobs,
 SAGA's one ``schedule`` call, each divided by N; the best of ``--repeat`` (a SAGA
 run over 2 s is timed once, one over ``--cap`` is stopped). SAGA's task order follows Python's string hashing: set ``PYTHONHASHSEED``
@@ -36,14 +36,14 @@ from saga.schedulers import (
 )
 from scheduler_scale import load_note
 
-from scheduler.bounds import makespan_lower_bound
-from scheduler.estimates import truth
-from scheduler.metrics import compute
 from scheduler.oracles import Oracle
 from scheduler.policy import Context, Event
-from scheduler.simulate import backlog, simulate
 from scheduler.specs import make_policy
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from simulator.bounds import makespan_lower_bound
+from simulator.estimates import truth
+from simulator.metrics import compute
+from simulator.simulate import backlog, simulate
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
 SPEEDS = (1.0, 1.5, 2.0, 3.0, 4.0)
 SAGA_REPEAT_UNDER = 2.0  # seconds: a longer SAGA run is timed once

@@ -32,15 +32,16 @@ from typing import Any
 import numpy as np
 
 from scheduler.events import Scheduler
-from scheduler.learning import LearningOracle, estimates_served
-from scheduler.metrics import Metrics, compute
 from scheduler.oracles import Oracle, seconds
 from scheduler.policy import Context, Event
-from scheduler.simulate import SimResult, simulate
-from scheduler.specs import make_policy, parse_estimates
+from scheduler.specs import make_policy
 from scheduler.state import INF, Machine
-from scheduler.workload import Workload
-from scheduler.workloads import ncbi, swf
+from simulator.learning import LearningOracle, estimates_served
+from simulator.metrics import Metrics, compute
+from simulator.scenarios import parse_estimates
+from simulator.simulate import SimResult, simulate
+from simulator.workload import Workload
+from simulator.workloads import ncbi, swf
 
 Inspect = Callable[[Workload, int, str, Oracle, SimResult], None]  # (workload, seed, estimates, oracle, result) of one run
 NCBI_ESTIMATES = ("oracle", "model", "noisy:0.25", "noisy:0.5", "noisy:1.0", "none")

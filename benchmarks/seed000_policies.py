@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/seed000_policies.py [--hours 4] [--seeds 0 1 2] [--per-type 19] [--homogeneous 320]
                                                     [--estimates oracle model:mean] [--processes 1]
 
-Each seed draws seed 000's NCBI-like trace (``scheduler.workloads.ncbi.generate``: its
+Each seed draws seed 000's NCBI-like trace (``simulator.workloads.ncbi.generate``: its
 job mix and hourly Poisson arrivals from 1 pm) and replays it through the simulator on
 the paper's two clusters: heterogeneous (``--per-type`` machines of each of the six
 types of its Table 1) and homogeneous (``--homogeneous`` machines of type 6, the big-memory
@@ -38,14 +38,15 @@ from typing import Any
 
 from scipy.stats import t as student_t
 
-from scheduler.metrics import compute
 from scheduler.policies.affinity import Affinity
 from scheduler.policies.greedy import greedy2
 from scheduler.policy import Policy
-from scheduler.simulate import simulate
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import Workload
-from scheduler.workloads import ncbi
+from scheduler.specs import make_policy
+from simulator.metrics import compute
+from simulator.scenarios import parse_estimates
+from simulator.simulate import simulate
+from simulator.workload import Workload
+from simulator.workloads import ncbi
 
 RESULTS = Path(__file__).parent / "results"
 POLICIES: dict[str, Callable[[Workload], Policy]] = {

@@ -3,7 +3,7 @@
     python benchmarks/seed002_walker.py                       # 5 seeds, both testbeds, ~1.5 min
     python benchmarks/seed002_walker.py --seeds 10 --jobs 60 --util 0.8
 
-``quality``: each seed generates a workload (``scheduler.workloads.walker_grid``: 40
+``quality``: each seed generates a workload (``simulator.workloads.walker_grid``: 40
 data-parallel jobs of 5-40 tasks, six communication ratios, Poisson arrivals offering
 60% of the grid) and every policy meets the same one. Reported per policy and testbed:
 mean grid-job completion (first task submitted to last task done), the same over the
@@ -28,12 +28,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from scheduler import compare
-from scheduler.metrics import compute
 from scheduler.policy import Context, Event
-from scheduler.simulate import backlog, simulate
-from scheduler.specs import make_policy, parse_estimates, parse_policy, split_specs
-from scheduler.workloads import walker_grid
+from scheduler.specs import make_policy, parse_policy, split_specs
+from simulator import compare
+from simulator.metrics import compute
+from simulator.scenarios import parse_estimates
+from simulator.simulate import backlog, simulate
+from simulator.workloads import walker_grid
 
 POLICIES = ("rand", "mp", "mpl", "mpl:anchor=peers", "edf")
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -1,6 +1,6 @@
 """Seed 003's comparison (Santos-Neto et al., Table 2): Storage Affinity vs XSufferage vs WQR on data-intensive bags.
 
-Each scenario is one draw of the paper's setting (``scheduler.workloads.bag_of_tasks``:
+Each scenario is one draw of the paper's setting (``simulator.workloads.bag_of_tasks``:
 grid heterogeneity, U(2, 12) sites, application type and heterogeneity; the
 granularity cycles through ``--granularities``) run as a sequence of ``--executions``
 executions of the same job, each starting from the data servers the previous one
@@ -21,13 +21,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from scheduler.compare import markdown, plot, summarize, table
-from scheduler.grid import Waste, waste
-from scheduler.metrics import compute
-from scheduler.simulate import simulate
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import Workload
-from scheduler.workloads import bag_of_tasks
+from scheduler.specs import make_policy
+from simulator.compare import markdown, plot, summarize, table
+from simulator.grid import Waste, waste
+from simulator.metrics import compute
+from simulator.scenarios import parse_estimates
+from simulator.simulate import simulate
+from simulator.workload import Workload
+from simulator.workloads import bag_of_tasks
 
 RESULTS = Path(__file__).parent / "results"
 # (label, policy spec, estimates): WQR and Storage Affinity know nothing of run times; XSufferage the truth or not

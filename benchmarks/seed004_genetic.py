@@ -5,7 +5,7 @@
     python benchmarks/seed004_genetic.py --nodes 20 --runs 3 --generations 300 --mutation 0.2
 
 ``quality`` (Figs 7 and 8): each instance is a random batch drawn as in section 5.1 /
-Table 2 (``scheduler.genetic.instances``: 100 jobs, 50 Zipf-popular objects of
+Table 2 (``benchmarks.instances.genetic``: 100 jobs, 50 Zipf-popular objects of
 50-1500 MB at 20 remote stores, wide-area 700-1300 kbps, LAN 7000-13000 kbps, compute
 300 s per GB); each algorithm runs ``--runs`` times on it with its own seed and every
 schedule is timed by the evaluation function of Fig 6, as in the paper. Algorithms:
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -38,12 +39,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scheduler import compare
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.instances, when run as a script
+
+from benchmarks.instances.genetic import Setup, generate
 from scheduler.genetic.baselines import NAMES, greedy
 from scheduler.genetic.ga import Evolution, Settings, breed, evolve, random_population
-from scheduler.genetic.instances import Setup, generate
 from scheduler.genetic.model import Problem, evaluate, evaluate_reference
 from scheduler.policies.genetic import evolve_strong
+from simulator import compare
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAST = "jobs-ll-rep-fast (extra)"  # not the paper's: objects to the store with the fastest wide-area link

@@ -13,7 +13,7 @@ from cli.common import console, fail, load_settings, open_store, plain, print_ta
 
 if TYPE_CHECKING:
     from predictor.store import MeasurementStore
-    from scheduler.plan_choice import Family
+    from simulator.plan_choice import Family
 
 commands = typer.Typer()
 plan_app = typer.Typer(help="Choose the planning configuration by replaying the site's past.", no_args_is_help=True)
@@ -52,7 +52,7 @@ def _choose_once(
     nodes: Literal["pooled", "packed"], record: bool,
 ) -> None:  # fmt: skip
     """One choice on the log as it is now: read the serving configuration, replay, print, record."""
-    from scheduler.plan_choice import PlanningConfig, choose, past_windows
+    from simulator.plan_choice import PlanningConfig, choose, past_windows
 
     job_class, platform = accounting.stem, f"planning:{family}"
     previous = store.decisions(job_class, platform, limit=1)

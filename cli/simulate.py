@@ -29,19 +29,20 @@ def simulate(
     """Replay a workload through the scheduler in a discrete-event simulation: metrics table and Gantt chart."""
     from predictor.catalog import load_catalog
     from scheduler import specs
-    from scheduler.gantt import plot
-    from scheduler.runner import run
+    from simulator import scenarios
+    from simulator.gantt import plot
+    from simulator.runner import run
 
     settings = load_settings()
     catalog = load_catalog(*settings.catalog_paths)
     try:
-        recipe, chosen_policy = specs.parse_workload(workload, catalog), specs.parse_policy(policy)
-        machines = specs.parse_cluster(cluster, catalog) if cluster else None
+        recipe, chosen_policy = scenarios.parse_workload(workload, catalog), specs.parse_policy(policy)
+        machines = scenarios.parse_cluster(cluster, catalog) if cluster else None
         w = recipe.make(seed)
         if machines is not None:
             w.cluster = machines
         chosen = estimates or ("model" if w.history else "oracle")
-        source = specs.parse_estimates(chosen, champions=partial(local_oracle, settings, catalog))
+        source = scenarios.parse_estimates(chosen, champions=partial(local_oracle, settings, catalog))
         result, metrics = run(w, chosen_policy.build(), source.oracle(w, seed), label=chosen)
     except (ValueError, KeyError, FileNotFoundError) as exc:
         raise fail(str(exc).strip('"')) from None
@@ -75,19 +76,20 @@ def compare(
     """Every applicable policy x estimate source x seed on one workload: metrics with 95% t-intervals, CSVs and a plot."""
     from predictor.catalog import load_catalog
     from predictor.progress import progress
-    from scheduler import compare as grid
     from scheduler import specs
+    from simulator import compare as grid
+    from simulator import scenarios
 
     if metric not in grid.METRICS:
         raise fail(f"unknown metric {metric!r}; known: {', '.join(grid.METRICS)}")
     settings = load_settings()
     catalog = load_catalog(*settings.catalog_paths)
     try:
-        recipe = specs.parse_workload(workload, catalog)
-        machines = specs.parse_cluster(cluster, catalog) if cluster else None
+        recipe = scenarios.parse_workload(workload, catalog)
+        machines = scenarios.parse_cluster(cluster, catalog) if cluster else None
         chosen_policies = {text: specs.parse_policy(text) for text in specs.split_specs(policies or "")}
         champions = partial(local_oracle, settings, catalog)  # loaded only if a source asks for it
-        chosen_estimates = {text: specs.parse_estimates(text, champions) for text in specs.split_specs(estimates or "")}
+        chosen_estimates = {text: scenarios.parse_estimates(text, champions) for text in specs.split_specs(estimates or "")}
         with progress(err_console, "compare") as update:
             runs = grid.run_grid(
                 recipe, cluster=machines, seeds=seeds, policies=chosen_policies, estimates=chosen_estimates,

@@ -1,13 +1,15 @@
-"""The embedded scheduler (seed 001, section 3) and its trace-driven simulator (seed 000).
+"""The embedded scheduler (seed 001, section 3), as the service runs it; the simulator is ``simulator/``.
 
-- ``state``: jobs, runs, machines, the plan; ``orders``: what policies decide;
-- ``oracles``: the one interface through which run times are seen (``Oracle``), and simulation oracles;
+- ``state``: jobs, runs, machines, the plan; ``orders``: what policies decide; ``sites``: seed 003's data servers;
+  ``gridinfo``: seed 002's grid, application and performance models;
+- ``oracles``: the one interface through which run times are seen (``Oracle``), and the table, noisy and blind
+  oracles a simulation plugs in;
 - ``policy``: the policy interface; ``policies/``: the registry (``POLICIES``) and the policies, EDF with
-  heterogeneous deferral, FCFS, the mapping heuristics and the seeds' schedulers;
-- ``planner``: free-time heaps and slot profiles shared by policies;
+  heterogeneous deferral, FCFS, the mapping heuristics and the seeds' schedulers (``batch/``, ``genetic/``);
+- ``planner``, ``profiles``, ``nodes``, ``backfill``: free-time heaps, slot profiles, node placement and backfilling
+  shared by policies;
 - ``events``: the event loop (N, G, L, E, T) that applies orders;
-- ``simulate``, ``metrics``, ``gantt``: the discrete-event simulator, schedule metrics, charts;
-- ``workload``, ``workloads/``, ``estimates``, ``runner``: what a simulation replays and how it is set up;
-- ``specs``: the one parser of specs (``edf:objective=makespan``, ``noisy:0.5``, ``ncbi:hours=25``) into objects;
-- ``store``, ``service``: the scheduler's state, orders and event inbox in the database, behind one lock.
+- ``specs``: the grammar of specs and the one parser of a policy's (``edf:objective=makespan``) into objects;
+- ``store``, ``service``, ``leader``: the scheduler's state, orders and event inbox in the database, behind one lock;
+- ``slurm_bridge``, ``probe_executor``, ``probe_plan``, ``probing``: Slurm, local probe runs and the probing plan.
 """

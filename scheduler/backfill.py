@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from scheduler.state import INF, Job, Run
-from scheduler.workload import requested_seconds
+from scheduler.state import INF, Job, Run, requested_seconds
 
 Correction = Literal["tsafrir", "requested", "quantile", "doubling"]
 CORRECTIONS: tuple[str, ...] = ("tsafrir", "requested", "quantile", "doubling")

@@ -32,7 +32,7 @@ class Scheduler:
     ``on_observation`` receives every cleanly finished run (to store as a measurement);
     ``on_notify`` receives messages for users (failures, dropped dependents);
     ``on_termination`` hears of every run that ends by itself, cleanly or with an error, and its wall seconds
-    (an estimator of users' recent run times: :mod:`scheduler.last_two`).
+    (an estimator of users' recent run times: :mod:`simulator.last_two`).
     """
 
     def __init__(

@@ -1,9 +1,9 @@
-"""The one grammar of the scheduler's specs, and the one parser that turns a spec into a typed object.
+"""The one grammar of the scheduler's specs, and the parser that turns a policy's spec into a typed object.
 
-The command line (and the benchmarks' own) names a policy, an estimate source, a workload or a cluster by a
-short text. This module alone reads those texts; the rest of the scheduler takes the objects they become:
-a :class:`~scheduler.policies.PolicyChoice`, an :class:`~scheduler.estimates.EstimateSource`, a
-:class:`~scheduler.workload.WorkloadRecipe` or a :class:`~scheduler.workload.Cluster`.
+The command line, the API (a policy by name) and the benchmarks name a policy by a short text. This module reads
+that text and gives a :class:`~scheduler.policies.PolicyChoice`; the simulator's specs (an estimate source, a
+workload, a cluster: ``simulator/scenarios.py``) follow the same grammar through :func:`name_and_options` and
+:func:`bind_options`.
 
     SPEC    = NAME [ ":" OPTIONS ]
     OPTIONS = OPTION { "," OPTION }
@@ -27,39 +27,17 @@ expected, e.g. ``policy 'edf': option 'objective' expects one of makespan, flowt
 from __future__ import annotations
 
 import inspect
-from dataclasses import replace
 import types
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-from predictor.catalog import Catalog
-from predictor.settings import BUNDLED_DATA
-from scheduler.estimates import Blind, Champions, EstimateSource, Fitted, LastTwoMean, Noisy, Online, Requested, Service, Truth
-from scheduler.oracles import Oracle
 from scheduler.policies import POLICIES, PolicyChoice
 from scheduler.policies.profile_driven import WarmGain
 from scheduler.policy import Policy
-from scheduler.workload import Cluster, Workload, WorkloadRecipe
-from scheduler.workloads import bag_of_tasks, clusters, dataset, ncbi, swf, walker_grid
-from scheduler.workloads.figures import FIGURES
 
 Items = list[tuple[str | None, str]]  # a spec's options as (KEY, VALUE) text; KEY None for the bare first value
 
-GENERATORS: dict[str, Callable[..., Workload]] = {
-    "ncbi": ncbi.generate,  # seed 000's NCBI-like trace
-    "walker": walker_grid.generate,  # seed 002's grid
-    "bot": bag_of_tasks.generate,  # seed 003's data-intensive bag of tasks
-}
-ESTIMATES: dict[str, tuple[type[EstimateSource], str | None]] = {  # name -> (source, the option a bare value sets)
-    "oracle": (Truth, None),
-    "none": (Blind, None),
-    "requested": (Requested, None),
-    "last_two_mean": (LastTwoMean, None),
-    "noisy": (Noisy, "sigma"),
-    "model": (Fitted, "member"),
-}
 
 
 class SpecError(ValueError):
@@ -72,81 +50,15 @@ class _Unreadable(ValueError):
 
 def parse_policy(text: str) -> PolicyChoice:
     """``NAME[:KEY=VALUE,...]``: a registered policy (``scheduler.policies.POLICIES``) and its options."""
-    name, items = _split(text, "policy")
+    name, items = name_and_options(text, "policy")
     if name not in POLICIES:
         raise SpecError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}")
-    return PolicyChoice(name, _bind("policy", name, POLICIES[name].factory, items))
+    return PolicyChoice(name, bind_options("policy", name, POLICIES[name].factory, items))
 
 
 def make_policy(text: str) -> Policy:
     """A new policy from its spec (``parse_policy(text).build()``)."""
     return parse_policy(text).build()
-
-
-def parse_estimates(text: str, champions: Callable[[], Oracle] | None = None) -> EstimateSource:
-    """``oracle``, ``none``, ``requested``, ``last_two_mean``, ``noisy[:SIGMA]``, ``model[:MEMBER]``, ``service[:KEY=VALUE,...]``
-    (the options of ``scheduler.learning.LearningOptions``), ``online[:KEY=VALUE,...]`` or ``sc15[:KEY=VALUE,...]``
-    (``scheduler.online.OnlineOptions``, from its defaults or the SC'15 preset) or ``champions`` (what ``champions``
-    loads)."""
-    name, items = _split(text, "estimates")
-    if name in ESTIMATES:
-        source, positional = ESTIMATES[name]
-        return source(**_bind("estimates", name, source, items, positional))
-    if name == "service":
-        from scheduler.learning import LearningOptions
-
-        return Service(LearningOptions(**_bind("estimates", name, LearningOptions, items)))
-    if name in ("online", "sc15"):
-        from scheduler.online import SC15, OnlineOptions
-
-        preset = SC15 if name == "sc15" else OnlineOptions()
-        return Online(replace(preset, **_bind("estimates", name, OnlineOptions, items)))
-    if name == "champions":
-        _bind("estimates", name, Champions, items, hidden={"load"})
-        if champions is None:
-            raise SpecError("estimates 'champions' needs the service's runtime oracle")
-        return Champions(champions)
-    raise SpecError(f"unknown estimates {name!r}; known: {', '.join(sorted([*ESTIMATES, 'service', 'online', 'sc15', 'champions']))}")
-
-
-def parse_workload(text: str, catalog: Catalog) -> WorkloadRecipe:
-    """``fig11``..``fig14``; a generator ``ncbi``, ``walker`` or ``bot`` with its options; ``dataset`` (the bundled
-    measurements) or a measurements ``.csv``, with ``from_measurements``' options; an ``.swf`` log with ``train``
-    (the fraction kept as history), ``limit``, ``speedup`` and ``nodes=pooled|packed`` (its cluster from
-    ``LOG.swf.machines``)."""
-    name, items = _split(text, "workload")
-    if name in FIGURES:
-        return WorkloadRecipe(FIGURES[name], _bind("workload", name, FIGURES[name], items), seeded=False)
-    if name in GENERATORS:
-        return WorkloadRecipe(GENERATORS[name], _bind("workload", name, GENERATORS[name], items))
-    if name == "dataset" or name.endswith(".csv"):
-        paths = sorted((BUNDLED_DATA / "measurements").glob("*.csv")) if name == "dataset" else [_existing(name)]
-        make = partial(dataset.from_measurements, paths, catalog)
-        return WorkloadRecipe(make, _bind("workload", name, make, items))
-    if name.endswith(".swf"):
-        make = partial(_swf_log, _existing(name))
-        return WorkloadRecipe(make, _bind("workload", name, make, items), seeded=False)
-    known = ", ".join([*FIGURES, *GENERATORS, "dataset"])
-    raise SpecError(f"unknown workload {name!r}; known: {known}, a .csv of measurements or a .swf log")
-
-
-def parse_cluster(text: str, catalog: Catalog) -> Cluster:
-    """``ncbi[:per_type=N]``, ``ncbi-homo[:per_type=N]`` (machine type 6 only), ``catalog[:N]`` (N machines per
-    catalog platform), an Alea ``.machines`` file, or a YAML file (:func:`scheduler.workloads.clusters.yaml_file`)."""
-    name, items = _split(text, "cluster")
-    if name in ("ncbi", "ncbi-homo"):
-        types_ = ("type6",) if name == "ncbi-homo" else tuple(ncbi.MACHINE_TYPES)
-        return ncbi.cluster(types=types_, **_bind("cluster", name, ncbi.cluster, items, hidden={"types"}))
-    if name == "catalog":
-        make = partial(dataset.catalog_cluster, catalog)
-        return make(**_bind("cluster", name, make, items, "per_platform", hidden={"only"}))
-    if name.endswith(".machines"):
-        _bind("cluster", name, clusters.machines_file, items, hidden={"path"})
-        return clusters.machines_file(_existing(name))
-    if name.endswith((".yaml", ".yml")):
-        _bind("cluster", name, clusters.yaml_file, items, hidden={"path", "catalog"})
-        return clusters.yaml_file(_existing(name), catalog)
-    raise SpecError(f"unknown cluster {name!r}; known: ncbi, ncbi-homo, catalog, a .machines file or a .yaml file")
 
 
 def split_specs(text: str) -> list[str]:
@@ -180,7 +92,7 @@ def parse_warm_gain(text: str) -> dict[tuple[str, str], float]:
     return out
 
 
-def _split(text: str, what: str) -> tuple[str, Items]:
+def name_and_options(text: str, what: str) -> tuple[str, Items]:
     """NAME and its options, as text (the grammar of the module docstring)."""
     name, colon, tail = text.strip().partition(":")
     name = name.strip()
@@ -198,7 +110,7 @@ def _split(text: str, what: str) -> tuple[str, Items]:
     return name, items
 
 
-def _bind(
+def bind_options(
     what: str, name: str, factory: Callable[..., Any], items: Items, positional: str | None = None, hidden: set[str] | None = None
 ) -> dict[str, Any]:
     """The options ``items`` give ``factory``, each read as its parameter's type; unknown or unreadable ones are errors."""
@@ -263,17 +175,10 @@ def _read(annotation: Any, raw: str) -> Any:
     raise _Unreadable(f"a {annotation}, which a spec cannot give")
 
 
-def _existing(name: str) -> Path:
+def existing_file(name: str) -> Path:
     """The file a spec names, which must exist."""
     path = Path(name)
     if not path.exists():
         raise SpecError(f"no such file: {name}")
     return path
 
-
-def _swf_log(
-    path: Path, train: float = 0.3, limit: int | None = None, speedup: float = 1.0, nodes: Literal["pooled", "packed"] = "pooled"
-) -> Workload:
-    """An SWF log replayed after its first ``train`` fraction of jobs, kept as history, its clusters pooled or as nodes
-    (see ``swf.replay``)."""
-    return swf.replay(path, train_fraction=train, limit=limit, speedup=speedup, nodes=nodes)

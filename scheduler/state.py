@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hin
 from scheduler.nodes import Allocation, Needs, Room, capacity, node_needs
 
 if TYPE_CHECKING:
-    from scheduler.grid import DataStores
+    from scheduler.sites import DataStores
 
 INF = math.inf
 OVERRUN_MARGIN = 0.5  # a run past its estimate is expected to need this fraction of its estimate again
@@ -63,6 +63,12 @@ class Run:
         return self.progress0 + (1.0 - self.progress0) * min((now - self.start) / self.estimate, 0.99)
 
 
+def requested_seconds(params: Mapping[str, Any]) -> float | None:
+    """The time the user requested (``params['requested_time']``, an SWF log's), None where absent or not positive."""
+    asked = params.get("requested_time")
+    return float(asked) if asked is not None and float(asked) > 0 else None
+
+
 ASKED = {"asked": True}  # field metadata: the submitter gives it (the other fields are what the scheduler decides)
 KEPT_ELSEWHERE = {"stored": False}  # field metadata: no sched_jobs column (runs have their table; inputs: simulations)
 
@@ -72,7 +78,7 @@ class Job:
     """A request to run an algorithm with parameters, and what the scheduler knows and decided about it.
 
     The one definition of a job's fields: :data:`ASKED_FIELDS` (what a submission or a workload's
-    :class:`~scheduler.workload.JobSpec` gives) and :data:`STORED_FIELDS` (the ``sched_jobs`` columns) are read
+    :class:`~simulator.workload.JobSpec` gives) and :data:`STORED_FIELDS` (the ``sched_jobs`` columns) are read
     from it, the store maps rows and the API its schemas by name, and ``tests/scheduler/test_job_fields.py``
     checks the table, the migrations, the job spec and the API schemas against it.
     """
@@ -90,7 +96,7 @@ class Job:
     platforms: tuple[str, ...] | None = field(default=None, metadata=ASKED)
     checkpoint: frozenset[str] = field(default=frozenset(), metadata=ASKED)
     data: str | None = field(default=None, metadata=ASKED)
-    inputs: tuple[tuple[str, int], ...] = field(default=(), metadata=ASKED | KEPT_ELSEWHERE)  # seed 003: (name, bytes), see scheduler/grid.py
+    inputs: tuple[tuple[str, int], ...] = field(default=(), metadata=ASKED | KEPT_ELSEWHERE)  # seed 003: (name, bytes), see scheduler/sites.py
     memory: int | None = field(default=None, metadata=ASKED | KEPT_ELSEWHERE)  # bytes it may use (None: unknown); simulations so far
     seq: int = 0
     estimates: dict[str, float | None] = field(default_factory=dict)
@@ -251,7 +257,7 @@ class State:
         self.dirty_jobs: set[str] = set()
         self.dirty_machines: set[str] = set()
         self._seq = 0
-        self.sites: DataStores | None = None  # seed 003: what each site's data server holds (scheduler/grid.py)
+        self.sites: DataStores | None = None  # seed 003: what each site's data server holds (scheduler/sites.py)
 
     def add_job(self, job: Job) -> None:
         """Register a job (pending or restored in any status)."""

@@ -158,7 +158,7 @@ def test_simulate_replays_fig14_and_a_workload_of_the_measured_runs_on_the_train
     out = cli(home.env, "simulate", "--workload", "fig14", "--gantt", str(chart))
     assert out.returncode == 0, out.stderr
     metrics = {r["metric"]: r["value"] for r in table(out.stdout, "fig14 on 1 x r1, 1 x r2: edf, estimates oracle")}
-    # Fig. 14: T3 (high priority) cancels T2 on R2 at t=1; T2 restarts on R1 at 3 and ends at 6 (tests/scheduler/test_figures.py)
+    # Fig. 14: T3 (high priority) cancels T2 on R2 at t=1; T2 restarts on R1 at 3 and ends at 6 (tests/simulator/test_figures.py)
     assert [metrics[k] for k in ("jobs", "done", "makespan", "wasted_seconds", "interrupted", "mean_completion")] == [
         "3", "3", "6.000", "1.000", "1", "4.000",
     ]  # fmt: skip

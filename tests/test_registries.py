@@ -15,16 +15,16 @@ import pytest
 
 from models.zoo import NEEDS as MEMBER_NEEDS
 from models.zoo import ZOO, learns_from_censored, make_model
-from scheduler.bounds import makespan_lower_bound
-from scheduler.estimates import truth
-from scheduler.grid import SITES
 from scheduler.gridinfo import GRID_ATTRIBUTES
-from scheduler.metrics import compute
 from scheduler.policies import POLICIES
-from scheduler.simulate import simulate
-from scheduler.workload import Workload
-from scheduler.workloads import bag_of_tasks, walker_grid
-from scheduler.workloads.figures import FIGURES
+from scheduler.sites import SITES
+from simulator.bounds import makespan_lower_bound
+from simulator.estimates import truth
+from simulator.metrics import compute
+from simulator.simulate import simulate
+from simulator.workload import Workload
+from simulator.workloads import bag_of_tasks, walker_grid
+from simulator.workloads.figures import FIGURES
 
 
 def small_workload(needs: frozenset[str]) -> Workload:
@@ -39,8 +39,8 @@ def small_workload(needs: frozenset[str]) -> Workload:
 
 
 def test_importing_the_comparison_alone_fills_the_policy_registry() -> None:
-    # The registry used to be filled by importing scheduler.policies from inside functions: scheduler.compare alone saw none.
-    code = "import sys, scheduler.compare; print(len(sys.modules['scheduler.policies'].POLICIES))"
+    # The registry used to be filled by importing scheduler.policies from inside functions: simulator.compare alone saw none.
+    code = "import sys, simulator.compare; print(len(sys.modules['scheduler.policies'].POLICIES))"
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
     assert int(shown) == len(POLICIES) >= 20
 

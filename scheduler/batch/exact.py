@@ -15,8 +15,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 
+from scheduler.batch.relaxations import assignment_rows
 from scheduler.batch.search import loads
-from scheduler.bounds import assignment_rows
 
 INF = float("inf")
 

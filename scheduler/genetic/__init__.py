@@ -2,6 +2,5 @@
 
 ``model`` holds Table 1's lookup tables and Fig 6's evaluation (vectorised over a
 population), ``ga`` the operators and the loop of Fig 2, ``baselines`` the greedy FIFO
-schedulers of section 5.2, ``instances`` the synthetic experiments of section 5.1, and
-``window`` the bridge to the service's scheduler (``scheduler/policies/genetic.py``).
+schedulers of section 5.2 and ``window`` the bridge to the service's scheduler (``scheduler/policies/genetic.py``).
 """

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from scheduler.grid import SITES
 from scheduler.gridinfo import GRID_ATTRIBUTES
 from scheduler.policies.affinity import Affinity
 from scheduler.policies.backfill import EASY, Conservative
@@ -36,6 +35,7 @@ from scheduler.policies.mapping import (
 )
 from scheduler.policies.walker import MaxPerformance, MaxPerformanceLatency, Rand
 from scheduler.policy import Policy
+from scheduler.sites import SITES
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,22 @@ from itertools import pairwise
 import numpy as np
 
 from scheduler import orders as o
-from scheduler.grid import DataStores, input_bytes, stores_of
 from scheduler.orders import Order
 from scheduler.policy import Context
+from scheduler.sites import SITES, DataStores
 from scheduler.state import INF, Job, JobStatus, Machine, State
+
+
+def stores_of(state: State) -> DataStores:
+    """The data servers a data-aware policy reads; a clear error when the workload has no sites."""
+    if state.sites is None:
+        raise ValueError(f"this policy needs a workload that provides {SITES!r} (sites, data servers, a home link)")
+    return state.sites
+
+
+def input_bytes(job: Job) -> int:
+    """Total bytes of a task's input."""
+    return sum(size for _, size in job.inputs)
 
 
 def free_slots(state: State) -> list[Machine]:

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from predictor.store import MeasurementStore
-from tests.scheduler.test_plan_choice import write_log
+from tests.simulator.test_plan_choice import write_log
 
 
 @pytest.fixture

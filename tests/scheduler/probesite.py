@@ -10,7 +10,7 @@ import yaml
 
 from predictor.datagen import write_family_fasta
 from predictor.settings import Settings
-from tests.scheduler.test_api import TOKEN, seed_profile
+from tests.scheduler.served import TOKEN, seed_profile
 
 SLEEP = {"parameters": {"seconds": {"type": "float", "required": True, "min": 0}}, "implementations": {"cpu1": {"command": ["sleep", "{seconds}"]}}}
 PLAN = {"seed": 3, "repeats": 1, "timeout_s": 600, "inputs": {}, "jobs": [{"algorithm": "sleep", "platforms": ["cpu1"], "files": {}, "grid": {"seconds": [1, 300]}}]}

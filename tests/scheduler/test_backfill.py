@@ -7,13 +7,14 @@ import random
 import pytest
 
 from scheduler.backfill import planned_end
-from scheduler.metrics import compute
 from scheduler.oracles import TableOracle, job_key
 from scheduler.profiles import PoolProfile
-from scheduler.simulate import simulate
-from scheduler.specs import make_policy, parse_estimates
+from scheduler.specs import make_policy
 from scheduler.state import INF, Job, Run
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from simulator.metrics import compute
+from simulator.scenarios import parse_estimates
+from simulator.simulate import simulate
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
 SLOTS = 4
 

@@ -7,16 +7,17 @@ import itertools
 import numpy as np
 import pytest
 
+from benchmarks.instances.batch import as_workload, generate
+from benchmarks.instances.check import checked_makespan
 from scheduler.batch import exact
-from scheduler.batch.check import checked_makespan
-from scheduler.batch.instances import as_workload, generate
+from scheduler.batch.relaxations import batch_lower_bound, lp_bound, preemptive_related_bound, related_speeds
 from scheduler.batch.search import descend, improve, loads
-from scheduler.bounds import batch_lower_bound, lp_bound, preemptive_related_bound, related_speeds
-from scheduler.metrics import compute
 from scheduler.policies.batch import HEURISTICS, heuristic_plans, plan
 from scheduler.policies.mapping import HEFT, KPercentBest, map_times
-from scheduler.simulate import simulate
-from scheduler.specs import make_policy, parse_estimates
+from scheduler.specs import make_policy
+from simulator.metrics import compute
+from simulator.scenarios import parse_estimates
+from simulator.simulate import simulate
 from tests.scheduler import kit
 
 INF = float("inf")
@@ -185,10 +186,10 @@ def test_batch_search_runs_in_the_simulator_and_beats_the_fastest_time_order():
 
 
 def test_the_strong_ga_never_ends_worse_than_the_heuristics_it_starts_from():
+    from benchmarks.instances.genetic import Setup
+    from benchmarks.instances.genetic import generate as paper_instance
     from scheduler.genetic.baselines import greedy
     from scheduler.genetic.ga import Settings, evolve
-    from scheduler.genetic.instances import Setup
-    from scheduler.genetic.instances import generate as paper_instance
     from scheduler.genetic.model import Problem
     from scheduler.policies.genetic import evolve_strong
 

@@ -16,7 +16,7 @@ import pytest
 from predictor.client import wait_until_ready
 from predictor.settings import PROJECT_ROOT, Settings
 from tests.livesrv import Killable, free_port
-from tests.scheduler.test_api import AUTH, FEATURES, TOKEN, seed_profile
+from tests.scheduler.served import AUTH, FEATURES, TOKEN, seed_profile
 
 JOBS = 90
 pytestmark = pytest.mark.e2e

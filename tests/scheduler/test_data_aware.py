@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.grid import MB, SITES, Grid, GridRecord, SharedLink, StagedRun, waste
-from scheduler.metrics import compute
 from scheduler.policies import applicable_policies
-from scheduler.simulate import SimResult, simulate
-from scheduler.specs import make_policy, parse_estimates, parse_workload
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
-from scheduler.workloads import bag_of_tasks
+from scheduler.sites import MB, SITES, Grid
+from scheduler.specs import make_policy
+from simulator.grid import GridRecord, SharedLink, StagedRun, waste
+from simulator.metrics import compute
+from simulator.scenarios import parse_estimates, parse_workload
+from simulator.simulate import SimResult, simulate
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from simulator.workloads import bag_of_tasks
 
 DATA_AWARE = {"wqr", "storage-affinity", "xsufferage"}
 
@@ -186,7 +188,7 @@ def test_next_execution_starts_from_the_data_the_last_one_left():
 
 
 def test_the_makespan_bound_counts_inputs_the_home_link_must_carry():
-    from scheduler.bounds import makespan_lower_bound
+    from simulator.bounds import makespan_lower_bound
 
     # Two tasks of 1 s each on two sites, 1000 + 500 bytes over a 100 B/s link: the link needs 15 s,
     # a shared input counts once, and an input a data server already holds not at all.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scheduler.estimates import truth
+from benchmarks.instances.genetic import Setup, generate
 from scheduler.genetic.baselines import greedy
 from scheduler.genetic.ga import (
     Settings,
@@ -16,13 +16,13 @@ from scheduler.genetic.ga import (
     select,
     two_point_crossover,
 )
-from scheduler.genetic.instances import Setup, generate
 from scheduler.genetic.model import Problem, evaluate, evaluate_reference, timeline
-from scheduler.metrics import compute
 from scheduler.policies import applicable_policies
-from scheduler.simulate import SimResult, simulate
 from scheduler.specs import make_policy
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from simulator.estimates import truth
+from simulator.metrics import compute
+from simulator.simulate import SimResult, simulate
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
 # 3 jobs, 2 nodes (C0, C1), 2 objects from one remote store R0, 2 local stores (S0, S1); bytes and bytes/s.
 # o0: 100 B, o1: 50 B. R0->S0 10, R0->S1 5; S0->C0 50, S0->C1 25, S1->C0 10, S1->C1 50; R0->C0 5, R0->C1 2.

@@ -20,7 +20,7 @@ from scheduler.service import SchedulerService
 from scheduler.state import Job
 from scheduler.store import Fence, LeaseLost, SchedulerStore
 from tests.livesrv import eventually, free_port
-from tests.scheduler.test_api import AUTH, FEATURES, TOKEN, seed_profile
+from tests.scheduler.served import AUTH, FEATURES, TOKEN, seed_profile
 from tests.scheduler.test_service import FixedOracle
 
 

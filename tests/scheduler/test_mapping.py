@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.bounds import makespan_lower_bound
-from scheduler.estimates import truth
-from scheduler.metrics import compute
 from scheduler.policies import applicable_policies
-from scheduler.simulate import SimResult, simulate
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from scheduler.specs import make_policy
+from simulator.bounds import makespan_lower_bound
+from simulator.estimates import truth
+from simulator.metrics import compute
+from simulator.scenarios import parse_estimates
+from simulator.simulate import SimResult, simulate
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 from tests.scheduler import kit
 
 TWO = Cluster({"a": PlatformSpec("a"), "b": PlatformSpec("b")}, [MachineSpec("A", "a"), MachineSpec("B", "b")])

@@ -9,9 +9,10 @@ import random
 import pytest
 
 from scheduler.nodes import node_needs, place
-from scheduler.simulate import SimResult, simulate
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from scheduler.specs import make_policy
+from simulator.scenarios import parse_estimates
+from simulator.simulate import SimResult, simulate
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
 Row = tuple[str, float, int, float]  # id, submit, processors, run (= request)
 

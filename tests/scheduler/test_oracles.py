@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from predictor.oracle import RuntimeOracle
-from scheduler.estimates import fit_champions, predicted
 from scheduler.oracles import NoisyOracle, TableOracle, job_key
-from scheduler.specs import parse_estimates
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
-from scheduler.workloads import ncbi
+from simulator.estimates import fit_champions, predicted
+from simulator.scenarios import parse_estimates
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from simulator.workloads import ncbi
 
 
 def small_workload() -> Workload:

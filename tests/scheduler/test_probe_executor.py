@@ -19,7 +19,7 @@ from predictor.store import MeasurementStore
 from serving import create_app
 from tests.livesrv import Killable, eventually, serve_app
 from tests.scheduler.probesite import orders, probe_of, sleep_site
-from tests.scheduler.test_api import AUTH, FEATURES
+from tests.scheduler.served import AUTH, FEATURES
 
 pytestmark = pytest.mark.e2e
 

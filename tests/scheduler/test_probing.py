@@ -7,10 +7,11 @@ from collections import defaultdict
 import pytest
 
 from scheduler.probing import HOUR, IdleProber, ProbeBudget, ProbeJob, RankedCandidates
-from scheduler.simulate import simulate
-from scheduler.specs import make_policy, parse_estimates
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
-from scheduler.workloads import ncbi
+from scheduler.specs import make_policy
+from simulator.scenarios import parse_estimates
+from simulator.simulate import simulate
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from simulator.workloads import ncbi
 
 ONE = Cluster({"a": PlatformSpec("a", 100.0)}, [MachineSpec("A", "a")])
 

@@ -28,7 +28,7 @@ from scheduler.store import SchedulerStore
 from serving import create_app
 from tests.livesrv import serve_app
 from tests.required import required_tools
-from tests.scheduler.test_api import AUTH, FEATURES, TOKEN, seed_profile
+from tests.scheduler.served import AUTH, FEATURES, TOKEN, seed_profile
 from tests.scheduler.test_service import Clock
 
 pytestmark = pytest.mark.tools

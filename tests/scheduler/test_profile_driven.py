@@ -10,9 +10,10 @@ from typer.testing import CliRunner
 from cli.app import app
 from scheduler.policies.affinity import Affinity
 from scheduler.policies.greedy import greedy2
-from scheduler.simulate import SimResult, simulate
-from scheduler.specs import make_policy, parse_estimates, parse_warm_gain
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from scheduler.specs import make_policy, parse_warm_gain
+from simulator.scenarios import parse_estimates
+from simulator.simulate import SimResult, simulate
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
 HALF = {("algo", "p"): 0.5}  # a warm cache halves every run of "algo" on platform p
 

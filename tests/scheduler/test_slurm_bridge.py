@@ -17,7 +17,7 @@ from predictor.datagen import write_family_fasta
 from predictor.settings import PROJECT_ROOT, Settings
 from serving import create_app
 from tests.livesrv import Killable, eventually, serve_app
-from tests.scheduler.test_api import AUTH, TOKEN, seed_profile
+from tests.scheduler.served import AUTH, TOKEN, seed_profile
 from tests.slurmserver import SlurmCluster
 
 JOBS = 6

@@ -15,7 +15,7 @@ from predictor.store import MeasurementStore
 from serving import create_app
 from tests.livesrv import eventually, serve_app
 from tests.scheduler.probesite import orders, probe_of, sleep_site
-from tests.scheduler.test_api import AUTH
+from tests.scheduler.served import AUTH
 from tests.scheduler.test_slurm_bridge import Bridge
 from tests.slurmserver import SlurmCluster
 

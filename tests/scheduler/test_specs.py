@@ -8,16 +8,10 @@ import pytest
 
 from predictor.catalog import load_catalog
 from predictor.settings import BUNDLED_DATA
-from scheduler.estimates import Blind, Fitted, Noisy, Requested, Service, Truth
 from scheduler.policies.edf import EDFDeferral
-from scheduler.specs import (
-    SpecError,
-    parse_cluster,
-    parse_estimates,
-    parse_policy,
-    parse_workload,
-    split_specs,
-)
+from scheduler.specs import SpecError, parse_policy, split_specs
+from simulator.estimates import Blind, Fitted, Noisy, Requested, Service, Truth
+from simulator.scenarios import parse_cluster, parse_estimates, parse_workload
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,12 @@ from scheduler.gridinfo import (
     topology,
 )
 from scheduler.policies import applicable_policies
-from scheduler.simulate import SimResult, simulate
-from scheduler.specs import make_policy, parse_estimates, parse_workload
+from scheduler.specs import make_policy
 from scheduler.state import Job
-from scheduler.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
-from scheduler.workloads import walker_grid
+from simulator.scenarios import parse_estimates, parse_workload
+from simulator.simulate import SimResult, simulate
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from simulator.workloads import walker_grid
 
 Node = tuple[str, str, str, float, int, float, str]  # id, arch, os, MHz, processors, load, path
 

@@ -1,0 +1,19 @@
+"""One simulation: a workload under a policy with an oracle's estimates, and its metrics.
+
+Specs (``edf:objective=makespan``, ``noisy:0.5``, ``ncbi:hours=25``) become the objects this takes in
+:mod:`scheduler.specs`.
+"""
+
+from __future__ import annotations
+
+from scheduler.oracles import Oracle
+from scheduler.policy import Policy
+from simulator.metrics import Metrics, compute
+from simulator.simulate import SimResult, simulate
+from simulator.workload import Workload
+
+
+def run(workload: Workload, policy: Policy, oracle: Oracle, *, label: str = "", threshold: float = 0.25) -> tuple[SimResult, Metrics]:
+    """Simulate ``workload`` under ``policy`` told ``oracle``'s estimates (``label`` names them in the result)."""
+    result = simulate(workload, policy, oracle, estimates=label, threshold=threshold)
+    return result, compute(result)

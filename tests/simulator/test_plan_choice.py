@@ -1,0 +1,149 @@
+"""The scheduler-trained member as an estimate source, and the planning configuration chosen by replaying the past."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from scheduler.specs import make_policy
+from simulator.plan_choice import PlanningConfig, candidates, choose, replay_config
+from simulator.scenarios import parse_estimates
+from simulator.simulate import simulate
+from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
+from simulator.workloads import swf
+
+SLOTS = 8
+
+
+def write_log(path: Path, seed: int, jobs: int = 240, future_factor: float = 1.0, cut: float = 0.3) -> Path:
+    """A small SWF log on one 8-CPU cluster: 6 users, each with a typical run; runs after ``cut`` x ``future_factor``."""
+    rng = random.Random(seed)
+    lines, t = ["; UnixStartTime: 1000000000"], 0
+    typical = {user: rng.choice([60, 300, 1800, 7200]) for user in range(6)}
+    for i in range(1, jobs + 1):
+        t += int(rng.expovariate(1 / 400))
+        user = rng.randrange(6)
+        run = max(1, int(typical[user] * rng.lognormvariate(0, 0.4) * (future_factor if i > cut * jobs else 1.0)))
+        request, procs = int(run * rng.choice([1.5, 2, 5, 10])), rng.choice([1, 1, 2, 4, 8])
+        lines.append(f"{i} {t} 0 {run} {procs} -1 -1 {procs} {request} -1 1 {user} 1 -1 1 -1 -1 -1")
+    path.write_text("\n".join(lines) + "\n")
+    path.with_name(path.name + ".machines").write_text("0 pool 4 2 1.0 1000\n")
+    return path
+
+
+def user_log(runs: list[tuple[float, float, float]]) -> Workload:
+    """One user's jobs (submit, run, request) on a one-slot machine, with the request as a feature."""
+    jobs = [
+        JobSpec(f"j{i}", submit, "log", {"p": run}, params={"job": i, "user": 1, "requested_time": request},
+                features={"request.time": request, "request.procs": 1.0})
+        for i, (submit, run, request) in enumerate(runs)
+    ]  # fmt: skip
+    return Workload("toy", jobs, Cluster({"p": PlatformSpec("p")}, [MachineSpec("m", "p")]))
+
+
+def served(oracle, w: Workload) -> list[float]:
+    return [oracle.estimate(j.algorithm, j.params, features=j.features)["p"].seconds for j in w.jobs]
+
+
+def test_the_online_source_learns_only_from_jobs_that_ended_before_a_submission():
+    # j1 is submitted while j0 still runs: its estimate must be the same whatever j0's run turns out to be
+    runs = [(0, 500, 5000), (10, 100, 5000), (2000, 100, 5000)]
+    answers = []
+    for first in (500, 4000):
+        w = user_log([(0, first, 5000), *runs[1:]])
+        oracle = parse_estimates("online").oracle(w)
+        simulate(w, make_policy("fcfs"), oracle)
+        answers.append(served(oracle, w))
+    assert answers[0][:2] == answers[1][:2]
+    assert answers[0][2] != answers[1][2]  # j2 came after j0 ended: it learned from it
+
+
+def test_the_online_source_learns_a_known_asymmetric_target_on_a_hand_made_log():
+    # every run is a quarter of its request, times a log-normal error; linear sides with under-estimates weighted 9
+    # ask for the 90 % quantile, both weighted 1 for the median
+    rng = random.Random(3)
+    rows, t = [], 0.0
+    for _ in range(3000):
+        t += 4000
+        request = rng.choice([600, 3600, 14400, 36000])
+        rows.append((t, request / 4 * rng.lognormvariate(0, 0.5), request))
+    w = user_log(rows)
+    shares = {}
+    for weight in (1, 9):
+        oracle = parse_estimates(f"online:under=absolute,over=absolute,under_weight={weight}").oracle(w)
+        simulate(w, make_policy("fcfs"), oracle)
+        late = list(zip(served(oracle, w), (r for _, r, _ in rows), strict=True))[1500:]
+        shares[weight] = sum(e >= r for e, r in late) / len(late)
+    assert shares[1] == pytest.approx(0.5, abs=0.12)
+    assert shares[9] == pytest.approx(0.9, abs=0.06)
+
+
+def test_the_sc15_preset_learns_seconds_and_weights_by_area():
+    options = parse_estimates("sc15").options
+    assert options is not None and (options.log, options.area, options.under, options.over) == (False, True, "squared", "absolute")
+    quantile = parse_estimates("online:plan=quantile,level=0.75").options
+    assert quantile is not None and (quantile.plan, quantile.level) == ("quantile", 0.75)
+
+
+def test_a_choice_never_reads_the_jobs_after_its_window(tmp_path: Path):
+    # two logs with the same past and a different future (every run after the 30 % mark ten times longer)
+    same = write_log(tmp_path / "a.swf", seed=1)
+    other = write_log(tmp_path / "b.swf", seed=1, future_factor=10.0)
+    windows = [swf.replay(p, train_fraction=0.15, stop_fraction=0.3) for p in (same, other)]
+    assert [(j.params, j.true_times, j.features) for j in windows[0].jobs] == [(j.params, j.true_times, j.features) for j in windows[1].jobs]
+    grid = candidates("easy")[:6]
+    choices = [choose([w], "easy", grid=grid) for w in windows]
+    assert choices[0].scores == choices[1].scores and choices[0].chosen == choices[1].chosen
+    # while the whole replays after the 30 % history do differ
+    assert replay_config(swf.replay(same), "easy", grid[0]).metrics != replay_config(swf.replay(other), "easy", grid[0]).metrics
+
+
+def test_the_guard_keeps_the_serving_configuration_unless_a_candidate_wins_by_the_margin(tmp_path: Path):
+    window = swf.replay(write_log(tmp_path / "c.swf", seed=4, jobs=400), train_fraction=0.15, stop_fraction=0.6)
+    incumbent = PlanningConfig(order="fcfs")
+    grid = [PlanningConfig(order=order) for order in ("sjbf", "saf")] + [PlanningConfig(number="q0.75", order="saf")]
+    free = choose([window], "easy", incumbent, margin=0.0, grid=grid)
+    best = min(free.scores.values())
+    assert free.scores[incumbent] == 1.0 > best, "the hand-made log must let a candidate beat FCFS order"
+    assert free.promoted and free.chosen != incumbent and free.scores[free.chosen] == best
+    assert best == pytest.approx(free.raw[free.chosen][0] / free.raw[incumbent][0])
+    strict = choose([window], "easy", incumbent, margin=min(0.99, 1 - best + 0.01), grid=grid)
+    assert not strict.promoted and strict.chosen == incumbent and "kept" in strict.reason
+    assert strict.record()["incumbent_score"] == strict.record()["chosen_score"] == 1.0
+
+
+def quiet_log(path: Path, jobs: int = 60) -> Path:
+    """Jobs a day apart on the 8-CPU cluster: none ever waits, so every configuration schedules them alike."""
+    lines = ["; UnixStartTime: 1000000000"]
+    lines += [f"{i} {i * 86_400} 0 600 1 -1 -1 1 3600 -1 1 {i % 3} 1 -1 1 -1 -1 -1" for i in range(1, jobs + 1)]
+    path.write_text("\n".join(lines) + "\n")
+    path.with_name(path.name + ".machines").write_text("0 pool 4 2 1.0 1000\n")
+    return path
+
+
+def test_a_candidate_better_on_one_window_alone_is_not_promoted(tmp_path: Path):
+    """A mean moved by one busy window while the others tie is one stretch's accident: most windows must agree."""
+    busy = swf.replay(write_log(tmp_path / "c.swf", seed=4, jobs=400), train_fraction=0.15, stop_fraction=0.6)
+    quiet = swf.replay(quiet_log(tmp_path / "q.swf"), train_fraction=0.2)
+    incumbent = PlanningConfig(order="fcfs")
+    grid = [PlanningConfig(order=order) for order in ("sjbf", "saf")] + [PlanningConfig(number="q0.75", order="saf")]
+    alone = choose([busy], "easy", incumbent, margin=0.0, grid=grid)
+    assert alone.promoted, "the busy window alone must let a candidate beat FCFS order"
+    diluted = choose([quiet, busy, quiet], "easy", incumbent, margin=0.0, grid=grid)
+    assert diluted.scores[diluted.challenger] < 1.0 and not diluted.promoted and diluted.chosen == incumbent
+    assert "better by 0% on 1 of 3 window(s): not on most, kept" in diluted.reason
+    assert diluted.decision_row("toy", "test")["challenger"] == diluted.challenger.label("easy")
+    outvoted = choose([busy, quiet, busy], "easy", incumbent, margin=0.0, grid=grid)
+    assert outvoted.promoted and outvoted.chosen == alone.chosen
+
+
+def test_choices_refuse_unknown_objectives_and_margins(tmp_path: Path):
+    window = swf.replay(write_log(tmp_path / "d.swf", seed=2, jobs=60), train_fraction=0.5)
+    with pytest.raises(ValueError, match="objective"):
+        choose([window], "easy", objective="fastest", grid=[])
+    with pytest.raises(ValueError, match="margin"):
+        choose([window], "easy", margin=1.5, grid=[])
+    with pytest.raises(ValueError, match="window"):
+        choose([], "easy", grid=[])
