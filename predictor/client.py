@@ -96,17 +96,24 @@ class PredictorClient:
         *,
         coverage: float | None = None,
         limit_quantile: float | None = None,
+        memory_limit_quantile: float | None = None,
     ) -> dict[str, AnsweredEstimate]:
         """Estimates per platform for one job: seconds, memory bytes, limits and their Slurm strings."""
-        payload = _job(algorithm, params, platforms, features) | _options(coverage, limit_quantile)
+        payload = _job(algorithm, params, platforms, features) | _options(coverage, limit_quantile, memory_limit_quantile)
         body = self._call("POST", "/v1/predict", payload)
         return {e["platform"]: AnsweredEstimate(**e) for e in body["estimates"]}
 
     def predict_batch(
-        self, jobs: Sequence[Mapping[str, Any]], *, coverage: float | None = None, limit_quantile: float | None = None
+        self,
+        jobs: Sequence[Mapping[str, Any]],
+        *,
+        coverage: float | None = None,
+        limit_quantile: float | None = None,
+        memory_limit_quantile: float | None = None,
     ) -> list[dict[str, AnsweredEstimate] | PredictorError]:
         """Estimates for many jobs (each ``{algorithm, params?, platforms?, features?}``); a failed job gives its error."""
-        body = self._call("POST", "/v1/predict/batch", {"jobs": [dict(job) for job in jobs]} | _options(coverage, limit_quantile))
+        options = _options(coverage, limit_quantile, memory_limit_quantile)
+        body = self._call("POST", "/v1/predict/batch", {"jobs": [dict(job) for job in jobs]} | options)
         return [
             PredictorError(item["error"]["status"], item["error"]["detail"])
             if item.get("error")
@@ -223,5 +230,7 @@ def _job(algorithm: str, params: dict[str, Any] | None, platforms: list[str] | N
     return job
 
 
-def _options(coverage: float | None, limit_quantile: float | None) -> dict[str, float]:
-    return {k: v for k, v in (("coverage", coverage), ("limit_quantile", limit_quantile)) if v is not None}
+def _options(coverage: float | None, limit_quantile: float | None, memory_limit_quantile: float | None) -> dict[str, float]:
+    """The per-call interval options that were given."""
+    given = {"coverage": coverage, "limit_quantile": limit_quantile, "memory_limit_quantile": memory_limit_quantile}
+    return {k: v for k, v in given.items() if v is not None}

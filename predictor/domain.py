@@ -129,7 +129,8 @@ class Estimate(BaseModel):
     memory: float | None = Field(default=None, description="Estimated peak resident memory, bytes; None without a memory model.")
     memory_lower: float | None = None
     memory_upper: float | None = None
-    memory_limit: float | None = Field(default=None, description="Peak memory at the limit quantile, bytes: a memory request.")
+    memory_limit: float | None = Field(default=None, description="Peak memory at memory_limit_quantile, bytes: a memory request.")
+    memory_limit_quantile: float | None = None
     memory_model_name: str | None = None
     memory_model_version: str | None = None
 

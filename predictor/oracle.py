@@ -3,8 +3,8 @@
 The API, the CLI, the scheduler and the simulator all ask this one object. Jobs are estimated in batches:
 features are gathered per job, then each champion is called once on the matrix of every row it serves.
 Beside each time champion a pair may have a peak-memory champion (:class:`~predictor.domain.Target`); its
-answer, interval and limit (bytes, at the same quantiles) fill the estimate's ``memory*`` fields, which stay
-None for a pair without one. What is served is replaced whole by :meth:`RuntimeOracle.swap`; a call reads it
+answer, interval (at the same coverage) and limit (bytes, at the memory limit's own quantile) fill the estimate's
+``memory*`` fields, which stay None for a pair without one. What is served is replaced whole by :meth:`RuntimeOracle.swap`; a call reads it
 once, so calls in flight finish on the champions they started with.
 """
 
@@ -85,6 +85,7 @@ class EstimateColumns:
     memory_lower: list[float | None] | None = None
     memory_upper: list[float | None] | None = None
     memory_limit: list[float | None] | None = None
+    memory_limit_quantile: float | None = None
     memory_model_name: str | None = None
     memory_model_version: str | None = None
 
@@ -122,9 +123,10 @@ class RuntimeOracle:
     """Estimates a job's wall seconds (and peak memory) on each eligible platform, with an interval and a limit.
 
     ``profile_table`` maps (algorithm, platform) to (median seconds, count) and answers, marked as fallback,
-    where no model exists (seed 000's profile table). ``coverage`` is the nominal coverage of intervals
-    and ``limit_quantile`` the quantile of the limit, both overridable per call and shared by both targets.
-    ``memory_champions`` are the pairs' peak-memory champions, where there are some.
+    where no model exists (seed 000's profile table). ``coverage`` is the nominal coverage of intervals (both
+    targets), ``limit_quantile`` the quantile of the walltime limit and ``memory_limit_quantile`` that of the memory
+    limit (None: the walltime limit's), each overridable per call. ``memory_champions`` are the pairs' peak-memory
+    champions, where there are some.
     """
 
     def __init__(
@@ -135,11 +137,13 @@ class RuntimeOracle:
         *,
         coverage: float,
         limit_quantile: float,
+        memory_limit_quantile: float | None = None,
         memory_champions: Mapping[Pair, Champion] | None = None,
     ) -> None:
         self.catalog = catalog
         self.coverage = coverage
         self.limit_quantile = limit_quantile
+        self.memory_limit_quantile = limit_quantile if memory_limit_quantile is None else memory_limit_quantile
         self._served = Served(MappingProxyType({}), MappingProxyType({}), MappingProxyType(dict(profile_table or {})))
         self._budgeted: dict[str, bool] = {}
         self._param_cache: dict[tuple[str, frozenset[tuple[str, type, Any]]], dict[str, float]] = {}
@@ -227,14 +231,20 @@ class RuntimeOracle:
         return self.estimate_jobs([self.prepare(algorithm, params, platforms, features)])[0]
 
     def estimate_jobs(
-        self, jobs: Sequence[Job], *, coverage: float | None = None, limit_quantile: float | None = None
+        self,
+        jobs: Sequence[Job],
+        *,
+        coverage: float | None = None,
+        limit_quantile: float | None = None,
+        memory_limit_quantile: float | None = None,
     ) -> list[dict[str, Estimate]]:
         """Estimates for many jobs, one model call per champion: the rows of every job it serves at once."""
         served = self._served  # one snapshot for the whole call
         models, profile = served.models, served.profile
         coverage = self.coverage if coverage is None else coverage
         limit_quantile = self.limit_quantile if limit_quantile is None else limit_quantile
-        memory = _memory_answers(served.memory, jobs, coverage, limit_quantile)
+        memory_quantile = self.memory_limit_quantile if memory_limit_quantile is None else memory_limit_quantile
+        memory = _memory_answers(served.memory, jobs, coverage, memory_quantile)
         results: list[dict[str, Estimate | None]] = [dict.fromkeys(job.platforms) for job in jobs]
         groups: dict[Pair, list[int]] = {}
         for index, job in enumerate(jobs):
@@ -264,6 +274,7 @@ class RuntimeOracle:
         *,
         coverage: float | None = None,
         limit_quantile: float | None = None,
+        memory_limit_quantile: float | None = None,
     ) -> list[EstimateColumns]:
         """Estimates for rows of precomputed features named by ``columns`` (``params`` shared by all rows): one model call per platform."""
         definition = self.catalog.algorithm(algorithm)
@@ -277,6 +288,7 @@ class RuntimeOracle:
         models, profile = served.models, served.profile
         coverage = self.coverage if coverage is None else coverage
         limit_quantile = self.limit_quantile if limit_quantile is None else limit_quantile
+        memory_quantile = self.memory_limit_quantile if memory_limit_quantile is None else memory_limit_quantile
         out = []
         for platform in eligible:
             model = models.get((algorithm, platform))
@@ -288,7 +300,7 @@ class RuntimeOracle:
                 column = _model_columns(model, platform, _matrix(model, known, len(X)), coverage, limit_quantile)
             memory = served.memory.get((algorithm, platform))
             if memory is not None and all(n in known for n in memory.champion.feature_names):
-                column = _with_memory_columns(column, memory, _matrix(memory, known, len(X)), coverage, limit_quantile)
+                column = _with_memory_columns(column, memory, _matrix(memory, known, len(X)), coverage, memory_quantile)
             out.append(column)
         return out
 
@@ -353,7 +365,7 @@ def _with_memory_columns(column: EstimateColumns, model: ServedModel, matrix: np
     """``column`` with the memory champion's answers for the same rows; a row outside its envelope extrapolates too."""
     answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
     memory = {MEMORY_FIELDS[key]: _finite_list(values, finite) for key, values in answers.items()}
-    changes: dict[str, Any] = {**memory, "memory_model_name": model.champion.name, "memory_model_version": model.champion.version}
+    changes: dict[str, Any] = {**memory, **_memory_fixed(model, len(answers) > 1, limit_quantile)}
     if check is not None and check.outside.any():
         n = len(matrix)
         before = column.extrapolating or [False] * n
@@ -382,13 +394,20 @@ def _memory_answers(
         X = _feature_rows(model.champion.feature_names, [jobs[i].features for i in indices])
         answers, finite, check = _scored(model, X, coverage, limit_quantile)
         keys = [MEMORY_FIELDS[key] for key in answers]
-        fixed = {"memory_model_name": model.champion.name, "memory_model_version": model.champion.version}
+        fixed = _memory_fixed(model, len(answers) > 1, limit_quantile)
         values = zip(*(a.tolist() for a in answers.values()), strict=True)
         for row, (index, answer, ok) in enumerate(zip(indices, values, finite, strict=True)):
             if ok:
                 outside = check.out_of_range[row] if check is not None and check.outside[row] else None
                 out[(index, platform)] = ({**fixed, **dict(zip(keys, answer, strict=True))}, outside)
     return out
+
+
+def _memory_fixed(model: ServedModel, limited: bool, limit_quantile: float) -> dict[str, Any]:
+    """The memory fields alike in every row a memory champion answers: its name and version, and the quantile of its
+    limit when it gave one (``limited``)."""
+    fixed: dict[str, Any] = {"memory_model_name": model.champion.name, "memory_model_version": model.champion.version}
+    return fixed | {"memory_limit_quantile": limit_quantile} if limited else fixed
 
 
 def _with_memory_record(record: dict[str, Any], answer: MemoryAnswer | None) -> dict[str, Any]:
@@ -550,7 +569,8 @@ def build_oracle(catalog: Catalog, settings: Settings, profile_table: ProfileTab
         loaded = {target: source.cached(pairs, target) for target in Target}
     served = {target: {key: serve_model(c.champion, c.examples) for key, c in found.items()} for target, found in loaded.items()}
     oracle = RuntimeOracle(
-        catalog, {}, profile_table, coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile
-    )
+        catalog, {}, profile_table, coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile,
+        memory_limit_quantile=settings.memory_limit_quantile,
+    )  # fmt: skip
     oracle.swap(served[Target.TIME], memory=served[Target.MEMORY])
     return oracle

@@ -64,6 +64,7 @@ class Settings(BaseSettings):
     ray_address: str = Field(default="auto", description="The Ray cluster training uses with executor=ray (auto: the one on this node; ray://host:port).")
     interval_coverage: float = Field(default=0.9, gt=0, le=MAX_COVERAGE, description="Nominal coverage of the estimate intervals.")
     limit_quantile: float = Field(default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate).")
+    memory_limit_quantile: float = Field(default=0.99, gt=0, lt=1, description="Quantile of the peak-memory limit (a memory request).")
     scheduler_policy: str = Field(
         default="edf", description="The embedded scheduler's policy spec, e.g. edf, easy:order=sjbf or conservative (its predicted starts)."
     )

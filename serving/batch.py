@@ -31,9 +31,9 @@ Item = dict[str, Any]
 ALWAYS = tuple(EstimateOut.model_json_schema(mode="serialization")["required"])  # platform, seconds and the Slurm strings
 NO_PARAMS: Params = frozenset()
 SHARED = frozenset({"platform", "coverage", "limit_quantile", "model_name", "model_version", "flavor", "fallback", "reason",
-                    "memory_model_name", "memory_model_version"})  # alike in every row  # fmt: skip
+                    "memory_limit_quantile", "memory_model_name", "memory_model_version"})  # alike in every row  # fmt: skip
 PER_ROW = ("seconds", "lower", "upper", "limit", "extrapolating", "out_of_domain", "memory", "memory_lower", "memory_upper", "memory_limit")
-MEMORY = ("memory", "memory_lower", "memory_upper", "memory_limit", "memory_model_name", "memory_model_version",
+MEMORY = ("memory", "memory_lower", "memory_upper", "memory_limit", "memory_limit_quantile", "memory_model_name", "memory_model_version",
           "memory_slurm", "memory_limit_slurm")  # fmt: skip
 SLURM = {"walltime": ("seconds", optional_walltime), "limit_walltime": ("limit", optional_walltime),
          "memory_slurm": ("memory", optional_slurm_memory), "memory_limit_slurm": ("memory_limit", optional_slurm_memory)}  # fmt: skip
@@ -70,6 +70,7 @@ def _answer_group(
         columns = state.oracle.estimate_matrix(
             algorithm, names, [list(request.jobs[i].features.values()) for i in indices], asked,  # type: ignore[union-attr]
             {k: v for k, _, v in params}, coverage=request.coverage, limit_quantile=request.limit_quantile,
+            memory_limit_quantile=request.memory_limit_quantile,
         )  # fmt: skip
     except JobRejected as exc:
         _refuse(results, indices, algorithm, exc.status, exc.detail)
@@ -97,7 +98,9 @@ def _answer_singles(
             ready.append(index)
         except JobRejected as exc:
             _refuse(results, [index], job.algorithm, exc.status, exc.detail)
-    estimated = state.oracle.estimate_jobs(jobs, coverage=request.coverage, limit_quantile=request.limit_quantile)
+    estimated = state.oracle.estimate_jobs(
+        jobs, coverage=request.coverage, limit_quantile=request.limit_quantile, memory_limit_quantile=request.memory_limit_quantile
+    )
     state.metrics.count_estimates(e for estimates in estimated for e in estimates.values())
     for index, estimates in zip(ready, estimated, strict=True):
         job = request.jobs[index]

@@ -64,6 +64,7 @@ ESTIMATE_EXAMPLE = {
     "memory_lower": 41943040.0,
     "memory_upper": 68157440.0,
     "memory_limit": 73400320.0,
+    "memory_limit_quantile": 0.99,
     "memory_slurm": "50M",
     "memory_limit_slurm": "70M",
     "memory_model_name": "memory-mafft-cpu1",
@@ -119,10 +120,11 @@ class PredictRequest(_Strict):
 
 
 class IntervalOptions(_Strict):
-    """Per-call overrides of the interval coverage and the limit quantile (service defaults otherwise)."""
+    """Per-call overrides of the interval coverage and the limits' quantiles (service defaults otherwise)."""
 
     coverage: Coverage | None = Field(default=None, description="Nominal coverage of [lower, upper].")
     limit_quantile: Probability | None = Field(default=None, description="Quantile of the walltime limit.")
+    memory_limit_quantile: Probability | None = Field(default=None, description="Quantile of the peak-memory limit.")
 
 
 class SinglePredictRequest(PredictRequest, IntervalOptions):
@@ -188,8 +190,9 @@ class EstimateOut(BaseModel):
     memory_lower: float | None = Field(default=None, description="Lower end of the memory interval, bytes.")
     memory_upper: float | None = Field(default=None, description="Upper end of the memory interval, bytes.")
     memory_limit: float | None = Field(
-        default=None, description="Peak memory at limit_quantile, bytes: a memory request (`sbatch --mem`)."
+        default=None, description="Peak memory at memory_limit_quantile, bytes: a memory request (`sbatch --mem`)."
     )
+    memory_limit_quantile: float | None = None
     memory_model_name: str | None = Field(default=None, description="The memory champion that answered.")
     memory_model_version: str | None = None
 
@@ -263,7 +266,8 @@ class EstimateColumnsOut(BaseModel):
     memory: list[float | None] | None = Field(default=None, description="Peak bytes per row; null without a memory champion.")
     memory_lower: list[float | None] | None = None
     memory_upper: list[float | None] | None = None
-    memory_limit: list[float | None] | None = Field(default=None, description="Peak bytes at limit_quantile per row.")
+    memory_limit: list[float | None] | None = Field(default=None, description="Peak bytes at memory_limit_quantile per row.")
+    memory_limit_quantile: float | None = None
     memory_model_name: str | None = None
     memory_model_version: str | None = None
 

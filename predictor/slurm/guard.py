@@ -56,7 +56,8 @@ Uppers = Callable[[JobMapping, float], "Estimate | None"]
 
 
 def oracle_uppers(oracle: RuntimeOracle) -> Uppers:
-    """Estimates from ``oracle`` (the champions) with limits at any quantile; None when the job cannot be estimated."""
+    """Estimates from ``oracle`` (the champions) with both limits, time and memory, at any quantile; None when the job
+    cannot be estimated."""
 
     def upper(mapping: JobMapping, quantile: float) -> Estimate | None:
         try:
@@ -64,7 +65,7 @@ def oracle_uppers(oracle: RuntimeOracle) -> Uppers:
         except (FeatureError, KeyError, ValueError) as exc:
             log.warning("cannot estimate %s for the guard: %s", mapping.algorithm, exc)
             return None
-        return oracle.estimate_jobs([job], limit_quantile=quantile)[0].get(mapping.platform)
+        return oracle.estimate_jobs([job], limit_quantile=quantile, memory_limit_quantile=quantile)[0].get(mapping.platform)
 
     return upper
 

@@ -82,7 +82,9 @@ def _predict_one(state: ServiceState, request: SinglePredictRequest) -> bytes:
         job = prepare(state, request, deadline(state))
     except JobRejected as exc:
         raise exc.http() from None
-    estimates = state.oracle.estimate_jobs([job], coverage=request.coverage, limit_quantile=request.limit_quantile)[0]
+    estimates = state.oracle.estimate_jobs(
+        [job], coverage=request.coverage, limit_quantile=request.limit_quantile, memory_limit_quantile=request.memory_limit_quantile
+    )[0]
     state.metrics.count_estimates(estimates.values())
     return PredictResponse(algorithm=request.algorithm, estimates=estimates_out(estimates, request)).model_dump_json().encode()
 
@@ -94,7 +96,7 @@ def _predict_matrix(state: ServiceState, request: MatrixPredictRequest) -> bytes
         check_job(catalog, request.algorithm, request.platforms)
         columns = state.oracle.estimate_matrix(
             request.algorithm, request.columns, request.rows, request.platforms, request.params,
-            coverage=request.coverage, limit_quantile=request.limit_quantile,
+            coverage=request.coverage, limit_quantile=request.limit_quantile, memory_limit_quantile=request.memory_limit_quantile,
         )  # fmt: skip
     except JobRejected as exc:
         raise exc.http() from None

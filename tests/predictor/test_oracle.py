@@ -191,14 +191,14 @@ def memory_champion(model, platform: str = "cpu-small", version: str = "1", quan
     return Champion("blastn", platform, f"memory-blastn-{platform}", version, "sklearn", names or NAMES, model, tags, envelope)
 
 
-def memory_oracle(catalog: Catalog, time: list[Champion], memory: list[Champion], profile=None) -> RuntimeOracle:
+def memory_oracle(catalog: Catalog, time: list[Champion], memory: list[Champion], profile=None, memory_limit_quantile=None) -> RuntimeOracle:
     return RuntimeOracle(
         catalog, {(c.algorithm, c.platform): c for c in time}, profile, coverage=0.9, limit_quantile=0.95,
-        memory_champions={(c.algorithm, c.platform): c for c in memory},
+        memory_limit_quantile=memory_limit_quantile, memory_champions={(c.algorithm, c.platform): c for c in memory},
     )  # fmt: skip
 
 
-def test_a_memory_champion_fills_the_memory_fields_at_the_same_quantiles_and_its_absence_leaves_them_null(catalog):
+def test_a_memory_champion_fills_the_memory_fields_and_its_absence_leaves_them_null(catalog):
     o = memory_oracle(
         catalog, [champion(Counting(), quantiles=QUANTILES), champion(Counting(), "gpu-a100", quantiles=QUANTILES)],
         [memory_champion(Counting(MIB), quantiles={0.05: -0.1, 0.5: 0.0, 0.95: 0.2})],
@@ -208,11 +208,35 @@ def test_a_memory_champion_fills_the_memory_fields_at_the_same_quantiles_and_its
     assert cpu.memory == pytest.approx(sum(features(2).values()) * MIB)
     assert cpu.memory_limit == pytest.approx(cpu.memory * math.exp(0.2)) and cpu.memory <= cpu.memory_limit
     assert cpu.memory_lower == pytest.approx(cpu.memory * math.exp(-0.1)) and cpu.memory_upper == pytest.approx(cpu.memory_limit)
-    assert (cpu.memory_model_name, cpu.memory_model_version) == ("memory-blastn-cpu-small", "1")
+    assert (cpu.memory_model_name, cpu.memory_model_version, cpu.memory_limit_quantile) == ("memory-blastn-cpu-small", "1", 0.95)
     assert cpu.limit == pytest.approx(cpu.seconds * math.exp(0.4)), "the time answer is unchanged"
-    assert gpu.seconds is not None and (gpu.memory, gpu.memory_limit, gpu.memory_model_name) == (None, None, None)
-    median = o.estimate_jobs([o.prepare("blastn", {}, ["cpu-small"], features(2))], limit_quantile=0.5)[0]["cpu-small"]
+    assert gpu.seconds is not None and (gpu.memory, gpu.memory_limit, gpu.memory_model_name, gpu.memory_limit_quantile) == (None,) * 4
+    median = o.estimate_jobs([o.prepare("blastn", {}, ["cpu-small"], features(2))], memory_limit_quantile=0.5)[0]["cpu-small"]
     assert median.memory_limit == pytest.approx(median.memory_upper), "a limit is never below the interval's upper end"
+
+
+def test_the_memory_limit_has_its_own_quantile_overridable_per_call(catalog):
+    """Issue 31: the memory limit at ``memory_limit_quantile`` (0.99 here), the time limit at ``limit_quantile`` (0.95);
+    a call may move either alone; matrices answer as jobs do."""
+    memory_quantiles = {0.05: -0.1, 0.5: 0.0, 0.95: 0.2, 0.99: 0.5}
+    o = memory_oracle(
+        catalog, [champion(Counting(), quantiles=QUANTILES)], [memory_champion(Counting(MIB), quantiles=memory_quantiles)],
+        memory_limit_quantile=0.99,
+    )  # fmt: skip
+    job = o.prepare("blastn", {}, ["cpu-small"], features(2))
+    served = o.estimate_jobs([job])[0]["cpu-small"]
+    assert served.memory_limit == pytest.approx(served.memory * math.exp(0.5)) and served.memory_limit_quantile == 0.99
+    assert served.limit == pytest.approx(served.seconds * math.exp(0.4)) and served.limit_quantile == 0.95
+    at_95 = o.estimate_jobs([job], memory_limit_quantile=0.95)[0]["cpu-small"]
+    assert at_95.memory_limit == pytest.approx(at_95.memory * math.exp(0.2)) and at_95.memory_limit_quantile == 0.95
+    assert served.memory_limit >= at_95.memory_limit and at_95.limit == served.limit, "the same job: 0.99 is at least 0.95"
+    time_moved = o.estimate_jobs([job], limit_quantile=0.5)[0]["cpu-small"]
+    assert time_moved.memory_limit == served.memory_limit and time_moved.limit_quantile == 0.5, "the time quantile alone"
+    row = [[features(2)[n] for n in NAMES]]
+    (column,) = o.estimate_matrix("blastn", NAMES, row, ["cpu-small"], memory_limit_quantile=0.95)
+    assert column.memory_limit == [at_95.memory_limit] and column.memory_limit_quantile == 0.95 and column.limit == [served.limit]
+    same = memory_oracle(catalog, [], [memory_champion(Counting(MIB), quantiles=memory_quantiles)]).estimate_jobs([job])[0]["cpu-small"]
+    assert same.memory_limit_quantile == 0.95, "without its own quantile the memory limit takes the walltime limit's"
 
 
 def test_memory_is_served_beside_a_fallback_time_and_matrices_agree_with_jobs(catalog):

@@ -25,8 +25,8 @@ from tests.serving.test_predict import _same_answer
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 JOB = {"algorithm": "mafft", "params": {"input": "f13.fa"}}
-MEMORY = ("memory", "memory_lower", "memory_upper", "memory_limit", "memory_slurm", "memory_limit_slurm", "memory_model_name",
-          "memory_model_version")  # fmt: skip
+MEMORY = ("memory", "memory_lower", "memory_upper", "memory_limit", "memory_limit_quantile", "memory_slurm", "memory_limit_slurm",
+          "memory_model_name", "memory_model_version")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +49,14 @@ def predict(base: str, payload: dict) -> dict[str, dict]:
     return {e["platform"]: e for e in response.json()["estimates"]}
 
 
-def expected_limit(memory: float, home: Home) -> float:
-    """The memory limit the memory champion's residual quantiles give: at the limit quantile, never below the interval's
-    upper end (as the time limit is)."""
+def expected_limit(memory: float, home: Home, quantile: float | None = None) -> float:
+    """The memory limit the memory champion's residual quantiles give: at the memory limit's quantile (the service's
+    unless ``quantile``), never below the interval's upper end (as the time limit is)."""
     version = registry_client(home.settings.resolved_tracking_uri).get_model_version_by_alias("memory-mafft-cpu1", CHAMPION_ALIAS)
     levels = {float(k): v for k, v in json.loads(version.tags["residual_log_quantiles"]).items()}
     upper = quantile_at(levels, (1 + home.settings.interval_coverage) / 2)
-    return memory * math.exp(max(quantile_at(levels, home.settings.limit_quantile), upper, 0.0))
+    quantile = home.settings.memory_limit_quantile if quantile is None else quantile
+    return memory * math.exp(max(quantile_at(levels, quantile), upper, 0.0))
 
 
 def test_a_pair_with_both_champions_answers_memory_and_its_limit_and_one_without_answers_null(base: str, home: Home) -> None:
@@ -68,6 +69,7 @@ def test_a_pair_with_both_champions_answers_memory_and_its_limit_and_one_without
     assert both["memory_slurm"] == slurm_memory(both["memory"]) and both["memory_limit_slurm"] == slurm_memory(both["memory_limit"])
     assert both["memory_limit_slurm"].endswith("M") and int(both["memory_limit_slurm"][:-1]) * 1024**2 >= both["memory_limit"]
     assert (both["memory_model_name"], both["memory_model_version"]) == ("memory-mafft-cpu1", "1")
+    assert (both["memory_limit_quantile"], both["limit_quantile"]) == (0.99, 0.95), "each limit at its own quantile"
     assert both["extrapolating"] is False
     assert all(time_only[k] is None for k in MEMORY), time_only
     assert time_only["model_name"] == "runtime-mafft-cpu2" and time_only["limit_walltime"]
@@ -117,6 +119,37 @@ def test_the_models_readiness_and_client_show_the_memory_champion(base: str) -> 
     assert (estimates["cpu1"].memory_slurm, estimates["cpu1"].memory_limit_slurm) == (api["cpu1"]["memory_slurm"], api["cpu1"]["memory_limit_slurm"])
     assert estimates["cpu1"].limit_walltime == api["cpu1"]["limit_walltime"]
     assert (estimates["cpu2"].memory, estimates["cpu2"].memory_limit_slurm) == (None, None)
+
+
+def test_the_memory_limit_quantile_can_be_asked_per_request_on_every_route(base: str, home: Home) -> None:
+    """Issue 31: ``memory_limit_quantile`` moves the memory limit alone; at 0.99 (the default) it is at least the 0.95 one."""
+    served = predict(base, JOB)["cpu1"]
+    at_95 = predict(base, {**JOB, "memory_limit_quantile": 0.95})["cpu1"]
+    assert at_95["memory_limit_quantile"] == 0.95 and at_95["memory_limit"] == pytest.approx(expected_limit(at_95["memory"], home, 0.95))
+    assert served["memory_limit"] >= at_95["memory_limit"] and served["memory"] == at_95["memory"]
+    assert (at_95["limit"], at_95["limit_quantile"]) == (served["limit"], served["limit_quantile"]), "the walltime limit stays"
+    features = served["features"]
+    batch = httpx.post(f"{base}/v1/predict/batch", json={"jobs": [JOB, {"algorithm": "mafft", "features": features}],
+                                                         "memory_limit_quantile": 0.95}).json()["results"]  # fmt: skip
+    assert [r["estimates"][0]["memory_limit"] for r in batch] == pytest.approx([at_95["memory_limit"]] * 2, rel=1e-12)
+    assert [r["estimates"][0]["memory_limit_quantile"] for r in batch] == [0.95, 0.95]
+    names = sorted(features)
+    matrix = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": names, "rows": [[features[n] for n in names]],
+                                                           "memory_limit_quantile": 0.95}).json()  # fmt: skip
+    cpu1 = next(c for c in matrix["estimates"] if c["platform"] == "cpu1")
+    assert cpu1["memory_limit"][0] == pytest.approx(at_95["memory_limit"], rel=1e-12) and cpu1["memory_limit_quantile"] == 0.95
+    with PredictorClient(base) as client:
+        assert client.predict("mafft", {"input": "f13.fa"}, memory_limit_quantile=0.95)["cpu1"].memory_limit == pytest.approx(at_95["memory_limit"])
+
+
+@pytest.mark.parametrize("value", [0, 1, 1.5, -0.1, "high", True])
+@pytest.mark.parametrize(("path", "body"), [
+    ("/v1/predict", JOB), ("/v1/predict/batch", {"jobs": [JOB]}),
+    ("/v1/predict/matrix", {"algorithm": "mafft", "columns": ["input.sequences"], "rows": [[40.0]]}),
+])  # fmt: skip
+def test_a_bad_memory_limit_quantile_is_a_422(base: str, path: str, body: dict, value: object) -> None:
+    refused = httpx.post(f"{base}{path}", json={**body, "memory_limit_quantile": value})
+    assert refused.status_code == 422 and "memory_limit_quantile" in refused.text, refused.text
 
 
 def _cells(stdout: str, platform: str) -> list[str]:
