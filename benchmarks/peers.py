@@ -150,9 +150,9 @@ class Pair:
     rows: list[Row]
 
 
-def champion_out_of_fold(run_id: str, ts: TrainingSet) -> pd.DataFrame:
-    """The champion's out-of-fold table, logged with its MLflow run, checked to be of ``ts``'s runs in order."""
-    table = load_out_of_fold(run_id)
+def champion_out_of_fold(tracking_uri: str, run_id: str, ts: TrainingSet) -> pd.DataFrame:
+    """The champion's out-of-fold table, logged with its MLflow run at ``tracking_uri``, checked to be of ``ts``'s runs in order."""
+    table = load_out_of_fold(tracking_uri, run_id)
     if table["run_id"].tolist() != ts.run_ids:
         raise RuntimeError(f"{ts.algorithm}/{ts.platform}: the champion's {OUT_OF_FOLD} is not of the pair's runs")
     return table
@@ -178,7 +178,7 @@ def compare(settings: Settings, ts: TrainingSet, peers: dict[str, tuple[str, Pee
     session = latest_session(settings, ts.algorithm, ts.platform)
     rows = [Row(r.model, "zoo", r.metrics, r.fit_seconds) for r in session.rows if not r.champion]
     champion = next(r for r in session.rows if r.champion)
-    table = champion_out_of_fold(champion.run_id, ts)
+    table = champion_out_of_fold(settings.resolved_tracking_uri, champion.run_id, ts)
     rows.append(Row(champion.model, "zoo *", champion.metrics, champion.fit_seconds, table["predicted_seconds"].to_numpy()))
 
     def one(name: str) -> Row:

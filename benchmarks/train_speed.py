@@ -18,15 +18,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import pandas as pd
 from joblib.externals.loky import get_reusable_executor
 
+from predictor.registry import registry_client
 from predictor.settings import Settings
 from training.dataset import TrainingSet
 from training.pipeline import TrainingOutcome, train
-from training.tracking import configure_mlflow
 
 
 def generated_runs(rows: int, seed: int) -> TrainingSet:
@@ -75,8 +74,7 @@ def timed_training(data: TrainingSet, n_jobs: int, folds: int) -> tuple[Timing, 
     """Time one training of the default zoo on ``data`` in a fresh backend; worker processes end with it."""
     with tempfile.TemporaryDirectory(prefix="train-speed-") as home:
         settings = Settings(home=Path(home), cv_folds=folds, n_jobs=n_jobs)
-        configure_mlflow(settings)
-        mlflow.search_experiments()  # create the backend's tables before the clock starts
+        registry_client(settings.resolved_tracking_uri).search_experiments()  # create the backend's tables before the clock starts
         last_fit = [0.0]
         cpu, started = _cpu_seconds(), time.perf_counter()
         outcomes = train(settings, [data], progress=lambda _: last_fit.__setitem__(0, time.perf_counter()))

@@ -343,11 +343,9 @@ def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
 
     from predictor.registry import cv_metrics
     from training.champions import list_champions
-    from training.tracking import configure_mlflow
 
     try:
-        configure_mlflow(settings)
-        versions = [(target, v) for target in Target for v in list_champions(target)]
+        versions = [(target, v) for target in Target for v in list_champions(settings.resolved_tracking_uri, target)]
     except MlflowException as exc:
         raise fail(f"model registry {settings.resolved_tracking_uri} unavailable: {exc.message}") from None
     return [

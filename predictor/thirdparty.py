@@ -8,8 +8,11 @@ work or a library lies outside the range it was checked on. ``pyproject.toml`` p
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -42,7 +45,14 @@ INNER_PREDICTOR = PrivateApi(
     "lightgbm.basic._InnerPredictor.from_booster", "lightgbm", "4.4", "4.8",
     "build LightGBM's predictor once per champion instead of on every call (a third of a single row's time)",
 )  # fmt: skip
-PRIVATE_APIS = (LINEAR_MODEL, INNER_PREDICTOR)
+MLFLOW_URIS = PrivateApi(
+    "mlflow.tracking._tracking_service.utils._tracking_uri and mlflow.tracking._model_registry.utils._registry_uri",
+    "mlflow", "3.17", "3.18",
+    "restore MLflow's process-wide URIs exactly (unset stays unset) after a fluent call that takes no URI (mlflow_uris)",
+)  # fmt: skip
+PRIVATE_APIS = (LINEAR_MODEL, INNER_PREDICTOR, MLFLOW_URIS)
+_MLFLOW_URI_VARIABLES = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+_MLFLOW_URIS_LOCK = threading.RLock()
 
 
 def linear_model_base() -> type | None:
@@ -65,6 +75,43 @@ def booster_rows(booster: Any, num_threads: int = 1) -> Rows | None:
     return lambda X: np.asarray(predictor.predict(X), dtype=float).reshape(-1)
 
 
+def mlflow_set_uris() -> tuple[str | None, str | None] | None:
+    """The tracking and registry URIs set in this process (None where unset), or None when MLflow keeps them elsewhere now."""
+    try:
+        from mlflow.tracking._model_registry import utils as registry
+        from mlflow.tracking._tracking_service import utils as tracking
+
+        return tracking._tracking_uri, registry._registry_uri
+    except (ImportError, AttributeError):
+        return None
+
+
+@contextmanager
+def mlflow_uris(uri: str) -> Iterator[None]:
+    """MLflow's process-wide tracking and registry URIs at ``uri`` for one block, then as they were (and their variables).
+
+    For the fluent calls that take no URI (``mlflow.start_run``, ``mlflow.<flavor>.log_model``, ``mlflow.register_model``);
+    one block at a time in a process. Without the private names, what MLflow resolved before is set again after.
+    """
+    import mlflow
+
+    with _MLFLOW_URIS_LOCK:
+        saved = mlflow_set_uris() or (mlflow.get_tracking_uri(), mlflow.get_registry_uri())
+        variables = {name: os.environ.get(name) for name in _MLFLOW_URI_VARIABLES}
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_registry_uri(uri)
+        try:
+            yield
+        finally:
+            mlflow.set_tracking_uri(saved[0])  # type: ignore[arg-type]  # None unsets it, as before
+            mlflow.set_registry_uri(saved[1])  # type: ignore[arg-type]
+            for name, value in variables.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
 def problems() -> list[str]:
     """What does not hold on the libraries installed: each private API tried on a tiny fitted model, each version checked."""
     found = []
@@ -76,7 +123,7 @@ def problems() -> list[str]:
             continue
         if not api.checked_on(installed):
             found.append(f"{api.name}: {api.distribution} {installed} is outside the checked {api.lowest} <= v < {api.below}")
-    found += _linear_model_problems() + _inner_predictor_problems()
+    found += _linear_model_problems() + _inner_predictor_problems() + _mlflow_uris_problems()
     return found
 
 
@@ -107,6 +154,24 @@ def _inner_predictor_problems() -> list[str]:
         return [f"{INNER_PREDICTOR.name}: cannot be imported or called"]
     if not np.allclose(rows(X), booster.predict(X, num_threads=1)):
         return [f"{INNER_PREDICTOR.name}: answers differ from Booster.predict"]
+    return []
+
+
+def _mlflow_uris_problems() -> list[str]:
+    """Whether the private URIs can be read, are what MLflow answers inside :func:`mlflow_uris`, and come back after."""
+    import mlflow
+
+    before, variables = mlflow_set_uris(), {name: os.environ.get(name) for name in _MLFLOW_URI_VARIABLES}
+    if before is None:
+        return [f"{MLFLOW_URIS.name}: cannot be read"]
+    uri = "sqlite:////nonexistent/thirdparty-check.db"  # never opened: setting a URI connects to nothing
+    with mlflow_uris(uri):
+        inside = mlflow_set_uris(), (mlflow.get_tracking_uri(), mlflow.get_registry_uri())
+    after = mlflow_set_uris(), {name: os.environ.get(name) for name in _MLFLOW_URI_VARIABLES}
+    if inside != ((uri, uri), (uri, uri)):
+        return [f"{MLFLOW_URIS.name}: MLflow does not answer the URIs set"]
+    if after != (before, variables):
+        return [f"{MLFLOW_URIS.name}: the process-wide URIs are not restored"]
     return []
 
 

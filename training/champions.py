@@ -3,7 +3,8 @@
 Every registered version of ``runtime-{algorithm}-{platform}`` (run time) or ``memory-{algorithm}-{platform}``
 (peak memory, bytes) is a composition refitted on every run; the ``champion`` alias points at the one
 served, and moves only as the guard (:mod:`training.guard`) allows. Earlier versions stay registered
-under their numbers. Each target of a pair has its own champion, judged on its own.
+under their numbers. Each target of a pair has its own champion, judged on its own. The registry is the one at
+the tracking URI given, asked through a client of it; MLflow's process-wide URIs are not read.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -26,11 +28,12 @@ from models.ensemble import ENSEMBLE
 from models.zoo import target_transform
 from predictor.domain import Target
 from predictor.envelope import TrainingEnvelope
-from predictor.registry import CHAMPION_ALIAS, ENVELOPE_ARTIFACT, registered_name
+from predictor.registry import CHAMPION_ALIAS, ENVELOPE_ARTIFACT, registered_name, registry_client
+from predictor.thirdparty import mlflow_uris
 from training.dataset import TrainingSet
 from training.guard import Decision, Incumbent
 from training.metrics import LOWER_IS_BETTER
-from training.tracking import Candidate, load_out_of_fold, log_served_model
+from training.tracking import Candidate, all_pages, load_out_of_fold, log_served_model
 
 JUDGED_TAG = "judged_fingerprint"
 # What a registered model's versions predict, in its description.
@@ -62,12 +65,17 @@ def best_candidate(candidates: Sequence[Candidate], metric: str) -> Candidate:
 
 
 class MlflowChampions:
-    """Champions in the MLflow model registry: the serving version of a pair's target, and registering new versions."""
+    """Champions in the MLflow model registry at ``tracking_uri``: the serving version of a pair's target, and registering
+    new versions."""
+
+    def __init__(self, tracking_uri: str) -> None:
+        self.tracking_uri = tracking_uri
+        self.client = registry_client(tracking_uri)
 
     def incumbent(self, algorithm: str, platform: str, target: Target = Target.TIME) -> Incumbent | None:
         """The version the ``champion`` alias of the pair's ``target`` points at, as the guard needs it; None when there is none."""
         name = registered_name(algorithm, platform, target)
-        client = mlflow.MlflowClient()
+        client = self.client
         try:
             version = client.get_model_version_by_alias(name, CHAMPION_ALIAS)
         except MlflowException as exc:
@@ -77,15 +85,14 @@ class MlflowChampions:
         tags = dict(version.tags)
         source = tags.get("source_run_id") or version.run_id
         features = json.loads(tags.get("features", "[]"))
-        uri = f"models:/{name}/{version.version}"
-        trained = _trained_runs(source)
+        trained = _trained_runs(self.tracking_uri, source)
         judged = client.get_registered_model(name).tags.get(JUDGED_TAG)
         return Incumbent(
             version=str(version.version),
-            composition=_composition(tags, source),
+            composition=_composition(client, tags, source),
             trained_runs=trained,
             feature_names=features,
-            predict=_lazy_predict(uri, features),
+            predict=_lazy_predict(self.tracking_uri, name, str(version.version), features),
             n_rows=int(tags["n_rows"]) if "n_rows" in tags else (len(trained) if trained is not None else None),
             metrics={k[3:]: float(v) for k, v in tags.items() if k.startswith("cv_")},
             judged=judged,
@@ -93,7 +100,7 @@ class MlflowChampions:
 
     def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None:
         """Note on the registered model which training session judged the pair's target last (what lets an unchanged one be skipped)."""
-        mlflow.MlflowClient().set_registered_model_tag(registered_name(algorithm, platform, target), JUDGED_TAG, fingerprint)
+        self.client.set_registered_model_tag(registered_name(algorithm, platform, target), JUDGED_TAG, fingerprint)
 
     def register(
         self,
@@ -116,7 +123,7 @@ class MlflowChampions:
         """
         ts = training_set
         name = registered_name(ts.algorithm, ts.platform, ts.target)
-        client = mlflow.MlflowClient()
+        client = self.client
         try:
             client.get_registered_model(name)
         except MlflowException:
@@ -132,8 +139,9 @@ class MlflowChampions:
             "guard_verdict": decision.verdict.value,
             "guard_reason": decision.reason[:4000],
         }
-        uri = log_served_model(candidate, model, ts, refit_seconds=refit_seconds)
-        version = mlflow.register_model(uri, name, tags=tags)
+        uri = log_served_model(self.tracking_uri, candidate, model, ts, refit_seconds=refit_seconds)
+        with mlflow_uris(self.tracking_uri):  # register_model takes no URI
+            version = mlflow.register_model(uri, name, tags=tags)
         if alias:
             client.set_registered_model_alias(name, CHAMPION_ALIAS, version.version)
         return str(version.version)
@@ -166,55 +174,56 @@ def training_envelope(training_set: TrainingSet) -> TrainingEnvelope:
     return TrainingEnvelope.fit(training_set.X[done], training_set.y[done])
 
 
-def _composition(tags: Mapping[str, str], run_id: str | None) -> dict[str, int]:
+def _composition(client: mlflow.MlflowClient, tags: Mapping[str, str], run_id: str | None) -> dict[str, int]:
     """The members (and weights) a version averages: its tag, else (older versions) its member or its run's ensemble param."""
     if "served_members" in tags:
         return {str(k): int(v) for k, v in json.loads(tags["served_members"]).items()}
     kind = tags.get("model_kind", "")
     if kind != ENSEMBLE or run_id is None:
         return {kind: 1}
-    described = mlflow.MlflowClient().get_run(run_id).data.params.get("ensemble.members", "")
+    described = client.get_run(run_id).data.params.get("ensemble.members", "")
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"([\w.]+) x(\d+)", described)}
 
 
 @lru_cache(maxsize=1024)
-def _trained_runs(run_id: str | None) -> frozenset[str] | None:
-    """Run ids a version was fitted on: those of its candidate's out-of-fold table (None when it has none).
+def _trained_runs(tracking_uri: str, run_id: str | None) -> frozenset[str] | None:
+    """Run ids a version was fitted on: those of its candidate's out-of-fold table at ``tracking_uri`` (None when it has none).
 
     Remembered per run (a registered version never changes), so a worker polling the champions downloads each table once.
     """
     if run_id is None:
         return None
     try:
-        return frozenset(load_out_of_fold(run_id)["run_id"].astype(str))
+        return frozenset(load_out_of_fold(tracking_uri, run_id)["run_id"].astype(str))
     except FileNotFoundError:
         return None
 
 
-def _lazy_predict(uri: str, features: list[str]) -> Callable[[np.ndarray], np.ndarray]:
-    """The registered model's predictions on rows in ``features`` order, loaded on first use."""
+def _lazy_predict(tracking_uri: str, name: str, version: str, features: list[str]) -> Callable[[np.ndarray], np.ndarray]:
+    """The predictions of version ``version`` of registered model ``name`` on rows in ``features`` order, loaded on first use."""
     loaded: list[Any] = []
 
     def predict(X: np.ndarray) -> np.ndarray:
         if not loaded:
-            loaded.append(mlflow.sklearn.load_model(uri))
+            loaded.append(load_registered(tracking_uri, name, version))
         return np.asarray(loaded[0].predict(pd.DataFrame(X, columns=features)), dtype="float64")
 
     return predict
 
 
-def list_champions(target: Target = Target.TIME) -> list[ModelVersion]:
-    """The champion version of every model of ``target`` (run time or peak memory) in the registry, by registered name."""
-    client = mlflow.MlflowClient()
-    champions = []
-    token = None
+def load_registered(tracking_uri: str, name: str, version: str) -> Any:
+    """Version ``version`` of registered scikit-learn model ``name`` in the registry at ``tracking_uri``, loaded."""
+    location = registry_client(tracking_uri).get_model_version_download_uri(name, version)
+    with tempfile.TemporaryDirectory() as folder:
+        path = mlflow.artifacts.download_artifacts(artifact_uri=location, dst_path=folder, tracking_uri=tracking_uri)
+        return mlflow.sklearn.load_model(path)
+
+
+def list_champions(tracking_uri: str, target: Target = Target.TIME) -> list[ModelVersion]:
+    """The champion version of every model of ``target`` (run time or peak memory) in the registry at ``tracking_uri``, by
+    registered name."""
+    client = registry_client(tracking_uri)
     prefix = registered_name("", "", target).removesuffix("--")
-    while True:
-        page = client.search_registered_models(filter_string=f"name LIKE '{prefix}-%'", page_token=token)
-        for model in page:
-            if CHAMPION_ALIAS in model.aliases:
-                champions.append(client.get_model_version(model.name, model.aliases[CHAMPION_ALIAS]))
-        token = page.token
-        if not token:
-            break
+    models = all_pages(lambda token: client.search_registered_models(filter_string=f"name LIKE '{prefix}-%'", page_token=token))
+    champions = [client.get_model_version(m.name, m.aliases[CHAMPION_ALIAS]) for m in models if CHAMPION_ALIAS in m.aliases]
     return sorted(champions, key=lambda v: v.name)

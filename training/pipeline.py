@@ -239,7 +239,7 @@ def train(
     if others := sorted({f"{ts.algorithm}/{ts.platform} ({ts.target.value})" for ts in training_sets if ts.target is not target}):
         raise ValueError(f"training {target.value} on sets of another target: {', '.join(others)}")
     tracker = tracker or MlflowTracker(settings)
-    book = champions or MlflowChampions()
+    book = champions or MlflowChampions(settings.resolved_tracking_uri)
     usable: list[tuple[TrainingSet, list[str]]] = []
     for ts in sorted(training_sets, key=lambda ts: (ts.algorithm, ts.platform)):
         if names := _members(chosen, ts):

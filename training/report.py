@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import mlflow
 
 from predictor.domain import Target
+from predictor.registry import registry_client
 from predictor.settings import Settings
 from training.significance import Difference, paired_bootstrap
-from training.tracking import configure_mlflow, experiment_name, load_out_of_fold
+from training.tracking import all_pages, experiment_name, load_out_of_fold
 
 # Column label of each metric shown: Weka's (seed 001, Table 2, plus RRSE), what a scheduler cares about,
 # and the coverage the intervals achieved out of fold.
@@ -43,7 +44,8 @@ class ReportRow:
 
 @dataclass(frozen=True)
 class SessionReport:
-    """The latest finished training session of an algorithm's ``target`` and its candidates, best first per platform."""
+    """The latest finished training session of an algorithm's ``target`` and its candidates, best first per platform, read
+    from the tracking store at ``tracking_uri``."""
 
     algorithm: str
     run_id: str
@@ -51,6 +53,7 @@ class SessionReport:
     nominal_coverage: float | None
     selection_metric: str
     rows: list[ReportRow]
+    tracking_uri: str
     target: Target = Target.TIME
 
 
@@ -60,22 +63,22 @@ class NoSession(LookupError):
 
 def tracked_algorithms(settings: Settings, target: Target = Target.TIME) -> list[str]:
     """The algorithms training has tracked an experiment of ``target`` for, by name."""
-    configure_mlflow(settings)
+    client = registry_client(settings.resolved_tracking_uri)
     prefix = experiment_name("", target)
-    names = (e.name for e in mlflow.search_experiments(filter_string=f"name LIKE '{prefix}%'"))
+    experiments = all_pages(lambda token: client.search_experiments(filter_string=f"name LIKE '{prefix}%'", page_token=token))
+    names = (e.name for e in experiments)
     return sorted(name.removeprefix(prefix) for name in names)
 
 
 def latest_session(settings: Settings, algorithm: str, platform: str | None = None, target: Target = Target.TIME) -> SessionReport:
     """Read the candidates of ``algorithm``'s latest finished session of ``target`` (only ``platform``'s, if given)."""
-    configure_mlflow(settings)
-    experiment = mlflow.get_experiment_by_name(experiment_name(algorithm, target))
-    parents = [] if experiment is None else mlflow.search_runs(
+    client = registry_client(settings.resolved_tracking_uri)
+    experiment = client.get_experiment_by_name(experiment_name(algorithm, target))
+    parents = [] if experiment is None else client.search_runs(
         [experiment.experiment_id],
         filter_string=f"attributes.run_name = 'train-{algorithm}' AND attributes.status = 'FINISHED'",
         order_by=["attributes.start_time DESC"],
         max_results=1,
-        output_format="list",
     )
     if not parents:
         if target is Target.TIME:
@@ -83,11 +86,9 @@ def latest_session(settings: Settings, algorithm: str, platform: str | None = No
         raise NoSession(f"no finished {target.value} training session of {algorithm!r} is tracked; "
                         f"run `predictor train --target {target.value}` first")  # fmt: skip
     parent = parents[0]
-    children = mlflow.search_runs(
-        [parent.info.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'",
-        output_format="list",
-    )
+    children = all_pages(lambda token: client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'", page_token=token
+    ))  # fmt: skip
     rows = [_row(child, parent.data.tags) for child in children]
     rows = [r for r in rows if platform is None or r.platform == platform]
     metric = settings.selection_metric
@@ -100,6 +101,7 @@ def latest_session(settings: Settings, algorithm: str, platform: str | None = No
         nominal_coverage=float(coverages.pop()) if len(coverages) == 1 else None,
         selection_metric=metric,
         rows=rows,
+        tracking_uri=settings.resolved_tracking_uri,
         target=target,
     )
 
@@ -151,7 +153,7 @@ def champion_lead(session: SessionReport, platform: str) -> Lead | None:
     if champion is None or runner_up is None:
         return None
     try:
-        ours, theirs = load_out_of_fold(champion.run_id), load_out_of_fold(runner_up.run_id)
+        ours, theirs = (load_out_of_fold(session.tracking_uri, row.run_id) for row in (champion, runner_up))
     except FileNotFoundError:
         return None
     if ours["run_id"].tolist() != theirs["run_id"].tolist():

@@ -3,7 +3,9 @@
 Run-time sessions go to ``runtime/<algorithm>``, peak-memory ones to ``memory/<algorithm>``; every run
 is tagged with its ``target``.
 
-Nothing here touches MLflow at import time; :func:`configure_mlflow` is called explicitly.
+Every call goes through a client of the settings' tracking URI (:func:`predictor.registry.registry_client`); the one
+fluent call that takes no URI, a served model's logging, sets MLflow's process-wide URIs for itself alone
+(:func:`predictor.thirdparty.mlflow_uris`). Nothing here touches MLflow at import time.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from typing import TypeVar
 
 import mlflow
 import numpy as np
@@ -23,14 +26,16 @@ import pandas as pd
 from mlflow.entities import Metric, Param, Run
 from mlflow.exceptions import MlflowException
 from mlflow.models import infer_signature
+from mlflow.store.entities import PagedList
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 from sklearn.base import RegressorMixin
 
 from models.zoo import target_transform
 from predictor.domain import Target
 from predictor.intervals import residual_log_quantiles
-from predictor.registry import redact_uri
+from predictor.registry import redact_uri, registry_client
 from predictor.settings import Settings
+from predictor.thirdparty import mlflow_uris
 from training import plots
 from training.crossval import CVResult, inner_attribute
 from training.dataset import TrainingSet
@@ -54,13 +59,19 @@ class Candidate:
     residual_quantiles: dict[float, float] = field(default_factory=dict)
 
 
-def configure_mlflow(settings: Settings) -> None:
-    """Point MLflow's process-wide tracking and model registry at the settings' URI, for training and its reports.
+Page = TypeVar("Page")
 
-    The service never calls this: it asks the registry through clients of its own URI (:func:`predictor.registry.registry_client`).
-    """
-    mlflow.set_tracking_uri(settings.resolved_tracking_uri)
-    mlflow.set_registry_uri(settings.resolved_tracking_uri)
+
+def all_pages(search: Callable[[str | None], PagedList[Page]]) -> list[Page]:
+    """Every item of a paged client search (``search(page_token)``), page after page."""
+    items: list[Page] = []
+    token = None
+    while True:
+        page = search(token)
+        items += page
+        token = page.token
+        if not token:
+            return items
 
 
 EXPERIMENT_PREFIX = {Target.TIME: "runtime/", Target.MEMORY: "memory/"}
@@ -71,33 +82,32 @@ def experiment_name(algorithm: str, target: Target = Target.TIME) -> str:
     return f"{EXPERIMENT_PREFIX[target]}{algorithm}"
 
 
-def ensure_experiment(settings: Settings, algorithm: str, target: Target = Target.TIME) -> str:
+def ensure_experiment(client: mlflow.MlflowClient, settings: Settings, algorithm: str, target: Target = Target.TIME) -> str:
     """Id of the algorithm's experiment of ``target``, created with its artifacts under the artifact root on first use."""
     name = experiment_name(algorithm, target)
-    experiment = mlflow.get_experiment_by_name(name)
+    experiment = client.get_experiment_by_name(name)
     if experiment is not None:
         return experiment.experiment_id
     location = settings.resolved_artifact_root / algorithm
     location.mkdir(parents=True, exist_ok=True)
-    return mlflow.create_experiment(name, artifact_location=location.as_uri())
+    return client.create_experiment(name, artifact_location=location.as_uri())
 
 
 @contextmanager
 def training_sessions(
-    settings: Settings, algorithms: Sequence[str], models: Sequence[str], target: Target = Target.TIME
+    client: mlflow.MlflowClient, settings: Settings, algorithms: Sequence[str], models: Sequence[str], target: Target = Target.TIME
 ) -> Iterator[dict[str, Run]]:
     """The parent run of each algorithm's training session of ``target``, all open at once; candidates are logged as children.
 
     Opening every session together lets the fits of all algorithms share one pool of processes. The
     runs end FINISHED, or FAILED if training raised.
     """
-    client = mlflow.MlflowClient()
     parents: dict[str, Run] = {}
     status = "FAILED"
     try:
         for algorithm in algorithms:
             tags = {"algorithm": algorithm, "target": target.value, MLFLOW_RUN_NAME: f"train-{algorithm}"}
-            run = client.create_run(ensure_experiment(settings, algorithm, target), tags=tags)
+            run = client.create_run(ensure_experiment(client, settings, algorithm, target), tags=tags)
             params = {"algorithm": algorithm, "target": target.value, "models": ",".join(models), "cv_folds": settings.cv_folds,
                       "seed": settings.seed}  # fmt: skip
             client.log_batch(run.info.run_id, params=_params(params))
@@ -120,6 +130,7 @@ def candidate_numbers(
 
 
 def log_candidate(
+    client: mlflow.MlflowClient,
     parent: Run,
     training_set: TrainingSet,
     plan: FoldPlan,
@@ -129,7 +140,7 @@ def log_candidate(
     coverage: float,
     params: Mapping[str, object] | None = None,
 ) -> Candidate:
-    """Log one model's cross-validation as a child run of ``parent``: ``model``'s settings, extra ``params``, metrics, files.
+    """Log one model's cross-validation as a child run of ``parent`` through ``client``: ``model``'s settings, extra ``params``, metrics, files.
 
     Besides the metrics of :func:`~training.metrics.compute_metrics` the candidate gets its
     out-of-fold residual log-ratio quantiles (what its intervals would serve) and
@@ -158,7 +169,6 @@ def log_candidate(
         **_model_params(model),
         **(params or {}),
     }
-    client = mlflow.MlflowClient()
     tags[MLFLOW_PARENT_RUN_ID] = parent.info.run_id
     tags[MLFLOW_RUN_NAME] = f"{result.model_name}@{ts.platform}"
     run = client.create_run(parent.info.experiment_id, tags=tags)
@@ -175,8 +185,11 @@ def log_candidate(
     return Candidate(result.model_name, run_id=run_id, metrics=metrics, residual_quantiles=quantiles)
 
 
-def log_served_model(candidate: Candidate, model: RegressorMixin, training_set: TrainingSet, *, refit_seconds: float) -> str:
-    """Log ``model``, ``candidate`` refitted on every row, in the candidate's run with signature and input example; its URI.
+def log_served_model(
+    tracking_uri: str, candidate: Candidate, model: RegressorMixin, training_set: TrainingSet, *, refit_seconds: float
+) -> str:
+    """Log ``model``, ``candidate`` refitted on every row, in the candidate's run at ``tracking_uri`` with signature and input
+    example; its URI.
 
     Only the candidate that gets promoted is refitted and logged: a refit and a model artifact
     cost more than all of a candidate's metrics and plots, and the others are never served. The
@@ -184,12 +197,12 @@ def log_served_model(candidate: Candidate, model: RegressorMixin, training_set: 
     """
     X = training_set.X
     tuned = inner_attribute(model, "best_params_") or {}
-    mlflow.MlflowClient().log_batch(
+    registry_client(tracking_uri).log_batch(
         candidate.run_id,
         metrics=[Metric("refit_seconds", refit_seconds, int(time.time() * 1000), 0)],
         params=_params({f"tuned.{k}": v for k, v in tuned.items()}),
     )
-    with mlflow.start_run(run_id=candidate.run_id, nested=True):
+    with mlflow_uris(tracking_uri), mlflow.start_run(run_id=candidate.run_id, nested=True):  # log_model takes no URI
         info = mlflow.sklearn.log_model(
             model,
             name="model",
@@ -265,13 +278,13 @@ def out_of_fold_table(ts: TrainingSet, plan: FoldPlan, result: CVResult) -> pd.D
     return pd.DataFrame(dict(zip(OUT_OF_FOLD_COLUMNS, columns, strict=True)))
 
 
-def load_out_of_fold(run_id: str) -> pd.DataFrame:
-    """The :func:`out_of_fold_table` a candidate's run logged.
+def load_out_of_fold(tracking_uri: str, run_id: str) -> pd.DataFrame:
+    """The :func:`out_of_fold_table` a candidate's run at ``tracking_uri`` logged.
 
     ``FileNotFoundError`` if the run has none, or one without every column of today's (older sessions).
     """
     try:
-        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=OUT_OF_FOLD)
+        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=OUT_OF_FOLD, tracking_uri=tracking_uri)
     except (OSError, MlflowException) as exc:
         raise FileNotFoundError(f"run {run_id} has no {OUT_OF_FOLD}: {redact_uri(str(exc))}") from exc
     table = pd.read_csv(path, dtype={"run_id": str})
@@ -304,13 +317,13 @@ class MlflowTracker:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        configure_mlflow(settings)
+        self.client = registry_client(settings.resolved_tracking_uri)
 
     def sessions(
         self, algorithms: Sequence[str], models: Sequence[str], target: Target = Target.TIME
     ) -> AbstractContextManager[dict[str, Run]]:
         """The parent run of each algorithm's session of ``target`` (see :func:`training_sessions`)."""
-        return training_sessions(self.settings, algorithms, models, target)
+        return training_sessions(self.client, self.settings, algorithms, models, target)
 
     def log_candidate(
         self,
@@ -324,11 +337,10 @@ class MlflowTracker:
     ) -> Candidate:
         """One candidate as a child run of ``session`` (see :func:`log_candidate`)."""
         return log_candidate(
-            session, training_set, plan, result, model, coverage=self.settings.interval_coverage, params=params
+            self.client, session, training_set, plan, result, model, coverage=self.settings.interval_coverage, params=params
         )
 
     def note(self, session: Run, tags: Mapping[str, str]) -> None:
         """Tag the session's parent run (what was decided for each platform)."""
-        client = mlflow.MlflowClient()
         for key, value in tags.items():
-            client.set_tag(session.info.run_id, key, value)
+            self.client.set_tag(session.info.run_id, key, value)

@@ -121,10 +121,8 @@ def retrain_due(
     """Train every due pair's due ``targets`` once, under the guard, and record each decision with its trigger."""
     if book is None:  # the registry of the settings, not whatever MLflow's process-wide default points at (a stale ./mlflow.db)
         from training.champions import MlflowChampions
-        from training.tracking import configure_mlflow
 
-        configure_mlflow(settings)
-        book = MlflowChampions()
+        book = MlflowChampions(settings.resolved_tracking_uri)
     outcomes: list[TrainingOutcome] = []
     for target in targets:
         triggers = due(settings, store, book, [target])

@@ -27,7 +27,8 @@ def test_the_checked_range_compares_releases_as_numbers(installed, inside):
 
 
 def test_a_version_outside_the_checked_range_is_a_problem(monkeypatch):
-    monkeypatch.setattr(thirdparty, "version", lambda name: "9.0" if name == "lightgbm" else "1.9.1")
+    installed = {"lightgbm": "9.0", "mlflow": thirdparty.MLFLOW_URIS.lowest}  # scikit-learn: 1.9.1
+    monkeypatch.setattr(thirdparty, "version", lambda name: installed.get(name, "1.9.1"))
     assert [p for p in thirdparty.problems() if "outside the checked" in p] == [
         f"{thirdparty.INNER_PREDICTOR.name}: lightgbm 9.0 is outside the checked 4.4 <= v < 4.8"
     ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,7 +18,7 @@ from predictor.domain import Measurement, Target
 from predictor.registry import CHAMPION_ALIAS, ENVELOPE_ARTIFACT, registered_name, registry_client
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
-from training.champions import list_champions
+from training.champions import list_champions, load_registered
 from training.dataset import DatasetError, load_training_sets, training_set_from_frame
 from training.guard import Verdict
 from training.pipeline import TrainingOutcome, count_steps, decision_row, fold_plan_path, run_training, train
@@ -116,7 +115,7 @@ def test_a_memory_champion_is_registered_under_its_own_name_and_predicts_bytes(t
     assert version.name == "memory-tool-cpu" and version.tags["target"] == "memory" and version.tags["role"] == CHAMPION_ALIAS
     assert "residual_log_quantiles" in version.tags and "interval_coverage" in version.tags
     assert ENVELOPE_ARTIFACT in {a.path for a in client.list_artifacts(version.run_id)}
-    model = mlflow.sklearn.load_model(f"models:/{version.name}/{version.version}")
+    model = load_registered(trained.settings.resolved_tracking_uri, version.name, version.version)
     sizes = np.array([100.0, 500.0, 900.0])
     predicted = model.predict(pd.DataFrame({"input.size": sizes}))
     assert np.all(np.abs(predicted / (peak_kb(sizes) * 1024) - 1) < 0.05), predicted
@@ -125,17 +124,18 @@ def test_a_memory_champion_is_registered_under_its_own_name_and_predicts_bytes(t
 def test_time_and_memory_have_a_champion_each(trained: Trained) -> None:
     [time] = trained.time
     assert (time.target, time.version, time.n_rows) == (Target.TIME, "1", 45)  # run time also learns from the 5 unmeasured runs
-    assert [v.name for v in list_champions(Target.TIME)] == ["runtime-tool-cpu"]
-    assert [v.name for v in list_champions(Target.MEMORY)] == ["memory-tool-cpu"]
-    model = mlflow.sklearn.load_model(f"models:/runtime-tool-cpu/{time.version}")
+    assert [v.name for v in list_champions(trained.settings.resolved_tracking_uri, Target.TIME)] == ["runtime-tool-cpu"]
+    assert [v.name for v in list_champions(trained.settings.resolved_tracking_uri, Target.MEMORY)] == ["memory-tool-cpu"]
+    model = load_registered(trained.settings.resolved_tracking_uri, "runtime-tool-cpu", time.version)
     assert model.predict(pd.DataFrame({"input.size": [500.0]}))[0] == pytest.approx(5.0, rel=0.05)  # seconds, not bytes
 
 
 def test_memory_sessions_are_tracked_apart_and_tagged_with_their_target(trained: Trained) -> None:
     assert tracked_algorithms(trained.settings, Target.MEMORY) == ["tool"] == tracked_algorithms(trained.settings)
+    client = registry_client(trained.settings.resolved_tracking_uri)
     for target in Target:
-        experiment = mlflow.get_experiment_by_name(experiment_name("tool", target))
-        found = mlflow.search_runs([experiment.experiment_id], output_format="list")
+        experiment = client.get_experiment_by_name(experiment_name("tool", target))
+        found = client.search_runs([experiment.experiment_id])
         assert found and {r.data.tags["target"] for r in found} == {target.value}
         assert {r.data.params["target"] for r in found} == {target.value}
     session = latest_session(trained.settings, "tool", target=Target.MEMORY)
@@ -167,7 +167,7 @@ def test_a_champion_that_learns_from_killed_runs_answers_at_least_their_bound(tm
     finally:
         store.dispose()
     assert outcome.version == "1"
-    model = mlflow.sklearn.load_model(f"models:/memory-tool-cpu/{outcome.version}")
+    model = load_registered(settings.resolved_tracking_uri, "memory-tool-cpu", outcome.version)
     killed = model.predict(pd.DataFrame({"input.size": [800.0, 950.0]}))
     assert np.all(killed > 200_000 * 1024), killed  # beyond the limit they were killed at
     assert np.all(np.abs(killed / (peak_kb(np.array([800.0, 950.0])) * 1024) - 1) < 0.15), killed

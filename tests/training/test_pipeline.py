@@ -18,12 +18,14 @@ from models import available_models
 from models.zoo import NEEDS
 from predictor.domain import Measurement
 from predictor.intervals import QUANTILE_LEVELS
+from predictor.registry import registry_client
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from tests.training.kit import served_champion
 from training.champions import best_candidate, list_champions, registered_name
 from training.dataset import load_training_sets
 from training.folds import FoldPlan
+from training.metrics import compute_metrics
 from training.pipeline import (
     DEFAULT_MODELS,
     TrainingOutcome,
@@ -31,7 +33,6 @@ from training.pipeline import (
     fold_plan_path,
     run_training,
 )
-from training.metrics import compute_metrics
 from training.report import REPORT_METRICS, NoSession, champion_lead, latest_session
 from training.tracking import OUT_OF_FOLD, Candidate, load_out_of_fold
 
@@ -77,6 +78,11 @@ class Trained:
     newcomer: list[TrainingOutcome]
     labels: list[str]
     steps: int
+
+    @property
+    def client(self) -> mlflow.MlflowClient:
+        """A client of the tracking store and registry the sessions wrote to (MLflow's process-wide URI is not theirs)."""
+        return registry_client(self.settings.resolved_tracking_uri)
 
 
 @pytest.fixture(scope="module")
@@ -126,10 +132,10 @@ def test_progress_is_reported_once_per_fit(trained: Trained) -> None:
 
 
 def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Trained) -> None:
-    experiment = mlflow.get_experiment_by_name("runtime/align")
+    experiment = trained.client.get_experiment_by_name("runtime/align")
     assert experiment.artifact_location == (trained.settings.resolved_artifact_root / "align").as_uri()
     order = ["attributes.start_time ASC"]
-    runs = mlflow.search_runs([experiment.experiment_id], output_format="list", order_by=order)
+    runs = trained.client.search_runs([experiment.experiment_id], order_by=order)
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
     assert len(parents) == 4 and len(children) == 2 * (len(FIRST_MODELS) + 1)
@@ -138,9 +144,9 @@ def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Tra
     assert "cv_rae" in child.data.metrics and "fit_seconds" in child.data.metrics
     assert 0.0 <= child.data.metrics["cv_interval_coverage"] <= 1.0
     assert child.data.tags["target_transform"] == "log" and child.data.params["interval_nominal_coverage"] == "0.9"
-    history = mlflow.MlflowClient().get_metric_history(child.info.run_id, "fold_rae")
+    history = trained.client.get_metric_history(child.info.run_id, "fold_rae")
     assert [m.step for m in history] == [0, 1, 2, 3, 4]
-    artifacts = {a.path for a in mlflow.MlflowClient().list_artifacts(child.info.run_id)}
+    artifacts = {a.path for a in trained.client.list_artifacts(child.info.run_id)}
     assert {"pred_vs_actual.svg", "relative_errors.svg", "folds.csv", "features.json", OUT_OF_FOLD} <= artifacts
     assert "residual_log_quantiles.json" in artifacts and "learning_curve.svg" not in artifacts
 
@@ -148,7 +154,7 @@ def test_runs_are_tracked_per_algorithm_with_children_per_candidate(trained: Tra
 def test_each_candidate_logs_its_out_of_fold_predictions(trained: Trained) -> None:
     report = latest_session(trained.settings, "align", "fast")
     row = next(r for r in report.rows if r.model == "linear_log")
-    folder = mlflow.artifacts.download_artifacts(run_id=row.run_id)
+    folder = mlflow.artifacts.download_artifacts(run_id=row.run_id, tracking_uri=trained.settings.resolved_tracking_uri)
     table = pd.read_csv(f"{folder}/{OUT_OF_FOLD}", dtype={"run_id": str})
     plan = FoldPlan.load(f"{folder}/folds.csv")
     assert list(table.columns) == ["run_id", "job", "fold", "measured_seconds", "predicted_seconds", "prior_seconds", "censored"]
@@ -178,7 +184,7 @@ def test_training_again_on_the_same_runs_changes_nothing(trained: Trained) -> No
 
 def test_new_runs_refresh_the_champion_and_keep_the_old_version(trained: Trained) -> None:
     assert [(o.version, o.decision.verdict.value) for o in trained.second] == [("2", "refreshed"), ("2", "refreshed")]
-    client = mlflow.MlflowClient()
+    client = trained.client
     for outcome in trained.first:
         name = registered_name("align", outcome.platform)
         assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
@@ -187,11 +193,11 @@ def test_new_runs_refresh_the_champion_and_keep_the_old_version(trained: Trained
     for outcome in trained.second:
         assert "refreshed minus served on 20 new run(s)" in outcome.decision.reason
         assert outcome.n_rows == 60
-    assert [v.name for v in list_champions()] == ["runtime-align-fast", "runtime-align-slow"]
+    assert [v.name for v in list_champions(trained.settings.resolved_tracking_uri)] == ["runtime-align-fast", "runtime-align-slow"]
 
 
 def test_a_worse_challenger_is_registered_but_does_not_take_the_alias(trained: Trained) -> None:
-    client = mlflow.MlflowClient()
+    client = trained.client
     assert [o.platform for o in trained.newcomer] == ["fast", "slow"]
     for outcome in trained.newcomer:
         assert outcome.challenger == "mean" and outcome.decision.verdict.value == "kept"
@@ -213,7 +219,7 @@ def test_the_oracle_loads_what_training_registered(trained: Trained) -> None:
 
 def test_pairs_without_enough_runs_are_skipped(trained: Trained) -> None:
     assert served_champion(trained.settings, "search", "fast") is None
-    assert mlflow.get_experiment_by_name("runtime/search") is None
+    assert trained.client.get_experiment_by_name("runtime/search") is None
 
 
 def test_unknown_models_and_metrics_are_refused_before_training(trained: Trained) -> None:
@@ -242,7 +248,7 @@ def test_champions_carry_interval_quantiles_and_nominal_coverage(trained: Traine
     assert quantiles[0.05] <= quantiles[0.5] <= quantiles[0.95]
     assert champion.tags["interval_coverage"] == "0.9" and champion.tags["target_transform"] == "log"
     assert 0.0 <= champion.metrics["interval_coverage"] <= 1.0
-    source = mlflow.get_run(champion.tags["source_run_id"])
+    source = trained.client.get_run(champion.tags["source_run_id"])
     assert json.loads(champion.tags["residual_log_quantiles"]) == mlflow.artifacts.load_dict(
         f"{source.info.artifact_uri}/residual_log_quantiles.json"
     )
@@ -255,9 +261,9 @@ def test_fold_plans_are_written_for_peer_tools(trained: Trained) -> None:
 
 
 def test_the_parent_run_names_each_platforms_champion(trained: Trained) -> None:
-    experiment = mlflow.get_experiment_by_name("runtime/align")
-    latest = mlflow.search_runs(
-        [experiment.experiment_id], "attributes.run_name = 'train-align'", order_by=["attributes.start_time DESC"], output_format="list"
+    experiment = trained.client.get_experiment_by_name("runtime/align")
+    latest = trained.client.search_runs(
+        [experiment.experiment_id], "attributes.run_name = 'train-align'", order_by=["attributes.start_time DESC"]
     )[0]
     assert latest.data.tags["champion.fast"] == "linear_log" and latest.data.tags["champion_version.slow"] == "2"
     assert latest.data.tags["challenger.fast"] == "mean" and latest.data.tags["guard.fast"] == "kept"
@@ -272,12 +278,12 @@ def test_default_models_apply_only_where_their_features_exist(trained: Trained) 
 
 
 def test_only_what_is_served_is_refitted(trained: Trained) -> None:
-    client = mlflow.MlflowClient()
+    client = trained.client
     champion = served_champion(trained.settings, "align", "fast")
     assert champion is not None
     assert client.get_run(champion.tags["source_run_id"]).data.metrics["refit_seconds"] > 0
-    experiment = mlflow.get_experiment_by_name("runtime/align")
-    baselines = mlflow.search_runs([experiment.experiment_id], "tags.model_kind = 'mean'", output_format="list")
+    experiment = trained.client.get_experiment_by_name("runtime/align")
+    baselines = trained.client.search_runs([experiment.experiment_id], "tags.model_kind = 'mean'")
     refitted = [run for run in baselines if "refit_seconds" in run.data.metrics]
     assert len(baselines) == 8 and len(refitted) == 2  # four sessions; only the newcomer's challengers were registered
 
@@ -309,7 +315,7 @@ def test_report_sets_the_champion_against_the_runner_up(trained: Trained) -> Non
 def test_a_run_without_out_of_fold_predictions_is_named(trained: Trained) -> None:
     session = latest_session(trained.settings, "align", "fast")
     with pytest.raises(FileNotFoundError, match=f"run {session.run_id} has no {OUT_OF_FOLD}"):
-        load_out_of_fold(session.run_id)  # the session's parent run logs no candidate files
+        load_out_of_fold(trained.settings.resolved_tracking_uri, session.run_id)  # the session's parent run logs no candidate files
 
 
 def test_report_command_prints_the_table(trained: Trained) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import mlflow
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +10,7 @@ from sqlalchemy import text
 from predictor.domain import Measurement, ServedEstimate, Target
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
+from predictor.thirdparty import mlflow_uris
 from training.guard import Verdict
 from training.memory import MemoryChampions, MemoryTracker
 from training.worker import due, retrain_due
@@ -82,18 +82,11 @@ def test_drifting_live_error_triggers_a_retrain(settings: Settings, store: Measu
 def test_the_worker_reads_the_champions_of_its_settings_not_mlflows_default(settings: Settings, store: MeasurementStore, tmp_path) -> None:
     """A worker process whose MLflow default points elsewhere (a stale ./mlflow.db in its folder) still judges the real champions."""
     settings = settings.model_copy(update={"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'registry.db'}", "mlflow_artifact_root": tmp_path / "artifacts"})
-    previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
-    try:
-        store.add(_runs(40))
-        assert [o.version for o in retrain_due(settings, store)] == ["1"]
-        elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"
-        mlflow.set_tracking_uri(elsewhere)
-        mlflow.set_registry_uri(elsewhere)
+    store.add(_runs(40))
+    assert [o.version for o in retrain_due(settings, store)] == ["1"]
+    with mlflow_uris(f"sqlite:///{tmp_path / 'elsewhere.db'}"):
         store.add(_runs(9, start=40, seed=1))
         assert retrain_due(settings, store) == []  # 9 new runs on version 1: not due (the empty default registry has no champion)
-    finally:
-        mlflow.set_tracking_uri(previous[0])
-        mlflow.set_registry_uri(previous[1])
 
 
 def test_one_input_run_300_times_far_slower_is_flagged_not_served(settings: Settings, store_url: str) -> None:
