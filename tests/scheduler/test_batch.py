@@ -10,7 +10,7 @@ import pytest
 from benchmarks.instances.batch import as_workload, generate
 from benchmarks.instances.check import checked_makespan
 from scheduler.batch import exact
-from scheduler.batch.relaxations import batch_lower_bound, lp_bound, preemptive_related_bound, related_speeds
+from scheduler.batch.relaxations import batch_lower_bound, lp_bound, preemptive_related_bound
 from scheduler.batch.search import descend, improve, loads
 from scheduler.policies.batch import HEURISTICS, heuristic_plans, plan
 from scheduler.policies.mapping import HEFT, KPercentBest, map_times
@@ -145,28 +145,6 @@ def test_the_milp_finds_the_brute_force_optimum():
         solved = exact.solve(times, ready, time_limit=10.0)
         assert solved.optimal and solved.makespan == pytest.approx(optimum(times, ready))
         assert checked_makespan(times, ready, solved.assign) == pytest.approx(solved.makespan)
-
-
-def test_the_checker_refuses_what_is_not_a_schedule():
-    times = np.array([[1.0, INF], [2.0, 3.0]])
-    assert checked_makespan(times, [0.0, 1.0], [0, 1]) == 4.0
-    with pytest.raises(ValueError, match="cannot run"):
-        checked_makespan(times, [0.0, 0.0], [1, 1])
-    with pytest.raises(ValueError, match="not one of"):
-        checked_makespan(times, [0.0, 0.0], [0, 2])
-    with pytest.raises(ValueError, match="assignments for"):
-        checked_makespan(times, [0.0, 0.0], [0])
-
-
-def test_the_generator_is_reproducible_and_cpu_gpu_shaped():
-    a, b = generate("unrelated", 200, 8, 4), generate("unrelated", 200, 8, 4)
-    assert np.array_equal(a.times, b.times)
-    assert np.isinf(a.times).any(axis=0).sum() <= 2  # programs without an accelerator version: INF on the 2 accelerators
-    assert related_speeds(a.times) is None
-    related = generate("related", 50, 5, 0).times
-    assert np.allclose(related / related[:, :1], related[0] / related[0, 0])
-    with pytest.raises(ValueError, match="kind"):
-        generate("identical", 5, 2, 0)
 
 
 def test_every_heuristic_plans_every_task():
