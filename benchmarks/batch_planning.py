@@ -4,7 +4,7 @@
     python benchmarks/batch_planning.py --seeds 1 --sizes 20x4,100x20 --milp 5
     python benchmarks/batch_planning.py --sweep 1,3,10 --kinds unrelated --sizes 1000x50   # batch-search per budget
 
-Instances come from ``benchmarks.instances.batch.generate`` (related: one speed per
+Instances come from ``benchmarks.instances.batches.generate`` (related: one speed per
 machine; unrelated: a quarter of the machines accelerators, per-program speed-ups 0.5x
 to 20x). For each, the lower bound is ``scheduler.batch.relaxations.batch_lower_bound`` (the LP
 relaxation with the Lenstra-Shmoys-Tardos restriction, the fastest run of each task and,
@@ -43,7 +43,7 @@ from scheduler_scale import load_note
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.instances, when run as a script
 
-from benchmarks.instances.batch import KINDS, Instance, as_workload, generate
+from benchmarks.instances.batches import KINDS, Instance, as_workload, generate
 from benchmarks.instances.check import checked_makespan
 from scheduler.batch import exact
 from scheduler.batch.relaxations import batch_lower_bound

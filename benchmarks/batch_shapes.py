@@ -3,7 +3,7 @@
     python benchmarks/batch_shapes.py                      # 2 families x 4 shapes x 3 seeds, a few minutes on 2 busy cores
     python benchmarks/batch_shapes.py --seeds 1 --policies "ga-strong;ga-strong:window=100"
 
-``benchmarks.instances.batch.generate`` draws log-normal work (sigma 1), machine speeds within 8x and
+``benchmarks.instances.batches.generate`` draws log-normal work (sigma 1), machine speeds within 8x and
 per-program accelerator gains: the shapes its numbers were tuned on. These families are drawn otherwise:
 
 - ``cpu-gpu``: heavy-tailed work (log-normal, sigma 2), a third of the machines accelerators, each task's
@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.instances, when run as a script
 
-from benchmarks.instances.batch import Instance, as_workload
+from benchmarks.instances.batches import Instance, as_workload
 from scheduler.batch.relaxations import batch_lower_bound
 from scheduler.specs import make_policy
 from simulator import compare

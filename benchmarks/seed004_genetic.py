@@ -5,7 +5,7 @@
     python benchmarks/seed004_genetic.py --nodes 20 --runs 3 --generations 300 --mutation 0.2
 
 ``quality`` (Figs 7 and 8): each instance is a random batch drawn as in section 5.1 /
-Table 2 (``benchmarks.instances.genetic``: 100 jobs, 50 Zipf-popular objects of
+Table 2 (``benchmarks.instances.coscheduling``: 100 jobs, 50 Zipf-popular objects of
 50-1500 MB at 20 remote stores, wide-area 700-1300 kbps, LAN 7000-13000 kbps, compute
 300 s per GB); each algorithm runs ``--runs`` times on it with its own seed and every
 schedule is timed by the evaluation function of Fig 6, as in the paper. Algorithms:
@@ -41,7 +41,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.instances, when run as a script
 
-from benchmarks.instances.genetic import Setup, generate
+from benchmarks.instances.coscheduling import Setup, generate
 from scheduler.genetic.baselines import NAMES, greedy
 from scheduler.genetic.ga import Evolution, Settings, breed, evolve, random_population
 from scheduler.genetic.model import Problem, evaluate, evaluate_reference

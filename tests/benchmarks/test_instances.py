@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.instances.batch import generate
+from benchmarks.instances.batches import generate
 from benchmarks.instances.check import checked_makespan
 from scheduler.batch.relaxations import related_speeds
 

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from benchmarks.instances.batch import as_workload, generate
+from benchmarks.instances.batches import as_workload, generate
 from benchmarks.instances.check import checked_makespan
 from scheduler.batch import exact
 from scheduler.batch.relaxations import batch_lower_bound, lp_bound, preemptive_related_bound
@@ -164,8 +164,8 @@ def test_batch_search_runs_in_the_simulator_and_beats_the_fastest_time_order():
 
 
 def test_the_strong_ga_never_ends_worse_than_the_heuristics_it_starts_from():
-    from benchmarks.instances.genetic import Setup
-    from benchmarks.instances.genetic import generate as paper_instance
+    from benchmarks.instances.coscheduling import Setup
+    from benchmarks.instances.coscheduling import generate as paper_instance
     from scheduler.genetic.baselines import greedy
     from scheduler.genetic.ga import Settings, evolve
     from scheduler.genetic.model import Problem

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.instances.genetic import Setup, generate
+from benchmarks.instances.coscheduling import Setup, generate
 from scheduler.genetic.baselines import greedy
 from scheduler.genetic.ga import (
     Settings,
