@@ -8,7 +8,7 @@ workload has one), :class:`LastTwoMean` (the user's last two run times, learnt a
 2007, :mod:`simulator.last_two`), :class:`Online` (the scheduler-trained member, learning per ended job:
 :mod:`simulator.online`), :class:`Service` (the product itself: champions chosen by the real training pipeline, retrained
 as jobs end; :mod:`simulator.learning`) and :class:`Champions` (the service's registered models). Their names in
-specs (``oracle``, ``model:MEMBER``, ``noisy:SIGMA``, ...) are :mod:`scheduler.specs`'.
+specs (``oracle``, ``model:MEMBER``, ``noisy:SIGMA``, ...) are :mod:`simulator.scenarios`'.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One simulation: a workload under a policy with an oracle's estimates, and its metrics.
 
 Specs (``edf:objective=makespan``, ``noisy:0.5``, ``ncbi:hours=25``) become the objects this takes in
-:mod:`scheduler.specs`.
+:mod:`scheduler.specs` (a policy) and :mod:`simulator.scenarios` (the rest).
 """
 
 from __future__ import annotations
