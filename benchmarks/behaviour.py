@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/behaviour.py --checkout /work/baseline --out before.json --serve-home HOME
     .venv/bin/python benchmarks/behaviour.py --checkout . --out after.json --serve-home HOME
     .venv/bin/python benchmarks/behaviour.py --compare before.json after.json
+    .venv/bin/python benchmarks/behaviour.py --table before.json after.json
 
 Each benchmark of ``BENCHMARKS`` runs as a subprocess of this Python with ``cwd`` and ``PYTHONPATH`` set to the
 checkout (so its packages win over an editable install; checked before any run), from a byte-identical copy of the
@@ -18,6 +19,7 @@ trained registry) on a free 127.0.0.1 port, waits at most ``--ready-timeout`` se
 README's request (POST /v1/predict, mafft on ``samples/family-40x300.fa``, which the API resolves under the
 checkout's ``data/``) and GET /v1/models, records both answers' exact text, and stops the server by its PID.
 
+``--table BEFORE [AFTER]`` prints a few headline figures per benchmark as a markdown table (the results page's).
 ``--compare`` prints, per benchmark, whether every recorded value is identical, the differing ones side by side, and
 exits 1 on any difference. Left out of the comparison, by name, because they measure this machine and not the
 behaviour (``TIMING``): the fields ``seconds``, ``sim_seconds``, ``bound_seconds``, ``ms``, ``best_ms``,
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import os
@@ -39,6 +42,7 @@ import resource
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -124,9 +128,8 @@ def run_benchmark(bench: Benchmark, checkout: Path, traces: Path, python: str, t
     """Run one benchmark in ``checkout``: its recorded outputs (and stdout figures), wall and CPU seconds. Past
     ``timeout`` seconds its process group is stopped and what it wrote so far is kept, with ``complete`` false."""
     with tempfile.TemporaryDirectory(prefix=f"behaviour-{bench.name}-") as tmp:
-        out = Path(tmp) / "out"
-        out.mkdir()
-        script = Path(tmp) / bench.script
+        out = Path(tmp)
+        script = out / bench.script  # RESULTS beside it: out / "results"
         shutil.copyfile(checkout / "benchmarks" / bench.script, script)
         argv = [python, str(script), *(a.format(out=out, traces=traces) for a in bench.args)]
         began, cpu = time.perf_counter(), children_cpu()
@@ -155,6 +158,8 @@ def run_benchmark(bench: Benchmark, checkout: Path, traces: Path, python: str, t
             "cpu_seconds": round(cpu, 1),
         }
         recorded["outputs"] = read_outputs(out)
+        if complete and not recorded["outputs"] and not bench.stdout:
+            raise RuntimeError(f"{bench.name} wrote no JSON or CSV under {out}: nothing to compare")
         return {**recorded, "stdout": stdout_figures(stdout)} if bench.stdout else recorded
 
 
@@ -317,6 +322,59 @@ def compare(before_path: Path, after_path: Path, shown: int = 20) -> bool:
     return agree
 
 
+def headlines(recording: dict[str, Any]) -> dict[str, str]:
+    """A few figures per part of a recording, by label, as the results page shows them (means over seeds and
+    instances; the full detail is what ``--compare`` compares)."""
+    found: dict[str, str] = {}
+    parts = recording.get("benchmarks", {})
+    if "seed002_walker" in parts:
+        runs = parts["seed002_walker"]["outputs"]["results/seed002_walker-runs.csv"]
+        for (testbed, policy), values in grouped(runs, ("estimates", "policy"), "job_completion").items():
+            found[f"seed002 {testbed} {policy}: mean grid-job completion (s)"] = f"{statistics.fmean(values):.1f}"
+    if "seed000_policies" in parts:
+        cluster = ""
+        for line in parts["seed000_policies"]["stdout"]:
+            if line.startswith("**"):
+                cluster = line.split("**")[1]
+            elif line.startswith("| ") and not line.startswith(("| policy", "| ---")):
+                cells = [c.strip() for c in line.strip("|").split("|")]
+                found[f"seed000 {cluster} {cells[0]} ({cells[1]}): mean completion (s)"] = cells[2]
+    if "batch_planning_small" in parts:
+        runs = parts["batch_planning_small"]["outputs"]["batch_planning-small-runs.csv"]
+        for (kind, planner), values in grouped(runs, ("kind", "planner"), "ratio").items():
+            if planner in ("best heuristic", "edf:objective=makespan", "ga (paper)"):
+                found[f"batch {kind} {planner}: mean makespan / bound"] = f"{statistics.fmean(values):.4f}"
+    if "backfill_traces_hpc2n" in parts:
+        for log, part in parts["backfill_traces_hpc2n"]["outputs"].get("backfill_traces.json", {}).items():
+            for row in part["rows"]:
+                found[f"backfill {log} {row['run']}: AVEbsld"] = f"{row['avebsld']:.2f}"
+    if "api" in recording:
+        api = recording["api"]
+        for what in ("predict", "models"):
+            digest = hashlib.sha256(api[what].encode()).hexdigest()[:16]
+            found[f"API {what}: status, bytes, sha256"] = f"{api[f'{what}_status']}, {len(api[what])}, {digest}"
+    return found
+
+
+def grouped(rows: list[dict[str, Any]], keys: tuple[str, ...], value: str) -> dict[tuple[Any, ...], list[float]]:
+    """``value`` of ``rows`` grouped by ``keys``, in first-seen order."""
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[k] for k in keys), []).append(row[value])
+    return groups
+
+
+def table(paths: list[Path]) -> str:
+    """The headline figures of one recording (or of before and after, side by side) as a markdown table."""
+    columns = [headlines(json.loads(p.read_text())) for p in paths]
+    labels = list(dict.fromkeys(label for column in columns for label in column))
+    head = ["figure", *(["before", "after"] if len(paths) == 2 else ["value"])]
+    lines = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
+    return "\n".join(
+        lines + [f"| {label} | " + " | ".join(c.get(label, "") for c in columns) + " |" for label in labels]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkout", type=Path, default=REPO, help="the checkout to run (default: this repository)")
@@ -331,6 +389,7 @@ def main() -> None:
     parser.add_argument(
         "--serve-home", type=Path, help="PREDICTOR_HOME of a trained registry: also record the API's answers"
     )
+    parser.add_argument("--table", type=Path, nargs="+", help="BEFORE [AFTER]: print the headline figures as markdown")
     parser.add_argument("--timeout", type=float, default=4 * 3600.0, help="seconds before a benchmark is stopped")
     parser.add_argument("--ready-timeout", type=float, default=180.0, help="seconds to wait for the API's /readyz")
     parser.add_argument("--python", default=sys.executable, help="the interpreter the checkout runs under")
@@ -342,6 +401,9 @@ def main() -> None:
         help="compare two recordings; exit 1 on a difference",
     )
     args = parser.parse_args()
+    if args.table:
+        print(table(args.table))
+        return
     if args.compare:
         sys.exit(0 if compare(*args.compare) else 1)
     if args.out is None:
