@@ -19,7 +19,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -153,6 +153,27 @@ def fold_plan_path(settings: Settings, algorithm: str, platform: str, target: Ta
     return (folder if target is Target.TIME else folder / target.value) / f"{algorithm}-{platform}.csv"
 
 
+@dataclass
+class PairTraining:
+    """One (algorithm, platform) set of a session: its fold plan, the champion serving it, the members cross-validated on
+    it (a member whose fit failed is dropped) and their cross-validations and logged candidates as they come in.
+
+    A session's pairs are a list; ``set_index`` (a :class:`~training.fanout.Fit`'s, a :class:`Pick`'s) is the place in it.
+    """
+
+    ts: TrainingSet
+    plan: FoldPlan
+    incumbent: Incumbent | None
+    members: list[str]
+    results: dict[str, CVResult] = field(default_factory=dict)
+    candidates: list[Candidate] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every member still in has its cross-validation."""
+        return len(self.results) == len(self.members)
+
+
 @dataclass(frozen=True)
 class Pick:
     """A set's challenger and incumbent (candidates and compositions), and what the guard decided between them."""
@@ -256,44 +277,46 @@ def train(
             unchanged.append(_unchanged(ts, incumbent))
         else:
             judged.append((ts, names, incumbent))
-    usable = [(ts, names) for ts, names, _ in judged]
-    sets = [ts for ts, _ in usable]
-    incumbents = [incumbent for _, _, incumbent in judged]
-    members = [
-        names + [m for m in _members(list(inc.composition), ts) if m not in names] if inc is not None else names
-        for (ts, names), inc in zip(usable, incumbents, strict=True)
+    pairs = [
+        PairTraining(ts, _save_plan(settings, ts), incumbent, _with_incumbents_members(names, incumbent, ts))
+        for ts, names, incumbent in judged
     ]
-    plans = [_save_plan(settings, ts) for ts in sets]
-    candidates: list[list[Candidate]] = [[] for _ in sets]
-    results: list[dict[str, CVResult]] = [{} for _ in sets]
     picks: list[Pick] = []
-    with tracker.sessions(sorted({ts.algorithm for ts in sets}), chosen, target) as sessions:
-        for index, name, result in _cross_validate_all(settings, sets, plans, members, progress):
-            ts, session = sets[index], sessions[sets[index].algorithm]
+    with tracker.sessions(sorted({pair.ts.algorithm for pair in pairs}), chosen, target) as sessions:
+        for index, name, result in _cross_validate_all(settings, pairs, progress):
+            pair = pairs[index]
+            ts, session = pair.ts, sessions[pair.ts.algorithm]
             if result is None:
-                members[index] = [m for m in members[index] if m != name]
+                pair.members = [m for m in pair.members if m != name]
             else:
-                results[index][name] = result
-                candidates[index].append(tracker.log_candidate(session, ts, plans[index], result, make_model(name, seed=settings.seed)))
-            if not any(n in results[index] for n in chosen) and len(results[index]) == len(members[index]):
+                pair.results[name] = result
+                pair.candidates.append(tracker.log_candidate(session, ts, pair.plan, result, make_model(name, seed=settings.seed)))
+            if not any(n in pair.results for n in chosen) and pair.complete:
                 log.warning("skipping %s on %s: every chosen member failed", ts.algorithm, ts.platform)
-                members[index] = []  # judged by nobody; never matches again
-            elif members[index] and len(results[index]) == len(members[index]):
-                pick = _judge(settings, tracker, session, index, ts, plans[index], chosen, results[index],
-                              candidates[index], incumbents[index], force)  # fmt: skip
+                pair.members = []  # judged by nobody; never matches again
+            elif pair.members and pair.complete:
+                pick = _judge(settings, tracker, session, index, pair, chosen, force)
                 picks.append(pick)
                 if progress is not None:
                     progress(f"{ts.algorithm}/{ts.platform} {pick.decision.verdict.value}")
-        registered = {} if dry_run else _register_all(settings, book, sets, plans, picks, progress)
+        registered = {} if dry_run else _register_all(settings, book, pairs, picks, progress)
         outcomes = list(unchanged)
         for pick in picks:
-            ts = sets[pick.set_index]
-            outcome = _outcome(pick, ts, incumbents[pick.set_index], registered.get(pick.set_index, []), dry_run)
+            pair = pairs[pick.set_index]
+            ts = pair.ts
+            outcome = _outcome(pick, ts, pair.incumbent, registered.get(pick.set_index, []), dry_run)
             tracker.note(sessions[ts.algorithm], _session_tags(outcome))
             if not dry_run and outcome.version is not None:
                 book.remember(ts.algorithm, ts.platform, session_fingerprint(settings, ts, chosen), target)
             outcomes.append(outcome)
     return sorted(outcomes, key=lambda o: (o.algorithm, o.platform))
+
+
+def _with_incumbents_members(names: list[str], incumbent: Incumbent | None, ts: TrainingSet) -> list[str]:
+    """``names`` and, after them, the serving champion's members that apply to ``ts`` and are not among them."""
+    if incumbent is None:
+        return names
+    return names + [m for m in _members(list(incumbent.composition), ts) if m not in names]
 
 
 def session_fingerprint(settings: Settings, ts: TrainingSet, members: Sequence[str]) -> str:
@@ -316,20 +339,12 @@ def _unchanged(ts: TrainingSet, incumbent: Incumbent) -> TrainingOutcome:
 
 
 def _judge(
-    settings: Settings,
-    tracker: Tracker,
-    session: Any,
-    index: int,
-    ts: TrainingSet,
-    plan: FoldPlan,
-    chosen: Sequence[str],
-    results: dict[str, CVResult],
-    logged: list[Candidate],
-    incumbent: Incumbent | None,
-    force: bool,
+    settings: Settings, tracker: Tracker, session: Any, index: int, pair: PairTraining, chosen: Sequence[str], force: bool
 ) -> Pick:
-    """Pick the set's best candidate among the ``chosen`` members (and their ensemble, if it leads beyond chance); let the guard judge."""
-    found = {c.model_name: c for c in logged}
+    """Pick the best candidate of ``pair`` (set ``index``) among the ``chosen`` members (and their ensemble, if it leads
+    beyond chance); let the guard judge."""
+    ts, plan, results, incumbent = pair.ts, pair.plan, pair.results, pair.incumbent
+    found = {c.model_name: c for c in pair.candidates}
     order = [*chosen, ENSEMBLE]
     names = [n for n in chosen if n in results]
     challengers = [found[n] for n in names]
@@ -401,24 +416,20 @@ def _log_ensemble(
 
 
 def _cross_validate_all(
-    settings: Settings,
-    sets: Sequence[TrainingSet],
-    plans: Sequence[FoldPlan],
-    members: Sequence[Sequence[str]],
-    progress: Progress | None,
+    settings: Settings, pairs: Sequence[PairTraining], progress: Progress | None
 ) -> Iterator[tuple[int, str, CVResult | None]]:
-    """Every fold fit of each set's ``members`` (the ones that apply to it), in parallel.
+    """Every fold fit of each pair's members (the ones that apply to it, as they are when the first is asked for), in parallel.
 
-    Yields (set index, member, cross-validation) for each member as soon as its last fold is in, so
+    Yields (pair's index, member, cross-validation) for each member as soon as its last fold is in, so
     tracking in this process overlaps the fits still running in the workers; the cross-validation
     is None when one of the member's fits raised (logged; the member is left out of that set).
     """
-    fits = [Fit(index, name, fold) for index, names in enumerate(members) for name in names for fold in range(plans[index].n_folds)]
+    fits = [Fit(index, name, fold) for index, pair in enumerate(pairs) for name in pair.members for fold in range(pair.plan.n_folds)]
     folds: dict[tuple[int, str], list[FoldFit]] = {}
     failed: set[tuple[int, str]] = set()
-    for fit, result in _fits(settings, fits, sets, plans):
+    for fit, result in _fits(settings, fits, pairs):
         key = (fit.set_index, fit.model_name)
-        ts, plan = sets[fit.set_index], plans[fit.set_index]
+        ts, plan = pairs[fit.set_index].ts, pairs[fit.set_index].plan
         if progress is not None:
             progress(f"{ts.algorithm}/{ts.platform} {fit.model_name} fold {fit.fold + 1}/{plan.n_folds}")
         if key in failed:
@@ -436,20 +447,14 @@ def _cross_validate_all(
             yield fit.set_index, fit.model_name, collect(fit.model_name, ts, plan, folds.pop(key))
 
 
-def _fits(
-    settings: Settings, fits: Sequence[Fit], sets: Sequence[TrainingSet], plans: Sequence[FoldPlan]
-) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
-    """``fits`` made by the executor the settings choose (local processes or a Ray cluster), as they finish."""
+def _fits(settings: Settings, fits: Sequence[Fit], pairs: Sequence[PairTraining]) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
+    """``fits`` of ``pairs`` made by the executor the settings choose (local processes or a Ray cluster), as they finish."""
+    sets, plans = [pair.ts for pair in pairs], [pair.plan for pair in pairs]
     return run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs, executor=settings.executor, ray_address=settings.ray_address)
 
 
 def _register_all(
-    settings: Settings,
-    book: ChampionBook,
-    sets: Sequence[TrainingSet],
-    plans: Sequence[FoldPlan],
-    picks: Sequence[Pick],
-    progress: Progress | None,
+    settings: Settings, book: ChampionBook, pairs: Sequence[PairTraining], picks: Sequence[Pick], progress: Progress | None
 ) -> dict[int, list[tuple[str, bool]]]:
     """Refit on every row, in parallel, each member of every composition the decisions register; register them in order.
 
@@ -461,12 +466,12 @@ def _register_all(
     fits = [Fit(index, name, None) for index, names in needed.items() for name in names]
     refits: dict[int, dict[str, Refit]] = {}
     registered: dict[int, list[tuple[str, bool]]] = {}
-    for fit, result in _fits(settings, fits, sets, plans):
+    for fit, result in _fits(settings, fits, pairs):
         done = refits.setdefault(fit.set_index, {})
         done[fit.model_name] = result  # type: ignore[assignment]
         if len(done) < len(needed[fit.set_index]):
             continue
-        ts, pick = sets[fit.set_index], next(p for p in picks if p.set_index == fit.set_index)
+        ts, pick = pairs[fit.set_index].ts, next(p for p in picks if p.set_index == fit.set_index)
         for candidate, members, alias in wanted[fit.set_index]:
             broken = {m: done[m].error for m in members if isinstance(done[m], Failed)}
             if broken:
