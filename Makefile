@@ -1,11 +1,14 @@
-# The two commands: `make run` (ingest, train, register, serve) and `make test`.
+# The two commands: `make run` (ingest, train, register, serve) and `make test`; `make check` is the quick loop.
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATASETS := $(wildcard data/measurements/*.csv)
+# pytest-xdist workers: the machine's two cores. Each worker starts its own session servers (tests/conftest.py).
+WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
 
-.PHONY: install system-deps tools run test docs bench clean
+.PHONY: install system-deps tools run lint check test docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,9 +31,19 @@ run: install
 	$(BIN)/predictor train
 	$(BIN)/predictor serve
 
-test: install system-deps docs
+# Lint (for now syntax errors and undefined names only) and the layers (pyproject.toml [tool.importlinter]).
+lint: install
+	$(BIN)/ruff check --select E9,F63,F7,F82 .
 	$(BIN)/lint-imports --no-logo
-	$(BIN)/python -m pytest
+
+# The quick loop: lint, layers and the tests that start no server and run no external program (not marked
+# `server`, tests/conftest.py). Minutes; docs/development.md has the figures.
+check: lint
+	$(PYTEST) -m "not server"
+
+# Everything, as CI runs it (.ci/run): the system's servers and tools installed, the docs built, every test.
+test: install system-deps docs lint
+	$(PYTEST)
 
 # The documentation site (docs/, mkdocs.yml), built offline; any warning (a broken link, a missing page or
 # docstring) fails it. `$(BIN)/mkdocs serve -a 127.0.0.1:8002` previews it.

@@ -1,7 +1,16 @@
-"""Shared fixtures: a session PostgreSQL server, a session Slurm cluster, a fresh store URL per test on SQLite and PostgreSQL, a small catalog, the CLI."""
+"""Shared fixtures (a session PostgreSQL server, a session Slurm cluster, a fresh store URL per test on SQLite and
+PostgreSQL, a small catalog, the CLI) and the two tiers: ``server`` marks the tests that start real servers or tools.
+
+`make check` runs ``pytest -n 2 -m "not server"``, `make test` everything with ``-n 2`` (pytest-xdist): each worker
+is a process of its own with its own session servers, its own temp folders and its own ``PREDICTOR_HOME``.
+"""
 
 from __future__ import annotations
 
+import inspect
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +19,7 @@ from typer.testing import CliRunner
 
 from predictor.catalog import Catalog, load_catalog
 from predictor.store import MeasurementStore
+from tests import tiers
 from tests.pgserver import PostgresServer, find_bindir
 from tests.required import required
 from tests.slurmserver import SlurmCluster
@@ -48,6 +58,95 @@ algorithms:
     implementations:
       cpu-small: {command: [mafft, "{input}"]}
 """
+
+SERVER_MARKERS = ("postgres", "tools", "e2e")
+"""Markers that already say a test needs a real server or real programs: each puts the test in the ``server`` tier."""
+
+SERVERS = {
+    # fixtures ("<file defining it>::<name>"): every test using one, directly or through another fixture
+    "tests/conftest.py::postgres_server": "PostgreSQL (tests/pgserver.py)",
+    "tests/conftest.py::slurm_cluster": "Slurm: munged, slurmctld, slurmd (tests/slurmserver.py)",
+    "tests/predictor/slurm/conftest.py::slurm_memory_cluster": "Slurm with cgroups",
+    "tests/serving/conftest.py::base": "the API under uvicorn (tests/livesrv.py), over the session's trained home",
+    "tests/serving/test_scheduler_routes.py::base": "the API with its scheduler under uvicorn",
+    "tests/serving/test_scheduler_routes.py::served_on": "the API under uvicorn on each store backend",
+    "tests/serving/test_fallback.py::served": "the API under uvicorn",
+    "tests/serving/test_fuzz.py::fuzzed": "the API under uvicorn",
+    "tests/serving/test_jsonbody.py::base": "a small app under uvicorn",
+    "tests/serving/test_limits.py::strict": "the API under uvicorn",
+    "tests/serving/test_limits.py::process": "`predictor serve` in a subprocess",
+    "tests/serving/test_memory.py::base": "the API under uvicorn",
+    "tests/serving/test_observations.py::service": "the API under uvicorn on each store backend",
+    "tests/serving/test_slurm.py::slurm_api": "the API under uvicorn",
+    "tests/serving/test_slurm.py::memory_api": "the API under uvicorn",
+    "tests/serving/test_slurm_classes.py::class_home": "the API under uvicorn",
+    # tests ("<file>" for all its tests, "<file>::<test>" for one) that start a server in their own body
+    "tests/serving/test_scheduler_routes_backfill.py": "the API with its scheduler under uvicorn",
+    "tests/serving/test_hotswap.py": "the API under uvicorn, restarted against registries up, down and silent",
+    "tests/serving/test_learning_loop.py": "the API under uvicorn",
+    "tests/serving/test_token.py": "`predictor serve` in a subprocess",
+    "tests/serving/test_limits.py::test_a_request_head_that_trickles_in_or_never_comes_is_refused_with_408": "uvicorn",
+    "tests/serving/test_memory.py": "the API under uvicorn (three tests start their own)",
+    "tests/serving/test_operations.py::test_an_unexpected_error_is_a_logged_json_500_with_the_request_id": "uvicorn",
+    "tests/serving/test_observations.py::test_the_token_is_required": "uvicorn",
+}
+"""What starts a real server, and which: the tests it concerns are marked ``server`` (out of `make check`). A test
+missing here that starts one fails in `make check` (the starters call :func:`tests.tiers.starting`)."""
+
+
+def _is_server(item: pytest.Item, root: Path) -> bool:
+    """Whether ``item`` starts a real server or real programs: a marker of :data:`SERVER_MARKERS`, its test or
+    module in :data:`SERVERS`, or a fixture of its closure listed there (by the file defining it)."""
+    if any(item.get_closest_marker(name) for name in SERVER_MARKERS):
+        return True
+    test = item.nodeid.split("[")[0]
+    if test in SERVERS or test.split("::")[0] in SERVERS:
+        return True
+    closure = getattr(item, "_fixtureinfo", None)  # test functions have one (pytest's own, private but long stable)
+    for name in item.fixturenames:
+        for definition in closure.name2fixturedefs.get(name, ())[-1:] if closure else ():  # the one the test gets
+            source = inspect.getsourcefile(definition.func)
+            if source is not None and f"{Path(source).relative_to(root).as_posix()}::{name}" in SERVERS:
+                return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's loadgroup reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``server`` the tests that start real servers or real programs (:func:`_is_server`)."""
+    for item in items:
+        if _is_server(item, config.rootpath):
+            item.add_marker(pytest.mark.server)
+
+
+_HOME = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give this process (a pytest-xdist worker, or the one process) its own ``PREDICTOR_HOME``: code that builds
+    ``Settings()`` without a home (a simulator's learning oracle, say) writes there, not into ``.predictor`` of the
+    checkout that another worker shares."""
+    home = Path(tempfile.mkdtemp(prefix="predictor-home-"))
+    config.stash[_HOME] = home
+    os.environ["PREDICTOR_HOME"] = str(home)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the process's ``PREDICTOR_HOME``."""
+    if (home := config.stash.get(_HOME, None)) is not None:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Arm the tripwire for a quick-tier test before its fixtures start (see tests/tiers.py)."""
+    tiers.running = None if item.get_closest_marker("server") else item.nodeid
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Disarm it once the test's fixtures are torn down."""
+    tiers.running = None
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 
 from predictor.client import wait_until_ready
 from serving.server import server_options
+from tests import tiers
 
 
 def free_port() -> int:
@@ -39,6 +40,7 @@ def eventually(check: Callable[[], bool], timeout: float = 60.0) -> bool:
 @contextlib.contextmanager
 def serve_app(app: FastAPI, ready_path: str = "/readyz") -> Iterator[str]:
     """Run ``app`` under a real uvicorn server in a thread; yields its base URL once ``ready_path`` answers 200."""
+    tiers.starting("uvicorn")
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **server_options(app.state.settings)))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -58,6 +60,7 @@ def serve_cli(
 ) -> Iterator[str]:
     """Run ``predictor serve OPTIONS`` as a subprocess (what it prints into ``output``, if given); yields its base URL once
     ready (within ``timeout`` seconds), stops it after."""
+    tiers.starting("`predictor serve`")
     port = free_port()
     out = subprocess.PIPE if output is None else output.open("w")
     proc = subprocess.Popen(

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import psycopg
 
+from tests import tiers
+
 
 def find_bindir() -> Path | None:
     """The folder holding initdb and pg_ctl: ``pg_config --bindir`` first, then the newest /usr/lib/postgresql/*/bin."""
@@ -48,6 +50,7 @@ class PostgresServer:
 
     def start(self) -> None:
         """initdb with trust auth, then start and wait until the server accepts connections."""
+        tiers.starting("PostgreSQL")
         self._run("initdb", "-D", str(self.datadir), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8")
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
         self._run("pg_ctl", "-D", str(self.datadir), "-o", options, "-l", str(self.log), "-w", "-t", "60", "start")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from predictor.processes import group_alive
 from predictor.settings import PROJECT_ROOT
+from tests import tiers
 from tests.required import required
 
 RAY = Path(sys.executable).with_name("ray")
@@ -39,6 +40,7 @@ def local_cluster(workers: int = 1, cpus: int = 1, timeout: float = 240.0) -> It
     address and the nodes' process ids once every node's CPUs are in, and stops the nodes' process groups after."""
     import ray
 
+    tiers.starting("Ray")
     temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's socket paths live under it
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_raylet_start_wait_time_s": "180",  # a busy machine starts slowly
            "PYTHONPATH": f"{PROJECT_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}  # fmt: skip

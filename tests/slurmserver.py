@@ -50,6 +50,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests import tiers
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 PROGRAMS = (*DAEMONS, "sbatch", "squeue", "scontrol", "sacct", "sinfo", "scancel")
 PASS_THROUGH = """function slurm_job_submit(job_desc, part_list, submit_uid)
@@ -134,6 +136,7 @@ class SlurmCluster:
 
     def start(self) -> None:
         """Start munged, slurmctld and slurmd, and wait until the node is idle; one retry if it does not come up."""
+        tiers.starting("Slurm")
         try:
             self._start_once()
         except RuntimeError:
