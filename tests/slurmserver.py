@@ -2,7 +2,8 @@
 
 Every file (munge key and socket, ``slurm.conf``, ``job_submit.lua``, state, spool, logs, the job-completion
 log) lives in one short temporary folder; clients find the cluster through ``SLURM_CONF`` alone. The ports are
-random free ones and the cluster name unique, so two sessions can run side by side. Daemons are stopped by the
+random free ones, the cluster name unique and the first job id random, so two sessions (two pytest-xdist
+workers) can run side by side. Daemons are stopped by the
 pids they were started with; processes that jobs left behind (``proctrack/linuxproc`` does not contain them) are
 found by this cluster's name in their environment. The facts behind the configuration are in
 ``/work/shared/reference/slurm-local.md`` (cgroups off, ``task/none``, whole-minute limits, a 30 s limit check).
@@ -303,9 +304,11 @@ class SlurmCluster:
     def _write_conf(self) -> None:
         ctld, node = _free_ports(2)
         root = self.root
-        # cgroups are the machine's, named by job id: a random first id keeps two clusters' jobs apart
-        enforcement = MEMORY_CONF + f"FirstJobId={1000 + secrets.randbelow(10**7)}\n" if self.memory else NO_MEMORY_CONF
+        # cgroups are the machine's, named by job id, and stop() finds a job's slurmstepd by its id: a random first id
+        # keeps two clusters' jobs apart (two pytest-xdist workers each run one)
+        enforcement = MEMORY_CONF if self.memory else NO_MEMORY_CONF
         self.conf.write_text(f"""ClusterName={self.name}
+FirstJobId={1000 + secrets.randbelow(10**7)}
 SlurmctldHost={self.node}(127.0.0.1)
 SlurmctldPort={ctld}
 SlurmdPort={node}
