@@ -188,7 +188,8 @@ def fetch(url: str, body: dict[str, Any] | None = None, timeout: float = 60.0) -
 
 
 def serve_answers(checkout: Path, home: Path, python: str, ready_timeout: float) -> dict[str, Any]:
-    """Start the checkout's API on ``home``, record the README request's and GET /v1/models' answers, stop it."""
+    """Start the checkout's API on ``home``, record the README request's and GET /v1/models' answers (and what
+    /readyz said: ready or degraded, how many champions, from where), stop it."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = Path(tempfile.mkstemp(prefix="behaviour-serve-", suffix=".log")[1])
@@ -197,7 +198,7 @@ def serve_answers(checkout: Path, home: Path, python: str, ready_timeout: float)
         server = subprocess.Popen(
             argv,
             cwd=checkout,
-            env=checkout_env(checkout, PREDICTOR_HOME=str(home)),
+            env=checkout_env(checkout, PREDICTOR_HOME=str(home), PYTHONUNBUFFERED="1"),
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -207,7 +208,8 @@ def serve_answers(checkout: Path, home: Path, python: str, ready_timeout: float)
             if server.poll() is not None:
                 raise RuntimeError(f"the API exited ({server.returncode}) before it was ready; log: {log}")
             try:
-                if fetch(f"{base}/readyz", timeout=5)[0] == 200:
+                status, ready = fetch(f"{base}/readyz", timeout=5)
+                if status == 200:
                     break
             except OSError:
                 pass
@@ -225,6 +227,7 @@ def serve_answers(checkout: Path, home: Path, python: str, ready_timeout: float)
             server.wait(timeout=30)
     return {
         "request": PREDICT,
+        "ready": {k: v for k, v in json.loads(ready).items() if k in ("status", "champions", "source", "reasons")},
         "predict_status": predict_status,
         "predict": predict,
         "models_status": models_status,
@@ -249,11 +252,12 @@ def record(args: argparse.Namespace) -> None:
     ).stdout.strip()
     if not Path(imported).is_relative_to(checkout):
         raise SystemExit(f"{checkout}'s runs would import predictor from {imported}")
-    result: dict[str, Any] = {"checkout": str(checkout), "commit": commit, "imports": imported, "benchmarks": {}}
+    result: dict[str, Any] = {"benchmarks": {}}
     if args.update and args.out.exists():  # add to (or replace in) an earlier recording of the same commit
         result = json.loads(args.out.read_text())
         if result["commit"] != commit:
             raise SystemExit(f"{args.out} records {result['commit']}, not {commit}")
+    result.update(checkout=str(checkout), commit=commit, imports=imported)
     for bench in BENCHMARKS:
         if args.only is not None and bench.name not in args.only:
             continue
@@ -391,7 +395,7 @@ def main() -> None:
     )
     parser.add_argument("--table", type=Path, nargs="+", help="BEFORE [AFTER]: print the headline figures as markdown")
     parser.add_argument("--timeout", type=float, default=4 * 3600.0, help="seconds before a benchmark is stopped")
-    parser.add_argument("--ready-timeout", type=float, default=180.0, help="seconds to wait for the API's /readyz")
+    parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds to wait for the API's /readyz")
     parser.add_argument("--python", default=sys.executable, help="the interpreter the checkout runs under")
     parser.add_argument(
         "--compare",
