@@ -29,6 +29,7 @@ tools:
 run: install
 	$(BIN)/predictor ingest $(DATASETS)
 	$(BIN)/predictor train
+	$(BIN)/predictor train --target memory
 	$(BIN)/predictor serve
 
 # Lint (for now syntax errors and undefined names only) and the layers (pyproject.toml [tool.importlinter]).
