@@ -144,8 +144,7 @@ def predict(
     walltimes, and the memory and memory limit as Slurm sizes (where the pair has a memory champion)."""
     from features import FeatureError
     from predictor.catalog import load_catalog
-    from predictor.memsize import optional_slurm_memory
-    from predictor.walltime import optional_walltime
+    from predictor.domain import AnsweredEstimate
 
     settings = load_settings()
     catalog = load_catalog(*settings.catalog_paths)
@@ -157,12 +156,7 @@ def predict(
             estimates = local_oracle(settings, catalog).estimate(algorithm, params, platform)
     except (FeatureError, KeyError) as exc:
         raise fail(str(exc).strip('"')) from None
-    shown = {
-        p: e.model_dump()
-        | {"walltime": optional_walltime(e.seconds), "limit_walltime": optional_walltime(e.limit)}
-        | {"memory_slurm": optional_slurm_memory(e.memory), "memory_limit_slurm": optional_slurm_memory(e.memory_limit)}
-        for p, e in estimates.items()
-    }
+    shown = {p: AnsweredEstimate.model_validate(e, from_attributes=True).model_dump() for p, e in estimates.items()}
     if as_json:
         console.print_json(json.dumps(shown))
     if not any(e["seconds"] is not None for e in shown.values()):

@@ -1,7 +1,7 @@
 """A small Python client of the service's HTTP API, for the CLI's ``--url`` and for schedulers that embed the project.
 
-Answers come back as domain types (:class:`AnsweredEstimate`, an :class:`~predictor.domain.Estimate` with the Slurm
-strings the service wrote for it: walltimes and memory sizes) or plain records; an error answer
+Answers come back as domain types (:class:`~predictor.domain.AnsweredEstimate`, an estimate with its Slurm strings:
+walltimes and memory sizes, as the service derives them) or plain records; an error answer
 raises :class:`PredictorError` with the status and the service's detail. Connection failures are retried
 (every call is safe to repeat: predictions change nothing, observations are idempotent by run id, and a
 job resubmitted under its id changes nothing). The scheduler's routes have their methods too: submit jobs,
@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import httpx
 
-from predictor.domain import Estimate, Measurement
+from predictor.domain import AnsweredEstimate, Measurement
 from predictor.settings import Settings
 
 
@@ -36,15 +36,6 @@ def wait_until_ready(url: str, *, timeout: float = 180.0, process: subprocess.Po
                 return
         time.sleep(0.1)
     raise TimeoutError(f"{url} not ready after {timeout} s")
-
-
-class AnsweredEstimate(Estimate):
-    """An estimate as the service answered it: time and peak memory (bytes), and their Slurm strings as it wrote them."""
-
-    walltime: str | None = None
-    limit_walltime: str | None = None
-    memory_slurm: str | None = None
-    memory_limit_slurm: str | None = None
 
 
 class PredictorError(RuntimeError):

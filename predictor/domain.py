@@ -1,7 +1,7 @@
 """Domain types shared by the store, the oracle, the API and the scheduler.
 
-These are plain validated records; the API has its own payload models and the
-store its own tables, each converting to and from these.
+These are plain validated records; the API has its own payload models (the estimates' are these records, with
+what only the API adds) and the store its own tables, each converting to and from these.
 """
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, computed_field, field_validator
+
+from predictor.memsize import optional_slurm_memory
+from predictor.walltime import optional_walltime
 
 
 class CacheState(str, Enum):
@@ -105,38 +108,93 @@ SCALAR_FIELDS = tuple(name for name in Measurement.model_fields if name not in (
 
 
 class Estimate(BaseModel):
-    """Predicted wall seconds for one job on one platform, and what produced it."""
+    """Predicted wall seconds (and peak memory) for one job on one platform, and what produced it: the one estimate
+    record, which the API answers with its Slurm strings (:class:`AnsweredEstimate`)."""
 
     platform: str
-    seconds: float | None = None
-    lower: float | None = None
-    upper: float | None = None
+    seconds: float | None = Field(default=None, description="Estimated wall seconds; null when nothing can be estimated.")
+    lower: float | None = Field(default=None, description="Lower end of the interval.")
+    upper: float | None = Field(default=None, description="Upper end of the interval.")
     coverage: float | None = Field(default=None, description="Nominal coverage of [lower, upper].")
-    limit: float | None = Field(default=None, description="Upper estimate at the limit quantile: a walltime request.")
+    limit: float | None = Field(default=None, description="Upper estimate at limit_quantile: a walltime request.")
     limit_quantile: float | None = None
     model_name: str | None = None
     model_version: str | None = None
     flavor: str | None = None
-    features: dict[str, float] = Field(default_factory=dict)
-    fallback: bool = False
+    fallback: bool = Field(default=False, description="True when the profile table's mean answered instead of a model.")
     extrapolating: bool = Field(
-        default=False, description="The job lies outside the runs the model was trained on; the interval is widened."
+        default=False,
+        description="The job lies outside what the model was trained on: a monotone power law answered and the interval is widened.",
     )
-    out_of_domain: list[str] = Field(
-        default_factory=list, description="Features beyond the trained range (empty when only far from every trained job)."
+    out_of_domain: list[str] = Field(default_factory=list, description="Features beyond their trained range.")
+    reason: str | None = Field(default=None, description="Why there is no model estimate, or why it extrapolates.")
+    features: dict[str, float] = Field(default_factory=dict, description="The features the model used.")
+    memory: float | None = Field(
+        default=None, description="Estimated peak resident memory, bytes; null when the pair has no memory champion."
     )
-    reason: str | None = None
-    memory: float | None = Field(default=None, description="Estimated peak resident memory, bytes; None without a memory model.")
-    memory_lower: float | None = None
-    memory_upper: float | None = None
-    memory_limit: float | None = Field(default=None, description="Peak memory at memory_limit_quantile, bytes: a memory request.")
+    memory_lower: float | None = Field(default=None, description="Lower end of the memory interval, bytes.")
+    memory_upper: float | None = Field(default=None, description="Upper end of the memory interval, bytes.")
+    memory_limit: float | None = Field(
+        default=None, description="Peak memory at memory_limit_quantile, bytes: a memory request (`sbatch --mem`)."
+    )
     memory_limit_quantile: float | None = None
-    memory_model_name: str | None = None
+    memory_model_name: str | None = Field(default=None, description="The memory champion that answered.")
     memory_model_version: str | None = None
 
     @property
     def available(self) -> bool:
         return self.seconds is not None
+
+
+class AnsweredEstimate(Estimate):
+    """An estimate as the API answers it: the record and its Slurm strings (walltimes and memory sizes), derived from it."""
+
+    @computed_field(description="``seconds`` as a Slurm walltime, rounded up (HH:MM:SS or D-HH:MM:SS).")
+    @property
+    def walltime(self) -> str | None:
+        return optional_walltime(self.seconds)
+
+    @computed_field(description="``limit`` as a Slurm walltime, rounded up: a value for `sbatch --time`.")
+    @property
+    def limit_walltime(self) -> str | None:
+        return optional_walltime(self.limit)
+
+    @computed_field(description="``memory`` as a Slurm memory size, whole mebibytes rounded up (e.g. 3500M).")
+    @property
+    def memory_slurm(self) -> str | None:
+        return optional_slurm_memory(self.memory)
+
+    @computed_field(description="``memory_limit`` as a Slurm memory size, rounded up: a value for `sbatch --mem`.")
+    @property
+    def memory_limit_slurm(self) -> str | None:
+        return optional_slurm_memory(self.memory_limit)
+
+
+class EstimateColumns(BaseModel):
+    """Estimates of many rows of one algorithm on one platform, as columns (None where a row has no finite estimate)."""
+
+    platform: str
+    seconds: list[float | None]
+    lower: list[float | None] | None = None
+    upper: list[float | None] | None = None
+    limit: list[float | None] | None = None
+    coverage: float | None = None
+    limit_quantile: float | None = None
+    model_name: str | None = None
+    model_version: str | None = None
+    flavor: str | None = None
+    fallback: bool = False
+    reason: str | None = None
+    extrapolating: list[bool] | None = Field(
+        default=None, description="Per row: outside what the time or the memory model was trained on."
+    )
+    memory: list[float | None] | None = Field(default=None, description="Peak bytes per row; null without a memory champion.")
+    memory_lower: list[float | None] | None = None
+    memory_upper: list[float | None] | None = None
+    memory_limit: list[float | None] | None = Field(default=None, description="Peak bytes at memory_limit_quantile per row.")
+    memory_limit_quantile: float | None = None
+    memory_model_name: str | None = None
+    memory_model_version: str | None = None
 
 
 class ServedEstimate(BaseModel):

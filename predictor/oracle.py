@@ -13,17 +13,17 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import TypeAdapter
+from pydantic import ConfigDict, TypeAdapter
 
 from features import get_extractor
 from predictor.catalog import Algorithm, Catalog
-from predictor.domain import Estimate, Target
+from predictor.domain import Estimate, EstimateColumns, Target
 from predictor.envelope import Check
 from predictor.fastpath import Rows, compile_rows, probe_rows
 from predictor.intervals import MIN_SECONDS, quantile_at
@@ -61,33 +61,15 @@ class Job:
     features: dict[str, float]
 
 
-@dataclass(frozen=True)
-class EstimateColumns:
-    """Estimates of many rows of one algorithm on one platform, as columns; None where an answer is not finite."""
+class ScoredColumns(EstimateColumns):
+    """The columns of estimates and what the oracle scored them on: per row the features beyond their trained range,
+    and the feature rows the champion was called on (``used``, its columns ``feature_names``; None for a fallback)."""
 
-    platform: str
-    seconds: list[float | None]
-    lower: list[float | None] | None = None
-    upper: list[float | None] | None = None
-    limit: list[float | None] | None = None
-    coverage: float | None = None
-    limit_quantile: float | None = None
-    model_name: str | None = None
-    model_version: str | None = None
-    flavor: str | None = None
-    fallback: bool = False
-    reason: str | None = None
-    extrapolating: list[bool] | None = None  # per row: outside either champion's training envelope
-    out_of_domain: list[list[str]] | None = None  # per row: the features beyond their trained range
-    feature_names: tuple[str, ...] = ()  # the champion's features, the columns of ``used``
-    used: np.ndarray | None = None  # the feature rows the champion was called on
-    memory: list[float | None] | None = None  # peak bytes per row; None without a memory champion
-    memory_lower: list[float | None] | None = None
-    memory_upper: list[float | None] | None = None
-    memory_limit: list[float | None] | None = None
-    memory_limit_quantile: float | None = None
-    memory_model_name: str | None = None
-    memory_model_version: str | None = None
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    out_of_domain: list[list[str]] | None = None
+    feature_names: tuple[str, ...] = ()
+    used: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -275,7 +257,7 @@ class RuntimeOracle:
         coverage: float | None = None,
         limit_quantile: float | None = None,
         memory_limit_quantile: float | None = None,
-    ) -> list[EstimateColumns]:
+    ) -> list[ScoredColumns]:
         """Estimates for rows of precomputed features named by ``columns`` (``params`` shared by all rows): one model call per platform."""
         definition = self.catalog.algorithm(algorithm)
         eligible = self.eligible_platforms(algorithm, platforms)
@@ -346,7 +328,7 @@ def _matrix(model: ServedModel, known: Mapping[str, np.ndarray], n: int) -> np.n
     return np.array([known[name] for name in names], dtype=float).T.reshape(n, len(names))
 
 
-def _model_columns(model: ServedModel, platform: str, matrix: np.ndarray, coverage: float, limit_quantile: float) -> EstimateColumns:
+def _model_columns(model: ServedModel, platform: str, matrix: np.ndarray, coverage: float, limit_quantile: float) -> ScoredColumns:
     """A time champion's answers for the rows of ``matrix``, as columns."""
     champion = model.champion
     answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
@@ -354,14 +336,14 @@ def _model_columns(model: ServedModel, platform: str, matrix: np.ndarray, covera
     intervals = {"coverage": coverage, "limit_quantile": limit_quantile} if len(answers) > 1 else {}
     outside = check.outside.tolist() if check is not None else [False] * len(matrix)
     beyond = check.out_of_range if check is not None else [[] for _ in range(len(matrix))]
-    return EstimateColumns(
+    return ScoredColumns(
         platform=platform, model_name=champion.name, model_version=champion.version, flavor=champion.flavor,
         extrapolating=outside, out_of_domain=beyond, feature_names=tuple(champion.feature_names), used=matrix,
         **lists, **intervals,
     )  # fmt: skip
 
 
-def _with_memory_columns(column: EstimateColumns, model: ServedModel, matrix: np.ndarray, coverage: float, limit_quantile: float) -> EstimateColumns:
+def _with_memory_columns(column: ScoredColumns, model: ServedModel, matrix: np.ndarray, coverage: float, limit_quantile: float) -> ScoredColumns:
     """``column`` with the memory champion's answers for the same rows; a row outside its envelope extrapolates too."""
     answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
     memory = {MEMORY_FIELDS[key]: _finite_list(values, finite) for key, values in answers.items()}
@@ -372,7 +354,7 @@ def _with_memory_columns(column: EstimateColumns, model: ServedModel, matrix: np
         beyond = column.out_of_domain or [[] for _ in range(n)]
         changes["extrapolating"] = [a or bool(b) for a, b in zip(before, check.outside.tolist(), strict=True)]
         changes["out_of_domain"] = [_union(a, b) for a, b in zip(beyond, check.out_of_range, strict=True)]
-    return replace(column, **changes)
+    return column.model_copy(update=changes)
 
 
 def _memory_answers(
@@ -548,10 +530,10 @@ def _fallback(profile: ProfileTable, algorithm: str, platform: str, reason: str)
     )
 
 
-def _fallback_columns(profile: ProfileTable, algorithm: str, platform: str, n: int, reason: str) -> EstimateColumns:
+def _fallback_columns(profile: ProfileTable, algorithm: str, platform: str, n: int, reason: str) -> ScoredColumns:
     """The profile table's answer for every one of ``n`` rows (or none), as columns."""
     single = _fallback(profile, algorithm, platform, reason)
-    return EstimateColumns(
+    return ScoredColumns(
         platform=platform, seconds=[single.seconds] * n, model_name=single.model_name, fallback=single.fallback, reason=single.reason
     )
 

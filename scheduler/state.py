@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-import types
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import PlainSerializer, TypeAdapter
 
 from scheduler.nodes import Allocation, Needs, Room, capacity, node_needs
 
@@ -71,6 +72,8 @@ def requested_seconds(params: Mapping[str, Any]) -> float | None:
 
 ASKED = {"asked": True}  # field metadata: the submitter gives it (the other fields are what the scheduler decides)
 KEPT_ELSEWHERE = {"stored": False}  # field metadata: no sched_jobs column (runs have their table; inputs: simulations)
+NameSet = Annotated[frozenset[str], PlainSerializer(sorted, return_type=list[str], when_used="json")]
+"""A set of names, written as a sorted list (a JSON column, an API body), so the same set is always the same text."""
 
 
 @dataclass(slots=True)
@@ -79,7 +82,7 @@ class Job:
 
     The one definition of a job's fields: :data:`ASKED_FIELDS` (what a submission or a workload's
     :class:`~simulator.workload.JobSpec` gives) and :data:`STORED_FIELDS` (the ``sched_jobs`` columns) are read
-    from it, the store maps rows and the API its schemas by name, and ``tests/scheduler/test_job_fields.py``
+    from it, the store maps rows and the API its schemas by name (through pydantic's :data:`JOB_ADAPTER`), and ``tests/scheduler/test_job_fields.py``
     checks the table, the migrations, the job spec and the API schemas against it.
     """
 
@@ -94,7 +97,7 @@ class Job:
     stream_from: str | None = field(default=None, metadata=ASKED)
     size: int = field(default=1, metadata=ASKED)
     platforms: tuple[str, ...] | None = field(default=None, metadata=ASKED)
-    checkpoint: frozenset[str] = field(default=frozenset(), metadata=ASKED)
+    checkpoint: NameSet = field(default=frozenset(), metadata=ASKED)
     data: str | None = field(default=None, metadata=ASKED)
     inputs: tuple[tuple[str, int], ...] = field(default=(), metadata=ASKED | KEPT_ELSEWHERE)  # seed 003: (name, bytes), see scheduler/sites.py
     memory: int | None = field(default=None, metadata=ASKED | KEPT_ELSEWHERE)  # bytes it may use (None: unknown); simulations so far
@@ -124,40 +127,19 @@ class Job:
 
 ASKED_FIELDS = tuple(f.name for f in fields(Job) if f.metadata.get("asked"))
 STORED_FIELDS = tuple(f.name for f in fields(Job) if f.metadata.get("stored", True))
-_JOB_TYPES = get_type_hints(Job)
+JOB_ADAPTER = TypeAdapter(Job)
+"""pydantic over the Job dataclass: its fields to JSON values and back, each by its declared type."""
 
 
-def plain(value: Any) -> Any:
-    """A field's value as JSON (a table's JSON column, an API body) holds it: lists for tuples and sets, an enum's value."""
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, (frozenset, set)):
-        return sorted(plain(v) for v in value)
-    if isinstance(value, (tuple, list)):
-        return [plain(v) for v in value]
-    return value
+def plain(job: Job, names: Iterable[str]) -> dict[str, Any]:
+    """The fields ``names`` of ``job`` as JSON holds them (a table's JSON columns, an API body): lists for tuples and
+    sets, an enum's value."""
+    return JOB_ADAPTER.dump_python(job, mode="json", include=set(names))
 
 
 def job_from_plain(values: Mapping[str, Any]) -> Job:
-    """A job from plain values by field name (a ``sched_jobs`` row, a submission): each turned back into its field's type."""
-    return Job(**{name: _typed(_JOB_TYPES[name], value) for name, value in values.items()})
-
-
-def _typed(kind: Any, value: Any) -> Any:
-    """``value`` (as :func:`plain` left it) as type ``kind``: tuples, frozensets and enums again; None stays None."""
-    if value is None:
-        return None
-    args = [a for a in get_args(kind) if a is not type(None)]
-    origin = get_origin(kind)
-    if origin in (Union, types.UnionType):
-        return _typed(args[0], value)
-    if origin is tuple:
-        return tuple(_typed(args[0] if args[1:] == [Ellipsis] else args[i], v) for i, v in enumerate(value))
-    if origin is frozenset:
-        return frozenset(value)
-    if isinstance(kind, type) and issubclass(kind, Enum):
-        return kind(value)
-    return value
+    """A job from plain values by field name (a ``sched_jobs`` row, a submission), each validated into its field's type."""
+    return JOB_ADAPTER.validate_python(dict(values))
 
 
 @dataclass(slots=True)

@@ -126,7 +126,7 @@ class SchedulerStore:
             if fence is not None and not self._renew(conn, fence):
                 conn.rollback()
                 raise LeaseLost(f"the scheduler lease of epoch {fence.epoch} is no longer held by {fence.holder}")
-            self._upsert(conn, sched_jobs, "id", [{name: plain(getattr(j, name)) for name in STORED_FIELDS} for j in jobs])
+            self._upsert(conn, sched_jobs, "id", [plain(j, STORED_FIELDS) for j in jobs])
             ids = [j.id for j in jobs]
             for start in range(0, len(ids), CHUNK):
                 conn.execute(delete(sched_runs).where(sched_runs.c.job_id.in_(ids[start : start + CHUNK])))

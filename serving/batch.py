@@ -18,12 +18,12 @@ import orjson
 
 from features import FeatureError
 from predictor.memsize import optional_slurm_memory
-from predictor.oracle import NOT_FINITE, EstimateColumns, outside_reason
+from predictor.oracle import NOT_FINITE, ScoredColumns, outside_reason
 from predictor.walltime import optional_walltime
 from serving.deps import ServiceState
 from serving.jobs import JobRejected, check_job, deadline, estimates_out, prepare, unimplemented_out
 from serving.paths import without_roots
-from serving.schemas import ESTIMATE_FIELDS, BatchPredictRequest, EstimateOut
+from serving.schemas.predict import ESTIMATE_FIELDS, BatchPredictRequest, EstimateOut
 
 Params = frozenset[tuple[str, type, Any]]
 GroupKey = tuple[str, tuple[str, ...] | None, tuple[str, ...], Params]
@@ -107,7 +107,7 @@ def _answer_singles(
         results[index] = {"index": index, "algorithm": job.algorithm, "estimates": [_plain(e, keep) for e in estimates_out(estimates, job)], "error": None}
 
 
-def _rows(state: ServiceState, algorithm: str, column: EstimateColumns, keep: tuple[str, ...]) -> list[Item]:
+def _rows(state: ServiceState, algorithm: str, column: ScoredColumns, keep: tuple[str, ...]) -> list[Item]:
     """One platform's column of answers as one estimate per row, with only the ``keep`` fields.
 
     Each row starts as a copy of the fields every row shares, then each per-row field is written down its column:
@@ -131,7 +131,7 @@ def _rows(state: ServiceState, algorithm: str, column: EstimateColumns, keep: tu
     return rows
 
 
-def _per_row(column: EstimateColumns, name: str) -> Iterable[Any] | None:
+def _per_row(column: ScoredColumns, name: str) -> Iterable[Any] | None:
     """The values of field ``name`` row by row, from ``column``; None when every row has the shared value."""
     if name in PER_ROW:
         return getattr(column, name)

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-from serving.schemas import ErrorOut, ValidationErrorOut
+from serving.schemas.common import ErrorOut, ValidationErrorOut
 from serving.telemetry import LOGGER_NAME, REQUEST_ID
 
 DESCRIPTIONS = {

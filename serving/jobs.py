@@ -13,7 +13,7 @@ from predictor.catalog import Catalog
 from predictor.domain import Estimate
 from predictor.oracle import Job
 from serving.paths import PathRefused, resolve_file_params, without_roots
-from serving.schemas import EstimateOut, PredictRequest
+from serving.schemas.predict import EstimateOut, PredictRequest
 from serving.state import ServiceState
 
 

@@ -22,9 +22,8 @@ from prometheus_client import (
     multiprocess,
 )
 
-from predictor.domain import Estimate
+from predictor.domain import Estimate, EstimateColumns
 from predictor.live import LIVE_METRICS
-from predictor.oracle import EstimateColumns
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

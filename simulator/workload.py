@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from predictor.domain import Measurement
-from scheduler.state import ASKED_FIELDS, Job, Machine
+from scheduler.state import ASKED_FIELDS, Job, Machine, NameSet
 
 if TYPE_CHECKING:
     from scheduler.sites import Grid
@@ -86,7 +86,7 @@ class JobSpec:
     stream_from: str | None = None
     size: int = 1
     platforms: tuple[str, ...] | None = None
-    checkpoint: frozenset[str] = frozenset()
+    checkpoint: NameSet = frozenset()
     data: str | None = None
     fails: bool = False
     fail_at: float = 1.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from serving.deps import State
-from serving.schemas import AlgorithmOut, ParameterOut, PlatformOut
+from serving.schemas.catalog import AlgorithmOut, ParameterOut, PlatformOut
 
 router = APIRouter(prefix="/v1", tags=["catalog"])
 

@@ -11,7 +11,7 @@ from predictor.live import live_report
 
 from scheduler.service import SchedulerService
 from serving.deps import ServiceState, State
-from serving.schemas import ReadyOut
+from serving.schemas.health import ReadyOut
 
 router = APIRouter(tags=["operations"])
 

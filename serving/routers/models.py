@@ -10,7 +10,8 @@ from predictor.live import live_report
 from serving.auth import require_token
 from serving.deps import State
 from serving.errors import responses
-from serving.schemas import ErrorOut, ModelOut, ReloadResponse
+from serving.schemas.common import ErrorOut
+from serving.schemas.models import ModelOut, ReloadResponse
 
 router = APIRouter(prefix="/v1", tags=["models"])
 

@@ -18,12 +18,8 @@ from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.paths import resolve_under_roots
-from serving.schemas import (
-    ObservationIn,
-    ObservationsResponse,
-    Rejected,
-    ValidationErrorOut,
-)
+from serving.schemas.common import ValidationErrorOut
+from serving.schemas.observations import ObservationIn, ObservationsResponse, Rejected
 
 router = APIRouter(prefix="/v1", tags=["observations"])
 

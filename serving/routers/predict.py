@@ -19,7 +19,7 @@ from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, check_job, deadline, estimates_out, not_implemented, prepare, unimplemented
 from serving.jsonbody import FastJsonRoute
-from serving.schemas import (
+from serving.schemas.predict import (
     BatchPredictRequest,
     BatchPredictResponse,
     EstimateColumnsOut,

@@ -14,23 +14,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from scheduler.leader import LeasedScheduler
 from scheduler.orders import Order
 from scheduler.probe_plan import idle_prober
-from scheduler.service import (
-    MAX_HEALTHY,
-    MAX_SLOTS,
-    EventError,
-    SchedulerService,
-    UnknownEntity,
-)
+from scheduler.service import EventError, SchedulerService, UnknownEntity
 from scheduler.specs import make_policy
 from scheduler.state import ASKED_FIELDS, Job, JobStatus, job_from_plain, plain
 from scheduler.store import Fence, LeaseLost, SchedulerStore
@@ -38,12 +31,26 @@ from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, deadline, prepare
-from serving.schemas import Count, FiniteFloat, Name, PredictRequest, Text, ValidationErrorOut
+from serving.schemas.common import ValidationErrorOut
+from serving.schemas.scheduler import (
+    ID_PATTERN,
+    IssuedOrderOut,
+    IssuedOrdersOut,
+    JobEventIn,
+    JobIn,
+    JobOut,
+    JobPageOut,
+    JobsOut,
+    MachineEventIn,
+    OrderOut,
+    OrdersOut,
+    ProbeOut,
+    RejectedJobOut,
+    RunOut,
+)
 
 POLL_S = 1.0
 MAX_SEQ = 2**31 - 1  # job and order numbers are 32-bit integer columns (PostgreSQL's integer)
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"  # ids travel in URL paths: letters, digits and a few marks
-Ident = Annotated[str, Field(min_length=1, max_length=200, pattern=ID_PATTERN)]
 JobId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The job's id.")]
 MachineId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The machine's id.")]
 
@@ -86,131 +93,6 @@ def scheduler(request: Request) -> SchedulerService:
 
 
 Scheduler = Annotated[SchedulerService, Depends(scheduler)]
-
-
-class JobIn(PredictRequest):
-    """A job to run: the estimate request plus what the scheduler needs (each field is the scheduler Job's of that name)."""
-
-    id: Ident | None = Field(default=None, description="Client-chosen id; resubmitting a known id changes nothing (default: a new UUID).")
-    deadline: FiniteFloat | None = Field(default=None, description="Unix time by which it should end.")
-    priority: Count = Field(default=0, ge=-100, le=100, description="Above 0 may cancel or pause lower-priority running jobs.")
-    depends_on: list[Ident] = Field(default_factory=list, max_length=100, description="Jobs that must end cleanly first.")
-    stream_from: Ident | None = Field(default=None, description="A producer whose output this job reads as it is written.")
-    size: Count = Field(default=1, ge=1, le=1_000_000, description="Slots (CPUs) it occupies on a machine.")
-
-
-class RunOut(BaseModel):
-    machine: str
-    start: float
-    attempt: int
-    estimate: float | None
-    orphan: bool = Field(description="Its machine was lost; it may still be alive there.")
-
-
-class JobOut(BaseModel):
-    """What the scheduler knows and decided about one job (times are Unix seconds; each field is the Job's of that name)."""
-
-    id: str
-    seq: int = Field(description="The job's number: submission order, the cursor of GET /v1/jobs.")
-    algorithm: str
-    status: str
-    submit: float
-    deadline: float | None
-    priority: int
-    depends_on: list[str]
-    stream_from: str | None
-    size: int
-    estimates: dict[str, float | None]
-    planned_machine: str | None = Field(description="The machine it is deferred for, if waiting.")
-    planned_start: float | None = Field(
-        description="Its predicted start while waiting: the plan's (conservative backfilling reserves one for every job; "
-        "EASY for the first that cannot start; EDF for those deferred to a busy machine)."
-    )
-    runs: list[RunOut]
-    attempts: int
-    progress: float
-    started: float | None
-    ended: float | None
-    message: str
-
-
-class JobPageOut(BaseModel):
-    """One page of the queue, oldest first."""
-
-    jobs: list[JobOut]
-    cursor: int = Field(description="Pass as ``after`` for the next page (the last job's number, or ``after`` when none).")
-
-
-class RejectedJobOut(BaseModel):
-    """A job of a submitted list that was not taken: its position, id, the status it would have had alone and why."""
-
-    index: int
-    id: str | None
-    status: int
-    detail: str
-
-
-class JobsOut(BaseModel):
-    jobs: list[JobOut]
-    rejected: list[RejectedJobOut] = Field(
-        default_factory=list, description="Jobs of a list not submitted (bad input, or needing a rejected job); the others were."
-    )
-
-
-class MachineEventIn(BaseModel):
-    """G (gained: new, or back with the jobs still healthy on it) or L (lost)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    event: Literal["gained", "lost"]
-    platform: Name | None = Field(default=None, description="Needed for a new machine.")
-    slots: Count = Field(default=1, ge=1, le=MAX_SLOTS)
-    healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY, description="On return: jobs that kept running on it.")
-
-
-class JobEventIn(BaseModel):
-    """E (ended cleanly) or T (failed) for the job's run on ``machine``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    event: Literal["ended", "failed"]
-    machine: Ident
-    reason: Text = ""
-
-
-class OrderOut(BaseModel):
-    kind: str
-    job: str
-    machine: str
-    target: str | None
-    attempt: int | None
-    requeue: bool
-    reason: str
-
-
-class OrdersOut(BaseModel):
-    orders: list[OrderOut]
-
-
-class ProbeOut(BaseModel):
-    """What a probe order is about: the run to make through the profile wrapper (its measurement's run id) and its cap."""
-
-    run_id: str
-    algorithm: str
-    platform: str
-    params: dict[str, Any]
-    cap_s: float = Field(description="Kill the run after this many seconds and store it censored.")
-
-
-class IssuedOrderOut(OrderOut):
-    seq: int
-    issued_at: float
-    probe: ProbeOut | None = Field(default=None, description="For probe and cancel_probe orders: the probe.")
-
-
-class IssuedOrdersOut(BaseModel):
-    orders: list[IssuedOrderOut]
-    cursor: int = Field(description="Pass as ``after`` to get only newer orders.")
 
 
 @router.post(
@@ -355,7 +237,7 @@ async def _guarded(call, *args, **kwargs) -> list[Order]:
 def _job_out(job: Job) -> JobOut:
     """The API's view of a job: JobOut's fields are Job's, by name; its runs as RunOut's fields of each Run."""
     runs = [RunOut(**{name: getattr(r, name) for name in RunOut.model_fields}) for r in job.runs.values()]
-    return JobOut(runs=runs, **{name: plain(getattr(job, name)) for name in JobOut.model_fields if name != "runs"})
+    return JobOut(runs=runs, **plain(job, (name for name in JobOut.model_fields if name != "runs")))
 
 
 def _probe_out(row: dict[str, Any] | None) -> ProbeOut | None:

@@ -38,7 +38,7 @@ from predictor.submit_history import Submission, submit_features
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, deadline, prepare
-from serving.schemas import PredictRequest
+from serving.schemas.predict import PredictRequest
 
 router = APIRouter(prefix="/v1/slurm", tags=["slurm"])
 MAX_TEXT = 65_536

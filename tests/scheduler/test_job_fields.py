@@ -11,7 +11,7 @@ from predictor.store import MeasurementStore
 from predictor.store.scheduler_tables import sched_jobs
 from scheduler.state import ASKED_FIELDS, STORED_FIELDS, Job, JobStatus, Machine, Run, State
 from scheduler.store import SchedulerStore
-from serving.routers.scheduler import JobIn, JobOut, RunOut
+from serving.schemas.scheduler import JobIn, JobOut, RunOut
 from simulator.workload import JobSpec
 
 JOB_FIELDS = {f.name: f for f in fields(Job)}

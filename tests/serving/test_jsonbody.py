@@ -11,7 +11,7 @@ from fastapi import APIRouter, FastAPI, Response
 from predictor.settings import Settings
 from serving import errors
 from serving.jsonbody import FastJsonRoute
-from serving.schemas import BatchPredictRequest, MatrixPredictRequest
+from serving.schemas.predict import BatchPredictRequest, MatrixPredictRequest
 from tests.livesrv import serve_app
 
 JSON = {"content-type": "application/json"}
