@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from predictor.noise import noise_summary, repeat_groups
+from benchmarks.noise import noise_summary, repeat_groups
 
 
 def test_cv_per_identical_job_and_summary():
