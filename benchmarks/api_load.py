@@ -82,7 +82,10 @@ def measure(base: str, pid: int, requests: list[Request], concurrency: int, seco
     """Warm up briefly, then load ``base`` with ``requests`` round-robin for ``seconds``; adds the server's CPU per request."""
     import httpx
 
-    pick = lambda i: requests[i % len(requests)]
+
+    def pick(i: int) -> Request:
+        return requests[i % len(requests)]
+
     first = requests[0]
     answer = httpx.request(first.method, base + first.path, content=first.body, headers={"content-type": "application/json"}, timeout=60)
     run(base, pick, concurrency=concurrency, max_requests=200, max_seconds=min(2.0, seconds))

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-
 from predictor.client import wait_until_ready
 
 ROOT = Path(__file__).resolve().parent.parent

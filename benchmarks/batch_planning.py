@@ -248,7 +248,10 @@ def plot(runs: pd.DataFrame, path: Path) -> Path:
 
 def _markdown(frame: pd.DataFrame, fmt: str) -> str:
     """The frame as a markdown table, its index as the first column, floats in ``fmt``."""
-    cell = lambda v: "-" if pd.isna(v) else fmt.format(v) if isinstance(v, float) else str(v)
+
+    def cell(v: object) -> str:
+        return "-" if pd.isna(v) else fmt.format(v) if isinstance(v, float) else str(v)
+
     rows = [[str(index), *map(cell, row)] for index, row in zip(frame.index, frame.itertuples(index=False))]
     return compare.markdown([str(frame.index.name or ""), *map(str, frame.columns)], rows)
 

@@ -107,7 +107,10 @@ def speed(jobs: int, children: int, repeat: int) -> list[list[str]]:
     population = random_population(problem, children, rng)
     parents = population.take(np.arange(10))
     settings = Settings(children=children)
-    loop = lambda: [evaluate_reference(problem, *(s[i] for s in population)) for i in range(children)]
+
+    def loop() -> list:
+        return [evaluate_reference(problem, *(s[i] for s in population)) for i in range(children)]
+
     timings = {
         "evaluate (Fig 6), vectorised": _best_of(repeat, lambda: evaluate(problem, population)),
         "evaluate (Fig 6), plain loop per chromosome": _best_of(repeat, loop),

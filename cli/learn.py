@@ -47,7 +47,8 @@ def train(
     from predictor.progress import progress
     from training.dataset import load_training_sets
     from training.guard import Verdict
-    from training.pipeline import count_steps, decision_row, train as train_sets
+    from training.pipeline import count_steps, decision_row
+    from training.pipeline import train as train_sets
 
     settings = load_settings()
     store = open_store(settings)

@@ -10,7 +10,16 @@ import typer
 from rich.table import Table
 
 from cli.common import (
-    PathsCommand, console, err_console, fail, load_settings, open_store, parse_duration, parse_pairs, typed_params, print_table,
+    PathsCommand,
+    console,
+    err_console,
+    fail,
+    load_settings,
+    open_store,
+    parse_duration,
+    parse_pairs,
+    print_table,
+    typed_params,
 )  # fmt: skip
 
 commands = typer.Typer()

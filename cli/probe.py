@@ -3,16 +3,16 @@ scheduler's probe orders on this host (``serve-orders``)."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from cli.common import console, fail, load_settings, open_store, parse_duration, repeat_passes, print_table
+from cli.common import console, fail, load_settings, open_store, parse_duration, print_table, repeat_passes
 
 if TYPE_CHECKING:
     from predictor.catalog import Catalog

@@ -18,8 +18,8 @@ from cli.common import (
     open_store,
     parse_pairs,
     plain,
-    typed_params,
     print_table,
+    typed_params,
 )
 
 if TYPE_CHECKING:

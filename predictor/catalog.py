@@ -20,7 +20,6 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-
 THREADS = "threads"  # the template field filled with the platform's thread count
 SECTIONS = ("platforms", "algorithms")
 

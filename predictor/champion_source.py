@@ -15,8 +15,8 @@ import hashlib
 import json
 import math
 import pickle
-import sys
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime

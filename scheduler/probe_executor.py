@@ -11,6 +11,7 @@ business (the site runs its real jobs its own way).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -86,10 +87,8 @@ class LocalProbeExecutor:
                 child.wait(timeout=30)
 
     def _signal(self, token: str) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.state.running[token][1], signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def _report_ended(self) -> None:
         for token, (probe_id, pid) in list(self.state.running.items()):

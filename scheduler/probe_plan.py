@@ -86,4 +86,4 @@ def idle_prober(settings: Settings, store: MeasurementStore, catalog: Catalog) -
     plan = load_plan(settings.probe_plan)
     source = PlanCandidates.from_plan(plan, catalog, store, settings.resolved_probe_workdir, rule=settings.probe_rule)
     budget = ProbeBudget(settings.probe_budget_s, settings.probe_cap_s)
-    return IdleProber(source, {platform: budget for platform in source.platforms})
+    return IdleProber(source, dict.fromkeys(source.platforms, budget))

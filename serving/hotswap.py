@@ -27,8 +27,8 @@ from predictor.champion_source import (
     first_line,
 )
 from predictor.domain import Target
-from predictor.registry import registered_name
 from predictor.oracle import Pair, ProfileTable, RuntimeOracle, ServedModel, serve_model
+from predictor.registry import registered_name
 from serving.metrics import Metrics
 from serving.telemetry import LOGGER_NAME
 

@@ -45,7 +45,7 @@ def requested(workload: Workload) -> TableOracle:
     table = {}
     for j in workload.jobs:
         value = requested_seconds(j.params)
-        table[job_key(j.algorithm, j.params)] = {p: value for p in j.true_times}
+        table[job_key(j.algorithm, j.params)] = dict.fromkeys(j.true_times, value)
     return TableOracle(table, "requested")
 
 

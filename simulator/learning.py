@@ -21,7 +21,7 @@ from predictor.intervals import scaled
 from predictor.oracle import Job as OracleJob
 from predictor.oracle import RuntimeOracle, ServedModel, serve_model
 from predictor.settings import Settings
-from scheduler.oracles import job_key
+from scheduler.oracles import QuantileOracle, job_key
 from scheduler.state import Job, Machine, Run
 from simulator.workload import Workload
 from training.dataset import load_training_sets
@@ -65,7 +65,7 @@ class LearningLog:
     decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
-class LearningOracle:
+class LearningOracle(QuantileOracle):
     """Estimates from the service's champions, retrained as simulated jobs end (see the module docstring)."""
 
     def __init__(self, workload: Workload, settings: Settings, options: LearningOptions = LearningOptions()) -> None:
@@ -97,7 +97,7 @@ class LearningOracle:
             _catalog(workload), {}, coverage=self.settings.interval_coverage, limit_quantile=self.settings.limit_quantile
         )
         self.store.add(workload.history)
-        self._retrain({pair: "history" for pair in self.store.pairs()})
+        self._retrain(dict.fromkeys(self.store.pairs(), "history"))
 
     def estimate(
         self,

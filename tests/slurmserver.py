@@ -40,6 +40,7 @@ VM whose cgroup v1 hierarchies, the freezer included, are mounted and writable a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -194,10 +195,8 @@ class SlurmCluster:
         shutil.rmtree(self.root, ignore_errors=True)
         if self.memory:
             for folder in Path(CGROUP_ROOT).glob(f"*/slurm_{self.node}"):
-                try:
+                with contextlib.suppress(OSError):
                     folder.rmdir()  # only when empty: another cluster's jobs keep theirs
-                except OSError:
-                    pass
 
     def _stop_daemons(self) -> None:
         stepds = self._end_jobs() if "slurmctld" in self._pids else []
@@ -340,10 +339,8 @@ PartitionName=debug Nodes={self.node} Default=YES DefaultTime=00:05:00 MaxTime={
 
 
 def _signal(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _gone(pid: int, timeout: float) -> bool:

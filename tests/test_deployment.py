@@ -30,7 +30,7 @@ AUTH = {"authorization": f"Bearer {TOKEN}"}
 def procfile() -> dict[str, str]:
     """The Procfile's processes: name -> command line."""
     lines = [line for line in PROCFILE.read_text().splitlines() if line.strip() and not line.startswith("#")]
-    return dict((name.strip(), command.strip()) for name, command in (line.split(":", 1) for line in lines))
+    return {name.strip(): command.strip() for name, command in (line.split(":", 1) for line in lines)}
 
 
 @contextlib.contextmanager

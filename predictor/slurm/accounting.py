@@ -105,7 +105,7 @@ def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
     """
     numbered = enumerate(lines, start=1)
     header: list[str] = []
-    for number, line in numbered:
+    for _number, line in numbered:
         if line.strip():
             header = line.rstrip("\r\n").split("|")
             break

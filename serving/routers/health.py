@@ -8,7 +8,6 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
 from predictor.live import live_report
-
 from scheduler.service import SchedulerService
 from serving.deps import ServiceState, State
 from serving.schemas.health import ReadyOut

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+
 class PlatformOut(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={

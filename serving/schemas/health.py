@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+
 class ReadyOut(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from predictor.domain import Target
 
+
 class ModelOut(BaseModel):
     """The champion serving one (algorithm, platform)."""
 

@@ -11,6 +11,7 @@ from predictor.domain import CacheState, Source
 from serving.schemas.common import FiniteFloat, FreeJson, Int32, Int64, Measured, Name, ParamValue, StrictModel
 from serving.schemas.predict import FEATURES_EXAMPLE
 
+
 class ObservationIn(StrictModel):
     """A finished run; ``run_id`` makes recording idempotent (derived from the content when absent)."""
 

@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Union
+from typing import Literal
 
 from features.history import history_features
 from features.swf import UNKNOWN, SwfJob, read_swf
@@ -43,7 +43,7 @@ _REQUEST = re.compile(r"^(\d+)(?::ppn=(\d+))?")
 _CLUSTER = re.compile(r"(?:^|[:+#])cl_(\w+)")
 FAILED = {0, 5}  # SWF status: failed, cancelled
 KB = 1024
-MemorySource = Union[Literal["none", "ignored", "requested", "used"], Mapping[int, int]]
+MemorySource = Literal["none", "ignored", "requested", "used"] | Mapping[int, int]
 MEMORY_SOURCES: tuple[str, ...] = ("none", "ignored", "requested", "used")
 
 

@@ -47,14 +47,20 @@ def test_members_start_apart_and_answer_their_mean() -> None:
 
 def test_the_zoo_members_reproduce_for_a_seed() -> None:
     X, y = curve()
-    fit = lambda seed: make_model("mlp_log", seed=seed).fit(X, np.exp(y)).predict(X)
+
+    def fit(seed: int) -> np.ndarray:
+        return make_model("mlp_log", seed=seed).fit(X, np.exp(y)).predict(X)
+
     np.testing.assert_array_equal(fit(5), fit(5))
     assert not np.array_equal(fit(5), fit(6))
 
 
 def test_a_seed_fixes_the_fit() -> None:
     X, y = curve()
-    fit = lambda seed: EarlyStoppedNetwork((8,), random_state=seed).fit(X, y).predict(X)
+
+    def fit(seed: int) -> np.ndarray:
+        return EarlyStoppedNetwork((8,), random_state=seed).fit(X, y).predict(X)
+
     np.testing.assert_array_equal(fit(3), fit(3))
     assert not np.array_equal(fit(3), fit(4))
 

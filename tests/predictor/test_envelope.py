@@ -16,9 +16,9 @@ from predictor.envelope import TrainingEnvelope
 from predictor.oracle import MAX_LIMIT_RATIO, RuntimeOracle, serve_model
 from predictor.registry import Champion
 from predictor.settings import BUNDLED_DATA
+from training.crossval import cross_validate
 from training.dataset import TrainingSet, training_set_from_frame
 from training.folds import FoldPlan
-from training.crossval import cross_validate
 from training.tracking import candidate_numbers
 
 NAMES = ["a", "b", "c"]

@@ -12,12 +12,12 @@ import pytest
 
 from features import FeatureError
 from models import make_model
+from predictor import thirdparty
 from predictor.catalog import Catalog
 from predictor.datagen import write_family_fasta
-from predictor import thirdparty
+from predictor.envelope import TrainingEnvelope
 from predictor.fastpath import compile_rows, probe_rows, single_threaded
 from predictor.oracle import RuntimeOracle, serve_model
-from predictor.envelope import TrainingEnvelope
 from predictor.registry import Champion
 
 NAMES = ["a", "b", "c"]

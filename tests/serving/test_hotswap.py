@@ -183,13 +183,15 @@ def test_an_emptied_registry_serves_the_cached_champions_and_is_degraded(home, t
 
 def test_champions_that_cannot_be_loaded_anywhere_make_the_service_not_ready(home):
     settings = home.settings
-    with moved_away(settings.resolved_artifact_root, settings.resolved_model_cache):
-        with serve_app(create_app(settings), ready_path="/healthz") as base:
-            ready = httpx.get(f"{base}/readyz")
-            assert ready.status_code == 503 and ready.json()["status"] == "not_ready" and ready.json()["champions"] == 0
-            assert sum("cannot be loaded" in r and "no cached copy" in r for r in ready.json()["reasons"]) == 2, ready.text
-            estimates = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
-            assert len(estimates) == 2 and all(e["fallback"] or e["seconds"] is None for e in estimates)
+    with (
+        moved_away(settings.resolved_artifact_root, settings.resolved_model_cache),
+        serve_app(create_app(settings), ready_path="/healthz") as base,
+    ):
+        ready = httpx.get(f"{base}/readyz")
+        assert ready.status_code == 503 and ready.json()["status"] == "not_ready" and ready.json()["champions"] == 0
+        assert sum("cannot be loaded" in r and "no cached copy" in r for r in ready.json()["reasons"]) == 2, ready.text
+        estimates = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
+        assert len(estimates) == 2 and all(e["fallback"] or e["seconds"] is None for e in estimates)
 
 
 def test_a_withdrawn_champion_is_removed_and_not_brought_back_from_the_cache(home):

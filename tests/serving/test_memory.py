@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from predictor.client import PredictorClient
+from predictor.domain import Target
 from predictor.intervals import quantile_at
 from predictor.memsize import slurm_memory
 from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
-from predictor.domain import Target
 from serving import create_app
 from tests.livesrv import free_port, serve_app
 from tests.serving.conftest import TOKEN, Home, measurements, peak_bytes, train_home, train_memory

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import io
+import json
+import logging
 import re
 import tomllib
 from importlib import metadata
-import json
-import logging
 
 import httpx
 import pytest

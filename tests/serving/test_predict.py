@@ -10,7 +10,6 @@ import pytest
 from pydantic import ValidationError
 
 from predictor.settings import Settings
-
 from predictor.walltime import slurm_walltime
 
 
@@ -91,7 +90,7 @@ def test_missing_features_fall_back_with_the_reason(base):
 
 
 def test_huge_features_never_give_a_500(base, features_of):
-    features = {k: 1e308 for k in features_of("f1.fa")}
+    features = dict.fromkeys(features_of("f1.fa"), 1e308)
     response = predict(base, {"algorithm": "mafft", "features": features})
     assert response.status_code == 200, response.text
     for e in response.json()["estimates"]:
@@ -162,10 +161,10 @@ def test_a_batch_answers_only_the_fields_asked(base, features_of):
     full = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs}).json()["results"]
     lean = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs, "fields": ["limit"]}).json()["results"]
     assert full[0]["estimates"] and lean[0]["estimates"]
-    for f, l in zip(full, lean, strict=True):
+    for whole, limited in zip(full, lean, strict=True):
         kept = ("platform", "seconds", "limit", "walltime", "limit_walltime", "memory_slurm", "memory_limit_slurm")  # the Slurm strings are required
-        assert [set(e) for e in l["estimates"]] == [set(kept)] * 2
-        assert [{k: e[k] for k in kept} for e in f["estimates"]] == l["estimates"]
+        assert [set(e) for e in limited["estimates"]] == [set(kept)] * 2
+        assert [{k: e[k] for k in kept} for e in whole["estimates"]] == limited["estimates"]
     refused = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs, "fields": ["secret"]})
     assert refused.status_code == 422
 
