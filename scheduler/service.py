@@ -26,6 +26,7 @@ import copy
 import itertools
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -54,6 +55,7 @@ JOB_EVENTS = ("ended", "failed")
 PROBE_EVENTS = ("probe_ended",)
 MAX_SLOTS = 1_000_000  # slots of one machine (the API's bound too)
 MAX_HEALTHY = 100_000  # job ids one returning machine may report healthy
+MAX_MEMORY = 2**50  # bytes of one node or one job (1 PiB; the API's bound too)
 UNAVAILABLE = (OperationalError, InterfaceError, PoolTimeout)  # the database is down or busy: retry, never reject
 OUTCOME_CHARS = 1000
 
@@ -77,6 +79,7 @@ class InboxPayload(BaseModel):
     platform: Ident | None = None
     slots: int = Field(default=1, ge=1, le=MAX_SLOTS, strict=True)
     healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY)
+    node_memory: int | None = Field(default=None, ge=1, le=MAX_MEMORY, strict=True)  # a new machine's bytes per node
     reason: str = Field(default="", max_length=4096, strict=True)
     attempt: int | None = Field(default=None, ge=1, strict=True)  # the run an end is about (a probe's: its order's attempt)
 
@@ -110,6 +113,7 @@ class SchedulerService:
         self.prober = prober
         self.fence = fence
         self.catalog = catalog
+        self.oracle = oracle
         self.clock = clock
         self._lock = threading.RLock()
         self._observed: list[Measurement] = []
@@ -147,6 +151,8 @@ class SchedulerService:
                 now = self.clock()
                 for job in new:
                     job.submit = now
+                    if job.memory is None:
+                        job.planned_memory = self._memory_limits(job)
                     job.checkpoint = frozenset(
                         p for p, impl in self.catalog.algorithm(job.algorithm).implementations.items() if impl.checkpoint
                     )
@@ -155,14 +161,22 @@ class SchedulerService:
             return [copy.deepcopy(known[i]) for i in ids]
 
     def machine_event(
-        self, machine_id: str, kind: str, *, platform: str | None = None, slots: int = 1, healthy: Sequence[str] = ()
+        self,
+        machine_id: str,
+        kind: str,
+        *,
+        platform: str | None = None,
+        slots: int = 1,
+        healthy: Sequence[str] = (),
+        node_memory: int | None = None,
     ) -> list[Order]:
-        """G or L for one machine."""
+        """G or L for one machine; a new machine's ``node_memory`` (bytes, None: memory never limits it) is what its
+        jobs' memory may take."""
         with self._lock:
             self._catch_up()
             now = self.clock()
             with self._step(now) as step:
-                step.orders = self._machine(machine_id, kind, platform, slots, healthy, now)
+                step.orders = self._machine(machine_id, kind, platform, slots, healthy, now, node_memory)
             return step.orders
 
     def job_event(self, job_id: str, kind: str, *, machine: str, reason: str = "") -> list[Order]:
@@ -267,7 +281,9 @@ class SchedulerService:
             with self._step(now, event["seq"]) as step:
                 payload = row.payload
                 if row.kind in MACHINE_EVENTS:
-                    step.orders = self._machine(row.machine_id, row.kind, payload.platform, payload.slots, payload.healthy, now)
+                    step.orders = self._machine(
+                        row.machine_id, row.kind, payload.platform, payload.slots, payload.healthy, now, payload.node_memory
+                    )
                 elif row.kind in JOB_EVENTS:
                     step.orders = self._job(row.job_id, row.kind, row.machine_id, payload.reason, now)
                 elif row.kind in PROBE_EVENTS:
@@ -286,7 +302,14 @@ class SchedulerService:
             self.db.reject_event(event["seq"], now, f"rejected: {reason}"[:OUTCOME_CHARS])
 
     def _machine(
-        self, machine_id: str | None, kind: str, platform: str | None, slots: int, healthy: Sequence[str], now: float
+        self,
+        machine_id: str | None,
+        kind: str,
+        platform: str | None,
+        slots: int,
+        healthy: Sequence[str],
+        now: float,
+        node_memory: int | None = None,
     ) -> list[Order]:
         state = self.state
         if not machine_id:
@@ -305,9 +328,11 @@ class SchedulerService:
                 power = self.catalog.platform(platform).power_watts
             except KeyError as exc:
                 raise EventError(str(exc).strip('"')) from None
-            known = Machine(machine_id, platform, slots, power)
+            known = Machine(machine_id, platform, slots, power, node_memory=node_memory)
         elif platform is not None and platform != known.platform:
             raise EventError(f"machine {machine_id!r} is of platform {known.platform!r}, not {platform!r}")
+        elif node_memory is not None and node_memory != known.node_memory:
+            raise EventError(f"machine {machine_id!r} has {known.node_memory} bytes of node memory, not {node_memory}")
         return self.scheduler.machine_gained(known, now, healthy=healthy)
 
     def _job(self, job_id: str | None, kind: str, machine: str | None, reason: str, now: float) -> list[Order]:
@@ -353,6 +378,14 @@ class SchedulerService:
         """Load the prober's state as last committed (at start, and after a step that was not)."""
         if self.prober is not None:
             self.prober.restore(*self.db.probes(since=self.clock() - HOUR))
+
+    def _memory_limits(self, job: Job) -> dict[str, int]:
+        """Platform -> bytes to plan a job that asked for no memory with: the oracle's memory limit (its memory
+        champion's upper estimate, as the Slurm plugin's ``--raise-missing-memory`` sets it), rounded up; platforms
+        without a memory champion are absent, and the job's memory counts nowhere there."""
+        platforms = list(job.platforms) if job.platforms else None
+        estimates = self.oracle.estimate(job.algorithm, job.params, platforms, job.features)
+        return {p: math.ceil(e.memory_limit) for p, e in estimates.items() if e.memory_limit is not None}
 
     def _check_algorithm(self, job: Job) -> None:
         try:

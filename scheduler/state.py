@@ -100,9 +100,10 @@ class Job:
     checkpoint: NameSet = field(default=frozenset(), metadata=ASKED)
     data: str | None = field(default=None, metadata=ASKED)
     inputs: tuple[tuple[str, int], ...] = field(default=(), metadata=ASKED | KEPT_ELSEWHERE)  # seed 003: (name, bytes), see scheduler/sites.py
-    memory: int | None = field(default=None, metadata=ASKED | KEPT_ELSEWHERE)  # bytes it may use (None: unknown); simulations so far
+    memory: int | None = field(default=None, metadata=ASKED)  # bytes it may use, as its user asked (None: not given)
     seq: int = 0
     estimates: dict[str, float | None] = field(default_factory=dict)
+    planned_memory: dict[str, int] = field(default_factory=dict)  # without ``memory``: the oracle's memory limit per platform
     status: JobStatus = JobStatus.PENDING
     runs: dict[str, Run] = field(default_factory=dict, metadata=KEPT_ELSEWHERE)
     progress: float = 0.0
@@ -119,6 +120,10 @@ class Job:
         if seconds is None:
             return None
         return seconds * (1.0 - self.progress) if platform in self.checkpoint else seconds
+
+    def memory_on(self, platform: str) -> int | None:
+        """The bytes it is placed with on ``platform``: the user's ``memory``, else the memory limit planned there (None: unknown)."""
+        return self.memory if self.memory is not None else self.planned_memory.get(platform)
 
     def active_runs(self) -> list[Run]:
         """Runs on machines the scheduler can reach (not orphaned by a lost machine)."""
@@ -196,13 +201,13 @@ class Machine:
     def needs(self, job: Job) -> Needs:
         """The slots ``job`` needs on each of the nodes it would take here, largest first, with its memory per slot
         where both the machine's and the job's memory are known."""
-        return node_needs(job.size, job.params, self.node_slots, job.memory if self.node_memory is not None else None)
+        return node_needs(job.size, job.params, self.node_slots, job.memory_on(self.platform) if self.node_memory is not None else None)
 
     def allot(self, job: Job, nodes: Allocation = ()) -> Allocation | None:
         """The nodes ``job`` would hold here: ``nodes`` if they are free and fit its needs, else a best fit;
         None if it does not fit now; () on a pool."""
         if not self.node_slots:
-            if self.node_memory is None or job.memory is None:
+            if self.node_memory is None or job.memory_on(self.platform) is None:
                 return () if self.free >= job.size else None
             return () if self.room().place(self.needs(job)) is not None else None
         needs = self.needs(job)
@@ -213,7 +218,7 @@ class Machine:
         return nodes if fits and sorted((s for _, s in nodes), reverse=True) == list(needs) else None
 
 
-def _hold_memory(machine: Machine, run: Run, size: int, sign: int) -> None:
+def hold_memory(machine: Machine, run: Run, size: int, sign: int) -> None:
     """Take (``sign`` 1) or give back (-1) the memory ``run`` holds on its nodes (the pool's one entry on a pool)."""
     if not run.memory or machine.node_memory is None:
         return
@@ -300,7 +305,7 @@ class State:
         machine.used += sum(slots for _, slots in allocation) if allocation else job.size
         for node, slots in allocation:
             machine.node_used[node] += slots
-        _hold_memory(machine, run, job.size, 1)
+        hold_memory(machine, run, job.size, 1)
         self.refresh(machine)
         self.touch(job)
         return run
@@ -314,7 +319,7 @@ class State:
             machine.used -= sum(slots for _, slots in run.nodes) if run.nodes else job.size
             for node, slots in run.nodes:
                 machine.node_used[node] -= slots
-            _hold_memory(machine, run, job.size, -1)
+            hold_memory(machine, run, job.size, -1)
             if machine.used == 0:
                 machine.idle_since = now
             self.refresh(machine)

@@ -49,6 +49,7 @@ from scheduler.state import (
     Machine,
     Run,
     State,
+    hold_memory,
     job_from_plain,
     plain,
 )
@@ -86,14 +87,16 @@ class SchedulerStore:
         with self.engine.connect() as conn:
             for row in conn.execute(select(sched_machines)).mappings():
                 state.add_machine(Machine(row["id"], row["platform"], row["slots"], row["power_watts"], row["online"],
-                                          warm=row["warm"], idle_since=row["idle_since"]))  # fmt: skip
+                                          warm=row["warm"], idle_since=row["idle_since"], node_memory=row["node_memory"]))  # fmt: skip
             for row in conn.execute(select(sched_jobs).order_by(sched_jobs.c.seq)).mappings():
                 state.add_job(job_from_plain({name: row[name] for name in STORED_FIELDS}))
             for row in conn.execute(select(sched_runs)).mappings():
                 job, machine = state.jobs[row["job_id"]], state.machines[row["machine_id"]]
-                job.runs[machine.id] = Run(machine.id, row["start"], row["attempt"], row["estimate"], row["progress0"], row["orphan"])
+                run = Run(machine.id, row["start"], row["attempt"], row["estimate"], row["progress0"], row["orphan"], memory=row["memory"])
+                job.runs[machine.id] = run
                 machine.running[job.id] = None
                 machine.used += job.size
+                hold_memory(machine, run, job.size, 1)
         for machine in state.machines.values():
             state.refresh(machine)
         planned = [j for j in state.jobs.values() if j.status is JobStatus.PENDING and j.planned_machine in state.machines]
@@ -321,12 +324,12 @@ class SchedulerStore:
 
 def _run_row(j: Job, r: Run) -> dict[str, Any]:
     return {"job_id": j.id, "machine_id": r.machine, "start": r.start, "attempt": r.attempt, "estimate": r.estimate,
-            "progress0": r.progress0, "orphan": r.orphan}  # fmt: skip
+            "progress0": r.progress0, "orphan": r.orphan, "memory": r.memory}  # fmt: skip
 
 
 def _machine_row(m: Machine) -> dict[str, Any]:
     return {"id": m.id, "platform": m.platform, "slots": m.slots, "power_watts": m.power_watts, "online": m.online,
-            "warm": m.warm, "idle_since": m.idle_since}  # fmt: skip
+            "warm": m.warm, "idle_since": m.idle_since, "node_memory": m.node_memory}  # fmt: skip
 
 
 def _probe_row(r: ProbeRun) -> dict[str, Any]:

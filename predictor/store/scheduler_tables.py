@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Float,
     Index,
@@ -46,6 +47,8 @@ class SchedJobRow(Base):
     platforms: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     checkpoint: Mapped[list[str]] = mapped_column(JSON)
     data: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    memory: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # bytes its user asked for
+    planned_memory: Mapped[dict[str, int]] = mapped_column(JSON)  # without memory: bytes it is planned with per platform
     status: Mapped[str] = mapped_column(String(16))
     progress: Mapped[float] = mapped_column(Float)
     attempts: Mapped[int] = mapped_column(Integer)
@@ -68,6 +71,7 @@ class SchedRunRow(Base):
     estimate: Mapped[float | None] = mapped_column(Float, nullable=True)
     progress0: Mapped[float] = mapped_column(Float)
     orphan: Mapped[bool] = mapped_column(Boolean)
+    memory: Mapped[int] = mapped_column(BigInteger, server_default="0")  # bytes it holds with each slot (0: not counted)
 
 
 class SchedMachineRow(Base):
@@ -82,6 +86,7 @@ class SchedMachineRow(Base):
     online: Mapped[bool] = mapped_column(Boolean)
     warm: Mapped[str | None] = mapped_column(String(200), nullable=True)
     idle_since: Mapped[float] = mapped_column(Float)
+    node_memory: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # bytes per node; None: memory never limits
 
 
 class SchedOrderRow(Base):

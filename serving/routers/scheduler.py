@@ -151,7 +151,9 @@ async def get_job(job_id: JobId, service: Scheduler) -> JobOut:
 )
 async def machine_event(machine_id: MachineId, body: MachineEventIn, service: Scheduler) -> OrdersOut:
     """Answers with the orders this event caused."""
-    orders = await _guarded(service.machine_event, machine_id, body.event, platform=body.platform, slots=body.slots, healthy=body.healthy)
+    orders = await _guarded(
+        service.machine_event, machine_id, body.event, platform=body.platform, slots=body.slots, healthy=body.healthy, node_memory=body.node_memory
+    )
     return OrdersOut(orders=[_order_out(o) for o in orders])
 
 

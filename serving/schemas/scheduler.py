@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from scheduler.service import MAX_HEALTHY, MAX_SLOTS
+from scheduler.service import MAX_HEALTHY, MAX_MEMORY, MAX_SLOTS
 from serving.schemas.common import Count, FiniteFloat, Name, Text
 from serving.schemas.predict import PredictRequest
 
@@ -23,6 +23,10 @@ class JobIn(PredictRequest):
     depends_on: list[Ident] = Field(default_factory=list, max_length=100, description="Jobs that must end cleanly first.")
     stream_from: Ident | None = Field(default=None, description="A producer whose output this job reads as it is written.")
     size: Count = Field(default=1, ge=1, le=1_000_000, description="Slots (CPUs) it occupies on a machine.")
+    memory: Count | None = Field(
+        default=None, ge=1, le=MAX_MEMORY, description="Bytes it may use, over all its slots; never changed. Without it, the job is "
+        "planned with the memory limit of the pair's memory champion (planned_memory), where there is one."
+    )
 
 
 class RunOut(BaseModel):
@@ -46,7 +50,12 @@ class JobOut(BaseModel):
     depends_on: list[str]
     stream_from: str | None
     size: int
+    memory: int | None = Field(description="Bytes its user asked for (null: none).")
     estimates: dict[str, float | None]
+    planned_memory: dict[str, int] = Field(
+        description="Without memory: bytes it is planned with per platform, the memory champion's memory limit (platforms "
+        "without a memory champion are absent: there its memory counts for nothing)."
+    )
     planned_machine: str | None = Field(description="The machine it is deferred for, if waiting.")
     planned_start: float | None = Field(
         description="Its predicted start while waiting: the plan's (conservative backfilling reserves one for every job; "
@@ -91,6 +100,9 @@ class MachineEventIn(BaseModel):
     event: Literal["gained", "lost"]
     platform: Name | None = Field(default=None, description="Needed for a new machine.")
     slots: Count = Field(default=1, ge=1, le=MAX_SLOTS)
+    node_memory: Count | None = Field(
+        default=None, ge=1, le=MAX_MEMORY, description="A new machine's bytes of memory (per node; null: memory never limits it)."
+    )
     healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY, description="On return: jobs that kept running on it.")
 
 

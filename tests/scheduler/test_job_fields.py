@@ -19,7 +19,7 @@ EVERY_FIELD_SET = Job(
     id="j1", algorithm="blastn", submit=5.0, params={"query": "q.fa", "evalue": 0.1}, features={"residues": 300.0},
     deadline=900.0, priority=3, depends_on=("j0",), stream_from="j0", size=2, platforms=("type2", "type6"),
     checkpoint=frozenset({"type6", "type2"}), data="nt", inputs=(("q.fa", 300),), memory=2**30, seq=7,
-    estimates={"type2": 12.5, "type6": None}, status=JobStatus.DONE, runs={"m1": Run("m1", 6.0, 1, 12.5)},
+    estimates={"type2": 12.5, "type6": None}, planned_memory={"type6": 3 * 2**31}, status=JobStatus.DONE, runs={"m1": Run("m1", 6.0, 1, 12.5)},
     progress=0.5, attempts=2, planned_machine="m2", planned_start=20.0, started=6.0, ended=19.0, message="ok",
 )  # fmt: skip
 
