@@ -6,7 +6,7 @@
 Per (algorithm, platform) of ``data/measurements/realtools.csv``, the runs are ordered by the pair's main size
 feature (of its ``*.residues``, ``*.sequences`` and ``*.bytes`` features, the one of highest rank correlation
 with the run time); the smallest 70 % train, the largest 30 % are held out. The champion is the best of three
-cheap members (``linear_log``, ``quadratic_log``, ``lightgbm_log``, :data:`predictor.acquisition.COMMITTEE`) by
+cheap members (``linear_log``, ``quadratic_log``, ``lightgbm_log``, :data:`data.acquisition.COMMITTEE`) by
 5-fold RAE on the training runs (folds grouped by job, as training makes them), its residual quantiles those of
 its out-of-fold predictions, its envelope fitted on the training runs; the oracle then answers the held-out runs.
 For the answers flagged ``extrapolating``: how many had no finite limit (the service then answers the pair's

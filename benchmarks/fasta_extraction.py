@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from data.datagen import write_fasta
 from features.fasta import FastaExtractor
-from predictor.datagen import write_fasta
 
 LENGTH_MEAN, LENGTH_SD, LINE_WIDTH = 1000, 500, 60
 HEADER_BYTES = 12  # ">seq1000000\n" at most, for files up to a few GB

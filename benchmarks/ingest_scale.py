@@ -4,7 +4,7 @@ The CSV repeats the bundled MAFFT runs (``data/measurements/realtools.csv``: the
 with a run id of its own on every row and the wall time jittered (seeded), so every row is a new run. For the
 baseline revision, checked out in a temporary git worktree and imported ahead of this checkout (as
 ``benchmarks/train_revisions.py`` does), and then for this checkout, it ingests the file into a fresh home
-and then ingests it again (every row already stored), each run measured by :mod:`predictor.profile` (wall
+and then ingests it again (every row already stored), each run measured by :mod:`data.profile` (wall
 seconds, CPU seconds and the peak RSS of the ``predictor ingest`` process). One run of each, side by side:
 the machine is shared, so the ratios are the figures (CPU seconds suffer least from other work).
 
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from predictor.profile import run_measured  # noqa: E402
+from data.profile import run_measured  # noqa: E402
 
 PREDICTOR = Path(sys.executable).with_name("predictor")
 BUNDLED = ROOT / "data" / "measurements" / "realtools.csv"

@@ -12,10 +12,10 @@ pool, in batches, and after each batch the pair's model is fitted on the runs pi
 judged on the held-out runs: RAE and underestimate rate, overall and on the jobs above the range of
 the bundled dataset (``data/measurements/realtools.csv``). Strategies: ``random`` (a seeded
 permutation of the pool), ``sweep`` (the bundled sweep's own jobs in the order it ran them, as
-recorded in realtools.csv), and each acquisition rule of :mod:`predictor.acquisition` by value alone
+recorded in realtools.csv), and each acquisition rule of :mod:`data.acquisition` by value alone
 and by value per estimated second. Every strategy but ``sweep`` starts from the same seeded random
 batch. The model at each point is the best by 3-fold RAE of three fast zoo members
-(:data:`predictor.acquisition.COMMITTEE`: a line, a quadratic and boosted trees, all on log
+(:data:`data.acquisition.COMMITTEE`: a line, a quadratic and boosted trees, all on log
 seconds), served as the oracle serves it (training envelope, power law outside it): the whole zoo
 at every point of every curve would take hours on this machine; these three fit in milliseconds
 and span the zoo's shapes. Writes ``benchmarks/results/probing_curves.json`` and ``.svg``.
@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from apisetup import ROOT
 
+from data.acquisition import COMMITTEE, RULES, rank
 from models.zoo import make_model
-from predictor.acquisition import COMMITTEE, RULES, rank
 from predictor.catalog import Catalog, load_catalog
 from predictor.envelope import TrainingEnvelope
 from predictor.oracle import RuntimeOracle, serve_model

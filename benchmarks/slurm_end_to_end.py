@@ -32,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from data.datagen import write_family_fasta
 from predictor.client import wait_until_ready
-from predictor.datagen import write_family_fasta
 from predictor.store import MeasurementStore
 from tests.livesrv import eventually, free_port
 from tests.slurmserver import SlurmCluster

@@ -100,9 +100,9 @@ def profile(
     timeout: Annotated[float | None, typer.Option(help="Kill the command after this many seconds.")] = None,
 ) -> None:
     """Run COMMAND (after --), measure it, extract its features and store the measurement."""
+    from data.profile import MissingProgram, profile_command
     from features import FeatureError
     from predictor.catalog import load_catalog
-    from predictor.profile import MissingProgram, profile_command
 
     command = list(ctx.args)
     if not command:
@@ -139,11 +139,11 @@ def sweep(
     workdir: Annotated[Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")] = None,
 ) -> None:
     """Run a parameter sweep of real programs through the profiler; each run is stored as it finishes."""
+    from data.profile import MissingProgram
+    from data.sweep import PlanError, load_plan, run_sweep
     from features import FeatureError
     from predictor.catalog import load_catalog
-    from predictor.profile import MissingProgram
     from predictor.progress import progress
-    from predictor.sweep import PlanError, load_plan, run_sweep
 
     settings = load_settings()
     budget_s = parse_duration(budget, "--budget") if budget else None

@@ -15,16 +15,16 @@ from rich.table import Table
 from cli.common import console, fail, load_settings, open_store, parse_duration, print_table, repeat_passes
 
 if TYPE_CHECKING:
+    from data.sweep import Plan
     from predictor.catalog import Catalog
     from predictor.store import MeasurementStore
-    from predictor.sweep import Plan
 
 commands = typer.Typer(help="Measure where the models know least: rank candidate runs, run them within a budget.", no_args_is_help=True)
 PlanOption = Annotated[
     Path | None, typer.Option("--plan", help="Sweep plan whose jobs are the candidates (default: the bundled data/plans/probe.yaml).",
                               exists=True, dir_okay=False)
 ]
-# predictor.acquisition.RULES, written out: importing it would load the model zoo for --help (tests/cli/test_probe.py keeps them equal)
+# data.acquisition.RULES, written out: importing it would load the model zoo for --help (tests/cli/test_probe.py keeps them equal)
 RuleOption = Annotated[str, typer.Option(help="Acquisition rule: uncertainty, coverage.")]
 CostOption = Annotated[float, typer.Option(help="Divide each value by estimated seconds to this power (0: ignore cost).", min=0)]
 WorkdirOption = Annotated[Path | None, typer.Option(help="Where generated inputs go (default: PREDICTOR_PROBE_WORKDIR, else HOME/sweep-inputs).")]
@@ -33,12 +33,12 @@ WorkdirOption = Annotated[Path | None, typer.Option(help="Where generated inputs
 @contextmanager
 def _probing(plan_file: Path | None, workdir: Path | None, rule: str) -> Iterator[tuple[Catalog, Plan, MeasurementStore, Path, Any]]:
     """The catalog, the plan (default: the bundled one), the store, the inputs' folder, the checked rule; bad ones: one error line."""
+    from data.acquisition import RULES
+    from data.profile import MissingProgram
+    from data.sweep import PlanError, load_plan
     from features import FeatureError
-    from predictor.acquisition import RULES
     from predictor.catalog import load_catalog
-    from predictor.profile import MissingProgram
     from predictor.settings import BUNDLED_DATA
-    from predictor.sweep import PlanError, load_plan
 
     if rule not in RULES:
         raise typer.BadParameter(f"{rule!r} is not a rule; choose {', '.join(RULES)}", param_hint="--rule")
@@ -61,7 +61,7 @@ def plan(
     workdir: WorkdirOption = None,
 ) -> None:
     """Rank the plan's candidate runs of ALGORITHM on PLATFORM by the value of measuring them, per estimated second."""
-    from predictor.probe import candidates, rank_candidates
+    from data.probe import candidates, rank_candidates
 
     with _probing(plan_file, workdir, rule) as (catalog, sweep_plan, store, inputs, checked):
         pool = candidates(sweep_plan, catalog, inputs, algorithm, platform)
@@ -87,9 +87,9 @@ def run(
     workdir: WorkdirOption = None,
 ) -> None:
     """Run the best-ranked candidates for real through the profiler until BUDGET is spent; each is stored as it ends."""
-    from predictor.probe import pairs_of, run_probes
+    from data.probe import pairs_of, run_probes
+    from data.sweep import PlanError
     from predictor.progress import progress
-    from predictor.sweep import PlanError
 
     budget_s = parse_duration(budget, "--budget")
     cap_s = parse_duration(cap, "--cap") if cap else None

@@ -20,7 +20,7 @@ from predictor.intervals import MAX_COVERAGE
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATA = PROJECT_ROOT / "data"
 Executor = Literal["local", "ray"]
-ProbeRule = Literal["uncertainty", "coverage"]  # predictor.acquisition.RULES (tests/scheduler/test_probing_service.py keeps them equal)
+ProbeRule = Literal["uncertainty", "coverage"]  # data.acquisition.RULES (tests/scheduler/test_probing_service.py keeps them equal)
 
 
 class Settings(BaseSettings):

@@ -1,7 +1,7 @@
 """The scheduler's probe orders carried out on this host, for a site with no resource manager that could run them.
 
 One executor per machine reads the orders naming its machine from the database, in order (:meth:`SchedulerStore.orders`):
-PROBE starts the profile wrapper's command (:func:`predictor.probe.profile_probe_command`, killed at the cap, storing
+PROBE starts the profile wrapper's command (:func:`data.probe.profile_probe_command`, killed at the cap, storing
 the run with source ``probe``) as a child process in its own session (at normal CPU priority: the machine is idle, and
 the run should take what a user's would); CANCEL_PROBE kills that session at once; a child that ended is reported as ``probe_ended`` in the scheduler's inbox, once. The order
 cursor and the running children (probe number, probe id, pid) are a JSON file written after every action, so a
@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from data.probe import profile_probe_command
 from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.passes import every_interval
-from predictor.probe import profile_probe_command
 from predictor.processes import group_alive
 from scheduler.orders import OrderKind
 from scheduler.store import SchedulerStore

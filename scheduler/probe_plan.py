@@ -2,7 +2,7 @@
 
 The simulator's :class:`scheduler.probing.RankedCandidates` knows each candidate's true time; the service
 knows none, and learns from the store instead. For a machine, :class:`PlanCandidates` offers the best-ranked
-candidate (:func:`predictor.probe.rank_candidates`, the ranking `predictor probe plan` prints) among the
+candidate (:func:`data.probe.rank_candidates`, the ranking `predictor probe plan` prints) among the
 pairs of its platform. A candidate whose run id (the one `predictor probe run` uses) is in the store is
 never offered again, so probes the service ran, probes run by hand and restarts share one memory. A
 pair's ranking is computed again after each of its probes ends, and at least every ``refresh_s`` seconds
@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from predictor.acquisition import Rule
+from data.acquisition import Rule
+from data.probe import Candidate, Ranked, candidates, pairs_of, rank_candidates
+from data.sweep import Plan, load_plan
 from predictor.catalog import Catalog
-from predictor.probe import Candidate, Ranked, candidates, pairs_of, rank_candidates
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
-from predictor.sweep import Plan, load_plan
 from scheduler.probing import IdleProber, ProbeBudget, ProbeJob
 
 Pair = tuple[str, str]

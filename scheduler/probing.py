@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import pandas as pd
 
-from predictor.acquisition import Rule, rank
+from data.acquisition import Rule, rank
 from predictor.domain import Measurement, Source
 from scheduler.state import Machine, State
 
@@ -212,7 +212,7 @@ class IdleProber:
 class RankedCandidates:
     """A probe source over a fixed set of candidate jobs, each measured at most once per platform.
 
-    For a machine it offers the candidate of best acquisition score (:func:`predictor.acquisition.rank`)
+    For a machine it offers the candidate of best acquisition score (:func:`data.acquisition.rank`)
     among the algorithms that run on its platform, against what is known there: the runs given at the
     start (the store's history) and the probes measured since. A pair's ranking is computed once and kept
     until one of its probes is measured (ranking fits models; machines ask at every event). Every probe's

@@ -35,10 +35,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from data.probe import profile_probe_command
 from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.passes import every_interval
-from predictor.probe import profile_probe_command
 from predictor.slurm.control import QueuedJob, Slurm, SlurmError
 from predictor.walltime import slurm_walltime
 from scheduler.orders import OrderKind

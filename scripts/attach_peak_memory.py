@@ -19,9 +19,9 @@ import argparse
 import csv
 from pathlib import Path
 
+from data.sweep import SweepRun, expand, load_plan, materialise_inputs
 from predictor.catalog import load_catalog
 from predictor.settings import Settings
-from predictor.sweep import SweepRun, expand, load_plan, materialise_inputs
 
 
 def id_pairs(plan_path: Path, bundled_inputs: Path, remeasured_inputs: Path) -> dict[str, str]:

@@ -21,7 +21,7 @@ def test_importing_the_cli_loads_no_heavy_library() -> None:
 
 
 def test_probe_help_names_every_acquisition_rule() -> None:
-    from predictor.acquisition import RULES
+    from data.acquisition import RULES
 
     text = CliRunner().invoke(app, ["probe", "plan", "--help"], env={"COLUMNS": "200"}).stdout
     assert f"Acquisition rule: {', '.join(RULES)}." in text

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from data.datagen import write_fasta
 from features import get_extractor
 from features.base import CostClass, FeatureError
 from features.blastdb import BlastDbExtractor
 from features.fasta import FastaExtractor
-from predictor.datagen import write_fasta
 from tests.features.kit import assert_refused
 from tests.required import required_tools
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from data.datagen import write_fasta
 from features import fasta
 from features.base import CostClass, FeatureError
 from features.fasta import FastaExtractor
-from predictor.datagen import write_fasta
 from tests.features.kit import assert_refused, without_size, write
 from tests.required import required_tools
 

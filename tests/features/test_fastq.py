@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from data.datagen import write_fasta, write_fastq
 from features import fastq, get_extractor
 from features.base import CostClass
 from features.fastq import FastqExtractor
-from predictor.datagen import write_fasta, write_fastq
 from tests.features.kit import assert_refused, without_size, write
 from tests.required import required_tools
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from data.datagen import build_hmm, write_family_fasta
 from features import get_extractor, hmm
 from features.base import CostClass
 from features.hmm import HmmExtractor
-from predictor.datagen import build_hmm, write_family_fasta
 from tests.features.kit import assert_refused, without_size, write
 from tests.required import required_tools
 

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from data.datagen import write_family_fasta
 from features import FeatureError
 from models import make_model
 from predictor import thirdparty
 from predictor.catalog import Catalog
-from predictor.datagen import write_family_fasta
 from predictor.envelope import TrainingEnvelope
 from predictor.fastpath import compile_rows, probe_rows, single_threaded
 from predictor.oracle import RuntimeOracle, serve_model

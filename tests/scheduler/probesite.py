@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from predictor.datagen import write_family_fasta
+from data.datagen import write_family_fasta
 from predictor.settings import Settings
 from tests.scheduler.served import TOKEN, seed_profile
 

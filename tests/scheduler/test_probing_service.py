@@ -14,10 +14,10 @@ import pytest
 import yaml
 from sqlalchemy import inspect
 
-from predictor.acquisition import RULES
+from data.acquisition import RULES
+from data.probe import profile_probe_command
 from predictor.catalog import load_catalog
 from predictor.domain import Estimate
-from predictor.probe import profile_probe_command
 from predictor.settings import PROJECT_ROOT, ProbeRule, Settings
 from predictor.store import MeasurementStore
 from predictor.store.scheduler_tables import sched_probes

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from predictor.datagen import write_family_fasta
+from data.datagen import write_family_fasta
 from predictor.settings import PROJECT_ROOT, Settings
 from serving import create_app
 from tests.livesrv import Killable, eventually, serve_app

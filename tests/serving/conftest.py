@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from data.datagen import write_family_fasta
 from predictor.catalog import load_catalog
-from predictor.datagen import write_family_fasta
 from predictor.domain import Measurement, Source, Target
 from predictor.jobfeatures import job_features
 from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client

@@ -10,8 +10,8 @@ import time
 import httpx
 import pytest
 
+from data.datagen import write_family_fasta
 from predictor.catalog import load_catalog
-from predictor.datagen import write_family_fasta
 from predictor.jobfeatures import job_features
 from predictor.settings import BUNDLED_DATA, PROJECT_ROOT
 from serving import create_app

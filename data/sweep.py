@@ -1,6 +1,6 @@
 """Parameter sweeps of real programs: generate inputs, run every job through the profiler, store each run.
 
-A plan (YAML) names input sets made by :mod:`predictor.datagen` and jobs over
+A plan (YAML) names input sets made by :mod:`data.datagen` and jobs over
 them; the sweep runs jobs in a seeded random order, stores each measurement the
 moment it finishes (an interrupted sweep loses nothing) and gives every run a
 deterministic id, so running a plan again only runs what is missing.
@@ -36,10 +36,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from predictor import datagen
+from data import datagen
+from data.profile import profile_command, require_programs
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, Source
-from predictor.profile import profile_command, require_programs
 from predictor.store import MeasurementStore
 
 
@@ -49,7 +49,7 @@ class PlanError(ValueError):
 
 Generator = Literal["family", "random", "blastdb", "bwa", "hmm", "sampled", "fastq"]
 _SAMPLERS = ("sampled", "fastq")  # generators that draw from a source set
-_GENERATOR_TOOLS = {"blastdb": ("makeblastdb",), "bwa": ("bwa",), "hmm": ("mafft", "hmmbuild")}  # programs predictor.datagen runs
+_GENERATOR_TOOLS = {"blastdb": ("makeblastdb",), "bwa": ("bwa",), "hmm": ("mafft", "hmmbuild")}  # programs data.datagen runs
 _GRID_ONLY = {"blastdb": {"n_sequences"}, "bwa": {"n_sequences"}, "hmm": {"n_models"}}  # nested sets vary only their size
 
 

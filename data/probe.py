@@ -1,9 +1,9 @@
 """Probing: the candidate jobs of a plan ranked by what measuring them would teach, and running them by hand.
 
 The candidate space of an (algorithm, platform) is a sweep plan's jobs of the pair (their inputs made
-by :mod:`predictor.datagen`, the parameters from the plan's grid, checked against the catalog's
+by :mod:`data.datagen`, the parameters from the plan's grid, checked against the catalog's
 schema), one run each. :func:`rank_candidates` scores them against the pair's stored runs with a rule
-of :mod:`predictor.acquisition`; :func:`run_probes` runs the best one for real through the profile
+of :mod:`data.acquisition`; :func:`run_probes` runs the best one for real through the profile
 wrapper, stores it (source ``probe``), ranks again and goes on until its budget is spent. A probe's
 run id is derived from the plan and the job, so a second call skips what the store already holds.
 :func:`profile_probe_command` is how an executor of the scheduler's probe orders runs one.
@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from predictor.acquisition import Pick, Rule, rank
+from data.acquisition import Pick, Rule, rank
+from data.profile import profile_command
+from data.sweep import Plan, PlanError, SweepRun, check_jobs, command_for, expand, materialise_inputs
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, Source
 from predictor.jobfeatures import job_features
-from predictor.profile import profile_command
 from predictor.store import MeasurementStore
-from predictor.sweep import Plan, PlanError, SweepRun, check_jobs, command_for, expand, materialise_inputs
 
 PREFIX = "probe"  # run ids of probes: probe-<digest of plan seed and job>
 

@@ -9,9 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from features.blastdb import BlastDbExtractor
-from features.hmm import HmmExtractor
-from predictor.datagen import (
+from data.datagen import (
     AMINO_ACID_FREQUENCIES,
     head_fasta,
     make_blast_db,
@@ -21,6 +19,8 @@ from predictor.datagen import (
     write_profile,
     write_sampled_fasta,
 )
+from features.blastdb import BlastDbExtractor
+from features.hmm import HmmExtractor
 from tests.required import required_tools
 
 
@@ -86,7 +86,7 @@ def test_gzip_output_holds_the_same_text(tmp_path: Path):
 
 def test_batches_join_seamlessly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     whole = write_fasta(tmp_path / "w.fa", 300, 400, 200, seed=6).read_bytes()
-    monkeypatch.setattr("predictor.datagen._BATCH_RESIDUES", 1000)
+    monkeypatch.setattr("data.datagen._BATCH_RESIDUES", 1000)
     batched = write_fasta(tmp_path / "b.fa", 300, 400, 200, seed=6)
     assert [len(s) for s in sequences(batched)] == [len(s) for s in sequences(tmp_path / "w.fa")]
     assert len(batched.read_bytes()) == len(whole)

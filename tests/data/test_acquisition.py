@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from predictor.acquisition import RULES, rank
+from data.acquisition import RULES, rank
 
 
 def _jobs(sizes: list[float]) -> pd.DataFrame:

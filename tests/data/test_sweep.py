@@ -7,11 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from features.fastq import FastqExtractor
-from predictor.catalog import load_catalog
-from predictor.settings import BUNDLED_DATA
-from predictor.store import MeasurementStore
-from predictor.sweep import (
+from data.sweep import (
     PlanError,
     command_for,
     expand,
@@ -19,6 +15,10 @@ from predictor.sweep import (
     materialise_inputs,
     run_sweep,
 )
+from features.fastq import FastqExtractor
+from predictor.catalog import load_catalog
+from predictor.settings import BUNDLED_DATA
+from predictor.store import MeasurementStore
 from tests.required import required_tools
 
 pytestmark = pytest.mark.tools

@@ -7,9 +7,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
+from data.datagen import write_fasta
+from data.profile import profile_command, run_measured
 from predictor.catalog import load_catalog
-from predictor.datagen import write_fasta
-from predictor.profile import profile_command, run_measured
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from data.probe import candidates, rank_candidates, restrict, run_probes
+from data.sweep import PlanError, load_plan
 from predictor.catalog import load_catalog
-from predictor.probe import candidates, rank_candidates, restrict, run_probes
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
-from predictor.sweep import PlanError, load_plan
 from tests.required import required_tools
 
 pytestmark = pytest.mark.tools
