@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from predictor.slurm.plugin import render_plugin
+from scheduler.slurm.plugin import render_plugin
 from serving import create_app
 from tests.livesrv import Silent, serve_app
 from tests.serving.conftest import train_home

@@ -47,9 +47,9 @@ def ingest(
     """Validate and store measurements (CSV, Parquet, SWF or Slurm job logs); bad rows go to a rejects file beside the input."""
     from predictor.catalog import load_catalog
     from predictor.ingest import IngestError, ingest_file
-    from predictor.slurm.ingest import ingest_slurm
-    from predictor.slurm.rules import RulesError, load_rules
     from predictor.swf_ingest import ingest_swf
+    from scheduler.slurm.ingest import ingest_slurm
+    from scheduler.slurm.rules import RulesError, load_rules
 
     settings = load_settings()
     catalog = load_catalog(*settings.catalog_paths)

@@ -41,10 +41,10 @@ def follow(
     most --max-requeues times per job; every decision goes to HOME/slurm-guard.jsonl.
     """
     from predictor.catalog import load_catalog
-    from predictor.slurm.control import Slurm
-    from predictor.slurm.follow import Follower, FollowPass
-    from predictor.slurm.guard import ResourceGuard, oracle_uppers
-    from predictor.slurm.rules import RulesError, load_rules
+    from scheduler.slurm.control import Slurm
+    from scheduler.slurm.follow import Follower, FollowPass
+    from scheduler.slurm.resource_guard import ResourceGuard, oracle_uppers
+    from scheduler.slurm.rules import RulesError, load_rules
 
     settings = load_settings()
     try:
@@ -87,8 +87,8 @@ def install_plugin(
     stdout: Annotated[bool, typer.Option("--stdout", help="Print it instead of writing it.")] = False,
 ) -> None:
     """Write the job_submit.lua plugin (slurm.conf needs JobSubmitPlugins=lua); slurmctld picks up a changed file itself."""
-    from predictor.slurm.plugin import install_plugin as write_plugin
-    from predictor.slurm.plugin import plugin_path, render_plugin
+    from scheduler.slurm.plugin import install_plugin as write_plugin
+    from scheduler.slurm.plugin import plugin_path, render_plugin
 
     settings = load_settings()
     try:
@@ -121,8 +121,8 @@ def bridge(
     state file and does nothing twice.
     """
     from predictor.catalog import load_catalog
-    from predictor.slurm.control import Slurm
-    from predictor.slurm.rules import RulesError, load_rules
+    from scheduler.slurm.control import Slurm
+    from scheduler.slurm.rules import RulesError, load_rules
     from scheduler.slurm_bridge import BridgeStep, SlurmBridge
     from scheduler.store import SchedulerStore
 

@@ -39,9 +39,9 @@ from data.probe import profile_probe_command
 from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.passes import every_interval
-from predictor.slurm.control import QueuedJob, Slurm, SlurmError
 from predictor.walltime import slurm_walltime
 from scheduler.orders import OrderKind
+from scheduler.slurm.control import QueuedJob, Slurm, SlurmError
 from scheduler.state import JobStatus
 from scheduler.store import SchedulerStore
 

@@ -1,7 +1,7 @@
 """What Slurm's job_submit plugin asks at submission: a job's facts in, the changes to make to it out.
 
 A job a rule or its own words map to a catalog program is estimated by that program's model; any other job by its
-job class (:func:`predictor.slurm.rules.class_of`) from its submit-time context and its user's history in the store
+job class (:func:`scheduler.slurm.rules.class_of`) from its submit-time context and its user's history in the store
 (:func:`predictor.submit_history.submit_features`, the replay's features). A job the rule file excludes is left
 alone (204) and nothing of it is kept. The site's rule file (``PREDICTOR_SLURM_RULES``) is read again when it changes. ``format=text`` answers as
 ``key=value`` lines (``time_min``, ``time_limit``, ``mem``, ``comment``, ``estimate``; a null one left out), which
@@ -23,7 +23,9 @@ from fastapi.responses import PlainTextResponse, Response
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from predictor.slurm.rules import (
+from predictor.store.job_history import JobHistory
+from predictor.submit_history import Submission, submit_features
+from scheduler.slurm.rules import (
     JobFacts,
     MappingError,
     Rules,
@@ -32,9 +34,7 @@ from predictor.slurm.rules import (
     load_rules,
     map_job,
 )
-from predictor.slurm.submit import SubmitAdvice, advise
-from predictor.store.job_history import JobHistory
-from predictor.submit_history import Submission, submit_features
+from scheduler.slurm.submit import SubmitAdvice, advise
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, deadline, prepare

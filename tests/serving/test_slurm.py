@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from predictor.memsize import MIB, slurm_memory
-from predictor.slurm.plugin import render_plugin
+from scheduler.slurm.plugin import render_plugin
 from serving import create_app
 from serving.telemetry import LOGGER_NAME
 from tests.livesrv import Silent, serve_app

@@ -22,13 +22,13 @@ from features.history import FEATURE_NAMES
 from predictor.catalog import load_catalog
 from predictor.domain import Measurement, Source
 from predictor.settings import Settings
-from predictor.slurm.control import Slurm
-from predictor.slurm.follow import Follower
-from predictor.slurm.plugin import render_plugin
-from predictor.slurm.rules import load_rules
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
 from predictor.walltime import parse_walltime
+from scheduler.slurm.control import Slurm
+from scheduler.slurm.follow import Follower
+from scheduler.slurm.plugin import render_plugin
+from scheduler.slurm.rules import load_rules
 from serving import create_app
 from tests.livesrv import eventually, serve_app
 from tests.required import required

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from predictor.atomic import read_state
 from predictor.catalog import Catalog
-from predictor.slurm.control import Slurm
-from predictor.slurm.follow import Cursor, Follower
-from predictor.slurm.rules import Rules
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
+from scheduler.slurm.control import Slurm
+from scheduler.slurm.follow import Cursor, Follower
+from scheduler.slurm.rules import Rules
 from tests.conftest import CATALOG_YAML
 from tests.livesrv import eventually
 from tests.slurmserver import SlurmCluster

@@ -1,21 +1,21 @@
 """``predictor slurm follow``: completions of the ``jobcomp/filetxt`` log into the store as they are written.
 
 Each pass reads the complete lines written since the last one, turns them into measurements
-(:mod:`predictor.slurm.ingest`) and stores them, with every ended job as its user's history, then saves how far it
+(:mod:`scheduler.slurm.ingest`) and stores them, with every ended job as its user's history, then saves how far it
 read to a cursor file (the log's inode and byte offset). Killed at any point and started again it reads on from the
 cursor; lines read again after a kill between the store's commit and the cursor's write are stored once, since a
 run's id (and a job's history key) is fixed. A log that was rotated (another inode, or shorter than the cursor) is
 read from its start.
 
 With ``queue`` (``squeue``), each pass first records the jobs waiting and running as their users' history
-(:mod:`predictor.slurm.history`; those whose state changed since the last pass), so that a new job's history
+(:mod:`scheduler.slurm.history`; those whose state changed since the last pass), so that a new job's history
 features count them as the replay's do; their completions, read after, fill in their ends.
 
 The completion log does not hold the job's comment in Slurm 22.05, and so not the plugin's tag: each pass asks
 slurmctld (``squeue``) for the comments of the jobs it read, which it holds for ``MinJobAge`` seconds after they end.
 A job it has forgotten is mapped by the rules on its name and partition alone.
 
-With a :class:`~predictor.slurm.guard.ResourceGuard`, each run read that Slurm stopped (timed out, killed for
+With a :class:`~scheduler.slurm.resource_guard.ResourceGuard`, each run read that Slurm stopped (timed out, killed for
 memory, preempted, its node failed) is handed to it after the pass's runs are stored and before the cursor moves on.
 """
 
@@ -32,14 +32,14 @@ from predictor.catalog import Catalog
 from predictor.domain import Source
 from predictor.ingest import Reject
 from predictor.passes import every_interval
-from predictor.slurm.accounting import SlurmJob, read_jobcomp
-from predictor.slurm.control import SlurmError
-from predictor.slurm.guard import RESOURCES, ResourceGuard
-from predictor.slurm.history import history_records
-from predictor.slurm.ingest import convert
-from predictor.slurm.rules import JobFacts, MappingError, Rules, map_job
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
+from scheduler.slurm.accounting import SlurmJob, read_jobcomp
+from scheduler.slurm.control import SlurmError
+from scheduler.slurm.history import history_records
+from scheduler.slurm.ingest import convert
+from scheduler.slurm.resource_guard import RESOURCES, ResourceGuard
+from scheduler.slurm.rules import JobFacts, MappingError, Rules, map_job
 
 log = logging.getLogger(__name__)
 Comments = Callable[[Sequence[str]], dict[str, str]]

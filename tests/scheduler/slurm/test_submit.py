@@ -6,8 +6,8 @@ import pytest
 
 from predictor.domain import Estimate
 from predictor.memsize import MIB
-from predictor.slurm.rules import JobFacts, JobMapping
-from predictor.slurm.submit import advise
+from scheduler.slurm.rules import JobFacts, JobMapping
+from scheduler.slurm.submit import advise
 
 MAPPING = JobMapping("mafft", "cpu1")
 

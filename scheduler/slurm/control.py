@@ -11,8 +11,8 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from predictor.slurm.accounting import QUEUED, SQUEUE_FORMAT, SlurmJob, read_squeue
 from predictor.walltime import parse_walltime
+from scheduler.slurm.accounting import QUEUED, SQUEUE_FORMAT, SlurmJob, read_squeue
 
 NULL = "(null)"
 

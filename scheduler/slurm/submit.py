@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from predictor.domain import Estimate
 from predictor.memsize import slurm_memory
-from predictor.slurm.rules import JobFacts, JobMapping
-from predictor.slurm.words import tagged_comment
 from predictor.walltime import optional_walltime, slurm_walltime
+from scheduler.slurm.rules import JobFacts, JobMapping
+from scheduler.slurm.words import tagged_comment
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ One measurement per run of a job that ran and ended, validated like any row (:fu
 
 - ``run_id`` ``slurm-<cluster>-<job id>-<start>``: a requeued job's runs are distinct, a run imported twice (from
   ``sacct`` and from the completion log alike) is stored once;
-- ``algorithm``, ``platform`` and ``params`` from :func:`predictor.slurm.rules.map_job` (the plugin's tag in the
+- ``algorithm``, ``platform`` and ``params`` from :func:`scheduler.slurm.rules.map_job` (the plugin's tag in the
   comment, else the rules on the job's name and partition); features are read from the input files it names. A
-  job neither maps is a run of its job class (:func:`predictor.slurm.rules.class_of`) when the catalog has one,
+  job neither maps is a run of its job class (:func:`scheduler.slurm.rules.class_of`) when the catalog has one,
   with its history features at its submit time (:func:`predictor.submit_history.submit_features`: the jobs read are
   recorded as history first);
 - ``wall_seconds`` the elapsed time; ``machine`` the node of a one-node job;
@@ -23,7 +23,7 @@ algorithm and without a job class, jobs that never ran (ended with no elapsed ti
 (``PENDING``, ``REQUEUED``, ...). Rejected: lines that cannot be read and jobs whose mapping or values the catalog
 refuses.
 
-Every ended job but the excluded, mapped or not, is also its user's history (:mod:`predictor.slurm.history`).
+Every ended job but the excluded, mapped or not, is also its user's history (:mod:`scheduler.slurm.history`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ from predictor.domain import Measurement, ServedEstimate, Source
 from predictor.ingest import IngestError, IngestReport, Reject, write_rejects
 from predictor.jobfeatures import known_feature_names
 from predictor.records import RowError, validate_record
-from predictor.slurm.accounting import (
+from predictor.store import MeasurementStore
+from predictor.store.job_history import JobHistory
+from predictor.submit_history import submit_features
+from scheduler.slurm.accounting import (
     ENDED,
     FAILED,
     FINISHED,
@@ -51,11 +54,8 @@ from predictor.slurm.accounting import (
     read_jobcomp,
     read_sacct,
 )
-from predictor.slurm.history import history_records, submission_of
-from predictor.slurm.rules import JobFacts, MappingError, Rules, class_of, map_job
-from predictor.store import MeasurementStore
-from predictor.store.job_history import JobHistory
-from predictor.submit_history import submit_features
+from scheduler.slurm.history import history_records, submission_of
+from scheduler.slurm.rules import JobFacts, MappingError, Rules, class_of, map_job
 
 SlurmFormat = Literal["sacct", "jobcomp"]
 CANCELLED_EXIT = 2  # as the SWF import stores a cancelled job

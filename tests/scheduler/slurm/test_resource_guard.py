@@ -14,13 +14,13 @@ from predictor.domain import Estimate, Measurement
 from predictor.memsize import MIB
 from predictor.oracle import build_oracle
 from predictor.settings import BUNDLED_DATA
-from predictor.slurm.accounting import SlurmJob, read_jobcomp
-from predictor.slurm.control import Slurm
-from predictor.slurm.follow import Follower
-from predictor.slurm.guard import GuardDecision, ResourceGuard, oracle_uppers
-from predictor.slurm.ingest import run_id_of
-from predictor.slurm.rules import JobMapping, Rules
 from predictor.store import MeasurementStore
+from scheduler.slurm.accounting import SlurmJob, read_jobcomp
+from scheduler.slurm.control import Slurm
+from scheduler.slurm.follow import Follower
+from scheduler.slurm.ingest import run_id_of
+from scheduler.slurm.resource_guard import GuardDecision, ResourceGuard, oracle_uppers
+from scheduler.slurm.rules import JobMapping, Rules
 from tests.livesrv import eventually
 from tests.serving.conftest import Home, train_home
 from tests.slurmserver import NODE_MEMORY_MB, SlurmCluster

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from predictor.slurm.accounting import (
+from scheduler.slurm.accounting import (
     SACCT_COLUMNS,
     AccountingError,
     SlurmJob,

@@ -10,10 +10,10 @@ import pytest
 from predictor.catalog import Catalog
 from predictor.domain import Source
 from predictor.ingest import IngestError
-from predictor.slurm.accounting import SACCT_COLUMNS
-from predictor.slurm.ingest import ingest_slurm
-from predictor.slurm.rules import Rule, Rules
 from predictor.store import MeasurementStore
+from scheduler.slurm.accounting import SACCT_COLUMNS
+from scheduler.slurm.ingest import ingest_slurm
+from scheduler.slurm.rules import Rule, Rules
 from tests.livesrv import eventually
 from tests.slurmserver import SlurmCluster
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from predictor.catalog import Catalog, load_catalog
-from predictor.slurm.ingest import ingest_slurm
-from predictor.slurm.rules import Exclude, Rules
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
 from predictor.submit_history import Submission, submit_features
+from scheduler.slurm.ingest import ingest_slurm
+from scheduler.slurm.rules import Exclude, Rules
 from tests.conftest import CATALOG_YAML
-from tests.predictor.slurm.test_ingest import _sacct
+from tests.scheduler.slurm.test_ingest import _sacct
 
 LATER = datetime(2026, 3, 2, tzinfo=UTC)
 

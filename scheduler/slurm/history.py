@@ -25,10 +25,10 @@ import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from predictor.slurm.accounting import ENDED, FINISHED, QUEUED, Parsed, SlurmJob
-from predictor.slurm.rules import Rules
 from predictor.store.job_history import JobRecord
 from predictor.submit_history import Submission
+from scheduler.slurm.accounting import ENDED, FINISHED, QUEUED, Parsed, SlurmJob
+from scheduler.slurm.rules import Rules
 
 log = logging.getLogger(__name__)
 _NUMBER = re.compile(r"\d+")

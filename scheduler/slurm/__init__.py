@@ -1,0 +1,11 @@
+"""Slurm: which algorithm a job runs (site rules, the job's own words), its accounting read back as measurements.
+
+- :mod:`scheduler.slurm.words`: the ``key=value`` words a job names its algorithm with, and the tag the plugin
+  writes into its comment;
+- :mod:`scheduler.slurm.rules`: the site's rule file mapping a job to an algorithm, a platform and parameters;
+- :mod:`scheduler.slurm.accounting`: ``sacct -P`` output and the ``jobcomp/filetxt`` log, parsed;
+- :mod:`scheduler.slurm.ingest`: finished jobs as measurements (timed-out and out-of-memory runs censored), with the
+  estimate served;
+- :mod:`scheduler.slurm.resource_guard`: the resource guard, requeuing a stopped job with more of only what ran out;
+- :mod:`scheduler.slurm.follow`: tailing the completion log into the store, resuming after a restart.
+"""
