@@ -54,12 +54,6 @@ class Scheduler:
         self.on_notify = on_notify
         self.on_termination = on_termination
         self.passes = 0
-        # a policy that replicates running jobs (seed 003's WQR, Storage Affinity) is asked whenever a machine frees,
-        # even with nothing pending: its ``replicates`` attribute says so
-        self._replicates = bool(getattr(policy, "replicates", False))
-        # a policy whose plan is only valid as a whole (backfilling's reservations) replans at every end instead of
-        # letting the loop start the plan's next jobs by itself: its ``replans_every_end`` attribute says so
-        self._replans_every_end = bool(getattr(policy, "replans_every_end", False))
 
     # --- events -----------------------------------------------------------------------------------------------
 
@@ -150,9 +144,8 @@ class Scheduler:
         return issued + self._pass(Event.FAILED, now)
 
     def wake_at(self) -> float | None:
-        """When the policy wants a pass though nothing happens: its optional ``wake_at()`` (e.g. a wait runs out)."""
-        ask = getattr(self.policy, "wake_at", None)
-        return ask() if ask is not None else None
+        """When the policy wants a pass though nothing happens: its ``wake_at()`` (e.g. a wait runs out)."""
+        return self.policy.wake_at()
 
     def wake(self, now: float) -> list[Order]:
         """W: the pass the policy asked for at ``now`` (see :meth:`wake_at`)."""
@@ -164,7 +157,7 @@ class Scheduler:
         self, event: Event, now: float, preempt: bool = False, rebalance: bool = False, arrivals: tuple[str, ...] = ()
     ) -> list[Order]:
         """Ask the policy and apply its orders; once more if those orders freed machines while jobs wait."""
-        if not self.state.pending and not rebalance and not self._replicates:
+        if not self.state.pending and not rebalance and not self.policy.replicates:
             self.state.replan([])
             return []
         ctx = Context(now, self.state, self.oracle, event, preempt, rebalance, arrivals)
@@ -177,10 +170,10 @@ class Scheduler:
 
     def _after_end(self, machine: Machine, now: float, deviation: float) -> list[Order]:
         """Follow the plan if the estimate held and the plan has work for the freed machine; else a full pass."""
-        if deviation > self.threshold or self._replans_every_end:
+        if deviation > self.threshold or self.policy.replans_every_end:
             return self._pass(Event.ENDED, now)
         issued = self._dispatch(now)
-        if machine.online and machine.free > 0 and (self.state.pending or self._replicates):
+        if machine.online and machine.free > 0 and (self.state.pending or self.policy.replicates):
             issued += self._pass(Event.ENDED, now)
         return issued
 

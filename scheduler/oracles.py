@@ -10,11 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from statistics import NormalDist
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from predictor.domain import Estimate
+
+if TYPE_CHECKING:
+    from scheduler.state import Job, Machine, Run
 
 _NORMAL = NormalDist()
 
@@ -29,6 +33,34 @@ class Oracle(Protocol):
         platforms: list[str] | None = None,
         features: dict[str, float] | None = None,
     ) -> dict[str, Estimate]: ...
+
+
+class QuantileOracle(ABC):
+    """An oracle that also serves each job's upper quantiles (backfilling's ``quantile`` correction climbs them).
+
+    Each ability an oracle may have beyond :class:`Oracle` is one of these classes: an oracle that has it subclasses
+    it, and its user finds the ability by the oracle's class.
+    """
+
+    @abstractmethod
+    def quantiles(self, job: Job, platform: str) -> tuple[float, ...]:
+        """The job's served quantiles on ``platform``, in seconds ascending."""
+
+
+class ObservingOracle(ABC):
+    """An oracle that learns from every cleanly finished run, as the service's store records it."""
+
+    @abstractmethod
+    def observe(self, job: Job, run: Run, machine: Machine, wall: float) -> None:
+        """``job`` finished cleanly on ``machine`` after ``wall`` seconds."""
+
+
+class TerminationOracle(ABC):
+    """An oracle that hears of every run that ends by itself, cleanly or with an error (users' recent run times)."""
+
+    @abstractmethod
+    def terminated(self, job: Job, wall: float) -> None:
+        """``job`` ended (done or failed) after ``wall`` seconds."""
 
 
 def job_key(algorithm: str, params: Mapping[str, Any] | None) -> str:

@@ -37,8 +37,24 @@ class Context:
 
 
 class Policy(Protocol):
-    """A scheduling policy: orders from a context; it never mutates the state itself."""
+    """A scheduling policy: orders from a context; it never mutates the state itself.
+
+    Its abilities are declared here with their defaults; a policy subclasses this protocol and sets those it has,
+    and the event loop and the simulator read them directly.
+    """
 
     name: str
+    # it replicates running jobs (Workqueue with Replication, Storage Affinity): the event loop asks it whenever a
+    # machine frees, even with nothing pending
+    replicates: bool = False
+    # its plan is valid only as a whole (backfilling's reservations): the event loop replans at every end instead of
+    # starting the plan's next jobs by itself
+    replans_every_end: bool = False
+    # it gives each start its nodes on a machine of nodes (scheduler.nodes), so it may run where machines are nodes
+    places_nodes: bool = False
 
     def schedule(self, ctx: Context) -> list[Order]: ...
+
+    def wake_at(self) -> float | None:
+        """When the policy wants a pass though nothing happens (e.g. a wait runs out); None: events alone wake it."""
+        return None

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from scheduler.policies import POLICIES, PolicyChoice, applicable_policies
+from scheduler.policies import PolicyChoice, applicable_policies
 from simulator.bounds import makespan_lower_bound
 from simulator.estimates import EstimateSource, Fitted, Noisy, Truth
 from simulator.metrics import Metrics
@@ -48,7 +48,7 @@ def resolve_policies(workload: Workload, requested: Mapping[str, PolicyChoice] |
     """``requested`` (label -> policy) checked against the workload, or every policy the workload can run."""
     if not requested:
         on_nodes = any(m.node_slots for m in workload.cluster.machines)  # only policies that place jobs on nodes
-        names = [n for n in applicable_policies(workload.provides) if not on_nodes or getattr(POLICIES[n].factory, "places_nodes", False)]
+        names = [n for n in applicable_policies(workload.provides) if not on_nodes or PolicyChoice(n).build().places_nodes]
         return {name: PolicyChoice(name) for name in names}
     for choice in requested.values():
         if missing := choice.needs - workload.provides:

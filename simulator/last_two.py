@@ -14,14 +14,14 @@ from collections import deque
 from typing import Any
 
 from predictor.domain import Estimate
-from scheduler.oracles import job_key
+from scheduler.oracles import TerminationOracle, job_key
 from scheduler.state import Job, requested_seconds
 from simulator.workload import Workload
 
 LABEL = "last_two_mean"
 
 
-class LastTwoMeanOracle:
+class LastTwoMeanOracle(TerminationOracle):
     """The user's last two run times, averaged and capped by the request; each job's first answer is kept."""
 
     def __init__(self, workload: Workload) -> None:

@@ -21,7 +21,7 @@ from predictor.intervals import scaled
 from predictor.oracle import Job as OracleJob
 from predictor.oracle import RuntimeOracle, ServedModel, serve_model
 from predictor.settings import Settings
-from scheduler.oracles import QuantileOracle, job_key
+from scheduler.oracles import ObservingOracle, QuantileOracle, job_key
 from scheduler.state import Job, Machine, Run
 from simulator.workload import Workload
 from training.dataset import load_training_sets
@@ -65,7 +65,7 @@ class LearningLog:
     decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
-class LearningOracle(QuantileOracle):
+class LearningOracle(QuantileOracle, ObservingOracle):
     """Estimates from the service's champions, retrained as simulated jobs end (see the module docstring)."""
 
     def __init__(self, workload: Workload, settings: Settings, options: LearningOptions = LearningOptions()) -> None:

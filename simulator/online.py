@@ -19,7 +19,7 @@ import numpy as np
 from features.history import FEATURE_NAMES
 from models.online import AsymmetricOnlineRegressor, Side
 from predictor.domain import Estimate
-from scheduler.oracles import job_key
+from scheduler.oracles import QuantileOracle, TerminationOracle, job_key
 from scheduler.state import Job, requested_seconds
 from simulator.workload import Workload
 
@@ -53,7 +53,7 @@ class OnlineOptions:
 SC15 = OnlineOptions(under="squared", over="absolute", area=True, log=False)
 
 
-class OnlineOracle:
+class OnlineOracle(QuantileOracle, TerminationOracle):
     """Each job's first answer from the online member, which learns every job that terminates (module docstring)."""
 
     def __init__(self, workload: Workload, options: OnlineOptions = OnlineOptions()) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 
 from scheduler.events import Scheduler
-from scheduler.oracles import Oracle, seconds
+from scheduler.oracles import ObservingOracle, Oracle, TerminationOracle, seconds
 from scheduler.orders import Order, OrderKind
 from scheduler.policy import Policy
 from scheduler.probing import IdleProber, ProbeRecord
@@ -106,7 +106,7 @@ class Simulation:
         self, workload: Workload, policy: Policy, oracle: Oracle, threshold: float = 0.25, prober: IdleProber | None = None,
         *, enforce: bool = False, retry: RetryPolicy | None = None,
     ) -> None:  # fmt: skip
-        if any(m.node_slots for m in workload.cluster.machines) and not getattr(policy, "places_nodes", False):
+        if any(m.node_slots for m in workload.cluster.machines) and not policy.places_nodes:
             raise ValueError(f"policy {policy.name!r} does not place jobs on nodes: run it on pooled machines (nodes=pooled)")
         self.workload = workload
         self.prober = prober
@@ -114,8 +114,8 @@ class Simulation:
         # an oracle that learns (the ``service`` estimates) hears of every cleanly finished run, as the service's store does;
         # one that follows users' recent runs (``last_two_mean``) hears of every run that ends
         self.scheduler = Scheduler(
-            policy, oracle, threshold=threshold, on_observation=getattr(oracle, "observe", None),
-            on_termination=getattr(oracle, "terminated", None),
+            policy, oracle, threshold=threshold, on_observation=oracle.observe if isinstance(oracle, ObservingOracle) else None,
+            on_termination=oracle.terminated if isinstance(oracle, TerminationOracle) else None,
         )  # fmt: skip
         self.specs: dict[str, JobSpec] = {j.id: j for j in workload.jobs}
         self.events: list[tuple[float, int, int, object]] = []

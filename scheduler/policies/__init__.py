@@ -1,8 +1,9 @@
 """The policy registry: every bundled policy under the name specs give it, with what a workload must provide for it.
 
 One visible dict, filled when this module is imported; nothing registers itself elsewhere. A new policy is a
-class (or a function) with a ``schedule(ctx)`` method and keyword options, plus one line here; its options are
-then what a spec may set (``scheduler.specs``) and ``tests/test_registries.py`` runs it.
+subclass of :class:`scheduler.policy.Policy` (its ``schedule(ctx)``, and the abilities it has) with keyword options,
+or a function that makes one, plus one line here; its options are then what a spec may set (``scheduler.specs``)
+and ``tests/test_registries.py`` runs it.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ from __future__ import annotations
 from scheduler import orders as o
 from scheduler.orders import Order
 from scheduler.policies.profile_driven import ProfileTable, WarmGain, warm_hit
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 from scheduler.state import INF, Job, Machine
 
 
-class Affinity:
+class Affinity(Policy):
     """Seed 000, section 4, Fig 11.
 
     Each pass, jobs in queue order first take a free machine whose cache holds their

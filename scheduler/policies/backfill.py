@@ -22,13 +22,14 @@ from typing import Literal
 from scheduler import orders as o
 from scheduler.backfill import CORRECTIONS, Correction, planned_end, planning_seconds
 from scheduler.nodes import Allocation, Needs, Room
+from scheduler.oracles import QuantileOracle
 from scheduler.orders import Order
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 from scheduler.profiles import NodeProfile, PoolProfile, make_profile
 from scheduler.state import INF, Job, Machine
 
 
-class _Backfilling:
+class _Backfilling(Policy):
     """What both backfillers share: the queue, the machines and the running jobs' planned ends."""
 
     replans_every_end = True  # the event loop replans at every end rather than start the plan's next jobs itself
@@ -49,7 +50,8 @@ class _Backfilling:
         """The machine's free slots (and memory) from now on: its running jobs end as planned (corrected when outlived,
         with the quantiles the oracle served, if it has them); ``started`` are (planning seconds, nodes, memory per
         slot) of jobs this pass has just started on it."""
-        state, now, quantiles = ctx.state, ctx.now, getattr(ctx.oracle, "quantiles", None)
+        state, now = ctx.state, ctx.now
+        quantiles = ctx.oracle.quantiles if isinstance(ctx.oracle, QuantileOracle) else None
         releases = [
             (planned_end(job, run, machine.platform, now, self.correction, quantiles), run.nodes or ((0, job.size),), run.memory)
             for job, run in ((job, job.runs[machine.id]) for job in (state.jobs[j] for j in machine.running))

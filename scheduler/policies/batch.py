@@ -28,7 +28,7 @@ from scheduler.genetic.model import timeline
 from scheduler.genetic.window import check_size, snapshot
 from scheduler.orders import Order
 from scheduler.policies.mapping import HEFT, MCT, BatchMapping, KPercentBest, MaxMin, MinMin, Sufferage, map_times
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 
 HEURISTICS: dict[str, Callable[[], BatchMapping]] = {
     "heft": HEFT,
@@ -89,7 +89,7 @@ def plan(
     return best
 
 
-class BatchSearch:
+class BatchSearch(Policy):
     """Each pass: plan the window's jobs with :func:`plan` and follow the plan (START now, DEFER the rest).
 
     ``window``: pending jobs per pass; ``budget``: seconds of search per pass; ``exact``:

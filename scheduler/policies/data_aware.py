@@ -27,7 +27,7 @@ import numpy as np
 
 from scheduler import orders as o
 from scheduler.orders import Order
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 from scheduler.sites import SITES, DataStores
 from scheduler.state import INF, Job, JobStatus, Machine, State
 
@@ -99,7 +99,7 @@ def _check_copies(copies: int, least: int) -> int:
     return copies
 
 
-class WorkqueueReplication:
+class WorkqueueReplication(Policy):
     """Workqueue with Replication (seed 003, section 3.1, after Paranhos et al. 2003): knowledge-free, data-unaware.
 
     Each pass hands the waiting tasks, in queue order, to the idle processors taken in
@@ -137,7 +137,7 @@ class WorkqueueReplication:
         return out
 
 
-class StorageAffinity:
+class StorageAffinity(Policy):
     """Storage Affinity (seed 003, section 3.3, Algorithm 1): data reuse first, then replication; no runtime estimates.
 
     Phase 1: among the waiting tasks and the sites with idle processors, the pair
@@ -237,7 +237,7 @@ class StorageAffinity:
         return m
 
 
-class XSufferage:
+class XSufferage(Policy):
     """XSufferage (seed 003, section 3.2; Casanova et al. 2000): sufferage at site level, transfers included.
 
     Each pass maps the waiting tasks in rounds: a task's completion on a processor is

@@ -11,11 +11,11 @@ import numpy as np
 from scheduler import orders as o
 from scheduler.orders import Order, OrderKind
 from scheduler.planner import Pools, Slot, check_rank, cost_matrix, rank_seconds, ready_at, running_total
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 from scheduler.state import INF, Job, JobStatus, Run, State
 
 
-class EDFDeferral:
+class EDFDeferral(Policy):
     """Jobs in (priority, deadline) order, each where its expected completion is earliest.
 
     Completion on a platform is max(now, when a machine of it is free, when the job's

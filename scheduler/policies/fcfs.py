@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from scheduler import orders as o
 from scheduler.orders import Order
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 from scheduler.state import Job
 
 
-class FCFS:
+class FCFS(Policy):
     """Each job in queue order (arrival; a requeued job rejoins at the back) to the free machine idle longest.
 
     ``fastest_only=True`` is the variant of Fig 13: a job waits for a machine of its

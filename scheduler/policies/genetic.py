@@ -26,7 +26,7 @@ from scheduler.genetic.model import Problem, timeline
 from scheduler.genetic.window import check_size, snapshot
 from scheduler.orders import Order
 from scheduler.policies.batch import HEURISTICS, STARTS, heuristic_plans, plan
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 
 SEED_ALL_UP_TO = 5000  # jobs x nodes up to which every list heuristic seeds the strong GA (above: the cheap STARTS)
 
@@ -45,7 +45,7 @@ def evolve_strong(problem: Problem, settings: Settings, rng: np.random.Generator
     return evolve(problem, settings, rng, initial, polisher(problem, polish, rng))
 
 
-class GeneticCoScheduling:
+class GeneticCoScheduling(Policy):
     """Seed 004, sections 4.1-4.5, Figs 2 and 6: a GA over {queue order, job -> slot} for the window each pass.
 
     The paper's defaults: 10 parents, 50 children per generation, 100 generations, no
@@ -81,7 +81,7 @@ class GeneticCoScheduling:
         return window.orders(timeline(window.problem, *best))
 
 
-class GreedyCoScheduling:
+class GreedyCoScheduling(Policy):
     """Seed 004, section 5.2: FIFO over the window to the slot free soonest (``ll``) or a random one (``rand``)."""
 
     def __init__(self, jobs: str, rep: str, window: int = 100, seed: int = 0) -> None:

@@ -9,14 +9,14 @@ import numpy as np
 from scheduler import orders as o
 from scheduler.orders import Order
 from scheduler.policies.profile_driven import ProfileTable, WarmGain
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 from scheduler.state import INF, Job, Machine
 
 Cost = Literal["estimate", "warm", "learned"]
 Group = tuple[str, str | None]  # (platform, data set read last): free machines that cost a job the same
 
 
-class Greedy:
+class Greedy(Policy):
     """Seed 000, section 4, Fig 10 (the benefit heuristic of its ref. [4]).
 
     Each pass, while ready jobs and free machines remain: each job's cost on each free

@@ -31,7 +31,7 @@ import numpy as np
 from scheduler.orders import Order
 from scheduler.planner import Pools, Profile, Slot, check_rank, cost_matrix, rank_seconds
 from scheduler.policies.edf import _orders
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 from scheduler.state import INF, Job, State
 
 
@@ -186,7 +186,7 @@ class Completions:
         return out
 
 
-class BatchMapping:
+class BatchMapping(Policy):
     """A pass of a mapping heuristic over the ready pending jobs; subclasses choose the order of assignments.
 
     Jobs without any estimate cannot be mapped: once the others are, they start in

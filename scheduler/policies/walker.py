@@ -28,7 +28,7 @@ from scheduler.gridinfo import (
     topology,
 )
 from scheduler.orders import Order
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 from scheduler.state import Job, JobStatus, Machine, State
 
 
@@ -60,7 +60,7 @@ class GridView:
         return np.flatnonzero(known & runs & (self.slots >= job.size))
 
 
-class StaticPlacement:
+class StaticPlacement(Policy):
     """The shared loop of section 3.6; subclasses supply :meth:`choose`, the fitness ranking."""
 
     name = "walker"

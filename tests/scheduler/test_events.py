@@ -6,7 +6,7 @@ import pytest
 
 from scheduler.events import OrderError, Scheduler
 from scheduler.orders import Order, OrderKind, cancel, defer, replicate, start
-from scheduler.policy import Context
+from scheduler.policy import Context, Policy
 from scheduler.state import JobStatus, Machine
 from tests.scheduler.kit import job, kinds, oracle, scheduler
 
@@ -152,7 +152,7 @@ def test_job_no_platform_can_run_is_dropped():
 
 
 def test_replicas_first_to_end_wins_and_the_other_is_cancelled():
-    class Replicating:
+    class Replicating(Policy):
         name = "replicating"
 
         def schedule(self, ctx: Context) -> list[Order]:
@@ -176,7 +176,7 @@ def test_replicas_first_to_end_wins_and_the_other_is_cancelled():
     ],
 )
 def test_impossible_orders_are_refused(orders, message):
-    class Rogue:
+    class Rogue(Policy):
         name = "rogue"
 
         def schedule(self, ctx: Context) -> list[Order]:

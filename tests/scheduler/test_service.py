@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from predictor.domain import Estimate
 from predictor.store import MeasurementStore
 from predictor.store.scheduler_tables import sched_events, sched_orders
+from scheduler.policy import Policy
 from scheduler.service import EventError, SchedulerService
 from scheduler.specs import make_policy
 from scheduler.state import Job, JobStatus
@@ -239,7 +240,7 @@ def test_an_inbox_row_of_bytes_that_are_not_utf8_is_set_aside_once_and_the_rows_
     assert [r.getMessage() for r in caplog.records] == [f"inbox event {min(seen)} set aside: rejected: machine_id is not UTF-8 text"]
 
 
-class ExplodingPolicy:
+class ExplodingPolicy(Policy):
     """EDF, except that gaining a machine named ``boom`` raises inside the scheduler (any bug in a policy)."""
 
     name = "exploding"
