@@ -138,7 +138,7 @@ def bench_pass(args: argparse.Namespace) -> dict[str, Any]:
     orders: dict[str, int] = {}
     for _ in range(args.repeat):
         for name, s in schedulers.items():
-            ctx = Context(1.0, s.state, requested, Event.NEW)
+            ctx = Context(1.0, s.state, requested, Event.NEW_JOBS)
             started = time.perf_counter()
             orders[name] = len(s.policy.schedule(ctx))
             times[name].append(time.perf_counter() - started)

@@ -68,7 +68,7 @@ def first_pass(spec: str, instance: Instance) -> np.ndarray:
     w = as_workload(instance)
     truth = parse_estimates("oracle").oracle(w)
     s = backlog(w, make_policy(spec), truth)
-    orders = s.policy.schedule(Context(0.0, s.state, truth, Event.NEW))
+    orders = s.policy.schedule(Context(0.0, s.state, truth, Event.NEW_JOBS))
     assign = np.full(len(w.jobs), -1, dtype=np.intp)
     for order in orders:
         if order.kind in (OrderKind.START, OrderKind.DEFER):

@@ -116,7 +116,7 @@ def pass_cost(name: str, policy: Policy, ctx: Context, jobs: int, repeat: int, l
 def pass_costs(policies: list[str], jobs: int, machines: int, repeat: int, limit: float) -> list[dict[str, Any]]:
     """Median CPU seconds of one pass over ``jobs`` pending jobs, per policy."""
     s, truth = queue(jobs, machines, seed=0)
-    ctx = Context(0.0, s.state, truth, Event.NEW)
+    ctx = Context(0.0, s.state, truth, Event.NEW_JOBS)
     return [pass_cost(name, make_policy(name), ctx, jobs, repeat, limit) for name in policies]
 
 
@@ -136,7 +136,7 @@ def grid_pass_costs(needs: str, policies: list[str], jobs: int, repeat: int, lim
         s = backlog(w, make_policy(name), truth)
         if isinstance(s.policy, StaticPlacement):
             s.policy.grid_view(s.state)
-        rows.append(pass_cost(name, s.policy, Context(0.0, s.state, truth, Event.NEW), len(w.jobs), repeat, limit))
+        rows.append(pass_cost(name, s.policy, Context(0.0, s.state, truth, Event.NEW_JOBS), len(w.jobs), repeat, limit))
     return rows
 
 

@@ -73,7 +73,7 @@ def saga_instance(costs: dict[str, float], speeds: dict[str, float]) -> tuple[Ne
 def pass_seconds(w: Workload, oracle: Oracle, policy: str, repeat: int) -> float:
     """Best CPU seconds of one pass of ``policy`` over all of ``w``'s jobs pending at t=0."""
     s = backlog(w, make_policy(policy), oracle)
-    ctx = Context(0.0, s.state, oracle, Event.NEW)
+    ctx = Context(0.0, s.state, oracle, Event.NEW_JOBS)
     best = float("inf")
     for _ in range(repeat):
         t = time.process_time()

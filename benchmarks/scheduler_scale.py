@@ -90,7 +90,7 @@ def naive_plan(s: Scheduler, order: list[str]) -> dict[str, float]:
 def bench_pass(args: argparse.Namespace) -> dict[str, Any]:
     s, truth = queue(args.jobs, args.machines, args.seed)
     policy = s.policy
-    ctx = Context(0.0, s.state, truth, Event.NEW)
+    ctx = Context(0.0, s.state, truth, Event.NEW_JOBS)
     ours, ours_cpu, plain = [], [], []
     for _ in range(args.repeat):  # alternated, so a noisy machine slows both alike
         t, c = time.perf_counter(), time.process_time()

@@ -1,4 +1,5 @@
-"""The event loop of seed 001 (Figs 6-10): events N, G, L, E, T change the state, the policy decides, the loop applies.
+"""The event loop of Brandstätter-Müller et al. 2011 (Figs 6-10): new jobs, a machine gained or lost, a job ended or
+failed change the state, the policy decides, the loop applies (the paper's letters for them: docs/scheduler.md).
 
 The same :class:`Scheduler` runs inside the service (wall-clock time, orders to the
 database) and inside the simulator (virtual time, orders to simulated machines).
@@ -58,7 +59,7 @@ class Scheduler:
     # --- events -----------------------------------------------------------------------------------------------
 
     def submit(self, jobs: Iterable[Job], now: float) -> list[Order]:
-        """N: estimate new jobs, then plan; only a high-priority arrival may disturb running jobs (Fig 7)."""
+        """New jobs: estimate them, then plan; only a high-priority arrival may disturb running jobs (Fig 7)."""
         state = self.state
         new: list[str] = []
         issued: list[Order] = []
@@ -74,10 +75,10 @@ class Scheduler:
             if lost:
                 self._give_up(job, JobStatus.DROPPED, now, f"dependency {lost[0]} did not complete", issued)
         high = any(state.jobs[j].priority > 0 for j in new)
-        return issued + self._pass(Event.NEW, now, preempt=high, arrivals=tuple(new))
+        return issued + self._pass(Event.NEW_JOBS, now, preempt=high, arrivals=tuple(new))
 
     def machine_gained(self, machine: Machine, now: float, healthy: Iterable[str] = ()) -> list[Order]:
-        """G: a new machine, or a lost one back; its healthy jobs resume and their duplicates are cancelled (Figs 8, 9)."""
+        """A machine gained, new or a lost one back: its healthy jobs resume, their duplicates are cancelled (Figs 8, 9)."""
         state = self.state
         known = state.machines.get(machine.id)
         issued: list[Order] = []
@@ -88,10 +89,10 @@ class Scheduler:
             known.online = True
             state.touch_machine(known)
             self._reconcile(known, set(healthy), now, issued)
-        return issued + self._pass(Event.GAINED, now, rebalance=True)
+        return issued + self._pass(Event.MACHINE_GAINED, now, rebalance=True)
 
     def machine_lost(self, machine_id: str, now: float) -> list[Order]:
-        """L: the machine's jobs are rescheduled elsewhere; their runs there are kept as orphans in case it returns."""
+        """A machine lost: its jobs are rescheduled elsewhere; their runs there are kept as orphans in case it returns."""
         state = self.state
         machine = state.machines[machine_id]
         machine.online = False
@@ -102,10 +103,10 @@ class Scheduler:
             state.touch(job)
             if not job.active_runs() and job.status is JobStatus.RUNNING:
                 state.requeue(job)
-        return self._pass(Event.LOST, now)
+        return self._pass(Event.MACHINE_LOST, now)
 
     def job_ended(self, job_id: str, machine_id: str, now: float) -> list[Order]:
-        """E: store the observation, cancel duplicates; replan only if the run was far from its estimate (Fig 10)."""
+        """A job ended: store the observation, cancel duplicates; replan only if the run was far from its estimate (Fig 10)."""
         state = self.state
         job = state.jobs.get(job_id)
         if job is None or machine_id not in job.runs:
@@ -130,7 +131,7 @@ class Scheduler:
         return issued + self._after_end(machine, now, deviation)
 
     def job_failed(self, job_id: str, machine_id: str, now: float, reason: str = "") -> list[Order]:
-        """T: the job fails (unless a copy still runs); its dependents are dropped and streaming consumers stopped."""
+        """A job failed: it fails (unless a copy still runs); its dependents are dropped and streaming consumers stopped."""
         state = self.state
         job = state.jobs.get(job_id)
         if job is None or machine_id not in job.runs:
@@ -141,15 +142,15 @@ class Scheduler:
         issued: list[Order] = []
         if not job.status.final and not job.active_runs():  # runs left are orphans: _give_up cancels them too
             self._give_up(job, JobStatus.FAILED, now, reason or f"terminated with an error on {machine_id}", issued)
-        return issued + self._pass(Event.FAILED, now)
+        return issued + self._pass(Event.JOB_FAILED, now)
 
     def wake_at(self) -> float | None:
         """When the policy wants a pass though nothing happens: its ``wake_at()`` (e.g. a wait runs out)."""
         return self.policy.wake_at()
 
     def wake(self, now: float) -> list[Order]:
-        """W: the pass the policy asked for at ``now`` (see :meth:`wake_at`)."""
-        return self._pass(Event.WAKE, now)
+        """Wake up: the pass the policy asked for at ``now`` (see :meth:`wake_at`)."""
+        return self._pass(Event.WAKE_UP, now)
 
     # --- passes -----------------------------------------------------------------------------------------------
 
@@ -165,16 +166,16 @@ class Scheduler:
         issued = self._apply(self.policy.schedule(ctx), ctx)
         if self.state.pending and any(order.kind in (OrderKind.CANCEL, OrderKind.PAUSE) for order in issued):
             self.passes += 1
-            issued += self._apply(self.policy.schedule(Context(now, self.state, self.oracle, Event.FOLLOWUP)), ctx)
+            issued += self._apply(self.policy.schedule(Context(now, self.state, self.oracle, Event.FOLLOW_UP)), ctx)
         return issued
 
     def _after_end(self, machine: Machine, now: float, deviation: float) -> list[Order]:
         """Follow the plan if the estimate held and the plan has work for the freed machine; else a full pass."""
         if deviation > self.threshold or self.policy.replans_every_end:
-            return self._pass(Event.ENDED, now)
+            return self._pass(Event.JOB_ENDED, now)
         issued = self._dispatch(now)
         if machine.online and machine.free > 0 and (self.state.pending or self.policy.replicates):
-            issued += self._pass(Event.ENDED, now)
+            issued += self._pass(Event.JOB_ENDED, now)
         return issued
 
     def _dispatch(self, now: float) -> list[Order]:

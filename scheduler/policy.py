@@ -12,15 +12,15 @@ from scheduler.state import State
 
 
 class Event(str, Enum):
-    """Why a scheduling pass runs (seed 001, Figs 6-10)."""
+    """Why a scheduling pass runs: the event loop's events (the papers' letters for them: docs/scheduler.md)."""
 
-    NEW = "N"  # jobs submitted
-    GAINED = "G"  # a machine came online
-    LOST = "L"  # a machine went offline
-    ENDED = "E"  # a job ended cleanly
-    FAILED = "T"  # a job terminated with an error
-    FOLLOWUP = "F"  # the loop's own pass after orders freed machines
-    WAKE = "W"  # a time the policy asked to look again at (its optional ``wake_at()``)
+    NEW_JOBS = "new_jobs"  # jobs submitted
+    MACHINE_GAINED = "machine_gained"  # a machine came online
+    MACHINE_LOST = "machine_lost"  # a machine went offline
+    JOB_ENDED = "job_ended"  # a job ended cleanly
+    JOB_FAILED = "job_failed"  # a job terminated with an error
+    FOLLOW_UP = "follow_up"  # the loop's own pass after orders freed machines
+    WAKE_UP = "wake_up"  # a time the policy asked to look again at (its ``wake_at()``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ class Context:
     oracle: Oracle
     event: Event
     preempt: bool = False  # may cancel, pause or migrate running lower-priority jobs (high-priority arrivals)
-    rebalance: bool = False  # may move running jobs onto idle machines when that gains significantly (G)
+    rebalance: bool = False  # may move running jobs onto idle machines when that gains significantly (a machine gained)
     arrivals: tuple[str, ...] = ()
 
 
