@@ -80,8 +80,8 @@ def csv_dataset(path: Path, target: str) -> Dataset:
 
 def bundled_datasets() -> Iterator[Dataset]:
     """Each (algorithm, platform) of data/measurements/*.csv, through the store and training sets as training does."""
+    from data.ingest import ingest_file
     from predictor.catalog import load_catalog
-    from predictor.ingest import ingest_file
     from predictor.store.store import MeasurementStore
     from training.dataset import load_training_sets
 

@@ -52,9 +52,9 @@ import scheduler_scale
 from apisetup import ROOT, cli, home_env, ours, trained_home
 from loadgen import post_json, run
 
+from data.ingest import ingest_file
 from predictor.catalog import load_catalog
 from predictor.domain import Measurement, ServedEstimate
-from predictor.ingest import ingest_file
 from predictor.oracle import Job, RuntimeOracle, serve_model
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/live_accuracy.py --log ../shared/data/traces/hpc2n.swf --recording submit-and-end \
         --json benchmarks/results/live_accuracy-hpc2n-submit-and-end.json --markdown /tmp/live_accuracy-hpc2n.md
 
-The log is imported as the service imports it (:func:`predictor.swf_ingest.ingest_swf`: job classes, platforms,
+The log is imported as the service imports it (:func:`data.swf_ingest.ingest_swf`: job classes, platforms,
 history features, censoring) into a scratch store. Its jobs, in submit order (ties in log order), are cut at
 ``--train-fraction``: the past is the first part, and of it the runs that had ended by the first later submission
 (what a service trained at that instant would have). The project's training (:func:`training.pipeline.train`:
@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from data.swf_ingest import history_records, ingest_swf
 from features.history import history_features
 from features.swf import SwfLog, read_swf
 from models import make_model
@@ -54,7 +55,6 @@ from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
 from predictor.submit_history import Submission, submit_features
-from predictor.swf_ingest import history_records, ingest_swf
 from training.champions import check_selection_metric
 from training.crossval import fit_fold, refit
 from training.dataset import TrainingSet, load_training_sets

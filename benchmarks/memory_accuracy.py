@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from data.ingest import ingest_file
 from predictor.catalog import load_catalog
 from predictor.domain import Target
-from predictor.ingest import ingest_file
 from predictor.intervals import log_ratios, residual_log_quantiles, scaled
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore

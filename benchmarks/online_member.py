@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from data.ingest import ingest_file
 from models.zoo import applicable, make_model
 from predictor.catalog import load_catalog
-from predictor.ingest import ingest_file
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
 from training.crossval import cross_validate

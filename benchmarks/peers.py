@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from data.ingest import ingest_file
 from predictor.catalog import load_catalog
-from predictor.ingest import ingest_file
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from training.crossval import check_plan

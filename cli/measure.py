@@ -45,9 +45,9 @@ def ingest(
     rejects_dir: Annotated[Path | None, typer.Option(help="Folder for rejects files (default: beside each input).")] = None,
 ) -> None:
     """Validate and store measurements (CSV, Parquet, SWF or Slurm job logs); bad rows go to a rejects file beside the input."""
+    from data.ingest import IngestError, ingest_file
+    from data.swf_ingest import ingest_swf
     from predictor.catalog import load_catalog
-    from predictor.ingest import IngestError, ingest_file
-    from predictor.swf_ingest import ingest_swf
     from scheduler.slurm.ingest import ingest_slurm
     from scheduler.slurm.rules import RulesError, load_rules
 
@@ -168,7 +168,7 @@ def export(
     algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
 ) -> None:
     """Write stored measurements as CSV, one column per parameter and feature."""
-    from predictor.export import export_csv
+    from data.export import export_csv
 
     rows = export_csv(open_store(load_settings()), out, algorithm=algorithm)
     console.print(f"wrote {rows} measurements to {out}")
@@ -181,7 +181,7 @@ def describe(
     plots: Annotated[Path | None, typer.Option(help="Save a scatter plot (PNG) of runtime against each feature here.")] = None,
 ) -> None:
     """Per algorithm and platform: runs, runtime range and each feature's rank correlation with runtime."""
-    from predictor.describe import describe_pairs, plot_features, summary_table
+    from data.describe import describe_pairs, plot_features, summary_table
 
     described = 0
     for summary, frame in describe_pairs(open_store(load_settings()), algorithm, platform):

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from data.export import export_csv
 from predictor.client import wait_until_ready
-from predictor.export import export_csv
 from predictor.settings import PROJECT_ROOT
 from predictor.store import MeasurementStore
 from tests.livesrv import eventually, free_port

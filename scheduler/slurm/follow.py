@@ -27,10 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from data.ingest import Reject
 from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.domain import Source
-from predictor.ingest import Reject
 from predictor.passes import every_interval
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory

@@ -34,10 +34,10 @@ from datetime import UTC
 from pathlib import Path
 from typing import Literal
 
+from data.ingest import IngestError, IngestReport, Reject, write_rejects
 from features.history import FEATURE_NAMES
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, ServedEstimate, Source
-from predictor.ingest import IngestError, IngestReport, Reject, write_rejects
 from predictor.jobfeatures import known_feature_names
 from predictor.records import RowError, validate_record
 from predictor.store import MeasurementStore

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from data.ingest import ingest_file
 from predictor.catalog import CatalogError, load_catalog
-from predictor.ingest import ingest_file
 from predictor.oracle import RuntimeOracle
 from predictor.settings import BUNDLED_DATA, Settings
 

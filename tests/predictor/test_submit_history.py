@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from data.swf_ingest import history_records
 from features.history import FEATURE_NAMES, history_features
 from features.swf import SwfJob, SwfLog, read_swf
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
 from predictor.submit_history import Submission, submit_features
-from predictor.swf_ingest import history_records
 from tests.traces import trace
 
 SAMPLE = 2_000

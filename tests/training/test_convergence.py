@@ -7,10 +7,10 @@ import warnings
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
+from data.ingest import ingest_file
 from models import make_model
 from models.zoo import applicable
 from predictor.catalog import load_catalog
-from predictor.ingest import ingest_file
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
 from training.dataset import TrainingSet, load_training_sets

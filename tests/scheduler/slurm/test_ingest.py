@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from data.ingest import IngestError
 from predictor.catalog import Catalog
 from predictor.domain import Source
-from predictor.ingest import IngestError
 from predictor.store import MeasurementStore
 from scheduler.slurm.accounting import SACCT_COLUMNS
 from scheduler.slurm.ingest import ingest_slurm

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from predictor.describe import describe_pairs, plot_features, spearman, summarize
+from data.describe import describe_pairs, plot_features, spearman, summarize
 from predictor.domain import Measurement
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore

@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from predictor import ingest
+from data import ingest
+from data.ingest import IngestError, IngestReport, Reject, ingest_file
 from predictor.catalog import Catalog
 from predictor.domain import CacheState, Source
-from predictor.ingest import IngestError, IngestReport, Reject, ingest_file
 from predictor.store import MeasurementStore
 
 

@@ -37,12 +37,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from data.ingest import IngestError, IngestReport, Reject, check_options, write_rejects
 from features import FeatureError
 from features.history import history_features
 from features.swf import UNKNOWN, SwfJob, SwfLog, read_swf
 from predictor.catalog import Catalog
 from predictor.domain import Source
-from predictor.ingest import IngestError, IngestReport, Reject, check_options, write_rejects
 from predictor.records import RowError, validate_record
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord

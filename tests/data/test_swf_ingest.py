@@ -11,14 +11,14 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
+from data.ingest import IngestError, IngestReport
+from data.swf_ingest import ingest_swf
 from features.history import history_features
 from features.swf import read_swf
 from predictor.catalog import Catalog, load_catalog
 from predictor.domain import Source
-from predictor.ingest import IngestError, IngestReport
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
-from predictor.swf_ingest import ingest_swf
 from tests.traces import trace
 
 CATALOG = """

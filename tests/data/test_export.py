@@ -1,8 +1,8 @@
 """Exported measurements ingest back as the very same runs."""
 
+from data.export import export_csv
+from data.ingest import ingest_file
 from predictor.domain import Measurement
-from predictor.export import export_csv
-from predictor.ingest import ingest_file
 from predictor.store import MeasurementStore
 
 
