@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from scheduler.oracles import Oracle, TableOracle, job_key, seconds
+from scheduler.run_times import Oracle, TableOracle, job_key, seconds
 from simulator.learning import LearningOracle
 from simulator.workload import Workload
 from simulator.workloads import ncbi

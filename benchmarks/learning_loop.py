@@ -58,7 +58,7 @@ from predictor.domain import Measurement, ServedEstimate
 from predictor.oracle import Job, RuntimeOracle, serve_model
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
-from scheduler.oracles import Oracle
+from scheduler.run_times import Oracle
 from scheduler.specs import make_policy
 from simulator.learning import LearningOracle
 from simulator.metrics import compute

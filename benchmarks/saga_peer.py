@@ -36,8 +36,8 @@ from saga.schedulers import (
 )
 from scheduler_scale import load_note
 
-from scheduler.oracles import Oracle
 from scheduler.policy import Context, Event
+from scheduler.run_times import Oracle
 from scheduler.specs import make_policy
 from simulator.bounds import makespan_lower_bound
 from simulator.estimates import truth

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.events import Scheduler
-from scheduler.oracles import Oracle, seconds
+from scheduler.events import EventLoop
 from scheduler.policy import Context, Event
+from scheduler.run_times import Oracle, seconds
 from scheduler.specs import make_policy
 from scheduler.state import INF, Machine
 from simulator.learning import LearningOracle, estimates_served
@@ -53,11 +53,11 @@ def load_note() -> str:
     return f"{os.cpu_count()} cores, load average {one:.1f} (1 min) / {five:.1f} (5 min)"
 
 
-def queue(jobs: int, machines: int, seed: int) -> tuple[Scheduler, Any]:
+def queue(jobs: int, machines: int, seed: int) -> tuple[EventLoop, Any]:
     """A scheduler over ``machines`` NCBI machines (round-robin over the six types) with ``jobs`` pending jobs."""
     w = ncbi.generate(hours=jobs * 1.2 * 1.14 / 3600, seed=seed, per_type=1, history_runs=1)
     truth = parse_estimates("oracle").oracle(w)
-    s = Scheduler(make_policy("edf"), truth)
+    s = EventLoop(make_policy("edf"), truth)
     types = list(ncbi.MACHINE_TYPES)
     for i in range(machines):
         platform = types[i % len(types)]
@@ -70,7 +70,7 @@ def queue(jobs: int, machines: int, seed: int) -> tuple[Scheduler, Any]:
     return s, truth
 
 
-def naive_plan(s: Scheduler, order: list[str]) -> dict[str, float]:
+def naive_plan(s: EventLoop, order: list[str]) -> dict[str, float]:
     """The same list schedule the plain way: each job, in order, against every machine; earliest completion wins."""
     machines = list(s.state.machines.values())
     free = [0.0] * len(machines)

@@ -1,7 +1,7 @@
 """The event loop of Brandstätter-Müller et al. 2011 (Figs 6-10): new jobs, a machine gained or lost, a job ended or
 failed change the state, the policy decides, the loop applies (the paper's letters for them: docs/scheduler.md).
 
-The same :class:`Scheduler` runs inside the service (wall-clock time, orders to the
+The same :class:`EventLoop` runs inside the service (wall-clock time, orders to the
 database) and inside the simulator (virtual time, orders to simulated machines).
 Each handler returns the orders the resource manager must carry out.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from scheduler import orders as o
-from scheduler.oracles import Oracle, seconds
 from scheduler.orders import Order, OrderKind
 from scheduler.policy import Context, Event, Policy
+from scheduler.run_times import Oracle, seconds
 from scheduler.state import INF, Job, JobStatus, Machine, Run, State
 
 Observer = Callable[[Job, Run, Machine, float], None]
@@ -25,7 +25,7 @@ class OrderError(ValueError):
     """A policy returned an order the state does not allow (a bug in the policy)."""
 
 
-class Scheduler:
+class EventLoop:
     """Owns the state; turns events into scheduling passes and applies the policy's orders.
 
     ``threshold``: an ended job triggers a full pass only when its wall time differs

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from scheduler.oracles import Oracle
 from scheduler.orders import Order
+from scheduler.run_times import Oracle
 from scheduler.state import State
 
 

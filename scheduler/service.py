@@ -40,12 +40,12 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, ServedEstimate, Source
 from predictor.store import MeasurementStore
-from scheduler.events import OrderError, Scheduler
-from scheduler.oracles import Oracle
+from scheduler.events import EventLoop, OrderError
 from scheduler.orders import Order, cancel_probe, probe
 from scheduler.policies.edf import EDFDeferral
 from scheduler.policy import Policy
 from scheduler.probing import HOUR, IdleProber, ProbeRecord, ProbeRun
+from scheduler.run_times import Oracle
 from scheduler.state import Job, JobStatus, Machine, Run, State
 from scheduler.store import Fence, SchedulerStore
 
@@ -121,7 +121,7 @@ class SchedulerService:
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
         self._inbox_error: str | None = None
-        self.scheduler = Scheduler(
+        self.scheduler = EventLoop(
             policy or EDFDeferral(), oracle, self.db.load(), threshold=threshold, on_observation=self._observe,
             on_notify=lambda job, text: log.warning("job %s: %s", job.id, text),
         )  # fmt: skip

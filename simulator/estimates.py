@@ -23,7 +23,7 @@ import pandas as pd
 
 from predictor.domain import Measurement
 from predictor.registry import Champion
-from scheduler.oracles import BlindOracle, NoisyOracle, Oracle, TableOracle, job_key
+from scheduler.run_times import BlindOracle, NoisyOracle, Oracle, TableOracle, job_key
 from scheduler.state import requested_seconds
 from simulator.last_two import LastTwoMeanOracle
 from simulator.workload import JobSpec, Workload

@@ -1,7 +1,7 @@
 """Tsafrir, Etsion & Feitelson (2007), online: a job's estimate is the mean run time of its user's last two jobs.
 
 Only jobs that had *terminated* (cleanly or not) in the simulation before the job's submission count: the
-oracle hears of each end from the event loop (``Scheduler(on_termination=...)``), so it never reads the log's
+oracle hears of each end from the event loop (``EventLoop(on_termination=...)``), so it never reads the log's
 own end times of replayed jobs. The estimate is capped by the job's request (``params['requested_time']``,
 the kill limit), and is the request itself while the user has fewer than two terminated jobs, as in pyss.
 A replay's history prefix is not simulated: a user's first replayed job seeds the user's last runs from its
@@ -14,7 +14,7 @@ from collections import deque
 from typing import Any
 
 from predictor.domain import Estimate
-from scheduler.oracles import TerminationOracle, job_key
+from scheduler.run_times import TerminationOracle, job_key
 from scheduler.state import Job, requested_seconds
 from simulator.workload import Workload
 

@@ -21,7 +21,7 @@ from predictor.intervals import scaled
 from predictor.oracle import Job as OracleJob
 from predictor.oracle import RuntimeOracle, ServedModel, serve_model
 from predictor.settings import Settings
-from scheduler.oracles import ObservingOracle, QuantileOracle, job_key
+from scheduler.run_times import ObservingOracle, QuantileOracle, job_key
 from scheduler.state import Job, Machine, Run
 from simulator.workload import Workload
 from training.dataset import load_training_sets

@@ -19,7 +19,7 @@ import numpy as np
 from features.history import FEATURE_NAMES
 from models.online import AsymmetricOnlineRegressor, Side
 from predictor.domain import Estimate
-from scheduler.oracles import QuantileOracle, TerminationOracle, job_key
+from scheduler.run_times import QuantileOracle, TerminationOracle, job_key
 from scheduler.state import Job, requested_seconds
 from simulator.workload import Workload
 

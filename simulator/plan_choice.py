@@ -19,7 +19,7 @@ from itertools import product
 from pathlib import Path
 from typing import Literal
 
-from scheduler.backfill import Correction
+from scheduler.planning_times import Correction
 from scheduler.specs import make_policy
 from simulator.metrics import Metrics
 from simulator.online import SC15, OnlineOptions, OnlineOracle, with_plan

@@ -6,8 +6,8 @@ Specs (``edf:objective=makespan``, ``noisy:0.5``, ``ncbi:hours=25``) become the 
 
 from __future__ import annotations
 
-from scheduler.oracles import Oracle
 from scheduler.policy import Policy
+from scheduler.run_times import Oracle
 from simulator.metrics import Metrics, compute
 from simulator.simulate import SimResult, simulate
 from simulator.workload import Workload

@@ -14,7 +14,7 @@ from typing import Literal
 
 from predictor.catalog import Catalog
 from predictor.settings import BUNDLED_DATA
-from scheduler.oracles import Oracle
+from scheduler.run_times import Oracle
 from scheduler.specs import SpecError, bind_options, existing_file, name_and_options
 from simulator.estimates import (
     Blind,

@@ -1,7 +1,7 @@
 """A trace-driven discrete-event simulator (after seed 000, section 2) around the service's own scheduler.
 
 The simulator plays the cluster and its resource manager: it delivers arrivals,
-machine outages and job ends to :class:`scheduler.events.Scheduler` and carries out
+machine outages and job ends to :class:`scheduler.events.EventLoop` and carries out
 the orders it returns, timing each run with the job's *true* run time while the
 scheduler only sees what its oracle tells it.
 
@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from scheduler.events import Scheduler
-from scheduler.oracles import ObservingOracle, Oracle, TerminationOracle, seconds
+from scheduler.events import EventLoop
 from scheduler.orders import Order, OrderKind
 from scheduler.policy import Policy
 from scheduler.probing import IdleProber, ProbeRecord
+from scheduler.run_times import ObservingOracle, Oracle, TerminationOracle, seconds
 from scheduler.state import JobStatus, Machine, requested_seconds
 from simulator.grid import GridRecord, Staging
 from simulator.retries import KILLS, RetryPolicy, kill
@@ -113,7 +113,7 @@ class Simulation:
         self._real_events = 0  # events of the workload still queued: probing stops with the workload
         # an oracle that learns (the ``service`` estimates) hears of every cleanly finished run, as the service's store does;
         # one that follows users' recent runs (``last_two_mean``) hears of every run that ends
-        self.scheduler = Scheduler(
+        self.scheduler = EventLoop(
             policy, oracle, threshold=threshold, on_observation=oracle.observe if isinstance(oracle, ObservingOracle) else None,
             on_termination=oracle.terminated if isinstance(oracle, TerminationOracle) else None,
         )  # fmt: skip
@@ -131,7 +131,7 @@ class Simulation:
         self.slots = {m.id: m.slots for m in workload.cluster.machines}
         self._seq = 0
         self._token = 0
-        self._wake: float | None = None  # the last wake-up pushed for the policy (see Scheduler.wake_at)
+        self._wake: float | None = None  # the last wake-up pushed for the policy (see EventLoop.wake_at)
         self.staging = Staging.attach(workload, self.scheduler.state)  # seed 003: runs fetch inputs first (sites only)
         self.predicted_start: dict[str, float] = {}
         self.enforce, self.retry = enforce or retry is not None, retry
@@ -392,13 +392,13 @@ def simulate(
     return Simulation(workload, policy, oracle, threshold, prober, enforce=enforce, retry=retry).run(estimates)
 
 
-def backlog(workload: Workload, policy: Policy, oracle: Oracle) -> Scheduler:
+def backlog(workload: Workload, policy: Policy, oracle: Oracle) -> EventLoop:
     """A scheduler with ``workload``'s machines online and every job pending at t=0 with its estimates.
 
     The starting point for timing one scheduling pass (benchmarks); nothing has been scheduled yet.
     A workload with sites gets its data servers, as the simulator gives them.
     """
-    scheduler = Scheduler(policy, oracle)
+    scheduler = EventLoop(policy, oracle)
     Staging.attach(workload, scheduler.state)
     for spec in workload.cluster.machines:
         scheduler.machine_gained(workload.cluster.machine(spec), 0.0)

@@ -1,7 +1,7 @@
 """Backfilling, as batch schedulers do it (Slurm's backfill plugin, Maui/Moab, PBS): EASY and conservative.
 
 Both keep the queue in arrival order and plan with the estimates the oracle gives, capped by each job's
-kill limit (its requested time; :mod:`scheduler.backfill`); a job that outlives its planning time has it
+kill limit (its requested time; :mod:`scheduler.planning_times`); a job that outlives its planning time has it
 raised (``correction``) before the next plan. Jobs are never killed early: the plan only decides starts.
 
 - :class:`EASY` (Lifka 1995; Mu'alem & Feitelson 2001): start jobs from the head while they fit; the first
@@ -20,12 +20,12 @@ from __future__ import annotations
 from typing import Literal
 
 from scheduler import orders as o
-from scheduler.backfill import CORRECTIONS, Correction, planned_end, planning_seconds
 from scheduler.nodes import Allocation, Needs, Room
-from scheduler.oracles import QuantileOracle
 from scheduler.orders import Order
+from scheduler.planning_times import CORRECTIONS, Correction, planned_end, planning_seconds
 from scheduler.policy import Context, Policy
 from scheduler.profiles import NodeProfile, PoolProfile, make_profile
+from scheduler.run_times import QuantileOracle
 from scheduler.state import INF, Job, Machine
 
 

@@ -13,7 +13,7 @@
 
 WQR and Storage Affinity use no runtime estimates (run them with ``--estimates none``);
 Storage Affinity reads only where data lives and how big it is (``State.sites``). The
-event loop cancels the losing copies when one finishes (``Scheduler.job_ended``); a
+event loop cancels the losing copies when one finishes (``EventLoop.job_ended``); a
 policy with ``replicates = True`` is asked again whenever a processor frees up.
 """
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from scheduler.events import Scheduler
-from scheduler.oracles import TableOracle, job_key
+from scheduler.events import EventLoop
+from scheduler.run_times import TableOracle, job_key
 from scheduler.specs import make_policy
 from scheduler.state import Job, Machine
 
@@ -20,9 +20,9 @@ def oracle(times: dict[str, dict[str, float | None]]) -> TableOracle:
 
 def scheduler(
     times: dict[str, dict[str, float | None]], machines: list[tuple[str, str]], policy: str = "edf", **kwargs
-) -> Scheduler:
+) -> EventLoop:
     """A scheduler over one-slot machines (id, platform), all online at time 0, power 100 W per platform letter."""
-    s = Scheduler(make_policy(policy), oracle(times), **kwargs)
+    s = EventLoop(make_policy(policy), oracle(times), **kwargs)
     for machine_id, platform in machines:
         s.machine_gained(Machine(machine_id, platform, power_watts=100.0), 0.0)
     return s

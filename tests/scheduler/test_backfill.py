@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from scheduler.backfill import planned_end
-from scheduler.oracles import TableOracle, job_key
+from scheduler.planning_times import planned_end
 from scheduler.profiles import PoolProfile
+from scheduler.run_times import TableOracle, job_key
 from scheduler.specs import make_policy
 from scheduler.state import INF, Job, Run
 from simulator.metrics import compute

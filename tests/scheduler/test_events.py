@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.events import OrderError, Scheduler
+from scheduler.events import EventLoop, OrderError
 from scheduler.orders import Order, OrderKind, cancel, defer, replicate, start
 from scheduler.policy import Context, Policy
 from scheduler.state import JobStatus, Machine
@@ -159,7 +159,7 @@ def test_replicas_first_to_end_wins_and_the_other_is_cancelled():
             pending = list(ctx.state.pending)
             return [start(pending[0], "M1"), replicate(pending[0], "M2")] if pending else []
 
-    s = Scheduler(Replicating(), oracle({"J": {"a": 5}}))
+    s = EventLoop(Replicating(), oracle({"J": {"a": 5}}))
     for m in ("M1", "M2"):
         s.machine_gained(Machine(m, "a"), 0)
     assert kinds(s.submit([job("J")], 0)) == [("start", "J", "M1"), ("replicate", "J", "M2")]
@@ -182,7 +182,7 @@ def test_impossible_orders_are_refused(orders, message):
         def schedule(self, ctx: Context) -> list[Order]:
             return orders if ctx.arrivals else []
 
-    s = Scheduler(Rogue(), oracle({"J": {"a": 5}, "K": {"a": 5}}))
+    s = EventLoop(Rogue(), oracle({"J": {"a": 5}, "K": {"a": 5}}))
     s.machine_gained(Machine("M1", "a"), 0)
     with pytest.raises(OrderError, match=message):
         s.submit([job("J"), job("K")], 0)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from predictor.oracle import RuntimeOracle
-from scheduler.oracles import NoisyOracle, TableOracle, job_key
+from scheduler.run_times import NoisyOracle, TableOracle, job_key
 from simulator.estimates import fit_champions, predicted
 from simulator.scenarios import parse_estimates
 from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
@@ -80,7 +80,7 @@ def test_fitted_model_errs_like_the_hidden_complexity():
 
 def test_an_extrapolating_estimate_is_planned_with_its_limit() -> None:
     from predictor.domain import Estimate
-    from scheduler.oracles import seconds
+    from scheduler.run_times import seconds
 
     inside = Estimate(platform="cpu", seconds=10.0, upper=12.0, limit=15.0)
     outside = Estimate(platform="gpu", seconds=10.0, upper=30.0, limit=40.0, extrapolating=True)

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from predictor.settings import Settings
-from scheduler.oracles import job_key
+from scheduler.run_times import job_key
 from scheduler.specs import make_policy
 from simulator.learning import LearningOptions, LearningOracle
 from simulator.metrics import compute
