@@ -43,8 +43,8 @@ def train(
 
     ``--target memory`` learns each run's peak resident memory instead (runs that measured it), with a champion of its own.
     """
+    from cli.progress import progress
     from predictor.catalog import load_catalog
-    from predictor.progress import progress
     from training.dataset import load_training_sets
     from training.guard import Verdict
     from training.pipeline import count_steps, decision_row

@@ -139,11 +139,11 @@ def sweep(
     workdir: Annotated[Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")] = None,
 ) -> None:
     """Run a parameter sweep of real programs through the profiler; each run is stored as it finishes."""
+    from cli.progress import progress
     from data.profile import MissingProgram
     from data.sweep import PlanError, load_plan, run_sweep
     from features import FeatureError
     from predictor.catalog import load_catalog
-    from predictor.progress import progress
 
     settings = load_settings()
     budget_s = parse_duration(budget, "--budget") if budget else None

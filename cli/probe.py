@@ -87,9 +87,9 @@ def run(
     workdir: WorkdirOption = None,
 ) -> None:
     """Run the best-ranked candidates for real through the profiler until BUDGET is spent; each is stored as it ends."""
+    from cli.progress import progress
     from data.probe import pairs_of, run_probes
     from data.sweep import PlanError
-    from predictor.progress import progress
 
     budget_s = parse_duration(budget, "--budget")
     cap_s = parse_duration(cap, "--cap") if cap else None

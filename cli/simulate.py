@@ -74,8 +74,8 @@ def compare(
     as_markdown: Annotated[bool, typer.Option("--markdown", help="Print the table as markdown.")] = False,
 ) -> None:
     """Every applicable policy x estimate source x seed on one workload: metrics with 95% t-intervals, CSVs and a plot."""
+    from cli.progress import progress
     from predictor.catalog import load_catalog
-    from predictor.progress import progress
     from scheduler import specs
     from simulator import compare as grid
     from simulator import scenarios

@@ -25,8 +25,8 @@ from data.probe import profile_probe_command
 from predictor.atomic import read_state, write_json_atomically
 from predictor.catalog import Catalog
 from predictor.passes import every_interval
-from predictor.processes import group_alive
 from scheduler.orders import OrderKind
+from scheduler.processes import group_alive
 from scheduler.store import SchedulerStore
 
 log = logging.getLogger(__name__)

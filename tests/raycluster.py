@@ -20,8 +20,8 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from predictor.processes import group_alive
 from predictor.settings import PROJECT_ROOT
+from scheduler.processes import group_alive
 from tests import tiers
 from tests.required import required
 

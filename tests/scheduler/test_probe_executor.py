@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from predictor.processes import group_alive
 from predictor.settings import PROJECT_ROOT, Settings
 from predictor.store import MeasurementStore
+from scheduler.processes import group_alive
 from serving import create_app
 from tests.livesrv import Killable, eventually, serve_app
 from tests.scheduler.probesite import orders, probe_of, sleep_site

@@ -7,7 +7,7 @@ import re
 
 from rich.console import Console
 
-from predictor.progress import PlainProgress, progress
+from cli.progress import PlainProgress, progress
 
 
 def test_plain_lines_come_at_the_first_step_every_interval_and_the_last():
