@@ -18,7 +18,7 @@ it; makespan recomputed) before its ratio is recorded. Planners:
 - the registered policies ``edf:objective=makespan`` (the project's best before) and
   ``edf:objective=makespan,rank=mean``: their first pass over the batch as a workload;
 - ``batch-search``: ``scheduler.policies.batch.plan`` with ``--budget`` seconds;
-- seed 004's GA as the paper has it (100 generations of 50 children), and the strong
+- Phan, Ranganathan & Sion 2005's GA as the paper has it (100 generations of 50 children), and the strong
   GA (seeded, polished; stopped after ``--budget`` seconds);
 - the MILP (HiGHS, ``--milp`` seconds) on sizes up to ``--milp-cells`` tasks x machines,
   started from batch-search's makespan: its optimum, where proven, shows how much of
@@ -77,7 +77,7 @@ def first_pass(spec: str, instance: Instance) -> np.ndarray:
 
 
 def problem_of(instance: Instance) -> Problem:
-    """The batch in seed 004's model: compute times only, no data objects."""
+    """The batch in Phan, Ranganathan & Sion 2005's model: compute times only, no data objects."""
     tasks, machines = instance.times.shape
     return Problem(
         compute=instance.times, requires=np.zeros((tasks, 0), dtype=bool), size=np.zeros(0), source=np.zeros(0, dtype=np.intp),

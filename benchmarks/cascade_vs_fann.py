@@ -1,7 +1,7 @@
 """CascadeNetRegressor against FANN's own Cascade2 on the same cross-validation folds: RAE and fit seconds.
 
 Datasets: a CSV (``--csv FILE --target COLUMN``, every other numeric column an input),
-else a generated one shaped like seed 001's (three input files, four parameters, 8%
+else a generated one shaped like Brandstätter-Müller et al. 2011's (three input files, four parameters, 8%
 noise), plus every (algorithm, platform) of the bundled real dataset when
 ``data/measurements/*.csv`` exists. Per fold, in turn on the same machine: FANN Cascade2
 (grown to ``--max-hidden``, it has no held-out rule), CascadeNetRegressor without a held-out
@@ -52,7 +52,7 @@ class Dataset:
 
 
 def seed001_like(rows: int, seed: int) -> Dataset:
-    """Runtimes of a string-processing job over three FASTA files and four parameters (seed 001, section 2.1)."""
+    """Runtimes of a string-processing job over three FASTA files and four parameters (Brandstätter-Müller et al. 2011, section 2.1)."""
     rng = np.random.default_rng(seed)
     files = np.array([(89_725, 500), (181_156, 1000), (564_117, 1500)], dtype=float)
     in_size, in_count = files[rng.integers(0, 3, rows)].T

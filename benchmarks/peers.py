@@ -1,4 +1,4 @@
-"""Peers on the same folds: Weka 3.6 and FANN's Cascade2 against the zoo, per algorithm and platform (seed 001, Table 2).
+"""Peers on the same folds: Weka 3.6 and FANN's Cascade2 against the zoo, per algorithm and platform (Brandstätter-Müller et al. 2011, Table 2).
 
 1. The bundled measurements (``data/measurements/*.csv``) are ingested into a fresh store under ``--home``
    and the zoo is trained by the pipeline (cross-validated, tracked in MLflow, champions promoted), which

@@ -20,12 +20,12 @@ Policies are those :func:`scheduler.policy.applicable_policies` lists for a work
 that provides nothing beyond jobs and machines, with their default options.
 
 Tables 3 and 4: the same for the policies that need more than jobs and machines, each on the
-kind of instance its paper uses. Seed 003's data-aware policies (sites) get a bag of N tasks
-(2 GB of input cut into N slices) on 4 sites, data servers empty; seed 002's RAND, MP and MPL
+kind of instance its paper uses. Santos-Neto et al. 2004's data-aware policies (sites) get a bag of N tasks
+(2 GB of input cut into N slices) on 4 sites, data servers empty; Walker 2001's RAND, MP and MPL
 (grid attributes) get one job of N tasks on Npacinet-2, the grid view built beforehand (once per
 grid, not per pass). Their makespan ratios come from simulating a 1,000-task bag (the bound
-ignores input transfers, which dominate seed 003's first execution, so it is loose there) and
-seed 002's 40-job workload (jobs arrive over time; the bound counts submit times).
+ignores input transfers, which dominate Santos-Neto et al. 2004's first execution, so it is loose there) and
+Walker 2001's 40-job workload (jobs arrive over time; the bound counts submit times).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def pass_costs(policies: list[str], jobs: int, machines: int, repeat: int, limit
 
 
 def grid_instance(needs: str, tasks: int, seed: int) -> Workload:
-    """``tasks`` tasks pending at 0 on the grid its policies need: seed 003's sites or seed 002's Npacinet-2."""
+    """``tasks`` tasks pending at 0 on the grid its policies need: Santos-Neto et al. 2004's sites or Walker 2001's Npacinet-2."""
     if needs == SITES:
         return bag_of_tasks.generate(seed=seed, granularity=2.0 * 1024 / tasks, total_gb=2.0, sites=4)
     return walker_grid.generate(seed=seed, jobs=1, net=2, min_tasks=tasks, max_tasks=tasks, x86_only=0.0)

@@ -20,7 +20,7 @@ seconds), served as the oracle serves it (training envelope, power law outside i
 at every point of every curve would take hours on this machine; these three fit in milliseconds
 and span the zoo's shapes. Writes ``benchmarks/results/probing_curves.json`` and ``.svg``.
 
-``ncbi``: the NCBI-like workload (seed 000) simulated with and without idle-time probes (EDF, noisy
+``ncbi``: the NCBI-like workload (Kontothanassis & Goddeau 2004) simulated with and without idle-time probes (EDF, noisy
 estimates); see :func:`ncbi_day`.
 """
 

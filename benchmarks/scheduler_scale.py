@@ -11,7 +11,7 @@ plain way (every job against every machine, O(jobs x machines)); the two must gi
 every job the same completion time. ``simulate``: a 25-hour NCBI-like trace (about
 80,000 jobs; target under 60 s) under EDF with true run times; peer: FCFS on the
 same trace. ``ncbi``: FCFS against EDF with deferral fed true, model, noisy and no
-estimates on seed 000's heterogeneous cluster (target: at least 15% lower mean
+estimates on Kontothanassis & Goddeau 2004's heterogeneous cluster (target: at least 15% lower mean
 completion than FCFS with model estimates). ``traces``: real logs replayed with the
 users' requested times, their last two run times (online), a frozen model's, the service's (learning
 online) and the true run times as estimates.

@@ -1,9 +1,9 @@
-"""Seed 000's result on its NCBI workload: mean completion time under FCFS, Affinity, Greedy-1/2/3 (and EDF).
+"""Kontothanassis & Goddeau 2004's result on its NCBI workload: mean completion time under FCFS, Affinity, Greedy-1/2/3 (and EDF).
 
     .venv/bin/python benchmarks/seed000_policies.py [--hours 4] [--seeds 0 1 2] [--per-type 19] [--homogeneous 320]
                                                     [--estimates oracle model:mean] [--processes 1]
 
-Each seed draws seed 000's NCBI-like trace (``simulator.workloads.ncbi.generate``: its
+Each seed draws Kontothanassis & Goddeau 2004's NCBI-like trace (``simulator.workloads.ncbi.generate``: its
 job mix and hourly Poisson arrivals from 1 pm) and replays it through the simulator on
 the paper's two clusters: heterogeneous (``--per-type`` machines of each of the six
 types of its Table 1) and homogeneous (``--homogeneous`` machines of type 6, the big-memory
@@ -16,7 +16,7 @@ the mean of 40 past runs per program and machine type, i.e. the paper's profile 
 (one time per job type x machine type). Every policy runs with the first source; later
 sources run only Affinity and Greedy-1/2 (the policies the paper fed its table). FCFS
 and Greedy-3 never read estimates ("any"). Affinity and Greedy-2 are given the
-workload's warm gains (seed 000's Figs 6-7: blastn 21% on type 6, blastp 12.5% on
+workload's warm gains (Kontothanassis & Goddeau 2004's Figs 6-7: blastn 21% on type 6, blastp 12.5% on
 type 2), as the paper's a-priori profiles; "greedy2 (learned warm)" learns them.
 
 Per cluster: mean completion (s) with a 95% t-interval over seeds, its split into
@@ -60,7 +60,7 @@ POLICIES: dict[str, Callable[[Workload], Policy]] = {
 }
 BLIND = {"fcfs", "greedy3"}  # policies whose decisions never read an estimate
 PROFILED = {"affinity", "greedy1", "greedy2"}  # the paper's policies fed a profile table: all that run under later sources
-PAPER = {  # seed 000, section 5, Fig 12 (full trace): change of mean completion time against FCFS, in %
+PAPER = {  # Kontothanassis & Goddeau 2004, section 5, Fig 12 (full trace): change of mean completion time against FCFS, in %
     "heterogeneous": {"affinity": 13.0, "greedy1": -10.5, "greedy2": -19.0, "greedy3": -19.0},
     "homogeneous": {"affinity": 9.8, "greedy1": 0.0, "greedy2": -4.6, "greedy3": -4.6},
 }
@@ -134,7 +134,7 @@ def markdown(cluster: str, description: str, lines: list[dict[str, Any]]) -> str
 
 
 def chart(summary: dict[str, list[dict[str, Any]]], estimates: str, path: Path) -> Path:
-    """Stacked bars of waiting and running per policy, one panel per cluster (after seed 000's Fig 12)."""
+    """Stacked bars of waiting and running per policy, one panel per cluster (after Kontothanassis & Goddeau 2004's Fig 12)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(5.5 * len(summary), 4.2))

@@ -1,4 +1,4 @@
-"""Seed 002 (Walker's thesis): RAND vs MP vs MPL on simulated Npacinet-1 and -2, and what each pass costs.
+"""Walker 2001: RAND vs MP vs MPL on simulated Npacinet-1 and -2, and what each pass costs.
 
     python benchmarks/seed002_walker.py                       # 5 seeds, both testbeds, ~1.5 min
     python benchmarks/seed002_walker.py --seeds 10 --jobs 60 --util 0.8

@@ -1,4 +1,4 @@
-"""Seed 003's comparison (Santos-Neto et al., Table 2): Storage Affinity vs XSufferage vs WQR on data-intensive bags.
+"""Santos-Neto et al. 2004's comparison (Table 2): Storage Affinity vs XSufferage vs WQR on data-intensive bags.
 
 Each scenario is one draw of the paper's setting (``simulator.workloads.bag_of_tasks``:
 grid heterogeneity, U(2, 12) sites, application type and heterogeneity; the

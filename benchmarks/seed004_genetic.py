@@ -1,4 +1,4 @@
-"""Seed 004 (Phan, Ranganathan & Sion): GA co-scheduling vs the four greedy baselines, in the paper's own model.
+"""Phan, Ranganathan & Sion 2005: GA co-scheduling vs the four greedy baselines, in the paper's own model.
 
     python benchmarks/seed004_genetic.py                      # the paper's 3 instances x 10 runs, 20 and 5 nodes, ~10 min
     python benchmarks/seed004_genetic.py --runs 3             # 3 runs each: ~9 min on 2 busy cores (the docs' table)

@@ -1,4 +1,4 @@
-"""Seed 002's grid system, application and performance models (Walker's thesis, ch 3.2-3.4 and 4.2-4.4).
+"""Walker 2001's grid system, application and performance models (ch 3.2-3.4 and 4.2-4.4).
 
 A machine's snapshot, as an information agent reports it (section 4.2), rides in
 ``Machine.attributes``: ``arch``, ``os``, ``speed`` (MHz), ``processors``, ``load`` (the

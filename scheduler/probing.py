@@ -1,4 +1,4 @@
-"""Idle-time probes: runs the cluster makes for its models when a machine would otherwise stay idle (seed 001, section 2).
+"""Idle-time probes: runs the cluster makes for its models when a machine would otherwise stay idle (Brandstätter-Müller et al. 2011, section 2).
 
 A probe is invisible to the scheduler: its state, its policies and the plan of real jobs never see
 one. The resource manager's side asks an :class:`IdleProber`, once the scheduler has had its say

@@ -1,4 +1,4 @@
-"""Seed 003's sites as the scheduler sees them (Santos-Neto et al., section 2): which machines form each site, the
+"""Santos-Neto et al. 2004's sites as the scheduler sees them (section 2): which machines form each site, the
 files each site's data server holds, and the home link's bandwidth.
 
 A workload that provides the capability :data:`SITES` carries a :class:`Grid`; the simulator
@@ -72,7 +72,7 @@ class DataStores:
             self.holders.setdefault(name, set()).add(site)
 
     def affinities(self, inputs: Files) -> dict[str, int]:
-        """Storage affinity of a task's input to every site where it is positive: bytes already there (seed 003, 3.3)."""
+        """Storage affinity of a task's input to every site where it is positive: bytes already there (Santos-Neto et al. 2004, 3.3)."""
         out: dict[str, int] = {}
         for name, size in inputs:
             for site in self.holders.get(name, ()):

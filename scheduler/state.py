@@ -99,7 +99,7 @@ class Job:
     platforms: tuple[str, ...] | None = field(default=None, metadata=ASKED)
     checkpoint: NameSet = field(default=frozenset(), metadata=ASKED)
     data: str | None = field(default=None, metadata=ASKED)
-    inputs: tuple[tuple[str, int], ...] = field(default=(), metadata=ASKED | KEPT_ELSEWHERE)  # seed 003: (name, bytes), see scheduler/sites.py
+    inputs: tuple[tuple[str, int], ...] = field(default=(), metadata=ASKED | KEPT_ELSEWHERE)  # Santos-Neto et al. 2004: (name, bytes), see scheduler/sites.py
     memory: int | None = field(default=None, metadata=ASKED)  # bytes it may use, as its user asked (None: not given)
     seq: int = 0
     estimates: dict[str, float | None] = field(default_factory=dict)
@@ -244,7 +244,7 @@ class State:
         self.dirty_jobs: set[str] = set()
         self.dirty_machines: set[str] = set()
         self._seq = 0
-        self.sites: DataStores | None = None  # seed 003: what each site's data server holds (scheduler/sites.py)
+        self.sites: DataStores | None = None  # Santos-Neto et al. 2004: what each site's data server holds (scheduler/sites.py)
 
     def add_job(self, job: Job) -> None:
         """Register a job (pending or restored in any status)."""

@@ -90,7 +90,7 @@ def completion_lower_bound(workload: Workload) -> float:
 def link_seconds(workload: Workload) -> float:
     """Seconds the home link needs to carry every input no data server holds yet (0 without sites).
 
-    Seed 003's tasks read their inputs at their site's data server; an input no server holds
+    Santos-Neto et al. 2004's tasks read their inputs at their site's data server; an input no server holds
     must cross the shared home link at least once, and the link carries one byte stream at a time.
     """
     if workload.grid is None:

@@ -1,4 +1,4 @@
-"""Seed 003's data model (Santos-Neto et al., section 2): sites with data servers, one shared link from home, input files.
+"""Santos-Neto et al. 2004's data model (section 2): sites with data servers, one shared link from home, input files.
 
 A grid is a set of sites; each has processors (machines of the cluster) and one data
 server. Every input file starts at the user's home machine; before a task runs on a
@@ -227,7 +227,7 @@ class Staging:
 
 @dataclass(frozen=True)
 class Waste:
-    """Seed 003's resource waste (Table 2): what killed replicas consumed over what finished runs consumed.
+    """Santos-Neto et al. 2004's resource waste (Table 2): what killed replicas consumed over what finished runs consumed.
 
     CPU: seconds of computation (a run fetching its inputs holds its processor but
     burns no cycles, so transfer time is not CPU time); bandwidth: bytes over the link.

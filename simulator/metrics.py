@@ -48,7 +48,7 @@ def compute(result: SimResult) -> Metrics:
 
     Completion = end - submit; running = the last run's length (end - its start);
     waiting = completion - running (queueing plus any work lost to cancellations).
-    Flowtime is the sum of completions (seed 001 after Pinedo). Utilisation is the busy
+    Flowtime is the sum of completions (Brandstätter-Müller et al. 2011 after Pinedo). Utilisation is the busy
     share of each machine's slots over its online time, from the first arrival to the last end;
     mean slowdown is bounded (completion over max(running, 10 s)), as usual for cluster logs.
     Energy is each machine's platform power over the time it ran something, scaled

@@ -33,9 +33,9 @@ from simulator.workloads import bag_of_tasks, clusters, dataset, ncbi, swf, walk
 from simulator.workloads.figures import FIGURES
 
 GENERATORS: dict[str, Callable[..., Workload]] = {
-    "ncbi": ncbi.generate,  # seed 000's NCBI-like trace
-    "walker": walker_grid.generate,  # seed 002's grid
-    "bot": bag_of_tasks.generate,  # seed 003's data-intensive bag of tasks
+    "ncbi": ncbi.generate,  # Kontothanassis & Goddeau 2004's NCBI-like trace
+    "walker": walker_grid.generate,  # Walker 2001's grid
+    "bot": bag_of_tasks.generate,  # Santos-Neto et al. 2004's data-intensive bag of tasks
 }
 ESTIMATES: dict[str, tuple[type[EstimateSource], str | None]] = {  # name -> (source, the option a bare value sets)
     "oracle": (Truth, None),

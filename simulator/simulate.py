@@ -1,4 +1,4 @@
-"""A trace-driven discrete-event simulator (after seed 000, section 2) around the service's own scheduler.
+"""A trace-driven discrete-event simulator (after Kontothanassis & Goddeau 2004, section 2) around the service's own scheduler.
 
 The simulator plays the cluster and its resource manager: it delivers arrivals,
 machine outages and job ends to :class:`scheduler.events.EventLoop` and carries out
@@ -29,7 +29,7 @@ from simulator.retries import KILLS, RetryPolicy, kill
 from simulator.workload import JobSpec, MachineEvent, Workload
 
 _END, _MACHINE, _ARRIVAL, _WAKE = 0, 1, 2, 3  # simultaneous events: ends free machines before arrivals look; wake-ups last
-_STAGED = 4  # seed 003: an input transfer over the home link may have ended (simulator/grid.py)
+_STAGED = 4  # Santos-Neto et al. 2004: an input transfer over the home link may have ended (simulator/grid.py)
 _PROBE_END = 5  # an idle-time probe's end (scheduler/probing.py); probes never reach the scheduler
 ENDED = ("done", "failed", *KILLS)  # the outcomes that end a job's run by itself (not the scheduler's order)
 
@@ -85,7 +85,7 @@ class SimResult:
     passes: int
     wall_seconds: float
     orders: dict[str, int] = field(default_factory=dict)
-    grid: GridRecord | None = None  # seed 003: each run's transfer and the data servers' final contents
+    grid: GridRecord | None = None  # Santos-Neto et al. 2004: each run's transfer and the data servers' final contents
     probes: list[ProbeRecord] = field(default_factory=list)  # idle-time probes, when a prober was given
     overcommits: int = 0  # starts that put a node's true memory above its size (see the module docstring)
 
@@ -132,7 +132,7 @@ class Simulation:
         self._seq = 0
         self._token = 0
         self._wake: float | None = None  # the last wake-up pushed for the policy (see EventLoop.wake_at)
-        self.staging = Staging.attach(workload, self.scheduler.state)  # seed 003: runs fetch inputs first (sites only)
+        self.staging = Staging.attach(workload, self.scheduler.state)  # Santos-Neto et al. 2004: runs fetch inputs first (sites only)
         self.predicted_start: dict[str, float] = {}
         self.enforce, self.retry = enforce or retry is not None, retry
         self.retried: list[JobSpec] = []  # the retries' submissions, in order
@@ -323,7 +323,7 @@ class Simulation:
         self._close(job_id, machine_id, now, outcome)
 
     def _staged(self, now: float) -> None:
-        """Seed 003: runs whose inputs reached their site now compute; their ends (or failures) are pushed."""
+        """Santos-Neto et al. 2004: runs whose inputs reached their site now compute; their ends (or failures) are pushed."""
         assert self.staging is not None
         for job_id, machine_id, staged, compute in self.staging.arrived(now):
             spec, token = self.specs[job_id], self.active[(job_id, machine_id)].token
@@ -344,7 +344,7 @@ class Simulation:
         self.segments.append(
             Segment(job_id, machine_id, self.platform_of[machine_id], attempt.start, now, outcome, share, spec.algorithm, attempt.nodes)
         )
-        if self.staging is not None:  # seed 003: log its transfer, abort it if unfinished
+        if self.staging is not None:  # Santos-Neto et al. 2004: log its transfer, abort it if unfinished
             self.staging.stop(job_id, machine_id, now, outcome)
             self._push_staged()
 

@@ -90,7 +90,7 @@ class JobSpec:
     data: str | None = None
     fails: bool = False
     fail_at: float = 1.0
-    inputs: tuple[tuple[str, int], ...] = ()  # seed 003: input files (name, bytes) its site must hold (simulator/grid.py)
+    inputs: tuple[tuple[str, int], ...] = ()  # Santos-Neto et al. 2004: input files (name, bytes) its site must hold (simulator/grid.py)
     memory: int | None = None
     true_memory: int | None = None
 
@@ -123,7 +123,7 @@ class Workload:
     warm_gain: dict[tuple[str, str], float] = field(default_factory=dict)
     notes: str = ""
     provides: frozenset[str] = frozenset()  # capabilities beyond jobs and machines that some policies need
-    grid: Grid | None = None  # seed 003: sites, their data servers and the home link (capability "sites", simulator/grid.py)
+    grid: Grid | None = None  # Santos-Neto et al. 2004: sites, their data servers and the home link (capability "sites", simulator/grid.py)
 
 
 @dataclass(frozen=True)

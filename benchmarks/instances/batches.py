@@ -2,7 +2,7 @@
 
 - ``related``: each machine one speed (0.5x to 4x of a reference, log-uniform), each task
   one amount of work (log-normal): ``times[j, i] = work[j] / speed[i]`` (Q||Cmax).
-- ``unrelated``: as on seed 001's meta-heterogeneous cluster, a quarter of the machines
+- ``unrelated``: as on Brandstätter-Müller et al. 2011's meta-heterogeneous cluster, a quarter of the machines
   (at least one) are accelerators. Each task belongs to one of ``programs`` programs; a
   program runs on an accelerator ``0.5x to 20x`` as fast as on a reference CPU
   (log-uniform per program), perturbed per task (log-normal, sigma 0.2) and scaled by the

@@ -1,4 +1,4 @@
-"""Seed 004's synthetic experiments (section 5.1, Table 2): a CMS-like batch of jobs over Zipf-popular objects.
+"""Phan, Ranganathan & Sion 2005's synthetic experiments (section 5.1, Table 2): a CMS-like batch of jobs over Zipf-popular objects.
 
 Table 2: 50 objects of 50-1500 MB (uniform), 20 remote stores, remote -> local store
 bandwidth 700-1300 kbps, local store -> node 7000-13000 kbps, objects chosen by a Zipf

@@ -1,4 +1,4 @@
-"""Seed 004 (Phan, Ranganathan & Sion): GA co-scheduling of job order, job -> node and object -> store.
+"""Phan, Ranganathan & Sion 2005: GA co-scheduling of job order, job -> node and object -> store.
 
 ``model`` holds Table 1's lookup tables and Fig 6's evaluation (vectorised over a
 population), ``ga`` the operators and the loop of Fig 2, ``baselines`` the greedy FIFO

@@ -1,4 +1,4 @@
-"""Seed 004's greedy FIFO baselines (section 5.2): jobs-LL / jobs-rand crossed with rep-none / rep-rand.
+"""Phan, Ranganathan & Sion 2005's greedy FIFO baselines (section 5.2): jobs-LL / jobs-rand crossed with rep-none / rep-rand.
 
 Jobs leave the queue in FIFO order; jobs-LL sends each to the node free soonest (NACT
 as the evaluation function tracks it, transfers included), jobs-rand to a random node

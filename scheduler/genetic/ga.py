@@ -1,4 +1,4 @@
-"""Seed 004's genetic algorithm (section 4, Fig 2): operators on whole populations, selection with elitism.
+"""Phan, Ranganathan & Sion 2005's genetic algorithm (section 4, Fig 2): operators on whole populations, selection with elitism.
 
 Every operator works on all children at once (rows of NumPy arrays), so a generation
 is a few array operations plus one call of the vectorised evaluation. Randomness comes

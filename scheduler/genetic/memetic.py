@@ -1,4 +1,4 @@
-"""Seed 004's GA made strong: its first population holds the list heuristics' schedules, and local search polishes its best.
+"""Phan, Ranganathan & Sion 2005's GA made strong: its first population holds the list heuristics' schedules, and local search polishes its best.
 
 The paper's GA starts from random schedules, so on a batch of independent jobs it
 rarely catches up with a good list heuristic (``benchmarks/batch_planning.py``). Here

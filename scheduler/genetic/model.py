@@ -1,4 +1,4 @@
-"""Seed 004's model (Phan, Ranganathan & Sion, section 3, Table 1) and its evaluation function (Fig 6), vectorised.
+"""Phan, Ranganathan & Sion 2005's model (section 3, Table 1) and its evaluation function (Fig 6), vectorised.
 
 A snapshot window of J jobs runs on C compute nodes. Job j needs the data objects
 REQUIRES(j, .); object o lives at a remote store ``source[o]`` behind a slow wide-area
@@ -149,7 +149,7 @@ class Problem:
 
 
 class Chromosomes(NamedTuple):
-    """A population of schedules (seed 004, section 4.3): P rows of each string."""
+    """A population of schedules (Phan, Ranganathan & Sion 2005, section 4.3): P rows of each string."""
 
     order: np.ndarray  # (P x J) permutation of jobs: the queue order
     nodes: np.ndarray  # (P x J) node of job j (indexed by job, not by queue position)

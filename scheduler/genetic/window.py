@@ -1,4 +1,4 @@
-"""A scheduling pass as seed 004's snapshot window (section 4.1): state -> :class:`Problem`, schedule -> orders.
+"""A scheduling pass as Phan, Ranganathan & Sion 2005's snapshot window (section 4.1): state -> :class:`Problem`, schedule -> orders.
 
 The window is the first ``size`` ready pending jobs of the queue. Its nodes are
 *lanes*: one per slot of every online machine, NACT = now for a free slot and the

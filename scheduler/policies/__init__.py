@@ -49,10 +49,10 @@ class Registered:
 
 POLICIES: dict[str, Registered] = {
     "fcfs": Registered(FCFS),
-    "edf": Registered(EDFDeferral),  # seed 001
+    "edf": Registered(EDFDeferral),  # Brandstätter-Müller et al. 2011
     "easy": Registered(EASY),  # backfilling, as batch schedulers do (issue 19)
     "conservative": Registered(Conservative),
-    "affinity": Registered(Affinity),  # seed 000
+    "affinity": Registered(Affinity),  # Kontothanassis & Goddeau 2004
     "greedy1": Registered(greedy1),
     "greedy2": Registered(greedy2),
     "greedy3": Registered(greedy3),
@@ -63,16 +63,16 @@ POLICIES: dict[str, Registered] = {
     "heft": Registered(HEFT),  # HEFT's order for independent jobs (rank=mean|median)
     "kpb": Registered(KPercentBest),
     "batch-search": Registered(BatchSearch),  # the best list heuristic + local search (+ a MILP for small windows)
-    "ga": Registered(GeneticCoScheduling),  # seed 004, the paper's GA
+    "ga": Registered(GeneticCoScheduling),  # Phan, Ranganathan & Sion 2005, the paper's GA
     "ga-strong": Registered(partial(GeneticCoScheduling, strong=True, window=1000)),  # seeded with batch-search, local search
     "jobs-ll-rep-none": Registered(partial(GreedyCoScheduling, "ll", "none")),
     "jobs-ll-rep-rand": Registered(partial(GreedyCoScheduling, "ll", "rand")),
     "jobs-rand-rep-none": Registered(partial(GreedyCoScheduling, "rand", "none")),
     "jobs-rand-rep-rand": Registered(partial(GreedyCoScheduling, "rand", "rand")),
-    "rand": Registered(Rand, frozenset({GRID_ATTRIBUTES})),  # seed 002
+    "rand": Registered(Rand, frozenset({GRID_ATTRIBUTES})),  # Walker 2001
     "mp": Registered(MaxPerformance, frozenset({GRID_ATTRIBUTES})),
     "mpl": Registered(MaxPerformanceLatency, frozenset({GRID_ATTRIBUTES})),
-    "wqr": Registered(WorkqueueReplication, frozenset({SITES})),  # seed 003
+    "wqr": Registered(WorkqueueReplication, frozenset({SITES})),  # Santos-Neto et al. 2004
     "storage-affinity": Registered(StorageAffinity, frozenset({SITES})),
     "xsufferage": Registered(XSufferage, frozenset({SITES})),
 }

@@ -1,4 +1,4 @@
-"""The Affinity scheduler of seed 000 (section 4, Fig 11): a job waits for a machine whose cache holds its data, within a penalty."""
+"""The Affinity scheduler of Kontothanassis & Goddeau 2004 (section 4, Fig 11): a job waits for a machine whose cache holds its data, within a penalty."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from scheduler.state import INF, Job, Machine
 
 
 class Affinity(Policy):
-    """Seed 000, section 4, Fig 11.
+    """Kontothanassis & Goddeau 2004, section 4, Fig 11.
 
     Each pass, jobs in queue order first take a free machine whose cache holds their
     data set (the one idle longest), whatever its speed. Then each job left takes the

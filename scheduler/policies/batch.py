@@ -8,7 +8,7 @@ iterated local search for the rest, and, for a small batch, hands the result to 
 MILP of ``scheduler/batch/exact.py`` as an upper bound under its own time limit.
 
 ``batch-search`` is the policy: each pass plans the first ``window`` ready pending
-one-slot jobs on every free or busy slot (seed 004's window, ``scheduler/genetic/window.py``),
+one-slot jobs on every free or busy slot (Phan, Ranganathan & Sion 2005's window, ``scheduler/genetic/window.py``),
 each slot's jobs shortest first; the first job of a free slot STARTs, the rest are
 DEFERred to their machine.
 """

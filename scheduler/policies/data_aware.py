@@ -1,4 +1,4 @@
-"""Seed 003's schedulers for bags of data-intensive tasks on a grid of sites (Santos-Neto et al., section 3).
+"""Santos-Neto et al. 2004's schedulers for bags of data-intensive tasks on a grid of sites (section 3).
 
 - ``wqr``: Workqueue with Replication (3.1): tasks to idle processors at random, no
   information at all; once none waits, running tasks are replicated onto the idle
@@ -100,7 +100,7 @@ def _check_copies(copies: int, least: int) -> int:
 
 
 class WorkqueueReplication(Policy):
-    """Workqueue with Replication (seed 003, section 3.1, after Paranhos et al. 2003): knowledge-free, data-unaware.
+    """Workqueue with Replication (Santos-Neto et al. 2004, section 3.1, after Paranhos et al. 2003): knowledge-free, data-unaware.
 
     Each pass hands the waiting tasks, in queue order, to the idle processors taken in
     a random order (``seed``); when no task waits, each idle processor gets a replica of
@@ -138,7 +138,7 @@ class WorkqueueReplication(Policy):
 
 
 class StorageAffinity(Policy):
-    """Storage Affinity (seed 003, section 3.3, Algorithm 1): data reuse first, then replication; no runtime estimates.
+    """Storage Affinity (Santos-Neto et al. 2004, section 3.3, Algorithm 1): data reuse first, then replication; no runtime estimates.
 
     Phase 1: among the waiting tasks and the sites with idle processors, the pair
     with the largest storage affinity (bytes of the task's input already at the site)
@@ -238,7 +238,7 @@ class StorageAffinity(Policy):
 
 
 class XSufferage(Policy):
-    """XSufferage (seed 003, section 3.2; Casanova et al. 2000): sufferage at site level, transfers included.
+    """XSufferage (Santos-Neto et al. 2004, section 3.2; Casanova et al. 2000): sufferage at site level, transfers included.
 
     Each pass maps the waiting tasks in rounds: a task's completion on a processor is
     when the processor frees + transfer of the input bytes its site lacks + its run

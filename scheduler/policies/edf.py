@@ -1,4 +1,4 @@
-"""EDF with heterogeneous deferral: the default policy (seed 001, section 3, Figs 11-14)."""
+"""EDF with heterogeneous deferral: the default policy (Brandstätter-Müller et al. 2011, section 3, Figs 11-14)."""
 
 from __future__ import annotations
 

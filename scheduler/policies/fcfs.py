@@ -1,4 +1,4 @@
-"""First come, first served: the strawman of seed 000 (section 5) and the left of seed 001's Figs 11 and 13."""
+"""First come, first served: the strawman of Kontothanassis & Goddeau 2004 (section 5) and the left of Brandstätter-Müller et al. 2011's Figs 11 and 13."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 004 (Phan, Ranganathan & Sion): the genetic co-scheduler and its greedy baselines as scheduler policies.
+"""Phan, Ranganathan & Sion 2005: the genetic co-scheduler and its greedy baselines as scheduler policies.
 
 - ``ga``: sections 4.1-4.5 (Figs 2 and 6): each pass evolves a schedule for the
   snapshot window of pending jobs (queue order x job -> machine slot) and follows it.
@@ -32,7 +32,7 @@ SEED_ALL_UP_TO = 5000  # jobs x nodes up to which every list heuristic seeds the
 
 
 def evolve_strong(problem: Problem, settings: Settings, rng: np.random.Generator, polish: float = 0.02, search: float = 0.0) -> Evolution:
-    """The strong GA: seed 004's, seeded with batch-search's plan and the list heuristics' schedules, polished ``polish`` seconds a generation.
+    """The strong GA: Phan, Ranganathan & Sion 2005's, seeded with batch-search's plan and the list heuristics' schedules, polished ``polish`` seconds a generation.
 
     Batch-search's plan (:func:`scheduler.policies.batch.plan`, ``search`` seconds) is in the first
     population, so with elitism the result is never worse than it. Every heuristic of ``HEURISTICS``
@@ -46,7 +46,7 @@ def evolve_strong(problem: Problem, settings: Settings, rng: np.random.Generator
 
 
 class GeneticCoScheduling(Policy):
-    """Seed 004, sections 4.1-4.5, Figs 2 and 6: a GA over {queue order, job -> slot} for the window each pass.
+    """Phan, Ranganathan & Sion 2005, sections 4.1-4.5, Figs 2 and 6: a GA over {queue order, job -> slot} for the window each pass.
 
     The paper's defaults: 10 parents, 50 children per generation, 100 generations, no
     mutation (``mutation`` > 0 turns on reversal mutation with that probability per
@@ -82,7 +82,7 @@ class GeneticCoScheduling(Policy):
 
 
 class GreedyCoScheduling(Policy):
-    """Seed 004, section 5.2: FIFO over the window to the slot free soonest (``ll``) or a random one (``rand``)."""
+    """Phan, Ranganathan & Sion 2005, section 5.2: FIFO over the window to the slot free soonest (``ll``) or a random one (``rand``)."""
 
     def __init__(self, jobs: str, rep: str, window: int = 100, seed: int = 0) -> None:
         self.jobs, self.rep = jobs, rep

@@ -1,4 +1,4 @@
-"""Greedy-1, Greedy-2 and Greedy-3 of seed 000 (section 4, Fig 10): each free machine to the job that would lose most without it."""
+"""Greedy-1, Greedy-2 and Greedy-3 of Kontothanassis & Goddeau 2004 (section 4, Fig 10): each free machine to the job that would lose most without it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ Group = tuple[str, str | None]  # (platform, data set read last): free machines 
 
 
 class Greedy(Policy):
-    """Seed 000, section 4, Fig 10 (the benefit heuristic of its ref. [4]).
+    """Kontothanassis & Goddeau 2004, section 4, Fig 10 (the benefit heuristic of its ref. [4]).
 
     Each pass, while ready jobs and free machines remain: each job's cost on each free
     machine comes from the profile table; its benefit is its second-best cost minus
@@ -119,12 +119,12 @@ class _Room:
 
 
 def greedy1(unknown: float = 0.0) -> Greedy:
-    """Greedy-1 (seed 000, section 4, Fig 10): costs are the oracle's estimates per platform."""
+    """Greedy-1 (Kontothanassis & Goddeau 2004, section 4, Fig 10): costs are the oracle's estimates per platform."""
     return Greedy("greedy1", "estimate", unknown=unknown)
 
 
 def greedy2(warm_gain: WarmGain | None = None, unknown: float = 0.0) -> Greedy:
-    """Greedy-2 (seed 000, section 4): Greedy-1 whose table also knows the data set the machine read last.
+    """Greedy-2 (Kontothanassis & Goddeau 2004, section 4): Greedy-1 whose table also knows the data set the machine read last.
 
     ``warm_gain`` (``warm_gain=ALG@PLATFORM:GAIN;...`` in a spec, see :mod:`scheduler.specs`) gives the warm factors; without it they are learned.
     """
@@ -132,5 +132,5 @@ def greedy2(warm_gain: WarmGain | None = None, unknown: float = 0.0) -> Greedy:
 
 
 def greedy3(unknown: float = 0.0) -> Greedy:
-    """Greedy-3 (seed 000, section 4): Greedy-2 learning its whole table online, unknown combinations costing ``unknown``."""
+    """Greedy-3 (Kontothanassis & Goddeau 2004, section 4): Greedy-2 learning its whole table online, unknown combinations costing ``unknown``."""
     return Greedy("greedy3", "learned", unknown=unknown)

@@ -1,4 +1,4 @@
-"""Seed 000's profile table (sections 2 and 4): what a job type costs on a machine type, and how it is learned.
+"""Kontothanassis & Goddeau 2004's profile table (sections 2 and 4): what a job type costs on a machine type, and how it is learned.
 
 Shared by the Affinity policy and Greedy-1/2/3. A run is keyed by (algorithm,
 platform, warm): the paper keys its table by job type, machine type and, for
@@ -54,7 +54,7 @@ class _Start:
 
 
 class ProfileTable:
-    """The profile table and the runs it learns from (seed 000, sections 2 and 4).
+    """The profile table and the runs it learns from (Kontothanassis & Goddeau 2004, sections 2 and 4).
 
     Two things are learned from each finished run, per (algorithm, platform, warm
     cache or not): the mean wall seconds, Greedy-3's table; and the mean of wall over

@@ -1,4 +1,4 @@
-"""Seed 002 (Walker's thesis, 2001): RAND, MP and MPL, static placement of data-parallel grid jobs' tasks.
+"""Walker 2001 (MSc thesis): RAND, MP and MPL, static placement of data-parallel grid jobs' tasks.
 
 All three follow the greedy heuristic of section 3.6: take the tasks one by one, keep
 only the machines whose architecture and operating system the task's binaries support

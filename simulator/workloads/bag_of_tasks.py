@@ -1,4 +1,4 @@
-"""Seed 003's bags of data-intensive tasks on a grid of sites (Santos-Neto et al., sections 4.1-4.3).
+"""Santos-Neto et al. 2004's bags of data-intensive tasks on a grid of sites (sections 4.1-4.3).
 
 The grid: processors of relative speed drawn from Table 1's distribution for its
 heterogeneity (1x U(10, 10), 2x U(6.7, 13.4), 4x U(4, 16), 8x U(2.2, 17.6)) are

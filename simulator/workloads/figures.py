@@ -1,4 +1,4 @@
-"""The small scenarios of seed 001's Figs 11-14, in time units of one second.
+"""The small scenarios of Brandstätter-Müller et al. 2011's Figs 11-14, in time units of one second.
 
 The seed draws these schedules without numbers for Figs 12-14; the run times here
 are the smallest that reproduce what its text says each figure shows.

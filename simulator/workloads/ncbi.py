@@ -1,6 +1,6 @@
-"""An NCBI-like BLAST workload after seed 000: its job mix, arrival process and machine types.
+"""An NCBI-like BLAST workload after Kontothanassis & Goddeau 2004: its job mix, arrival process and machine types.
 
-Seed 000 gives the mix (Table 2), the six machine types (Table 1), Poisson arrivals
+Kontothanassis & Goddeau 2004 gives the mix (Table 2), the six machine types (Table 1), Poisson arrivals
 with a mean gap of 1.14 s whose rate varies by the hour over a 25-hour trace from
 1 pm, and the shape of each program's cost: blastn and blastp scan a database and are
 I/O-heavy (I/O 19-74% and 3-45% of their time by machine), blastx is CPU-heavier
@@ -30,7 +30,7 @@ from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Work
 
 @dataclass(frozen=True)
 class MachineType:
-    """A row of seed 000's Table 1, plus an assumed power draw."""
+    """A row of Kontothanassis & Goddeau 2004's Table 1, plus an assumed power draw."""
 
     ghz: float
     memory_gb: float
@@ -66,10 +66,10 @@ PROGRAMS = {
     "tblastn": Program(0.014, "nt", 400.0, 1200.0),
     "tblastx": Program(0.028, "nt", 900.0, 1200.0),
 }
-DATABASE_GB = {"nt": 15.0, "nr": 2.3}  # data plus indices (seed 000, section 3.1)
-# Seed 000, section 3.2: a warm cache cuts blastn by 21% on type 6 and blastp by 12.5% on type 2.
+DATABASE_GB = {"nt": 15.0, "nr": 2.3}  # data plus indices (Kontothanassis & Goddeau 2004, section 3.1)
+# Kontothanassis & Goddeau 2004, section 3.2: a warm cache cuts blastn by 21% on type 6 and blastp by 12.5% on type 2.
 WARM_GAIN = {("blastn", "type6"): 0.21, ("blastp", "type2"): 0.125}
-# Relative arrival rate by clock hour: busy working day, quiet small hours (the shape of seed 000's Fig 9).
+# Relative arrival rate by clock hour: busy working day, quiet small hours (the shape of Kontothanassis & Goddeau 2004's Fig 9).
 HOURLY_RATE = (0.75, 0.65, 0.55, 0.5, 0.5, 0.55, 0.65, 0.8, 0.95, 1.1, 1.25, 1.3,
                1.3, 1.3, 1.35, 1.35, 1.3, 1.2, 1.1, 1.0, 0.95, 0.9, 0.85, 0.8)  # fmt: skip
 MEAN_GAP = 1.14
@@ -94,7 +94,7 @@ def true_seconds(program: str, platform: str, length: np.ndarray, complexity: np
 
 
 def cluster(per_type: int = 20, types: tuple[str, ...] = tuple(MACHINE_TYPES)) -> Cluster:
-    """``per_type`` machines of each type: seed 000's heterogeneous cluster (or ``types=("type6",)``, its homogeneous one)."""
+    """``per_type`` machines of each type: Kontothanassis & Goddeau 2004's heterogeneous cluster (or ``types=("type6",)``, its homogeneous one)."""
     platforms = {t: PlatformSpec(t, MACHINE_TYPES[t].power_watts) for t in types}
     machines = [MachineSpec(f"{t}-{i:02d}", t) for t in types for i in range(per_type)]
     return Cluster(platforms, machines)

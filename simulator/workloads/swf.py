@@ -1,4 +1,5 @@
-"""Replay of a real cluster log in the Standard Workload Format (the logs in ``../shared/data/traces``).
+"""Replay of a real cluster log in the Standard Workload Format (the path is an argument; the tests find the real
+logs through ``tests/traces.py``).
 
 Real arrivals, real run times as the truth, and the time each user requested as the
 estimate users give. The cluster comes from the Alea machine file beside the log

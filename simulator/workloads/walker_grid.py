@@ -1,4 +1,4 @@
-"""Seed 002's testbeds and test suite as a simulated grid (Walker's thesis, sections 5.1-5.2).
+"""Walker 2001's testbeds and test suite as a simulated grid (sections 5.1-5.2).
 
 Npacinet-1 (section 5.2): about 95 Linux/x86 nodes over four network levels: four dual
 533 MHz Pentium nodes at Minnesota (Giganet) and a 90-node subset of Centurion at

@@ -1,4 +1,4 @@
-"""Seed 003 on small hand-checked grids: transfers over the shared link, Storage Affinity, WQR, XSufferage, waste."""
+"""Santos-Neto et al. 2004 on small hand-checked grids: transfers over the shared link, Storage Affinity, WQR, XSufferage, waste."""
 
 from __future__ import annotations
 

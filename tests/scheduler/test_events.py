@@ -1,4 +1,5 @@
-"""The event paths of seed 001's Figs 6-10 on the scheduler itself: N, G, L, E, T, dependencies, streaming pairs."""
+"""The event paths of Brandstätter-Müller et al. 2011's Figs 6-10 on the event loop itself: new jobs, machines
+gained and lost, jobs ended and failed, dependencies, streaming pairs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 004 (Phan, Ranganathan & Sion): the evaluation function by hand, the GA's operators, the policies in the simulator."""
+"""Phan, Ranganathan & Sion 2005: the evaluation function by hand, the GA's operators, the policies in the simulator."""
 
 from __future__ import annotations
 

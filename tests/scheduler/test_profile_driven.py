@@ -1,4 +1,4 @@
-"""Seed 000's profile-driven policies on hand-checked instances through the simulator: Affinity, Greedy-1/2/3."""
+"""Kontothanassis & Goddeau 2004's profile-driven policies on hand-checked instances through the simulator: Affinity, Greedy-1/2/3."""
 
 from __future__ import annotations
 

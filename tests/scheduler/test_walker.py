@@ -1,4 +1,4 @@
-"""Seed 002 (Walker's thesis): grid model, RAND/MP/MPL placements by hand, and the Npacinet workload."""
+"""Walker 2001: grid model, RAND/MP/MPL placements by hand, and the Npacinet workload."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 001's Figs 11-14 replayed through the simulator: the exact schedules its text describes."""
+"""Brandstätter-Müller et al. 2011's Figs 11-14 replayed through the simulator: the exact schedules its text describes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workloads: the NCBI-like generator against seed 000's numbers, the bundled dataset, the real cluster logs."""
+"""Workloads: the NCBI-like generator against Kontothanassis & Goddeau 2004's numbers, the bundled dataset, the real cluster logs."""
 
 from __future__ import annotations
 
