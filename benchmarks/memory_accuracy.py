@@ -1,12 +1,12 @@
 """Accuracy of the peak-memory target on the bundled runs (issue 31): 10-fold CV per (algorithm, platform).
 
-    python benchmarks/memory_accuracy.py data/measurements/realtools-memory.csv --json benchmarks/results/memory_accuracy.json
+    python benchmarks/memory_accuracy.py data/measurements/realtools.csv --json benchmarks/results/memory_accuracy.json
 
 Per pair of the runs that measured their peak memory (``max_rss_kb``), with the pipeline's own fold plan (10 folds,
 repeats of a job kept in one fold) and metric (:func:`training.crossval.cross_validate`):
 
 - **RAE** (%, against each fold's training mean), **within 25 %** and **over the limit** (the share of runs above
-  the limit served at the settings' limit quantile, cross-fitted: each fold's limit from the other folds' residuals,
+  the limit served at the settings' memory limit quantile, cross-fitted: each fold's limit from the other folds' residuals,
   as :func:`training.intervals.cross_fitted_coverage` judges intervals) of ``linear_log`` and ``lightgbm_log`` and of
   the best of :data:`MEMBERS` per pair (chosen on these same folds, so optimistic, as a champion's CV figure is);
 - the **training mean** (the prior RAE is measured against: RAE 100 by definition, its own share over);
@@ -105,7 +105,7 @@ def main() -> None:
     if args.markdown:
         print(markdown(json.loads(args.data.read_text())))
         return
-    level = Settings().limit_quantile
+    level = Settings().memory_limit_quantile
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
     with tempfile.TemporaryDirectory() as home:
         store = MeasurementStore(f"sqlite:///{home}/store.db")
