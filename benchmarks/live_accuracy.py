@@ -16,7 +16,7 @@ what the store learns at each instant set by ``--recording`` (:data:`RECORDING`;
 submitted when it is submitted and with its start and end when it ends); at one instant records come before
 submissions, which keep log order, and the records due before a submission are written in one
 :meth:`JobHistory.record` call before it. Each job is estimated at its submit time from
-:func:`predictor.submit_history.submit_features` over that store; each job after the cut is served by the oracle on
+:func:`scheduler.slurm.submit_history.submit_features` over that store; each job after the cut is served by the oracle on
 the platform it ran on, as the API would serve it, and compared with its real run time, beside the users' requests and
 the last two runs (the project's ``last_two_mean`` member, Tsafrir et al. 2007).
 The replay's features are checked against :func:`features.history.history_features` of the same log.
@@ -54,7 +54,7 @@ from predictor.oracle import RuntimeOracle
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
-from predictor.submit_history import Submission, submit_features
+from scheduler.slurm.submit_history import Submission, submit_features
 from training.champions import check_selection_metric
 from training.crossval import fit_fold, refit
 from training.dataset import TrainingSet, load_training_sets

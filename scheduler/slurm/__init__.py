@@ -6,6 +6,8 @@
 - :mod:`scheduler.slurm.accounting`: ``sacct -P`` output and the ``jobcomp/filetxt`` log, parsed;
 - :mod:`scheduler.slurm.ingest`: finished jobs as measurements (timed-out and out-of-memory runs censored), with the
   estimate served;
+- :mod:`scheduler.slurm.submit_history`: a job's history features at its submission, from its user's rows of the
+  store's ``job_history`` (the SWF replay's code);
 - :mod:`scheduler.slurm.resource_guard`: the resource guard, requeuing a stopped job with more of only what ran out;
 - :mod:`scheduler.slurm.follow`: tailing the completion log into the store, resuming after a restart.
 """

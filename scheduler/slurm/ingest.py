@@ -7,7 +7,7 @@ One measurement per run of a job that ran and ended, validated like any row (:fu
 - ``algorithm``, ``platform`` and ``params`` from :func:`scheduler.slurm.rules.map_job` (the plugin's tag in the
   comment, else the rules on the job's name and partition); features are read from the input files it names. A
   job neither maps is a run of its job class (:func:`scheduler.slurm.rules.class_of`) when the catalog has one,
-  with its history features at its submit time (:func:`predictor.submit_history.submit_features`: the jobs read are
+  with its history features at its submit time (:func:`scheduler.slurm.submit_history.submit_features`: the jobs read are
   recorded as history first);
 - ``wall_seconds`` the elapsed time; ``machine`` the node of a one-node job;
 - ``max_rss_kb`` its steps' largest ``MaxRSS`` (sacct with slurmdbd; the completion log has none); for a job killed
@@ -42,7 +42,6 @@ from predictor.jobfeatures import known_feature_names
 from predictor.records import RowError, validate_record
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from predictor.submit_history import submit_features
 from scheduler.slurm.accounting import (
     ENDED,
     FAILED,
@@ -56,6 +55,7 @@ from scheduler.slurm.accounting import (
 )
 from scheduler.slurm.history import history_records, submission_of
 from scheduler.slurm.rules import JobFacts, MappingError, Rules, class_of, map_job
+from scheduler.slurm.submit_history import submit_features
 
 SlurmFormat = Literal["sacct", "jobcomp"]
 CANCELLED_EXIT = 2  # as the SWF import stores a cancelled job

@@ -2,7 +2,7 @@
 
 A job a rule or its own words map to a catalog program is estimated by that program's model; any other job by its
 job class (:func:`scheduler.slurm.rules.class_of`) from its submit-time context and its user's history in the store
-(:func:`predictor.submit_history.submit_features`, the replay's features). A job the rule file excludes is left
+(:func:`scheduler.slurm.submit_history.submit_features`, the replay's features). A job the rule file excludes is left
 alone (204) and nothing of it is kept. The site's rule file (``PREDICTOR_SLURM_RULES``) is read again when it changes. ``format=text`` answers as
 ``key=value`` lines (``time_min``, ``time_limit``, ``mem``, ``comment``, ``estimate``; a null one left out), which
 the plugin's Lua reads without a JSON library: every text field in and out is one line
@@ -24,7 +24,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 from starlette.concurrency import run_in_threadpool
 
 from predictor.store.job_history import JobHistory
-from predictor.submit_history import Submission, submit_features
 from scheduler.slurm.rules import (
     JobFacts,
     MappingError,
@@ -35,6 +34,7 @@ from scheduler.slurm.rules import (
     map_job,
 )
 from scheduler.slurm.submit import SubmitAdvice, advise
+from scheduler.slurm.submit_history import Submission, submit_features
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, deadline, prepare

@@ -11,9 +11,9 @@ import pytest
 from predictor.catalog import Catalog, load_catalog
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from predictor.submit_history import Submission, submit_features
 from scheduler.slurm.ingest import ingest_slurm
 from scheduler.slurm.rules import Exclude, Rules
+from scheduler.slurm.submit_history import Submission, submit_features
 from tests.conftest import CATALOG_YAML
 from tests.scheduler.slurm.test_ingest import _sacct
 
