@@ -65,7 +65,7 @@ def open_input(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO, bool]]:
                 yield stream, raw, True  # type: ignore[misc]
         else:
             raw.seek(0)
-            yield raw, raw, False  # type: ignore[misc]
+            yield raw, raw, False
 
 
 @contextmanager

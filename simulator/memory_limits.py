@@ -298,7 +298,7 @@ def replay(jobs: Sequence[MemoryJob], source: Source, fallback: Source) -> list[
         while ends and ends[0][0] <= job.submit:
             source.ended(jobs[heapq.heappop(ends)[1]])
         limit = source.limit(job)
-        out.append(fallback.limit(job) if limit is None else limit)  # type: ignore[arg-type]
+        out.append(fallback.limit(job) if limit is None else limit)
         heapq.heappush(ends, (job.end, index))
     return out
 

@@ -75,7 +75,7 @@ class TrainingSet:
     y: np.ndarray
     feature_names: list[str]
     run_ids: list[str]
-    censored: np.ndarray = field(default=None)  # type: ignore[assignment]  # None: no row is censored
+    censored: np.ndarray = field(default=None)  # None: no row is censored
     target: Target = Target.TIME
 
     def __post_init__(self) -> None:
