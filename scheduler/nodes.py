@@ -38,7 +38,7 @@ class Needs(tuple[int, ...]):
 
 def per_slot(needs: Sequence[int]) -> int:
     """The memory each slot of ``needs`` brings (0 for plain slot counts)."""
-    return getattr(needs, "memory", 0)
+    return needs.memory if isinstance(needs, Needs) else 0
 
 
 def capacity(free: Sequence[int] | np.ndarray, memory: Sequence[int] | np.ndarray | None, each: int) -> np.ndarray | Sequence[int]:

@@ -104,7 +104,7 @@ def generate(
         provides=frozenset({SITES}),
         grid=Grid(members, mbps * MBPS, stored),
         notes=(
-            f"seed 003 bag of tasks: {len(jobs)} tasks, {sizes.sum() / 2**30:.2f} GB, {len(machines)} processors "
+            f"Santos-Neto et al. 2004 bag of tasks: {len(jobs)} tasks, {sizes.sum() / 2**30:.2f} GB, {len(machines)} processors "
             f"(speeds {min(speeds):.1f}-{max(speeds):.1f}) on {n_sites} sites, home link {mbps:g} Mbps"
         ),
     )

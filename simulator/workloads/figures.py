@@ -22,13 +22,13 @@ def fig11() -> Workload:
     """Five tasks of 2, 3, 3, 2, 4 units on three identical nodes: FCFS ends at 7, knowing run times at 5."""
     cluster = Cluster({"node": PlatformSpec("node", 100.0)}, [MachineSpec(f"N{i}", "node") for i in (1, 2, 3)])
     jobs = [_task(f"T{i}", 0.0, {"node": t}) for i, t in enumerate((2.0, 3.0, 3.0, 2.0, 4.0), start=1)]
-    return Workload("fig11", jobs, cluster, notes="seed 001 Fig 11")
+    return Workload("fig11", jobs, cluster, notes="Brandstätter-Müller et al. 2011, Fig 11")
 
 
 def fig12() -> Workload:
     """T2 is fastest on R1, busy with T1: waiting for R1 (done at 4) beats the free slow R2 (done at 7)."""
     jobs = [_task("T1", 0.0, {"r1": 2.0, "r2": 6.0}), _task("T2", 1.0, {"r1": 2.0, "r2": 6.0})]
-    return Workload("fig12", jobs, _TWO_PLATFORMS, notes="seed 001 Fig 12")
+    return Workload("fig12", jobs, _TWO_PLATFORMS, notes="Brandstätter-Müller et al. 2011, Fig 12")
 
 
 def fig13() -> Workload:
@@ -39,7 +39,7 @@ def fig13() -> Workload:
         _task("T3", 1.0, {"r1": 2.0, "r2": 4.0}),
         _task("T4", 2.0, {"r1": 2.0, "r2": 5.0}),
     ]
-    return Workload("fig13", jobs, _TWO_PLATFORMS, notes="seed 001 Fig 13")
+    return Workload("fig13", jobs, _TWO_PLATFORMS, notes="Brandstätter-Müller et al. 2011, Fig 13")
 
 
 def fig14() -> Workload:
@@ -49,7 +49,7 @@ def fig14() -> Workload:
         _task("T2", 0.0, {"r1": 3.0, "r2": 4.0}),
         _task("T3", 1.0, {"r2": 3.0}, priority=1),
     ]
-    return Workload("fig14", jobs, _TWO_PLATFORMS, notes="seed 001 Fig 14")
+    return Workload("fig14", jobs, _TWO_PLATFORMS, notes="Brandstätter-Müller et al. 2011, Fig 14")
 
 
 FIGURES = {"fig11": fig11, "fig12": fig12, "fig13": fig13, "fig14": fig14}

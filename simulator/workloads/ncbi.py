@@ -185,7 +185,7 @@ def catalog(types: tuple[str, ...] = tuple(MACHINE_TYPES)) -> Catalog:
     """The workload as a service catalog: the machine types as platforms, the five programs on each."""
     platforms = {
         t: {"kind": "cpu", "cores": 1, "clock_ghz": m.ghz, "memory_gb": m.memory_gb,
-            "disk": "hdd", "power_watts": m.power_watts, "description": f"seed 000 {t}, {m.disk.upper()} disk"}
+            "disk": "hdd", "power_watts": m.power_watts, "description": f"Kontothanassis & Goddeau 2004 {t}, {m.disk.upper()} disk"}
         for t, m in MACHINE_TYPES.items() if t in types
     }  # fmt: skip
     algorithms = {
