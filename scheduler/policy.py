@@ -52,6 +52,9 @@ class Policy(Protocol):
     replans_every_end: bool = False
     # it gives each start its nodes on a machine of nodes (scheduler.nodes), so it may run where machines are nodes
     places_nodes: bool = False
+    # it never starts a job where the node's free memory is below the job's (scheduler.nodes): a machine with a
+    # node memory may be given to it
+    plans_memory: bool = False
 
     def schedule(self, ctx: Context) -> list[Order]: ...
 

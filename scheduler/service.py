@@ -321,6 +321,11 @@ class SchedulerService:
         if kind != "gained":
             raise EventError(f"machine event must be one of {', '.join(MACHINE_EVENTS)}, got {kind!r}")
         known = state.machines.get(machine_id)
+        if node_memory is not None and not self.scheduler.policy.plans_memory:
+            raise EventError(
+                f"policy {self.scheduler.policy.name!r} does not plan memory: a machine with a node memory needs "
+                "one that does (fcfs, easy, conservative)"
+            )
         if known is None:
             if platform is None:
                 raise EventError(f"new machine {machine_id!r} needs its platform")

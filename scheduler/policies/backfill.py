@@ -34,6 +34,7 @@ class _Backfilling(Policy):
 
     replans_every_end = True  # the event loop replans at every end rather than start the plan's next jobs itself
     places_nodes = True  # it gives each start its nodes on a machine of nodes (scheduler/nodes.py)
+    plans_memory = True  # placement and reservations count each node's free memory
 
     def __init__(self, correction: Correction = "tsafrir") -> None:
         if correction not in CORRECTIONS:

@@ -19,6 +19,7 @@ class FCFS(Policy):
     """
 
     places_nodes = True  # it gives each start its nodes on a machine of nodes
+    plans_memory = True  # a start takes only nodes with the job's memory free
 
     def __init__(self, fastest_only: bool = False) -> None:
         self.fastest_only = fastest_only

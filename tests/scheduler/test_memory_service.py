@@ -131,3 +131,18 @@ def test_an_inbox_row_registers_a_machine_with_its_node_memory_and_a_bad_one_is_
     with store.engine.connect() as conn:
         outcome = conn.execute(select(sched_events.c.outcome).where(sched_events.c.seq == bad)).scalar_one()
     assert outcome.startswith("rejected: payload.node_memory")
+
+
+@pytest.mark.parametrize("policy", ["edf", "mct"])
+def test_a_policy_that_does_not_plan_memory_is_refused_a_machine_with_node_memory(store, catalog, policy):
+    s = SchedulerService(store, MemoryOracle(), catalog, policy=make_policy(policy), clock=Clock())
+    assert not s.scheduler.policy.plans_memory
+    with pytest.raises(EventError, match="does not plan memory"):
+        s.machine_event("cpu-1", "gained", platform="cpu-small", slots=4, node_memory=8 * GIB)
+    assert "cpu-1" not in s.state.machines
+    s.machine_event("cpu-1", "gained", platform="cpu-small", slots=4)  # without a memory size it plans as before
+    assert s.state.machines["cpu-1"].node_memory is None
+
+
+def test_the_policies_that_plan_memory_say_so():
+    assert {name for name in ("fcfs", "easy", "conservative", "edf") if make_policy(name).plans_memory} == {"fcfs", "easy", "conservative"}
