@@ -48,7 +48,7 @@ CROSSINGS = [  # (module, the import added to it, the contracts it breaks)
     ("scheduler/service.py", "import training.pipeline", {"layers"}),  # the production scheduler needs no training
     ("training/pipeline.py", "import scheduler.state", {"layers"}),  # nor does training need the scheduler
     ("predictor/records.py", "import data.ingest", {"layers"}),  # the core knows nothing of measuring or importing data
-    ("data/probe.py", "import scheduler.probe_executor", {"layers"}),  # data sits below the scheduler that runs its probes
+    ("data/probe.py", "import scheduler.probe_executor", {"layers"}),  # data sits below the scheduler running probes
     ("models/zoo.py", "import mlflow", {"plain-libraries"}),
     ("simulator/runner.py", "import typer", {"edges"}),
     # production reaching the simulator: refused twice, by the layers and by the rule said on its own
