@@ -8,7 +8,7 @@ DATASETS := $(wildcard data/measurements/*.csv)
 WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
 
-.PHONY: install system-deps tools run lint check test docs bench clean
+.PHONY: install system-deps tools run lint format check test docs bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,16 @@ run: install
 	$(BIN)/predictor train --target memory
 	$(BIN)/predictor serve
 
-# Lint (for now syntax errors and undefined names only) and the layers (pyproject.toml [tool.importlinter]).
+# Lint, format and types ([tool.ruff], [tool.mypy]) and the layers ([tool.importlinter]), all in pyproject.toml.
 lint: install
-	$(BIN)/ruff check --select E9,F63,F7,F82 .
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo
+
+# Drop the `# fmt: skip` markers, format the tree and apply ruff's safe fixes (scripts/format.sh).
+format: install
+	BIN=$(BIN) ./scripts/format.sh
 
 # The quick loop: lint, layers and the tests that start no server and run no external program (not marked
 # `server`, tests/conftest.py). Minutes; docs/development.md has the figures.
