@@ -48,31 +48,51 @@ def feature_rows(home: Path, algorithm: str, platform: str, names: list[str], n:
 
 
 def our_single(algorithm: str, platform: str, names: list[str], row: np.ndarray) -> Request:
-    return post_json("/v1/predict", {"algorithm": algorithm, "platforms": [platform], "features": dict(zip(names, row.tolist(), strict=True))})
+    return post_json(
+        "/v1/predict",
+        {"algorithm": algorithm, "platforms": [platform], "features": dict(zip(names, row.tolist(), strict=True))},
+    )
 
 
-def our_batch(algorithm: str, platform: str, names: list[str], rows: np.ndarray, fields: list[str] | None = None) -> Request:
+def our_batch(
+    algorithm: str, platform: str, names: list[str], rows: np.ndarray, fields: list[str] | None = None
+) -> Request:
     """The jobs form; ``fields`` trims each estimate (None: every field, the features echoed)."""
-    jobs = [{"algorithm": algorithm, "platforms": [platform], "features": dict(zip(names, r.tolist(), strict=True))} for r in rows]
+    jobs = [
+        {"algorithm": algorithm, "platforms": [platform], "features": dict(zip(names, r.tolist(), strict=True))}
+        for r in rows
+    ]
     return post_json("/v1/predict/batch", {"jobs": jobs} | ({"fields": fields} if fields is not None else {}))
 
 
 def our_matrix(algorithm: str, platform: str, names: list[str], rows: np.ndarray) -> Request:
-    return post_json("/v1/predict/matrix", {"algorithm": algorithm, "platforms": [platform], "columns": names, "rows": rows.tolist()})
+    return post_json(
+        "/v1/predict/matrix", {"algorithm": algorithm, "platforms": [platform], "columns": names, "rows": rows.tolist()}
+    )
 
 
 def mlflow_rows(names: list[str], rows: np.ndarray) -> Request:
     return post_json("/invocations", {"dataframe_split": {"columns": names, "data": rows.tolist()}})
 
 
-def same_numbers(ours_base: str, mlflow_base: str, algorithm: str, platform: str, names: list[str], rows: np.ndarray) -> float:
+def same_numbers(
+    ours_base: str, mlflow_base: str, algorithm: str, platform: str, names: list[str], rows: np.ndarray
+) -> float:
     """Largest relative difference between the two servers' estimates of ``rows`` (they serve the same model)."""
     import httpx
 
-    mine = httpx.post(f"{ours_base}/v1/predict/batch", content=our_batch(algorithm, platform, names, rows).body,
-                      headers={"content-type": "application/json"}, timeout=60).json()  # fmt: skip
-    theirs = httpx.post(f"{mlflow_base}/invocations", content=mlflow_rows(names, rows).body,
-                        headers={"content-type": "application/json"}, timeout=60).json()  # fmt: skip
+    mine = httpx.post(
+        f"{ours_base}/v1/predict/batch",
+        content=our_batch(algorithm, platform, names, rows).body,
+        headers={"content-type": "application/json"},
+        timeout=60,
+    ).json()
+    theirs = httpx.post(
+        f"{mlflow_base}/invocations",
+        content=mlflow_rows(names, rows).body,
+        headers={"content-type": "application/json"},
+        timeout=60,
+    ).json()
     a = np.array([item["estimates"][0]["seconds"] for item in mine["results"]])
     b = np.maximum(np.array(theirs["predictions"], dtype=float).reshape(-1), 0.0)
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-12)))
@@ -82,12 +102,13 @@ def measure(base: str, pid: int, requests: list[Request], concurrency: int, seco
     """Warm up briefly, then load ``base`` with ``requests`` round-robin for ``seconds``; adds the server's CPU per request."""
     import httpx
 
-
     def pick(i: int) -> Request:
         return requests[i % len(requests)]
 
     first = requests[0]
-    answer = httpx.request(first.method, base + first.path, content=first.body, headers={"content-type": "application/json"}, timeout=60)
+    answer = httpx.request(
+        first.method, base + first.path, content=first.body, headers={"content-type": "application/json"}, timeout=60
+    )
     run(base, pick, concurrency=concurrency, max_requests=200, max_seconds=min(2.0, seconds))
     before = cpu_seconds(pid)
     stats = run(base, pick, concurrency=concurrency, max_requests=2_000_000, max_seconds=seconds).summary()
@@ -114,24 +135,48 @@ def main() -> None:
     champion_of_kind(home, args.algorithm, args.model)
     uri = f"models:/runtime-{args.algorithm}-{args.platform}@champion"
     results = []
-    with ours(home, workdir / "ours.log", api_reload_interval_s="30", api_workers=str(args.workers)) as (base, pid), mlflow_scoring(home, uri, workdir / "mlflow.log") as (mbase, mpid):
+    with (
+        ours(home, workdir / "ours.log", api_reload_interval_s="30", api_workers=str(args.workers)) as (base, pid),
+        mlflow_scoring(home, uri, workdir / "mlflow.log") as (mbase, mpid),
+    ):
         import httpx
 
-        model = next(m for m in httpx.get(f"{base}/v1/models").json() if m["platform"] == args.platform and m["algorithm"] == args.algorithm)
+        model = next(
+            m
+            for m in httpx.get(f"{base}/v1/models").json()
+            if m["platform"] == args.platform and m["algorithm"] == args.algorithm
+        )
         names = model["features"]
         pool = feature_rows(home, args.algorithm, args.platform, names, 64)
         batch = feature_rows(home, args.algorithm, args.platform, names, args.batch_size, seed=1)
         difference = same_numbers(base, mbase, args.algorithm, args.platform, names, batch)
-        print(f"champion {model['name']} v{model['version']} ({model['model_kind']}, path {model['prediction_path']}); "
-              f"largest relative difference from MLflow's answers on {len(batch)} rows: {difference:.2e}")  # fmt: skip
+        print(
+            f"champion {model['name']} v{model['version']} ({model['model_kind']}, path {model['prediction_path']}); "
+            f"largest relative difference from MLflow's answers on {len(batch)} rows: {difference:.2e}"
+        )
         sample = str(ROOT / "data" / "samples" / "family-40x300.fa")
         workloads = {
-            "single": ([our_single(args.algorithm, args.platform, names, r) for r in pool], [mlflow_rows(names, r[None, :]) for r in pool], args.single),
-            f"batch of {args.batch_size}, jobs form": ([our_batch(args.algorithm, args.platform, names, batch)], [mlflow_rows(names, batch)], args.batch),
+            "single": (
+                [our_single(args.algorithm, args.platform, names, r) for r in pool],
+                [mlflow_rows(names, r[None, :]) for r in pool],
+                args.single,
+            ),
+            f"batch of {args.batch_size}, jobs form": (
+                [our_batch(args.algorithm, args.platform, names, batch)],
+                [mlflow_rows(names, batch)],
+                args.batch,
+            ),
             f"batch of {args.batch_size}, jobs form, fields seconds and limit": (
-                [our_batch(args.algorithm, args.platform, names, batch, ["limit"])], [mlflow_rows(names, batch)], args.batch),
-            f"batch of {args.batch_size}, matrix form": ([our_matrix(args.algorithm, args.platform, names, batch)], [mlflow_rows(names, batch)], args.batch),
-        }  # fmt: skip
+                [our_batch(args.algorithm, args.platform, names, batch, ["limit"])],
+                [mlflow_rows(names, batch)],
+                args.batch,
+            ),
+            f"batch of {args.batch_size}, matrix form": (
+                [our_matrix(args.algorithm, args.platform, names, batch)],
+                [mlflow_rows(names, batch)],
+                args.batch,
+            ),
+        }
         for workload, (mine, theirs, levels) in workloads.items():
             if args.only and args.only not in workload:
                 continue
@@ -142,8 +187,14 @@ def main() -> None:
                 print(_row(results[-1]), flush=True)
         if not args.only or args.only in "single, every platform, file read":
             heavy = post_json("/v1/predict", {"algorithm": args.algorithm, "params": {"input": sample}})
-            results.append({"workload": "single, every platform, file read", "concurrency": 8,
-                            "ours": measure(base, pid, [heavy], 8, args.seconds), "mlflow": None})  # fmt: skip
+            results.append(
+                {
+                    "workload": "single, every platform, file read",
+                    "concurrency": 8,
+                    "ours": measure(base, pid, [heavy], 8, args.seconds),
+                    "mlflow": None,
+                }
+            )
             print(_row(results[-1]), flush=True)
     out = workdir / f"api_load-{args.workers}w.json"
     out.write_text(json.dumps({"difference": difference, "model": model, "results": results}, indent=2))
@@ -154,7 +205,9 @@ def _row(r: dict) -> str:
     def brief(s: dict | None) -> str:
         if s is None:
             return "-"
-        return f"{s['rps']:.0f} rps p50 {s['p50_ms']:.2f} p99 {s['p99_ms']:.2f} cpu {s['cpu_ms']:.2f} ms err {s['errors']}"
+        return (
+            f"{s['rps']:.0f} rps p50 {s['p50_ms']:.2f} p99 {s['p99_ms']:.2f} cpu {s['cpu_ms']:.2f} ms err {s['errors']}"
+        )
 
     return f"{r['workload']} c={r['concurrency']}: ours {brief(r['ours'])} | mlflow {brief(r['mlflow'])}"
 
@@ -170,12 +223,16 @@ def _table(results: list[dict]) -> str:
         mine = f"{o['rps']:.0f} | {o['p50_ms']:.2f} | {o['p99_ms']:.2f} | {o['cpu_ms']:.2f}"
         sizes = f"{o['request_kb']:.1f}/{o['response_kb']:.1f}"
         if m is None:
-            lines.append(f"| {r['workload']} | {r['concurrency']} | {mine} | - | - | - | - | - | {o['errors']}/- | {sizes} |")
+            lines.append(
+                f"| {r['workload']} | {r['concurrency']} | {mine} | - | - | - | - | - | {o['errors']}/- | {sizes} |"
+            )
             continue
         ratio = o["rps"] / m["rps"] if m["rps"] else float("inf")
         theirs = f"{m['rps']:.0f} | {m['p50_ms']:.2f} | {m['p99_ms']:.2f} | {m['cpu_ms']:.2f}"
         sizes += f"; {m['request_kb']:.1f}/{m['response_kb']:.1f}"
-        lines.append(f"| {r['workload']} | {r['concurrency']} | {mine} | {theirs} | {ratio:.1f}x | {o['errors']}/{m['errors']} | {sizes} |")
+        lines.append(
+            f"| {r['workload']} | {r['concurrency']} | {mine} | {theirs} | {ratio:.1f}x | {o['errors']}/{m['errors']} | {sizes} |"
+        )
     return "\n".join(lines)
 
 

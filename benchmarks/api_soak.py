@@ -87,8 +87,12 @@ def main() -> None:
     import httpx
 
     environ = {"MALLOC_ARENA_MAX": args.arena_max} if args.arena_max else {}
-    with ours(home, workdir / "soak.log", environ, api_token=TOKEN, api_reload_interval_s="10", api_log_level="warning") as (base, pid):
-        platforms = sorted({m["platform"] for m in httpx.get(f"{base}/v1/models").json() if m["algorithm"] == args.algorithm})
+    with ours(
+        home, workdir / "soak.log", environ, api_token=TOKEN, api_reload_interval_s="10", api_log_level="warning"
+    ) as (base, pid):
+        platforms = sorted(
+            {m["platform"] for m in httpx.get(f"{base}/v1/models").json() if m["algorithm"] == args.algorithm}
+        )
         names = next(m["features"] for m in httpx.get(f"{base}/v1/models").json() if m["platform"] == args.platform)
         rows = feature_rows(home, args.algorithm, args.platform, names, 200)
         singles = [our_single(args.algorithm, args.platform, names, r) for r in rows[:50]]
@@ -113,8 +117,14 @@ def main() -> None:
             if slot == 17:
                 run_id = f"soak-{stamp}-{i}"
                 posted.append(run_id)
-                body = {"run_id": run_id, "algorithm": args.algorithm, "platform": args.platform, "wall_seconds": 0.5,
-                        "features": dict(zip(names, rows[i % len(rows)].tolist(), strict=True)), "source": "probe"}  # fmt: skip
+                body = {
+                    "run_id": run_id,
+                    "algorithm": args.algorithm,
+                    "platform": args.platform,
+                    "wall_seconds": 0.5,
+                    "features": dict(zip(names, rows[i % len(rows)].tolist(), strict=True)),
+                    "source": "probe",
+                }
                 return post_json("/v1/observations", body, authorization=f"Bearer {TOKEN}")
             return reads[i % 2]
 
@@ -133,12 +143,21 @@ def main() -> None:
         flips: list = []
         threads = [
             threading.Thread(target=sampler, args=(pid, 5.0, stop, samples), daemon=True),
-            threading.Thread(target=flipper, args=(home, args.algorithm, platforms, args.flip_every, stop, flips), daemon=True),
+            threading.Thread(
+                target=flipper, args=(home, args.algorithm, platforms, args.flip_every, stop, flips), daemon=True
+            ),
         ]
         for t in threads:
             t.start()
-        result = run(base, pick, concurrency=64, max_requests=int(args.rate * args.seconds * 1.05), max_seconds=args.seconds,
-                     rate=args.rate, check=check)  # fmt: skip
+        result = run(
+            base,
+            pick,
+            concurrency=64,
+            max_requests=int(args.rate * args.seconds * 1.05),
+            max_seconds=args.seconds,
+            rate=args.rate,
+            check=check,
+        )
         stop.set()
         for t in threads:
             t.join(timeout=30)
@@ -146,7 +165,9 @@ def main() -> None:
     stored = store.known_run_ids(posted)
     added = store.count() - before
     store.dispose()
-    report = _report(args, result.summary(), result.error_samples, samples, versions, flips, len(posted), len(stored), added, metrics)
+    report = _report(
+        args, result.summary(), result.error_samples, samples, versions, flips, len(posted), len(stored), added, metrics
+    )
     (workdir / "api_soak.json").write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
 
@@ -167,8 +188,13 @@ def _report(args, summary, error_samples, samples, versions, flips, posted, stor
         "versions_seen": dict(versions),
         "reloads": swaps,
         "observations": {"posted": posted, "stored_once": stored, "rows_added": added},
-        "rss_mib": {"first_minute": round(first, 1), "last_minute": round(last, 1), "max": round(float(mib.max()), 1) if len(mib) else None,
-                    "slope_mib_per_min": round(slope, 3), "samples": len(samples)},  # fmt: skip
+        "rss_mib": {
+            "first_minute": round(first, 1),
+            "last_minute": round(last, 1),
+            "max": round(float(mib.max()), 1) if len(mib) else None,
+            "slope_mib_per_min": round(slope, 3),
+            "samples": len(samples),
+        },
         "alias_flip_times_s": flips,
         "samples_s_mib_threads": [(round(t, 1), round(kb / 1024, 1), n) for t, kb, n in samples],
     }

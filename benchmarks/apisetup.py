@@ -26,7 +26,11 @@ def home_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment of a service whose PREDICTOR_HOME is ``home``."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # mlflow runs `uvicorn` from PATH
     return {
-        **os.environ, "PATH": path, "PREDICTOR_HOME": str(home), "MLFLOW_TRACKING_URI": f"sqlite:///{home / 'mlflow.db'}", **extra
+        **os.environ,
+        "PATH": path,
+        "PREDICTOR_HOME": str(home),
+        "MLFLOW_TRACKING_URI": f"sqlite:///{home / 'mlflow.db'}",
+        **extra,
     }
 
 
@@ -66,7 +70,9 @@ def champion_of_kind(home: Path, algorithm: str, model: str) -> None:
 def server(command: list[str], env: dict[str, str], ready_path: str, port: int, log: Path) -> Iterator[tuple[str, int]]:
     """Start a server process listening on 127.0.0.1:``port``; yields (base URL, pid) and stops it after."""
     with log.open("w") as out:
-        proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         base = f"http://127.0.0.1:{port}"
         try:
             wait_until_ready(base + ready_path, process=proc)

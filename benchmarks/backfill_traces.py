@@ -66,10 +66,22 @@ def bench_logs(args: argparse.Namespace) -> dict[str, Any]:
         rows = []
         for label, policy, estimates in chosen:
             started = time.perf_counter()
-            result, metrics = run(w, make_policy(policy), parse_estimates(estimates).oracle(w, args.seed), label=estimates)
-            rows.append({"run": label, "policy": policy, "estimates": estimates, **metrics.as_dict(),
-                         "seconds": time.perf_counter() - started})  # fmt: skip
-            print(f"{name:22s} {label:45s} AVEbsld {metrics.avebsld:8.2f}  {time.perf_counter() - started:7.1f} s", flush=True)
+            result, metrics = run(
+                w, make_policy(policy), parse_estimates(estimates).oracle(w, args.seed), label=estimates
+            )
+            rows.append(
+                {
+                    "run": label,
+                    "policy": policy,
+                    "estimates": estimates,
+                    **metrics.as_dict(),
+                    "seconds": time.perf_counter() - started,
+                }
+            )
+            print(
+                f"{name:22s} {label:45s} AVEbsld {metrics.avebsld:8.2f}  {time.perf_counter() - started:7.1f} s",
+                flush=True,
+            )
             out[name] = {"notes": w.notes, "cluster": w.cluster.describe(), "rows": rows, "load": load_note()}
             if args.json:  # after each run, so a long run leaves what it has
                 args.json.write_text(json.dumps(out, indent=2))
@@ -99,10 +111,15 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         )
     predicted = [r for r in rows if r["predicted_starts"]]
     if predicted:
-        lines += ["", "| plan | jobs that waited | median abs error of the predicted start (s) | within 10 min |",
-                  "| --- | ---: | ---: | ---: |"]  # fmt: skip
+        lines += [
+            "",
+            "| plan | jobs that waited | median abs error of the predicted start (s) | within 10 min |",
+            "| --- | ---: | ---: | ---: |",
+        ]
         for r in predicted:
-            lines.append(f"| {r['run']} | {r['predicted_starts']} | {r['start_error_median']:.0f} | {100 * r['start_within_10min']:.0f} % |")
+            lines.append(
+                f"| {r['run']} | {r['predicted_starts']} | {r['start_error_median']:.0f} | {100 * r['start_within_10min']:.0f} % |"
+            )
     return "\n".join(lines)
 
 
@@ -114,10 +131,14 @@ def pool_queue(jobs: int, processors: int, seed: int) -> Workload:
         run_seconds = 60.0 * 10 ** rng.uniform(0, 2.78)
         specs.append(
             JobSpec(
-                f"q{i}", 0.0, "log", {"pool": run_seconds}, size=rng.choice([1, 1, 1, 2, 4, 8, 16, 32]),
+                f"q{i}",
+                0.0,
+                "log",
+                {"pool": run_seconds},
+                size=rng.choice([1, 1, 1, 2, 4, 8, 16, 32]),
                 params={"job": i, "user": i % 50, "requested_time": round(run_seconds * rng.uniform(1, 5))},
             )
-        )  # fmt: skip
+        )
     return Workload("queue", specs, Cluster({"pool": PlatformSpec("pool")}, [MachineSpec("pool", "pool", processors)]))
 
 
@@ -143,9 +164,15 @@ def bench_pass(args: argparse.Namespace) -> dict[str, Any]:
             orders[name] = len(s.policy.schedule(ctx))
             times[name].append(time.perf_counter() - started)
     queued = len(next(iter(schedulers.values())).state.pending)
-    return {"queued": queued, "processors": args.processors, "load": load_note(),
-            "policies": {name: {"best_ms": 1e3 * min(t), "median_ms": 1e3 * statistics.median(t), "orders": orders[name]}
-                         for name, t in times.items()}}  # fmt: skip
+    return {
+        "queued": queued,
+        "processors": args.processors,
+        "load": load_note(),
+        "policies": {
+            name: {"best_ms": 1e3 * min(t), "median_ms": 1e3 * statistics.median(t), "orders": orders[name]}
+            for name, t in times.items()
+        },
+    }
 
 
 def main() -> None:
@@ -153,16 +180,25 @@ def main() -> None:
     sub = parser.add_subparsers(dest="what", required=True)
     p = sub.add_parser("logs")
     p.add_argument("logs", type=Path, nargs="+")
-    p.add_argument("--limit", type=int, default=None, help="Replay at most this many jobs after the history (default: all).")
+    p.add_argument(
+        "--limit", type=int, default=None, help="Replay at most this many jobs after the history (default: all)."
+    )
     p.add_argument("--only", nargs="+", default=None, help="Only the runs whose label holds one of these words.")
-    p.add_argument("--nodes", nargs="+", choices=("pooled", "packed"), default=["pooled"],
-                   help="Each cluster as one pool of CPUs, as its nodes (jobs packed or as their node request asks), or both.")
+    p.add_argument(
+        "--nodes",
+        nargs="+",
+        choices=("pooled", "packed"),
+        default=["pooled"],
+        help="Each cluster as one pool of CPUs, as its nodes (jobs packed or as their node request asks), or both.",
+    )
     p = sub.add_parser("pass")
     p.add_argument("--jobs", type=int, default=10_000)
     p.add_argument("--running", type=int, default=200, help="Jobs started before the pass (those that fit).")
     p.add_argument("--processors", type=int, default=240)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--policies", nargs="+", default=list(PASS_POLICIES), help="The policies to time (default: all five).")
+    p.add_argument(
+        "--policies", nargs="+", default=list(PASS_POLICIES), help="The policies to time (default: all five)."
+    )
     for p in sub.choices.values():
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--json", type=Path, default=None, help="Also write the results here.")

@@ -80,9 +80,14 @@ def problem_of(instance: Instance) -> Problem:
     """The batch in Phan, Ranganathan & Sion 2005's model: compute times only, no data objects."""
     tasks, machines = instance.times.shape
     return Problem(
-        compute=instance.times, requires=np.zeros((tasks, 0), dtype=bool), size=np.zeros(0), source=np.zeros(0, dtype=np.intp),
-        remote_to_store=np.ones((0, 0)), store_to_node=np.ones((0, machines)), remote_to_node=np.ones((0, machines)),
-    )  # fmt: skip
+        compute=instance.times,
+        requires=np.zeros((tasks, 0), dtype=bool),
+        size=np.zeros(0),
+        source=np.zeros(0, dtype=np.intp),
+        remote_to_store=np.ones((0, 0)),
+        store_to_node=np.ones((0, machines)),
+        remote_to_node=np.ones((0, machines)),
+    )
 
 
 def earlier_bound(instance: Instance) -> float:
@@ -97,7 +102,9 @@ def timed(action: Callable[[], np.ndarray]) -> tuple[np.ndarray, float]:
     return out, time.perf_counter() - began
 
 
-def run_instance(kind: str, tasks: int, machines: int, seed: int, budget: float, milp: float, milp_cells: int) -> list[dict]:
+def run_instance(
+    kind: str, tasks: int, machines: int, seed: int, budget: float, milp: float, milp_cells: int
+) -> list[dict]:
     """One row per planner on one instance: makespan (checked), ratio to the bound, wall seconds."""
     instance = generate(kind, tasks, machines, seed)
     times, ready = instance.times, instance.ready
@@ -107,9 +114,22 @@ def run_instance(kind: str, tasks: int, machines: int, seed: int, budget: float,
 
     def record(planner: str, assign: np.ndarray, seconds: float, **extra) -> float:
         makespan = checked_makespan(times, ready, assign)
-        rows.append({"kind": kind, "tasks": tasks, "machines": machines, "seed": seed, "planner": planner, "makespan": makespan,
-                     "ratio": makespan / bound, "seconds": seconds, "bound": bound, "bound_seconds": bound_seconds,
-                     "earlier_bound": earlier, **extra})  # fmt: skip
+        rows.append(
+            {
+                "kind": kind,
+                "tasks": tasks,
+                "machines": machines,
+                "seed": seed,
+                "planner": planner,
+                "makespan": makespan,
+                "ratio": makespan / bound,
+                "seconds": seconds,
+                "bound": bound,
+                "bound_seconds": bound_seconds,
+                "earlier_bound": earlier,
+                **extra,
+            }
+        )
         return makespan
 
     for name in HEURISTICS:
@@ -117,7 +137,14 @@ def run_instance(kind: str, tasks: int, machines: int, seed: int, budget: float,
         record(name, assign, seconds)
     heuristics = [r for r in rows if r["planner"] in HEURISTICS]
     best = min(heuristics, key=lambda r: r["makespan"])
-    rows.append({**best, "planner": "best heuristic", "seconds": sum(r["seconds"] for r in heuristics), "source": best["planner"]})
+    rows.append(
+        {
+            **best,
+            "planner": "best heuristic",
+            "seconds": sum(r["seconds"] for r in heuristics),
+            "source": best["planner"],
+        }
+    )
     for spec in POLICIES:
         assign, seconds = timed(lambda spec=spec: first_pass(spec, instance))
         record(spec, assign, seconds)
@@ -128,14 +155,25 @@ def run_instance(kind: str, tasks: int, machines: int, seed: int, budget: float,
     paper, seconds = timed(lambda: evolve(problem, Settings(), np.random.default_rng([seed, 1])).best.nodes[0])
     record("ga (paper)", paper, seconds)
     settings = Settings(budget=0.8 * budget)  # the seeding heuristics and a last polish come on top
-    strong, seconds = timed(lambda: evolve_strong(problem, settings, np.random.default_rng([seed, 2]), polish=budget / 10).best.nodes[0])
+    strong, seconds = timed(
+        lambda: evolve_strong(problem, settings, np.random.default_rng([seed, 2]), polish=budget / 10).best.nodes[0]
+    )
     record("ga-strong", strong, seconds)
     if milp > 0 and tasks * machines <= milp_cells:
         solved = exact.solve(times, ready, milp, searched)
         optimum = solved.makespan if solved.optimal else np.nan
         proven = max(bound, solved.bound) if np.isfinite(solved.bound) else bound
-        assign = solved.assign if solved.assign is not None else found.assign  # nothing better found: the cap's schedule
-        record("milp", assign, solved.seconds, optimal=solved.optimal, optimum_over_bound=optimum / bound, proven_over_bound=proven / bound)
+        assign = (
+            solved.assign if solved.assign is not None else found.assign
+        )  # nothing better found: the cap's schedule
+        record(
+            "milp",
+            assign,
+            solved.seconds,
+            optimal=solved.optimal,
+            optimum_over_bound=optimum / bound,
+            proven_over_bound=proven / bound,
+        )
     return rows
 
 
@@ -152,9 +190,22 @@ def sweep(kinds: list[str], sizes: list[tuple[int, int]], seeds: int, budgets: l
                     found = plan(instance.times, instance.ready, budget, rng=np.random.default_rng([seed, 7]))
                     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
                     ratio = checked_makespan(instance.times, instance.ready, found.assign) / bound
-                    rows.append({"kind": kind, "size": f"{tasks}x{machines}", "budget": budget, "ratio": ratio, "wall": wall, "cpu": cpu})
+                    rows.append(
+                        {
+                            "kind": kind,
+                            "size": f"{tasks}x{machines}",
+                            "budget": budget,
+                            "ratio": ratio,
+                            "wall": wall,
+                            "cpu": cpu,
+                        }
+                    )
     table = pd.DataFrame(rows).groupby(["kind", "size", "budget"]).mean()
-    print(_markdown(table.set_axis([f"{k} {s} {b:g} s" for k, s, b in table.index]).rename_axis("kind, size, budget"), "{:.4f}"))
+    print(
+        _markdown(
+            table.set_axis([f"{k} {s} {b:g} s" for k, s, b in table.index]).rename_axis("kind, size, budget"), "{:.4f}"
+        )
+    )
 
 
 def main() -> None:
@@ -195,30 +246,50 @@ def report(runs: pd.DataFrame) -> None:
     for kind, part in runs.groupby("kind", sort=False):
         part = part.assign(size=part["tasks"].astype(str) + "x" + part["machines"].astype(str))
         sizes = list(dict.fromkeys(part["size"]))
-        ratio = part.pivot_table(index="planner", columns="size", values="ratio", aggfunc="mean").reindex(index=order, columns=sizes)
+        ratio = part.pivot_table(index="planner", columns="size", values="ratio", aggfunc="mean").reindex(
+            index=order, columns=sizes
+        )
         ratio["mean"] = part.groupby("planner")["ratio"].mean()
         print(f"\n## {kind}: makespan / lower bound, mean over {part['seed'].nunique()} seeds\n")
         print(_markdown(ratio, "{:.3f}"))
-        seconds = part.pivot_table(index="planner", columns="size", values="seconds", aggfunc="mean").reindex(index=order, columns=sizes)
+        seconds = part.pivot_table(index="planner", columns="size", values="seconds", aggfunc="mean").reindex(
+            index=order, columns=sizes
+        )
         print(f"\n## {kind}: wall seconds per batch (mean)\n")
         print(_markdown(seconds, "{:.3f}"))
         searched = part[part["planner"] == "batch-search"]
-        bounds = searched.assign(earlier_over_lp=searched["earlier_bound"] / searched["bound"]).groupby("size", sort=False).agg(
-            earlier_over_lp=("earlier_over_lp", "mean"), lp_seconds=("bound_seconds", "mean"),
-        )  # fmt: skip
+        bounds = (
+            searched.assign(earlier_over_lp=searched["earlier_bound"] / searched["bound"])
+            .groupby("size", sort=False)
+            .agg(
+                earlier_over_lp=("earlier_over_lp", "mean"),
+                lp_seconds=("bound_seconds", "mean"),
+            )
+        )
         print(f"\n## {kind}: the earlier bound over the LP bound, and the LP bound's wall seconds\n")
         print(_markdown(bounds, "{:.3f}"))
         exact_rows = part[part["planner"] == "milp"]
         if not exact_rows.empty:
             gap = exact_rows.groupby("size", sort=False).agg(
-                proven_optimal=("optimal", "sum"), instances=("optimal", "size"),
-                optimum_over_bound=("optimum_over_bound", "mean"), proven_over_bound=("proven_over_bound", "mean"),
-            )  # fmt: skip
-            print(f"\n## {kind}: the MILP's view of the bound (optimum / bound where proven; best proven lower bound / bound)\n")
+                proven_optimal=("optimal", "sum"),
+                instances=("optimal", "size"),
+                optimum_over_bound=("optimum_over_bound", "mean"),
+                proven_over_bound=("proven_over_bound", "mean"),
+            )
+            print(
+                f"\n## {kind}: the MILP's view of the bound (optimum / bound where proven; best proven lower bound / bound)\n"
+            )
             print(_markdown(gap, "{:.4f}"))
 
 
-PLOTTED = ("edf:objective=makespan", "heft", "best heuristic", "ga-strong", "batch-search", "milp")  # the paper's GA is off the scale
+PLOTTED = (
+    "edf:objective=makespan",
+    "heft",
+    "best heuristic",
+    "ga-strong",
+    "batch-search",
+    "milp",
+)  # the paper's GA is off the scale
 
 
 def plot(runs: pd.DataFrame, path: Path) -> Path:
@@ -230,7 +301,9 @@ def plot(runs: pd.DataFrame, path: Path) -> Path:
     axes = fig.subplots(1, len(kinds), squeeze=False)[0]
     fig.subplots_adjust(wspace=0.3)
     for ax, kind in zip(axes, kinds, strict=True):
-        part = runs[runs["kind"] == kind].assign(size=lambda f: f["tasks"].astype(str) + "x" + f["machines"].astype(str))
+        part = runs[runs["kind"] == kind].assign(
+            size=lambda f: f["tasks"].astype(str) + "x" + f["machines"].astype(str)
+        )
         sizes = list(dict.fromkeys(part["size"]))
         for planner in PLOTTED:
             mean = part[part["planner"] == planner].groupby("size")["ratio"].mean().reindex(sizes)

@@ -80,7 +80,11 @@ def main() -> None:
                     began = time.perf_counter()
                     ratios.setdefault((family, spec), []).append(simulated_ratio(instance, spec))
                     seconds[family, spec] = seconds.get((family, spec), 0.0) + time.perf_counter() - began
-                print(f"  {family} {tasks}x{machines} seed {seed}: " + ", ".join(f"{s} {ratios[family, s][-1]:.3f}" for s in specs), flush=True)
+                print(
+                    f"  {family} {tasks}x{machines} seed {seed}: "
+                    + ", ".join(f"{s} {ratios[family, s][-1]:.3f}" for s in specs),
+                    flush=True,
+                )
     rows = [
         [family, spec, str(len(r)), f"{np.mean(r):.3f}", f"{np.max(r):.3f}", f"{seconds[family, spec]:.0f}"]
         for (family, spec), r in ratios.items()

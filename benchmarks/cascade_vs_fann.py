@@ -141,16 +141,18 @@ def compare(data: Dataset, contenders: dict[str, Contender], folds: int, seed: i
     rows = []
     for name in contenders:
         metrics = compute_metrics(data.y, predictions[name], prior)
-        rows.append({
-            "dataset": data.name,
-            "model": name,
-            "rae": metrics["rae"],
-            "rrse": metrics["rrse"],
-            "cc": metrics["cc"],
-            "hidden_units": float(np.mean(hidden[name])),
-            "fit_seconds": seconds[name],
-            "time_vs_fann": seconds[name] / reference,
-        })  # fmt: skip
+        rows.append(
+            {
+                "dataset": data.name,
+                "model": name,
+                "rae": metrics["rae"],
+                "rrse": metrics["rrse"],
+                "cc": metrics["cc"],
+                "hidden_units": float(np.mean(hidden[name])),
+                "fit_seconds": seconds[name],
+                "time_vs_fann": seconds[name] / reference,
+            }
+        )
     return rows
 
 

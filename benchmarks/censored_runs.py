@@ -37,7 +37,9 @@ def stopped_at_a_limit(seed: int, n: int = 300) -> tuple[TrainingSet, np.ndarray
     X = pd.DataFrame({"size": 10 ** rng.uniform(1, 4, n), "other": rng.uniform(1, 10, n)})
     truth = np.exp(-3 + 1.2 * np.log(X["size"]) + 0.2 * np.log(X["other"]) + rng.normal(0, 0.5, n)).to_numpy()
     limit = np.quantile(truth, 0.7)
-    ts = TrainingSet("sim", "p", X, np.minimum(truth, limit), ["other", "size"], [f"r{i:03d}" for i in range(n)], truth > limit)
+    ts = TrainingSet(
+        "sim", "p", X, np.minimum(truth, limit), ["other", "size"], [f"r{i:03d}" for i in range(n)], truth > limit
+    )
     return ts, truth
 
 

@@ -29,13 +29,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = "import sys; sys.argv[0] = 'predictor'; from cli.app import app; app()"  # the tree in the working directory comes first
-JOB = ["--algorithm", "mafft", "--param", "input=data/samples/family-40x300.fa"]  # a service reads it under its data root
+JOB = [
+    "--algorithm",
+    "mafft",
+    "--param",
+    "input=data/samples/family-40x300.fa",
+]  # a service reads it under its data root
 
 
 def timed(tree: Path, args: list[str], env: dict[str, str]) -> float:
     """Seconds one command takes as a fresh process of ``tree``; a failed command stops the benchmark."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", RUN, *args], cwd=tree, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, *args], cwd=tree, env=env, capture_output=True, text=True, timeout=600
+    )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{tree}: predictor {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
@@ -51,8 +58,13 @@ def free_port() -> int:
 
 def start_service(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     """``predictor serve`` of this tree on ``port``, once it answers /healthz (bounded: 300 s)."""
-    service = subprocess.Popen([sys.executable, "-c", RUN, "serve", "--port", str(port)], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    service = subprocess.Popen(
+        [sys.executable, "-c", RUN, "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         try:
@@ -66,7 +78,9 @@ def start_service(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", type=Path, required=True, help="The baseline tree (git worktree add /tmp/cli-base REV).")
+    parser.add_argument(
+        "--base", type=Path, required=True, help="The baseline tree (git worktree add /tmp/cli-base REV)."
+    )
     parser.add_argument("--home", type=Path, required=True, help="PREDICTOR_HOME with trained mafft champions.")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=Path, default=Path("cli-start.json"))
@@ -75,12 +89,24 @@ def main() -> None:
     port = free_port()
     service = start_service(env, port)
     commands = {
-        "--version": ["--version"], "--help": ["--help"],
-        "predict --url": ["predict", "--algorithm", "mafft", "--param", "input=samples/family-40x300.fa", "--url", f"http://127.0.0.1:{port}"], "predict (local)": ["predict", *JOB],
-    }  # fmt: skip
+        "--version": ["--version"],
+        "--help": ["--help"],
+        "predict --url": [
+            "predict",
+            "--algorithm",
+            "mafft",
+            "--param",
+            "input=samples/family-40x300.fa",
+            "--url",
+            f"http://127.0.0.1:{port}",
+        ],
+        "predict (local)": ["predict", *JOB],
+    }
     trees = {"base": args.base.resolve(), "current": ROOT}
     # each tree its own (empty) store, which it migrates itself: a baseline cannot open a store migrated past its schema
-    envs = {tree: {**env, "PREDICTOR_STORE_URL": f"sqlite:///{args.home.resolve() / f'store-{tree}.db'}"} for tree in trees}
+    envs = {
+        tree: {**env, "PREDICTOR_STORE_URL": f"sqlite:///{args.home.resolve() / f'store-{tree}.db'}"} for tree in trees
+    }
     times: dict[str, dict[str, list[float]]] = {name: {tree: [] for tree in trees} for name in commands}
     try:
         for repeat in range(args.repeats):
@@ -98,7 +124,12 @@ def main() -> None:
         base, current = statistics.median(by_tree["base"]), statistics.median(by_tree["current"])
         summary[name] = {"base_median_s": base, "current_median_s": current, "ratio": base / current, "runs": by_tree}
         print(f"| `predictor {name}` | {base:.2f} | {current:.2f} | {base / current:.1f}x |")
-    args.out.write_text(json.dumps({"base": str(trees["base"]), "repeats": args.repeats, "load_avg": os.getloadavg(), "commands": summary}, indent=1))
+    args.out.write_text(
+        json.dumps(
+            {"base": str(trees["base"]), "repeats": args.repeats, "load_avg": os.getloadavg(), "commands": summary},
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -32,19 +32,38 @@ from training.folds import FoldPlan
 from training.metrics import compute_metrics
 from training.tracking import Candidate
 
-MEMBERS = ("mean", "linear", "linear_log", "lad_log", "quadratic_log", "simple_linear_log", "isotonic_log",
-           "lightgbm", "lightgbm_log", "lightgbm_log_smeared")  # fmt: skip
+MEMBERS = (
+    "mean",
+    "linear",
+    "linear_log",
+    "lad_log",
+    "quadratic_log",
+    "simple_linear_log",
+    "isotonic_log",
+    "lightgbm",
+    "lightgbm_log",
+    "lightgbm_log_smeared",
+)
 CONFIDENCE = 0.9  # PREDICTOR_GUARD_CONFIDENCE's default, which training passes to leads()
 RULES = ("always", "leads", "never")
 
 
 def subset(ts: TrainingSet, rows: np.ndarray) -> TrainingSet:
     """The runs of ``ts`` at ``rows`` (a mask), as a training set of their own."""
-    return TrainingSet(ts.algorithm, ts.platform, ts.X[rows].reset_index(drop=True), ts.y[rows], ts.feature_names,
-                       [r for r, keep in zip(ts.run_ids, rows, strict=True) if keep], ts.censored[rows])  # fmt: skip
+    return TrainingSet(
+        ts.algorithm,
+        ts.platform,
+        ts.X[rows].reset_index(drop=True),
+        ts.y[rows],
+        ts.feature_names,
+        [r for r, keep in zip(ts.run_ids, rows, strict=True) if keep],
+        ts.censored[rows],
+    )
 
 
-def inner_selection(inner: TrainingSet, members: list[str], seed: int) -> tuple[dict[str, CVResult], dict[str, int], bool]:
+def inner_selection(
+    inner: TrainingSet, members: list[str], seed: int
+) -> tuple[dict[str, CVResult], dict[str, int], bool]:
     """What training judges on ``inner``: every member's cross-validation and the ensemble's, its weights, whether it leads."""
     plan = FoldPlan.create(inner.run_ids, 5, seed, groups=inner.jobs)
     results = {name: cross_validate(name, inner, plan, seed=seed) for name in members}
@@ -69,10 +88,17 @@ def nested(ts: TrainingSet, members: list[str], seed: int) -> dict[str, object]:
         test = outer.folds == fold
         inner = subset(ts, ~test)
         results, weights, ahead = inner_selection(inner, members, seed)
-        candidates = {"always": [*members, ENSEMBLE], "leads": [*members, ENSEMBLE] if ahead else members, "never": members}
+        candidates = {
+            "always": [*members, ENSEMBLE],
+            "leads": [*members, ENSEMBLE] if ahead else members,
+            "never": members,
+        }
         picks = {rule: winner(results, names) for rule, names in candidates.items()}
         refits = {name: refit(name, inner, seed=seed) for name in {*picks.values(), *weights} - {ENSEMBLE}}
-        answers = {name: np.maximum(np.asarray(model.predict(ts.X[test]), dtype="float64"), 0.0) for name, model in refits.items()}
+        answers = {
+            name: np.maximum(np.asarray(model.predict(ts.X[test]), dtype="float64"), 0.0)
+            for name, model in refits.items()
+        }
         answers[ENSEMBLE] = blend(answers, weights)  # type: ignore[arg-type]
         for rule, pick in picks.items():
             served[rule][test] = answers[pick]
@@ -93,14 +119,24 @@ def main() -> None:
     frame = frame[frame["platform"] == args.platform]
     if args.algorithms:
         frame = frame[frame["algorithm"].isin(args.algorithms.split(","))]
-    frame = frame.drop(columns=[c for c in frame.columns if c.startswith("param.")]).rename(columns=lambda c: c.removeprefix("feature."))
+    frame = frame.drop(columns=[c for c in frame.columns if c.startswith("param.")]).rename(
+        columns=lambda c: c.removeprefix("feature.")
+    )
     members = args.members.split(",")
-    print(f"{'program':<12} {'runs':>5} " + " ".join(f"{'RAE ' + rule:>11}" for rule in RULES) + "  ensemble won (always, leads)")
+    print(
+        f"{'program':<12} {'runs':>5} "
+        + " ".join(f"{'RAE ' + rule:>11}" for rule in RULES)
+        + "  ensemble won (always, leads)"
+    )
     for algorithm, runs in frame.groupby("algorithm", sort=True):
         r = nested(training_set_from_frame(runs, str(algorithm), args.platform), members, args.seed)
         rae, won = r["rae"], r["won"]
-        print(f"{r['program']:<12} {r['runs']:>5} " + " ".join(f"{rae[rule]:>11.1f}" for rule in RULES)  # type: ignore[index]
-              + f"  {won['always']}/{r['folds']}, {won['leads']}/{r['folds']}", flush=True)  # type: ignore[index]  # fmt: skip
+        print(
+            f"{r['program']:<12} {r['runs']:>5} "
+            + " ".join(f"{rae[rule]:>11.1f}" for rule in RULES)  # type: ignore[index]
+            + f"  {won['always']}/{r['folds']}, {won['leads']}/{r['folds']}",
+            flush=True,
+        )  # type: ignore[index]
 
 
 if __name__ == "__main__":

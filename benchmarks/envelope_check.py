@@ -25,7 +25,10 @@ def main() -> None:
     X = pd.DataFrame(rng.lognormal(2, 1, (300, 10)), columns=[f"f{i}" for i in range(10)])
     envelope = TrainingEnvelope.fit(X, rng.lognormal(1, 1, 300))
     digest = hashlib.sha256()
-    for label, rows, calls in (("1 row", X.iloc[[5]].to_numpy(), 2000), ("1,000 rows", X.sample(1000, replace=True, random_state=1).to_numpy(), 200)):
+    for label, rows, calls in (
+        ("1 row", X.iloc[[5]].to_numpy(), 2000),
+        ("1,000 rows", X.sample(1000, replace=True, random_state=1).to_numpy(), 200),
+    ):
         check = envelope.check(rows)
         digest.update(check.outside.tobytes() + check.excess.tobytes() + repr(check.out_of_range).encode())
         best = min(timeit.repeat(lambda rows=rows: envelope.check(rows), number=calls, repeat=5)) / calls

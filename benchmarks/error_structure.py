@@ -43,7 +43,9 @@ def planned_matrix(w: Workload, oracle: Oracle, *, points: bool = False) -> np.n
     out = np.full((len(w.jobs), len(names)), np.nan)
     for i, j in enumerate(w.jobs):
         key = job_key(j.algorithm, j.params)
-        answers = oracle.served.get(key, {}) if isinstance(oracle, LearningOracle) else oracle.estimate(j.algorithm, j.params)
+        answers = (
+            oracle.served.get(key, {}) if isinstance(oracle, LearningOracle) else oracle.estimate(j.algorithm, j.params)
+        )
         plan = {p: e.seconds for p, e in answers.items()} if points else seconds(answers)
         for k, p in enumerate(names):
             if plan.get(p) is not None:
@@ -155,7 +157,9 @@ def extrapolation(w: Workload, oracle: LearningOracle) -> dict[str, float]:
         raise ValueError("the service served no estimates")
     wide = [e.limit / e.seconds for e in answers if e.extrapolating and e.limit is not None]
     early = EARLY_HOURS * 3600.0
-    first = [e for j in w.jobs if j.submit < early for e in oracle.served.get(job_key(j.algorithm, j.params), {}).values()]
+    first = [
+        e for j in w.jobs if j.submit < early for e in oracle.served.get(job_key(j.algorithm, j.params), {}).values()
+    ]
     return {
         "extrapolating": len(wide) / len(answers),
         "extrapolating_early": float(np.mean([e.extrapolating for e in first])) if first else float("nan"),

@@ -58,8 +58,15 @@ def split_by_size(ts: TrainingSet, train_share: float) -> tuple[np.ndarray, str]
 def subset(ts: TrainingSet, rows: np.ndarray) -> TrainingSet:
     """The runs of ``ts`` at ``rows`` (a mask), as a training set of their own."""
     X = ts.X[rows].reset_index(drop=True)
-    return TrainingSet(ts.algorithm, ts.platform, X, ts.y[rows], ts.feature_names,
-                       [r for r, keep in zip(ts.run_ids, rows, strict=True) if keep], ts.censored[rows])  # fmt: skip
+    return TrainingSet(
+        ts.algorithm,
+        ts.platform,
+        X,
+        ts.y[rows],
+        ts.feature_names,
+        [r for r, keep in zip(ts.run_ids, rows, strict=True) if keep],
+        ts.censored[rows],
+    )
 
 
 def champion_for(train: TrainingSet, seed: int) -> Champion:
@@ -70,9 +77,16 @@ def champion_for(train: TrainingSet, seed: int) -> Champion:
     model = make_model(best.model_name, seed=seed).fit(train.X, train.y)
     quantiles = residual_log_quantiles(train.y, best.predictions)
     return Champion(
-        train.algorithm, train.platform, best.model_name, "1", "sklearn", train.feature_names, model,
-        tags={"residual_log_quantiles": json.dumps(quantiles)}, envelope=TrainingEnvelope.fit(train.X, train.y),
-    )  # fmt: skip
+        train.algorithm,
+        train.platform,
+        best.model_name,
+        "1",
+        "sklearn",
+        train.feature_names,
+        model,
+        tags={"residual_log_quantiles": json.dumps(quantiles)},
+        envelope=TrainingEnvelope.fit(train.X, train.y),
+    )
 
 
 def measure_pair(ts: TrainingSet, train_share: float, limit_quantile: float, seed: int) -> dict[str, object]:
@@ -89,10 +103,16 @@ def measure_pair(ts: TrainingSet, train_share: float, limit_quantile: float, see
     answered = out & np.isfinite(limit)  # no finite limit: the service falls back to the pair's mean, with none
     ratios = limit[answered] / seconds[answered]
     return {
-        "pair": f"{ts.algorithm}/{ts.platform}", "size": main, "champion": champion.name, "train": len(train), "test": len(test),
-        "extrapolating": int(out.sum()), "unanswered": int((out & ~answered).sum()), "over": int((test.y[answered] > limit[answered]).sum()),
+        "pair": f"{ts.algorithm}/{ts.platform}",
+        "size": main,
+        "champion": champion.name,
+        "train": len(train),
+        "test": len(test),
+        "extrapolating": int(out.sum()),
+        "unanswered": int((out & ~answered).sum()),
+        "over": int((test.y[answered] > limit[answered]).sum()),
         "max_ratio": float(ratios.max()) if len(ratios) else float("nan"),
-    }  # fmt: skip
+    }
 
 
 def main() -> None:
@@ -107,15 +127,20 @@ def main() -> None:
         ts = training_set_from_frame(runs, str(algorithm), str(platform))
         rows.append(measure_pair(ts, args.train_share, args.limit_quantile, args.seed))
         r = rows[-1]
-        print(f"{r['pair']:<16} {r['size']:<18} {r['champion']:<14} train {r['train']:>4} test {r['test']:>4} "
-              f"extrapolating {r['extrapolating']:>4} no limit {r['unanswered']:>4} over limit {r['over']:>4} "
-              f"max limit/seconds {r['max_ratio']:>6.1f}", flush=True)  # fmt: skip
+        print(
+            f"{r['pair']:<16} {r['size']:<18} {r['champion']:<14} train {r['train']:>4} test {r['test']:>4} "
+            f"extrapolating {r['extrapolating']:>4} no limit {r['unanswered']:>4} over limit {r['over']:>4} "
+            f"max limit/seconds {r['max_ratio']:>6.1f}",
+            flush=True,
+        )
     n = sum(int(r["extrapolating"]) for r in rows)
     over = sum(int(r["over"]) for r in rows)
     unanswered = sum(int(r["unanswered"]) for r in rows)
     worst = max((float(r["max_ratio"]) for r in rows if r["extrapolating"]), default=float("nan"))
-    print(f"all pairs: {n} extrapolating answers, {unanswered} without a finite limit, {over} over their limit "
-          f"({over / max(n, 1):.1%}, nominal {1 - args.limit_quantile:.0%}); largest limit/seconds {worst:.1f}")  # fmt: skip
+    print(
+        f"all pairs: {n} extrapolating answers, {unanswered} without a finite limit, {over} over their limit "
+        f"({over / max(n, 1):.1%}, nominal {1 - args.limit_quantile:.0%}); largest limit/seconds {worst:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -96,8 +96,16 @@ def main() -> None:
         size_gb = path.stat().st_size / 1e9
         runs = ", ".join(f"{s:.2f}" for s in seconds[name])
         print(f"| {name} | {size_gb:.2f} GB | {best:.3f} | {runs} | {best / best_seqkit:.2f} |")
-        rows.append({"run": name, "file": str(path), "bytes": path.stat().st_size, "seconds": seconds[name],
-                     "best_seconds": best, "ratio_to_seqkit": best / best_seqkit})  # fmt: skip
+        rows.append(
+            {
+                "run": name,
+                "file": str(path),
+                "bytes": path.stat().st_size,
+                "seconds": seconds[name],
+                "best_seconds": best,
+                "ratio_to_seqkit": best / best_seqkit,
+            }
+        )
     if args.json:
         args.json.write_text(json.dumps({"size_gb": args.size_gb, "repeat": args.repeat, "results": rows}, indent=2))
 

@@ -19,7 +19,12 @@ from pathlib import Path
 
 from features import fasta
 
-SIZES = {"2 kB": (20, 80), "60 kB": (200, 300), "120 kB": (400, 300), "1 MB": (1_000, 1_000)}  # (records, residues each)
+SIZES = {
+    "2 kB": (20, 80),
+    "60 kB": (200, 300),
+    "120 kB": (400, 300),
+    "1 MB": (1_000, 1_000),
+}  # (records, residues each)
 
 
 def main() -> None:
@@ -42,7 +47,10 @@ def main() -> None:
                 extractor.extract(path)
                 took.append(1e3 * (time.perf_counter() - started))
             out["sizes"][label] = {"bytes": path.stat().st_size, "calls": calls, "median_ms": statistics.median(took)}
-            print(f"{label:>6s} ({path.stat().st_size:>9,d} B): median {statistics.median(took):7.3f} ms over {calls} calls", flush=True)
+            print(
+                f"{label:>6s} ({path.stat().st_size:>9,d} B): median {statistics.median(took):7.3f} ms over {calls} calls",
+                flush=True,
+            )
     print(f"extractor: {out['extractor']}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))

@@ -51,15 +51,40 @@ def fuzz(base: str, examples: int, token: str | None, workdir: Path, seed: int =
     """Run ``st run`` against ``base`` (with ``token`` as bearer, or none) and count what happened per operation."""
     events = workdir / f"events-{'token' if token else 'anonymous'}.ndjson"
     command = [
-        str(Path(sys.executable).with_name("st")), "run", f"{base}/openapi.json", "--phases", PHASES, "--mode", "all",
-        "--max-examples", str(examples), "--checks", CHECKS, "--continue-on-failure", "--workers", "1", "--seed", str(seed),
-        "--suppress-health-check", "all", "--generation-database", "none", "--request-timeout", "60", "--no-color",
-        "--report", "ndjson", "--report-ndjson-path", str(events),
+        str(Path(sys.executable).with_name("st")),
+        "run",
+        f"{base}/openapi.json",
+        "--phases",
+        PHASES,
+        "--mode",
+        "all",
+        "--max-examples",
+        str(examples),
+        "--checks",
+        CHECKS,
+        "--continue-on-failure",
+        "--workers",
+        "1",
+        "--seed",
+        str(seed),
+        "--suppress-health-check",
+        "all",
+        "--generation-database",
+        "none",
+        "--request-timeout",
+        "60",
+        "--no-color",
+        "--report",
+        "ndjson",
+        "--report-ndjson-path",
+        str(events),
         *(["--header", f"Authorization: Bearer {token}"] if token else []),
-    ]  # fmt: skip
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=workdir)  # its cache stays there
     if not events.exists():
-        raise RuntimeError(f"schemathesis did not run ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise RuntimeError(
+            f"schemathesis did not run ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return _reports(events)
 
 
@@ -76,13 +101,17 @@ def _reports(events: Path) -> dict[str, OperationReport]:
             if response is not None and response["status_code"] >= 500:
                 body = base64.b64decode(response.get("content", {}).get("$base64", "")).decode(errors="replace")
                 sent = base64.b64decode((request.get("body") or {}).get("$base64", "")).decode(errors="replace")
-                report.server_errors.append(f"{response['status_code']} {request['method']} {request['uri']} {sent[:300]} -> {body[:200]}")
+                report.server_errors.append(
+                    f"{response['status_code']} {request['method']} {request['uri']} {sent[:300]} -> {body[:200]}"
+                )
         for checks in recorder.get("checks", {}).values():
             for check in checks:
                 if check["status"] == "failure" and check["name"] != "not_a_server_error":
                     failure = (check.get("failure_info") or {}).get("failure") or {}
                     message = " / ".join(str(failure.get("message", "")).splitlines())
-                    report.failures.append(f"{failure.get('title', check['name'])} on {failure.get('operation')}: {message[:300]}")
+                    report.failures.append(
+                        f"{failure.get('title', check['name'])} on {failure.get('operation')}: {message[:300]}"
+                    )
     return reports
 
 
@@ -120,9 +149,17 @@ def seed_extremes(store_url: str) -> None:
 
     store = MeasurementStore(store_url)
     runs = [
-        Measurement(run_id=f"extreme-{algorithm}-{platform}-{i}", algorithm=algorithm, platform=platform, features={}, wall_seconds=seconds)
-        for algorithm in ("mafft", "clustalo") for platform in ("cpu1", "cpu2") for i, seconds in enumerate(EXTREME_SECONDS)
-    ]  # fmt: skip
+        Measurement(
+            run_id=f"extreme-{algorithm}-{platform}-{i}",
+            algorithm=algorithm,
+            platform=platform,
+            features={},
+            wall_seconds=seconds,
+        )
+        for algorithm in ("mafft", "clustalo")
+        for platform in ("cpu1", "cpu2")
+        for i, seconds in enumerate(EXTREME_SECONDS)
+    ]
     store.add(runs)
     store.dispose()
 
@@ -141,7 +178,9 @@ def trained_service(workdir: Path, postgres: bool, extreme: bool = False) -> Ite
         cli(home, "train", "--algorithm", "mafft", "--model", "linear_log", cv_folds="3", **store)
         if extreme:
             seed_extremes(store.get("store_url") or f"sqlite:///{home / 'store.db'}")
-        base, _ = stack.enter_context(ours(home, workdir / "server.log", api_token=TOKEN, api_reload_interval_s="0", **store))
+        base, _ = stack.enter_context(
+            ours(home, workdir / "server.log", api_token=TOKEN, api_reload_interval_s="0", **store)
+        )
         yield base
 
 
@@ -152,7 +191,9 @@ def main() -> None:
     parser.add_argument("--url", help="fuzz this running service instead of starting one")
     parser.add_argument("--token", default=TOKEN, help="the service's token (with --url)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--extreme", action="store_true", help="store absurd runs (1e308 s, ...) past the edge before serving")
+    parser.add_argument(
+        "--extreme", action="store_true", help="store absurd runs (1e308 s, ...) past the edge before serving"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="fuzz-api-") as tmp:
         work = Path(tmp)

@@ -74,7 +74,9 @@ def main() -> None:
         write_rows(data, args.rows)
         print(f"{args.rows:,} rows, {data.stat().st_size / 1e6:.0f} MB: {data}", flush=True)
         worktree = folder / "tree"
-        subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", worktree, args.baseline], check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", ROOT, "worktree", "add", "--detach", worktree, args.baseline], check=True, capture_output=True
+        )
         results: dict[tuple[str, str], Timing] = {}
         try:
             for label, source in (("baseline", worktree), ("current", ROOT)):
@@ -82,7 +84,9 @@ def main() -> None:
                 for run in ("fresh", "re-ingest"):
                     results[label, run] = timed_ingest(source, data, home, folder / f"{label}-{run}.log")
                     wall, cpu, rss, summary = results[label, run]
-                    print(f"{label} {run}: {wall:.1f} s wall, {cpu:.1f} s CPU, peak {rss:.0f} MB ({summary})", flush=True)
+                    print(
+                        f"{label} {run}: {wall:.1f} s wall, {cpu:.1f} s CPU, peak {rss:.0f} MB ({summary})", flush=True
+                    )
         finally:
             subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", worktree], check=False)
     print(

@@ -46,12 +46,20 @@ def main() -> None:
                 line = QuantileRegressor(quantile=0.5, alpha=0.0, solver=solver).fit(X, y)
                 seconds[solver].append(time.perf_counter() - started)
                 objective[solver] = float(np.abs(y - line.predict(X)).sum())
-        row = {"rows": rows, **{s: {"best_s": min(t), "median_s": statistics.median(t), "objective": objective[s]}
-                                for s, t in seconds.items()}}  # fmt: skip
+        row = {
+            "rows": rows,
+            **{
+                s: {"best_s": min(t), "median_s": statistics.median(t), "objective": objective[s]}
+                for s, t in seconds.items()
+            },
+        }
         row["speedup"] = row["highs-ds"]["median_s"] / row["highs-ipm"]["median_s"]
         out.append(row)
-        print(f"{rows:7d} rows  simplex {row['highs-ds']['median_s']:7.3f} s  interior point {row['highs-ipm']['median_s']:7.3f} s"
-              f"  ratio {row['speedup']:5.1f}  objectives {objective['highs-ds']:.4f} / {objective['highs-ipm']:.4f}", flush=True)
+        print(
+            f"{rows:7d} rows  simplex {row['highs-ds']['median_s']:7.3f} s  interior point {row['highs-ipm']['median_s']:7.3f} s"
+            f"  ratio {row['speedup']:5.1f}  objectives {objective['highs-ds']:.4f} / {objective['highs-ipm']:.4f}",
+            flush=True,
+        )
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
 

@@ -89,10 +89,14 @@ class Service:
 
     def train(self, settings: Settings, pairs: Sequence[tuple[str, str]]) -> None:
         wanted = set(pairs)
-        sets = [ts for ts in load_training_sets(self.store, {a for a, _ in wanted}) if (ts.algorithm, ts.platform) in wanted]
+        sets = [
+            ts for ts in load_training_sets(self.store, {a for a, _ in wanted}) if (ts.algorithm, ts.platform) in wanted
+        ]
         train(settings, sets, tracker=self.tracker, champions=self.book)
         self.retrains += len(sets)
-        self.oracle.swap({pair: serve_model(c) for pair, c in self.book.champions().items()}, self.store.profile_table())
+        self.oracle.swap(
+            {pair: serve_model(c) for pair, c in self.book.champions().items()}, self.store.profile_table()
+        )
 
 
 def bundled_runs(catalog_path: Path) -> list[Measurement]:
@@ -112,33 +116,55 @@ def service(settings: Settings, runs: Sequence[Measurement]) -> Service:
     store = MemoryMeasurements()
     store.add(runs)
     catalog = load_catalog(settings.catalog_path)
-    s = Service(store, MemoryChampions(), MemoryTracker(settings.interval_coverage),
-                RuntimeOracle(catalog, {}, coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile))  # fmt: skip
+    s = Service(
+        store,
+        MemoryChampions(),
+        MemoryTracker(settings.interval_coverage),
+        RuntimeOracle(catalog, {}, coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile),
+    )
     s.train(settings, store.pairs())
     return s
 
 
 def prequential(args: argparse.Namespace) -> dict:
-    settings = Settings(home=Path(tempfile.mkdtemp()), n_jobs=args.jobs, retrain_min_new_runs=20, retrain_min_new_fraction=0.25)
+    settings = Settings(
+        home=Path(tempfile.mkdtemp()), n_jobs=args.jobs, retrain_min_new_runs=20, retrain_min_new_fraction=0.25
+    )
     runs = bundled_runs(settings.catalog_path)
     cut = int(len(runs) * args.initial)
     started = time.perf_counter()
     static, loop = service(settings, runs[:cut]), service(settings, runs[:cut])
-    print(f"{len(runs)} runs; both services trained on the first {cut} in {time.perf_counter() - started:.0f} s", flush=True)
+    print(
+        f"{len(runs)} runs; both services trained on the first {cut} in {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
     rows = []
     for i, m in enumerate(runs[cut:]):
         said = {name: s.estimate(m) for name, s in (("static", static), ("loop", loop))}
         rows.append((i, m.algorithm, m.platform, m.wall_seconds, said["static"], said["loop"]))
-        served = [ServedEstimate(run_id=m.run_id, algorithm=m.algorithm, platform=m.platform, seconds=said["loop"])] if said["loop"] else []
+        served = (
+            [ServedEstimate(run_id=m.run_id, algorithm=m.algorithm, platform=m.platform, seconds=said["loop"])]
+            if said["loop"]
+            else []
+        )
         loop.store.add([m], served)
         pair = (m.algorithm, m.platform)
         if why_due(settings, loop.store, *pair, loop.book.incumbent(*pair)) is not None:
             loop.train(settings, [pair])
         if i % 250 == 0:
-            print(f"  {i}/{len(runs) - cut} replayed, {loop.retrains} pair retrains, {time.perf_counter() - started:.0f} s", flush=True)
+            print(
+                f"  {i}/{len(runs) - cut} replayed, {loop.retrains} pair retrains, {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
     table = windows(rows, args.windows)
-    out = {"runs": len(runs), "initial": cut, "replayed": len(rows), "retrains": loop.retrains,
-           "seconds": time.perf_counter() - started, "windows": table}  # fmt: skip
+    out = {
+        "runs": len(runs),
+        "initial": cut,
+        "replayed": len(rows),
+        "retrains": loop.retrains,
+        "seconds": time.perf_counter() - started,
+        "windows": table,
+    }
     RESULTS.mkdir(exist_ok=True)
     figure(table, RESULTS / "learning_loop_prequential.svg", cut)
     (RESULTS / "learning_loop_prequential.json").write_text(json.dumps(out, indent=1))
@@ -172,7 +198,9 @@ def figure(table: list[dict], path: Path, initial: int) -> None:
     plt.rcParams["svg.fonttype"] = "none"
     x = [t["window"] for t in table]
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-    for ax, (metric, label) in zip(axes, (("rae", "RAE (%)"), ("within_25pct", "share within 25 %"), ("under", "underestimate rate"))):
+    for ax, (metric, label) in zip(
+        axes, (("rae", "RAE (%)"), ("within_25pct", "share within 25 %"), ("under", "underestimate rate"))
+    ):
         for name, style in (("static", "--"), ("loop", "-")):
             ax.plot(x, [t[f"{name}_{metric}"] for t in table], style, marker="o", label=name)
         ax.set_xlabel("window of the replay (time order)")
@@ -216,7 +244,9 @@ def ncbi(args: argparse.Namespace) -> dict:
             mine["mean_completion"][label] = run.mean_completion
             print(f"seed {seed} counterfactual {label}: mean completion {run.mean_completion:.1f} s", flush=True)
 
-    grid = argparse.Namespace(hours=args.hours, per_type=20, seeds=args.seeds, policy=args.policy, estimates=list(NCBI_SOURCES))
+    grid = argparse.Namespace(
+        hours=args.hours, per_type=20, seeds=args.seeds, policy=args.policy, estimates=list(NCBI_SOURCES)
+    )
     out = scheduler_scale.bench_ncbi(grid, inspect)
     out["diagnosis"] = diagnosis
     RESULTS.mkdir(exist_ok=True)
@@ -227,49 +257,92 @@ def ncbi(args: argparse.Namespace) -> dict:
 
 def latency(args: argparse.Namespace) -> dict:
     home = trained_home(Path(args.workdir) / "home", "mafft", "linear_log")
-    names = json.loads(subprocess.run(
-        [sys.executable, "-c", "import mlflow,sys; c=mlflow.MlflowClient(); "
-         "print(c.get_model_version_by_alias('runtime-mafft-cpu1','champion').tags['features'])"],
-        env=home_env(home), capture_output=True, text=True, check=True).stdout)  # fmt: skip
+    names = json.loads(
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import mlflow,sys; c=mlflow.MlflowClient(); "
+                "print(c.get_model_version_by_alias('runtime-mafft-cpu1','champion').tags['features'])",
+            ],
+            env=home_env(home),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     store = MeasurementStore(f"sqlite:///{home / 'store.db'}")
     frame = store.frame("mafft", "cpu1")
     store.dispose()
     rows = frame[names].to_numpy(dtype=float)
-    pool = [post_json("/v1/predict", {"algorithm": "mafft", "platforms": ["cpu1"], "features": dict(zip(names, r.tolist()))}) for r in rows]
+    pool = [
+        post_json(
+            "/v1/predict", {"algorithm": "mafft", "platforms": ["cpu1"], "features": dict(zip(names, r.tolist()))}
+        )
+        for r in rows
+    ]
     out = {}
-    for label, settings in (("worker defaults (nice 10, 1 process)", {}), ("nice 0, 2 processes", {"worker_nice": "0", "worker_n_jobs": "2"})):
+    for label, settings in (
+        ("worker defaults (nice 10, 1 process)", {}),
+        ("nice 0, 2 processes", {"worker_nice": "0", "worker_n_jobs": "2"}),
+    ):
         with ours(home, Path(args.workdir) / "api.log", api_log_level="warning") as (base, _pid):
             worker = start_worker(home, **settings)
             try:
                 windows: dict[str, list[list[float]]] = {"idle": [], "busy": []}
                 for k in range(args.rounds):
-                    for phase in ("idle", "busy") if k % 2 == 0 else ("busy", "idle"):  # each phase first in half the rounds
+                    for phase in (
+                        ("idle", "busy") if k % 2 == 0 else ("busy", "idle")
+                    ):  # each phase first in half the rounds
                         os.killpg(worker.pid, signal.SIGSTOP if phase == "idle" else signal.SIGCONT)
                         time.sleep(1.0)
-                        result = run(base, lambda i: pool[i % len(pool)], concurrency=8, max_requests=10**7,
-                                     max_seconds=args.seconds, rate=args.rate)  # fmt: skip
+                        result = run(
+                            base,
+                            lambda i: pool[i % len(pool)],
+                            concurrency=8,
+                            max_requests=10**7,
+                            max_seconds=args.seconds,
+                            rate=args.rate,
+                        )
                         windows[phase].append(result.latencies)
-                        print(f"{label} round {k + 1} {phase}: p99 {1e3 * np.quantile(result.latencies, 0.99):.1f} ms, "
-                              f"errors {result.errors}", flush=True)  # fmt: skip
+                        print(
+                            f"{label} round {k + 1} {phase}: p99 {1e3 * np.quantile(result.latencies, 0.99):.1f} ms, "
+                            f"errors {result.errors}",
+                            flush=True,
+                        )
                 still_running = worker.poll() is None
             finally:
                 os.killpg(worker.pid, signal.SIGCONT)
                 os.killpg(worker.pid, signal.SIGTERM)
                 worker.wait(timeout=60)
-        out[label] = {"requests": sum(map(len, windows["idle"] + windows["busy"])), "worker_still_training_at_end": still_running}
+        out[label] = {
+            "requests": sum(map(len, windows["idle"] + windows["busy"])),
+            "worker_still_training_at_end": still_running,
+        }
         for phase, parts in windows.items():
             every = np.concatenate(parts)
-            out[label] |= {f"{phase}_p50_ms": 1e3 * float(np.quantile(every, 0.5)), f"{phase}_p99_ms": 1e3 * float(np.quantile(every, 0.99)),
-                           f"{phase}_windows_p99_ms": [round(1e3 * float(np.quantile(w, 0.99)), 1) for w in parts]}  # fmt: skip
+            out[label] |= {
+                f"{phase}_p50_ms": 1e3 * float(np.quantile(every, 0.5)),
+                f"{phase}_p99_ms": 1e3 * float(np.quantile(every, 0.99)),
+                f"{phase}_windows_p99_ms": [round(1e3 * float(np.quantile(w, 0.99)), 1) for w in parts],
+            }
     return out
 
 
 def start_worker(home: Path, **settings: str) -> subprocess.Popen:
     """``predictor worker --once`` over ``home`` as its own process group, all its pairs due (their champions dropped)."""
     cli(home, "ingest", *map(str, sorted((BUNDLED_DATA / "measurements").glob("*.csv"))))
-    env = home_env(home, PREDICTOR_RETRAIN_MIN_NEW_RUNS="1", **{f"PREDICTOR_{k.upper()}": v for k, v in settings.items()})
-    return subprocess.Popen([sys.executable, "-m", "predictor", "worker", "--once"], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    env = home_env(
+        home, PREDICTOR_RETRAIN_MIN_NEW_RUNS="1", **{f"PREDICTOR_{k.upper()}": v for k, v in settings.items()}
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "predictor", "worker", "--once"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def main() -> None:
@@ -283,7 +356,9 @@ def main() -> None:
     p.add_argument("--hours", type=float, default=25.0)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--policy", default="edf")
-    p.add_argument("--json", default=None, help="Where to write the results (default: benchmarks/results/learning_loop_ncbi.json).")
+    p.add_argument(
+        "--json", default=None, help="Where to write the results (default: benchmarks/results/learning_loop_ncbi.json)."
+    )
     p = sub.add_parser("latency")
     p.add_argument("--seconds", type=float, default=15.0)
     p.add_argument("--rounds", type=int, default=4)

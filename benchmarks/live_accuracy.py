@@ -91,15 +91,25 @@ def champions(
     memory.add(past)
     book = MemoryChampions()
     outcomes = train(
-        settings, load_training_sets(memory), models=models, tracker=MemoryTracker(settings.interval_coverage),
-        champions=book, progress=progress,
-    )  # fmt: skip
+        settings,
+        load_training_sets(memory),
+        models=models,
+        tracker=MemoryTracker(settings.interval_coverage),
+        champions=book,
+        progress=progress,
+    )
     chosen = [
-        {"algorithm": o.algorithm, "platform": o.platform, "rows": o.n_rows, "serving": o.serving,
-         "challenger": o.challenger, "verdict": o.decision.verdict.value,
-         "cv": {name: {k: m[k] for k in ("rae", "median_ape") if k in m} for name, m in o.metrics.items()}}
+        {
+            "algorithm": o.algorithm,
+            "platform": o.platform,
+            "rows": o.n_rows,
+            "serving": o.serving,
+            "challenger": o.challenger,
+            "verdict": o.decision.verdict.value,
+            "cv": {name: {k: m[k] for k in ("rae", "median_ape") if k in m} for name, m in o.metrics.items()},
+        }
         for o in outcomes
-    ]  # fmt: skip
+    ]
     return book, memory, chosen
 
 
@@ -150,9 +160,13 @@ def replay(
             timings["record"].append(time.perf_counter() - started)
             pending = []
         job = Submission(
-            cluster=rec.cluster, user=rec.user, submit=rec.submit_at, time_limit_s=rec.time_limit_s,
-            procs=rec.min_cpus, seq=rec.seq,
-        )  # fmt: skip
+            cluster=rec.cluster,
+            user=rec.user,
+            submit=rec.submit_at,
+            time_limit_s=rec.time_limit_s,
+            procs=rec.min_cpus,
+            seq=rec.seq,
+        )
         started = time.perf_counter()
         features[rec.key] = found = submit_features(history, job, log.timezone)
         timings["submit_features"].append(time.perf_counter() - started)
@@ -206,20 +220,29 @@ def answers(
     for key in keys:
         m, f, e = scored[key], features[key], served[key]
         request = f["request.time"]
-        rows.append({
-            "run_id": key, "algorithm": m.algorithm, "platform": m.platform, "run": m.wall_seconds,
-            "censored": m.censored, "exit_status": m.exit_status,
-            "service": e.seconds if e.seconds is not None else request,
-            "service_limit": e.limit if e.limit is not None else request,
-            "service_model": "none" if e.seconds is None else ("fallback" if e.fallback else e.model_name),
-            "extrapolating": e.extrapolating,
-            "request": request, "request_limit": request, "last two_limit": request,
-        })  # fmt: skip
+        rows.append(
+            {
+                "run_id": key,
+                "algorithm": m.algorithm,
+                "platform": m.platform,
+                "run": m.wall_seconds,
+                "censored": m.censored,
+                "exit_status": m.exit_status,
+                "service": e.seconds if e.seconds is not None else request,
+                "service_limit": e.limit if e.limit is not None else request,
+                "service_model": "none" if e.seconds is None else ("fallback" if e.fallback else e.model_name),
+                "extrapolating": e.extrapolating,
+                "request": request,
+                "request_limit": request,
+                "last two_limit": request,
+            }
+        )
     frame = pd.DataFrame(rows)
     columns = list(last_two.feature_names_in_)
     X = pd.DataFrame([{c: features[k].get(c, math.nan) for c in columns} for k in keys], columns=columns)
     frame["last two"] = last_two.predict(X) if len(X) else []
     return frame
+
 
 HOLDOUT = 1 / 3  # the share of each pair's past (its latest runs) the member check holds out
 
@@ -251,7 +274,9 @@ def member_check(
         held = (folds == 1) & ~ts.censored & (ts.y >= MIN_RUN)
         if not future or held.sum() < 3 or (~held).sum() < 3:
             continue
-        X = pd.DataFrame([{c: m.features.get(c, math.nan) for c in ts.feature_names} for m in future], columns=ts.feature_names)
+        X = pd.DataFrame(
+            [{c: m.features.get(c, math.nan) for c in ts.feature_names} for m in future], columns=ts.feature_names
+        )
         run = np.array([m.wall_seconds for m in future])
         found: dict[str, float] = {}
         later_errors: dict[str, np.ndarray] = {}
@@ -271,15 +296,32 @@ def member_check(
             slot["under"] += (predicted < run).tolist()
         if found:
             chosen_errors += later_errors[min(found, key=found.get)].tolist()
-            pairs.append({"algorithm": ts.algorithm, "platform": ts.platform, "later_runs": len(future),
-                          "holdout_mdale": found, "time_choice": min(found, key=found.get)})  # fmt: skip
+            pairs.append(
+                {
+                    "algorithm": ts.algorithm,
+                    "platform": ts.platform,
+                    "later_runs": len(future),
+                    "holdout_mdale": found,
+                    "time_choice": min(found, key=found.get),
+                }
+            )
     members = {
-        name: {"pairs": sum(name in p["holdout_mdale"] for p in pairs), "holdout_mdale": float(np.median(v["holdout"])),
-               "later_mdale": float(np.median(v["later"])), "later_under": float(np.mean(v["under"])), "later_runs": len(v["later"])}
+        name: {
+            "pairs": sum(name in p["holdout_mdale"] for p in pairs),
+            "holdout_mdale": float(np.median(v["holdout"])),
+            "later_mdale": float(np.median(v["later"])),
+            "later_under": float(np.mean(v["under"])),
+            "later_runs": len(v["later"]),
+        }
         for name, v in pooled.items()
-    }  # fmt: skip
+    }
     time_choice = float(np.median(chosen_errors)) if chosen_errors else None
-    return {"pairs": pairs, "members": members, "time_choice_later_mdale": time_choice, "later_runs": len(chosen_errors)}
+    return {
+        "pairs": pairs,
+        "members": members,
+        "time_choice_later_mdale": time_choice,
+        "later_runs": len(chosen_errors),
+    }
 
 
 def _log_errors(estimate: np.ndarray, run: np.ndarray) -> np.ndarray:
@@ -366,10 +408,16 @@ def member_markdown(result: dict[str, Any]) -> str:
         "|---|--:|--:|--:|--:|",
     ]
     for name, m in check["members"].items():
-        lines.append(f"| {name} | {m['pairs']} | {m['holdout_mdale']:.2f} | {m['later_mdale']:.2f} | {100 * m['later_under']:.1f} % |")
+        lines.append(
+            f"| {name} | {m['pairs']} | {m['holdout_mdale']:.2f} | {m['later_mdale']:.2f} | {100 * m['later_under']:.1f} % |"
+        )
     choice = check["time_choice_later_mdale"]
-    lines += ["", f"Each pair's member chosen on the last third of its past: MdALE {choice:.2f} on the later runs. Choices: "
-              + ", ".join(f"{p['algorithm']}/{p['platform']} {p['time_choice']}" for p in check["pairs"]) + "."]
+    lines += [
+        "",
+        f"Each pair's member chosen on the last third of its past: MdALE {choice:.2f} on the later runs. Choices: "
+        + ", ".join(f"{p['algorithm']}/{p['platform']} {p['time_choice']}" for p in check["pairs"])
+        + ".",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -378,8 +426,13 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     log = read_swf(args.log)
     models = args.models.split(",")
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
-    result: dict[str, Any] = {"log": log.name, "train_fraction": args.train_fraction, "models": models,
-                              "recording": args.recording, "jobs": len(log.jobs)}  # fmt: skip
+    result: dict[str, Any] = {
+        "log": log.name,
+        "train_fraction": args.train_fraction,
+        "models": models,
+        "recording": args.recording,
+        "jobs": len(log.jobs),
+    }
     with tempfile.TemporaryDirectory() as work:
         settings = Settings(home=Path(work) / "home", n_jobs=args.n_jobs, seed=args.seed)
         if args.selection_metric:
@@ -388,7 +441,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         store = MeasurementStore(f"sqlite:///{work}/import.db")
         store.migrate()
         report = ingest_swf(args.log, store, catalog, rejects_dir=Path(work))
-        print(f"{log.name}: {report.stored} measurements, {len(report.skipped)} skipped, {len(report.rejected)} rejected", flush=True)
+        print(
+            f"{log.name}: {report.stored} measurements, {len(report.skipped)} skipped, {len(report.rejected)} rejected",
+            flush=True,
+        )
         measured = {m.run_id: m for m in store.measurements(successful_only=False)}
         store.dispose()
         order, n_past, cut, ended = split(log, args.train_fraction)
@@ -402,15 +458,23 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             return result
         started = time.process_time()
         book, memory, chosen = champions(
-            (measured[k] for k in order[:n_past] if k in ended and k in measured), settings, models,
+            (measured[k] for k in order[:n_past] if k in ended and k in measured),
+            settings,
+            models,
             lambda step: print(f"  train: {step}", flush=True) if "fold" not in step else None,
         )
-        result.update(trained_runs=sum(c for _, c in memory.profile_table().values()), champions=chosen,
-                      train_cpu_s=time.process_time() - started)  # fmt: skip
+        result.update(
+            trained_runs=sum(c for _, c in memory.profile_table().values()),
+            champions=chosen,
+            train_cpu_s=time.process_time() - started,
+        )
         oracle = RuntimeOracle(
-            catalog, book.champions(), memory.profile_table(),
-            coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile,
-        )  # fmt: skip
+            catalog,
+            book.champions(),
+            memory.profile_table(),
+            coverage=settings.interval_coverage,
+            limit_quantile=settings.limit_quantile,
+        )
         later = [k for k in order[n_past:] if k in measured]
         scored = {k: measured[k] for k in later if measured[k].wall_seconds >= MIN_RUN}
         live = MeasurementStore(f"sqlite:///{work}/live.db")
@@ -421,8 +485,11 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     result["load"] = os.getloadavg()
     result["feature_mismatches"] = mismatches(log, features)
     keys = [k for k in scored if features[k].get("request.time", 0) > 0]
-    result["left_out"] = {"not measured or unknown class": len(order) - n_past - len(later),
-                          "run < 1 s": len(later) - len(scored), "no request": len(scored) - len(keys)}  # fmt: skip
+    result["left_out"] = {
+        "not measured or unknown class": len(order) - n_past - len(later),
+        "run < 1 s": len(later) - len(scored),
+        "no request": len(scored) - len(keys),
+    }
     past = [measured[k] for k in order[:n_past] if k in ended and k in measured]
     columns = ["history.last2_mean", "history.last1", "request.time"]
     last_two = make_model("last_two_mean").fit(
@@ -448,10 +515,16 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--log", type=Path, required=True, help="an SWF log (read in place, never copied)")
-    parser.add_argument("--train-fraction", type=float, default=0.3, help="the past: this share of the jobs in submit order")
+    parser.add_argument(
+        "--train-fraction", type=float, default=0.3, help="the past: this share of the jobs in submit order"
+    )
     parser.add_argument("--models", default=",".join(MODELS), help="zoo members the champions are chosen among")
-    parser.add_argument("--selection-metric", default=None, help="the metric that picks champions (the settings' by default)")
-    parser.add_argument("--recording", choices=tuple(RECORDING), default="submit-and-end", help="what the store learns when")
+    parser.add_argument(
+        "--selection-metric", default=None, help="the metric that picks champions (the settings' by default)"
+    )
+    parser.add_argument(
+        "--recording", choices=tuple(RECORDING), default="submit-and-end", help="what the store learns when"
+    )
     parser.add_argument("--member-check", action="store_true", help="only score each member by time (no replay)")
     parser.add_argument("--n-jobs", type=int, default=1, help="training processes")
     parser.add_argument("--seed", type=int, default=0)

@@ -57,7 +57,11 @@ def last_two(y: np.ndarray, level: float) -> dict[str, float]:
     metrics = compute_metrics(truth, predicted, prior)
     ratios = log_ratios(truth, predicted)
     over = [truth[i] > predicted[i] * np.exp(np.quantile(ratios[:i], level)) for i in range(10, len(truth))]
-    return {"rae": metrics["rae"], "within_25pct": metrics["within_25pct"], "over_limit": float(np.mean(over)) if over else float("nan")}
+    return {
+        "rae": metrics["rae"],
+        "within_25pct": metrics["within_25pct"],
+        "over_limit": float(np.mean(over)) if over else float("nan"),
+    }
 
 
 def pair_row(ts: TrainingSet, in_recorded_order: np.ndarray, level: float) -> dict[str, Any]:
@@ -66,25 +70,41 @@ def pair_row(ts: TrainingSet, in_recorded_order: np.ndarray, level: float) -> di
     plan = FoldPlan.create(ts.run_ids, FOLDS, seed=0, groups=list(ts.jobs))
     results = {m: cross_validate(m, ts, plan) for m in MEMBERS}
     scored = {
-        m: {"rae": r.metrics["rae"], "within_25pct": r.metrics["within_25pct"],
-            "over_limit": over_limit_cross_fitted(ts.y[ts.finished], r.predictions[ts.finished], plan.folds[ts.finished], level)}
+        m: {
+            "rae": r.metrics["rae"],
+            "within_25pct": r.metrics["within_25pct"],
+            "over_limit": over_limit_cross_fitted(
+                ts.y[ts.finished], r.predictions[ts.finished], plan.folds[ts.finished], level
+            ),
+        }
         for m, r in results.items()
-    }  # fmt: skip
+    }
     best = min(scored, key=lambda m: scored[m]["rae"])
     mean_prior = next(iter(results.values())).priors[ts.finished]
     return {
-        "algorithm": ts.algorithm, "platform": ts.platform, "runs": int(len(y)), "median_mib": float(np.median(y) / 2**20),
-        "max_mib": float(y.max() / 2**20), "members": scored, "best": best,
-        "training_mean": {"rae": 100.0, "within_25pct": compute_metrics(y, mean_prior, mean_prior)["within_25pct"],
-                          "over_limit": float((y > mean_prior).mean())},
+        "algorithm": ts.algorithm,
+        "platform": ts.platform,
+        "runs": int(len(y)),
+        "median_mib": float(np.median(y) / 2**20),
+        "max_mib": float(y.max() / 2**20),
+        "members": scored,
+        "best": best,
+        "training_mean": {
+            "rae": 100.0,
+            "within_25pct": compute_metrics(y, mean_prior, mean_prior)["within_25pct"],
+            "over_limit": float((y > mean_prior).mean()),
+        },
         "last_two": last_two(in_recorded_order, level),
-    }  # fmt: skip
+    }
 
 
 def markdown(result: dict[str, Any]) -> str:
     """The table docs/results/peak-memory.md shows."""
-    lines = ["| pair | runs | median MiB | best member | RAE best / linear_log / lightgbm_log / last two | within 25 % best / last two / mean | "
-             "over the limit best / last two / mean |", "| --- | ---: | ---: | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        "| pair | runs | median MiB | best member | RAE best / linear_log / lightgbm_log / last two | within 25 % best / last two / mean | "
+        "over the limit best / last two / mean |",
+        "| --- | ---: | ---: | --- | --- | --- | --- |",
+    ]
     for r in result["pairs"]:
         b, lt, mean = r["members"][r["best"]], r["last_two"], r["training_mean"]
         lines.append(
@@ -99,7 +119,9 @@ def markdown(result: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, help="A measurements CSV with max_rss_kb, or with --markdown a result file.")
-    parser.add_argument("--markdown", action="store_true", help="Print the table of a result file instead of measuring.")
+    parser.add_argument(
+        "--markdown", action="store_true", help="Print the table of a result file instead of measuring."
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if args.markdown:
@@ -113,7 +135,10 @@ def main() -> None:
         ingest_file(args.data, store, catalog)
         sets = load_training_sets(store, target=Target.MEMORY)
         frame = store.frame().dropna(subset=["max_rss_kb"]).sort_values("recorded_at", kind="stable")
-    recorded = {pair: 1024.0 * rows["max_rss_kb"].to_numpy(dtype=float) for pair, rows in frame.groupby(["algorithm", "platform"])}
+    recorded = {
+        pair: 1024.0 * rows["max_rss_kb"].to_numpy(dtype=float)
+        for pair, rows in frame.groupby(["algorithm", "platform"])
+    }
     pairs = [pair_row(ts, recorded[(ts.algorithm, ts.platform)], level) for ts in sets]
     result = {"data": args.data.name, "limit_quantile": level, "folds": FOLDS, "pairs": pairs}
     if args.json:

@@ -61,10 +61,19 @@ def memory_jobs(frame: pd.DataFrame) -> list[ml.MemoryJob]:
     size_columns = [c for c in frame.columns if c.startswith("feature.") and c.endswith(".bytes")]
     sizes = frame[size_columns].fillna(0.0).sum(axis=1)
     return [
-        ml.MemoryJob(i, classes[(r.algorithm, r.platform)], 1, r.recorded - r.wall_seconds, r.recorded, r.wall_seconds, None,
-                     r.max_rss_kb * 1024.0, size=float(size))
+        ml.MemoryJob(
+            i,
+            classes[(r.algorithm, r.platform)],
+            1,
+            r.recorded - r.wall_seconds,
+            r.recorded,
+            r.wall_seconds,
+            None,
+            r.max_rss_kb * 1024.0,
+            size=float(size),
+        )
         for i, (r, size) in enumerate(zip(frame.itertuples(), sizes))
-    ]  # fmt: skip
+    ]
 
 
 class Fixed:
@@ -80,7 +89,9 @@ class Fixed:
         return None
 
 
-def choose(jobs: Sequence[ml.MemoryJob], split: int, makers: Sequence[Callable[[], ml.Source]], fallback: ml.Source) -> tuple[str, list[float]]:
+def choose(
+    jobs: Sequence[ml.MemoryJob], split: int, makers: Sequence[Callable[[], ml.Source]], fallback: ml.Source
+) -> tuple[str, list[float]]:
     """The setting with the least waste and at most 1 % over on the past (else the fewest over), and its limits."""
     best: tuple[tuple[float, float], str, list[float]] | None = None
     for make in makers:
@@ -94,7 +105,9 @@ def choose(jobs: Sequence[ml.MemoryJob], split: int, makers: Sequence[Callable[[
     return best[1], best[2]
 
 
-def service_limits(frame: pd.DataFrame, trained_on: pd.DataFrame, quantiles: Sequence[float], home: Path) -> dict[float, np.ndarray]:
+def service_limits(
+    frame: pd.DataFrame, trained_on: pd.DataFrame, quantiles: Sequence[float], home: Path
+) -> dict[float, np.ndarray]:
     """Each run's served memory limit at each quantile, from memory champions trained on ``trained_on`` in ``home``
     (``predictor ingest`` and ``predictor train --target memory``, as an operator would run them)."""
     home.mkdir(parents=True)
@@ -110,7 +123,9 @@ def service_limits(frame: pd.DataFrame, trained_on: pd.DataFrame, quantiles: Seq
     from predictor.store import MeasurementStore
 
     settings = Settings()
-    oracle = build_oracle(load_catalog(*settings.catalog_paths), settings, MeasurementStore(settings.resolved_store_url).profile_table())
+    oracle = build_oracle(
+        load_catalog(*settings.catalog_paths), settings, MeasurementStore(settings.resolved_store_url).profile_table()
+    )
     out = {q: np.full(len(frame), np.nan) for q in quantiles}
     for (algorithm, platform), group in frame.groupby(["algorithm", "platform"]):
         columns = [c for c in group.columns if c.startswith("feature.") and group[c].notna().all()]
@@ -128,10 +143,11 @@ def row(jobs: Sequence[ml.MemoryJob], split: int, source: str, chosen: str, limi
     """A source's waste and over share on the past and on the scored runs."""
     past, scored = ml.score(jobs[:split], limits[:split]), ml.score(jobs[split:], limits[split:])
     return {
-        "source": source, "chosen": chosen,
+        "source": source,
+        "chosen": chosen,
         "past": {"runs": past.jobs, "waste_gbs": past.waste_gbh * 3600, "over": past.over_share},
         "scored": {"runs": scored.jobs, "waste_gbs": scored.waste_gbh * 3600, "over": scored.over_share},
-    }  # fmt: skip
+    }
 
 
 def _cpu_with_children() -> float:
@@ -151,16 +167,26 @@ def main() -> None:
     jobs = memory_jobs(frame)
     split, half = int(len(jobs) * args.tune), int(len(jobs) * args.tune / 2)
     share = {"cpu1": NODE_MEMORY / NODE_CORES, "cpu2": NODE_MEMORY}
-    rows = [row(jobs, split, "no request", "the platform's cores' share of the node", [share[p] for p in frame.platform])]
+    rows = [
+        row(jobs, split, "no request", "the platform's cores' share of the node", [share[p] for p in frame.platform])
+    ]
     largest = frame.iloc[:split].groupby("algorithm").max_rss_kb.max() * 1024.0
     fixed = [largest.get(a, share[p]) for a, p in zip(frame.algorithm, frame.platform)]
     rows.append(row(jobs, split, "fixed per program", "its largest peak in the past", fixed))
     fallback = Fixed("fixed per program", fixed)
     sizey = ml.SizeyModels("user")
     families = {
-        "last runs": [lambda k=k, off=off: ml.LastRuns(k, off, "user") for k in (1, 3, 10, ALL) for off in (0.0, 0.05, 0.1, 0.25, 0.5)],
-        "Sizey-style": [lambda a=a, off=off: ml.SizeyStyle(sizey, a, off) for a in (0.0, 0.25, 0.5, 0.75, 1.0) for off in ml.OFFSET_RULES],  # type: ignore[arg-type]
-    }  # fmt: skip
+        "last runs": [
+            lambda k=k, off=off: ml.LastRuns(k, off, "user")
+            for k in (1, 3, 10, ALL)
+            for off in (0.0, 0.05, 0.1, 0.25, 0.5)
+        ],
+        "Sizey-style": [
+            lambda a=a, off=off: ml.SizeyStyle(sizey, a, off)
+            for a in (0.0, 0.25, 0.5, 0.75, 1.0)
+            for off in ml.OFFSET_RULES
+        ],  # type: ignore[arg-type]
+    }
     for family, makers in families.items():
         name, limits = choose(jobs, split, makers, fallback)
         rows.append(row(jobs, split, family, name.replace("per user", "per program and platform"), limits))
@@ -173,21 +199,42 @@ def main() -> None:
         limits = service_limits(frame, frame.iloc[:split], (q,), Path(tmp) / "past")[q]
         train_cpu = _cpu_with_children() - cpu
     service = row(jobs, split, "the service", f"quantile {q:g}", list(limits))
-    service["quantiles_on_the_past"] = {str(k): {"waste_gbs": v.waste_gbh * 3600, "over": v.over_share} for k, v in scored_early.items()}
+    service["quantiles_on_the_past"] = {
+        str(k): {"waste_gbs": v.waste_gbh * 3600, "over": v.over_share} for k, v in scored_early.items()
+    }
     rows.append(service)
     reference = {r["source"]: r["scored"]["waste_gbs"] for r in rows}
     print(f"\n{len(jobs)} runs with a peak; past: first {split}, scored: {len(jobs) - split}")
-    print("\n| source | chosen on the past | past: waste GB-s | past: over | scored: waste GB-s | scored: over | scored waste / fixed per program |")
+    print(
+        "\n| source | chosen on the past | past: waste GB-s | past: over | scored: waste GB-s | scored: over | scored waste / fixed per program |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         p, s = r["past"], r["scored"]
         ratio = s["waste_gbs"] / reference["fixed per program"]
-        print(f"| {r['source']} | {r['chosen']} | {p['waste_gbs']:,.1f} | {p['over']:.1%} | {s['waste_gbs']:,.1f} | {s['over']:.1%} | {ratio:.2f} |")
+        print(
+            f"| {r['source']} | {r['chosen']} | {p['waste_gbs']:,.1f} | {p['over']:.1%} | {s['waste_gbs']:,.1f} | {s['over']:.1%} | {ratio:.2f} |"
+        )
     cpu = time.process_time() - began
     load = os.getloadavg()[0]
-    print(f"\nCPU {cpu:.1f} s here, {train_cpu:.1f} s training and answering the service's limits (with its subprocesses); load {load:.1f}")
+    print(
+        f"\nCPU {cpu:.1f} s here, {train_cpu:.1f} s training and answering the service's limits (with its subprocesses); load {load:.1f}"
+    )
     if args.json:
-        args.json.write_text(json.dumps({"runs": len(jobs), "past_runs": split, "rows": rows, "cpu_seconds": cpu, "service_training_cpu_s": train_cpu, "load_1m": load}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "runs": len(jobs),
+                    "past_runs": split,
+                    "rows": rows,
+                    "cpu_seconds": cpu,
+                    "service_training_cpu_s": train_cpu,
+                    "load_1m": load,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
 
 
 if __name__ == "__main__":

@@ -98,27 +98,61 @@ def ncbi_first_training(seed: int, hours: float) -> dict[str, Any]:
                 order = sorted((m for m in o.metrics if "+" not in m), key=lambda m: o.metrics[m]["rae"])
                 ranks[f"{o.algorithm}@{o.platform}"] = order.index("online_log") + 1 if "online_log" in order else -1
     changed = sorted(p for p in served["without"] if served["without"][p] != served["with"].get(p))
-    day = [Measurement(run_id=f"day-{j.id}", algorithm=j.algorithm, platform=platform, features=dict(j.features or {}),
-                       wall_seconds=j.true_times[platform], source=Source.PRODUCTION)
-           for i, j in enumerate(w.jobs) for platform in [sorted(j.true_times)[i % len(j.true_times)]]]  # fmt: skip
+    day = [
+        Measurement(
+            run_id=f"day-{j.id}",
+            algorithm=j.algorithm,
+            platform=platform,
+            features=dict(j.features or {}),
+            wall_seconds=j.true_times[platform],
+            source=Source.PRODUCTION,
+        )
+        for i, j in enumerate(w.jobs)
+        for platform in [sorted(j.true_times)[i % len(j.true_times)]]
+    ]
     store.add(day)
-    settings = Settings().model_copy(update={"cv_folds": 5, "train_models": [*SIMULATION_MODELS, "online_log"], "n_jobs": 1})
+    settings = Settings().model_copy(
+        update={"cv_folds": 5, "train_models": [*SIMULATION_MODELS, "online_log"], "n_jobs": 1}
+    )
     started = time.process_time()
-    end = train(settings, load_training_sets(store), tracker=MemoryTracker(settings.interval_coverage), champions=MemoryChampions())
+    end = train(
+        settings,
+        load_training_sets(store),
+        tracker=MemoryTracker(settings.interval_coverage),
+        champions=MemoryChampions(),
+    )
     cpu["end_of_day"] = time.process_time() - started
-    end_ranks = {f"{o.algorithm}@{o.platform}": sorted((m for m in o.metrics if "+" not in m), key=lambda m: o.metrics[m]["rae"]).index("online_log") + 1
-                 for o in end}  # fmt: skip
-    return {"seed": seed, "hours": hours, "history_runs": len(w.history), "pairs": len(sets), "served": served,
-            "online_log_rank": ranks, "members": len(SIMULATION_MODELS) + 1, "changed": changed,
-            "end_of_day": {"runs": len(w.history) + len(day), "online_log_rank": end_ranks,
-                           "served_online": sorted(f"{o.algorithm}@{o.platform}" for o in end if "online_log" in o.challenger)},
-            "cpu_seconds": cpu}  # fmt: skip
+    end_ranks = {
+        f"{o.algorithm}@{o.platform}": sorted(
+            (m for m in o.metrics if "+" not in m), key=lambda m: o.metrics[m]["rae"]
+        ).index("online_log")
+        + 1
+        for o in end
+    }
+    return {
+        "seed": seed,
+        "hours": hours,
+        "history_runs": len(w.history),
+        "pairs": len(sets),
+        "served": served,
+        "online_log_rank": ranks,
+        "members": len(SIMULATION_MODELS) + 1,
+        "changed": changed,
+        "end_of_day": {
+            "runs": len(w.history) + len(day),
+            "online_log_rank": end_ranks,
+            "served_online": sorted(f"{o.algorithm}@{o.platform}" for o in end if "online_log" in o.challenger),
+        },
+        "cpu_seconds": cpu,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=None)
-    parser.add_argument("--ncbi", type=int, nargs="+", default=None, metavar="SEED", help="The NCBI-like day's first training instead.")
+    parser.add_argument(
+        "--ncbi", type=int, nargs="+", default=None, metavar="SEED", help="The NCBI-like day's first training instead."
+    )
     parser.add_argument("--hours", type=float, default=25.0, help="With --ncbi: the day's length.")
     args = parser.parse_args()
     if args.ncbi:

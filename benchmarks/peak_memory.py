@@ -64,17 +64,24 @@ def grids(node: tuple[int, int]) -> dict[str, list[Callable[[], ml.Source]]]:
     return {
         "last runs": [
             lambda k=k, q=q, off=off, scope=scope: ml.LastRuns(k, off, scope, q)
-            for scope in ml.SCOPES for k in (1, 3, 10, ALL) for q in (1.0, 0.9) for off in (0.0, 0.05, 0.1, 0.25)
+            for scope in ml.SCOPES
+            for k in (1, 3, 10, ALL)
+            for q in (1.0, 0.9)
+            for off in (0.0, 0.05, 0.1, 0.25)
         ],
         "online learner": [lambda level=level: ml.OnlineQuantile(level) for level in (0.9, 0.95, 0.98, 0.99, 0.995)],
         "Sizey-style": [
             lambda scope=scope, a=a, off=off: ml.SizeyStyle(sizey[scope], a, off)  # type: ignore[arg-type]
-            for scope in ml.SCOPES for a in (0.0, 0.25, 0.5, 0.75, 1.0) for off in ml.OFFSET_RULES
+            for scope in ml.SCOPES
+            for a in (0.0, 0.25, 0.5, 0.75, 1.0)
+            for off in ml.OFFSET_RULES
         ],
-    }  # fmt: skip
+    }
 
 
-def choose(jobs: Sequence[ml.MemoryJob], split: int, makers: Sequence[Callable[[], ml.Source]], fallback: ml.Source) -> tuple[str, list[float], ml.Score]:
+def choose(
+    jobs: Sequence[ml.MemoryJob], split: int, makers: Sequence[Callable[[], ml.Source]], fallback: ml.Source
+) -> tuple[str, list[float], ml.Score]:
     """The setting with the least waste and at most 1 % over on the tuning part (else the fewest over): its name,
     its limits on every job, and its tuning score."""
     best: tuple[tuple[float, float], str, list[float], ml.Score] | None = None
@@ -116,21 +123,47 @@ def bench_limits(args: argparse.Namespace) -> dict[str, Any]:
     reference = ml.score(jobs[split:], rows[0][2][split:]).waste_gbh
     for family, name, limits in rows:
         tuned, scored = ml.score(jobs[:split], limits[:split]), ml.score(jobs[split:], limits[split:])
-        out.append({
-            "source": family, "chosen": name,
-            "tune": {"jobs": tuned.jobs, "waste_gbh": tuned.waste_gbh, "requested_gbh": tuned.requested_gbh, "over": tuned.over_share},
-            "test": {"jobs": scored.jobs, "waste_gbh": scored.waste_gbh, "requested_gbh": scored.requested_gbh, "over": scored.over_share},
-            "test_waste_vs_users": scored.waste_gbh / reference if reference else math.nan,
-        })  # fmt: skip
-    print(f"\n{len(jobs)} jobs with used memory ({len({j.user for j in jobs})} users); tuning part: first {split}, scored: {len(jobs) - split}")
-    print("\n| source | chosen on the tuning part | tuning: waste GB-h | tuning: over | scored: waste GB-h | scored: over | scored waste / users' |")
+        out.append(
+            {
+                "source": family,
+                "chosen": name,
+                "tune": {
+                    "jobs": tuned.jobs,
+                    "waste_gbh": tuned.waste_gbh,
+                    "requested_gbh": tuned.requested_gbh,
+                    "over": tuned.over_share,
+                },
+                "test": {
+                    "jobs": scored.jobs,
+                    "waste_gbh": scored.waste_gbh,
+                    "requested_gbh": scored.requested_gbh,
+                    "over": scored.over_share,
+                },
+                "test_waste_vs_users": scored.waste_gbh / reference if reference else math.nan,
+            }
+        )
+    print(
+        f"\n{len(jobs)} jobs with used memory ({len({j.user for j in jobs})} users); tuning part: first {split}, scored: {len(jobs) - split}"
+    )
+    print(
+        "\n| source | chosen on the tuning part | tuning: waste GB-h | tuning: over | scored: waste GB-h | scored: over | scored waste / users' |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in out:
         t, s = r["tune"], r["test"]
-        print(f"| {r['source']} | {r['chosen']} | {t['waste_gbh']:,.0f} | {t['over']:.1%} | {s['waste_gbh']:,.0f} | {s['over']:.1%} | {r['test_waste_vs_users']:.2f} |")
+        print(
+            f"| {r['source']} | {r['chosen']} | {t['waste_gbh']:,.0f} | {t['over']:.1%} | {s['waste_gbh']:,.0f} | {s['over']:.1%} | {r['test_waste_vs_users']:.2f} |"
+        )
     cpu = time.process_time() - began
     print(f"\nCPU {cpu:.1f} s; {load_note()}")
-    return {"log": str(args.log), "jobs": len(jobs), "tune_jobs": split, "rows": out, "cpu_seconds": cpu, "load": load_note()}
+    return {
+        "log": str(args.log),
+        "jobs": len(jobs),
+        "tune_jobs": split,
+        "rows": out,
+        "cpu_seconds": cpu,
+        "load": load_note(),
+    }
 
 
 def held_node_hours(result: SimResult, node: tuple[int, int], truth: bool) -> dict[str, float]:
@@ -172,14 +205,27 @@ def bench_retries(args: argparse.Namespace) -> dict[str, Any]:
     chosen, limits = learned_limits(args.log, args.tune)
     base = swf.replay(args.log, nodes="packed", memory=limits)
     workload, oom, timeout = inject(base, args.inject, args.seed)
-    over_time = sum(1 for s in workload.jobs if (s.params.get("requested_time") or 0) > 0 and s.params["requested_time"] < next(iter(s.true_times.values())))
-    over_memory = sum(1 for s in workload.jobs if s.memory is not None and s.true_memory is not None and s.true_memory > s.memory)
-    print(f"memory limits: {chosen}; injected {oom} OOM and {timeout} TIMEOUT limits; jobs over their time limit {over_time}, over their memory {over_memory}")
+    over_time = sum(
+        1
+        for s in workload.jobs
+        if (s.params.get("requested_time") or 0) > 0 and s.params["requested_time"] < next(iter(s.true_times.values()))
+    )
+    over_memory = sum(
+        1 for s in workload.jobs if s.memory is not None and s.true_memory is not None and s.true_memory > s.memory
+    )
+    print(
+        f"memory limits: {chosen}; injected {oom} OOM and {timeout} TIMEOUT limits; jobs over their time limit {over_time}, over their memory {over_memory}"
+    )
     runs = {}
-    for label, retry in (("no retry", None), ("double everything", RetryPolicy("double-both", 2.0, args.retries)),
-                         ("raise only the failed resource", RetryPolicy("failed-only", 2.0, args.retries))):  # fmt: skip
+    for label, retry in (
+        ("no retry", None),
+        ("double everything", RetryPolicy("double-both", 2.0, args.retries)),
+        ("raise only the failed resource", RetryPolicy("failed-only", 2.0, args.retries)),
+    ):
         cpu = time.process_time()
-        result = simulate(workload, make_policy("easy"), LimitOracle(tuple(workload.cluster.platforms)), enforce=True, retry=retry)
+        result = simulate(
+            workload, make_policy("easy"), LimitOracle(tuple(workload.cluster.platforms)), enforce=True, retry=retry
+        )
         runs[label] = (result, time.process_time() - cpu)
     completed = {label: {j.id.split("~", 1)[0] for j in r.jobs if j.status == "done"} for label, (r, _) in runs.items()}
     common = completed["double everything"] & completed["raise only the failed resource"]
@@ -189,55 +235,106 @@ def bench_retries(args: argparse.Namespace) -> dict[str, Any]:
         killed = sum(held.get(k, 0.0) for k in KILLS)
         over_reserved = held.get("done", 0.0) - used.get("done", 0.0)
         jobs = {j.id: j for j in result.jobs}
-        memory_unused = sum(
-            max((jobs[s.job].memory or 0) - (jobs[s.job].true_memory or 0), 0) * (s.end - s.start) for s in result.segments if s.outcome == "done"
-        ) / 2**30 / 3600
+        memory_unused = (
+            sum(
+                max((jobs[s.job].memory or 0) - (jobs[s.job].true_memory or 0), 0) * (s.end - s.start)
+                for s in result.segments
+                if s.outcome == "done"
+            )
+            / 2**30
+            / 3600
+        )
         kills = {k: sum(1 for s in result.segments if s.outcome == k) for k in KILLS}
         first_submit = {j.id: j.submit for j in result.jobs if "~" not in j.id}
         done = [j for j in result.jobs if j.status == "done" and j.end is not None and j.start is not None]
-        bsld = [max(1.0, (j.end - first_submit[j.id.split("~", 1)[0]]) / max(j.end - j.start, 10.0)) for j in done if j.id.split("~", 1)[0] in common]
-        rows.append({
-            "policy": label, "jobs": len(first_submit), "completed": len(completed[label]),
-            "never_placed": sum(1 for j in result.jobs if j.status == "pending"),
-            "retries": sum(1 for j in result.jobs if "~" in j.id), "oom_kills": kills["oom"], "timeout_kills": kills["timeout"],
-            "killed_node_hours": killed, "over_reserved_node_hours": over_reserved, "wasted_node_hours": killed + over_reserved,
-            "memory_unused_gbh": memory_unused, "avebsld_common": sum(bsld) / len(bsld) if bsld else 0.0, "cpu_seconds": cpu,
-        })  # fmt: skip
-    print(f"\nAVEbsld from each job's first submission to its completion, over the {len(common):,} jobs both retry policies complete")
-    print("\n| retries | completed | never placed (memory above a node's) | retries | OOM kills | TIMEOUT kills | node-h in killed runs "
-          "| node-h held beyond use (completed runs) | wasted node-h | memory unused, completed runs (GB-h) | AVEbsld | CPU s |")
+        bsld = [
+            max(1.0, (j.end - first_submit[j.id.split("~", 1)[0]]) / max(j.end - j.start, 10.0))
+            for j in done
+            if j.id.split("~", 1)[0] in common
+        ]
+        rows.append(
+            {
+                "policy": label,
+                "jobs": len(first_submit),
+                "completed": len(completed[label]),
+                "never_placed": sum(1 for j in result.jobs if j.status == "pending"),
+                "retries": sum(1 for j in result.jobs if "~" in j.id),
+                "oom_kills": kills["oom"],
+                "timeout_kills": kills["timeout"],
+                "killed_node_hours": killed,
+                "over_reserved_node_hours": over_reserved,
+                "wasted_node_hours": killed + over_reserved,
+                "memory_unused_gbh": memory_unused,
+                "avebsld_common": sum(bsld) / len(bsld) if bsld else 0.0,
+                "cpu_seconds": cpu,
+            }
+        )
+    print(
+        f"\nAVEbsld from each job's first submission to its completion, over the {len(common):,} jobs both retry policies complete"
+    )
+    print(
+        "\n| retries | completed | never placed (memory above a node's) | retries | OOM kills | TIMEOUT kills | node-h in killed runs "
+        "| node-h held beyond use (completed runs) | wasted node-h | memory unused, completed runs (GB-h) | AVEbsld | CPU s |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['policy']} | {r['completed']:,} / {r['jobs']:,} | {r['never_placed']} | {r['retries']} | {r['oom_kills']:,} | {r['timeout_kills']:,} | "
-              f"{r['killed_node_hours']:,.0f} | {r['over_reserved_node_hours']:,.1f} | {r['wasted_node_hours']:,.0f} | {r['memory_unused_gbh']:,.0f} | "
-              f"{r['avebsld_common']:.2f} | {r['cpu_seconds']:.1f} |")  # fmt: skip
+        print(
+            f"| {r['policy']} | {r['completed']:,} / {r['jobs']:,} | {r['never_placed']} | {r['retries']} | {r['oom_kills']:,} | {r['timeout_kills']:,} | "
+            f"{r['killed_node_hours']:,.0f} | {r['over_reserved_node_hours']:,.1f} | {r['wasted_node_hours']:,.0f} | {r['memory_unused_gbh']:,.0f} | "
+            f"{r['avebsld_common']:.2f} | {r['cpu_seconds']:.1f} |"
+        )
     print(f"\n{load_note()}")
-    return {"log": str(args.log), "memory_limits": chosen, "injected": {"oom": oom, "timeout": timeout, "share": args.inject, "seed": args.seed},
-            "over_time_limit": over_time, "over_memory_limit": over_memory, "rows": rows, "load": load_note()}  # fmt: skip
+    return {
+        "log": str(args.log),
+        "memory_limits": chosen,
+        "injected": {"oom": oom, "timeout": timeout, "share": args.inject, "seed": args.seed},
+        "over_time_limit": over_time,
+        "over_memory_limit": over_memory,
+        "rows": rows,
+        "load": load_note(),
+    }
 
 
 def bench_backfill(args: argparse.Namespace) -> dict[str, Any]:
     chosen, limits = learned_limits(args.log, args.tune)
     sources: list[tuple[str, swf.MemorySource]] = [
-        ("no memory anywhere (as before)", "none"), ("memory ignored by the scheduler", "ignored"),
-        (f"learned limits ({chosen})", limits), ("true peaks", "used"),
-    ]  # fmt: skip
+        ("no memory anywhere (as before)", "none"),
+        ("memory ignored by the scheduler", "ignored"),
+        (f"learned limits ({chosen})", limits),
+        ("true peaks", "used"),
+    ]
     rows = []
     for policy in args.policies:
         for label, memory in sources:
             workload = swf.replay(args.log, nodes="packed", memory=memory)
             cpu = time.process_time()
-            result = simulate(workload, make_policy(policy), parse_estimates("requested").oracle(workload), estimates="requested")
+            result = simulate(
+                workload, make_policy(policy), parse_estimates("requested").oracle(workload), estimates="requested"
+            )
             cpu = time.process_time() - cpu
             m = compute(result)
-            rows.append({"policy": policy, "memory": label, "avebsld": m.avebsld, "mean_wait": m.mean_waiting,
-                         "utilisation": m.utilisation, "overcommits": m.overcommits, "jobs": m.jobs, "cpu_seconds": cpu})  # fmt: skip
+            rows.append(
+                {
+                    "policy": policy,
+                    "memory": label,
+                    "avebsld": m.avebsld,
+                    "mean_wait": m.mean_waiting,
+                    "utilisation": m.utilisation,
+                    "overcommits": m.overcommits,
+                    "jobs": m.jobs,
+                    "cpu_seconds": cpu,
+                }
+            )
     node = node_size(args.log)
     print(f"\nhpc2n on its nodes: 120 x {node[1]} CPUs, {node[0] / 2**30:g} GiB each; requested times planned")
-    print("\n| policy | memory the scheduler plans with | AVEbsld | mean wait (h) | utilisation | starts that overcommit a node | CPU s |")
+    print(
+        "\n| policy | memory the scheduler plans with | AVEbsld | mean wait (h) | utilisation | starts that overcommit a node | CPU s |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['policy']} | {r['memory']} | {r['avebsld']:.2f} | {r['mean_wait'] / 3600:.2f} | {r['utilisation']:.3f} | {r['overcommits']} | {r['cpu_seconds']:.1f} |")
+        print(
+            f"| {r['policy']} | {r['memory']} | {r['avebsld']:.2f} | {r['mean_wait'] / 3600:.2f} | {r['utilisation']:.3f} | {r['overcommits']} | {r['cpu_seconds']:.1f} |"
+        )
     print(f"\n{load_note()}")
     return {"log": str(args.log), "memory_limits": chosen, "rows": rows, "load": load_note()}
 
@@ -248,9 +345,19 @@ def main() -> None:
     for name in ("limits", "retries", "backfill"):
         p = sub.add_parser(name)
         p.add_argument("log", type=Path)
-        p.add_argument("--tune", type=float, default=0.3, help="share of the jobs with memory (in submit order) that settings are chosen on")
+        p.add_argument(
+            "--tune",
+            type=float,
+            default=0.3,
+            help="share of the jobs with memory (in submit order) that settings are chosen on",
+        )
         if name == "retries":
-            p.add_argument("--inject", type=float, default=0.05, help="share of jobs given a memory limit below their peak (and as many a time limit below their run)")
+            p.add_argument(
+                "--inject",
+                type=float,
+                default=0.05,
+                help="share of jobs given a memory limit below their peak (and as many a time limit below their run)",
+            )
             p.add_argument("--retries", type=int, default=3)
             p.add_argument("--seed", type=int, default=0)
         if name == "backfill":

@@ -93,7 +93,9 @@ def write_arff(path: Path, X: pd.DataFrame, y: np.ndarray) -> None:
 def weka(classifier: str) -> Peer:
     """Weka ``classifier`` with its default options, built and timed by Weka itself."""
 
-    def run(X_train: pd.DataFrame, y_train: np.ndarray, X_test: pd.DataFrame, fold: int, work: Path) -> tuple[np.ndarray, float]:
+    def run(
+        X_train: pd.DataFrame, y_train: np.ndarray, X_test: pd.DataFrame, fold: int, work: Path
+    ) -> tuple[np.ndarray, float]:
         train, test, model = work / "train.arff", work / "test.arff", work / f"{classifier}.model"
         write_arff(train, X_train, y_train * MILLISECONDS)
         write_arff(test, X_test, np.zeros(len(X_test)))
@@ -113,7 +115,9 @@ def fann(max_neurons: int) -> Peer:
     """FANN's Cascade2 (the seed's network) through the C driver, seeded per fold."""
     from benchmarks.fann.driver import run_cascade2
 
-    def run(X_train: pd.DataFrame, y_train: np.ndarray, X_test: pd.DataFrame, fold: int, work: Path) -> tuple[np.ndarray, float]:
+    def run(
+        X_train: pd.DataFrame, y_train: np.ndarray, X_test: pd.DataFrame, fold: int, work: Path
+    ) -> tuple[np.ndarray, float]:
         result = run_cascade2(X_train, y_train, X_test, max_neurons=max_neurons, seed=fold)
         return result.predictions, result.fit_seconds
 
@@ -128,7 +132,9 @@ def _run(command: list[str]) -> str:
     return done.stdout
 
 
-def cross_validate_peer(peer: Peer, ts: TrainingSet, plan: FoldPlan, work: Path) -> tuple[np.ndarray, dict[str, float], float]:
+def cross_validate_peer(
+    peer: Peer, ts: TrainingSet, plan: FoldPlan, work: Path
+) -> tuple[np.ndarray, dict[str, float], float]:
     """``peer``'s out-of-fold predictions on ``plan``, their pooled metrics (priors: training-fold means), fit seconds."""
     predictions, priors, seconds = np.empty_like(ts.y), np.empty_like(ts.y), 0.0
     for fold, (train, test) in enumerate(plan.splits()):
@@ -168,7 +174,9 @@ def repeats_row(ts: TrainingSet, priors: np.ndarray) -> Row:
     n, total = jobs.transform("count").to_numpy(), jobs.transform("sum").to_numpy()
     repeated = n > 1
     others = (total[repeated] - ts.y[repeated]) / (n[repeated] - 1)
-    return Row("mean of the job's other repeats", "noise floor", compute_metrics(ts.y[repeated], others, priors[repeated]), 0.0)
+    return Row(
+        "mean of the job's other repeats", "noise floor", compute_metrics(ts.y[repeated], others, priors[repeated]), 0.0
+    )
 
 
 def compare(settings: Settings, ts: TrainingSet, peers: dict[str, tuple[str, Peer]], work: Path, jobs: int) -> Pair:
@@ -179,11 +187,15 @@ def compare(settings: Settings, ts: TrainingSet, peers: dict[str, tuple[str, Pee
     rows = [Row(r.model, "zoo", r.metrics, r.fit_seconds) for r in session.rows if not r.champion]
     champion = next(r for r in session.rows if r.champion)
     table = champion_out_of_fold(settings.resolved_tracking_uri, champion.run_id, ts)
-    rows.append(Row(champion.model, "zoo *", champion.metrics, champion.fit_seconds, table["predicted_seconds"].to_numpy()))
+    rows.append(
+        Row(champion.model, "zoo *", champion.metrics, champion.fit_seconds, table["predicted_seconds"].to_numpy())
+    )
 
     def one(name: str) -> Row:
         kind, peer = peers[name]
-        predictions, metrics, seconds = cross_validate_peer(peer, ts, plan, work / f"{ts.algorithm}-{ts.platform}" / name)
+        predictions, metrics, seconds = cross_validate_peer(
+            peer, ts, plan, work / f"{ts.algorithm}-{ts.platform}" / name
+        )
         return Row(name, kind, metrics, seconds, predictions)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -202,14 +214,18 @@ def print_pair(pair: Pair) -> None:
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in pair.rows:
         m = r.metrics
-        print(f"| {r.name} | {r.kind} | {m['cc']:.4f} | {m['mae']:.4g} | {m['rmse']:.4g} | {m['rae']:.2f} | {m['rrse']:.2f} | {r.fit_seconds:.2f} |")
+        print(
+            f"| {r.name} | {r.kind} | {m['cc']:.4f} | {m['mae']:.4g} | {m['rmse']:.4g} | {m['rae']:.2f} | {m['rrse']:.2f} | {r.fit_seconds:.2f} |"
+        )
 
 
 def champion_against(pair: Pair, peer: Row, metric: str) -> Difference:
     """The champion's ``metric`` minus ``peer``'s, with a 95 % interval from resampling the pair's jobs."""
     champion = next(r for r in pair.rows if r.kind == "zoo *")
     ts = pair.ts
-    return paired_bootstrap(ts.y, pair.priors, champion.predictions, peer.predictions, ts.jobs, censored=ts.censored)[metric]
+    return paired_bootstrap(ts.y, pair.priors, champion.predictions, peer.predictions, ts.jobs, censored=ts.censored)[
+        metric
+    ]
 
 
 def print_summary(pairs: list[Pair]) -> None:

@@ -39,25 +39,51 @@ BASELINES = (  # (label, policy, estimates)
     ("EASY-SJBF, perfect", "easy:order=sjbf", "oracle"),
 )
 WINDOWS = 3  # consecutive stretches of the past a choice is scored on
-EDF_BASELINES = (("FCFS, none", "fcfs", "none"), ("EDF, requested", "edf", "requested"), ("EDF, last two", "edf", "last_two_mean"))
+EDF_BASELINES = (
+    ("FCFS, none", "fcfs", "none"),
+    ("EDF, requested", "edf", "requested"),
+    ("EDF, last two", "edf", "last_two_mean"),
+)
 
 
 def row(label: str, metrics: Metrics, cpu: float, wall: float, jobs: int, **extra: Any) -> dict[str, Any]:
     """One table row: the metrics, the cost per finished job, and what else the caller names."""
-    return {"run": label, **metrics.as_dict(), "cpu_ms_per_job": 1e3 * cpu / max(jobs, 1), "wall_seconds": wall, **extra}
+    return {
+        "run": label,
+        **metrics.as_dict(),
+        "cpu_ms_per_job": 1e3 * cpu / max(jobs, 1),
+        "wall_seconds": wall,
+        **extra,
+    }
 
 
 def baseline(w: Workload, label: str, policy: str, estimates: str) -> dict[str, Any]:
     """A row of a fixed (policy, estimates) pair."""
     wall, cpu = time.perf_counter(), time.process_time()
     _, metrics = run(w, make_policy(policy), parse_estimates(estimates).oracle(w), label=estimates)
-    return row(label, metrics, time.process_time() - cpu, time.perf_counter() - wall, len(w.jobs), policy=policy, estimates=estimates)
+    return row(
+        label,
+        metrics,
+        time.process_time() - cpu,
+        time.perf_counter() - wall,
+        len(w.jobs),
+        policy=policy,
+        estimates=estimates,
+    )
 
 
 def service(w: Workload, label: str, family: Family, config: PlanningConfig) -> dict[str, Any]:
     """A row of the service planned with ``config``."""
     r = replay_config(w, family, config)
-    return row(label, r.metrics, r.cpu_seconds, r.wall_seconds, len(w.jobs), policy=config.policy(family), config=config.label(family))
+    return row(
+        label,
+        r.metrics,
+        r.cpu_seconds,
+        r.wall_seconds,
+        len(w.jobs),
+        policy=config.policy(family),
+        config=config.label(family),
+    )
 
 
 def gap_closed(rows: list[dict[str, Any]], label: str) -> float | None:
@@ -87,8 +113,14 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         w = swf.replay(args.log, nodes=args.nodes)
     if "easy" in args.parts:
         choice = choose(past, "easy", margin=args.margin)
-        save("choice", {**choice.record(), "windows": [window.notes for window in past],
-                        "scores": {c.label("easy"): s for c, s in sorted(choice.scores.items(), key=lambda kv: kv[1])}})  # fmt: skip
+        save(
+            "choice",
+            {
+                **choice.record(),
+                "windows": [window.notes for window in past],
+                "scores": {c.label("easy"): s for c, s in sorted(choice.scores.items(), key=lambda kv: kv[1])},
+            },
+        )
         rows = [baseline(w, *b) for b in BASELINES]
         rows.append(service(w, "service, default configuration", "easy", choice.incumbent))
         rows.append(service(w, "service, configuration chosen on the past", "easy", choice.chosen))
@@ -104,13 +136,21 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         second = swf.replay(args.log, train_fraction=0.65, nodes=args.nodes)
         on_first = choose(past_windows(args.log, 0.3, 0.65, WINDOWS, args.nodes), "easy", margin=args.margin)
         on_second = choose(past_windows(args.log, 0.65, 1.0, WINDOWS, args.nodes), "easy", margin=args.margin)
-        plans = {"chosen on the first half": on_first.chosen, "chosen on the second half (in-sample)": on_second.chosen,
-                 "default configuration": PlanningConfig()}  # fmt: skip
-        save("robustness", {
-            "second_half": second.notes, "chosen_on_first": on_first.record(), "chosen_on_second": on_second.record(),
-            "scored_on_second": {k: replay_config(second, "easy", c).metrics.avebsld for k, c in plans.items()},
-            "baselines_on_second": [baseline(second, *b) for b in BASELINES],
-        })  # fmt: skip
+        plans = {
+            "chosen on the first half": on_first.chosen,
+            "chosen on the second half (in-sample)": on_second.chosen,
+            "default configuration": PlanningConfig(),
+        }
+        save(
+            "robustness",
+            {
+                "second_half": second.notes,
+                "chosen_on_first": on_first.record(),
+                "chosen_on_second": on_second.record(),
+                "scored_on_second": {k: replay_config(second, "easy", c).metrics.avebsld for k, c in plans.items()},
+                "baselines_on_second": [baseline(second, *b) for b in BASELINES],
+            },
+        )
     return out
 
 
@@ -120,43 +160,72 @@ def _pct(value: float | None) -> str:
 
 def markdown(result: dict[str, Any]) -> str:
     """The tables of one result file, as docs/results/plan-choice.md shows them."""
-    lines = [f"**{result['log']}, {result['nodes']}** ({result['easy']['notes']}). Chosen on the past "
-             f"({result['choice']['jobs']} jobs): *{result['choice']['chosen']}*; {result['choice']['reason']}.", "",
-             "| run | AVEbsld | gap closed | mean wait (s) | past request | underestimated | predicted start: median error (s) / within 10 min | CPU per job (ms) | wall (s) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]  # fmt: skip
+    lines = [
+        f"**{result['log']}, {result['nodes']}** ({result['easy']['notes']}). Chosen on the past "
+        f"({result['choice']['jobs']} jobs): *{result['choice']['chosen']}*; {result['choice']['reason']}.",
+        "",
+        "| run | AVEbsld | gap closed | mean wait (s) | past request | underestimated | predicted start: median error (s) / within 10 min | CPU per job (ms) | wall (s) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+    ]
     for r in result["easy"]["rows"]:
         start = f"{r['start_error_median']:.0f} / {_pct(r['start_within_10min'])} ({r['predicted_starts']} head jobs)"
-        lines.append(f"| {r['run']} | {r['avebsld']:.1f} | {_pct(r['gap_closed'])} | {r['mean_waiting']:.0f} | {r['over_request']} | "
-                     f"{_pct(r['underestimated'])} | {start} | {r['cpu_ms_per_job']:.2f} | {r['wall_seconds']:.0f} |")  # fmt: skip
+        lines.append(
+            f"| {r['run']} | {r['avebsld']:.1f} | {_pct(r['gap_closed'])} | {r['mean_waiting']:.0f} | {r['over_request']} | "
+            f"{_pct(r['underestimated'])} | {start} | {r['cpu_ms_per_job']:.2f} | {r['wall_seconds']:.0f} |"
+        )
     if "edf" in result:
         rows = result["edf"]["rows"]
         fcfs = next(r["mean_completion"] for r in rows if r["run"].startswith("FCFS"))
-        lines += ["", f"EDF (number chosen on the past by mean completion: *{result['edf']['choice']['chosen']}*; "
-                  f"{result['edf']['choice']['reason']}):", "",
-                  "| run | mean completion (s) | vs FCFS | mean wait (s) | underestimated | CPU per job (ms) |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        lines += [
+            "",
+            f"EDF (number chosen on the past by mean completion: *{result['edf']['choice']['chosen']}*; "
+            f"{result['edf']['choice']['reason']}):",
+            "",
+            "| run | mean completion (s) | vs FCFS | mean wait (s) | underestimated | CPU per job (ms) |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for r in rows:
-            lines.append(f"| {r['run']} | {r['mean_completion']:.0f} | {100 * (r['mean_completion'] / fcfs - 1):+.1f} % | "
-                         f"{r['mean_waiting']:.0f} | {_pct(r['underestimated'])} | {r['cpu_ms_per_job']:.2f} |")  # fmt: skip
+            lines.append(
+                f"| {r['run']} | {r['mean_completion']:.0f} | {100 * (r['mean_completion'] / fcfs - 1):+.1f} % | "
+                f"{r['mean_waiting']:.0f} | {_pct(r['underestimated'])} | {r['cpu_ms_per_job']:.2f} |"
+            )
     if "robustness" in result:
         rob = result["robustness"]
-        lines += ["", "Robustness (AVEbsld on the second half of the replay):", "", "| plan | AVEbsld |", "| --- | ---: |"]
+        lines += [
+            "",
+            "Robustness (AVEbsld on the second half of the replay):",
+            "",
+            "| plan | AVEbsld |",
+            "| --- | ---: |",
+        ]
         lines += [f"| service, {k} | {v:.1f} |" for k, v in rob["scored_on_second"].items()]
         lines += [f"| {b['run']} | {b['avebsld']:.1f} |" for b in rob["baselines_on_second"]]
-        lines += ["", f"Chosen on the first half: *{rob['chosen_on_first']['chosen']}*; on the second: "
-                  f"*{rob['chosen_on_second']['chosen']}*."]  # fmt: skip
+        lines += [
+            "",
+            f"Chosen on the first half: *{rob['chosen_on_first']['chosen']}*; on the second: "
+            f"*{rob['chosen_on_second']['chosen']}*.",
+        ]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("log", type=Path, help="An SWF log, or with --markdown a result file this script wrote.")
-    parser.add_argument("--markdown", action="store_true", help="Print the tables of a result file instead of measuring.")
+    parser.add_argument(
+        "--markdown", action="store_true", help="Print the tables of a result file instead of measuring."
+    )
     parser.add_argument("--nodes", choices=("pooled", "packed"), default="pooled")
-    parser.add_argument("--margin", type=float, default=0.02, help="The guard's margin: a fraction of the serving score.")
-    parser.add_argument("--parts", nargs="+", choices=("easy", "edf", "robustness"), default=["easy"],
-                        help="easy: the choice and the EASY rows; edf: the EDF rows (pooled only); robustness: the "
-                             "first-half / second-half choice.")  # fmt: skip
+    parser.add_argument(
+        "--margin", type=float, default=0.02, help="The guard's margin: a fraction of the serving score."
+    )
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=("easy", "edf", "robustness"),
+        default=["easy"],
+        help="easy: the choice and the EASY rows; edf: the EDF rows (pooled only); robustness: the "
+        "first-half / second-half choice.",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if args.markdown:

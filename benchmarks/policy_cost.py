@@ -109,8 +109,13 @@ def pass_cost(name: str, policy: Policy, ctx: Context, jobs: int, repeat: int, l
         placed = sum(order.kind in PLACED for order in orders)
     median = statistics.median(times)
     print(f"  pass {name:16s} {jobs:6d} jobs  {_ms(median)}", flush=True)
-    return {"policy": name, "jobs": jobs, "median_s": median, "placed": placed,
-            "per_job_us": 1e6 * median / placed if placed else float("nan")}  # fmt: skip
+    return {
+        "policy": name,
+        "jobs": jobs,
+        "median_s": median,
+        "placed": placed,
+        "per_job_us": 1e6 * median / placed if placed else float("nan"),
+    }
 
 
 def pass_costs(policies: list[str], jobs: int, machines: int, repeat: int, limit: float) -> list[dict[str, Any]]:
@@ -159,7 +164,15 @@ def ratios(policies: list[str], w: Workload, limit: float) -> tuple[float, list[
         seconds, result = timed(partial(simulate, w, make_policy(name), truth), limit)
         makespan = compute(result).makespan if result is not None else float("inf")
         unfinished = compute(result).unfinished if result is not None else jobs
-        rows.append({"policy": name, "makespan": makespan, "ratio": makespan / bound, "sim_s": seconds, "unfinished": unfinished})
+        rows.append(
+            {
+                "policy": name,
+                "makespan": makespan,
+                "ratio": makespan / bound,
+                "sim_s": seconds,
+                "unfinished": unfinished,
+            }
+        )
         print(f"  simulate {name:16s} makespan {makespan:10.0f} s  ({seconds:.1f} s)", flush=True)
     return bound, rows
 
@@ -185,12 +198,17 @@ def markdown_costs(rows: list[dict[str, Any]], sizes: list[int], limit: float) -
 
 
 def markdown_ratios(rows: list[dict[str, Any]]) -> str:
-    lines = ["| policy | makespan (s) | makespan / bound | unfinished | simulation (CPU s) |", "| --- | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| policy | makespan (s) | makespan / bound | unfinished | simulation (CPU s) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     for r in sorted(rows, key=lambda r: r["ratio"]):
         if r["makespan"] == float("inf"):
             lines.append(f"| {r['policy']} | - | capped | - | > cap |")
         else:
-            lines.append(f"| {r['policy']} | {r['makespan']:.0f} | {r['ratio']:.3f} | {r['unfinished']} | {r['sim_s']:.1f} |")
+            lines.append(
+                f"| {r['policy']} | {r['makespan']:.0f} | {r['ratio']:.3f} | {r['unfinished']} | {r['sim_s']:.1f} |"
+            )
     return "\n".join(lines)
 
 
@@ -210,24 +228,38 @@ def main() -> None:
     rows = [row for n in args.jobs for row in pass_costs(policies, n, args.machines, args.repeat, args.cap)]
     w = independent(args.ratio_jobs, args.per_type, args.seed)
     bound, ratio_rows = ratios(policies, w, args.cap)
-    grids = {needs: [p for p in applicable_policies((needs,)) if p not in applicable_policies(())] for needs in (SITES, GRID_ATTRIBUTES)}
-    grid_rows = {needs: [r for n in args.jobs for r in grid_pass_costs(needs, names, n, args.repeat, args.cap)] for needs, names in grids.items()}
+    grids = {
+        needs: [p for p in applicable_policies((needs,)) if p not in applicable_policies(())]
+        for needs in (SITES, GRID_ATTRIBUTES)
+    }
+    grid_rows = {
+        needs: [r for n in args.jobs for r in grid_pass_costs(needs, names, n, args.repeat, args.cap)]
+        for needs, names in grids.items()
+    }
     grid_ratios = {
         SITES: ratios(grids[SITES], grid_instance(SITES, 1000, args.seed), args.cap),
         GRID_ATTRIBUTES: ratios(grids[GRID_ATTRIBUTES], walker_grid.generate(seed=args.seed), args.cap),
     }
-    print(f"\n### One pass over a queue of pending jobs ({args.machines} machines, six types; median of {args.repeat})\n")
+    print(
+        f"\n### One pass over a queue of pending jobs ({args.machines} machines, six types; median of {args.repeat})\n"
+    )
     print(markdown_costs(rows, args.jobs, args.cap))
-    print(f"\n### Makespan against the lower bound ({len(w.jobs)} independent jobs at t=0, {w.cluster.describe()}; "
-          f"bound {bound:.0f} s)\n")  # fmt: skip
+    print(
+        f"\n### Makespan against the lower bound ({len(w.jobs)} independent jobs at t=0, {w.cluster.describe()}; "
+        f"bound {bound:.0f} s)\n"
+    )
     print(markdown_ratios(ratio_rows))
-    for needs, title in ((SITES, "seed 003, a bag of N tasks on 4 sites"), (GRID_ATTRIBUTES, "seed 002, one job of N tasks on Npacinet-2")):
+    for needs, title in (
+        (SITES, "seed 003, a bag of N tasks on 4 sites"),
+        (GRID_ATTRIBUTES, "seed 002, one job of N tasks on Npacinet-2"),
+    ):
         sizes = sorted({r["jobs"] for r in grid_rows[needs]})
         print(f"\n### One pass, {title} (median of {args.repeat})\n")
         print(markdown_costs(grid_rows[needs], sizes, args.cap))
         grid_bound, grid_ratio_rows = grid_ratios[needs]
         print(f"\n### Makespan against the lower bound, {title.split(',')[0]} (bound {grid_bound:.0f} s)\n")
         print(markdown_ratios(grid_ratio_rows))
+
 
 if __name__ == "__main__":
     main()

@@ -115,14 +115,23 @@ def load_pair(pool_store: MeasurementStore, heldout_store: MeasurementStore, alg
     top = {c: bundled[f"feature.{c}"].max() for c in sizes}
     above = np.logical_or.reduce([held_frame[c].to_numpy() > top[c] for c in sizes])
     return PairData(
-        pool=pool_frame[features].astype("float64").fillna(0.0), pool_seconds=pool_frame["wall_seconds"].to_numpy(dtype="float64"),
+        pool=pool_frame[features].astype("float64").fillna(0.0),
+        pool_seconds=pool_frame["wall_seconds"].to_numpy(dtype="float64"),
         heldout=held_frame.reindex(columns=features).astype("float64").fillna(0.0),
-        heldout_seconds=held_frame["wall_seconds"].to_numpy(dtype="float64"), above=above, sweep_order=order,
-    )  # fmt: skip
+        heldout_seconds=held_frame["wall_seconds"].to_numpy(dtype="float64"),
+        above=above,
+        sweep_order=order,
+    )
 
 
 def served_seconds(
-    algorithm: str, platform: str, X: pd.DataFrame, y: np.ndarray, test: pd.DataFrame, seed: int, catalog: Catalog | None = None
+    algorithm: str,
+    platform: str,
+    X: pd.DataFrame,
+    y: np.ndarray,
+    test: pd.DataFrame,
+    seed: int,
+    catalog: Catalog | None = None,
 ) -> np.ndarray:
     """What the oracle would serve for ``test`` after training on (X, y): the best member by 3-fold RAE, with its envelope."""
     folds = KFold(3, shuffle=True, random_state=seed)
@@ -133,11 +142,15 @@ def served_seconds(
         if rae < best_rae:
             best, best_rae = name, rae
     model = make_model(best, seed=seed).fit(X, y)
-    champion = Champion(algorithm, platform, best, "1", "sklearn", list(X.columns), model, envelope=TrainingEnvelope.fit(X, y))
+    champion = Champion(
+        algorithm, platform, best, "1", "sklearn", list(X.columns), model, envelope=TrainingEnvelope.fit(X, y)
+    )
     oracle = RuntimeOracle(catalog or CATALOG, {}, coverage=0.9, limit_quantile=0.95)
     oracle.swap({(algorithm, platform): serve_model(champion, X.to_numpy())})
     answer = oracle.estimate_matrix(algorithm, list(X.columns), test.to_numpy(), [platform])[0]
-    fallback = float(y.mean())  # a non-finite answer: the service falls back to the pair's mean run time (profile table)
+    fallback = float(
+        y.mean()
+    )  # a non-finite answer: the service falls back to the pair's mean run time (profile table)
     return np.array([fallback if s is None else s for s in answer.seconds], dtype="float64")
 
 
@@ -154,9 +167,14 @@ def picks(data: PairData, strategy: str, seed: int, points: list[int]) -> list[i
     for target in points[1:]:
         left = [i for i in range(n) if i not in set(chosen)]
         batch = rank(
-            data.pool.iloc[left].reset_index(drop=True), data.pool.iloc[chosen], data.pool_seconds[chosen],
-            rule=rule, n=target - len(chosen), cost_weight=1.0 if per_second else 0.0, seed=seed,  # type: ignore[arg-type]
-        )  # fmt: skip
+            data.pool.iloc[left].reset_index(drop=True),
+            data.pool.iloc[chosen],
+            data.pool_seconds[chosen],
+            rule=rule,
+            n=target - len(chosen),
+            cost_weight=1.0 if per_second else 0.0,
+            seed=seed,  # type: ignore[arg-type]
+        )
         chosen += [left[p.index] for p in batch]
     return chosen
 
@@ -173,11 +191,20 @@ def curve(algorithm: str, platform: str, data: PairData, strategy: str, seed: in
         prior = np.full(len(data.heldout_seconds), y.mean())
         every = compute_metrics(data.heldout_seconds, pred, prior)
         high = compute_metrics(data.heldout_seconds[data.above], pred[data.above], prior[data.above])
-        rows.append({
-            "algorithm": algorithm, "platform": platform, "strategy": strategy, "seed": seed, "runs": k,
-            "machine_seconds": float(y.sum()), "rae": every["rae"], "underestimate_rate": every["underestimate_rate"],
-            "rae_above": high["rae"], "underestimate_above": high["underestimate_rate"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "algorithm": algorithm,
+                "platform": platform,
+                "strategy": strategy,
+                "seed": seed,
+                "runs": k,
+                "machine_seconds": float(y.sum()),
+                "rae": every["rae"],
+                "underestimate_rate": every["underestimate_rate"],
+                "rae_above": high["rae"],
+                "underestimate_above": high["underestimate_rate"],
+            }
+        )
     return rows
 
 
@@ -191,8 +218,11 @@ def curves(pool_home: Path, heldout_home: Path, seeds: list[int]) -> pd.DataFram
     rows = []
     for algorithm, platform in PAIRS:
         data = load_pair(pool_store, heldout_store, algorithm, platform)
-        print(f"{algorithm}@{platform}: pool {len(data.pool)}, held-out {len(data.heldout)} ({int(data.above.sum())} above the old range), "
-              f"sweep order {len(data.sweep_order)}", flush=True)  # fmt: skip
+        print(
+            f"{algorithm}@{platform}: pool {len(data.pool)}, held-out {len(data.heldout)} ({int(data.above.sum())} above the old range), "
+            f"sweep order {len(data.sweep_order)}",
+            flush=True,
+        )
         for strategy in STRATEGIES:
             for seed in seeds if strategy != "sweep" else seeds[:1]:
                 rows += curve(algorithm, platform, data, strategy, seed)
@@ -201,7 +231,10 @@ def curves(pool_home: Path, heldout_home: Path, seeds: list[int]) -> pd.DataFram
 
 def table(frame: pd.DataFrame) -> str:
     """Per pair and strategy, the mean over seeds at 40, 100 and the pool's last point: RAE all / above range, underestimates."""
-    lines = ["| pair | strategy | runs | RAE % | RAE above % | under % | under above % | machine s |", "|" + " --- |" * 8]
+    lines = [
+        "| pair | strategy | runs | RAE % | RAE above % | under % | under above % | machine s |",
+        "|" + " --- |" * 8,
+    ]
     for (algorithm, platform, strategy), group in frame.groupby(["algorithm", "platform", "strategy"], sort=False):
         last = int(group["runs"].max())
         for k in sorted({40, 100, last} & set(group["runs"])):
@@ -215,8 +248,10 @@ def table(frame: pd.DataFrame) -> str:
 
 def savings(frame: pd.DataFrame) -> str:
     """Per pair: random's mean error at its last point, and the fewest runs at which each strategy's mean is as low."""
-    lines = ["| pair | metric | random at its last point | " + " | ".join(s for s in STRATEGIES if s != "random") + " |",
-             "|" + " --- |" * (2 + len(STRATEGIES))]  # fmt: skip
+    lines = [
+        "| pair | metric | random at its last point | " + " | ".join(s for s in STRATEGIES if s != "random") + " |",
+        "|" + " --- |" * (2 + len(STRATEGIES)),
+    ]
     for (algorithm, platform), pair in frame.groupby(["algorithm", "platform"], sort=False):
         means = pair.groupby(["strategy", "runs"])[["rae", "rae_above"]].mean()
         last = int(pair[pair["strategy"] == "random"]["runs"].max())
@@ -246,7 +281,11 @@ def figure(frame: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    metrics = [("rae", "RAE %, all held-out"), ("rae_above", "RAE %, above old range"), ("underestimate_rate", "underestimate rate")]
+    metrics = [
+        ("rae", "RAE %, all held-out"),
+        ("rae_above", "RAE %, above old range"),
+        ("underestimate_rate", "underestimate rate"),
+    ]
     fig, axes = plt.subplots(len(metrics), len(PAIRS), figsize=(4.2 * len(PAIRS), 3.2 * len(metrics)), squeeze=False)
     for col, (algorithm, platform) in enumerate(PAIRS):
         pair = frame[(frame["algorithm"] == algorithm) & (frame["platform"] == platform)]
@@ -264,13 +303,17 @@ def figure(frame: pd.DataFrame, path: Path) -> None:
             ax.set_ylabel(label if col == 0 else "")
             if metric != "underestimate_rate":
                 ax.set_yscale("log")
-                ax.set_ylim(top=min(ax.get_ylim()[1], 400.0))  # a first batch of 10 can extrapolate wildly: the scale is for the rest
+                ax.set_ylim(
+                    top=min(ax.get_ylim()[1], 400.0)
+                )  # a first batch of 10 can extrapolate wildly: the scale is for the rest
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)
 
 
-def _runs(workload: Workload, result: SimResult, probes: list) -> dict[tuple[str, str], tuple[pd.DataFrame, np.ndarray]]:
+def _runs(
+    workload: Workload, result: SimResult, probes: list
+) -> dict[tuple[str, str], tuple[pd.DataFrame, np.ndarray]]:
     """What the store holds at the end of the day, per pair: the history, every real run that finished, the finished probes."""
     rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for m in [*workload.history, *(p for p in probes if p.succeeded)]:
@@ -279,7 +322,10 @@ def _runs(workload: Workload, result: SimResult, probes: list) -> dict[tuple[str
     for s in result.segments:
         if s.outcome == "done":
             rows.setdefault((s.algorithm, s.platform), []).append((lengths[s.job], s.end - s.start))
-    return {pair: (pd.DataFrame({"query.length": [r[0] for r in v]}), np.array([r[1] for r in v])) for pair, v in rows.items()}
+    return {
+        pair: (pd.DataFrame({"query.length": [r[0] for r in v]}), np.array([r[1] for r in v]))
+        for pair, v in rows.items()
+    }
 
 
 def _model_error(workload: Workload, runs: dict, tests: dict[str, Workload], seed: int) -> dict[str, float]:
@@ -317,11 +363,17 @@ def ncbi_day(hours: float, seed: int, budget: float, cap: float) -> dict:
     for m in workload.history:
         known.setdefault((m.algorithm, m.platform), []).append((dict(m.features), m.wall_seconds))
     source = RankedCandidates(ncbi.probe_candidates(types, seed), known)
-    prober = IdleProber(source, {t: ProbeBudget(budget, cap) for t in types}, duration=lambda probe, platform: probe.true_times[platform])
+    prober = IdleProber(
+        source,
+        {t: ProbeBudget(budget, cap) for t in types},
+        duration=lambda probe, platform: probe.true_times[platform],
+    )
     probed = simulate(workload, make_policy("edf"), estimates.oracle(workload), prober=prober)
     before = {j.id: j.start for j in plain.jobs}
     later = sum(j.start is not None and before[j.id] is not None and j.start > before[j.id] + 1e-9 for j in probed.jobs)
-    earlier = sum(j.start is not None and before[j.id] is not None and j.start < before[j.id] - 1e-9 for j in probed.jobs)
+    earlier = sum(
+        j.start is not None and before[j.id] is not None and j.start < before[j.id] - 1e-9 for j in probed.jobs
+    )
     span = max(s.end for s in plain.segments) - min(j.submit for j in workload.jobs)
     busy = sum(s.end - s.start for s in plain.segments)
     idle = span * len(workload.cluster.machines) - busy
@@ -339,10 +391,17 @@ def ncbi_day(hours: float, seed: int, budget: float, cap: float) -> dict:
     with_probes = _model_error(workload, _runs(workload, probed, source.measurements), tests, seed)
     outcomes = {k: sum(r.outcome == k for r in probed.probes) for k in ("done", "capped", "cancelled")}
     return {
-        "seed": seed, "jobs": len(workload.jobs), "later": later, "earlier": earlier, "idle_machine_s": idle,
-        "probe_machine_s": probe_seconds, "probe_share_of_idle": probe_seconds / idle, "probes": outcomes,
-        "without": without, "with": with_probes,
-    }  # fmt: skip
+        "seed": seed,
+        "jobs": len(workload.jobs),
+        "later": later,
+        "earlier": earlier,
+        "idle_machine_s": idle,
+        "probe_machine_s": probe_seconds,
+        "probe_share_of_idle": probe_seconds / idle,
+        "probes": outcomes,
+        "without": without,
+        "with": with_probes,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -352,7 +411,9 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--pool", type=Path, required=True, help="PREDICTOR_HOME holding the measured pool")
     c.add_argument("--heldout", type=Path, required=True, help="PREDICTOR_HOME holding the held-out runs")
     c.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    sub.add_parser("report", help="the curves' table, savings and figure again, from benchmarks/results/probing_curves.json")
+    sub.add_parser(
+        "report", help="the curves' table, savings and figure again, from benchmarks/results/probing_curves.json"
+    )
     d = sub.add_parser("ncbi", help="probes in the simulated NCBI-like day")
     d.add_argument("--hours", type=float, default=25.0)
     d.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

@@ -98,11 +98,20 @@ def compare(tasks: int, machines: int, seed: int, repeat: int, limit: float) -> 
         for _ in range(repeat - 1 if theirs_s < SAGA_REPEAT_UNDER else 0):
             theirs_s = min(theirs_s, timed(partial(peer().schedule, network, graph), limit)[0])
         theirs = schedule.makespan if schedule is not None else float("nan")
-        rows.append({
-            "size": f"{tasks} x {machines}", "policy": name, "ours": ours, "saga": theirs, "ratio": ours / theirs,
-            "ours_bound": ours / bound, "saga_bound": theirs / bound,
-            "ours_us": 1e6 * ours_s / tasks, "saga_us": 1e6 * theirs_s / tasks, "speedup": theirs_s / ours_s,
-        })  # fmt: skip
+        rows.append(
+            {
+                "size": f"{tasks} x {machines}",
+                "policy": name,
+                "ours": ours,
+                "saga": theirs,
+                "ratio": ours / theirs,
+                "ours_bound": ours / bound,
+                "saga_bound": theirs / bound,
+                "ours_us": 1e6 * ours_s / tasks,
+                "saga_us": 1e6 * theirs_s / tasks,
+                "speedup": theirs_s / ours_s,
+            }
+        )
         print(f"  {tasks} x {machines} {name:9s} ours {ours:9.1f}  saga {theirs:9.1f}", flush=True)
     return rows
 
@@ -119,7 +128,13 @@ def markdown(rows: list[dict[str, Any]], limit: float) -> str:
         if np.isnan(r["saga"]):
             saga = [f"> {limit:g} s", "-", "-", "-", "-"]
         else:
-            saga = [f"{r['saga']:.1f}", f"{r['ratio']:.3f}", f"{r['saga_bound']:.3f}", f"{r['saga_us']:.0f}", f"{r['speedup']:.0f}x"]
+            saga = [
+                f"{r['saga']:.1f}",
+                f"{r['ratio']:.3f}",
+                f"{r['saga_bound']:.3f}",
+                f"{r['saga_us']:.0f}",
+                f"{r['speedup']:.0f}x",
+            ]
         lines.append(
             f"| {r['size']} | {r['policy']} | {r['ours']:.1f} | {saga[0]} | {saga[1]} | {r['ours_bound']:.3f} | {saga[2]} "
             f"| {r['ours_us']:.1f} | {saga[3]} | {saga[4]} |"

@@ -43,7 +43,9 @@ from simulator.simulate import SimResult, simulate
 from simulator.workload import Workload
 from simulator.workloads import ncbi, swf
 
-Inspect = Callable[[Workload, int, str, Oracle, SimResult], None]  # (workload, seed, estimates, oracle, result) of one run
+Inspect = Callable[
+    [Workload, int, str, Oracle, SimResult], None
+]  # (workload, seed, estimates, oracle, result) of one run
 NCBI_ESTIMATES = ("oracle", "model", "noisy:0.25", "noisy:0.5", "noisy:1.0", "none")
 TRACE_ESTIMATES = ("requested", "last_two_mean", "model:lightgbm_log", "model:last_two_mean", "service", "oracle")
 
@@ -104,10 +106,17 @@ def bench_pass(args: argparse.Namespace) -> dict[str, Any]:
     slots, _ = policy.plan(s.state, 0.0, [s.state.jobs[j] for j in s.state.pending])
     ends = {slot.job.id: slot.end for slot in slots}
     assert all(math.isclose(ends[j], reference[j], rel_tol=1e-12) for j in reference), "plans differ"
-    return {"jobs": args.jobs, "machines": args.machines, "orders": len(orders),
-            "ours_best_ms": 1e3 * min(ours), "ours_median_ms": 1e3 * statistics.median(ours),
-            "ours_best_cpu_ms": 1e3 * min(ours_cpu),
-            "plain_best_ms": 1e3 * min(plain), "ratio": min(ours) / min(plain), "load": load_note()}  # fmt: skip
+    return {
+        "jobs": args.jobs,
+        "machines": args.machines,
+        "orders": len(orders),
+        "ours_best_ms": 1e3 * min(ours),
+        "ours_median_ms": 1e3 * statistics.median(ours),
+        "ours_best_cpu_ms": 1e3 * min(ours_cpu),
+        "plain_best_ms": 1e3 * min(plain),
+        "ratio": min(ours) / min(plain),
+        "load": load_note(),
+    }
 
 
 def bench_simulate(args: argparse.Namespace) -> dict[str, Any]:
@@ -117,8 +126,12 @@ def bench_simulate(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("edf", "fcfs"):
         cpu = time.process_time()
         result = simulate(w, make_policy(name), truth)
-        out[name] = {"seconds": result.wall_seconds, "cpu_seconds": time.process_time() - cpu, "passes": result.passes,
-                     "unfinished": compute(result).unfinished}  # fmt: skip
+        out[name] = {
+            "seconds": result.wall_seconds,
+            "cpu_seconds": time.process_time() - cpu,
+            "passes": result.passes,
+            "unfinished": compute(result).unfinished,
+        }
     out["ratio"] = out["edf"]["seconds"] / out["fcfs"]["seconds"]
     return out
 
@@ -141,11 +154,19 @@ def bench_ncbi(args: argparse.Namespace, inspect: Inspect | None = None) -> dict
                 learning.append(_learning(oracle, seed))
             if inspect is not None:
                 inspect(w, seed, estimates, oracle, result)
-            print(f"seed {seed} {policy:5s} {estimates:10s} sim {result.wall_seconds:6.1f} s, all {time.perf_counter() - started:6.1f} s",
-                  flush=True)  # fmt: skip
+            print(
+                f"seed {seed} {policy:5s} {estimates:10s} sim {result.wall_seconds:6.1f} s, all {time.perf_counter() - started:6.1f} s",
+                flush=True,
+            )
     mean_accuracy = {e: {k: statistics.mean(a[k] for a in runs) for k in runs[0]} for e, runs in accuracy.items()}
-    return {"cluster": w.cluster.describe(), "jobs": len(w.jobs), "seeds": args.seeds, "rows": _table(rows, "fcfs / none"),
-            "accuracy": mean_accuracy, "learning": learning}  # fmt: skip
+    return {
+        "cluster": w.cluster.describe(),
+        "jobs": len(w.jobs),
+        "seeds": args.seeds,
+        "rows": _table(rows, "fcfs / none"),
+        "accuracy": mean_accuracy,
+        "learning": learning,
+    }
 
 
 def bench_traces(args: argparse.Namespace) -> dict[str, Any]:
@@ -168,7 +189,12 @@ def bench_traces(args: argparse.Namespace) -> dict[str, Any]:
                 accuracy[estimates]["learning"] = _learning(oracle, args.seed)
             rows[f"{args.policy} / {estimates}"] = [compute(result)]
             print(f"{w.name} {args.policy} {estimates:22s} sim {result.wall_seconds:6.1f} s", flush=True)
-            out[w.name] = {"notes": w.notes, "cluster": w.cluster.describe(), "rows": _table(rows, "fcfs / none"), "accuracy": accuracy}
+            out[w.name] = {
+                "notes": w.notes,
+                "cluster": w.cluster.describe(),
+                "rows": _table(rows, "fcfs / none"),
+                "accuracy": accuracy,
+            }
             if args.json:  # after each run, so a long run leaves what it has
                 args.json.write_text(json.dumps(out, indent=2))
     return out
@@ -190,8 +216,11 @@ def _accuracy(w, oracle) -> dict[str, float]:
             if estimate is not None:
                 pairs.append((estimate, true))
     logs = np.array([math.log(max(e, 1.0) / max(t, 1.0)) for e, t in pairs if t > 0])
-    return {"median_abs_log_error": float(np.median(np.abs(logs))), "underestimated": float(np.mean(logs < 0)),
-            "known": len(logs) / len(w.jobs)}  # fmt: skip
+    return {
+        "median_abs_log_error": float(np.median(np.abs(logs))),
+        "underestimated": float(np.mean(logs < 0)),
+        "known": len(logs) / len(w.jobs),
+    }
 
 
 def _learning(oracle: LearningOracle, seed: int) -> dict[str, Any]:
@@ -199,7 +228,12 @@ def _learning(oracle: LearningOracle, seed: int) -> dict[str, Any]:
     verdicts: dict[str, int] = {}
     for d in oracle.log.decisions:
         verdicts[d["decision"]] = verdicts.get(d["decision"], 0) + 1
-    return {"seed": seed, "retrains": oracle.log.retrains, "train_seconds": oracle.log.train_seconds, "verdicts": verdicts}
+    return {
+        "seed": seed,
+        "retrains": oracle.log.retrains,
+        "train_seconds": oracle.log.train_seconds,
+        "verdicts": verdicts,
+    }
 
 
 def _table(rows: dict[str, list[Metrics]], baseline: str) -> list[dict[str, Any]]:
@@ -207,17 +241,30 @@ def _table(rows: dict[str, list[Metrics]], baseline: str) -> list[dict[str, Any]
     base = statistics.mean(m.mean_completion for m in rows[baseline])
     table = []
     for name, metrics in rows.items():
-        mean = {k: statistics.mean(getattr(m, k) for m in metrics) for k in (
-            "mean_completion", "mean_waiting", "mean_running", "makespan", "mean_slowdown", "utilisation", "energy_kwh",
-            "interrupted", "unfinished")}  # fmt: skip
+        mean = {
+            k: statistics.mean(getattr(m, k) for m in metrics)
+            for k in (
+                "mean_completion",
+                "mean_waiting",
+                "mean_running",
+                "makespan",
+                "mean_slowdown",
+                "utilisation",
+                "energy_kwh",
+                "interrupted",
+                "unfinished",
+            )
+        }
         mean["vs_baseline"] = mean["mean_completion"] / base - 1.0
         table.append({"run": name, **mean})
     return table
 
 
 def markdown(table: list[dict[str, Any]]) -> str:
-    lines = ["| run | mean completion (s) | waiting | running | vs FCFS | makespan (s) | slowdown | utilisation | energy (kWh) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    lines = [
+        "| run | mean completion (s) | waiting | running | vs FCFS | makespan (s) | slowdown | utilisation | energy (kWh) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in table:
         lines.append(
             f"| {r['run']} | {r['mean_completion']:.1f} | {r['mean_waiting']:.1f} | {r['mean_running']:.1f} | "
@@ -247,12 +294,16 @@ def main() -> None:
     p.add_argument("--speedup", type=float, default=1.0)
     for name in ("ncbi", "traces"):
         sub.choices[name].add_argument("--policy", default="edf", help="The policy set against FCFS, with options.")
-        sub.choices[name].add_argument("--estimates", nargs="+", default=None, help="Estimate sources (default: the module's list).")
+        sub.choices[name].add_argument(
+            "--estimates", nargs="+", default=None, help="Estimate sources (default: the module's list)."
+        )
     for p in sub.choices.values():
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--json", type=Path, default=None, help="Also write the results here.")
     args = parser.parse_args()
-    result = {"pass": bench_pass, "simulate": bench_simulate, "ncbi": bench_ncbi, "traces": bench_traces}[args.what](args)
+    result = {"pass": bench_pass, "simulate": bench_simulate, "ncbi": bench_ncbi, "traces": bench_traces}[args.what](
+        args
+    )
     if args.what == "ncbi":
         print(f"\n{result['jobs']} jobs on {result['cluster']}, seeds {result['seeds']}\n")
         print(markdown(result["rows"]))
@@ -261,8 +312,10 @@ def main() -> None:
             print(f"\n{name}: {part['notes']}; {part['cluster']}\n")
             print(markdown(part["rows"]))
             for estimates, acc in part["accuracy"].items():
-                print(f"- {estimates}: median |log(estimate/true)| {acc['median_abs_log_error']:.2f}, "
-                      f"{100 * acc['underestimated']:.0f}% underestimated, {100 * acc['known']:.0f}% of jobs with an estimate")  # fmt: skip
+                print(
+                    f"- {estimates}: median |log(estimate/true)| {acc['median_abs_log_error']:.2f}, "
+                    f"{100 * acc['underestimated']:.0f}% underestimated, {100 * acc['known']:.0f}% of jobs with an estimate"
+                )
     else:
         print(json.dumps(result, indent=2))
     if args.json:

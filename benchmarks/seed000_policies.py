@@ -59,7 +59,11 @@ POLICIES: dict[str, Callable[[Workload], Policy]] = {
     "edf": lambda w: make_policy("edf"),
 }
 BLIND = {"fcfs", "greedy3"}  # policies whose decisions never read an estimate
-PROFILED = {"affinity", "greedy1", "greedy2"}  # the paper's policies fed a profile table: all that run under later sources
+PROFILED = {
+    "affinity",
+    "greedy1",
+    "greedy2",
+}  # the paper's policies fed a profile table: all that run under later sources
 PAPER = {  # Kontothanassis & Goddeau 2004, section 5, Fig 12 (full trace): change of mean completion time against FCFS, in %
     "heterogeneous": {"affinity": 13.0, "greedy1": -10.5, "greedy2": -19.0, "greedy3": -19.0},
     "homogeneous": {"affinity": 9.8, "greedy1": 0.0, "greedy2": -4.6, "greedy3": -4.6},
@@ -71,7 +75,9 @@ def clusters(args: argparse.Namespace) -> dict[str, tuple[int, tuple[str, ...]]]
     return {"heterogeneous": (args.per_type, tuple(ncbi.MACHINE_TYPES)), "homogeneous": (args.homogeneous, ("type6",))}
 
 
-def one_seed(cluster: str, per_type: int, types: tuple[str, ...], hours: float, seed: int, estimates: list[str]) -> list[dict[str, Any]]:
+def one_seed(
+    cluster: str, per_type: int, types: tuple[str, ...], hours: float, seed: int, estimates: list[str]
+) -> list[dict[str, Any]]:
     """Every policy under every estimate source on one trace and cluster; one row each."""
     w = ncbi.generate(hours=hours, seed=seed, per_type=per_type, types=types)
     rows = []
@@ -83,11 +89,26 @@ def one_seed(cluster: str, per_type: int, types: tuple[str, ...], hours: float, 
             result = simulate(w, build(w), oracle, estimates=source)
             m = compute(result)
             if m.unfinished or m.done != m.jobs:
-                raise RuntimeError(f"{cluster} seed {seed} {name}/{source}: {m.unfinished} unfinished, {m.done} of {m.jobs} done")
-            rows.append({"cluster": cluster, "seed": seed, "policy": name, "estimates": "any" if name in BLIND else source,
-                         "jobs": m.jobs, "completion": m.mean_completion, "waiting": m.mean_waiting,
-                         "running": m.mean_running, "sim_seconds": result.wall_seconds})  # fmt: skip
-            print(f"  {cluster:13s} seed {seed} {name:22s} {source:10s} {m.mean_completion:8.1f} s  ({result.wall_seconds:4.1f} s)", flush=True)
+                raise RuntimeError(
+                    f"{cluster} seed {seed} {name}/{source}: {m.unfinished} unfinished, {m.done} of {m.jobs} done"
+                )
+            rows.append(
+                {
+                    "cluster": cluster,
+                    "seed": seed,
+                    "policy": name,
+                    "estimates": "any" if name in BLIND else source,
+                    "jobs": m.jobs,
+                    "completion": m.mean_completion,
+                    "waiting": m.mean_waiting,
+                    "running": m.mean_running,
+                    "sim_seconds": result.wall_seconds,
+                }
+            )
+            print(
+                f"  {cluster:13s} seed {seed} {name:22s} {source:10s} {m.mean_completion:8.1f} s  ({result.wall_seconds:4.1f} s)",
+                flush=True,
+            )
     return rows
 
 
@@ -110,26 +131,40 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
             group = [r for r in mine if (r["policy"], r["estimates"]) == key]
             completion = interval([r["completion"] for r in group])
             change = interval([100.0 * (r["completion"] / fcfs[r["seed"]] - 1.0) for r in group])
-            lines.append({"policy": key[0], "estimates": key[1], "seeds": len(group), "jobs": statistics.fmean(r["jobs"] for r in group),
-                          "completion": completion, "waiting": statistics.fmean(r["waiting"] for r in group),
-                          "running": statistics.fmean(r["running"] for r in group), "change": change,
-                          "paper": PAPER.get(cluster, {}).get(key[0])})  # fmt: skip
+            lines.append(
+                {
+                    "policy": key[0],
+                    "estimates": key[1],
+                    "seeds": len(group),
+                    "jobs": statistics.fmean(r["jobs"] for r in group),
+                    "completion": completion,
+                    "waiting": statistics.fmean(r["waiting"] for r in group),
+                    "running": statistics.fmean(r["running"] for r in group),
+                    "change": change,
+                    "paper": PAPER.get(cluster, {}).get(key[0]),
+                }
+            )
         out[cluster] = lines
     return out
 
 
 def markdown(cluster: str, description: str, lines: list[dict[str, Any]]) -> str:
     """One cluster's table."""
-    head = [f"**{cluster}** ({description}; {lines[0]['jobs']:.0f} jobs per trace, {lines[0]['seeds']} seeds)", "",
-            "| policy | estimates | mean completion (s) | waiting | running | vs FCFS | paper (Fig 12) |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    head = [
+        f"**{cluster}** ({description}; {lines[0]['jobs']:.0f} jobs per trace, {lines[0]['seeds']} seeds)",
+        "",
+        "| policy | estimates | mean completion (s) | waiting | running | vs FCFS | paper (Fig 12) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     body = []
     for r in lines:
         mean, half = r["completion"]
         change, change_half = r["change"]
         paper = "" if r["paper"] is None else f"{r['paper']:+.1f}%"
         versus = "-" if r["policy"] == "fcfs" else f"{change:+.1f}% ± {change_half:.1f}"
-        body.append(f"| {r['policy']} | {r['estimates']} | {mean:.1f} ± {half:.1f} | {r['waiting']:.1f} | {r['running']:.1f} | {versus} | {paper} |")
+        body.append(
+            f"| {r['policy']} | {r['estimates']} | {mean:.1f} ± {half:.1f} | {r['waiting']:.1f} | {r['running']:.1f} | {versus} | {paper} |"
+        )
     return "\n".join(head + body)
 
 
@@ -146,7 +181,14 @@ def chart(summary: dict[str, list[dict[str, Any]]], estimates: str, path: Path) 
         waiting = [r["waiting"] for r in shown]
         ax.bar(names, running, label="running", color="#4c72b0")
         ax.bar(names, waiting, bottom=running, label="waiting", color="#dd8452")
-        ax.errorbar(names, [r["completion"][0] for r in shown], yerr=[r["completion"][1] for r in shown], fmt="none", ecolor="black", capsize=3)
+        ax.errorbar(
+            names,
+            [r["completion"][0] for r in shown],
+            yerr=[r["completion"][1] for r in shown],
+            fmt="none",
+            ecolor="black",
+            capsize=3,
+        )
         ax.set_title(f"{cluster} cluster, estimates: {estimates}")
         ax.set_ylabel("mean completion time (s)")
         ax.tick_params(axis="x", labelsize=8, rotation=30)
@@ -161,20 +203,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hours", type=float, default=4.0, help="trace length from 1 pm (the paper's trace: 25)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--per-type", type=int, default=19, help="heterogeneous cluster: machines of each of the six types")
-    parser.add_argument("--homogeneous", type=int, default=320, help="homogeneous cluster: machines of type 6 (0: skip)")
+    parser.add_argument(
+        "--per-type", type=int, default=19, help="heterogeneous cluster: machines of each of the six types"
+    )
+    parser.add_argument(
+        "--homogeneous", type=int, default=320, help="homogeneous cluster: machines of type 6 (0: skip)"
+    )
     parser.add_argument("--estimates", nargs="+", default=["oracle", "model:mean"])
     parser.add_argument("--processes", type=int, default=1, help="simulate (cluster, seed) pairs in parallel")
     parser.add_argument("--chart", type=Path, default=RESULTS / "seed000_policies.png")
     args = parser.parse_args()
     began = time.perf_counter()
-    tasks = [(name, per, types, args.hours, seed, args.estimates) for name, (per, types) in clusters(args).items() if per > 0 for seed in args.seeds]
+    tasks = [
+        (name, per, types, args.hours, seed, args.estimates)
+        for name, (per, types) in clusters(args).items()
+        if per > 0
+        for seed in args.seeds
+    ]
     with ProcessPoolExecutor(args.processes) as pool:
         rows = [row for part in pool.map(one_seed, *zip(*tasks)) for row in part]
     summary = summarise(rows)
     simulated = sum(r["sim_seconds"] for r in rows)
-    print(f"\nseed 000 policies: {args.hours:g} h NCBI-like traces, seeds {args.seeds}; {time.perf_counter() - began:.0f} s wall, "
-          f"{simulated:.0f} s in {len(rows)} simulations, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}\n")  # fmt: skip
+    print(
+        f"\nseed 000 policies: {args.hours:g} h NCBI-like traces, seeds {args.seeds}; {time.perf_counter() - began:.0f} s wall, "
+        f"{simulated:.0f} s in {len(rows)} simulations, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}\n"
+    )
     for cluster, lines in summary.items():
         per, types = clusters(args)[cluster]
         print(markdown(cluster, f"{per} x " + ", ".join(types), lines) + "\n")

@@ -56,15 +56,27 @@ def quality(seeds: int, nets: list[int], policies: list[str], jobs: int, util: f
                     raise RuntimeError(f"{policy} left grid jobs unfinished on {w.name}")
                 chatty = [c for j, c in by_job.items() if ratio[j] >= CHATTY]
                 m = compute(result)
-                rows.append({"policy": result.policy, "estimates": f"Npacinet-{net}", "seed": seed,
-                             "job_completion": sum(by_job.values()) / len(by_job),  # type: ignore[arg-type]
-                             "chatty_completion": sum(chatty) / len(chatty) if chatty else float("nan"),  # type: ignore[arg-type]
-                             "makespan": m.makespan, "task_completion": m.mean_completion,
-                             "utilisation": m.utilisation, "sim_seconds": result.wall_seconds})  # fmt: skip
+                rows.append(
+                    {
+                        "policy": result.policy,
+                        "estimates": f"Npacinet-{net}",
+                        "seed": seed,
+                        "job_completion": sum(by_job.values()) / len(by_job),  # type: ignore[arg-type]
+                        "chatty_completion": sum(chatty) / len(chatty) if chatty else float("nan"),  # type: ignore[arg-type]
+                        "makespan": m.makespan,
+                        "task_completion": m.mean_completion,
+                        "utilisation": m.utilisation,
+                        "sim_seconds": result.wall_seconds,
+                    }
+                )
     runs = pd.DataFrame(rows)
     rand = runs[runs["policy"] == "rand"].set_index(["estimates", "seed"])["job_completion"]
     if not rand.empty:
-        runs["rate_vs_rand"] = 100.0 * rand.reindex(pd.MultiIndex.from_frame(runs[["estimates", "seed"]])).to_numpy() / runs["job_completion"]
+        runs["rate_vs_rand"] = (
+            100.0
+            * rand.reindex(pd.MultiIndex.from_frame(runs[["estimates", "seed"]])).to_numpy()
+            / runs["job_completion"]
+        )
     return runs
 
 
@@ -105,11 +117,15 @@ def main() -> None:
     metrics = ["job_completion", "rate_vs_rand", "chatty_completion", "makespan", "task_completion", "utilisation"]
     header, rows = compare.table(summary, [m for m in metrics if m in runs], "job_completion")
     header[0] = "testbed"
-    print(f"## Schedule quality: mean ± 95% CI over {args.seeds} seeds, {args.jobs} grid jobs each, util {args.util:g}\n")
+    print(
+        f"## Schedule quality: mean ± 95% CI over {args.seeds} seeds, {args.jobs} grid jobs each, util {args.util:g}\n"
+    )
     print(compare.markdown(header, rows))
     RESULTS.mkdir(parents=True, exist_ok=True)
     runs.to_csv(RESULTS / "seed002_walker-runs.csv", index=False)
-    png = compare.plot(summary, "job_completion", RESULTS / "seed002_walker.png", "Mean grid-job completion (s) by testbed")
+    png = compare.plot(
+        summary, "job_completion", RESULTS / "seed002_walker.png", "Mean grid-job completion (s) by testbed"
+    )
     print(f"\n({time.perf_counter() - began:.0f} s; runs in {RESULTS / 'seed002_walker-runs.csv'}, chart {png})\n")
     walker = [p for p in policies if parse_policy(p).name in ("rand", "mp", "mpl")]
     if walker and args.ks:

@@ -49,7 +49,9 @@ def executions(first: Workload, spec: str, estimates: str, count: int, seed: int
     for k in range(count):
         # WQR draws its random processor order afresh in each execution (a fixed order would reuse data by accident)
         policy = f"{spec}{',' if ':' in spec else ':'}seed={seed * 100 + k}" if spec.startswith("wqr") else spec
-        result = simulate(workload, make_policy(policy), parse_estimates(estimates).oracle(workload), estimates=estimates)
+        result = simulate(
+            workload, make_policy(policy), parse_estimates(estimates).oracle(workload), estimates=estimates
+        )
         metrics = compute(result)
         if metrics.done != len(workload.jobs):
             raise RuntimeError(f"{policy} left {len(workload.jobs) - metrics.done} tasks undone on {workload.name}")
@@ -58,11 +60,13 @@ def executions(first: Workload, spec: str, estimates: str, count: int, seed: int
         spent = spent + waste(result.grid)
         workload = bag_of_tasks.next_execution(workload, result.grid)
     return {
-        "makespan": sum(spans) / len(spans), "first": spans[0],
+        "makespan": sum(spans) / len(spans),
+        "first": spans[0],
         "later": sum(spans[1:]) / max(len(spans) - 1, 1),
-        "cpu_waste": 100 * spent.cpu, "bandwidth_waste": 100 * spent.bandwidth,
+        "cpu_waste": 100 * spent.cpu,
+        "bandwidth_waste": 100 * spent.bandwidth,
         "sim_seconds": time.perf_counter() - began,
-    }  # fmt: skip
+    }
 
 
 def main() -> None:

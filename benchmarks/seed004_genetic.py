@@ -60,7 +60,9 @@ def quality(instances: int, runs: int, nodes: list[int], jobs: int, generations:
         "GA strong (extra)": partial(evolve_strong, settings=Settings(generations=generations)),
     }
     if mutation > 0:
-        variants[f"GA mutation {mutation:g} (extra)"] = partial(_plain, Settings(generations=generations, mutation=mutation))
+        variants[f"GA mutation {mutation:g} (extra)"] = partial(
+            _plain, Settings(generations=generations, mutation=mutation)
+        )
     rows = []
     for n in nodes:
         for instance in range(instances):
@@ -69,12 +71,23 @@ def quality(instances: int, runs: int, nodes: list[int], jobs: int, generations:
                 for run in range(runs):
                     result = run_ga(problem, rng=np.random.default_rng([instance, run, 1]))
                     last = int(np.flatnonzero(np.diff(result.history))[-1]) + 1 if np.diff(result.history).any() else 0
-                    rows.append({"policy": name, "estimates": f"{n} nodes", "seed": instance, "run": run,
-                                 "makespan": result.makespan, "last_gain_generation": last})  # fmt: skip
+                    rows.append(
+                        {
+                            "policy": name,
+                            "estimates": f"{n} nodes",
+                            "seed": instance,
+                            "run": run,
+                            "makespan": result.makespan,
+                            "last_gain_generation": last,
+                        }
+                    )
             for name in (*NAMES, FAST):
                 _, dispatch, _, rep = name.split(" ")[0].split("-")
                 plan = greedy(problem, dispatch, rep, np.random.default_rng([instance, 0, 2]), runs=runs)
-                rows += [{"policy": name, "estimates": f"{n} nodes", "seed": instance, "run": r, "makespan": m} for r, m in enumerate(plan.makespan)]
+                rows += [
+                    {"policy": name, "estimates": f"{n} nodes", "seed": instance, "run": r, "makespan": m}
+                    for r, m in enumerate(plan.makespan)
+                ]
     out = pd.DataFrame(rows)
     greedy_means = out[out["policy"].isin(NAMES)].groupby(["estimates", "seed", "policy"])["makespan"].mean()
     best = greedy_means.groupby(["estimates", "seed"]).min()
@@ -115,47 +128,75 @@ def speed(jobs: int, children: int, repeat: int) -> list[list[str]]:
         "evaluate (Fig 6), vectorised": _best_of(repeat, lambda: evaluate(problem, population)),
         "evaluate (Fig 6), plain loop per chromosome": _best_of(repeat, loop),
         "breed (crossover of 3 strings)": _best_of(repeat, lambda: breed(parents, children, rng)),
-        f"whole GA run / {settings.generations} generations": tuple(t / settings.generations for t in _best_of(1, lambda: evolve(problem, settings, rng))),
+        f"whole GA run / {settings.generations} generations": tuple(
+            t / settings.generations for t in _best_of(1, lambda: evolve(problem, settings, rng))
+        ),
     }
     vector = timings["evaluate (Fig 6), vectorised"]
     size = f"{children} x {jobs} jobs"
-    return [[name, size, f"{1000 * cpu:.2f}", f"{1000 * wall:.2f}", f"{cpu / vector[0]:.1f}"] for name, (cpu, wall) in timings.items()]
+    return [
+        [name, size, f"{1000 * cpu:.2f}", f"{1000 * wall:.2f}", f"{cpu / vector[0]:.1f}"]
+        for name, (cpu, wall) in timings.items()
+    ]
 
 
 def plot(runs: pd.DataFrame, path: Path) -> Path:
     """Bars of mean makespan per algorithm, grouped by cluster size (like Figs 7 and 8)."""
-    return compare.plot(compare.summarize(runs.drop(columns=["run"])), "makespan", path, "Seed 004: makespan (s) by algorithm, Fig 6 evaluation")
+    return compare.plot(
+        compare.summarize(runs.drop(columns=["run"])),
+        "makespan",
+        path,
+        "Seed 004: makespan (s) by algorithm, Fig 6 evaluation",
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--instances", type=int, default=3, help="random initialisation sets (the paper: 3)")
     parser.add_argument("--runs", type=int, default=10, help="runs per algorithm and instance (the paper: 10)")
-    parser.add_argument("--nodes", default="20,5", help="compute nodes (= local stores) per experiment: Fig 7 20, Fig 8 5")
+    parser.add_argument(
+        "--nodes", default="20,5", help="compute nodes (= local stores) per experiment: Fig 7 20, Fig 8 5"
+    )
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--generations", type=int, default=100)
-    parser.add_argument("--mutation", type=float, default=0.5, help="rate of the extra GA-with-mutation variant (0: none)")
+    parser.add_argument(
+        "--mutation", type=float, default=0.5, help="rate of the extra GA-with-mutation variant (0: none)"
+    )
     parser.add_argument("--repeat", type=int, default=5, help="best of this many timings")
     args = parser.parse_args()
     one, five, _ = os.getloadavg()
     print(f"# Seed 004: GA co-scheduling vs greedy ({os.cpu_count()} cores, load average {one:.1f} / {five:.1f})\n")
     began = time.perf_counter()
-    runs = quality(args.instances, args.runs, [int(n) for n in args.nodes.split(",")], args.jobs, args.generations, args.mutation)
+    runs = quality(
+        args.instances, args.runs, [int(n) for n in args.nodes.split(",")], args.jobs, args.generations, args.mutation
+    )
     summary = compare.summarize(runs.drop(columns=["run"]))
     summary.loc[summary["mean"].abs() < 1e-9, "mean"] = 0.0  # a baseline against itself: 0, not a rounding residue
-    header, rows = compare.table(summary, ["makespan", "vs_best_greedy_pct", "vs_worst_greedy_pct", "last_gain_generation"], "makespan")
+    header, rows = compare.table(
+        summary, ["makespan", "vs_best_greedy_pct", "vs_worst_greedy_pct", "last_gain_generation"], "makespan"
+    )
     header[0] = "cluster"
-    print(f"## Makespan (s), Fig 6 evaluation: mean ± 95% CI over {args.instances} instances x {args.runs} runs, {args.jobs} jobs\n")
+    print(
+        f"## Makespan (s), Fig 6 evaluation: mean ± 95% CI over {args.instances} instances x {args.runs} runs, {args.jobs} jobs\n"
+    )
     print(compare.markdown(header, rows))
     ga = runs[runs["policy"] == "GA all varying"].groupby(["estimates", "seed"])["vs_best_greedy_pct"].mean()
     for cluster, per_instance in ga.groupby(level=0):
-        print(f"\nGA all varying vs best greedy, {cluster}: {', '.join(f'{v:.0f}%' for v in per_instance)} shorter per instance")
+        print(
+            f"\nGA all varying vs best greedy, {cluster}: {', '.join(f'{v:.0f}%' for v in per_instance)} shorter per instance"
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
     runs.to_csv(RESULTS / "seed004_genetic-runs.csv", index=False)
     png = plot(runs, RESULTS / "seed004_genetic.png")
     print(f"\n({time.perf_counter() - began:.0f} s; runs in {RESULTS / 'seed004_genetic-runs.csv'}, chart {png})\n")
-    print(f"## One generation over {args.jobs} jobs: ms (best of {args.repeat}); ratio = CPU time / vectorised evaluation's\n")
-    print(compare.markdown(["step", "children x jobs", "CPU ms", "wall ms", "CPU / vectorised"], speed(args.jobs, 50, args.repeat)))
+    print(
+        f"## One generation over {args.jobs} jobs: ms (best of {args.repeat}); ratio = CPU time / vectorised evaluation's\n"
+    )
+    print(
+        compare.markdown(
+            ["step", "children x jobs", "CPU ms", "wall ms", "CPU / vectorised"], speed(args.jobs, 50, args.repeat)
+        )
+    )
 
 
 if __name__ == "__main__":

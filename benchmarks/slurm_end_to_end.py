@@ -48,7 +48,13 @@ def serving(env: dict[str, str], log: Path) -> Iterator[str]:
     """``predictor serve`` in a child process (a loaded machine may take minutes to start it); stopped after."""
     port = free_port()
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "predictor", "serve", "--port", str(port)], env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "predictor", "serve", "--port", str(port)],
+            env=env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_until_ready(f"http://127.0.0.1:{port}/readyz", timeout=600, process=proc)
         yield f"http://127.0.0.1:{port}"
@@ -58,7 +64,9 @@ def serving(env: dict[str, str], log: Path) -> Iterator[str]:
 
 
 def predictor(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "predictor", *args], env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "predictor", *args], env=env, cwd=ROOT, capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise RuntimeError(f"predictor {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout
@@ -68,7 +76,14 @@ def submit_batch(cluster: SlurmCluster, work: Path, batch: int, sizes: tuple[int
     """One job per family size: a batch script running MAFFT (G-INS-1 on one core) on a family made for it."""
     jobs = []
     for i, n in enumerate(sizes):
-        family = write_family_fasta(work / "inputs" / f"b{batch}-{n}.fa", n_sequences=n, length=LENGTH, mutation_rate=0.25, alphabet="protein", seed=100 * batch + i)
+        family = write_family_fasta(
+            work / "inputs" / f"b{batch}-{n}.fa",
+            n_sequences=n,
+            length=LENGTH,
+            mutation_rate=0.25,
+            alphabet="protein",
+            seed=100 * batch + i,
+        )
         script = work / f"b{batch}-{n}.sh"
         script.write_text(
             "#!/bin/sh\n"
@@ -87,16 +102,24 @@ def wait_done(cluster: SlurmCluster, jobs: list[str]) -> None:
 def scores(store: MeasurementStore, cluster: SlurmCluster, jobs: list[str]) -> dict[str, object]:
     """Served estimate (the tag's seconds) and time_min against Slurm's elapsed time, for the batch's jobs."""
     live = store.live_window("mafft", "cpu1", 1000)
-    served = {run_id.split("-")[2]: (float(e), float(w)) for run_id, e, w in zip(live["run_id"], live["seconds"], live["wall_seconds"], strict=True)}
-    per_job = {j: {"estimate_s": round(served[j][0], 2), "elapsed_s": served[j][1], "time_min": cluster.show(j)["TimeMin"]} for j in jobs if j in served}
+    served = {
+        run_id.split("-")[2]: (float(e), float(w))
+        for run_id, e, w in zip(live["run_id"], live["seconds"], live["wall_seconds"], strict=True)
+    }
+    per_job = {
+        j: {"estimate_s": round(served[j][0], 2), "elapsed_s": served[j][1], "time_min": cluster.show(j)["TimeMin"]}
+        for j in jobs
+        if j in served
+    }
     errors = [abs(p["estimate_s"] - p["elapsed_s"]) / p["elapsed_s"] for p in per_job.values() if p["elapsed_s"] > 0]
     return {
-        "jobs": len(jobs), "estimated": len(per_job),
+        "jobs": len(jobs),
+        "estimated": len(per_job),
         "underestimated": sum(p["estimate_s"] < p["elapsed_s"] for p in per_job.values()),
         "median_abs_rel_error": round(statistics.median(errors), 3) if errors else None,
         "time_min_below_elapsed": sum(_minutes(p["time_min"]) * 60 < p["elapsed_s"] for p in per_job.values()),
         "per_job": per_job,
-    }  # fmt: skip
+    }
 
 
 def _minutes(text: str) -> float:
@@ -114,12 +137,20 @@ def main() -> None:
     cluster = SlurmCluster(cpus=1)
     cluster.start()
     env = {
-        **os.environ, "PYTHONPATH": str(ROOT), "SLURM_CONF": str(cluster.conf), "PREDICTOR_HOME": str(work / "home"),
-        "PREDICTOR_DATA_ROOTS": json.dumps([str(work / "inputs")]), "PREDICTOR_SLURM_RULES": str(work / "rules.yaml"),
-        "PREDICTOR_SLURM_CLUSTER": cluster.name, "PREDICTOR_CV_FOLDS": "3", "PREDICTOR_TRAIN_MODELS": '["linear_log", "lad_log"]',
-        "PREDICTOR_RETRAIN_MIN_NEW_RUNS": "5", "PREDICTOR_API_RELOAD_INTERVAL_S": "1", "PREDICTOR_WORKER_NICE": "0",
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "SLURM_CONF": str(cluster.conf),
+        "PREDICTOR_HOME": str(work / "home"),
+        "PREDICTOR_DATA_ROOTS": json.dumps([str(work / "inputs")]),
+        "PREDICTOR_SLURM_RULES": str(work / "rules.yaml"),
+        "PREDICTOR_SLURM_CLUSTER": cluster.name,
+        "PREDICTOR_CV_FOLDS": "3",
+        "PREDICTOR_TRAIN_MODELS": '["linear_log", "lad_log"]',
+        "PREDICTOR_RETRAIN_MIN_NEW_RUNS": "5",
+        "PREDICTOR_API_RELOAD_INTERVAL_S": "1",
+        "PREDICTOR_WORKER_NICE": "0",
         "PREDICTOR_API_TOKEN": "e2e-token",
-    }  # fmt: skip
+    }
     follow = ("slurm", "follow", "--once", "--log", str(cluster.jobcomp))
     store = MeasurementStore(f"sqlite:///{work / 'home' / 'store.db'}")
     result: dict[str, object] = {}
@@ -147,7 +178,15 @@ def main() -> None:
         cluster.stop()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v if k not in ("before", "after") else {x: y for x, y in v.items() if x != "per_job"} for k, v in result.items()}, indent=2))  # type: ignore[union-attr]
+    print(
+        json.dumps(
+            {
+                k: v if k not in ("before", "after") else {x: y for x, y in v.items() if x != "per_job"}
+                for k, v in result.items()
+            },
+            indent=2,
+        )
+    )  # type: ignore[union-attr]
 
 
 def submit_probe(cluster: SlurmCluster, work: Path) -> str:

@@ -40,7 +40,13 @@ def timed_submissions(cluster: SlurmCluster, script: Path, count: int, jobs: lis
     took = []
     for _ in range(count):
         started = time.perf_counter()
-        done = subprocess.run(["sbatch", "--parsable", "--hold", "--time=30", str(script)], env=cluster.env, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            ["sbatch", "--parsable", "--hold", "--time=30", str(script)],
+            env=cluster.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         took.append((time.perf_counter() - started) * 1000)
         jobs.append(done.stdout.strip())
     return took
@@ -53,7 +59,12 @@ def switch(cluster: SlurmCluster, text: str, script: Path, jobs: list[str]) -> N
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "p50_ms": round(statistics.median(values), 2), "p99_ms": round(percentile(values, 0.99), 2), "max_ms": round(max(values), 2)}
+    return {
+        "n": len(values),
+        "p50_ms": round(statistics.median(values), 2),
+        "p99_ms": round(percentile(values, 0.99), 2),
+        "max_ms": round(max(values), 2),
+    }
 
 
 def main() -> None:
@@ -94,12 +105,15 @@ def main() -> None:
     finally:
         cluster.stop()
     result = {
-        "plugin_off": summary(off), "plugin_on": summary(on), "api_hanging": summary(hanging), "timeout_s": args.timeout,
+        "plugin_off": summary(off),
+        "plugin_on": summary(on),
+        "api_hanging": summary(hanging),
+        "timeout_s": args.timeout,
         "added_p50_ms": round(statistics.median(on) - statistics.median(off), 2),
         "added_p99_ms": round(percentile(on, 0.99) - percentile(off, 0.99), 2),
         "tagged_job": {"TimeMin": tagged["TimeMin"], "Comment": tagged["Comment"]},
         "hanging_job": {"TimeMin": untouched["TimeMin"], "Comment": untouched["Comment"]},
-    }  # fmt: skip
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -52,18 +52,29 @@ def class_runs(count: int, seed: int) -> list[Measurement]:
     out = []
     for i in range(count):
         last = float(rng.uniform(60, 36000))
-        features = {name: float(rng.uniform(1, 10)) for name in FEATURE_NAMES} | {"history.last1": last, "history.last3_mean": last}
-        out.append(Measurement(
-            run_id=f"class-{i}", algorithm=CLASS, platform="cpu1", features=features, wall_seconds=last * float(rng.uniform(0.8, 1.2)),
-            source=Source.IMPORT,
-        ))  # fmt: skip
+        features = {name: float(rng.uniform(1, 10)) for name in FEATURE_NAMES} | {
+            "history.last1": last,
+            "history.last3_mean": last,
+        }
+        out.append(
+            Measurement(
+                run_id=f"class-{i}",
+                algorithm=CLASS,
+                platform="cpu1",
+                features=features,
+                wall_seconds=last * float(rng.uniform(0.8, 1.2)),
+                source=Source.IMPORT,
+            )
+        )
     return out
 
 
 def trained(root: Path, seed: int) -> Settings:
     """A home with mafft champions (catalog jobs) and a ``bench-batch`` champion (the job class), and its rule file."""
     home = train_home(root, ["linear_log"])
-    (root / "site.yaml").write_text(f"algorithms:\n  {CLASS}:\n    parameters: {{}}\n    implementations: {{cpu1: {{}}}}\n")
+    (root / "site.yaml").write_text(
+        f"algorithms:\n  {CLASS}:\n    parameters: {{}}\n    implementations: {{cpu1: {{}}}}\n"
+    )
     (root / "rules.yaml").write_text("partitions: {batch: cpu1}\n")
     settings = home.settings.model_copy(
         update={"site_catalogs": [root / "site.yaml"], "slurm_rules": root / "rules.yaml", "slurm_cluster": CLUSTER}
@@ -96,19 +107,35 @@ def timed(url: str, body: dict[str, object]) -> tuple[float, str]:
 def measure(settings: Settings, url: str, users: int, calls: int, seed: int, inputs: Path) -> dict[str, object]:
     """The route over the store at ``url``: class jobs of known users and catalog jobs, alternating."""
     rng = random.Random(seed + 2)
-    catalog_job = {"name": "x.sh", "partition": "batch", "work_dir": str(inputs), "directives": "algorithm=mafft input=f7.fa", "time_limit": 30}
+    catalog_job = {
+        "name": "x.sh",
+        "partition": "batch",
+        "work_dir": str(inputs),
+        "directives": "algorithm=mafft input=f7.fa",
+        "time_limit": 30,
+    }
     took: dict[str, list[float]] = {"class_job": [], "catalog_job": []}
     with serve_app(create_app(settings.model_copy(update={"store_url": url}))) as api:
         for i in range(calls + WARM_UP):
             user = f"u{rng.randrange(users)}"
-            class_job = {"name": "run.sh", "partition": "batch", "time_limit": 600, "min_cpus": 4, "user_id": 1000, "user_name": user}
+            class_job = {
+                "name": "run.sh",
+                "partition": "batch",
+                "time_limit": 600,
+                "min_cpus": 4,
+                "user_id": 1000,
+                "user_name": user,
+            }
             for kind, body in (("class_job", class_job), ("catalog_job", catalog_job)):
                 ms, first_line = timed(api, body)
                 if not first_line.startswith("time_min="):
                     raise SystemExit(f"{kind}: no time_min set: {first_line}")
                 if i >= WARM_UP:
                     took[kind].append(ms)
-    return {kind: {**summary(values), "over_1s_at": [i for i, ms in enumerate(values) if ms > 1000]} for kind, values in took.items()}
+    return {
+        kind: {**summary(values), "over_1s_at": [i for i, ms in enumerate(values) if ms > 1000]}
+        for kind, values in took.items()
+    }
 
 
 def loaded(url: str, records: list) -> str:
@@ -142,12 +169,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "slurm_route_latency.json")
     args = parser.parse_args()
     records = workload(runs=args.runs, users=args.users, running_per_user=2, heavy_runs=0, seed=args.seed)
-    result: dict[str, object] = {"runs": args.runs, "users": args.users, "calls": args.calls, "load_average_before": os.getloadavg()}
+    result: dict[str, object] = {
+        "runs": args.runs,
+        "users": args.users,
+        "calls": args.calls,
+        "load_average_before": os.getloadavg(),
+    }
     with tempfile.TemporaryDirectory(prefix="slurm-route-") as work:
         settings = trained(Path(work), args.seed)
         for backend in args.backends.split(","):
             with database(backend, Path(work)) as url:
-                result[backend] = measure(settings, loaded(url, records), args.users, args.calls, args.seed, Path(work) / "inputs")
+                result[backend] = measure(
+                    settings, loaded(url, records), args.users, args.calls, args.seed, Path(work) / "inputs"
+                )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -46,7 +46,12 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "p50_ms": round(statistics.median(values), 3), "p99_ms": round(percentile(values, 0.99), 3), "max_ms": round(max(values), 3)}
+    return {
+        "n": len(values),
+        "p50_ms": round(statistics.median(values), 3),
+        "p99_ms": round(percentile(values, 0.99), 3),
+        "max_ms": round(max(values), 3),
+    }
 
 
 def workload(runs: int, users: int, running_per_user: int, heavy_runs: int, seed: int) -> list[JobRecord]:
@@ -58,19 +63,37 @@ def workload(runs: int, users: int, running_per_user: int, heavy_runs: int, seed
         submit = NOW - timedelta(seconds=rng.uniform(2 * 86400, YEAR_S))
         wait, run = rng.lognormvariate(5, 2), min(rng.lognormvariate(7, 1.5), 86400.0)
         user = f"u{rng.randrange(users)}" if i < runs else "heavy"
-        records.append(JobRecord(
-            key=f"{CLUSTER}-{i}", cluster=CLUSTER, user=user, seq=i, partition="batch",
-            time_limit_s=float(round(run * rng.uniform(1.2, 10), -1) + 60), min_cpus=rng.choice([1, 2, 4, 8, 16, 32]),
-            submit_at=submit, start_at=submit + timedelta(seconds=wait), end_at=submit + timedelta(seconds=wait + run),
-            state="COMPLETED",
-        ))  # fmt: skip
+        records.append(
+            JobRecord(
+                key=f"{CLUSTER}-{i}",
+                cluster=CLUSTER,
+                user=user,
+                seq=i,
+                partition="batch",
+                time_limit_s=float(round(run * rng.uniform(1.2, 10), -1) + 60),
+                min_cpus=rng.choice([1, 2, 4, 8, 16, 32]),
+                submit_at=submit,
+                start_at=submit + timedelta(seconds=wait),
+                end_at=submit + timedelta(seconds=wait + run),
+                state="COMPLETED",
+            )
+        )
     for u in range(users):
         for k in range(running_per_user):
             submit = NOW - timedelta(seconds=rng.uniform(600, 86400))
-            records.append(JobRecord(
-                key=f"{CLUSTER}-running-{u}-{k}", cluster=CLUSTER, user=f"u{u}", seq=runs + heavy_runs + u * running_per_user + k,
-                time_limit_s=86400.0, min_cpus=4, submit_at=submit, start_at=submit + timedelta(seconds=60), state="RUNNING",
-            ))  # fmt: skip
+            records.append(
+                JobRecord(
+                    key=f"{CLUSTER}-running-{u}-{k}",
+                    cluster=CLUSTER,
+                    user=f"u{u}",
+                    seq=runs + heavy_runs + u * running_per_user + k,
+                    time_limit_s=86400.0,
+                    min_cpus=4,
+                    submit_at=submit,
+                    start_at=submit + timedelta(seconds=60),
+                    state="RUNNING",
+                )
+            )
     return records
 
 
@@ -108,9 +131,13 @@ def measure(url: str, records: list[JobRecord], users: int, calls: int, seed: in
     features = submit_features(history, job("u0"))
     store.dispose()
     return {
-        "load_s": round(load_s, 1), "known_user": summary(known), "select_1": summary(floor), "new_user": summary(new),
-        "heavy_user": summary(heavy), "example_features": features,
-    }  # fmt: skip
+        "load_s": round(load_s, 1),
+        "known_user": summary(known),
+        "select_1": summary(floor),
+        "new_user": summary(new),
+        "heavy_user": summary(heavy),
+        "example_features": features,
+    }
 
 
 def main() -> None:
@@ -119,15 +146,20 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=500)
     parser.add_argument("--running-per-user", type=int, default=2)
     parser.add_argument("--heavy-runs", type=int, default=20_000, help="finished runs of the one heavy user, on top")
-    parser.add_argument("--calls", type=int, default=2_000, help="timed calls for known users (a quarter of it for new users)")
+    parser.add_argument(
+        "--calls", type=int, default=2_000, help="timed calls for known users (a quarter of it for new users)"
+    )
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "submit_latency.json")
     args = parser.parse_args()
     records = workload(args.runs, args.users, args.running_per_user, args.heavy_runs, args.seed)
     result: dict[str, object] = {
-        "runs": args.runs, "users": args.users, "running_per_user": args.running_per_user, "heavy_runs": args.heavy_runs,
+        "runs": args.runs,
+        "users": args.users,
+        "running_per_user": args.running_per_user,
+        "heavy_runs": args.heavy_runs,
         "load_average_before": os.getloadavg(),
-    }  # fmt: skip
+    }
     with tempfile.TemporaryDirectory(prefix="submit-latency-") as work:
         result["sqlite"] = measure(f"sqlite:///{work}/store.db", records, args.users, args.calls, args.seed)
     with throwaway_database() as url:

@@ -51,7 +51,9 @@ def main() -> None:
         parser.error("no measurement CSVs to train on")
     with tempfile.TemporaryDirectory(prefix="baseline-") as tmp:
         worktree = Path(tmp) / "tree"
-        subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", worktree, args.baseline], check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", ROOT, "worktree", "add", "--detach", worktree, args.baseline], check=True, capture_output=True
+        )
         try:
             runs: dict[str, list[tuple[float, float]]] = {"baseline": [], "current": []}
             for _ in range(args.rounds):

@@ -66,7 +66,11 @@ def facility(templates: list[TrainingSet], pairs: int, runs: int, seed: int) -> 
         continuous = [c for c in X.columns if X[c].nunique() > 2]
         X[continuous] = X[continuous] * rng.lognormal(0.0, 0.1, (n, len(continuous)))
         y = t.y[rows] * rng.lognormal(0.0, 0.3) * rng.lognormal(0.0, 0.1, n)
-        out.append(TrainingSet(t.algorithm, f"site{k:03d}", X, y, list(t.feature_names), [f"s{k:03d}-{i:06d}" for i in range(n)]))
+        out.append(
+            TrainingSet(
+                t.algorithm, f"site{k:03d}", X, y, list(t.feature_names), [f"s{k:03d}-{i:06d}" for i in range(n)]
+            )
+        )
     return out
 
 
@@ -125,7 +129,9 @@ def trainings(
         print(runs[-1], flush=True)
     for n in ray:
         with local_cluster(workers=n - 1, cpus=1) as (address, pids):
-            runs.append(timed(sets, base.model_copy(update={"executor": "ray", "ray_address": address}), models, memory, pids))
+            runs.append(
+                timed(sets, base.model_copy(update={"executor": "ray", "ray_address": address}), models, memory, pids)
+            )
         print(runs[-1], flush=True)
     return runs
 
@@ -145,24 +151,41 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     templates = bundled_sets(args.workdir)
     sets = facility(templates, args.pairs, args.runs, args.seed)
-    print(f"facility: {len(sets)} pairs, {sum(len(s.y) for s in sets)} runs; members {models}, {args.folds} folds", flush=True)
+    print(
+        f"facility: {len(sets)} pairs, {sum(len(s.y) for s in sets)} runs; members {models}, {args.folds} folds",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="train-scale-") as home:
         scale = trainings(sets, models, args.folds, Path(home) / "scale", memory, [1, 2], [1, 2])
         overhead = trainings(templates, models, args.folds, Path(home) / "bundled", memory, [1], [1])
     out = args.workdir / "train_scale.json"
-    out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "scale": [asdict(r) for r in scale],
-                               "bundled": [asdict(r) for r in overhead]}, indent=2))  # fmt: skip
+    out.write_text(
+        json.dumps(
+            {
+                "args": {k: str(v) for k, v in vars(args).items()},
+                "scale": [asdict(r) for r in scale],
+                "bundled": [asdict(r) for r in overhead],
+            },
+            indent=2,
+        )
+    )
     print("\n" + _table(f"facility of {len(sets)} pairs", scale) + "\n\n" + _table("bundled dataset", overhead))
     print(f"\nwritten to {out}")
 
 
 def _table(title: str, runs: list[Run]) -> str:
     first = runs[0].wall_s
-    lines = [f"{title}:", "", "| executor | processes | wall (s) | wall / first | fits | wall per fit (ms) | peak memory (MiB) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    lines = [
+        f"{title}:",
+        "",
+        "| executor | processes | wall (s) | wall / first | fits | wall per fit (ms) | peak memory (MiB) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in runs:
-        lines.append(f"| {r.executor} | {r.processes} | {r.wall_s:.1f} | {r.wall_s / first:.2f} | {r.fits} | "
-                     f"{1000 * r.wall_s / max(r.fits, 1):.1f} | {r.peak_mib:.0f} |")  # fmt: skip
+        lines.append(
+            f"| {r.executor} | {r.processes} | {r.wall_s:.1f} | {r.wall_s / first:.2f} | {r.fits} | "
+            f"{1000 * r.wall_s / max(r.fits, 1):.1f} | {r.peak_mib:.0f} |"
+        )
     return "\n".join(lines)
 
 

@@ -74,7 +74,9 @@ def timed_training(data: TrainingSet, n_jobs: int, folds: int) -> tuple[Timing, 
     """Time one training of the default zoo on ``data`` in a fresh backend; worker processes end with it."""
     with tempfile.TemporaryDirectory(prefix="train-speed-") as home:
         settings = Settings(home=Path(home), cv_folds=folds, n_jobs=n_jobs)
-        registry_client(settings.resolved_tracking_uri).search_experiments()  # create the backend's tables before the clock starts
+        registry_client(
+            settings.resolved_tracking_uri
+        ).search_experiments()  # create the backend's tables before the clock starts
         last_fit = [0.0]
         cpu, started = _cpu_seconds(), time.perf_counter()
         outcomes = train(settings, [data], progress=lambda _: last_fit.__setitem__(0, time.perf_counter()))
@@ -106,11 +108,15 @@ def main() -> None:
     print("| --- | ---: | ---: |")
     for name, metrics in sorted(outcome.metrics.items(), key=lambda item: item[1]["rae"]):
         print(f"| {name} | {metrics['rae']:.2f} | {metrics['rrse']:.2f} |")
-    print(f"\n| run ({os.cpu_count()} cores) | fits done (s) | total wall (s) | CPU (s) | total / serial | load avg at end |")
+    print(
+        f"\n| run ({os.cpu_count()} cores) | fits done (s) | total wall (s) | CPU (s) | total / serial | load avg at end |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     serial = timings[1].total if 1 in timings else np.nan
     for n_jobs, t in timings.items():
-        print(f"| n_jobs={n_jobs} | {t.fits:.1f} | {t.total:.1f} | {t.cpu:.1f} | {t.total / serial:.2f} | {t.load:.1f} |")
+        print(
+            f"| n_jobs={n_jobs} | {t.fits:.1f} | {t.total:.1f} | {t.cpu:.1f} | {t.total / serial:.2f} | {t.load:.1f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -136,7 +136,9 @@ def local_oracle(settings: Settings, catalog: Catalog) -> RuntimeOracle:
     return build_oracle(catalog, settings, open_store(settings).profile_table())
 
 
-def repeat_passes(step: Callable[[], T], run: Callable[[threading.Event], None], report: Callable[[T], None], once: bool, doing: str) -> None:
+def repeat_passes(
+    step: Callable[[], T], run: Callable[[threading.Event], None], report: Callable[[T], None], once: bool, doing: str
+) -> None:
     """One pass reported (``--once``), or passes until Ctrl-C."""
     if once:
         report(step())

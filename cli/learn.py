@@ -30,13 +30,31 @@ TITLED = {Target.TIME: "", Target.MEMORY: " (peak memory)"}
 
 @commands.command()
 def train(
-    algorithm: Annotated[list[str] | None, typer.Option(metavar="ALGORITHM", help="Only these algorithms (repeatable).")] = None,
-    model: Annotated[list[str] | None, typer.Option(metavar="MODEL", help="Only these zoo members (repeatable).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Train every pair again, even one whose runs, members and settings are "
-                                        "unchanged; the champion guard still judges what is promoted.")] = False,
-    promote: Annotated[bool, typer.Option("--promote", help="Promote each pair's best candidate whatever the champion guard says "
-                                          "(trains every pair again, as --force; recorded as forced).")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Cross-validate and judge, but register and promote nothing.")] = False,
+    algorithm: Annotated[
+        list[str] | None, typer.Option(metavar="ALGORITHM", help="Only these algorithms (repeatable).")
+    ] = None,
+    model: Annotated[
+        list[str] | None, typer.Option(metavar="MODEL", help="Only these zoo members (repeatable).")
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Train every pair again, even one whose runs, members and settings are "
+            "unchanged; the champion guard still judges what is promoted.",
+        ),
+    ] = False,
+    promote: Annotated[
+        bool,
+        typer.Option(
+            "--promote",
+            help="Promote each pair's best candidate whatever the champion guard says "
+            "(trains every pair again, as --force; recorded as forced).",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Cross-validate and judge, but register and promote nothing.")
+    ] = False,
     target: Annotated[Target, typer.Option(help=TARGET_HELP)] = Target.TIME,
 ) -> None:
     """Cross-validate the zoo per (algorithm, platform), track it in MLflow, and promote what beats the serving champion.
@@ -67,7 +85,14 @@ def train(
             update(done, max(done, total), label)
 
         outcomes = train_sets(
-            settings, training_sets, models=model, progress=advance, retrain=force, force=promote, dry_run=dry_run, target=target
+            settings,
+            training_sets,
+            models=model,
+            progress=advance,
+            retrain=force,
+            force=promote,
+            dry_run=dry_run,
+            target=target,
         )
     trigger = "predictor train" + (" --promote" if promote else " --force" if force else "")
     trigger += "" if target is Target.TIME else f" --target {target.value}"
@@ -76,17 +101,34 @@ def train(
             if o.decision.verdict is not Verdict.UNCHANGED:
                 store.add_decision(decision_row(o, trigger))
     if promote:
-        err_console.print("[yellow]--promote:[/yellow] the champion guard was overridden; every pair's best candidate was promoted")
+        err_console.print(
+            "[yellow]--promote:[/yellow] the champion guard was overridden; every pair's best candidate was promoted"
+        )
     metric = settings.selection_metric
     title = "Dry run: what training would do (nothing registered)" if dry_run else "Champions"
     table = Table(title=title + TITLED[target])
-    for column in ("algorithm", "platform", "target", "best candidate", metric.upper(), "decision", "serving", "version"):
+    for column in (
+        "algorithm",
+        "platform",
+        "target",
+        "best candidate",
+        metric.upper(),
+        "decision",
+        "serving",
+        "version",
+    ):
         table.add_column(column, no_wrap=True)
     for o in outcomes:
         table.add_row(
-            o.algorithm, o.platform, o.target.value, o.challenger, f"{o.metrics[o.challenger].get(metric, float('nan')):.2f}",
-            o.decision.verdict.value, o.serving or "-", o.version or "-",
-        )  # fmt: skip
+            o.algorithm,
+            o.platform,
+            o.target.value,
+            o.challenger,
+            f"{o.metrics[o.challenger].get(metric, float('nan')):.2f}",
+            o.decision.verdict.value,
+            o.serving or "-",
+            o.version or "-",
+        )
     print_table(table)
     for o in outcomes:
         console.print(f"{_pair(o)} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
@@ -98,7 +140,9 @@ def _pair(outcome: TrainingOutcome) -> str:
     return said if outcome.target is Target.TIME else f"{said} {outcome.target.value}"
 
 
-def _check_train_choices(algorithms: list[str] | None, models: list[str] | None, stored: set[str], catalog: Callable[[], Catalog]) -> None:
+def _check_train_choices(
+    algorithms: list[str] | None, models: list[str] | None, stored: set[str], catalog: Callable[[], Catalog]
+) -> None:
     """Refuse, as one error line, a zoo member that does not exist and an algorithm the catalog lacks or the store has no run of."""
     from models import available_models
 
@@ -119,7 +163,9 @@ def _check_train_choices(algorithms: list[str] | None, models: list[str] | None,
 def report(
     algorithm: Annotated[str | None, typer.Option(help="Only this algorithm (default: every trained one).")] = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
-    live: Annotated[bool, typer.Option("--live", help="Show the live error of the served estimates instead (prequential).")] = False,
+    live: Annotated[
+        bool, typer.Option("--live", help="Show the live error of the served estimates instead (prequential).")
+    ] = False,
     target: Annotated[Target | None, typer.Option(help="Only this target (default: run time and peak memory).")] = None,
 ) -> None:
     """Seed 001's Table 2 for the latest training session per platform and target, and the champion's lead over the runner-up."""
@@ -161,16 +207,25 @@ def _print_session(session: SessionReport, platform: str | None) -> None:
     from training.report import REPORT_METRICS, champion_lead
 
     algorithm, target = session.algorithm, session.target
-    coverage = "" if session.nominal_coverage is None else f"; intervals of nominal coverage {session.nominal_coverage:g}"
+    coverage = (
+        "" if session.nominal_coverage is None else f"; intervals of nominal coverage {session.nominal_coverage:g}"
+    )
     learns = "run time (seconds)" if target is Target.TIME else "peak memory (bytes)"
-    console.print(f"{algorithm}: training session {session.run_id} of {learns}{coverage}; * = champion (by {session.selection_metric})")
+    console.print(
+        f"{algorithm}: training session {session.run_id} of {learns}{coverage}; * = champion (by {session.selection_metric})"
+    )
     for name in sorted({r.platform for r in session.rows} if platform is None else {platform}):
         table = Table(title=f"{algorithm} on {name}{TITLED[target]}")
         for column in ("model", "target", *REPORT_METRICS.values(), "fit s"):
             table.add_column(column, justify="left" if column in ("model", "target") else "right", no_wrap=True)
         for r in (r for r in session.rows if r.platform == name):
             values = [f"{r.metrics[m]:.4g}" if m in r.metrics else "-" for m in REPORT_METRICS]
-            table.add_row(("* " if r.champion else "") + r.model, f"{target.value}, {r.target_transform}", *values, f"{r.fit_seconds:.2f}")
+            table.add_row(
+                ("* " if r.champion else "") + r.model,
+                f"{target.value}, {r.target_transform}",
+                *values,
+                f"{r.fit_seconds:.2f}",
+            )
         print_table(table)
         lead = champion_lead(session, name)
         if lead is not None:
@@ -198,7 +253,10 @@ def _live_report(settings: Settings, algorithm: str | None, platform: str | None
     for column in ("algorithm", "platform", "runs", "RAE%", "in25%", "under", "limit exceeded", "cover"):
         table.add_column(column, justify="left" if column in ("algorithm", "platform") else "right", no_wrap=True)
     for (a, p), v in sorted(rows.items()):
-        cells = [f"{v[m]:.3g}" if v[m] == v[m] else "-" for m in ("rae", "within_25pct", "underestimate_rate", "limit_exceeded", "interval_coverage")]
+        cells = [
+            f"{v[m]:.3g}" if v[m] == v[m] else "-"
+            for m in ("rae", "within_25pct", "underestimate_rate", "limit_exceeded", "interval_coverage")
+        ]
         table.add_row(a, p, f"{int(v['runs'])}", *cells)
     print_table(table)
 
@@ -224,7 +282,10 @@ def worker(
     run(settings, open_store(settings), once=once, on_pass=said)
 
 
-models_app = typer.Typer(help="The champion models: what serves each algorithm and platform, and what training decided.", no_args_is_help=True)
+models_app = typer.Typer(
+    help="The champion models: what serves each algorithm and platform, and what training decided.",
+    no_args_is_help=True,
+)
 commands.add_typer(models_app, name="models")
 MODEL_METRICS = ("rae", "rrse", "median_ape", "within_factor_2", "interval_coverage")  # shown by `models list`
 
@@ -243,11 +304,22 @@ def models_list(
         return
     table = Table(title=f"Champions ({'served by ' + url if url else 'registry ' + settings.resolved_tracking_uri})")
     for column in ("algorithm", "platform", "version", "member", *(REPORT_METRICS[m] for m in MODEL_METRICS), "target"):
-        table.add_column(column, justify="left" if column in ("algorithm", "platform", "member", "target") else "right", no_wrap=True)
+        table.add_column(
+            column, justify="left" if column in ("algorithm", "platform", "member", "target") else "right", no_wrap=True
+        )
     order = {t.value: i for i, t in enumerate(Target)}  # run time first; a service's row without a target is run time's
-    for c in sorted(champions, key=lambda c: (c["algorithm"], c["platform"], order.get(c.get("target") or "time", len(order)))):
+    for c in sorted(
+        champions, key=lambda c: (c["algorithm"], c["platform"], order.get(c.get("target") or "time", len(order)))
+    ):
         metrics = [f"{c['metrics'][m]:.4g}" if m in c["metrics"] else "-" for m in MODEL_METRICS]
-        table.add_row(c["algorithm"], c["platform"], str(c["version"]), c.get("model_kind") or "-", *metrics, plain(c.get("target") or "time"))
+        table.add_row(
+            c["algorithm"],
+            c["platform"],
+            str(c["version"]),
+            c.get("model_kind") or "-",
+            *metrics,
+            plain(c.get("target") or "time"),
+        )
     print_table(table)
 
 
@@ -264,30 +336,67 @@ def models_history(
     """
     rows = open_store(load_settings()).decisions(algorithm, platform, limit, target.value if target else None)
     if not rows:
-        raise fail("no training decisions recorded" + "".join(f" for {x}" for x in (algorithm, platform, target and target.value) if x))
+        raise fail(
+            "no training decisions recorded"
+            + "".join(f" for {x}" for x in (algorithm, platform, target and target.value) if x)
+        )
     table = Table(title="Champion decisions, newest first")
-    columns = ("#", "when (UTC)", "algorithm", "platform", "target", "decision", "trigger", "challenger", "incumbent", "registered",
-               "serving", "runs")  # fmt: skip
+    columns = (
+        "#",
+        "when (UTC)",
+        "algorithm",
+        "platform",
+        "target",
+        "decision",
+        "trigger",
+        "challenger",
+        "incumbent",
+        "registered",
+        "serving",
+        "runs",
+    )
     for column in columns:
         table.add_column(column, no_wrap=True)
     for r in rows:
         when = r["decided_at"]
-        table.add_row(*map(plain, (
-            f"{r['id']}{'!' if r['unreadable'] else ''}", f"{when:%Y-%m-%d %H:%M:%S}" if isinstance(when, datetime) else when,
-            r["algorithm"], r["platform"], r["target"], r["decision"], r["trigger"], r["challenger"], r["incumbent"] or "-", r["version"] or "-",
-            r["serving_version"] or "-", r["n_rows"],
-        )))  # fmt: skip
+        table.add_row(
+            *map(
+                plain,
+                (
+                    f"{r['id']}{'!' if r['unreadable'] else ''}",
+                    f"{when:%Y-%m-%d %H:%M:%S}" if isinstance(when, datetime) else when,
+                    r["algorithm"],
+                    r["platform"],
+                    r["target"],
+                    r["decision"],
+                    r["trigger"],
+                    r["challenger"],
+                    r["incumbent"] or "-",
+                    r["version"] or "-",
+                    r["serving_version"] or "-",
+                    r["n_rows"],
+                ),
+            )
+        )
     print_table(table)
     for r in rows:
         unreadable = f" [unreadable: {', '.join(r['unreadable'])}]" if r["unreadable"] else ""
-        console.print(plain(f"#{r['id']} {r['algorithm']}/{r['platform']} {r['target']}: {r['reason']}{unreadable}"), highlight=False)
+        console.print(
+            plain(f"#{r['id']} {r['algorithm']}/{r['platform']} {r['target']}: {r['reason']}{unreadable}"),
+            highlight=False,
+        )
 
 
 @models_app.command("rollback")
 def models_rollback(
     algorithm: Annotated[str, typer.Argument(help="The algorithm whose champion moves back.")],
     platform: Annotated[str, typer.Argument(help="Its platform.")],
-    to: Annotated[str | None, typer.Option("--to", metavar="VERSION", help="This registered version (default: the champion before the serving one).")] = None,
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to", metavar="VERSION", help="This registered version (default: the champion before the serving one)."
+        ),
+    ] = None,
     target: Annotated[Target, typer.Option(help="The model rolled back: run time's or peak memory's.")] = Target.TIME,
 ) -> None:
     """Move the pair's champion alias back to the version that served before (or to --to VERSION); recorded in `models history`.
@@ -311,9 +420,15 @@ def models_rollback(
     except MlflowException as exc:
         raise fail(f"no {_champion(target)} of {algorithm} on {platform} to roll back ({exc.error_code})") from None
     if to is None:
-        earlier = [v for v in versions.values() if int(v.version) < int(serving.version) and v.tags.get("role") == CHAMPION_ALIAS]
+        earlier = [
+            v
+            for v in versions.values()
+            if int(v.version) < int(serving.version) and v.tags.get("role") == CHAMPION_ALIAS
+        ]
         if not earlier:
-            raise fail(f"version {serving.version} is the first {_champion(target)} of {algorithm} on {platform}: nothing served before it")
+            raise fail(
+                f"version {serving.version} is the first {_champion(target)} of {algorithm} on {platform}: nothing served before it"
+            )
         to = str(max(earlier, key=lambda v: int(v.version)).version)
     if to not in versions:
         raise fail(f"{name} has no version {to}; registered: {', '.join(sorted(versions, key=int))}")
@@ -322,15 +437,30 @@ def models_rollback(
     chosen = versions[to]
     client.set_registered_model_alias(name, CHAMPION_ALIAS, to)
     if JUDGED_TAG in client.get_registered_model(name).tags:
-        client.delete_registered_model_tag(name, JUDGED_TAG)  # the session it noted judged another version: the next train judges again
+        client.delete_registered_model_tag(
+            name, JUDGED_TAG
+        )  # the session it noted judged another version: the next train judges again
     reason = f"rolled back by hand from version {serving.version} to version {to}"
-    open_store(settings).add_decision({
-        "decided_at": datetime.now(UTC), "algorithm": algorithm, "platform": platform, "target": target.value, "decision": "rolled back",
-        "trigger": "predictor models rollback", "challenger": chosen.tags.get("model_kind", "?"),
-        "incumbent": serving.tags.get("model_kind"), "version": None, "serving_version": to,
-        "n_rows": int(chosen.tags.get("n_rows", 0)), "reason": reason, "details": {"from_version": str(serving.version), "to_version": to},
-    })  # fmt: skip
-    console.print(plain(f"{algorithm}/{platform}{'' if target is Target.TIME else ' ' + target.value}: {reason}"), highlight=False)
+    open_store(settings).add_decision(
+        {
+            "decided_at": datetime.now(UTC),
+            "algorithm": algorithm,
+            "platform": platform,
+            "target": target.value,
+            "decision": "rolled back",
+            "trigger": "predictor models rollback",
+            "challenger": chosen.tags.get("model_kind", "?"),
+            "incumbent": serving.tags.get("model_kind"),
+            "version": None,
+            "serving_version": to,
+            "n_rows": int(chosen.tags.get("n_rows", 0)),
+            "reason": reason,
+            "details": {"from_version": str(serving.version), "to_version": to},
+        }
+    )
+    console.print(
+        plain(f"{algorithm}/{platform}{'' if target is Target.TIME else ' ' + target.value}: {reason}"), highlight=False
+    )
 
 
 def _champion(target: Target) -> str:

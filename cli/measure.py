@@ -20,7 +20,7 @@ from cli.common import (
     parse_pairs,
     print_table,
     typed_params,
-)  # fmt: skip
+)
 
 commands = typer.Typer()
 
@@ -28,11 +28,19 @@ commands = typer.Typer()
 @commands.command(cls=PathsCommand)
 def ingest(
     files: Annotated[
-        list[Path], typer.Argument(metavar="FILE", help="CSV, Parquet, SWF or Slurm accounting files of finished runs.", exists=True, dir_okay=False)
+        list[Path],
+        typer.Argument(
+            metavar="FILE",
+            help="CSV, Parquet, SWF or Slurm accounting files of finished runs.",
+            exists=True,
+            dir_okay=False,
+        ),
     ],
     algorithm: Annotated[str | None, typer.Option(help="Algorithm for rows that do not name one.")] = None,
     platform: Annotated[str | None, typer.Option(help="Platform for rows that do not name one.")] = None,
-    map_: Annotated[list[str] | None, typer.Option("--map", metavar="COLUMN=FIELD", help="Rename a column (repeatable).")] = None,
+    map_: Annotated[
+        list[str] | None, typer.Option("--map", metavar="COLUMN=FIELD", help="Rename a column (repeatable).")
+    ] = None,
     machine: Annotated[str | None, typer.Option(help="Machine for rows that do not name one.")] = None,
     file_format: Annotated[
         Literal["csv", "parquet", "swf", "sacct", "jobcomp"] | None,
@@ -42,7 +50,9 @@ def ingest(
             "output, jobcomp: a Slurm jobcomp/filetxt log, jobs mapped by PREDICTOR_SLURM_RULES).",
         ),
     ] = None,
-    rejects_dir: Annotated[Path | None, typer.Option(help="Folder for rejects files (default: beside each input).")] = None,
+    rejects_dir: Annotated[
+        Path | None, typer.Option(help="Folder for rejects files (default: beside each input).")
+    ] = None,
 ) -> None:
     """Validate and store measurements (CSV, Parquet, SWF or Slurm job logs); bad rows go to a rejects file beside the input."""
     from data.ingest import IngestError, ingest_file
@@ -67,9 +77,19 @@ def ingest(
                 report = ingest_swf(path, store, catalog, **options)
             elif kind in ("sacct", "jobcomp"):
                 if algorithm or platform or machine:
-                    raise IngestError("Slurm jobs are mapped by PREDICTOR_SLURM_RULES and their own words, not --algorithm/--platform/--machine")
+                    raise IngestError(
+                        "Slurm jobs are mapped by PREDICTOR_SLURM_RULES and their own words, not --algorithm/--platform/--machine"
+                    )
                 rules = load_rules(settings.slurm_rules)
-                report = ingest_slurm(path, store, catalog, rules, file_format=kind, cluster=settings.slurm_cluster, rejects_dir=rejects_dir)
+                report = ingest_slurm(
+                    path,
+                    store,
+                    catalog,
+                    rules,
+                    file_format=kind,
+                    cluster=settings.slurm_cluster,
+                    rejects_dir=rejects_dir,
+                )
             else:
                 report = ingest_file(path, store, catalog, mapping=mapping, file_format=file_format, **options)
         except (IngestError, RulesError) as exc:
@@ -94,8 +114,12 @@ def profile(
     ctx: typer.Context,
     algorithm: Annotated[str, typer.Option(help="Algorithm being run.")],
     platform: Annotated[str, typer.Option(help="Platform it runs on.")],
-    param: Annotated[list[str] | None, typer.Option(metavar="NAME=VALUE", help="Job parameter (repeatable); input files too.")] = None,
-    launcher: Annotated[bool, typer.Option(help="Prefix the platform's launcher (e.g. taskset) to the command.")] = True,
+    param: Annotated[
+        list[str] | None, typer.Option(metavar="NAME=VALUE", help="Job parameter (repeatable); input files too.")
+    ] = None,
+    launcher: Annotated[
+        bool, typer.Option(help="Prefix the platform's launcher (e.g. taskset) to the command.")
+    ] = True,
     run_id: Annotated[str | None, typer.Option(help="Run id (default: a new UUID).")] = None,
     timeout: Annotated[float | None, typer.Option(help="Kill the command after this many seconds.")] = None,
 ) -> None:
@@ -112,8 +136,14 @@ def profile(
     try:
         params = typed_params(parse_pairs(param, "--param"), algorithm, catalog)
         measurement = profile_command(
-            command, catalog=catalog, algorithm=algorithm, platform=platform, params=params,
-            use_launcher=launcher, run_id=run_id, timeout=timeout,
+            command,
+            catalog=catalog,
+            algorithm=algorithm,
+            platform=platform,
+            params=params,
+            use_launcher=launcher,
+            run_id=run_id,
+            timeout=timeout,
         )
     except (FeatureError, KeyError, MissingProgram) as exc:
         raise fail(str(exc).strip('"')) from None
@@ -121,7 +151,9 @@ def profile(
     if measurement.succeeded:
         status = "ok"
     elif measurement.censored:
-        status = f"STOPPED before it finished (exit {measurement.exit_status}): stored censored, its wall time a lower bound"
+        status = (
+            f"STOPPED before it finished (exit {measurement.exit_status}): stored censored, its wall time a lower bound"
+        )
     else:
         status = f"FAILED (exit {measurement.exit_status})"
     console.print(
@@ -136,7 +168,9 @@ def profile(
 def sweep(
     plan: Annotated[Path, typer.Option(help="Sweep plan (YAML).", exists=True, dir_okay=False)],
     budget: Annotated[str | None, typer.Option(help="Stop starting runs after this long, e.g. 30m, 90s, 2h.")] = None,
-    workdir: Annotated[Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")] = None,
+    workdir: Annotated[
+        Path | None, typer.Option(help="Where generated inputs go (default: HOME/sweep-inputs).")
+    ] = None,
 ) -> None:
     """Run a parameter sweep of real programs through the profiler; each run is stored as it finishes."""
     from cli.progress import progress
@@ -153,9 +187,13 @@ def sweep(
         store = open_store(settings)
         with progress(console, "sweep") as update:
             runs = run_sweep(
-                sweep_plan, catalog, store, workdir or settings.resolved_home / "sweep-inputs", budget_s=budget_s,
+                sweep_plan,
+                catalog,
+                store,
+                workdir or settings.resolved_home / "sweep-inputs",
+                budget_s=budget_s,
                 on_run=lambda m, done, total: update(done, total, f"{m.algorithm}@{m.platform} {m.wall_seconds:.2f}s"),
-            )  # fmt: skip
+            )
     except (PlanError, FeatureError, MissingProgram) as exc:
         raise fail(str(exc)) from None
     failed = sum(not m.succeeded for m in runs)
@@ -178,7 +216,9 @@ def export(
 def describe(
     algorithm: Annotated[str | None, typer.Option(help="Only this algorithm.")] = None,
     platform: Annotated[str | None, typer.Option(help="Only this platform.")] = None,
-    plots: Annotated[Path | None, typer.Option(help="Save a scatter plot (PNG) of runtime against each feature here.")] = None,
+    plots: Annotated[
+        Path | None, typer.Option(help="Save a scatter plot (PNG) of runtime against each feature here.")
+    ] = None,
 ) -> None:
     """Per algorithm and platform: runs, runtime range and each feature's rank correlation with runtime."""
     from data.describe import describe_pairs, plot_features, summary_table
@@ -210,7 +250,15 @@ def algorithms(algorithm: Annotated[str | None, typer.Option(help="Only this alg
             table.add_column(column)
         for name, p in algo.parameters.items():
             default = "" if p.default is None else str(p.default)
-            table.add_row(name, p.type, "yes" if p.required else "", default, _range(p.min, p.max), ", ".join(p.choices or ()), p.extractor or "")
+            table.add_row(
+                name,
+                p.type,
+                "yes" if p.required else "",
+                default,
+                _range(p.min, p.max),
+                ", ".join(p.choices or ()),
+                p.extractor or "",
+            )
         print_table(table)
         console.print(f"platforms: {', '.join(algo.platforms)}", markup=False, highlight=False)
 

@@ -22,15 +22,44 @@ commands.add_typer(plan_app, name="plan")
 
 @plan_app.command("choose")
 def choose_plan(
-    accounting: Annotated[Path, typer.Argument(help="The site's accounting as an SWF log (its cluster in LOG.swf.machines).", exists=True, dir_okay=False)],
-    family: Annotated[Literal["easy", "conservative", "edf"], typer.Option(help="The site's scheduling policy.")] = "easy",
-    objective: Annotated[Literal["avebsld", "mean_wait", "mean_completion"], typer.Option(help="What the site wants low.")] = "avebsld",
-    margin: Annotated[float, typer.Option(min=0.0, max=0.99, help="How much better (a fraction of the serving score) a candidate must be.")] = 0.02,
-    window: Annotated[float, typer.Option(min=0.01, max=0.95, help="The recent share of the log replayed; what is before it is the learner's history.")] = 0.25,
-    windows: Annotated[int, typer.Option(min=1, max=10, help="Consecutive stretches the replayed share is cut into and scored on.")] = 3,
-    nodes: Annotated[Literal["pooled", "packed"], typer.Option(help="Each cluster as one pool of CPUs or as its nodes.")] = "pooled",
-    record: Annotated[bool, typer.Option(help="Record the decision in the store (listed by `predictor models history`).")] = True,
-    every: Annotated[float | None, typer.Option(min=0.01, help="Choose again every this many hours (the log re-read each time) until Ctrl-C; once when not given.")] = None,
+    accounting: Annotated[
+        Path,
+        typer.Argument(
+            help="The site's accounting as an SWF log (its cluster in LOG.swf.machines).", exists=True, dir_okay=False
+        ),
+    ],
+    family: Annotated[
+        Literal["easy", "conservative", "edf"], typer.Option(help="The site's scheduling policy.")
+    ] = "easy",
+    objective: Annotated[
+        Literal["avebsld", "mean_wait", "mean_completion"], typer.Option(help="What the site wants low.")
+    ] = "avebsld",
+    margin: Annotated[
+        float,
+        typer.Option(min=0.0, max=0.99, help="How much better (a fraction of the serving score) a candidate must be."),
+    ] = 0.02,
+    window: Annotated[
+        float,
+        typer.Option(
+            min=0.01, max=0.95, help="The recent share of the log replayed; what is before it is the learner's history."
+        ),
+    ] = 0.25,
+    windows: Annotated[
+        int, typer.Option(min=1, max=10, help="Consecutive stretches the replayed share is cut into and scored on.")
+    ] = 3,
+    nodes: Annotated[
+        Literal["pooled", "packed"], typer.Option(help="Each cluster as one pool of CPUs or as its nodes.")
+    ] = "pooled",
+    record: Annotated[
+        bool, typer.Option(help="Record the decision in the store (listed by `predictor models history`).")
+    ] = True,
+    every: Annotated[
+        float | None,
+        typer.Option(
+            min=0.01,
+            help="Choose again every this many hours (the log re-read each time) until Ctrl-C; once when not given.",
+        ),
+    ] = None,
 ) -> None:
     """Replay the log's recent past under every planning configuration; keep the serving one unless another wins by the margin."""
     store = open_store(load_settings())
@@ -48,9 +77,16 @@ def choose_plan(
 
 
 def _choose_once(
-    store: MeasurementStore, accounting: Path, family: Family, objective: str, margin: float, window: float, windows: int,
-    nodes: Literal["pooled", "packed"], record: bool,
-) -> None:  # fmt: skip
+    store: MeasurementStore,
+    accounting: Path,
+    family: Family,
+    objective: str,
+    margin: float,
+    window: float,
+    windows: int,
+    nodes: Literal["pooled", "packed"],
+    record: bool,
+) -> None:
     """One choice on the log as it is now: read the serving configuration, replay, print, record."""
     from simulator.plan_choice import PlanningConfig, choose, past_windows
 
@@ -67,15 +103,21 @@ def _choose_once(
         choice = choose(past, family, incumbent, objective=objective, margin=margin)
     except (ValueError, OSError) as exc:
         raise fail(str(exc)) from None
-    table = Table(title=f"{job_class}, {family}: the best of {len(choice.scores)} planning configurations on {choice.jobs} past jobs")
+    table = Table(
+        title=f"{job_class}, {family}: the best of {len(choice.scores)} planning configurations on {choice.jobs} past jobs"
+    )
     for column in ("configuration", f"{objective} / serving", "per window"):
         table.add_column(column, justify="left" if column == "configuration" else "right")
     ranked = sorted(choice.scores.items(), key=lambda kv: kv[1])
     shown = ranked[:10] + [(incumbent, choice.scores[incumbent])] * (incumbent not in dict(ranked[:10]))
     for config, score in shown:
         mark = " (serving)" if config == incumbent else ""
-        table.add_row(plain(config.label(family) + mark), f"{score:.3f}", " ".join(f"{v:.2f}" for v in choice.raw[config]))
+        table.add_row(
+            plain(config.label(family) + mark), f"{score:.3f}", " ".join(f"{v:.2f}" for v in choice.raw[config])
+        )
     print_table(table)
-    console.print(plain(f"{'promoted' if choice.promoted else 'kept'}: {choice.chosen.label(family)} ({choice.reason})"))
+    console.print(
+        plain(f"{'promoted' if choice.promoted else 'kept'}: {choice.chosen.label(family)} ({choice.reason})")
+    )
     if record:
         store.add_decision(choice.decision_row(job_class, f"replayed {accounting.name}"))

@@ -20,7 +20,9 @@ class PlainProgress:
     The time left is extrapolated from the pace since the first step, so start-up time does not inflate it.
     """
 
-    def __init__(self, console: Console, title: str, every_s: float = PLAIN_EVERY_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, console: Console, title: str, every_s: float = PLAIN_EVERY_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.console, self.title, self.every_s, self.clock = console, title, every_s, clock
         self.started = clock()
         self.first: tuple[int, float] | None = None  # (steps done, time) at the first update

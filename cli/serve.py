@@ -32,8 +32,14 @@ commands = typer.Typer()
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default from settings).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default from settings).", min=1, max=65535)] = None,
-    workers: Annotated[int | None, typer.Option(min=1, help="API worker processes behind the port (default from settings); "
-                                                "with more than one, the scheduler runs as `predictor scheduler`, not here.")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="API worker processes behind the port (default from settings); "
+            "with more than one, the scheduler runs as `predictor scheduler`, not here.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API with uvicorn (one process with the scheduler, unless PREDICTOR_SCHEDULER_EMBEDDED=false, or N workers)."""
     import uvicorn
@@ -46,21 +52,30 @@ def serve(
     typer.echo(f"serving on http://{host}:{port}  (docs: http://{host}:{port}/docs)")
     typer.echo(
         f"try: curl -s -X POST http://{host}:{port}/v1/predict -H 'content-type: application/json' "
-        "-d '{\"algorithm\": \"mafft\", \"params\": {\"input\": \"samples/family-40x300.fa\"}}'"
+        '-d \'{"algorithm": "mafft", "params": {"input": "samples/family-40x300.fa"}}\''
     )
     if workers > 1:
         typer.echo(f"{workers} workers; the scheduler is not served here: run `predictor scheduler` beside them")
         serve_workers(settings, host, port, workers)
         return
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False, **server_options(settings))  # the app logs each request
+    uvicorn.run(
+        create_app(settings), host=host, port=port, log_level="info", access_log=False, **server_options(settings)
+    )  # the app logs each request
 
 
 @commands.command()
 def scheduler(
     host: Annotated[str | None, typer.Option(help="Bind address (default: PREDICTOR_API_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default: PREDICTOR_SCHEDULER_PORT).", min=1, max=65535)] = None,
-    standby: Annotated[bool, typer.Option(help="Wait while another scheduler holds the lease, and take over when it "
-                                          "stops (--no-standby: refuse to start instead).")] = True,
+    port: Annotated[
+        int | None, typer.Option(help="Port (default: PREDICTOR_SCHEDULER_PORT).", min=1, max=65535)
+    ] = None,
+    standby: Annotated[
+        bool,
+        typer.Option(
+            help="Wait while another scheduler holds the lease, and take over when it "
+            "stops (--no-standby: refuse to start instead)."
+        ),
+    ] = True,
 ) -> None:
     """Run the one scheduler of the database, with its routes on their own port; a second one stands by."""
     import uvicorn
@@ -76,10 +91,19 @@ def scheduler(
     store.dispose()
     if lease is not None and lease["expires_at"] > time.time():
         if not standby:
-            raise fail(f"another scheduler holds the lease of this database ({lease['holder']}); not starting (--no-standby)")
+            raise fail(
+                f"another scheduler holds the lease of this database ({lease['holder']}); not starting (--no-standby)"
+            )
         typer.echo(f"another scheduler holds the lease ({lease['holder']}): standing by to take over when it stops")
     typer.echo(f"scheduler on http://{host}:{port}  (jobs: http://{host}:{port}/v1/jobs)")
-    uvicorn.run(create_app(settings, scheduler=True), host=host, port=port, log_level="info", access_log=False, **server_options(settings))
+    uvicorn.run(
+        create_app(settings, scheduler=True),
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=False,
+        **server_options(settings),
+    )
 
 
 @commands.command()
@@ -106,12 +130,37 @@ def queue(
         return "-" if seconds is None else f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%d %H:%M:%S}"
 
     table = Table(title=f"The scheduler's {'jobs' if every else 'queue'}, oldest first (times UTC)")
-    for column in ("#", "job", "algorithm", "status", "priority", "submitted", "machine", "starts / started", "message"):
+    for column in (
+        "#",
+        "job",
+        "algorithm",
+        "status",
+        "priority",
+        "submitted",
+        "machine",
+        "starts / started",
+        "message",
+    ):
         table.add_column(column, justify="right" if column in ("#", "priority") else "left", no_wrap=True)
     for j in shown:
         machine = ", ".join(j.runs) or j.planned_machine or "-"
         start = j.started if j.status is not JobStatus.PENDING else j.planned_start
-        table.add_row(*map(plain, (j.seq, j.id, j.algorithm, j.status.value, j.priority, when(j.submit), machine, when(start), j.message or "")))
+        table.add_row(
+            *map(
+                plain,
+                (
+                    j.seq,
+                    j.id,
+                    j.algorithm,
+                    j.status.value,
+                    j.priority,
+                    when(j.submit),
+                    machine,
+                    when(start),
+                    j.message or "",
+                ),
+            )
+        )
     print_table(table)
 
 
@@ -126,9 +175,13 @@ def _with_token(settings: Settings) -> Settings:
     token, created = ensure_token(settings.resolved_home)
     if created:
         path = token_path(settings.resolved_home)
-        typer.echo(f"generated the API token for write and admin endpoints, kept in {path} (owner-only); shown this once:")
+        typer.echo(
+            f"generated the API token for write and admin endpoints, kept in {path} (owner-only); shown this once:"
+        )
         typer.echo(f"  {token}")
-        typer.echo(f"send it as: -H \"Authorization: Bearer $(cat {path})\"  (PREDICTOR_API_TOKEN, if set, is used instead)")
+        typer.echo(
+            f'send it as: -H "Authorization: Bearer $(cat {path})"  (PREDICTOR_API_TOKEN, if set, is used instead)'
+        )
     return settings.model_copy(update={"api_token": SecretStr(token)})
 
 
@@ -136,7 +189,9 @@ def _with_token(settings: Settings) -> Settings:
 def predict(
     algorithm: Annotated[str, typer.Option(help="Algorithm to estimate.")],
     param: Annotated[list[str] | None, typer.Option(metavar="NAME=VALUE", help="Job parameter (repeatable).")] = None,
-    platform: Annotated[list[str] | None, typer.Option(metavar="PLATFORM", help="Only these platforms (repeatable).")] = None,
+    platform: Annotated[
+        list[str] | None, typer.Option(metavar="PLATFORM", help="Only these platforms (repeatable).")
+    ] = None,
     url: Annotated[str | None, typer.Option(help="Ask a running service instead of loading models here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -160,17 +215,40 @@ def predict(
     if as_json:
         console.print_json(json.dumps(shown))
     if not any(e["seconds"] is not None for e in shown.values()):
-        raise fail(f"no estimate of {algorithm}: " + "; ".join(f"{p}: {e['reason'] or 'none given'}" for p, e in shown.items()))
+        raise fail(
+            f"no estimate of {algorithm}: " + "; ".join(f"{p}: {e['reason'] or 'none given'}" for p, e in shown.items())
+        )
     if as_json:
         return
-    table = Table(title=f"{algorithm}: estimated run time (seconds; walltimes rounded up) and peak memory (MiB, rounded up)")
-    for column in ("platform", "seconds", "walltime", "lower", "upper", "limit", "limit walltime", "model", "memory",
-                   "memory limit", "memory model"):  # fmt: skip
-        table.add_column(column, justify="left" if column in ("platform", "model", "memory model") else "right", no_wrap=True)
+    table = Table(
+        title=f"{algorithm}: estimated run time (seconds; walltimes rounded up) and peak memory (MiB, rounded up)"
+    )
+    for column in (
+        "platform",
+        "seconds",
+        "walltime",
+        "lower",
+        "upper",
+        "limit",
+        "limit walltime",
+        "model",
+        "memory",
+        "memory limit",
+        "memory model",
+    ):
+        table.add_column(
+            column, justify="left" if column in ("platform", "model", "memory model") else "right", no_wrap=True
+        )
     for p, e in shown.items():
         cells = [_cell(e[k]) for k in ("seconds", "walltime", "lower", "upper", "limit", "limit_walltime")]
         memory = [_cell(e[k]) for k in ("memory_slurm", "memory_limit_slurm")]
-        table.add_row(p, *cells, _model(e["model_name"], e["model_version"]), *memory, _model(e["memory_model_name"], e["memory_model_version"]))
+        table.add_row(
+            p,
+            *cells,
+            _model(e["model_name"], e["model_version"]),
+            *memory,
+            _model(e["memory_model_name"], e["memory_model_version"]),
+        )
     print_table(table)
     for p, e in shown.items():
         if e["reason"]:

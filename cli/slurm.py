@@ -18,20 +18,30 @@ from cli.common import (
 )
 
 commands = typer.Typer()
-slurm_app = typer.Typer(help="Slurm: estimates at submission, finished jobs back as runs, the scheduler driving Slurm.", no_args_is_help=True)
+slurm_app = typer.Typer(
+    help="Slurm: estimates at submission, finished jobs back as runs, the scheduler driving Slurm.",
+    no_args_is_help=True,
+)
 commands.add_typer(slurm_app, name="slurm")
 
 
 @slurm_app.command()
 def follow(
     log: Annotated[Path, typer.Option(help="Slurm's jobcomp/filetxt log (JobCompLoc in slurm.conf).", dir_okay=False)],
-    cursor: Annotated[Path | None, typer.Option(help="Where the read position is kept (default: HOME/slurm-follow.json).")] = None,
+    cursor: Annotated[
+        Path | None, typer.Option(help="Where the read position is kept (default: HOME/slurm-follow.json).")
+    ] = None,
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between passes.")] = 5.0,
     once: Annotated[bool, typer.Option(help="One pass, then exit.")] = False,
     guard: Annotated[
-        bool, typer.Option(help="Requeue jobs Slurm stopped, raising only what ran out: time or memory (the resource guard).")
+        bool,
+        typer.Option(
+            help="Requeue jobs Slurm stopped, raising only what ran out: time or memory (the resource guard)."
+        ),
     ] = False,
-    max_requeues: Annotated[int, typer.Option(min=0, help="Requeues the guard gives one job at most, per resource.")] = 1,
+    max_requeues: Annotated[
+        int, typer.Option(min=0, help="Requeues the guard gives one job at most, per resource.")
+    ] = 1,
 ) -> None:
     """Store each job Slurm completes as a measurement, continuously; restarted, it reads on where it stopped.
 
@@ -55,13 +65,23 @@ def follow(
     resource_guard = None
     if guard:
         resource_guard = ResourceGuard(
-            Slurm(), oracle_uppers(local_oracle(settings, catalog)), settings.resolved_home / "slurm-guard.jsonl",
-            cluster=settings.slurm_cluster, max_requeues=max_requeues,
-        )  # fmt: skip
+            Slurm(),
+            oracle_uppers(local_oracle(settings, catalog)),
+            settings.resolved_home / "slurm-guard.jsonl",
+            cluster=settings.slurm_cluster,
+            max_requeues=max_requeues,
+        )
     follower = Follower(
-        log, cursor or settings.resolved_home / "slurm-follow.json", open_store(settings), catalog, rules,
-        cluster=settings.slurm_cluster, comments=Slurm().comments, guard=resource_guard, queue=Slurm().queue,
-    )  # fmt: skip
+        log,
+        cursor or settings.resolved_home / "slurm-follow.json",
+        open_store(settings),
+        catalog,
+        rules,
+        cluster=settings.slurm_cluster,
+        comments=Slurm().comments,
+        guard=resource_guard,
+        queue=Slurm().queue,
+    )
 
     def report(done: FollowPass) -> None:
         if done.jobs:
@@ -72,18 +92,35 @@ def follow(
         for reject in done.rejected:
             err_console.print(f"  line {reject.line}, {reject.field}: {reject.message}")
 
-    repeat_passes(follower.poll, lambda stop: follower.run(interval, stop, on_pass=report), report, once, f"following {log} every {interval:g} s")
+    repeat_passes(
+        follower.poll,
+        lambda stop: follower.run(interval, stop, on_pass=report),
+        report,
+        once,
+        f"following {log} every {interval:g} s",
+    )
 
 
 @slurm_app.command("install-plugin")
 def install_plugin(
-    api: Annotated[str | None, typer.Option(help="The predictor API's URL (default: from PREDICTOR_API_HOST and _PORT).")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds the plugin waits for the API (slurmctld waits with it).")] = 0.5,
-    raise_missing_limit: Annotated[bool, typer.Option(help="Give a job submitted without a time limit the served limit.")] = False,
-    raise_missing_memory: Annotated[
-        bool, typer.Option(help="Give a job submitted without a memory request (--mem, --mem-per-cpu) the served memory limit.")
+    api: Annotated[
+        str | None, typer.Option(help="The predictor API's URL (default: from PREDICTOR_API_HOST and _PORT).")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds the plugin waits for the API (slurmctld waits with it).")
+    ] = 0.5,
+    raise_missing_limit: Annotated[
+        bool, typer.Option(help="Give a job submitted without a time limit the served limit.")
     ] = False,
-    dest: Annotated[Path | None, typer.Option(help="Where to write it (default: job_submit.lua beside SLURM_CONF's slurm.conf).")] = None,
+    raise_missing_memory: Annotated[
+        bool,
+        typer.Option(
+            help="Give a job submitted without a memory request (--mem, --mem-per-cpu) the served memory limit."
+        ),
+    ] = False,
+    dest: Annotated[
+        Path | None, typer.Option(help="Where to write it (default: job_submit.lua beside SLURM_CONF's slurm.conf).")
+    ] = None,
     stdout: Annotated[bool, typer.Option("--stdout", help="Print it instead of writing it.")] = False,
 ) -> None:
     """Write the job_submit.lua plugin (slurm.conf needs JobSubmitPlugins=lua); slurmctld picks up a changed file itself."""
@@ -92,7 +129,9 @@ def install_plugin(
 
     settings = load_settings()
     try:
-        text = render_plugin(api or f"http://{settings.api_host}:{settings.api_port}", timeout, raise_missing_limit, raise_missing_memory)
+        text = render_plugin(
+            api or f"http://{settings.api_host}:{settings.api_port}", timeout, raise_missing_limit, raise_missing_memory
+        )
     except ValueError as exc:
         raise fail(str(exc)) from None
     if stdout:
@@ -109,9 +148,15 @@ def install_plugin(
 @slurm_app.command()
 def bridge(
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between passes.")] = 2.0,
-    slots: Annotated[int | None, typer.Option(min=1, help="Slots each node offers the scheduler (default: its CPUs).")] = None,
-    state: Annotated[Path | None, typer.Option(help="The bridge's state file (default: HOME/slurm-bridge.json).")] = None,
-    jobs_dir: Annotated[Path | None, typer.Option(help="Where job scripts and outputs go (default: HOME/slurm-jobs).")] = None,
+    slots: Annotated[
+        int | None, typer.Option(min=1, help="Slots each node offers the scheduler (default: its CPUs).")
+    ] = None,
+    state: Annotated[
+        Path | None, typer.Option(help="The bridge's state file (default: HOME/slurm-bridge.json).")
+    ] = None,
+    jobs_dir: Annotated[
+        Path | None, typer.Option(help="Where job scripts and outputs go (default: HOME/slurm-jobs).")
+    ] = None,
     once: Annotated[bool, typer.Option(help="One pass, then exit.")] = False,
 ) -> None:
     """Carry the embedded scheduler's orders out on Slurm and report Slurm's node and job changes back as its events.
@@ -132,17 +177,30 @@ def bridge(
     except RulesError as exc:
         raise fail(str(exc)) from None
     if not rules.partitions:
-        raise fail("the rule file maps no partition to a platform (partitions: in PREDICTOR_SLURM_RULES): no node to schedule on")
+        raise fail(
+            "the rule file maps no partition to a platform (partitions: in PREDICTOR_SLURM_RULES): no node to schedule on"
+        )
     home = settings.resolved_home
     the_bridge = SlurmBridge(
-        SchedulerStore(open_store(settings).engine), Slurm(), load_catalog(*settings.catalog_paths), rules.partitions,
-        state or home / "slurm-bridge.json", jobs_dir or home / "slurm-jobs", slots=slots,
-    )  # fmt: skip
+        SchedulerStore(open_store(settings).engine),
+        Slurm(),
+        load_catalog(*settings.catalog_paths),
+        rules.partitions,
+        state or home / "slurm-bridge.json",
+        jobs_dir or home / "slurm-jobs",
+        slots=slots,
+    )
 
     def report(done: BridgeStep) -> None:
         if done.submitted or done.orders or done.events:
-            console.print(f"{done.submitted} jobs submitted held, {done.orders} orders carried out, {done.events} events sent")
+            console.print(
+                f"{done.submitted} jobs submitted held, {done.orders} orders carried out, {done.events} events sent"
+            )
 
-    repeat_passes(the_bridge.step, lambda stop: the_bridge.run(interval, stop, on_step=report), report, once, f"bridging the scheduler and Slurm every {interval:g} s")
-
-
+    repeat_passes(
+        the_bridge.step,
+        lambda stop: the_bridge.run(interval, stop, on_step=report),
+        report,
+        once,
+        f"bridging the scheduler and Slurm every {interval:g} s",
+    )

@@ -53,7 +53,9 @@ class FeatureSpace:
     def __init__(self, pool: pd.DataFrame) -> None:
         logged = signed_log1p(pool.to_numpy(dtype="float64"))
         spread = logged.std(axis=0)
-        keep = spread > 0 if np.any(spread > 0) else np.ones(len(spread), dtype=bool)  # one candidate left: keep every feature
+        keep = (
+            spread > 0 if np.any(spread > 0) else np.ones(len(spread), dtype=bool)
+        )  # one candidate left: keep every feature
         self.columns = [c for c, k in zip(pool.columns, keep, strict=True) if k]
         self.center = logged[:, keep].mean(axis=0)
         self.scale = np.where(spread[keep] > 0, spread[keep], 1.0)
@@ -80,7 +82,9 @@ def typical_spacing(points: np.ndarray) -> float:
     return float(np.median(positive)) if len(positive) else 1.0
 
 
-def committee_log_answers(measured: pd.DataFrame, seconds: np.ndarray, pool: pd.DataFrame, *, seed: int = 0) -> np.ndarray | None:
+def committee_log_answers(
+    measured: pd.DataFrame, seconds: np.ndarray, pool: pd.DataFrame, *, seed: int = 0
+) -> np.ndarray | None:
     """Log seconds each :data:`COMMITTEE` member answers for the pool (members x candidates); None when too few runs."""
     if len(measured) < MIN_COMMITTEE_ROWS:
         return None
@@ -91,7 +95,9 @@ def committee_log_answers(measured: pd.DataFrame, seconds: np.ndarray, pool: pd.
     return np.array(answers)
 
 
-def demand_weight(space: FeatureSpace, pool: np.ndarray, submitted: pd.DataFrame | None, bandwidth: float) -> np.ndarray:
+def demand_weight(
+    space: FeatureSpace, pool: np.ndarray, submitted: pd.DataFrame | None, bandwidth: float
+) -> np.ndarray:
     """From 1 to 2: how densely users' own jobs (``submitted``) lie around each candidate."""
     if submitted is None or len(submitted) == 0:
         return np.full(len(pool), DEMAND_FLOOR)
@@ -102,7 +108,9 @@ def demand_weight(space: FeatureSpace, pool: np.ndarray, submitted: pd.DataFrame
     return DEMAND_FLOOR * (1.0 + (density / top if top > 0 else 0.0))
 
 
-def estimated_cost(measured: pd.DataFrame, seconds: np.ndarray, pool: pd.DataFrame, answers: np.ndarray | None) -> np.ndarray:
+def estimated_cost(
+    measured: pd.DataFrame, seconds: np.ndarray, pool: pd.DataFrame, answers: np.ndarray | None
+) -> np.ndarray:
     """Seconds each candidate should take: the committee's mean answer, else the envelope's power law, else 1."""
     if answers is not None:
         return np.exp(answers.mean(axis=0))

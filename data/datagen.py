@@ -25,10 +25,27 @@ Alphabet = Literal["dna", "protein"]
 
 # UniProtKB/Swiss-Prot background amino-acid composition (percent).
 AMINO_ACID_FREQUENCIES: dict[str, float] = {
-    "A": 8.25, "R": 5.53, "N": 4.06, "D": 5.45, "C": 1.37, "Q": 3.93, "E": 6.75,
-    "G": 7.07, "H": 2.27, "I": 5.96, "L": 9.66, "K": 5.84, "M": 2.42, "F": 3.86,
-    "P": 4.70, "S": 6.56, "T": 5.34, "W": 1.08, "Y": 2.92, "V": 6.87,
-}  # fmt: skip
+    "A": 8.25,
+    "R": 5.53,
+    "N": 4.06,
+    "D": 5.45,
+    "C": 1.37,
+    "Q": 3.93,
+    "E": 6.75,
+    "G": 7.07,
+    "H": 2.27,
+    "I": 5.96,
+    "L": 9.66,
+    "K": 5.84,
+    "M": 2.42,
+    "F": 3.86,
+    "P": 4.70,
+    "S": 6.56,
+    "T": 5.34,
+    "W": 1.08,
+    "Y": 2.92,
+    "V": 6.87,
+}
 
 _BATCH_RESIDUES = 1 << 24  # residues generated per batch: bounds memory whatever the file size
 _LUT_BITS = 16  # residues are drawn through a 2**16-entry table, i.e. to 1/65536 precision
@@ -281,7 +298,9 @@ def write_fastq(
     Qualities follow the errors: Phred 35-40 at correct bases, 2-15 at substituted ones (Phred+33).
     """
     if n_reads < 1 or read_length < 1 or not 0.0 <= error_rate <= 1.0:
-        raise ValueError(f"need n_reads >= 1, read_length >= 1, error_rate in [0, 1]; got {n_reads}, {read_length}, {error_rate}")
+        raise ValueError(
+            f"need n_reads >= 1, read_length >= 1, error_rate in [0, 1]; got {n_reads}, {read_length}, {error_rate}"
+        )
     contigs = [np.frombuffer(s, np.uint8) for s in read_sequences(reference) if len(s) >= read_length]
     if not contigs:
         raise ValueError(f"{reference}: no sequence as long as a read ({read_length})")

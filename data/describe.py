@@ -63,7 +63,8 @@ def summarize(frame: pd.DataFrame, algorithm: str, platform: str, failed: int = 
     """Runtime range and rank correlations of one pair's successful runs (a store frame)."""
     runtime = frame["wall_seconds"]
     correlations = [
-        Correlation(name, spearman(frame[name], runtime), int(frame[name].notna().sum())) for name in feature_columns(frame)
+        Correlation(name, spearman(frame[name], runtime), int(frame[name].notna().sum()))
+        for name in feature_columns(frame)
     ]
     correlations.sort(key=lambda c: (c.rho is None, -abs(c.rho or 0.0), c.feature))
     return PairSummary(

@@ -137,7 +137,11 @@ def ingest_file(
                             rejected.append(Reject(line, exc.field, exc.message))
                             rejects.add(values, rejected[-1])
                     result = store.add(good)
-                    rows, stored, duplicates = rows + len(chunk), stored + len(result.stored), duplicates + len(result.duplicates)
+                    rows, stored, duplicates = (
+                        rows + len(chunk),
+                        stored + len(result.stored),
+                        duplicates + len(result.duplicates),
+                    )
             except _Unreadable as exc:
                 kept = f"; the {rows} rows before it were handled ({stored} stored)" if rows else ""
                 raise IngestError(f"{path}: unreadable from line {exc.line} on: {exc.__cause__}{kept}") from exc
@@ -243,7 +247,9 @@ class _ParquetTable:
             if batch is None:
                 return
             columns = [column.to_pylist() for column in batch.columns]
-            yield [(position + i + 2, [plain(v) for v in values]) for i, values in enumerate(zip(*columns, strict=True))]
+            yield [
+                (position + i + 2, [plain(v) for v in values]) for i, values in enumerate(zip(*columns, strict=True))
+            ]
             position += batch.num_rows
 
     def close(self) -> None:
@@ -355,7 +361,9 @@ class RejectsFile:
                 f"{self.path}: cannot write the rejects file: {exc.strerror or exc} (choose another folder with --rejects-dir)"
             ) from exc
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         if self._file is not None:
             self._file.close()
             self.written = self.path

@@ -58,9 +58,15 @@ def pairs_of(plan: Plan) -> list[tuple[str, str]]:
 
 def restrict(plan: Plan, algorithm: str, platform: str) -> Plan:
     """The plan's jobs of one pair, one run each, with only the input sets they read (and the sets those sample)."""
-    jobs = [job.model_copy(update={"platforms": [platform]}) for job in plan.jobs if job.algorithm == algorithm and platform in job.platforms]
+    jobs = [
+        job.model_copy(update={"platforms": [platform]})
+        for job in plan.jobs
+        if job.algorithm == algorithm and platform in job.platforms
+    ]
     if not jobs:
-        raise PlanError(f"the plan has no job of {algorithm} on {platform}; it has {', '.join(f'{a}@{p}' for a, p in pairs_of(plan))}")
+        raise PlanError(
+            f"the plan has no job of {algorithm} on {platform}; it has {', '.join(f'{a}@{p}' for a, p in pairs_of(plan))}"
+        )
     needed = {name for job in jobs for name in job.files.values()}
     needed |= {plan.inputs[name].source for name in needed if plan.inputs[name].source}
     inputs = {name: spec for name, spec in plan.inputs.items() if name in needed}
@@ -138,10 +144,17 @@ def run_probes(
                 continue
             run = best[0].candidate.run
             measurement = profile_command(
-                command_for(run, catalog), catalog=catalog, algorithm=run.algorithm, platform=run.platform, params=run.params,
-                run_id=best[0].candidate.run_id(plan.seed), source=Source.PROBE, timeout=timeout,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+                command_for(run, catalog),
+                catalog=catalog,
+                algorithm=run.algorithm,
+                platform=run.platform,
+                params=run.params,
+                run_id=best[0].candidate.run_id(plan.seed),
+                source=Source.PROBE,
+                timeout=timeout,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             store.add([measurement])
             done.append(measurement)
             spent += measurement.wall_seconds
@@ -150,12 +163,23 @@ def run_probes(
     return done
 
 
-def profile_probe_command(catalog: Catalog, run_id: str, algorithm: str, platform: str, params: dict[str, Any], cap_s: float) -> list[str]:
+def profile_probe_command(
+    catalog: Catalog, run_id: str, algorithm: str, platform: str, params: dict[str, Any], cap_s: float
+) -> list[str]:
     """The command that runs one probe of the scheduler: ``predictor profile`` (with this interpreter) of the catalog's
     command on ``platform``, killed at ``cap_s``; it stores the run under ``run_id`` with source ``probe``."""
     command = command_for(SweepRun(algorithm, platform, params, 0), catalog)
     words = [f"--param={name}={value}" for name, value in sorted(params.items())]
     return [
-        sys.executable, "-m", "predictor", "profile", f"--algorithm={algorithm}", f"--platform={platform}", *words,
-        f"--run-id={run_id}", f"--timeout={cap_s:g}", "--", *command,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "predictor",
+        "profile",
+        f"--algorithm={algorithm}",
+        f"--platform={platform}",
+        *words,
+        f"--run-id={run_id}",
+        f"--timeout={cap_s:g}",
+        "--",
+        *command,
+    ]

@@ -47,8 +47,12 @@ STOPPING_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGXCPU, si
 DEBIAN_PACKAGES = {
     **dict.fromkeys(("blastn", "blastp", "blastx", "tblastn", "tblastx", "makeblastdb"), "ncbi-blast+"),
     **dict.fromkeys(("hmmsearch", "hmmbuild"), "hmmer"),
-    "mafft": "mafft", "clustalo": "clustalo", "bwa": "bwa", "seqkit": "seqkit", "taskset": "util-linux",
-}  # fmt: skip
+    "mafft": "mafft",
+    "clustalo": "clustalo",
+    "bwa": "bwa",
+    "seqkit": "seqkit",
+    "taskset": "util-linux",
+}
 
 
 class MissingProgram(FileNotFoundError):
@@ -60,7 +64,11 @@ def require_programs(programs: Sequence[str]) -> None:
     for program in programs:
         if shutil.which(program) is None:
             package = DEBIAN_PACKAGES.get(Path(program).name)
-            how = f"install the Debian package {package} (`make tools` installs every program the walkthroughs run)" if package else "install it"
+            how = (
+                f"install the Debian package {package} (`make tools` installs every program the walkthroughs run)"
+                if package
+                else "install it"
+            )
             raise MissingProgram(f"{program}: program not found on PATH; {how}")
 
 
@@ -85,7 +93,9 @@ def exit_status_of(wait_status: int) -> int:
 Output = int | IO[Any] | None  # a file descriptor, subprocess.DEVNULL, a file, None for ours; stderr: also STDOUT
 
 
-def run_measured(command: Sequence[str], *, timeout: float | None = None, stdout: Output = None, stderr: Output = None) -> RunUsage:
+def run_measured(
+    command: Sequence[str], *, timeout: float | None = None, stdout: Output = None, stderr: Output = None
+) -> RunUsage:
     """Run ``command`` to completion and return its wall time, CPU time, max RSS and exit status.
 
     A command that cannot be started is a failed run (exit status 127 when not found, 126 when not
@@ -130,7 +140,9 @@ def _held(command: Sequence[str], stdout: Output, stderr: Output) -> tuple[int, 
         try:
             with _adopting_orphans():
                 try:
-                    shell = os.posix_spawn(SHELL, ["sh", "-c", LAUNCH, "sh", *command], os.environ, file_actions=actions, setsid=True)
+                    shell = os.posix_spawn(
+                        SHELL, ["sh", "-c", LAUNCH, "sh", *command], os.environ, file_actions=actions, setsid=True
+                    )
                 finally:
                     os.close(pid_write)
                     os.close(gate_read)

@@ -49,8 +49,16 @@ class PlanError(ValueError):
 
 Generator = Literal["family", "random", "blastdb", "bwa", "hmm", "sampled", "fastq"]
 _SAMPLERS = ("sampled", "fastq")  # generators that draw from a source set
-_GENERATOR_TOOLS = {"blastdb": ("makeblastdb",), "bwa": ("bwa",), "hmm": ("mafft", "hmmbuild")}  # programs data.datagen runs
-_GRID_ONLY = {"blastdb": {"n_sequences"}, "bwa": {"n_sequences"}, "hmm": {"n_models"}}  # nested sets vary only their size
+_GENERATOR_TOOLS = {
+    "blastdb": ("makeblastdb",),
+    "bwa": ("bwa",),
+    "hmm": ("mafft", "hmmbuild"),
+}  # programs data.datagen runs
+_GRID_ONLY = {
+    "blastdb": {"n_sequences"},
+    "bwa": {"n_sequences"},
+    "hmm": {"n_models"},
+}  # nested sets vary only their size
 
 
 class InputSet(BaseModel):
@@ -70,7 +78,9 @@ class InputSet(BaseModel):
             raise ValueError(f"a {self.generator} set {'needs' if self.source is None else 'takes no'} 'source'")
         allowed = _GRID_ONLY.get(self.generator)
         if allowed is not None and set(self.grid) != allowed:
-            raise ValueError(f"a {self.generator} set's grid varies exactly {', '.join(allowed)}; put the rest in options")
+            raise ValueError(
+                f"a {self.generator} set's grid varies exactly {', '.join(allowed)}; put the rest in options"
+            )
         if self.generator in ("bwa", "fastq") and self.alphabet != "dna":
             raise ValueError(f"a {self.generator} set is DNA: set alphabet: dna")
         return self
@@ -242,7 +252,9 @@ def _hmm_set(names: _Namer, _: Path | None) -> _Built:
     for i in range(1, counts[-1] + 1):
         member_path = names.path({"family": i}, ".fa")
         path = names.path({"family": i}, ".hmm")
-        profiles.append(_once(path, datagen.write_profile, member_path, alphabet=spec.alphabet, seed=_seed_of(path), **spec.options))
+        profiles.append(
+            _once(path, datagen.write_profile, member_path, alphabet=spec.alphabet, seed=_seed_of(path), **spec.options)
+        )
         members.append(member_path)
 
     def concatenate(tmp: Path, parts: list[Path]) -> None:

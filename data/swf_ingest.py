@@ -51,12 +51,20 @@ EXIT_STATUS = {1: 0, 0: 1, 5: 2}  # SWF status -> exit status: completed, failed
 STATUS_NAMES = {0: "failed", 1: "completed", 2: "partial", 3: "partial", 4: "partial", 5: "cancelled"}  # SWF 2.2
 _CLUSTER = re.compile(r"(?:^|[:+#])cl_(\w+)")  # a positive cluster property in a node request
 _CONTEXT = {
-    "user": "user", "group": "group", "executable": "executable", "partition": "partition",
-    "requested_procs": "requested_procs", "requested_time": "requested_seconds",
-    "requested_memory": "requested_memory", "allocated_procs": "allocated_procs", "avg_cpu": "avg_cpu_seconds",
-    "used_memory": "used_memory", "wait": "wait_seconds", "preceding_job": "preceding_job",
+    "user": "user",
+    "group": "group",
+    "executable": "executable",
+    "partition": "partition",
+    "requested_procs": "requested_procs",
+    "requested_time": "requested_seconds",
+    "requested_memory": "requested_memory",
+    "allocated_procs": "allocated_procs",
+    "avg_cpu": "avg_cpu_seconds",
+    "used_memory": "used_memory",
+    "wait": "wait_seconds",
+    "preceding_job": "preceding_job",
     "think_time": "think_seconds",
-}  # fmt: skip
+}
 
 
 def ingest_swf(
@@ -91,7 +99,7 @@ def ingest_swf(
                 "machine": f"node{job.nodes[0]}" if len(job.nodes) == 1 else machine,
                 **_run(log, job),
                 "features": job_features,
-            }  # fmt: skip
+            }
             try:
                 good.append(validate_record(record, catalog, source=source))
             except RowError as exc:
@@ -133,14 +141,21 @@ def history_records(log: SwfLog) -> list[JobRecord]:
     """
     return [
         JobRecord(
-            key=f"swf-{log.name}-{job.job}", cluster=log.name, user=str(job.user), seq=job.line,
-            group=None if job.group == UNKNOWN else str(job.group), partition=queue_label(job),
-            time_limit_s=None if job.requested_time == UNKNOWN else job.requested_time, min_cpus=job.procs,
-            submit_at=_at(log, job.submit), start_at=None if job.end is None else _at(log, job.start),
-            end_at=None if job.end is None else _at(log, job.end), state=STATUS_NAMES.get(job.status),
+            key=f"swf-{log.name}-{job.job}",
+            cluster=log.name,
+            user=str(job.user),
+            seq=job.line,
+            group=None if job.group == UNKNOWN else str(job.group),
+            partition=queue_label(job),
+            time_limit_s=None if job.requested_time == UNKNOWN else job.requested_time,
+            min_cpus=job.procs,
+            submit_at=_at(log, job.submit),
+            start_at=None if job.end is None else _at(log, job.start),
+            end_at=None if job.end is None else _at(log, job.end),
+            state=STATUS_NAMES.get(job.status),
         )
         for job in log.jobs
-    ]  # fmt: skip
+    ]
 
 
 def _at(log: SwfLog, offset: float) -> datetime:

@@ -115,7 +115,9 @@ def _read_index(path: Path) -> _Volumes:
     if seqtype != (path.suffix == ".pin"):
         raise _BadDb(f"{path.name}: sequence type {seqtype} does not match the file's suffix")
     if max_length > residues or (sequences == 0) != (residues == 0):
-        raise _BadDb(f"{path.name}: inconsistent header ({sequences} sequences, {residues} residues, longest {max_length})")
+        raise _BadDb(
+            f"{path.name}: inconsistent header ({sequences} sequences, {residues} residues, longest {max_length})"
+        )
     return _Volumes(sequences, residues, max_length, 1, seqtype == 0)
 
 
@@ -148,4 +150,6 @@ def _read_alias(path: Path, depth: int) -> _Volumes:
         residues = int(keys.get("LENGTH", [residues])[0])
     except ValueError:
         raise _BadDb(f"{path.name}: NSEQ and LENGTH must be integers") from None
-    return _Volumes(sequences, residues, max(p.max_length for p in parts), sum(p.volumes for p in parts), parts[0].nucleotide)
+    return _Volumes(
+        sequences, residues, max(p.max_length for p in parts), sum(p.volumes for p in parts), parts[0].nucleotide
+    )

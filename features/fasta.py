@@ -395,4 +395,3 @@ def _spread_order(n: int) -> list[int]:
     bits = max(1, (n - 1).bit_length())
     order = (int(format(i, f"0{bits}b")[::-1], 2) for i in range(1 << bits))
     return [i for i in order if i < n]
-

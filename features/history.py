@@ -38,10 +38,22 @@ from datetime import UTC, datetime, tzinfo
 from features.swf import UNKNOWN, SwfJob
 
 FEATURE_NAMES: tuple[str, ...] = (
-    "request.time", "request.procs", "history.finished_jobs", "history.last1", "history.last2", "history.last3",
-    "history.last2_mean", "history.last3_mean", "history.mean", "user.submitted_jobs", "user.since_last_submit",
-    "user.running_jobs", "user.running_procs", "time.hour", "time.weekday",
-)  # fmt: skip
+    "request.time",
+    "request.procs",
+    "history.finished_jobs",
+    "history.last1",
+    "history.last2",
+    "history.last3",
+    "history.last2_mean",
+    "history.last3_mean",
+    "history.mean",
+    "user.submitted_jobs",
+    "user.since_last_submit",
+    "user.running_jobs",
+    "user.running_procs",
+    "time.hour",
+    "time.weekday",
+)
 LAST = 3  # how many of a user's latest run times the features keep
 
 
@@ -72,7 +84,9 @@ def history_features(jobs: Sequence[SwfJob], start_time: float = 0.0, tz: tzinfo
         _advance(job.submit, jobs, users, starts, ends)
         user = users.setdefault(job.user, UserHistory())
         requested = None if job.requested_time == UNKNOWN else job.requested_time
-        out[i] = features_at(job.submit, requested, job.procs, user, first_submit=first_submit, start_time=start_time, tz=tz)
+        out[i] = features_at(
+            job.submit, requested, job.procs, user, first_submit=first_submit, start_time=start_time, tz=tz
+        )
         user.submitted += 1
         user.last_submit = job.submit
         if job.end is not None:
@@ -81,7 +95,11 @@ def history_features(jobs: Sequence[SwfJob], start_time: float = 0.0, tz: tzinfo
 
 
 def _advance(
-    now: float, jobs: Sequence[SwfJob], users: dict[int, UserHistory], starts: list[tuple[float, int]], ends: list[tuple[float, int]]
+    now: float,
+    jobs: Sequence[SwfJob],
+    users: dict[int, UserHistory],
+    starts: list[tuple[float, int]],
+    ends: list[tuple[float, int]],
 ) -> None:
     """Apply every start, then every end, at or before ``now``; ends in end order."""
     while starts and starts[0][0] <= now:

@@ -116,5 +116,7 @@ def _model(text: bytes, number: int) -> tuple[int, bool]:
     expected = 2 + node0 + 3 * length
     found = text.count(b"\n", body + 1)
     if found != expected:
-        raise BadInput(f"model {number}: {found} body lines where LENG {length} needs {expected} (truncated or garbled)")
+        raise BadInput(
+            f"model {number}: {found} body lines where LENG {length} needs {expected} (truncated or garbled)"
+        )
     return length, _ALPHABETS[alphabet]

@@ -22,15 +22,38 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from features.base import FeatureError
 
 STANDARD_FIELDS = (
-    "job", "submit", "wait", "run", "allocated_procs", "avg_cpu", "used_memory", "requested_procs",
-    "requested_time", "requested_memory", "status", "user", "group", "executable", "queue", "partition",
-    "preceding_job", "think_time",
-)  # fmt: skip
+    "job",
+    "submit",
+    "wait",
+    "run",
+    "allocated_procs",
+    "avg_cpu",
+    "used_memory",
+    "requested_procs",
+    "requested_time",
+    "requested_memory",
+    "status",
+    "user",
+    "group",
+    "executable",
+    "queue",
+    "partition",
+    "preceding_job",
+    "think_time",
+)
 EXTENDED_FIELDS = ("cpus", "queue_name", "node_request")
 UNKNOWN = -1
 STATUSES = (-1, 0, 1, 2, 3, 4, 5)  # unknown, failed, completed, partial (2-4), cancelled
-_INTEGER_FIELDS = frozenset(STANDARD_FIELDS) - {"submit", "wait", "run", "avg_cpu", "used_memory",
-                                                "requested_time", "requested_memory", "think_time"}  # fmt: skip
+_INTEGER_FIELDS = frozenset(STANDARD_FIELDS) - {
+    "submit",
+    "wait",
+    "run",
+    "avg_cpu",
+    "used_memory",
+    "requested_time",
+    "requested_memory",
+    "think_time",
+}
 _REQUIRED = ("job", "submit")  # a job without a number or a submit time cannot be placed in the log
 
 
@@ -128,7 +151,9 @@ def read_swf(path: str | Path) -> SwfLog:
                 except _LineError as exc:
                     log.problems.append(SwfProblem(number, exc.field, exc.message, text))
     log.start_time = _header_number(path, log.header, "UnixStartTime")
-    log.timezone = _zone(log.header.get("TimeZoneString")) or _offset(path, _header_number(path, log.header, "TimeZone"))
+    log.timezone = _zone(log.header.get("TimeZoneString")) or _offset(
+        path, _header_number(path, log.header, "TimeZone")
+    )
     return log
 
 
@@ -165,9 +190,10 @@ def _parse_job(text: str, line: int) -> SwfJob:
     tokens = text.split()
     if len(tokens) not in (len(STANDARD_FIELDS), len(STANDARD_FIELDS) + len(EXTENDED_FIELDS)):
         raise _LineError(
-            "(line)", f"has {len(tokens)} fields; expected {len(STANDARD_FIELDS)} (standard SWF) or "
-            f"{len(STANDARD_FIELDS) + len(EXTENDED_FIELDS)} (standard + {', '.join(EXTENDED_FIELDS)})"
-        )  # fmt: skip
+            "(line)",
+            f"has {len(tokens)} fields; expected {len(STANDARD_FIELDS)} (standard SWF) or "
+            f"{len(STANDARD_FIELDS) + len(EXTENDED_FIELDS)} (standard + {', '.join(EXTENDED_FIELDS)})",
+        )
     values = {name: _value(name, token) for name, token in zip(STANDARD_FIELDS, tokens)}
     if values["status"] not in STATUSES:
         raise _LineError("status", f"unknown status {values['status']}; expected one of {STATUSES}")

@@ -57,10 +57,14 @@ class TobitLogRegression(RegressorMixin, BaseEstimator):
         centre, unit = float(target.mean()), float(target.std()) or 1.0
         start = _ridge_start(Z, (target - centre) / unit, self.alpha)
         result = minimize(
-            _objective, start, args=(Z, (target - centre) / unit, bound, self.alpha), jac=True, method="L-BFGS-B",
+            _objective,
+            start,
+            args=(Z, (target - centre) / unit, bound, self.alpha),
+            jac=True,
+            method="L-BFGS-B",
             bounds=[(None, None)] * (Z.shape[1] + 1) + [(math.log(MIN_SIGMA), None)],
             options={"maxiter": MAX_ITER, "ftol": 1e-15, "gtol": 1e-10},
-        )  # fmt: skip
+        )
         self.intercept_ = centre + unit * float(result.x[0])
         self.coef_ = unit * result.x[1:-1]
         self.scale_ = unit * math.exp(result.x[-1])

@@ -55,5 +55,7 @@ class AveragedRegressor(RegressorMixin, BaseEstimator):
     def _check_members(self) -> None:
         if not self.estimators:
             raise ValueError("an ensemble needs at least one member")
-        if self.weights is not None and (len(self.weights) != len(self.estimators) or min(self.weights) < 0 or sum(self.weights) <= 0):
+        if self.weights is not None and (
+            len(self.weights) != len(self.estimators) or min(self.weights) < 0 or sum(self.weights) <= 0
+        ):
             raise ValueError(f"need one non-negative weight per member, not all zero; got {self.weights!r}")

@@ -90,7 +90,9 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
             self._learn(X, np.asarray(y, dtype=float), weights)
         return self
 
-    def partial_fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> AsymmetricOnlineRegressor:
+    def partial_fit(
+        self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
+    ) -> AsymmetricOnlineRegressor:
         """Learn these rows, in order, on top of what was learned: O(features) per row, whatever was seen before."""
         first = not hasattr(self, "coef_")
         X, y = validate_data(self, X, y, reset=first, ensure_all_finite="allow-nan", y_numeric=True)
@@ -128,7 +130,9 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
             return {float(level): 0.0 for level in levels}
         cumulative = np.cumsum(self.residual_counts_) / total
         centres = (HISTOGRAM_EDGES[:-1] + HISTOGRAM_EDGES[1:]) / 2.0
-        return {float(level): float(centres[min(np.searchsorted(cumulative, level), len(centres) - 1)]) for level in levels}
+        return {
+            float(level): float(centres[min(np.searchsorted(cumulative, level), len(centres) - 1)]) for level in levels
+        }
 
     def __sklearn_tags__(self) -> Any:
         """Missing values mean 0 (as in a job without history); one pass of a log-target model fits arbitrary
@@ -157,7 +161,9 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
         try:
             idx = [names.index(c) if isinstance(c, str) else int(c) for c in self.area_columns or ()]
         except ValueError:
-            raise ValueError(f"area_columns {list(self.area_columns or ())} are not among the features {names}") from None
+            raise ValueError(
+                f"area_columns {list(self.area_columns or ())} are not among the features {names}"
+            ) from None
         if max(idx, default=0) >= n_features:
             raise ValueError(f"area_columns {list(self.area_columns or ())} are out of range for {n_features} features")
         return idx
@@ -254,5 +260,7 @@ def _sample_weights(sample_weight: object, n_rows: int) -> np.ndarray:
     if weights.ndim == 0:
         weights = np.full(n_rows, float(weights))
     if weights.shape != (n_rows,) or not np.all(np.isfinite(weights)) or np.any(weights < 0):
-        raise ValueError(f"sample_weight must hold {n_rows} finite, non-negative numbers, got shape {np.shape(sample_weight)}")
+        raise ValueError(
+            f"sample_weight must hold {n_rows} finite, non-negative numbers, got shape {np.shape(sample_weight)}"
+        )
     return weights

@@ -64,7 +64,12 @@ NEEDS: dict[str, Needs] = {}
 
 
 def register(
-    name: str, *, requires: Collection[str] = (), min_rows: int = 0, censored: bool = False, targets: Collection[str] = TARGETS
+    name: str,
+    *,
+    requires: Collection[str] = (),
+    min_rows: int = 0,
+    censored: bool = False,
+    targets: Collection[str] = TARGETS,
 ) -> Callable[[Callable[..., RegressorMixin]], Callable[..., RegressorMixin]]:
     """Add a factory to the zoo under ``name`` (decorator), with the features and rows it cannot do without.
 

@@ -2,5 +2,7 @@
 
 from cli.app import app
 
-if __name__ == "__main__":  # not when a worker process started by spawn (``predictor serve --workers N``) imports this module
+if (
+    __name__ == "__main__"
+):  # not when a worker process started by spawn (``predictor serve --workers N``) imports this module
     app(prog_name="predictor")

@@ -56,7 +56,9 @@ class Platform(_Strict):
     memory_gb: float = Field(gt=0)
     disk: DiskClass
     power_watts: float = Field(gt=0)
-    launcher: list[str] = Field(default_factory=list, description="Prefix that confines a command to this platform here.")
+    launcher: list[str] = Field(
+        default_factory=list, description="Prefix that confines a command to this platform here."
+    )
     threads: int = Field(default=1, gt=0, description="Threads an implementation is told to use on this platform.")
     description: str = ""
 
@@ -109,7 +111,9 @@ class Implementation(_Strict):
 class Derived(_Strict):
     """A feature computed from a job's other features: the product of the named ones (e.g. a search space)."""
 
-    product: list[str] = Field(min_length=2, description="Features multiplied: '<file parameter>.<feature>' or a number parameter.")
+    product: list[str] = Field(
+        min_length=2, description="Features multiplied: '<file parameter>.<feature>' or a number parameter."
+    )
 
 
 class Algorithm(_Strict):
@@ -250,7 +254,9 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
         raise CatalogError(f"{path}: the catalog must be a mapping with 'platforms' and 'algorithms'")
     unknown = sorted(map(str, set(raw) - set(SECTIONS)))
     if unknown:
-        raise CatalogError(f"{path}: unknown top-level key(s) {', '.join(unknown)}; a catalog has 'platforms' and 'algorithms'")
+        raise CatalogError(
+            f"{path}: unknown top-level key(s) {', '.join(unknown)}; a catalog has 'platforms' and 'algorithms'"
+        )
     for section, entries in raw.items():
         if not isinstance(entries, dict):
             raise CatalogError(f"{path}: {section} must be a mapping of names to entries")

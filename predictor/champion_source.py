@@ -41,7 +41,13 @@ from predictor.registry import (
 )
 
 KEEP_VERSIONS = 3  # cached versions kept per registered model; older ones are pruned
-_PICKLED_WITH = ("numpy", "scikit-learn", "lightgbm", "torch", "mlflow")  # a loaded model's pickle is read by these versions only
+_PICKLED_WITH = (
+    "numpy",
+    "scikit-learn",
+    "lightgbm",
+    "torch",
+    "mlflow",
+)  # a loaded model's pickle is read by these versions only
 _NO_MODEL = "RESOURCE_DOES_NOT_EXIST"  # the registry does not know the registered model at all
 _NO_ALIAS = "INVALID_PARAMETER_VALUE"  # the model is registered, without a champion alias
 Pair = tuple[str, str]
@@ -136,10 +142,19 @@ class ChampionSource:
                         continue
                     raise
                 found[(algorithm, platform)] = ChampionVersion(
-                    algorithm, platform, name, str(v.version), dict(v.tags), v.run_id, _from_millis(v.creation_timestamp), target
+                    algorithm,
+                    platform,
+                    name,
+                    str(v.version),
+                    dict(v.tags),
+                    v.run_id,
+                    _from_millis(v.creation_timestamp),
+                    target,
                 )
         except Exception as exc:
-            raise RegistryUnavailable(f"model registry {redact_uri(self.tracking_uri)} unavailable: {first_line(exc)}") from exc
+            raise RegistryUnavailable(
+                f"model registry {redact_uri(self.tracking_uri)} unavailable: {first_line(exc)}"
+            ) from exc
         return AliasLookup(found, unknown)
 
     def load_current(self, pairs: list[Pair], target: Target = Target.TIME) -> dict[Pair, LoadedChampion]:
@@ -268,7 +283,9 @@ def _loaded_model(folder: Path, feature_names: list[str]) -> tuple[str, Any, np.
     model_dir = folder / "model"
     meta = Model.load(str(model_dir))
     flavor = "sklearn" if "sklearn" in meta.flavors else "python_function"
-    model = mlflow.sklearn.load_model(str(model_dir)) if flavor == "sklearn" else mlflow.pyfunc.load_model(str(model_dir))
+    model = (
+        mlflow.sklearn.load_model(str(model_dir)) if flavor == "sklearn" else mlflow.pyfunc.load_model(str(model_dir))
+    )
     examples = _examples(meta, model_dir, feature_names)
     try:
         write_bytes_atomically(loaded, pickle.dumps((flavor, model, examples), protocol=pickle.HIGHEST_PROTOCOL))

@@ -90,7 +90,9 @@ class PredictorClient:
         memory_limit_quantile: float | None = None,
     ) -> dict[str, AnsweredEstimate]:
         """Estimates per platform for one job: seconds, memory bytes, limits and their Slurm strings."""
-        payload = _job(algorithm, params, platforms, features) | _options(coverage, limit_quantile, memory_limit_quantile)
+        payload = _job(algorithm, params, platforms, features) | _options(
+            coverage, limit_quantile, memory_limit_quantile
+        )
         body = self._call("POST", "/v1/predict", payload)
         return {e["platform"]: AnsweredEstimate(**e) for e in body["estimates"]}
 
@@ -122,13 +124,20 @@ class PredictorClient:
     ) -> dict[str, dict[str, Any]]:
         """Estimates for rows of precomputed features, as columns per platform (``seconds``, ``lower``, ..., ``memory``,
         ``memory_limit``, ``memory_limit_slurm``, ...)."""
-        payload = {"algorithm": algorithm, "columns": list(columns), "rows": [list(r) for r in rows], "params": params or {}}
+        payload = {
+            "algorithm": algorithm,
+            "columns": list(columns),
+            "rows": [list(r) for r in rows],
+            "params": params or {},
+        }
         if platforms is not None:
             payload["platforms"] = platforms
         body = self._call("POST", "/v1/predict/matrix", payload)
         return {e["platform"]: e for e in body["estimates"]}
 
-    def record(self, observations: Measurement | Mapping[str, Any] | Sequence[Measurement | Mapping[str, Any]]) -> RecordReport:
+    def record(
+        self, observations: Measurement | Mapping[str, Any] | Sequence[Measurement | Mapping[str, Any]]
+    ) -> RecordReport:
         """Record finished runs (needs the token); runs already stored come back as duplicates, bad ones as rejected."""
         items = [observations] if isinstance(observations, (Measurement, Mapping)) else list(observations)
         payload = [o.model_dump(mode="json") if isinstance(o, Measurement) else dict(o) for o in items]
@@ -198,7 +207,12 @@ class PredictorClient:
         return self._call("GET", "/v1/platforms")
 
     def _call(
-        self, method: str, path: str, payload: Any = None, accept: tuple[int, ...] = (200,), params: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        payload: Any = None,
+        accept: tuple[int, ...] = (200,),
+        params: dict[str, Any] | None = None,
     ) -> Any:
         """The JSON answer of one request; PredictorError for a status outside ``accept``."""
         response = self._http.request(method, path, json=payload, params=params)
@@ -211,7 +225,9 @@ class PredictorClient:
         return response.json()
 
 
-def _job(algorithm: str, params: dict[str, Any] | None, platforms: list[str] | None, features: dict[str, float] | None) -> dict[str, Any]:
+def _job(
+    algorithm: str, params: dict[str, Any] | None, platforms: list[str] | None, features: dict[str, float] | None
+) -> dict[str, Any]:
     """One job's request payload, without the fields left unset."""
     job: dict[str, Any] = {"algorithm": algorithm, "params": params or {}}
     if platforms is not None:
@@ -221,7 +237,9 @@ def _job(algorithm: str, params: dict[str, Any] | None, platforms: list[str] | N
     return job
 
 
-def _options(coverage: float | None, limit_quantile: float | None, memory_limit_quantile: float | None) -> dict[str, float]:
+def _options(
+    coverage: float | None, limit_quantile: float | None, memory_limit_quantile: float | None
+) -> dict[str, float]:
     """The per-call interval options that were given."""
     given = {"coverage": coverage, "limit_quantile": limit_quantile, "memory_limit_quantile": memory_limit_quantile}
     return {k: v for k, v in given.items() if v is not None}

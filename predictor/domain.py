@@ -112,7 +112,9 @@ class Estimate(BaseModel):
     record, which the API answers with its Slurm strings (:class:`AnsweredEstimate`)."""
 
     platform: str
-    seconds: float | None = Field(default=None, description="Estimated wall seconds; null when nothing can be estimated.")
+    seconds: float | None = Field(
+        default=None, description="Estimated wall seconds; null when nothing can be estimated."
+    )
     lower: float | None = Field(default=None, description="Lower end of the interval.")
     upper: float | None = Field(default=None, description="Upper end of the interval.")
     coverage: float | None = Field(default=None, description="Nominal coverage of [lower, upper].")
@@ -188,10 +190,14 @@ class EstimateColumns(BaseModel):
     extrapolating: list[bool] | None = Field(
         default=None, description="Per row: outside what the time or the memory model was trained on."
     )
-    memory: list[float | None] | None = Field(default=None, description="Peak bytes per row; null without a memory champion.")
+    memory: list[float | None] | None = Field(
+        default=None, description="Peak bytes per row; null without a memory champion."
+    )
     memory_lower: list[float | None] | None = None
     memory_upper: list[float | None] | None = None
-    memory_limit: list[float | None] | None = Field(default=None, description="Peak bytes at memory_limit_quantile per row.")
+    memory_limit: list[float | None] | None = Field(
+        default=None, description="Peak bytes at memory_limit_quantile per row."
+    )
     memory_limit_quantile: float | None = None
     memory_model_name: str | None = None
     memory_model_version: str | None = None
@@ -212,7 +218,9 @@ class ServedEstimate(BaseModel):
     model_name: str | None = Field(default=None, max_length=200)
     model_version: str | None = Field(default=None, max_length=64)
     extrapolating: bool = False
-    origin: str = Field(default="service", max_length=16, description="client (it said what it was served), service or scheduler.")
+    origin: str = Field(
+        default="service", max_length=16, description="client (it said what it was served), service or scheduler."
+    )
     served_at: datetime = Field(default_factory=utcnow)
 
     @classmethod
@@ -221,7 +229,15 @@ class ServedEstimate(BaseModel):
         if estimate.seconds is None or not estimate.seconds > 0:
             return None
         return cls(
-            run_id=run_id, algorithm=algorithm, platform=estimate.platform, seconds=estimate.seconds,
-            lower=estimate.lower, upper=estimate.upper, limit=estimate.limit, model_name=estimate.model_name,
-            model_version=estimate.model_version, extrapolating=estimate.extrapolating, origin=origin,
-        )  # fmt: skip
+            run_id=run_id,
+            algorithm=algorithm,
+            platform=estimate.platform,
+            seconds=estimate.seconds,
+            lower=estimate.lower,
+            upper=estimate.upper,
+            limit=estimate.limit,
+            model_name=estimate.model_name,
+            model_version=estimate.model_version,
+            extrapolating=estimate.extrapolating,
+            origin=origin,
+        )

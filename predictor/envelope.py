@@ -45,7 +45,9 @@ from predictor.intervals import QUANTILE_LEVELS
 
 MAX_ROWS = 2000  # distinct trained jobs kept for the distance check, runs for the law's errors (a seeded sample beyond)
 MAX_EXCESS = 3.0  # how far out counts at most: the log-width beyond the range grows at most twofold (sqrt(1 + 3))
-LAW_RIDGE = 1e-3  # the power law's ridge per run on its exponents: they stay finite on collinear or barely varying features
+LAW_RIDGE = (
+    1e-3  # the power law's ridge per run on its exponents: they stay finite on collinear or barely varying features
+)
 HELD_IN = 0.7  # the share of runs the law is refitted on to measure its errors beyond them
 MIN_HELD_OUT = 5  # fewer runs beyond the held-in share: no extrapolation quantiles (the champion's, widened, answer)
 
@@ -129,9 +131,13 @@ class TrainingEnvelope:
         low, high = self._scaled_range
         out = (X > self.high) | (X < self.low)
         out_of_range = out.any(axis=1)
-        excess = np.maximum(np.maximum(scaled - high, low - scaled).max(axis=1), 0.0) if X.shape[1] else np.zeros(len(X))
+        excess = (
+            np.maximum(np.maximum(scaled - high, low - scaled).max(axis=1), 0.0) if X.shape[1] else np.zeros(len(X))
+        )
         if self.reach > 0:
-            points = scaled if np.isfinite(scaled).all() else np.nan_to_num(scaled)  # nan_to_num costs more than the query
+            points = (
+                scaled if np.isfinite(scaled).all() else np.nan_to_num(scaled)
+            )  # nan_to_num costs more than the query
             distance, _ = self._tree.query(points, k=1)
             far = distance > self.reach
             excess = np.maximum(excess, np.where(far, distance / self.reach - 1.0, 0.0))
@@ -147,12 +153,21 @@ class TrainingEnvelope:
 
     def to_json(self) -> str:
         """The envelope as JSON (numbers as lists), for the model registry."""
-        return json.dumps({
-            "feature_names": self.feature_names, "low": self.low.tolist(), "high": self.high.tolist(),
-            "center": self.center.tolist(), "scale": self.scale.tolist(), "rows": self.rows.tolist(), "reach": self.reach,
-            "law_intercept": self.law_intercept, "law_coef": self.law_coef.tolist(), "floor": self.floor,
-            "law_quantiles": {str(k): v for k, v in self.law_quantiles.items()},
-        })  # fmt: skip
+        return json.dumps(
+            {
+                "feature_names": self.feature_names,
+                "low": self.low.tolist(),
+                "high": self.high.tolist(),
+                "center": self.center.tolist(),
+                "scale": self.scale.tolist(),
+                "rows": self.rows.tolist(),
+                "reach": self.reach,
+                "law_intercept": self.law_intercept,
+                "law_coef": self.law_coef.tolist(),
+                "floor": self.floor,
+                "law_quantiles": {str(k): v for k, v in self.law_quantiles.items()},
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str) -> TrainingEnvelope:
@@ -162,10 +177,16 @@ class TrainingEnvelope:
         arrays = {k: np.asarray(raw[k], dtype="float64") for k in ("low", "high", "center", "scale", "law_coef")}
         rows = np.asarray(raw["rows"], dtype="float64").reshape(-1, n)
         return cls(
-            feature_names=list(raw["feature_names"]), rows=rows, reach=float(raw["reach"]),
-            law_intercept=float(raw["law_intercept"]), floor=float(raw["floor"]), **arrays,
-            law_quantiles={float(k): float(v) for k, v in raw.get("law_quantiles", {}).items()},  # absent before they were kept
-        )  # fmt: skip
+            feature_names=list(raw["feature_names"]),
+            rows=rows,
+            reach=float(raw["reach"]),
+            law_intercept=float(raw["law_intercept"]),
+            floor=float(raw["floor"]),
+            **arrays,
+            law_quantiles={
+                float(k): float(v) for k, v in raw.get("law_quantiles", {}).items()
+            },  # absent before they were kept
+        )
 
 
 def _power_law(logged: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray]:
@@ -206,8 +227,15 @@ def _extrapolation_quantiles(logged: np.ndarray, target: np.ndarray, seed: int) 
             if MIN_HELD_OUT <= beyond.sum() <= n - MIN_HELD_OUT:
                 intercept, coef = _power_law(logged[~beyond], target[~beyond])
                 ratios = target[beyond] - (intercept + logged[beyond] @ coef)
-                found.append([np.quantile(ratios, level, method="lower" if level < 0.5 else "higher") for level in QUANTILE_LEVELS])
+                found.append(
+                    [
+                        np.quantile(ratios, level, method="lower" if level < 0.5 else "higher")
+                        for level in QUANTILE_LEVELS
+                    ]
+                )
     if not found:
         return {}
     table = np.array(found)
-    return {level: float(table[:, i].min() if level < 0.5 else table[:, i].max()) for i, level in enumerate(QUANTILE_LEVELS)}
+    return {
+        level: float(table[:, i].min() if level < 0.5 else table[:, i].max()) for i, level in enumerate(QUANTILE_LEVELS)
+    }

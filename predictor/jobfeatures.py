@@ -30,7 +30,9 @@ def check_known_parameters(algorithm: Algorithm, params: dict[str, Any]) -> None
 
 def _params_extractor(algorithm: Algorithm) -> ParamsExtractor:
     """The extractor of the plain (non-file) parameters that are features."""
-    return ParamsExtractor({n: p.schema_dict() for n, p in algorithm.parameters.items() if p.type != "file" and p.feature})
+    return ParamsExtractor(
+        {n: p.schema_dict() for n, p in algorithm.parameters.items() if p.type != "file" and p.feature}
+    )
 
 
 def parameter_features(algorithm: Algorithm, params: dict[str, Any]) -> dict[str, float]:
@@ -42,7 +44,11 @@ def parameter_features(algorithm: Algorithm, params: dict[str, Any]) -> dict[str
 def feature_names(algorithm: Algorithm) -> frozenset[str]:
     """Every feature a run of ``algorithm`` can have: its input files', its parameters' and derived ones; for an algorithm
     that declares none (a job log's queue), the job-history features its log is imported with."""
-    files = {f"{param}.{name}" for param, extractor in file_parameters(algorithm).items() for name in get_extractor(extractor).feature_names}
+    files = {
+        f"{param}.{name}"
+        for param, extractor in file_parameters(algorithm).items()
+        for name in get_extractor(extractor).feature_names
+    }
     return frozenset({*files, *_params_extractor(algorithm).names, *algorithm.derived} or HISTORY_FEATURES)
 
 

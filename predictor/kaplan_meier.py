@@ -78,7 +78,9 @@ def product_limit(values: ArrayLike, censored: ArrayLike | None = None) -> Produ
     x = np.asarray(values, dtype="float64")
     bound = np.zeros(x.shape, dtype=bool) if censored is None else np.asarray(censored, dtype=bool)
     if x.ndim != 1 or bound.shape != x.shape or len(x) == 0:
-        raise ValueError(f"need a non-empty 1-d array and one censored flag per value, got shapes {x.shape} and {bound.shape}")
+        raise ValueError(
+            f"need a non-empty 1-d array and one censored flag per value, got shapes {x.shape} and {bound.shape}"
+        )
     order = np.lexsort((bound, x))
     x, bound = x[order], bound[order]
     following = np.arange(len(x) - 1, -1, -1, dtype="float64")

@@ -241,9 +241,13 @@ class RuntimeOracle:
                     groups.setdefault((job.algorithm, platform), []).append(index)
         for (algorithm, platform), indices in groups.items():
             extra = [memory.get((i, platform)) for i in indices]
-            answers = _predict(models[(algorithm, platform)], [jobs[i].features for i in indices], coverage, limit_quantile, extra)
+            answers = _predict(
+                models[(algorithm, platform)], [jobs[i].features for i in indices], coverage, limit_quantile, extra
+            )
             for index, answer, more in zip(indices, answers, extra, strict=True):
-                results[index][platform] = answer or _with_memory_estimate(_fallback(profile, algorithm, platform, NOT_FINITE), more)
+                results[index][platform] = answer or _with_memory_estimate(
+                    _fallback(profile, algorithm, platform, NOT_FINITE), more
+                )
         return results  # type: ignore[return-value]  # every placeholder is filled above
 
     def estimate_matrix(
@@ -328,7 +332,9 @@ def _matrix(model: ServedModel, known: Mapping[str, np.ndarray], n: int) -> np.n
     return np.array([known[name] for name in names], dtype=float).T.reshape(n, len(names))
 
 
-def _model_columns(model: ServedModel, platform: str, matrix: np.ndarray, coverage: float, limit_quantile: float) -> ScoredColumns:
+def _model_columns(
+    model: ServedModel, platform: str, matrix: np.ndarray, coverage: float, limit_quantile: float
+) -> ScoredColumns:
     """A time champion's answers for the rows of ``matrix``, as columns."""
     champion = model.champion
     answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
@@ -337,13 +343,22 @@ def _model_columns(model: ServedModel, platform: str, matrix: np.ndarray, covera
     outside = check.outside.tolist() if check is not None else [False] * len(matrix)
     beyond = check.out_of_range if check is not None else [[] for _ in range(len(matrix))]
     return ScoredColumns(
-        platform=platform, model_name=champion.name, model_version=champion.version, flavor=champion.flavor,
-        extrapolating=outside, out_of_domain=beyond, feature_names=tuple(champion.feature_names), used=matrix,
-        **lists, **intervals,
-    )  # fmt: skip
+        platform=platform,
+        model_name=champion.name,
+        model_version=champion.version,
+        flavor=champion.flavor,
+        extrapolating=outside,
+        out_of_domain=beyond,
+        feature_names=tuple(champion.feature_names),
+        used=matrix,
+        **lists,
+        **intervals,
+    )
 
 
-def _with_memory_columns(column: ScoredColumns, model: ServedModel, matrix: np.ndarray, coverage: float, limit_quantile: float) -> ScoredColumns:
+def _with_memory_columns(
+    column: ScoredColumns, model: ServedModel, matrix: np.ndarray, coverage: float, limit_quantile: float
+) -> ScoredColumns:
     """``column`` with the memory champion's answers for the same rows; a row outside its envelope extrapolates too."""
     answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
     memory = {MEMORY_FIELDS[key]: _finite_list(values, finite) for key, values in answers.items()}
@@ -411,7 +426,12 @@ def _with_memory_estimate(estimate: Estimate, answer: MemoryAnswer | None) -> Es
     """``estimate`` (a fallback) with the memory ``answer`` in it."""
     if answer is None:
         return estimate
-    known = {"seconds": estimate.seconds, "fallback": estimate.fallback, "reason": estimate.reason, "out_of_domain": estimate.out_of_domain}
+    known = {
+        "seconds": estimate.seconds,
+        "fallback": estimate.fallback,
+        "reason": estimate.reason,
+        "out_of_domain": estimate.out_of_domain,
+    }
     return estimate.model_copy(update=_with_memory_record(known, answer))
 
 
@@ -455,9 +475,13 @@ def _scored(
         seconds = np.maximum(seconds, envelope.floor if envelope is not None else MIN_SECONDS)  # NaN stays NaN
         answers = {"seconds": seconds}
         if model.quantiles:
-            factors = np.array(_log_factors(model.quantiles, coverage, limit_quantile))[:, None]  # broadcast over the rows
+            factors = np.array(_log_factors(model.quantiles, coverage, limit_quantile))[
+                :, None
+            ]  # broadcast over the rows
             if check is not None and law:
-                beyond = np.array(_log_factors(tuple(sorted(law.items())), coverage, limit_quantile))[:, None] * np.sqrt(1.0 + check.excess)
+                beyond = np.array(_log_factors(tuple(sorted(law.items())), coverage, limit_quantile))[
+                    :, None
+                ] * np.sqrt(1.0 + check.excess)
                 factors = np.where(check.outside, beyond, factors)
             low, high, lim = np.exp(np.clip(factors, -MAX_LOG_RATIO, MAX_LOG_RATIO))
             answers["lower"] = np.clip(seconds * low, MIN_LOWER, seconds)
@@ -479,18 +503,26 @@ def _predict(
     names = champion.feature_names
     X = _feature_rows(names, rows)
     answers, finite, check = _scored(model, X, coverage, limit_quantile)
-    fixed: dict[str, Any] = {"platform": champion.platform, "model_name": champion.name,
-                             "model_version": champion.version, "flavor": champion.flavor}  # fmt: skip
+    fixed: dict[str, Any] = {
+        "platform": champion.platform,
+        "model_name": champion.name,
+        "model_version": champion.version,
+        "flavor": champion.flavor,
+    }
     if len(answers) > 1:
         fixed.update(coverage=coverage, limit_quantile=limit_quantile)
     keys = tuple(answers)
     records = []
-    for i, (answer, row, ok) in enumerate(zip(zip(*(a.tolist() for a in answers.values()), strict=True), X.tolist(), finite, strict=True)):
+    for i, (answer, row, ok) in enumerate(
+        zip(zip(*(a.tolist() for a in answers.values()), strict=True), X.tolist(), finite, strict=True)
+    ):
         if not ok:
             continue
         record = {**fixed, **dict(zip(keys, answer, strict=True)), "features": dict(zip(names, row, strict=True))}
         if check is not None and check.outside[i]:
-            record.update(extrapolating=True, out_of_domain=check.out_of_range[i], reason=outside_reason(check.out_of_range[i]))
+            record.update(
+                extrapolating=True, out_of_domain=check.out_of_range[i], reason=outside_reason(check.out_of_range[i])
+            )
         records.append(_with_memory_record(record, memory[i]) if memory is not None else record)
     built = iter(_ESTIMATES.validate_python(records))  # one validation call for the lot
     return [next(built) if ok else None for ok in finite]
@@ -509,7 +541,9 @@ _ESTIMATES = TypeAdapter(list[Estimate])
 
 
 @lru_cache(maxsize=256)
-def _log_factors(quantiles: tuple[tuple[float, float], ...], coverage: float, limit_quantile: float) -> tuple[float, float, float]:
+def _log_factors(
+    quantiles: tuple[tuple[float, float], ...], coverage: float, limit_quantile: float
+) -> tuple[float, float, float]:
     """Log multipliers of an estimate for its interval's lower and upper ends and its walltime limit."""
     recorded = dict(quantiles)
     levels = ((1 - coverage) / 2, (1 + coverage) / 2, limit_quantile)
@@ -526,7 +560,11 @@ def _fallback(profile: ProfileTable, algorithm: str, platform: str, reason: str)
     if not math.isfinite(median):
         return Estimate(platform=platform, reason=f"{reason}; the measured runs give no usable time ({median:g} s)")
     return Estimate(
-        platform=platform, seconds=median, fallback=True, model_name="profile-table", reason=f"{reason}; median of {count} measured runs"
+        platform=platform,
+        seconds=median,
+        fallback=True,
+        model_name="profile-table",
+        reason=f"{reason}; median of {count} measured runs",
     )
 
 
@@ -534,7 +572,11 @@ def _fallback_columns(profile: ProfileTable, algorithm: str, platform: str, n: i
     """The profile table's answer for every one of ``n`` rows (or none), as columns."""
     single = _fallback(profile, algorithm, platform, reason)
     return ScoredColumns(
-        platform=platform, seconds=[single.seconds] * n, model_name=single.model_name, fallback=single.fallback, reason=single.reason
+        platform=platform,
+        seconds=[single.seconds] * n,
+        model_name=single.model_name,
+        fallback=single.fallback,
+        reason=single.reason,
     )
 
 
@@ -549,10 +591,17 @@ def build_oracle(catalog: Catalog, settings: Settings, profile_table: ProfileTab
         loaded = {target: source.load_current(pairs, target) for target in Target}
     except RegistryUnavailable:
         loaded = {target: source.cached(pairs, target) for target in Target}
-    served = {target: {key: serve_model(c.champion, c.examples) for key, c in found.items()} for target, found in loaded.items()}
+    served = {
+        target: {key: serve_model(c.champion, c.examples) for key, c in found.items()}
+        for target, found in loaded.items()
+    }
     oracle = RuntimeOracle(
-        catalog, {}, profile_table, coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile,
+        catalog,
+        {},
+        profile_table,
+        coverage=settings.interval_coverage,
+        limit_quantile=settings.limit_quantile,
         memory_limit_quantile=settings.memory_limit_quantile,
-    )  # fmt: skip
+    )
     oracle.swap(served[Target.TIME], memory=served[Target.MEMORY])
     return oracle

@@ -86,7 +86,11 @@ def validate_record(
 def validate(record: Record, catalog: Catalog, defaults: Defaults, locate: Locate = Path) -> Measurement:
     """A storable Measurement from ``record``, ``defaults`` filling the fields it leaves out, or RowError."""
     data = _typed_fields(record.fields)
-    for name, value in (("algorithm", defaults.algorithm), ("platform", defaults.platform), ("machine", defaults.machine)):
+    for name, value in (
+        ("algorithm", defaults.algorithm),
+        ("platform", defaults.platform),
+        ("machine", defaults.machine),
+    ):
         if name not in data and value is not None:
             data[name] = value
     data.setdefault("source", defaults.source.value)
@@ -97,14 +101,22 @@ def validate(record: Record, catalog: Catalog, defaults: Defaults, locate: Locat
     if "wall_seconds" not in data:
         raise RowError("wall_seconds", "missing: the wall time is the target the models learn")
     if data["wall_seconds"] > MAX_WALL_SECONDS:
-        raise RowError("wall_seconds", f"{data['wall_seconds']:g} s is over a year ({MAX_WALL_SECONDS} s): not a plausible run")
+        raise RowError(
+            "wall_seconds", f"{data['wall_seconds']:g} s is over a year ({MAX_WALL_SECONDS} s): not a plausible run"
+        )
     if features:
         check_feature_names(features, known_feature_names(algorithm))
     else:
         features = _input_features(algorithm, params, locate)
     try:
         measurement = Measurement.model_validate(
-            {**data, "run_id": data.get("run_id", "pending"), "params": params, "features": features, "context": context}
+            {
+                **data,
+                "run_id": data.get("run_id", "pending"),
+                "params": params,
+                "features": features,
+                "context": context,
+            }
         )
     except ValidationError as exc:
         error = exc.errors()[0]
@@ -150,7 +162,8 @@ def _check_catalog(data: dict[str, Any], catalog: Catalog) -> Algorithm:
     algorithm = catalog.algorithms[data["algorithm"]]
     if data["platform"] not in algorithm.implementations:
         raise RowError(
-            "platform", f"{algorithm.name} has no implementation on {data['platform']!r}; on: {', '.join(algorithm.platforms)}"
+            "platform",
+            f"{algorithm.name} has no implementation on {data['platform']!r}; on: {', '.join(algorithm.platforms)}",
         )
     return algorithm
 
@@ -172,7 +185,9 @@ def _merged(record: Record, kind: str, convert: Callable[[str, Any], Any]) -> di
     for name, value in entries.items():
         value = convert(name, value)
         if name in merged and merged[name] != value:
-            raise RowError(f"{OBJECTS[kind]}{name}", f"also in the {kind} column with a different value ({merged[name]!r})")
+            raise RowError(
+                f"{OBJECTS[kind]}{name}", f"also in the {kind} column with a different value ({merged[name]!r})"
+            )
         merged[name] = value
     return merged
 
@@ -282,7 +297,9 @@ def _timestamp(value: Any) -> datetime:
             except ValidationError as exc:
                 raise RowError("recorded_at", exc.errors()[0]["msg"]) from None
     if not isinstance(value, datetime):
-        raise RowError("recorded_at", f"expected an ISO 8601 date and time (e.g. 2026-03-01T12:00:00+02:00), got {value!r}")
+        raise RowError(
+            "recorded_at", f"expected an ISO 8601 date and time (e.g. 2026-03-01T12:00:00+02:00), got {value!r}"
+        )
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     try:
@@ -307,7 +324,9 @@ def _input_features(algorithm: Algorithm, params: dict[str, Any], locate: Locate
     except FeatureError as exc:
         name = next((n for n in named if located[n] == exc.source), None)
         where = f"param.{name}" if name else "params"
-        raise RowError(where, f"{_unreadable(named[name]) if name else 'the inputs cannot be read'}: {exc.problem}") from None
+        raise RowError(
+            where, f"{_unreadable(named[name]) if name else 'the inputs cannot be read'}: {exc.problem}"
+        ) from None
 
 
 def _unreadable(value: str) -> str:
@@ -331,7 +350,9 @@ def _field_name(loc: tuple[int | str, ...]) -> str:
 def _derived_run_id(m: Measurement, has_time: bool) -> str:
     """A run_id hashed from the row's validated content, so the same row always gets the same id."""
     # A finished run's id leaves ``censored`` out, so it is the id that run had before the flag existed.
-    content = m.model_dump(mode="json", exclude={"run_id", "source", "recorded_at", *(() if m.censored else ("censored",))})
+    content = m.model_dump(
+        mode="json", exclude={"run_id", "source", "recorded_at", *(() if m.censored else ("censored",))}
+    )
     content["recorded_at"] = m.recorded_at.isoformat() if has_time else None
     digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
     return f"ingest-{digest}"

@@ -56,7 +56,9 @@ def check_database(tracking_uri: str, timeout_s: float) -> None:
     import sqlalchemy
     from sqlalchemy.pool import NullPool
 
-    engine = sqlalchemy.create_engine(tracking_uri, poolclass=NullPool, connect_args={option: max(1, math.ceil(timeout_s))})
+    engine = sqlalchemy.create_engine(
+        tracking_uri, poolclass=NullPool, connect_args={option: max(1, math.ceil(timeout_s))}
+    )
     try:
         with engine.connect():
             pass

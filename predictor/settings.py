@@ -20,7 +20,9 @@ from predictor.intervals import MAX_COVERAGE
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATA = PROJECT_ROOT / "data"
 Executor = Literal["local", "ray"]
-ProbeRule = Literal["uncertainty", "coverage"]  # data.acquisition.RULES (tests/scheduler/test_probing_service.py keeps them equal)
+ProbeRule = Literal[
+    "uncertainty", "coverage"
+]  # data.acquisition.RULES (tests/scheduler/test_probing_service.py keeps them equal)
 
 
 class Settings(BaseSettings):
@@ -32,64 +34,146 @@ class Settings(BaseSettings):
     store_url: str | None = Field(default=None, description="SQLAlchemy URL of the measurement store.")
     mlflow_tracking_uri: str | None = Field(default=None, description="MLflow tracking and registry URI.")
     mlflow_artifact_root: Path | None = Field(default=None, description="Artifact folder for a local MLflow backend.")
-    catalog_path: Path = Field(default=BUNDLED_DATA / "catalog.yaml", description="Catalog of algorithms and platforms.")
-    site_catalogs: list[Path] = Field(default_factory=list, description="A site's own catalogs, merged after catalog_path.")
-    data_roots: list[Path] = Field(default_factory=lambda: [BUNDLED_DATA], description="Folders API clients may name input files under.")
+    catalog_path: Path = Field(
+        default=BUNDLED_DATA / "catalog.yaml", description="Catalog of algorithms and platforms."
+    )
+    site_catalogs: list[Path] = Field(
+        default_factory=list, description="A site's own catalogs, merged after catalog_path."
+    )
+    data_roots: list[Path] = Field(
+        default_factory=lambda: [BUNDLED_DATA], description="Folders API clients may name input files under."
+    )
     api_host: str = "127.0.0.1"
     api_port: int = 8000
-    api_workers: int = Field(default=1, ge=1, description="API worker processes `predictor serve` runs behind its port.")
+    api_workers: int = Field(
+        default=1, ge=1, description="API worker processes `predictor serve` runs behind its port."
+    )
     api_token: SecretStr | None = Field(
         default=None, description="Bearer token for write and admin endpoints (default: the one generated under HOME)."
     )
     cv_folds: int = Field(default=10, ge=2)
     seed: int = 20261122
-    selection_metric: str = Field(default="rae", description="Cross-validation metric (lower is better) that picks champions.")
-    train_models: list[str] | None = Field(
-        default=None, description="Zoo members training and the worker use when none are named (JSON list; unset: the defaults)."
+    selection_metric: str = Field(
+        default="rae", description="Cross-validation metric (lower is better) that picks champions."
     )
-    guard_margin: float = Field(default=0.0, ge=0, description="A challenger must lead the champion by more than this (% points).")
-    guard_confidence: float = Field(default=0.9, gt=0.5, lt=1, description="One-sided bootstrap confidence the guard asks of a lead.")
-    guard_min_new_jobs: int = Field(default=10, ge=1, description="New jobs needed to test a refreshed champion against the served one.")
-    guard_refresh_tolerance: float = Field(default=5.0, ge=0, description="A refresh is refused only when worse than the served version by more than this (% points).")
+    train_models: list[str] | None = Field(
+        default=None,
+        description="Zoo members training and the worker use when none are named (JSON list; unset: the defaults).",
+    )
+    guard_margin: float = Field(
+        default=0.0, ge=0, description="A challenger must lead the champion by more than this (% points)."
+    )
+    guard_confidence: float = Field(
+        default=0.9, gt=0.5, lt=1, description="One-sided bootstrap confidence the guard asks of a lead."
+    )
+    guard_min_new_jobs: int = Field(
+        default=10, ge=1, description="New jobs needed to test a refreshed champion against the served one."
+    )
+    guard_refresh_tolerance: float = Field(
+        default=5.0,
+        ge=0,
+        description="A refresh is refused only when worse than the served version by more than this (% points).",
+    )
     live_window: int = Field(default=200, ge=1, description="Latest runs per pair that live error is measured over.")
     retrain_min_new_runs: int = Field(default=20, ge=1, description="New runs of a pair that can trigger a retrain...")
-    retrain_min_new_fraction: float = Field(default=0.1, ge=0, description="...when they are also this share of the runs its champion was trained on.")
-    drift_rae_factor: float = Field(default=1.5, gt=1, description="Retrain when the live RAE exceeds the champion's cross-validated RAE this many times...")
+    retrain_min_new_fraction: float = Field(
+        default=0.1, ge=0, description="...when they are also this share of the runs its champion was trained on."
+    )
+    drift_rae_factor: float = Field(
+        default=1.5,
+        gt=1,
+        description="Retrain when the live RAE exceeds the champion's cross-validated RAE this many times...",
+    )
     drift_min_runs: int = Field(default=30, ge=1, description="...over at least this many runs served by it.")
     worker_interval_s: float = Field(default=60.0, gt=0, description="How often the retrain worker looks at the store.")
-    worker_n_jobs: int = Field(default=1, description="Processes the retrain worker trains in (leave cores to the API).")
+    worker_n_jobs: int = Field(
+        default=1, description="Processes the retrain worker trains in (leave cores to the API)."
+    )
     worker_nice: int = Field(default=10, ge=0, le=19, description="Niceness the retrain worker runs at, below the API.")
     n_jobs: int = Field(default=-1, description="Local processes training fits models in (-1: one per core).")
-    executor: Executor = Field(default="local", description="Where training's fold fits run: local processes or a Ray cluster.")
-    ray_address: str = Field(default="auto", description="The Ray cluster training uses with executor=ray (auto: the one on this node; ray://host:port).")
-    interval_coverage: float = Field(default=0.9, gt=0, le=MAX_COVERAGE, description="Nominal coverage of the estimate intervals.")
-    limit_quantile: float = Field(default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate).")
-    memory_limit_quantile: float = Field(default=0.99, gt=0, lt=1, description="Quantile of the peak-memory limit (a memory request).")
+    executor: Executor = Field(
+        default="local", description="Where training's fold fits run: local processes or a Ray cluster."
+    )
+    ray_address: str = Field(
+        default="auto",
+        description="The Ray cluster training uses with executor=ray (auto: the one on this node; ray://host:port).",
+    )
+    interval_coverage: float = Field(
+        default=0.9, gt=0, le=MAX_COVERAGE, description="Nominal coverage of the estimate intervals."
+    )
+    limit_quantile: float = Field(
+        default=0.95, gt=0, lt=1, description="Quantile of the walltime limit (an upper estimate)."
+    )
+    memory_limit_quantile: float = Field(
+        default=0.99, gt=0, lt=1, description="Quantile of the peak-memory limit (a memory request)."
+    )
     scheduler_policy: str = Field(
-        default="edf", description="The embedded scheduler's policy spec, e.g. edf, easy:order=sjbf or conservative (its predicted starts)."
+        default="edf",
+        description="The embedded scheduler's policy spec, e.g. edf, easy:order=sjbf or conservative (its predicted starts).",
     )
     api_max_body_bytes: int = Field(default=4 << 20, gt=0, description="Largest request body the API reads.")
-    api_max_header_bytes: int = Field(default=32 << 10, gt=0, description="Largest request line plus headers the API reads (431 beyond).")
-    api_header_timeout_s: float = Field(default=10.0, gt=0, description="How long a request line plus headers may take to arrive (408 beyond).")
-    api_max_batch: int = Field(default=1000, gt=0, description="Most jobs or observations in one API call.")
-    api_feature_budget_s: float = Field(default=5.0, gt=0, description="Feature-extraction time budget per API request.")
-    api_reload_interval_s: float = Field(default=30.0, ge=0, description="How often the API polls the champion aliases (0: never).")
-    api_registry_wait_s: float = Field(default=15.0, gt=0, description="How long the API waits for the registry at start before serving cached champions.")
-    api_registry_timeout_s: float = Field(default=10.0, gt=0, description="How long one request to the model registry may take (no retries); a reload waits no longer for the registry.")
-    scheduler_embedded: bool = Field(
-        default=True, description="Whether `predictor serve` (one worker) runs the scheduler in its process; off when it runs as `predictor scheduler`."
+    api_max_header_bytes: int = Field(
+        default=32 << 10, gt=0, description="Largest request line plus headers the API reads (431 beyond)."
     )
-    scheduler_port: int = Field(default=8001, description="Port `predictor scheduler` serves the scheduler's routes on.")
-    scheduler_lease_s: float = Field(default=15.0, gt=0, description="Lease time of the one scheduler: a standby takes over this long after its holder stops.")
-    probe_plan: Path | None = Field(default=None, description="Sweep plan whose jobs the scheduler probes idle machines with (unset: no probing).")
-    probe_budget_s: float = Field(default=600.0, ge=0, description="Machine-seconds of probes each platform may run per clock hour.")
-    probe_cap_s: float = Field(default=120.0, gt=0, description="Longest one probe may run: killed there, stored censored.")
-    probe_rule: ProbeRule = Field(default="coverage", description="Acquisition rule that ranks the probe plan's candidates (coverage: measured on real runs, docs/results/probing.md).")
-    probe_workdir: Path | None = Field(default=None, description="Where the probes' inputs are made, read by every machine (default HOME/sweep-inputs).")
+    api_header_timeout_s: float = Field(
+        default=10.0, gt=0, description="How long a request line plus headers may take to arrive (408 beyond)."
+    )
+    api_max_batch: int = Field(default=1000, gt=0, description="Most jobs or observations in one API call.")
+    api_feature_budget_s: float = Field(
+        default=5.0, gt=0, description="Feature-extraction time budget per API request."
+    )
+    api_reload_interval_s: float = Field(
+        default=30.0, ge=0, description="How often the API polls the champion aliases (0: never)."
+    )
+    api_registry_wait_s: float = Field(
+        default=15.0,
+        gt=0,
+        description="How long the API waits for the registry at start before serving cached champions.",
+    )
+    api_registry_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long one request to the model registry may take (no retries); a reload waits no longer for the registry.",
+    )
+    scheduler_embedded: bool = Field(
+        default=True,
+        description="Whether `predictor serve` (one worker) runs the scheduler in its process; off when it runs as `predictor scheduler`.",
+    )
+    scheduler_port: int = Field(
+        default=8001, description="Port `predictor scheduler` serves the scheduler's routes on."
+    )
+    scheduler_lease_s: float = Field(
+        default=15.0,
+        gt=0,
+        description="Lease time of the one scheduler: a standby takes over this long after its holder stops.",
+    )
+    probe_plan: Path | None = Field(
+        default=None, description="Sweep plan whose jobs the scheduler probes idle machines with (unset: no probing)."
+    )
+    probe_budget_s: float = Field(
+        default=600.0, ge=0, description="Machine-seconds of probes each platform may run per clock hour."
+    )
+    probe_cap_s: float = Field(
+        default=120.0, gt=0, description="Longest one probe may run: killed there, stored censored."
+    )
+    probe_rule: ProbeRule = Field(
+        default="coverage",
+        description="Acquisition rule that ranks the probe plan's candidates (coverage: measured on real runs, docs/results/probing.md).",
+    )
+    probe_workdir: Path | None = Field(
+        default=None,
+        description="Where the probes' inputs are made, read by every machine (default HOME/sweep-inputs).",
+    )
     api_log_level: str = Field(default="info", description="Level of the API's structured JSON logs.")
-    slurm_rules: Path | None = Field(default=None, description="Rule file mapping Slurm jobs to algorithms and platforms (docs/slurm.md).")
-    slurm_cluster: str = Field(default="slurm", min_length=1, max_length=40, description="The Slurm cluster's name in the run ids of its jobs.")
-    model_cache_dir: Path | None = Field(default=None, description="Local copies of the champions (default HOME/champion-cache).")
+    slurm_rules: Path | None = Field(
+        default=None, description="Rule file mapping Slurm jobs to algorithms and platforms (docs/slurm.md)."
+    )
+    slurm_cluster: str = Field(
+        default="slurm", min_length=1, max_length=40, description="The Slurm cluster's name in the run ids of its jobs."
+    )
+    model_cache_dir: Path | None = Field(
+        default=None, description="Local copies of the champions (default HOME/champion-cache)."
+    )
 
     @model_validator(mode="after")
     def _generated_token(self) -> Settings:

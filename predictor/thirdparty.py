@@ -38,18 +38,26 @@ class PrivateApi:
 
 
 LINEAR_MODEL = PrivateApi(
-    "sklearn.linear_model._base.LinearModel", "scikit-learn", "1.6", "1.10",
+    "sklearn.linear_model._base.LinearModel",
+    "scikit-learn",
+    "1.6",
+    "1.10",
     "recognise the linear regressors (predict is X @ coef_ + intercept_) for the numpy fast path",
-)  # fmt: skip
+)
 INNER_PREDICTOR = PrivateApi(
-    "lightgbm.basic._InnerPredictor.from_booster", "lightgbm", "4.4", "4.8",
+    "lightgbm.basic._InnerPredictor.from_booster",
+    "lightgbm",
+    "4.4",
+    "4.8",
     "build LightGBM's predictor once per champion instead of on every call (a third of a single row's time)",
-)  # fmt: skip
+)
 MLFLOW_URIS = PrivateApi(
     "mlflow.tracking._tracking_service.utils._tracking_uri and mlflow.tracking._model_registry.utils._registry_uri",
-    "mlflow", "3.17", "3.18",
+    "mlflow",
+    "3.17",
+    "3.18",
     "restore MLflow's process-wide URIs exactly (unset stays unset) after a fluent call that takes no URI (mlflow_uris)",
-)  # fmt: skip
+)
 PRIVATE_APIS = (LINEAR_MODEL, INNER_PREDICTOR, MLFLOW_URIS)
 _MLFLOW_URI_VARIABLES = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
 _MLFLOW_URIS_LOCK = threading.RLock()
@@ -122,7 +130,9 @@ def problems() -> list[str]:
             found.append(f"{api.name}: {api.distribution} is not installed")
             continue
         if not api.checked_on(installed):
-            found.append(f"{api.name}: {api.distribution} {installed} is outside the checked {api.lowest} <= v < {api.below}")
+            found.append(
+                f"{api.name}: {api.distribution} {installed} is outside the checked {api.lowest} <= v < {api.below}"
+            )
     found += _linear_model_problems() + _inner_predictor_problems() + _mlflow_uris_problems()
     return found
 

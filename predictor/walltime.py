@@ -33,7 +33,9 @@ def optional_walltime(seconds: float | None) -> str | None:
 
 
 LIMITLESS = frozenset({"UNLIMITED", "INFINITE", "PARTITION_LIMIT", "NONE", ""})
-_DURATION = re.compile(r"(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)")
+_DURATION = re.compile(
+    r"(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)"
+)
 
 
 def parse_walltime(text: str) -> float | None:

@@ -212,7 +212,9 @@ class EventLoop:
                 continue
             if kind in (OrderKind.CANCEL, OrderKind.PAUSE, OrderKind.MIGRATE):
                 if not (ctx.preempt or ctx.rebalance):
-                    raise OrderError(f"{order}: running jobs may only be disturbed by a high-priority arrival or a gained machine")
+                    raise OrderError(
+                        f"{order}: running jobs may only be disturbed by a high-priority arrival or a gained machine"
+                    )
                 run = self._stop(order, job, now, keep=kind is not OrderKind.CANCEL)
             if kind in (OrderKind.START, OrderKind.MIGRATE, OrderKind.REPLICATE):
                 target = order.target if kind is OrderKind.MIGRATE else order.machine
@@ -273,7 +275,9 @@ class EventLoop:
         while todo:
             current, final, text = todo.pop()
             for run in list(current.runs.values()):
-                issued.append(o.cancel(current.id, run.machine, requeue=False, reason=text)._replace(attempt=run.attempt))
+                issued.append(
+                    o.cancel(current.id, run.machine, requeue=False, reason=text)._replace(attempt=run.attempt)
+                )
                 state.end_run(current, run.machine, now)
             state.finish(current, final, now, text)
             if self.on_notify is not None:
@@ -307,7 +311,9 @@ class EventLoop:
             run.orphan = False
             for other in [r for r in job.runs.values() if r.machine != machine.id]:
                 reason = f"duplicate: {machine.id} is back"
-                issued.append(o.cancel(job_id, other.machine, requeue=False, reason=reason)._replace(attempt=other.attempt))
+                issued.append(
+                    o.cancel(job_id, other.machine, requeue=False, reason=reason)._replace(attempt=other.attempt)
+                )
                 state.end_run(job, other.machine, now)
             if job.status is JobStatus.PENDING:
                 state.pending.pop(job_id, None)

@@ -69,8 +69,14 @@ class GridNode:
 
     def attributes(self) -> dict[str, Any]:
         """The snapshot as ``Machine.attributes`` holds it (plain values, the path joined by '/')."""
-        return {"arch": self.arch, "os": self.os, "speed": self.speed, "processors": self.processors,
-                "load": self.load, "path": "/".join(self.path)}  # fmt: skip
+        return {
+            "arch": self.arch,
+            "os": self.os,
+            "speed": self.speed,
+            "processors": self.processors,
+            "load": self.load,
+            "path": "/".join(self.path),
+        }
 
     @classmethod
     def parse(cls, attributes: Mapping[str, Any], name: str) -> GridNode:
@@ -79,7 +85,14 @@ class GridNode:
         if missing:
             raise ValueError(f"machine {name} has no grid attribute(s) {', '.join(missing)}")
         a = attributes
-        return cls(str(a["arch"]), str(a["os"]), float(a["speed"]), int(a["processors"]), float(a["load"]), split_path(str(a["path"])))
+        return cls(
+            str(a["arch"]),
+            str(a["os"]),
+            float(a["speed"]),
+            int(a["processors"]),
+            float(a["load"]),
+            split_path(str(a["path"])),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +119,9 @@ class Application:
             raise ValueError(f"grid job {self.job}: ratio must be in [0, 1], got {self.ratio}")
         bad = [b for b in self.binaries if b.count("/") != 1 or "" in b.split("/")]
         if not self.binaries or bad:
-            raise ValueError(f"grid job {self.job}: binaries must be non-empty 'arch/os' pairs, got {sorted(self.binaries)}")
+            raise ValueError(
+                f"grid job {self.job}: binaries must be non-empty 'arch/os' pairs, got {sorted(self.binaries)}"
+            )
         if any(f <= 0 for f in self.asf.values()):
             raise ValueError(f"grid job {self.job}: architecture scale factors must be positive")
 
@@ -120,7 +135,12 @@ class Application:
 
     def params(self) -> dict[str, Any]:
         """The model as ``Job.params["grid"]`` holds it (JSON-friendly)."""
-        out: dict[str, Any] = {"job": self.job, "tasks": self.tasks, "binaries": sorted(self.binaries), "ratio": self.ratio}
+        out: dict[str, Any] = {
+            "job": self.job,
+            "tasks": self.tasks,
+            "binaries": sorted(self.binaries),
+            "ratio": self.ratio,
+        }
         if self.asf:
             out["asf"] = dict(sorted(self.asf.items()))
         if self.origin is not None:
@@ -135,10 +155,13 @@ class Application:
             raise ValueError(f"job {job.id} has no grid application model (params['grid'])")
         origin = raw.get("origin")
         return cls(
-            job=str(raw.get("job", job.id)), tasks=int(raw.get("tasks", 1)), binaries=frozenset(raw.get("binaries", ())),
-            ratio=float(raw.get("ratio", 0.0)), asf={str(k): float(v) for k, v in (raw.get("asf") or {}).items()},
+            job=str(raw.get("job", job.id)),
+            tasks=int(raw.get("tasks", 1)),
+            binaries=frozenset(raw.get("binaries", ())),
+            ratio=float(raw.get("ratio", 0.0)),
+            asf={str(k): float(v) for k, v in (raw.get("asf") or {}).items()},
             origin=None if origin is None else split_path(str(origin)),
-        )  # fmt: skip
+        )
 
 
 def max_performance(node: GridNode, app: Application, load: float) -> float:

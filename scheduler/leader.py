@@ -64,7 +64,10 @@ class LeasedScheduler:
     def wait_running(self, timeout: float | None = None) -> bool:
         """Block until this process runs the scheduler (or ``timeout`` seconds pass); whether it does."""
         with self._changed:
-            return self._changed.wait_for(lambda: self._service is not None or self._stop.is_set(), timeout) and self._service is not None
+            return (
+                self._changed.wait_for(lambda: self._service is not None or self._stop.is_set(), timeout)
+                and self._service is not None
+            )
 
     def stop(self) -> None:
         """Stop the scheduler and let the lease lapse now, so a standby takes over at once."""
@@ -86,7 +89,9 @@ class LeasedScheduler:
         """Renew the lease if held (stop the scheduler if it was lost), else try to take it and start the scheduler."""
         if self._fence is not None:
             if not self.db.renew_lease(self._fence):
-                log.error("lost the scheduler lease (epoch %s): another process took over; standing by", self._fence.epoch)
+                log.error(
+                    "lost the scheduler lease (epoch %s): another process took over; standing by", self._fence.epoch
+                )
                 self._drop(release=False)
             return
         epoch = self.db.take_lease(self.holder, self.ttl_s)

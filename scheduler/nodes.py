@@ -41,7 +41,9 @@ def per_slot(needs: Sequence[int]) -> int:
     return needs.memory if isinstance(needs, Needs) else 0
 
 
-def capacity(free: Sequence[int] | np.ndarray, memory: Sequence[int] | np.ndarray | None, each: int) -> np.ndarray | Sequence[int]:
+def capacity(
+    free: Sequence[int] | np.ndarray, memory: Sequence[int] | np.ndarray | None, each: int
+) -> np.ndarray | Sequence[int]:
     """Slots per node a job whose slots bring ``each`` bytes may take: the free slots, fewer where memory runs out."""
     if not each or memory is None:
         return free

@@ -15,7 +15,9 @@ class OrderKind(str, Enum):
     PAUSE = "pause"  # checkpoint the job's run on ``machine`` and free it; the job waits with its progress
     MIGRATE = "migrate"  # checkpoint the run on ``machine`` and resume it on ``target`` now
     REPLICATE = "replicate"  # start one more copy on ``machine``; the first copy to end wins
-    PROBE = "probe"  # run the idle-time probe ``job`` on ``machine`` now, through the profile wrapper, killed at its cap
+    PROBE = (
+        "probe"  # run the idle-time probe ``job`` on ``machine`` now, through the profile wrapper, killed at its cap
+    )
     CANCEL_PROBE = "cancel_probe"  # kill the probe ``job`` on ``machine`` at once (a real job takes the machine)
 
 
@@ -30,7 +32,9 @@ class Order(NamedTuple):
     requeue: bool = True
     reason: str = ""
     attempt: int | None = None  # the run it starts or stops; set by the event loop when it applies the order
-    nodes: tuple[tuple[int, int], ...] = ()  # START on a machine of nodes: the (node, slots) to take (scheduler/nodes.py)
+    nodes: tuple[
+        tuple[int, int], ...
+    ] = ()  # START on a machine of nodes: the (node, slots) to take (scheduler/nodes.py)
 
     @property
     def sent(self) -> bool:

@@ -114,7 +114,9 @@ class Pools:
             single = [m for m in online if m.slots == 1]
             if single:
                 self.heaps[platform] = [
-                    (m.free_after(now), 1, m.idle_since, m.id) if m.used and m.id not in freed else (now, 0, m.idle_since, m.id)
+                    (m.free_after(now), 1, m.idle_since, m.id)
+                    if m.used and m.id not in freed
+                    else (now, 0, m.idle_since, m.id)
                     for m in single
                 ]
             for m in online:

@@ -64,13 +64,17 @@ class LocalProbeExecutor:
 
     def run(self, interval_s: float, stop: threading.Event) -> None:
         """Step every ``interval_s`` until ``stop`` is set; a failing pass is logged and the next one tries again."""
-        every_interval(self.step, interval_s, stop, what="probe executor pass", log=log, retry_on=(OSError,), quiet=True)
+        every_interval(
+            self.step, interval_s, stop, what="probe executor pass", log=log, retry_on=(OSError,), quiet=True
+        )
 
     def _start(self, order: dict[str, Any]) -> None:
         token, probe = str(order["attempt"]), order["probe"]
         if token in self.state.running or probe is None:
             return
-        command = profile_probe_command(self.catalog, probe["probe"], probe["algorithm"], probe["platform"], probe["params"], probe["cap_s"])
+        command = profile_probe_command(
+            self.catalog, probe["probe"], probe["algorithm"], probe["platform"], probe["params"], probe["cap_s"]
+        )
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with (self.log_dir / f"probe-{token}.out").open("ab") as out:
             child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -97,11 +101,12 @@ class LocalProbeExecutor:
                 continue
             if child is None and group_alive(pid):  # its session: the profiler and the program
                 continue
-            self.db.report_probe_end(self.machine, probe_id, int(token), f"exit {child.returncode}" if child is not None else "lost")
+            self.db.report_probe_end(
+                self.machine, probe_id, int(token), f"exit {child.returncode}" if child is not None else "lost"
+            )
             self._children.pop(token, None)
             del self.state.running[token]
             self._save()
 
     def _save(self) -> None:
         write_json_atomically(self.state_path, asdict(self.state))
-

@@ -39,7 +39,16 @@ class PlanCandidates:
     _tried: set[str] = field(default_factory=set)  # run ids of probes that ended (a failed one leaves no run)
 
     @classmethod
-    def from_plan(cls, plan: Plan, catalog: Catalog, store: MeasurementStore, workdir: Path, *, rule: Rule, cost_weight: float = 1.0) -> PlanCandidates:
+    def from_plan(
+        cls,
+        plan: Plan,
+        catalog: Catalog,
+        store: MeasurementStore,
+        workdir: Path,
+        *,
+        rule: Rule,
+        cost_weight: float = 1.0,
+    ) -> PlanCandidates:
         """Every pair of ``plan``, its inputs generated (or reused) in ``workdir``: the folder every machine must read."""
         pools = {pair: candidates(plan, catalog, workdir, *pair) for pair in pairs_of(plan)}
         return cls(pools, store, plan.seed, rule, cost_weight)
@@ -53,13 +62,21 @@ class PlanCandidates:
         for pair in self.pools:
             if pair[1] != platform:
                 continue
-            pick = next((r for r in self._ranking(pair, now) if self._id(r.candidate) not in refused | self._tried), None)
+            pick = next(
+                (r for r in self._ranking(pair, now) if self._id(r.candidate) not in refused | self._tried), None
+            )
             if pick is not None and (best is None or pick.pick.score > best.pick.score):
                 best = pick
         if best is None:
             return None
         run = best.candidate.run
-        return ProbeJob(self._id(best.candidate), run.algorithm, dict(best.candidate.features), params=dict(run.params), platforms=frozenset({platform}))
+        return ProbeJob(
+            self._id(best.candidate),
+            run.algorithm,
+            dict(best.candidate.features),
+            params=dict(run.params),
+            platforms=frozenset({platform}),
+        )
 
     def measured(self, probe: ProbeJob, platform: str, seconds: float, censored: bool) -> None:
         """The executor stored the run itself (through the profile wrapper): rank the pair again at its next probe."""
@@ -70,7 +87,9 @@ class PlanCandidates:
         when, ranking = self._ranked.get(pair, (None, []))
         if when is None or now - when >= self.refresh_s:
             pool = self.pools[pair]
-            ranking = rank_candidates(pool, self.store, seed=self.seed, rule=self.rule, n=len(pool), cost_weight=self.cost_weight)
+            ranking = rank_candidates(
+                pool, self.store, seed=self.seed, rule=self.rule, n=len(pool), cost_weight=self.cost_weight
+            )
             self._ranked[pair] = (now, ranking)
         return ranking
 

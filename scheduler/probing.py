@@ -56,7 +56,9 @@ class ProbeBudget:
 
     def __post_init__(self) -> None:
         if self.seconds_per_hour < 0 or self.cap_s <= 0:
-            raise ValueError(f"a probe budget needs seconds_per_hour >= 0 and cap_s > 0, got {self.seconds_per_hour}, {self.cap_s}")
+            raise ValueError(
+                f"a probe budget needs seconds_per_hour >= 0 and cap_s > 0, got {self.seconds_per_hour}, {self.cap_s}"
+            )
 
 
 class ProbeSource(Protocol):
@@ -116,7 +118,9 @@ class IdleProber:
     duration: Callable[[ProbeJob, str], float] = unknown_duration
     running: dict[str, ProbeRun] = field(default_factory=dict)
     records: list[ProbeRecord] = field(default_factory=list)
-    used: dict[tuple[str, int], float] = field(default_factory=dict)  # (platform, clock hour) -> machine-seconds reserved
+    used: dict[tuple[str, int], float] = field(
+        default_factory=dict
+    )  # (platform, clock hour) -> machine-seconds reserved
     refused: dict[str, set[str]] = field(default_factory=dict)  # machine -> probes cancelled there
     _token: int = 0
 
@@ -142,12 +146,18 @@ class IdleProber:
         """For a real resource manager: cancel at once every probe whose machine is no longer idle (a real job took it,
         or it went offline), and close as failed one not reported ended :data:`OVERDUE_S` after its cap (its executor
         lost it), so its machine may probe again. The caller orders each of them killed."""
-        busy = [m for m in self.running if m not in state.machines or not state.machines[m].online or state.machines[m].used > 0]
+        busy = [
+            m
+            for m in self.running
+            if m not in state.machines or not state.machines[m].online or state.machines[m].used > 0
+        ]
         closed = [record for m in busy if (record := self.preempt(m, now)) is not None]
         lost = [run for run in self.running.values() if now - run.start > run.seconds + OVERDUE_S]
         return closed + [self.ended(run.machine, run.token, now, failed=True) for run in lost]  # type: ignore[misc]
 
-    def ended(self, machine: str, token: int, now: float, *, capped: bool | None = None, failed: bool = False) -> ProbeRecord | None:
+    def ended(
+        self, machine: str, token: int, now: float, *, capped: bool | None = None, failed: bool = False
+    ) -> ProbeRecord | None:
         """A probe's end came: measured (censored at the cap; ``capped`` says so for a real run, whose length was
         not known), or ``failed`` without a measurement (not tried on that machine again); None if that probe was
         cancelled before."""
@@ -184,12 +194,16 @@ class IdleProber:
         if budget is None or self.used.get(hour, 0.0) + budget.cap_s > budget.seconds_per_hour:
             return None
         busy = {run.probe.id for run in self.running.values() if run.platform == machine.platform}  # one copy at a time
-        probe = self.source.next_probe(machine.platform, machine.id, now, frozenset(self.refused.get(machine.id, set()) | busy))
+        probe = self.source.next_probe(
+            machine.platform, machine.id, now, frozenset(self.refused.get(machine.id, set()) | busy)
+        )
         if probe is None:
             return None
         full = self.duration(probe, machine.platform)  # inf for a real run: it reserves and may use its whole cap
         self._token += 1
-        run = ProbeRun(probe, machine.id, machine.platform, now, min(full, budget.cap_s), full > budget.cap_s, self._token)
+        run = ProbeRun(
+            probe, machine.id, machine.platform, now, min(full, budget.cap_s), full > budget.cap_s, self._token
+        )
         self.used[hour] = self.used.get(hour, 0.0) + budget.cap_s
         self.running[machine.id] = run
         return run
@@ -203,7 +217,9 @@ class IdleProber:
         del self.running[run.machine]
         hour = (run.platform, int(run.start // HOUR))
         self.used[hour] -= self._reserve(run.platform) - (now - run.start)
-        record = ProbeRecord(run.probe.id, run.probe.algorithm, run.machine, run.platform, run.start, now, outcome, run.token)
+        record = ProbeRecord(
+            run.probe.id, run.probe.algorithm, run.machine, run.platform, run.start, now, outcome, run.token
+        )
         self.records.append(record)
         return record
 
@@ -225,7 +241,9 @@ class RankedCandidates:
     cost_weight: float = 1.0
     measurements: list[Measurement] = field(default_factory=list)
     _probed: set[tuple[str, str]] = field(default_factory=set)  # (probe id, platform)
-    _ranked: dict[tuple[str, str], list[tuple[float, ProbeJob]]] = field(default_factory=dict)  # pair -> (score, job), best first
+    _ranked: dict[tuple[str, str], list[tuple[float, ProbeJob]]] = field(
+        default_factory=dict
+    )  # pair -> (score, job), best first
 
     def next_probe(self, platform: str, machine: str, now: float, refused: frozenset[str]) -> ProbeJob | None:
         best: tuple[float, ProbeJob] | None = None
@@ -242,17 +260,26 @@ class RankedCandidates:
             self.known.setdefault((probe.algorithm, platform), []).append((probe.features, seconds))
         self.measurements.append(
             Measurement(
-                run_id=f"probe-{probe.id}-{platform}-{len(self.measurements)}", algorithm=probe.algorithm, platform=platform,
-                features=dict(probe.features), wall_seconds=seconds, censored=censored, exit_status=137 if censored else 0,
+                run_id=f"probe-{probe.id}-{platform}-{len(self.measurements)}",
+                algorithm=probe.algorithm,
+                platform=platform,
+                features=dict(probe.features),
+                wall_seconds=seconds,
+                censored=censored,
+                exit_status=137 if censored else 0,
                 source=Source.PROBE,
             )
-        )  # fmt: skip
+        )
 
     def _ranking(self, algorithm: str, platform: str) -> list[tuple[float, ProbeJob]]:
         """The pair's candidates not yet measured, best first, against what is known there now."""
         pair = (algorithm, platform)
         if pair not in self._ranked:
-            left = [c for c in self.candidates if c.algorithm == algorithm and c.runs_on(platform) and (c.id, platform) not in self._probed]
+            left = [
+                c
+                for c in self.candidates
+                if c.algorithm == algorithm and c.runs_on(platform) and (c.id, platform) not in self._probed
+            ]
             ranked: list[tuple[float, ProbeJob]] = []
             if left:
                 runs = self.known.get(pair, [])

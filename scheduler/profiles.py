@@ -60,7 +60,9 @@ class NodeProfile:
     """``free[i, n]``: slots free on node ``n`` over [``times[i]``, ``times[i + 1]``) (the last row lasts for ever);
     ``memory[i, n]`` its free bytes (None: the machine has no memory size)."""
 
-    def __init__(self, now: float, free_now: Sequence[int], releases: Releases, memory_now: Sequence[int] | None = None) -> None:
+    def __init__(
+        self, now: float, free_now: Sequence[int], releases: Releases, memory_now: Sequence[int] | None = None
+    ) -> None:
         times, free, memory = _rows(now, free_now, releases, memory_now)
         self.times = np.array(times, dtype=float)
         self.free = np.array(free, dtype=np.int64)
@@ -87,7 +89,9 @@ class NodeProfile:
         first = bisect.bisect_right(self.times, start) - 1
         last = bisect.bisect_left(self.times, start + seconds) if seconds < INF else len(self.times)
         rows = slice(first, max(last, first + 1))
-        return np.asarray(capacity(self.free[rows], None if self.memory is None else self.memory[rows], memory)).min(axis=0)
+        return np.asarray(capacity(self.free[rows], None if self.memory is None else self.memory[rows], memory)).min(
+            axis=0
+        )
 
     def place(self, needs: Sequence[int], start: float, seconds: float) -> Allocation | None:
         """The nodes that give ``needs`` over [start, start + seconds) (best fit), or None."""
@@ -122,7 +126,9 @@ class PoolProfile:
     """``free[i]``: slots free on a pooled machine over [``times[i]``, ``times[i + 1]``) (the last row lasts for ever);
     ``memory[i]`` its free bytes (None: no memory size)."""
 
-    def __init__(self, now: float, free_now: Sequence[int], releases: Releases, memory_now: Sequence[int] | None = None) -> None:
+    def __init__(
+        self, now: float, free_now: Sequence[int], releases: Releases, memory_now: Sequence[int] | None = None
+    ) -> None:
         times, free, memory = _rows(now, free_now, releases, memory_now)
         self.times = np.array(times, dtype=float)
         self.free = np.array([row[0] for row in free], dtype=np.int64)

@@ -113,7 +113,9 @@ class NoisyOracle:
         out = {}
         for p, e in self.inner.estimate(algorithm, params, platforms, features).items():
             if e.seconds is not None:
-                e = e.model_copy(update={"seconds": e.seconds * self.factor(key, p), "model_name": f"noisy:{self.sigma}"})
+                e = e.model_copy(
+                    update={"seconds": e.seconds * self.factor(key, p), "model_name": f"noisy:{self.sigma}"}
+                )
             out[p] = e
         return out
 

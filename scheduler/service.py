@@ -81,7 +81,9 @@ class InboxPayload(BaseModel):
     healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY)
     node_memory: int | None = Field(default=None, ge=1, le=MAX_MEMORY, strict=True)  # a new machine's bytes per node
     reason: str = Field(default="", max_length=4096, strict=True)
-    attempt: int | None = Field(default=None, ge=1, strict=True)  # the run an end is about (a probe's: its order's attempt)
+    attempt: int | None = Field(
+        default=None, ge=1, strict=True
+    )  # the run an end is about (a probe's: its order's attempt)
 
 
 class InboxEvent(BaseModel):
@@ -122,9 +124,13 @@ class SchedulerService:
         self._poller: threading.Thread | None = None
         self._inbox_error: str | None = None
         self.scheduler = EventLoop(
-            policy or EDFDeferral(), oracle, self.db.load(), threshold=threshold, on_observation=self._observe,
+            policy or EDFDeferral(),
+            oracle,
+            self.db.load(),
+            threshold=threshold,
+            on_observation=self._observe,
             on_notify=lambda job, text: log.warning("job %s: %s", job.id, text),
-        )  # fmt: skip
+        )
         self._restore_probes()
 
     @property
@@ -142,7 +148,9 @@ class SchedulerService:
             new = [j for j in jobs if j.id not in known]
             batch = {j.id: j for j in new}
             for job in new:
-                missing = [d for d in (*job.depends_on, job.stream_from) if d is not None and d not in known and d not in batch]
+                missing = [
+                    d for d in (*job.depends_on, job.stream_from) if d is not None and d not in known and d not in batch
+                ]
                 if missing:
                     raise EventError(f"job {job.id}: unknown dependency {missing[0]}")
                 self._check_algorithm(job)
@@ -154,7 +162,9 @@ class SchedulerService:
                     if job.memory is None:
                         job.planned_memory = self._memory_limits(job)
                     job.checkpoint = frozenset(
-                        p for p, impl in self.catalog.algorithm(job.algorithm).implementations.items() if impl.checkpoint
+                        p
+                        for p, impl in self.catalog.algorithm(job.algorithm).implementations.items()
+                        if impl.checkpoint
                     )
                 with self._step(now) as step:
                     step.orders = self.scheduler.submit(new, now)
@@ -282,14 +292,22 @@ class SchedulerService:
                 payload = row.payload
                 if row.kind in MACHINE_EVENTS:
                     step.orders = self._machine(
-                        row.machine_id, row.kind, payload.platform, payload.slots, payload.healthy, now, payload.node_memory
+                        row.machine_id,
+                        row.kind,
+                        payload.platform,
+                        payload.slots,
+                        payload.healthy,
+                        now,
+                        payload.node_memory,
                     )
                 elif row.kind in JOB_EVENTS:
                     step.orders = self._job(row.job_id, row.kind, row.machine_id, payload.reason, now)
                 elif row.kind in PROBE_EVENTS:
                     step.closed += self._probe_ended(row.job_id, row.machine_id, payload.attempt, now)
                 else:
-                    raise EventError(f"unknown event kind {row.kind!r}; use {', '.join(MACHINE_EVENTS + JOB_EVENTS + PROBE_EVENTS)}")
+                    raise EventError(
+                        f"unknown event kind {row.kind!r}; use {', '.join(MACHINE_EVENTS + JOB_EVENTS + PROBE_EVENTS)}"
+                    )
         except UNAVAILABLE:
             raise
         except Exception as exc:
@@ -352,7 +370,9 @@ class SchedulerService:
             return self.scheduler.job_failed(job.id, machine, now, reason)
         raise EventError(f"job event must be one of {', '.join(JOB_EVENTS)}, got {kind!r}")
 
-    def _probe_ended(self, probe_id: str | None, machine: str | None, token: int | None, now: float) -> list[ProbeRecord]:
+    def _probe_ended(
+        self, probe_id: str | None, machine: str | None, token: int | None, now: float
+    ) -> list[ProbeRecord]:
         """A probe's program ended: done or capped as its stored measurement says, failed when it stored none (or a
         failed run); nothing when that probe was cancelled before (its machine went to a real job)."""
         if self.prober is None:
@@ -364,7 +384,9 @@ class SchedulerService:
             return []
         measured = self.store.measurement(probe_id)
         failed = measured is None or not (measured.succeeded or measured.censored)
-        record = self.prober.ended(machine, token, now, capped=measured is not None and measured.censored, failed=failed)
+        record = self.prober.ended(
+            machine, token, now, capped=measured is not None and measured.censored, failed=failed
+        )
         return [record] if record is not None else []
 
     def _probes(self, step: _Step, now: float) -> None:
@@ -375,8 +397,15 @@ class SchedulerService:
         started = self.prober.fill(self.state, now)
         step.closed += closed
         step.started += started
-        cancels = [cancel_probe(r.probe, r.machine, r.token, "its machine is no longer idle" if r.outcome == "cancelled" else "overdue: lost")
-                   for r in closed]  # fmt: skip
+        cancels = [
+            cancel_probe(
+                r.probe,
+                r.machine,
+                r.token,
+                "its machine is no longer idle" if r.outcome == "cancelled" else "overdue: lost",
+            )
+            for r in closed
+        ]
         step.orders = cancels + step.orders + [probe(r.probe.id, r.machine, r.token) for r in started]
 
     def _restore_probes(self) -> None:
@@ -404,14 +433,26 @@ class SchedulerService:
         run_id = f"sched-{job.id}-{run.attempt}"
         self._observed.append(
             Measurement(
-                run_id=run_id, algorithm=job.algorithm, platform=machine.platform,
-                machine=machine.id, params=job.params, features=job.features or {}, wall_seconds=max(wall, 0.0),
-                source=Source.PRODUCTION, context={"scheduler_estimate": run.estimate},
+                run_id=run_id,
+                algorithm=job.algorithm,
+                platform=machine.platform,
+                machine=machine.id,
+                params=job.params,
+                features=job.features or {},
+                wall_seconds=max(wall, 0.0),
+                source=Source.PRODUCTION,
+                context={"scheduler_estimate": run.estimate},
             )
-        )  # fmt: skip
+        )
         if run.estimate is not None and run.estimate > 0:
             self._served.append(
-                ServedEstimate(run_id=run_id, algorithm=job.algorithm, platform=machine.platform, seconds=run.estimate, origin="scheduler")
+                ServedEstimate(
+                    run_id=run_id,
+                    algorithm=job.algorithm,
+                    platform=machine.platform,
+                    seconds=run.estimate,
+                    origin="scheduler",
+                )
             )
 
     @contextmanager
@@ -426,8 +467,17 @@ class SchedulerService:
             if quiet and not (step.orders or step.started or step.closed):
                 return
             sent = [o for o in step.orders if o.sent]
-            self.db.save(self.state, sent, now, self._observed, event, served=self._served, fence=self.fence,
-                         probes_started=step.started, probes_closed=step.closed)  # fmt: skip
+            self.db.save(
+                self.state,
+                sent,
+                now,
+                self._observed,
+                event,
+                served=self._served,
+                fence=self.fence,
+                probes_started=step.started,
+                probes_closed=step.closed,
+            )
         except BaseException:
             self.scheduler.state = self.db.load()
             self._restore_probes()

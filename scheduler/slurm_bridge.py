@@ -49,7 +49,9 @@ log = logging.getLogger(__name__)
 PREFIX = "sched-"
 PROBE_PREFIX = "predictor-probe-"  # probes' Slurm jobs: predictor-probe-<n>, outside the scheduler jobs' names
 PROBE_MARGIN_S = 60.0  # Slurm's limit beyond the probe's cap: the profile wrapper kills it first and stores it censored
-FINAL = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "PREEMPTED", "DEADLINE"})
+FINAL = frozenset(
+    {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "PREEMPTED", "DEADLINE"}
+)
 ACTIVE = (JobStatus.PENDING, JobStatus.RUNNING)
 
 
@@ -78,9 +80,16 @@ class SlurmBridge:
     """Carries the scheduler's orders out on Slurm and reports back (see the module docstring)."""
 
     def __init__(
-        self, db: SchedulerStore, slurm: Slurm, catalog: Catalog, platforms: dict[str, str], state_path: Path, output_dir: Path,
-        *, slots: int | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        db: SchedulerStore,
+        slurm: Slurm,
+        catalog: Catalog,
+        platforms: dict[str, str],
+        state_path: Path,
+        output_dir: Path,
+        *,
+        slots: int | None = None,
+    ) -> None:
         self.db = db
         self.slurm = slurm
         self.catalog = catalog
@@ -105,9 +114,20 @@ class SlurmBridge:
         events += self._probes_ended()
         return BridgeStep(submitted, orders, events)
 
-    def run(self, interval_s: float, stop: threading.Event, on_step: Callable[[BridgeStep], None] | None = None) -> None:
+    def run(
+        self, interval_s: float, stop: threading.Event, on_step: Callable[[BridgeStep], None] | None = None
+    ) -> None:
         """Step every ``interval_s`` until ``stop`` is set; a failing pass is logged and the next one tries again."""
-        every_interval(self.step, interval_s, stop, what="bridge pass", log=log, on_pass=on_step, retry_on=(SlurmError, OSError), quiet=True)
+        every_interval(
+            self.step,
+            interval_s,
+            stop,
+            what="bridge pass",
+            log=log,
+            on_pass=on_step,
+            retry_on=(SlurmError, OSError),
+            quiet=True,
+        )
 
     # --- nodes ---------------------------------------------------------------------------------------------------
 
@@ -130,7 +150,9 @@ class SlurmBridge:
                 continue
             kind = "gained" if node.usable else "lost"
             if self._last_node_event(node.name) != kind:  # not sent before a restart
-                payload = {"platform": node_platform[node.name], "slots": self.slots or node.cpus} if node.usable else {}
+                payload = (
+                    {"platform": node_platform[node.name], "slots": self.slots or node.cpus} if node.usable else {}
+                )
                 self.db.add_event(kind, machine=node.name, payload=payload)
                 sent += 1
             self.state.nodes[node.name] = node.usable
@@ -158,10 +180,13 @@ class SlurmBridge:
             script = self._script(job.algorithm, job.params, node_platform)
             self.output_dir.mkdir(parents=True, exist_ok=True)
             self.slurm.submit(
-                "--hold", f"--job-name={PREFIX}{job.id}", f"--output={self.output_dir / (PREFIX + job.id)}.out",
-                f"--cpus-per-task={job.size}", f"--comment=predictor: algorithm={job.algorithm} scheduler_job={job.id}",
+                "--hold",
+                f"--job-name={PREFIX}{job.id}",
+                f"--output={self.output_dir / (PREFIX + job.id)}.out",
+                f"--cpus-per-task={job.size}",
+                f"--comment=predictor: algorithm={job.algorithm} scheduler_job={job.id}",
                 str(self._write_script(job.id, script)),
-            )  # fmt: skip
+            )
             submitted += 1
         return submitted
 
@@ -175,7 +200,7 @@ class SlurmBridge:
                 command = [*spec.launcher, *algo.command(platform, params, spec.threads)]
                 cases.append(f"  {shlex.quote(node)}) exec {shlex.join(command)} ;;")
         cases.append('  *) echo "no platform of this job on node $SLURMD_NODENAME" >&2; exit 2 ;;')
-        return "#!/bin/sh\ncase \"$SLURMD_NODENAME\" in\n" + "\n".join(cases) + "\nesac\n"
+        return '#!/bin/sh\ncase "$SLURMD_NODENAME" in\n' + "\n".join(cases) + "\nesac\n"
 
     def _write_script(self, job_id: str, text: str) -> Path:
         path = self.output_dir / f"{PREFIX}{job_id}.sh"
@@ -239,16 +264,23 @@ class SlurmBridge:
             log.warning("order %s: probe %s is not in the database; skipped", order["seq"], token)
             return
         if token not in self._probe_jobs():
-            command = profile_probe_command(self.catalog, probe["probe"], probe["algorithm"], probe["platform"], probe["params"], probe["cap_s"])
+            command = profile_probe_command(
+                self.catalog, probe["probe"], probe["algorithm"], probe["platform"], probe["params"], probe["cap_s"]
+            )
             name = f"{PROBE_PREFIX}{token}"
             self.output_dir.mkdir(parents=True, exist_ok=True)
             script = self.output_dir / f"{name}.sh"
             script.write_text(f"#!/bin/sh\nexec {shlex.join(command)}\n")
             self.slurm.submit(
-                f"--job-name={name}", f"--nodelist={order['machine_id']}", f"--time={slurm_walltime(probe['cap_s'] + PROBE_MARGIN_S)}",
-                "--exclusive", "--nice=10000", f"--output={self.output_dir / name}.out",
-                f"--comment=predictor: probe={probe['probe']} algorithm={probe['algorithm']}", str(script),
-            )  # fmt: skip
+                f"--job-name={name}",
+                f"--nodelist={order['machine_id']}",
+                f"--time={slurm_walltime(probe['cap_s'] + PROBE_MARGIN_S)}",
+                "--exclusive",
+                "--nice=10000",
+                f"--output={self.output_dir / name}.out",
+                f"--comment=predictor: probe={probe['probe']} algorithm={probe['algorithm']}",
+                str(script),
+            )
         self.state.probes[token] = [order["machine_id"], order["job_id"]]
 
     def _cancel_probe(self, order: dict[str, Any]) -> None:
@@ -289,7 +321,9 @@ class SlurmBridge:
                     self.db.add_event("ended", machine=machine, job=job, payload={"attempt": attempt})
                 else:
                     reason = f"Slurm job {slurm_job.job_id}: {slurm_job.state}"
-                    self.db.add_event("failed", machine=machine, job=job, payload={"attempt": attempt, "reason": reason})
+                    self.db.add_event(
+                        "failed", machine=machine, job=job, payload={"attempt": attempt, "reason": reason}
+                    )
                 sent += 1
             self.state.reported.append(key)
             self._save()
@@ -298,7 +332,9 @@ class SlurmBridge:
     def _reported_before(self, job: str, attempt: int) -> bool:
         """Whether the inbox already has this run's end (sent by a bridge killed before it saved that it had)."""
         return any(
-            e["kind"] in ("ended", "failed") and isinstance(e["payload"], dict) and e["payload"].get("attempt") == attempt
+            e["kind"] in ("ended", "failed")
+            and isinstance(e["payload"], dict)
+            and e["payload"].get("attempt") == attempt
             for e in self.db.events_about(job=job)
         )
 

@@ -39,7 +39,6 @@ from scheduler.policy import Policy
 Items = list[tuple[str | None, str]]  # a spec's options as (KEY, VALUE) text; KEY None for the bare first value
 
 
-
 class SpecError(ValueError):
     """A spec that does not parse: the message names the part at fault and what was expected."""
 
@@ -111,7 +110,12 @@ def name_and_options(text: str, what: str) -> tuple[str, Items]:
 
 
 def bind_options(
-    what: str, name: str, factory: Callable[..., Any], items: Items, positional: str | None = None, hidden: set[str] | None = None
+    what: str,
+    name: str,
+    factory: Callable[..., Any],
+    items: Items,
+    positional: str | None = None,
+    hidden: set[str] | None = None,
 ) -> dict[str, Any]:
     """The options ``items`` give ``factory``, each read as its parameter's type; unknown or unreadable ones are errors."""
     parameters = {
@@ -181,4 +185,3 @@ def existing_file(name: str) -> Path:
     if not path.exists():
         raise SpecError(f"no such file: {name}")
     return path
-

@@ -99,11 +99,15 @@ class Job:
     platforms: tuple[str, ...] | None = field(default=None, metadata=ASKED)
     checkpoint: NameSet = field(default=frozenset(), metadata=ASKED)
     data: str | None = field(default=None, metadata=ASKED)
-    inputs: tuple[tuple[str, int], ...] = field(default=(), metadata=ASKED | KEPT_ELSEWHERE)  # Santos-Neto et al. 2004: (name, bytes), see scheduler/sites.py
+    inputs: tuple[tuple[str, int], ...] = field(
+        default=(), metadata=ASKED | KEPT_ELSEWHERE
+    )  # Santos-Neto et al. 2004: (name, bytes), see scheduler/sites.py
     memory: int | None = field(default=None, metadata=ASKED)  # bytes it may use, as its user asked (None: not given)
     seq: int = 0
     estimates: dict[str, float | None] = field(default_factory=dict)
-    planned_memory: dict[str, int] = field(default_factory=dict)  # without ``memory``: the oracle's memory limit per platform
+    planned_memory: dict[str, int] = field(
+        default_factory=dict
+    )  # without ``memory``: the oracle's memory limit per platform
     status: JobStatus = JobStatus.PENDING
     runs: dict[str, Run] = field(default_factory=dict, metadata=KEPT_ELSEWHERE)
     progress: float = 0.0
@@ -201,7 +205,12 @@ class Machine:
     def needs(self, job: Job) -> Needs:
         """The slots ``job`` needs on each of the nodes it would take here, largest first, with its memory per slot
         where both the machine's and the job's memory are known."""
-        return node_needs(job.size, job.params, self.node_slots, job.memory_on(self.platform) if self.node_memory is not None else None)
+        return node_needs(
+            job.size,
+            job.params,
+            self.node_slots,
+            job.memory_on(self.platform) if self.node_memory is not None else None,
+        )
 
     def allot(self, job: Job, nodes: Allocation = ()) -> Allocation | None:
         """The nodes ``job`` would hold here: ``nodes`` if they are free and fit its needs, else a best fit;
@@ -244,7 +253,9 @@ class State:
         self.dirty_jobs: set[str] = set()
         self.dirty_machines: set[str] = set()
         self._seq = 0
-        self.sites: DataStores | None = None  # Santos-Neto et al. 2004: what each site's data server holds (scheduler/sites.py)
+        self.sites: DataStores | None = (
+            None  # Santos-Neto et al. 2004: what each site's data server holds (scheduler/sites.py)
+        )
 
     def add_job(self, job: Job) -> None:
         """Register a job (pending or restored in any status)."""
@@ -294,7 +305,15 @@ class State:
             raise ValueError(f"job {job.id} does not fit the free nodes of {machine.id}")
         job.attempts += 1
         memory = machine.needs(job).memory
-        run = Run(machine.id, now, job.attempts, job.remaining(machine.platform), job.progress, nodes=allocation, memory=memory)
+        run = Run(
+            machine.id,
+            now,
+            job.attempts,
+            job.remaining(machine.platform),
+            job.progress,
+            nodes=allocation,
+            memory=memory,
+        )
         job.runs[machine.id] = run
         job.status = JobStatus.RUNNING
         if job.started is None:

@@ -86,20 +86,40 @@ class SchedulerStore:
         state = State()
         with self.engine.connect() as conn:
             for row in conn.execute(select(sched_machines)).mappings():
-                state.add_machine(Machine(row["id"], row["platform"], row["slots"], row["power_watts"], row["online"],
-                                          warm=row["warm"], idle_since=row["idle_since"], node_memory=row["node_memory"]))  # fmt: skip
+                state.add_machine(
+                    Machine(
+                        row["id"],
+                        row["platform"],
+                        row["slots"],
+                        row["power_watts"],
+                        row["online"],
+                        warm=row["warm"],
+                        idle_since=row["idle_since"],
+                        node_memory=row["node_memory"],
+                    )
+                )
             for row in conn.execute(select(sched_jobs).order_by(sched_jobs.c.seq)).mappings():
                 state.add_job(job_from_plain({name: row[name] for name in STORED_FIELDS}))
             for row in conn.execute(select(sched_runs)).mappings():
                 job, machine = state.jobs[row["job_id"]], state.machines[row["machine_id"]]
-                run = Run(machine.id, row["start"], row["attempt"], row["estimate"], row["progress0"], row["orphan"], memory=row["memory"])
+                run = Run(
+                    machine.id,
+                    row["start"],
+                    row["attempt"],
+                    row["estimate"],
+                    row["progress0"],
+                    row["orphan"],
+                    memory=row["memory"],
+                )
                 job.runs[machine.id] = run
                 machine.running[job.id] = None
                 machine.used += job.size
                 hold_memory(machine, run, job.size, 1)
         for machine in state.machines.values():
             state.refresh(machine)
-        planned = [j for j in state.jobs.values() if j.status is JobStatus.PENDING and j.planned_machine in state.machines]
+        planned = [
+            j for j in state.jobs.values() if j.status is JobStatus.PENDING and j.planned_machine in state.machines
+        ]
         planned.sort(key=lambda j: (j.planned_start or 0.0, j.seq))
         state.replan([(j, j.planned_machine, j.planned_start or 0.0) for j in planned])  # type: ignore[misc]
         state.dirty_jobs.clear()
@@ -144,7 +164,11 @@ class SchedulerStore:
             if probes_started:
                 conn.execute(insert(sched_probes), [_probe_row(r) for r in probes_started])
             for record in probes_closed:
-                conn.execute(update(sched_probes).where(sched_probes.c.token == record.token).values(ended=record.end, outcome=record.outcome))
+                conn.execute(
+                    update(sched_probes)
+                    .where(sched_probes.c.token == record.token)
+                    .values(ended=record.end, outcome=record.outcome)
+                )
             insert_measurements(conn, observations)
             insert_served(conn, served)
             if event is not None:
@@ -178,7 +202,12 @@ class SchedulerStore:
         e = sched_events.c
         where = e.job_id == job if job is not None else (e.machine_id == machine) & e.job_id.is_(None)
         with self.engine.connect() as conn:
-            return [dict(row) for row in conn.execute(select(e.seq, e.kind, e.machine_id, e.job_id, e.payload).where(where).order_by(e.seq)).mappings()]
+            return [
+                dict(row)
+                for row in conn.execute(
+                    select(e.seq, e.kind, e.machine_id, e.job_id, e.payload).where(where).order_by(e.seq)
+                ).mappings()
+            ]
 
     def report_probe_end(self, machine: str, probe: str, token: int, reason: str = "") -> bool:
         """Send a probe's end to the inbox unless it is there already (an executor restarted before it saved that it had
@@ -224,7 +253,9 @@ class SchedulerStore:
     def reject_event(self, seq: int, now: float, outcome: str) -> None:
         """Mark an event processed without effect, saying why."""
         with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
-            conn.execute(update(sched_events).where(sched_events.c.seq == seq).values(processed_at=now, outcome=outcome))
+            conn.execute(
+                update(sched_events).where(sched_events.c.seq == seq).values(processed_at=now, outcome=outcome)
+            )
             conn.commit()
 
     def orders(self, after: int = 0, limit: int = 1000, machine: str | None = None) -> list[dict[str, Any]]:
@@ -236,7 +267,9 @@ class SchedulerStore:
         with self.engine.connect() as conn:
             rows = [dict(row) for row in conn.execute(stmt.order_by(sched_orders.c.seq).limit(limit)).mappings()]
             tokens = {r["attempt"] for r in rows if r["kind"] in PROBE_ORDERS}
-            found = conn.execute(select(sched_probes).where(sched_probes.c.token.in_(tokens))).mappings() if tokens else []
+            found = (
+                conn.execute(select(sched_probes).where(sched_probes.c.token.in_(tokens))).mappings() if tokens else []
+            )
             probes = {p["token"]: dict(p) for p in found}
         for row in rows:
             if row["kind"] in PROBE_ORDERS:
@@ -248,17 +281,43 @@ class SchedulerStore:
         cancelled, and the last probe number given."""
         p = sched_probes.c
         with self.engine.connect() as conn:
-            rows = conn.execute(select(sched_probes).where(p.ended.is_(None) | (p.started >= since) | (p.outcome == "cancelled"))).mappings().all()
+            rows = (
+                conn.execute(
+                    select(sched_probes).where(p.ended.is_(None) | (p.started >= since) | (p.outcome == "cancelled"))
+                )
+                .mappings()
+                .all()
+            )
             last = conn.execute(select(func.max(p.token))).scalar_one()
         running = [
-            ProbeRun(ProbeJob(r["probe"], r["algorithm"], r["features"], params=r["params"], platforms=frozenset({r["platform"]})),
-                     r["machine_id"], r["platform"], r["started"], r["cap_s"], True, r["token"])
-            for r in rows if r["ended"] is None
-        ]  # fmt: skip
+            ProbeRun(
+                ProbeJob(
+                    r["probe"], r["algorithm"], r["features"], params=r["params"], platforms=frozenset({r["platform"]})
+                ),
+                r["machine_id"],
+                r["platform"],
+                r["started"],
+                r["cap_s"],
+                True,
+                r["token"],
+            )
+            for r in rows
+            if r["ended"] is None
+        ]
         closed = [
-            ProbeRecord(r["probe"], r["algorithm"], r["machine_id"], r["platform"], r["started"], r["ended"], r["outcome"], r["token"])
-            for r in rows if r["ended"] is not None
-        ]  # fmt: skip
+            ProbeRecord(
+                r["probe"],
+                r["algorithm"],
+                r["machine_id"],
+                r["platform"],
+                r["started"],
+                r["ended"],
+                r["outcome"],
+                r["token"],
+            )
+            for r in rows
+            if r["ended"] is not None
+        ]
         return running, closed, int(last or 0)
 
     def take_lease(self, holder: str, ttl_s: float) -> int | None:
@@ -266,7 +325,11 @@ class SchedulerStore:
         now = time.time()
         try:
             with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
-                row = conn.execute(select(sched_lease).where(sched_lease.c.name == LEASE).with_for_update()).mappings().first()
+                row = (
+                    conn.execute(select(sched_lease).where(sched_lease.c.name == LEASE).with_for_update())
+                    .mappings()
+                    .first()
+                )
                 if row is None:
                     conn.execute(insert(sched_lease).values(name=LEASE, holder=holder, epoch=1, expires_at=now + ttl_s))
                     epoch = 1
@@ -323,25 +386,58 @@ class SchedulerStore:
 
 
 def _run_row(j: Job, r: Run) -> dict[str, Any]:
-    return {"job_id": j.id, "machine_id": r.machine, "start": r.start, "attempt": r.attempt, "estimate": r.estimate,
-            "progress0": r.progress0, "orphan": r.orphan, "memory": r.memory}  # fmt: skip
+    return {
+        "job_id": j.id,
+        "machine_id": r.machine,
+        "start": r.start,
+        "attempt": r.attempt,
+        "estimate": r.estimate,
+        "progress0": r.progress0,
+        "orphan": r.orphan,
+        "memory": r.memory,
+    }
 
 
 def _machine_row(m: Machine) -> dict[str, Any]:
-    return {"id": m.id, "platform": m.platform, "slots": m.slots, "power_watts": m.power_watts, "online": m.online,
-            "warm": m.warm, "idle_since": m.idle_since, "node_memory": m.node_memory}  # fmt: skip
+    return {
+        "id": m.id,
+        "platform": m.platform,
+        "slots": m.slots,
+        "power_watts": m.power_watts,
+        "online": m.online,
+        "warm": m.warm,
+        "idle_since": m.idle_since,
+        "node_memory": m.node_memory,
+    }
 
 
 def _probe_row(r: ProbeRun) -> dict[str, Any]:
-    return {"token": r.token, "probe": r.probe.id, "algorithm": r.probe.algorithm, "platform": r.platform, "machine_id": r.machine,
-            "params": r.probe.params, "features": r.probe.features, "cap_s": r.seconds, "started": r.start}  # fmt: skip
+    return {
+        "token": r.token,
+        "probe": r.probe.id,
+        "algorithm": r.probe.algorithm,
+        "platform": r.platform,
+        "machine_id": r.machine,
+        "params": r.probe.params,
+        "features": r.probe.features,
+        "cap_s": r.seconds,
+        "started": r.start,
+    }
 
 
 def _order_row(o: Order, now: float) -> dict[str, Any]:
     if o.attempt is None:
         raise ValueError(f"{o}: an order for the resource manager must name its run (attempt)")
-    return {"kind": o.kind.value, "job_id": o.job, "machine_id": o.machine, "target": o.target, "attempt": o.attempt,
-            "requeue": o.requeue, "reason": o.reason, "issued_at": now}  # fmt: skip
+    return {
+        "kind": o.kind.value,
+        "job_id": o.job,
+        "machine_id": o.machine,
+        "target": o.target,
+        "attempt": o.attempt,
+        "requeue": o.requeue,
+        "reason": o.reason,
+        "issued_at": now,
+    }
 
 
 def _utf8(value: bytes) -> bool:

@@ -46,7 +46,9 @@ def create_app(settings: Settings | None = None, *, scheduler: bool | None = Non
         before = gc.get_threshold()
         gc.set_threshold(YOUNG_GC_THRESHOLD, *before[1:])
         status = app.state.service.watcher.status
-        log.info("ready", extra={"fields": {"champions": len(app.state.service.oracle.models), "source": status.source}})
+        log.info(
+            "ready", extra={"fields": {"champions": len(app.state.service.oracle.models), "source": status.source}}
+        )
         yield
         await run_in_threadpool(close_state, app.state.service)
         metrics.close()

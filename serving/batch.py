@@ -28,16 +28,59 @@ from serving.schemas.predict import ESTIMATE_FIELDS, BatchPredictRequest, Estima
 Params = frozenset[tuple[str, type, Any]]
 GroupKey = tuple[str, tuple[str, ...] | None, tuple[str, ...], Params]
 Item = dict[str, Any]
-ALWAYS = tuple(EstimateOut.model_json_schema(mode="serialization")["required"])  # platform, seconds and the Slurm strings
+ALWAYS = tuple(
+    EstimateOut.model_json_schema(mode="serialization")["required"]
+)  # platform, seconds and the Slurm strings
 NO_PARAMS: Params = frozenset()
-SHARED = frozenset({"platform", "coverage", "limit_quantile", "model_name", "model_version", "flavor", "fallback", "reason",
-                    "memory_limit_quantile", "memory_model_name", "memory_model_version"})  # alike in every row  # fmt: skip
-PER_ROW = ("seconds", "lower", "upper", "limit", "extrapolating", "out_of_domain", "memory", "memory_lower", "memory_upper", "memory_limit")
-MEMORY = ("memory", "memory_lower", "memory_upper", "memory_limit", "memory_limit_quantile", "memory_model_name", "memory_model_version",
-          "memory_slurm", "memory_limit_slurm")  # fmt: skip
-SLURM = {"walltime": ("seconds", optional_walltime), "limit_walltime": ("limit", optional_walltime),
-         "memory_slurm": ("memory", optional_slurm_memory), "memory_limit_slurm": ("memory_limit", optional_slurm_memory)}  # fmt: skip
-DEFAULTS = {f: info.get_default(call_default_factory=True) for f, info in EstimateOut.model_fields.items() if not info.is_required()}
+SHARED = frozenset(
+    {
+        "platform",
+        "coverage",
+        "limit_quantile",
+        "model_name",
+        "model_version",
+        "flavor",
+        "fallback",
+        "reason",
+        "memory_limit_quantile",
+        "memory_model_name",
+        "memory_model_version",
+    }
+)  # alike in every row
+PER_ROW = (
+    "seconds",
+    "lower",
+    "upper",
+    "limit",
+    "extrapolating",
+    "out_of_domain",
+    "memory",
+    "memory_lower",
+    "memory_upper",
+    "memory_limit",
+)
+MEMORY = (
+    "memory",
+    "memory_lower",
+    "memory_upper",
+    "memory_limit",
+    "memory_limit_quantile",
+    "memory_model_name",
+    "memory_model_version",
+    "memory_slurm",
+    "memory_limit_slurm",
+)
+SLURM = {
+    "walltime": ("seconds", optional_walltime),
+    "limit_walltime": ("limit", optional_walltime),
+    "memory_slurm": ("memory", optional_slurm_memory),
+    "memory_limit_slurm": ("memory_limit", optional_slurm_memory),
+}
+DEFAULTS = {
+    f: info.get_default(call_default_factory=True)
+    for f, info in EstimateOut.model_fields.items()
+    if not info.is_required()
+}
 
 
 def answer_batch(state: ServiceState, request: BatchPredictRequest) -> bytes:
@@ -48,7 +91,9 @@ def answer_batch(state: ServiceState, request: BatchPredictRequest) -> bytes:
     singles = []
     for index, job in enumerate(request.jobs):
         if job.features:
-            params = frozenset((k, type(v), v) for k, v in job.params.items()) if job.params else NO_PARAMS  # typed: True is not 1
+            params = (
+                frozenset((k, type(v), v) for k, v in job.params.items()) if job.params else NO_PARAMS
+            )  # typed: True is not 1
             platforms = tuple(job.platforms) if job.platforms is not None else None
             groups.setdefault((job.algorithm, platforms, tuple(job.features), params), []).append(index)
         else:
@@ -60,7 +105,12 @@ def answer_batch(state: ServiceState, request: BatchPredictRequest) -> bytes:
 
 
 def _answer_group(
-    state: ServiceState, request: BatchPredictRequest, key: GroupKey, indices: list[int], keep: tuple[str, ...], results: list[Item | None]
+    state: ServiceState,
+    request: BatchPredictRequest,
+    key: GroupKey,
+    indices: list[int],
+    keep: tuple[str, ...],
+    results: list[Item | None],
 ) -> None:
     """Estimate the jobs at ``indices`` (alike by ``key``) as one matrix and write their answers into ``results``."""
     algorithm, platforms, names, params = key
@@ -68,10 +118,15 @@ def _answer_group(
     try:
         check_job(state.catalog, algorithm, asked)
         columns = state.oracle.estimate_matrix(
-            algorithm, names, [list(request.jobs[i].features.values()) for i in indices], asked,  # type: ignore[union-attr]
-            {k: v for k, _, v in params}, coverage=request.coverage, limit_quantile=request.limit_quantile,
+            algorithm,
+            names,
+            [list(request.jobs[i].features.values()) for i in indices],
+            asked,  # type: ignore[union-attr]
+            {k: v for k, _, v in params},
+            coverage=request.coverage,
+            limit_quantile=request.limit_quantile,
             memory_limit_quantile=request.memory_limit_quantile,
-        )  # fmt: skip
+        )
     except JobRejected as exc:
         _refuse(results, indices, algorithm, exc.status, exc.detail)
         return
@@ -82,11 +137,20 @@ def _answer_group(
     per_platform = [_rows(state, algorithm, column, keep) for column in columns]
     absent = [_plain(e, keep) for e in unimplemented_out(algorithm, asked, [c.platform for c in columns])]
     for position, index in enumerate(indices):
-        results[index] = {"index": index, "algorithm": algorithm, "estimates": [rows[position] for rows in per_platform] + absent, "error": None}
+        results[index] = {
+            "index": index,
+            "algorithm": algorithm,
+            "estimates": [rows[position] for rows in per_platform] + absent,
+            "error": None,
+        }
 
 
 def _answer_singles(
-    state: ServiceState, request: BatchPredictRequest, indices: list[int], keep: tuple[str, ...], results: list[Item | None]
+    state: ServiceState,
+    request: BatchPredictRequest,
+    indices: list[int],
+    keep: tuple[str, ...],
+    results: list[Item | None],
 ) -> None:
     """Prepare the jobs at ``indices`` one by one (input files read within one time budget), then estimate them together."""
     until = deadline(state)
@@ -99,12 +163,20 @@ def _answer_singles(
         except JobRejected as exc:
             _refuse(results, [index], job.algorithm, exc.status, exc.detail)
     estimated = state.oracle.estimate_jobs(
-        jobs, coverage=request.coverage, limit_quantile=request.limit_quantile, memory_limit_quantile=request.memory_limit_quantile
+        jobs,
+        coverage=request.coverage,
+        limit_quantile=request.limit_quantile,
+        memory_limit_quantile=request.memory_limit_quantile,
     )
     state.metrics.count_estimates(e for estimates in estimated for e in estimates.values())
     for index, estimates in zip(ready, estimated, strict=True):
         job = request.jobs[index]
-        results[index] = {"index": index, "algorithm": job.algorithm, "estimates": [_plain(e, keep) for e in estimates_out(estimates, job)], "error": None}
+        results[index] = {
+            "index": index,
+            "algorithm": job.algorithm,
+            "estimates": [_plain(e, keep) for e in estimates_out(estimates, job)],
+            "error": None,
+        }
 
 
 def _rows(state: ServiceState, algorithm: str, column: ScoredColumns, keep: tuple[str, ...]) -> list[Item]:
@@ -115,8 +187,13 @@ def _rows(state: ServiceState, algorithm: str, column: ScoredColumns, keep: tupl
     """
     n = len(column.seconds)
     if column.used is None and column.memory is None:  # the profile table (or nothing) answered every row alike
-        same = EstimateOut(platform=column.platform, seconds=column.seconds[0] if n else None, fallback=column.fallback,
-                           model_name=column.model_name, reason=column.reason)  # fmt: skip
+        same = EstimateOut(
+            platform=column.platform,
+            seconds=column.seconds[0] if n else None,
+            fallback=column.fallback,
+            model_name=column.model_name,
+            reason=column.reason,
+        )
         return [_plain(same, keep)] * n
     template = {f: getattr(column, f) if f in SHARED else DEFAULTS.get(f) for f in keep}
     rows = [template.copy() for _ in range(n)]
@@ -125,9 +202,19 @@ def _rows(state: ServiceState, algorithm: str, column: ScoredColumns, keep: tupl
         if values is not None:
             for row, value in zip(rows, values, strict=True):
                 row[name] = value
-    if column.used is not None and None in column.seconds:  # a row without a finite time gets the profile table's, as alone
-        lost = _plain(EstimateOut.model_validate(state.oracle.fallback(algorithm, column.platform, NOT_FINITE), from_attributes=True), keep)
-        rows = [{**lost, **{k: row[k] for k in MEMORY if k in row}} if s is None else row for row, s in zip(rows, column.seconds, strict=True)]
+    if (
+        column.used is not None and None in column.seconds
+    ):  # a row without a finite time gets the profile table's, as alone
+        lost = _plain(
+            EstimateOut.model_validate(
+                state.oracle.fallback(algorithm, column.platform, NOT_FINITE), from_attributes=True
+            ),
+            keep,
+        )
+        rows = [
+            {**lost, **{k: row[k] for k in MEMORY if k in row}} if s is None else row
+            for row, s in zip(rows, column.seconds, strict=True)
+        ]
     return rows
 
 
@@ -135,8 +222,15 @@ def _per_row(column: ScoredColumns, name: str) -> Iterable[Any] | None:
     """The values of field ``name`` row by row, from ``column``; None when every row has the shared value."""
     if name in PER_ROW:
         return getattr(column, name)
-    if name == "reason" and column.used is not None and column.extrapolating is not None and column.out_of_domain is not None:
-        return [outside_reason(b) if o else None for o, b in zip(column.extrapolating, column.out_of_domain, strict=True)]
+    if (
+        name == "reason"
+        and column.used is not None
+        and column.extrapolating is not None
+        and column.out_of_domain is not None
+    ):
+        return [
+            outside_reason(b) if o else None for o, b in zip(column.extrapolating, column.out_of_domain, strict=True)
+        ]
     if name == "features" and column.used is not None:
         return [dict(zip(column.feature_names, row, strict=True)) for row in column.used.tolist()]
     if name in SLURM:
@@ -154,4 +248,9 @@ def _plain(estimate: EstimateOut, keep: Sequence[str]) -> Item:
 def _refuse(results: list[Item | None], indices: list[int], algorithm: str, status: int, detail: str) -> None:
     """Answer each job at ``indices`` with the error it would get alone."""
     for index in indices:
-        results[index] = {"index": index, "algorithm": algorithm, "estimates": None, "error": {"status": status, "detail": detail}}
+        results[index] = {
+            "index": index,
+            "algorithm": algorithm,
+            "estimates": None,
+            "error": {"status": status, "detail": detail},
+        }

@@ -27,7 +27,10 @@ DESCRIPTIONS = {
 
 def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` entries for these error statuses."""
-    return {code: {"model": ValidationErrorOut if code == 422 else ErrorOut, "description": DESCRIPTIONS[code]} for code in codes}
+    return {
+        code: {"model": ValidationErrorOut if code == 422 else ErrorOut, "description": DESCRIPTIONS[code]}
+        for code in codes
+    }
 
 
 def install(app: FastAPI) -> None:
@@ -37,7 +40,9 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         if request.method == "POST" and "json" not in request.headers.get("content-type", ""):
-            return JSONResponse(status_code=422, content={"detail": "the body must be JSON (content-type: application/json)"})
+            return JSONResponse(
+                status_code=422, content={"detail": "the body must be JSON (content-type: application/json)"}
+            )
         # The offending input is left out: it may hold NaN or infinities, which JSON cannot carry.
         errors = [{"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
         errors = _matching_branch(errors, exc.body)
@@ -49,7 +54,9 @@ def install(app: FastAPI) -> None:
     async def _store_unavailable(_: Request, exc: Exception) -> JSONResponse:
         log.warning("measurement store unavailable", extra={"fields": {"error": str(exc).splitlines()[0][:300]}})
         return JSONResponse(
-            status_code=503, content={"detail": "the measurement store is unavailable; retry"}, headers={"retry-after": "1"}
+            status_code=503,
+            content={"detail": "the measurement store is unavailable; retry"},
+            headers={"retry-after": "1"},
         )
 
     @app.exception_handler(Exception)

@@ -42,7 +42,9 @@ class Status:
     source: str = "none"  # registry | cache | none
     registry_error: str | None = None
     last_refresh: datetime | None = None
-    unavailable: dict[str, str] = field(default_factory=dict)  # algorithm/platform -> why the registry's champion is not served
+    unavailable: dict[str, str] = field(
+        default_factory=dict
+    )  # algorithm/platform -> why the registry's champion is not served
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,9 @@ class ChampionWatcher:
         ``wait_s`` bounds the wait for a refresh already under way (the poller's); past it, nothing is done.
         """
         if not self._refreshing.acquire(timeout=-1 if wait_s is None else wait_s):
-            return Refresh(error=f"another refresh has been under way for over {wait_s:g} s (the registry is slow to answer)")
+            return Refresh(
+                error=f"another refresh has been under way for over {wait_s:g} s (the registry is slow to answer)"
+            )
         try:
             return self._refresh()
         finally:
@@ -135,7 +139,9 @@ class ChampionWatcher:
                     kept[pair] = self.source.load(version)
                     changed.append(_label(pair, target))
                 except Exception as exc:
-                    self.log.exception("cannot load champion", extra={"fields": {"model": version.name, "version": version.version}})
+                    self.log.exception(
+                        "cannot load champion", extra={"fields": {"model": version.name, "version": version.version}}
+                    )
                     self.metrics.reloads.labels("load_failed").inc()
                     problem = f"{_version(version)} cannot be loaded ({first_line(exc)})"
                     unavailable[_label(pair, target)] = self._keep(pair, target, kept, problem)
@@ -146,7 +152,9 @@ class ChampionWatcher:
         removed = []
         for target in Target:
             for pair in self.loaded[target]:
-                if pair not in fresh[target]:  # the alias was withdrawn from a model the registry knows: forget it here too
+                if (
+                    pair not in fresh[target]
+                ):  # the alias was withdrawn from a model the registry knows: forget it here too
                     self.source.forget(pair, target)
                     removed.append(_label(pair, target))
         self._swap(fresh, source="registry", error=None, unavailable=unavailable)
@@ -181,7 +189,9 @@ class ChampionWatcher:
             if self.status.source == "registry":
                 return
             self._swap(cached, source="cache" if count else "none", error=self.status.registry_error, unavailable={})
-        self.log.warning("serving cached champions", extra={"fields": {"champions": count, "error": self.status.registry_error}})
+        self.log.warning(
+            "serving cached champions", extra={"fields": {"champions": count, "error": self.status.registry_error}}
+        )
 
     def _unavailable(self, error: str) -> None:
         with self._state:
@@ -191,7 +201,12 @@ class ChampionWatcher:
         self.log.warning("model registry unavailable", extra={"fields": {"error": error}})
 
     def _swap(
-        self, loaded: dict[Target, dict[Pair, LoadedChampion]], *, source: str, error: str | None, unavailable: dict[str, str]
+        self,
+        loaded: dict[Target, dict[Pair, LoadedChampion]],
+        *,
+        source: str,
+        error: str | None,
+        unavailable: dict[str, str],
     ) -> None:
         """Compile what is new, then replace the oracle's time and memory models (and profile table) in one step."""
         served = {Target.TIME: self.oracle.models, Target.MEMORY: self.oracle.memory_models}
@@ -232,4 +247,3 @@ def _label(pair: Pair, target: Target = Target.TIME) -> str:
 
 def _version(version: ChampionVersion) -> str:
     return f"{version.name} version {version.version}"
-

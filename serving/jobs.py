@@ -34,7 +34,9 @@ def check_job(catalog: Catalog, algorithm: str, platforms: list[str] | None) -> 
         raise JobRejected(404, f"unknown algorithm {algorithm!r}; known: {', '.join(sorted(catalog.algorithms))}")
     unknown = [p for p in platforms or [] if p not in catalog.platforms]
     if unknown:
-        raise JobRejected(404, f"unknown platform(s) {', '.join(unknown)}; known: {', '.join(sorted(catalog.platforms))}")
+        raise JobRejected(
+            404, f"unknown platform(s) {', '.join(unknown)}; known: {', '.join(sorted(catalog.platforms))}"
+        )
 
 
 def deadline(state: ServiceState) -> float:
@@ -53,7 +55,9 @@ def prepare(state: ServiceState, job: PredictRequest, until: float) -> Job:
             budget = until - time.monotonic()
             if budget <= 0:
                 budget_s = state.settings.api_feature_budget_s
-                raise JobRejected(422, f"the feature-extraction budget of {budget_s} s for this request is spent; send features")
+                raise JobRejected(
+                    422, f"the feature-extraction budget of {budget_s} s for this request is spent; send features"
+                )
             params = resolve_file_params(catalog.algorithm(job.algorithm), params, state.settings.data_roots)
         return state.oracle.prepare(job.algorithm, params, job.platforms, job.features, budget_s=budget)
     except PathRefused as exc:
@@ -70,7 +74,10 @@ def estimates_out(estimates: dict[str, Estimate], job: PredictRequest) -> list[E
 
 def unimplemented_out(algorithm: str, asked: list[str] | None, answered: Iterable[str]) -> list[EstimateOut]:
     """An estimate without seconds for each platform asked about that the catalog gives no implementation of ``algorithm``."""
-    return [EstimateOut(platform=p, seconds=None, reason=not_implemented(algorithm, p)) for p in unimplemented(asked, answered)]
+    return [
+        EstimateOut(platform=p, seconds=None, reason=not_implemented(algorithm, p))
+        for p in unimplemented(asked, answered)
+    ]
 
 
 def unimplemented(asked: list[str] | None, answered: Iterable[str]) -> list[str]:

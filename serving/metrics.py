@@ -40,28 +40,44 @@ class Metrics:
             "predictor_http_requests", "HTTP requests answered.", ["method", "route", "status"], registry=self.registry
         )
         self.latency = Histogram(
-            "predictor_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"],
-            buckets=LATENCY_BUCKETS, registry=self.registry,
-        )  # fmt: skip
+            "predictor_http_request_duration_seconds",
+            "Time to answer an HTTP request.",
+            ["method", "route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.predictions = Counter(
-            "predictor_predictions", "Estimates served, per model and version.", ["model", "version"], registry=self.registry
+            "predictor_predictions",
+            "Estimates served, per model and version.",
+            ["model", "version"],
+            registry=self.registry,
         )
         self.observations = Counter(
             "predictor_observations", "Observations received, by outcome.", ["outcome"], registry=self.registry
         )
         self.reloads = Counter(
-            "predictor_model_reloads", "Champion refreshes from the registry, by outcome.", ["outcome"], registry=self.registry
+            "predictor_model_reloads",
+            "Champion refreshes from the registry, by outcome.",
+            ["outcome"],
+            registry=self.registry,
         )
         self.champions = Gauge(
             "predictor_champions", "Champion models being served.", registry=self.registry, multiprocess_mode="livemax"
         )
         self.registry_up = Gauge(
-            "predictor_registry_up", "1 when the last registry check succeeded, else 0.", registry=self.registry,
+            "predictor_registry_up",
+            "1 when the last registry check succeeded, else 0.",
+            registry=self.registry,
             multiprocess_mode="livemin",
-        )  # fmt: skip
+        )
         self.live = {
-            name: Gauge(f"predictor_live_{name}", f"Live {name} of served estimates over each pair's window.",
-                        ["algorithm", "platform"], registry=self.registry, multiprocess_mode="livemostrecent")  # fmt: skip
+            name: Gauge(
+                f"predictor_live_{name}",
+                f"Live {name} of served estimates over each pair's window.",
+                ["algorithm", "platform"],
+                registry=self.registry,
+                multiprocess_mode="livemostrecent",
+            )
             for name in LIVE_METRICS
         }
 
@@ -85,7 +101,9 @@ class Metrics:
         for c in columns:
             self.predictions.labels(c.model_name or "none", c.model_version or "").inc(len(c.seconds))
             if c.memory_model_name is not None and c.memory is not None:
-                self.predictions.labels(c.memory_model_name, c.memory_model_version or "").inc(sum(m is not None for m in c.memory))
+                self.predictions.labels(c.memory_model_name, c.memory_model_version or "").inc(
+                    sum(m is not None for m in c.memory)
+                )
 
     def set_live(self, report: Mapping[tuple[str, str], Mapping[str, float]]) -> None:
         """Replace the live-error gauges by ``report`` (pair -> metrics; see predictor.live)."""

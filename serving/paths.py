@@ -75,14 +75,20 @@ def resolve_under_roots(value: Any, roots: list[Path]) -> Path:
         try:
             members = _prefix_members(real)
             if any(not m.resolve().is_relative_to(real_root) for m in members):
-                raise PathNotAllowed(f"database prefix {_shown(value)} has files leading outside the data roots ({names})")
+                raise PathNotAllowed(
+                    f"database prefix {_shown(value)} has files leading outside the data roots ({names})"
+                )
             if real.is_file() or (members and all(m.is_file() for m in members)):
                 return real
         except OSError as exc:  # e.g. a name over the file system's 255 bytes
-            raise PathNotFound(f"input path {_shown(value)} cannot be looked up under the data roots: {exc.strerror}") from None
+            raise PathNotFound(
+                f"input path {_shown(value)} cannot be looked up under the data roots: {exc.strerror}"
+            ) from None
     if inside:
         raise PathNotFound(f"no file (nor database prefix) {_shown(value)} under the data roots ({names})")
-    raise PathNotAllowed(f"input path {_shown(value)} leads outside the data roots ({names}); name files relative to a root")
+    raise PathNotAllowed(
+        f"input path {_shown(value)} leads outside the data roots ({names}); name files relative to a root"
+    )
 
 
 def _shown(value: Any) -> str:

@@ -28,7 +28,9 @@ from serving.telemetry import LOGGER_NAME
 
 HEAD_END = b"\r\n\r\n"
 LINGER_S = 1.0  # how long a refused connection's remaining bytes are read and dropped before it closes
-WORKER_HEALTHCHECK_S = 180  # a worker that does not answer uvicorn's ping this long is replaced (a start loads every champion)
+WORKER_HEALTHCHECK_S = (
+    180  # a worker that does not answer uvicorn's ping this long is replaced (a start loads every champion)
+)
 
 
 class BoundedHead(HttpToolsProtocol):
@@ -87,22 +89,33 @@ class BoundedHead(HttpToolsProtocol):
     def _refuse(self) -> None:
         """Answer 431 for a head over the size limit."""
         limit = self.config.h11_max_incomplete_event_size
-        self._answer_and_close(b"431 Request Header Fields Too Large", f"request line and headers are over the limit of {limit} bytes")
-        logging.getLogger(LOGGER_NAME).warning("request head over the limit", extra={"fields": {"client": str(self.client), "limit": limit}})
+        self._answer_and_close(
+            b"431 Request Header Fields Too Large", f"request line and headers are over the limit of {limit} bytes"
+        )
+        logging.getLogger(LOGGER_NAME).warning(
+            "request head over the limit", extra={"fields": {"client": str(self.client), "limit": limit}}
+        )
 
     def _head_too_slow(self) -> None:
         """Answer 408 for a head (or a new connection's first bytes) not complete within the time limit."""
         self._head_timer = None
         if self._refused is not None or self.transport.is_closing():
             return
-        self._answer_and_close(b"408 Request Timeout", f"request line and headers did not arrive within {self._head_timeout_s:g} s")
-        logging.getLogger(LOGGER_NAME).warning("request head too slow", extra={"fields": {"client": str(self.client), "timeout_s": self._head_timeout_s}})
+        self._answer_and_close(
+            b"408 Request Timeout", f"request line and headers did not arrive within {self._head_timeout_s:g} s"
+        )
+        logging.getLogger(LOGGER_NAME).warning(
+            "request head too slow", extra={"fields": {"client": str(self.client), "timeout_s": self._head_timeout_s}}
+        )
 
     def _answer_and_close(self, status: bytes, detail: str) -> None:
         """Answer ``status`` at once, stop parsing, and close after a short linger (the client sees the answer, not a reset)."""
         self._cancel_head_timer()
         body = json.dumps({"detail": detail}).encode()
-        head = b"HTTP/1.1 %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % (status, len(body))
+        head = b"HTTP/1.1 %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % (
+            status,
+            len(body),
+        )
         self.transport.write(head + body)
         if self.transport.can_write_eof():
             self.transport.write_eof()
@@ -111,7 +124,10 @@ class BoundedHead(HttpToolsProtocol):
 
 def server_options(settings: Settings) -> dict[str, Any]:
     """uvicorn options the API is served with (``predictor serve`` and the tests' live servers alike)."""
-    return {"http": partial(BoundedHead, head_timeout_s=settings.api_header_timeout_s), "h11_max_incomplete_event_size": settings.api_max_header_bytes}
+    return {
+        "http": partial(BoundedHead, head_timeout_s=settings.api_header_timeout_s),
+        "h11_max_incomplete_event_size": settings.api_max_header_bytes,
+    }
 
 
 def serve_workers(settings: Settings, host: str, port: int, workers: int) -> None:
@@ -125,6 +141,13 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int) -> Non
     os.environ[MULTIPROC_ENV] = str(metrics_dir)  # read by each worker as it starts (they inherit the environment)
     os.environ["PREDICTOR_SCHEDULER_EMBEDDED"] = "false"
     uvicorn.run(
-        "serving.app:create_app", factory=True, workers=workers, host=host, port=port, log_level="info", access_log=False,
-        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S, **server_options(settings),
-    )  # fmt: skip
+        "serving.app:create_app",
+        factory=True,
+        workers=workers,
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=False,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+        **server_options(settings),
+    )

@@ -32,9 +32,13 @@ def build_state(settings: Settings, metrics: Metrics) -> ServiceState:
     store.migrate()
     bound_registry_requests(settings.api_registry_timeout_s)
     oracle = RuntimeOracle(
-        catalog, {}, store.profile_table(), coverage=settings.interval_coverage, limit_quantile=settings.limit_quantile,
+        catalog,
+        {},
+        store.profile_table(),
+        coverage=settings.interval_coverage,
+        limit_quantile=settings.limit_quantile,
         memory_limit_quantile=settings.memory_limit_quantile,
-    )  # fmt: skip
+    )
     watcher = ChampionWatcher(
         oracle,
         ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache, settings.api_registry_timeout_s),

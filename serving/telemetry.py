@@ -40,7 +40,9 @@ class JsonFormatter(logging.Formatter):
         entry.update(getattr(record, "fields", {}))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return redact_uri(json.dumps(entry, default=str))  # a registry's password in an error or traceback is not logged
+        return redact_uri(
+            json.dumps(entry, default=str)
+        )  # a registry's password in an error or traceback is not logged
 
 
 def configure_logging(level: str) -> logging.Logger:
@@ -70,7 +72,9 @@ class Telemetry:
             await self.app(scope, receive, send)
             return
         request_id = _request_id(scope) or f"{self._prefix}-{next(self._counter):x}"
-        REQUEST_ID.set(request_id)  # the request's own task context; the 500 handler outside this middleware reads it too
+        REQUEST_ID.set(
+            request_id
+        )  # the request's own task context; the 500 handler outside this middleware reads it too
         started = time.perf_counter()
         status = 500
 
@@ -78,7 +82,10 @@ class Telemetry:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message = {**message, "headers": [*message.get("headers", []), (REQUEST_ID_HEADER.encode(), request_id.encode())]}
+                message = {
+                    **message,
+                    "headers": [*message.get("headers", []), (REQUEST_ID_HEADER.encode(), request_id.encode())],
+                }
             await send(message)
 
         try:
@@ -88,8 +95,13 @@ class Telemetry:
             route = getattr(scope.get("route"), "path", "unmatched")  # the template, never the raw path
             self.metrics.observe_request(scope["method"], route, status, seconds)
             if self.log.isEnabledFor(logging.INFO):
-                fields = {"method": scope["method"], "path": scope["path"], "route": route, "status": status,
-                          "duration_ms": round(seconds * 1000, 3)}  # fmt: skip
+                fields = {
+                    "method": scope["method"],
+                    "path": scope["path"],
+                    "route": route,
+                    "status": status,
+                    "duration_ms": round(seconds * 1000, 3),
+                }
                 self.log.info("request", extra={"fields": fields})
 
 

@@ -31,36 +31,65 @@ DEFAULT_ESTIMATES: dict[str, EstimateSource] = {"oracle": Truth(), "model": Fitt
 CONFIDENCE = 0.95
 KEYS = ("policy", "estimates")  # what a summary row is about; ``seed`` is what it averages over
 TABLE_METRICS = (
-    "makespan", "makespan_ratio", "mean_completion", "mean_waiting", "max_waiting", "mean_slowdown", "avebsld", "utilisation",
+    "makespan",
+    "makespan_ratio",
+    "mean_completion",
+    "mean_waiting",
+    "max_waiting",
+    "mean_slowdown",
+    "avebsld",
+    "utilisation",
     "energy_kwh",
-)  # fmt: skip
+)
 METRICS = (*(f.name for f in fields(Metrics)), "lower_bound", "makespan_ratio", "sim_seconds")  # columns per run
 # shown only when some run has them, so the table stays narrow where they cannot happen
 OCCASIONAL_METRICS = (
-    "tardiness", "deadline_misses", "unfinished", "dropped", "failed", "wasted_seconds", "interrupted", "underestimated",
-    "over_request", "predicted_starts", "start_error_median", "start_within_10min",
-)  # fmt: skip
+    "tardiness",
+    "deadline_misses",
+    "unfinished",
+    "dropped",
+    "failed",
+    "wasted_seconds",
+    "interrupted",
+    "underestimated",
+    "over_request",
+    "predicted_starts",
+    "start_error_median",
+    "start_within_10min",
+)
 HIGHER_IS_BETTER = frozenset({"done", "utilisation", "start_within_10min"})  # every other metric ranks smallest first
 Progress = Callable[[str, int, int], None]  # (label of the run just finished, runs done, runs in all)
 
 
-def resolve_policies(workload: Workload, requested: Mapping[str, PolicyChoice] | None = None) -> dict[str, PolicyChoice]:
+def resolve_policies(
+    workload: Workload, requested: Mapping[str, PolicyChoice] | None = None
+) -> dict[str, PolicyChoice]:
     """``requested`` (label -> policy) checked against the workload, or every policy the workload can run."""
     if not requested:
         on_nodes = any(m.node_slots for m in workload.cluster.machines)  # only policies that place jobs on nodes
-        names = [n for n in applicable_policies(workload.provides) if not on_nodes or PolicyChoice(n).build().places_nodes]
+        names = [
+            n for n in applicable_policies(workload.provides) if not on_nodes or PolicyChoice(n).build().places_nodes
+        ]
         return {name: PolicyChoice(name) for name in names}
     for choice in requested.values():
         if missing := choice.needs - workload.provides:
-            raise ValueError(f"policy {choice.name!r} needs {', '.join(sorted(missing))}, which workload {workload.name} does not provide")
+            raise ValueError(
+                f"policy {choice.name!r} needs {', '.join(sorted(missing))}, which workload {workload.name} does not provide"
+            )
     return dict(requested)
 
 
-def resolve_estimates(workload: Workload, requested: Mapping[str, EstimateSource] | None = None) -> dict[str, EstimateSource]:
+def resolve_estimates(
+    workload: Workload, requested: Mapping[str, EstimateSource] | None = None
+) -> dict[str, EstimateSource]:
     """``requested`` (label -> source), or the defaults without the fitted model when the workload has no history."""
     if requested:
         return dict(requested)
-    return {label: source for label, source in DEFAULT_ESTIMATES.items() if not isinstance(source, Fitted) or workload.history}
+    return {
+        label: source
+        for label, source in DEFAULT_ESTIMATES.items()
+        if not isinstance(source, Fitted) or workload.history
+    }
 
 
 def run_grid(
@@ -97,10 +126,17 @@ def run_grid(
             for policy_label, policy in chosen_policies.items():
                 result, metrics = run(w, policy.build(), oracle, label=source_label)
                 rows.append(
-                    {"workload": w.name, "policy": policy_label, "estimates": source_label, "seed": seed, **metrics.as_dict(),
-                     "lower_bound": bound, "makespan_ratio": metrics.makespan / bound if bound > 0 else math.nan,
-                     "sim_seconds": result.wall_seconds}
-                )  # fmt: skip
+                    {
+                        "workload": w.name,
+                        "policy": policy_label,
+                        "estimates": source_label,
+                        "seed": seed,
+                        **metrics.as_dict(),
+                        "lower_bound": bound,
+                        "makespan_ratio": metrics.makespan / bound if bound > 0 else math.nan,
+                        "sim_seconds": result.wall_seconds,
+                    }
+                )
                 if progress is not None:
                     progress(f"{policy_label} / {source_label} / seed {seed}", len(rows), total)
     return pd.DataFrame(rows)
@@ -111,7 +147,9 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
 
     One run gives no interval (NaN); identical runs give a zero-width one.
     """
-    metrics = [c for c in runs.columns if c not in (*KEYS, "workload", "seed") and pd.api.types.is_numeric_dtype(runs[c])]
+    metrics = [
+        c for c in runs.columns if c not in (*KEYS, "workload", "seed") and pd.api.types.is_numeric_dtype(runs[c])
+    ]
     quantile = (1.0 + CONFIDENCE) / 2.0
     out = []
     for (policy, source), group in runs.groupby(list(KEYS), sort=False):
@@ -125,8 +163,18 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
                 half = 0.0  # exactly, not a rounding residue of the mean
             else:
                 half = float(stats.t.ppf(quantile, n - 1) * values.std(ddof=1) / math.sqrt(n))
-            out.append({"policy": policy, "estimates": source, "metric": metric, "runs": n, "mean": mean,
-                        "half_width": half, "low": mean - half, "high": mean + half})  # fmt: skip
+            out.append(
+                {
+                    "policy": policy,
+                    "estimates": source,
+                    "metric": metric,
+                    "runs": n,
+                    "mean": mean,
+                    "half_width": half,
+                    "low": mean - half,
+                    "high": mean + half,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -138,7 +186,9 @@ def table_metrics(runs: pd.DataFrame, extra: Sequence[str] = ()) -> list[str]:
 
 def table(summary: pd.DataFrame, metrics: Sequence[str], sort_by: str) -> tuple[list[str], list[list[str]]]:
     """Header and rows ``mean ± half-width``, grouped by estimate source (in run order), best mean ``sort_by`` first."""
-    wide = summary.pivot_table(index=list(KEYS), columns="metric", values=["mean", "half_width"], sort=False, dropna=False)
+    wide = summary.pivot_table(
+        index=list(KEYS), columns="metric", values=["mean", "half_width"], sort=False, dropna=False
+    )
     order = list(dict.fromkeys(summary["estimates"]))
     sign = -1.0 if sort_by in HIGHER_IS_BETTER else 1.0
     ranked = sorted(wide.index, key=lambda k: (order.index(k[1]), sign * wide.loc[k, ("mean", sort_by)]))
@@ -161,7 +211,15 @@ def _cell(mean: float, half: float) -> str:
     if math.isnan(mean):
         return "-"
     size = abs(mean)
-    digits = 0 if size >= 1000 else 1 if size >= 10 else 3 if size >= 0.1 or size == 0 else min(6, 2 - math.floor(math.log10(size)))
+    digits = (
+        0
+        if size >= 1000
+        else 1
+        if size >= 10
+        else 3
+        if size >= 0.1 or size == 0
+        else min(6, 2 - math.floor(math.log10(size)))
+    )
     return f"{mean:,.{digits}f}" if math.isnan(half) else f"{mean:,.{digits}f} ± {half:,.{digits}f}"
 
 
@@ -182,14 +240,24 @@ def plot(summary: pd.DataFrame, metric: str, path: str | Path, title: str = "") 
     for i, policy in enumerate(policies):
         mine = part[part["policy"] == policy].set_index("estimates").reindex(sources)
         x = np.arange(len(sources)) - 0.4 + width * (i + 0.5)
-        ax.bar(x, mine["mean"], width, yerr=mine["half_width"].fillna(0.0), capsize=3, label=policy, color=colors(i % colors.N))
+        ax.bar(
+            x,
+            mine["mean"],
+            width,
+            yerr=mine["half_width"].fillna(0.0),
+            capsize=3,
+            label=policy,
+            color=colors(i % colors.N),
+        )
     if metric == "makespan_ratio":
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--", label="lower bound")
     ax.set_xticks(np.arange(len(sources)), sources)
     ax.set_xlabel("estimates")
     ax.set_ylabel(f"{metric} (mean, {int(part['runs'].max())} runs, {CONFIDENCE:.0%} CI)")
     ax.set_title(title or metric)
-    ax.legend(fontsize=8, ncols=1 + len(policies) // 16, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars
+    ax.legend(
+        fontsize=8, ncols=1 + len(policies) // 16, loc="upper left", bbox_to_anchor=(1.01, 1.0)
+    )  # beside the bars
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120, bbox_inches="tight")
@@ -205,5 +273,7 @@ def save(runs: pd.DataFrame, summary: pd.DataFrame, metric: str, directory: str 
     runs.to_csv(paths[0], index=False)
     summary.to_csv(paths[1], index=False)
     seeds = runs["seed"].nunique()
-    paths.append(plot(summary, metric, base / f"{safe}-{metric}.png", f"{stem}: {metric}, {seeds} seed{'s' * (seeds > 1)}"))
+    paths.append(
+        plot(summary, metric, base / f"{safe}-{metric}.png", f"{stem}: {metric}, {seeds} seed{'s' * (seeds > 1)}")
+    )
     return paths

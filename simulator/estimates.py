@@ -49,7 +49,9 @@ def requested(workload: Workload) -> TableOracle:
     return TableOracle(table, "requested")
 
 
-def fit_champions(history: Sequence[Measurement], model: str = DEFAULT_MODEL, seed: int = 0) -> dict[tuple[str, str], Champion]:
+def fit_champions(
+    history: Sequence[Measurement], model: str = DEFAULT_MODEL, seed: int = 0
+) -> dict[tuple[str, str], Champion]:
     """One fitted zoo ``model`` per (algorithm, platform) of ``history``, wrapped as champions."""
     from models.zoo import make_model
 
@@ -63,9 +65,14 @@ def fit_champions(history: Sequence[Measurement], model: str = DEFAULT_MODEL, se
         frame = pd.DataFrame([[r.features.get(n, np.nan) for n in names] for r in runs], columns=names)
         fitted = make_model(model, seed=seed).fit(frame, np.array([r.wall_seconds for r in runs]))
         out[(algorithm, platform)] = Champion(
-            algorithm=algorithm, platform=platform, name=f"sim-{model}-{algorithm}-{platform}", version="fitted",
-            flavor="sklearn", feature_names=names, model=fitted,
-        )  # fmt: skip
+            algorithm=algorithm,
+            platform=platform,
+            name=f"sim-{model}-{algorithm}-{platform}",
+            version="fitted",
+            flavor="sklearn",
+            feature_names=names,
+            model=fitted,
+        )
     return out
 
 
@@ -75,7 +82,9 @@ def predicted(jobs: Sequence[JobSpec], champions: dict[tuple[str, str], Champion
     Gives the numbers :class:`predictor.oracle.RuntimeOracle` gives for the same champions and features, and
     leaves a platform without a champion unknown.
     """
-    table: dict[str, dict[str, float | None]] = {job_key(j.algorithm, j.params): dict.fromkeys(j.true_times) for j in jobs}
+    table: dict[str, dict[str, float | None]] = {
+        job_key(j.algorithm, j.params): dict.fromkeys(j.true_times) for j in jobs
+    }
     by_pair: dict[tuple[str, str], list[JobSpec]] = defaultdict(list)
     for j in jobs:
         for platform in j.true_times:

@@ -34,16 +34,29 @@ def plot(result: SimResult, path: str | Path, title: str | None = None) -> Path:
         for segment, (low, high) in zip(segments, _lanes(segments, result.slots[machine])):
             lost = segment.outcome in ("cancelled", "paused", "lost")
             bottom, top = y - 0.4 + 0.8 * low, y - 0.4 + 0.8 * high
-            boxes[(key(segment), lost)].append([(segment.start, bottom), (segment.start, top), (segment.end, top), (segment.end, bottom)])
+            boxes[(key(segment), lost)].append(
+                [(segment.start, bottom), (segment.start, top), (segment.end, top), (segment.end, bottom)]
+            )
             if label:
-                ax.text((segment.start + segment.end) / 2, (bottom + top) / 2, segment.job, ha="center", va="center", fontsize=8)
+                ax.text(
+                    (segment.start + segment.end) / 2,
+                    (bottom + top) / 2,
+                    segment.job,
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                )
     for (name, lost), polygons in boxes.items():
         ax.add_collection(
             PolyCollection(
-                polygons, facecolors=color[name], edgecolors="black" if label else "none", linewidths=0.5,
-                hatch="///" if lost else None, alpha=0.45 if lost else 0.9,
+                polygons,
+                facecolors=color[name],
+                edgecolors="black" if label else "none",
+                linewidths=0.5,
+                hatch="///" if lost else None,
+                alpha=0.45 if lost else 0.9,
             )
-        )  # fmt: skip
+        )
     for machine, spans in result.offline.items():
         for a, b in spans:
             ax.broken_barh([(a, b - a)], (row[machine] - 0.45, 0.9), facecolors="lightgrey", alpha=0.6, zorder=0)

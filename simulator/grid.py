@@ -248,9 +248,11 @@ class Waste:
 
     def __add__(self, other: Waste) -> Waste:
         return Waste(
-            self.cpu_killed + other.cpu_killed, self.cpu_finished + other.cpu_finished,
-            self.bytes_killed + other.bytes_killed, self.bytes_finished + other.bytes_finished,
-        )  # fmt: skip
+            self.cpu_killed + other.cpu_killed,
+            self.cpu_finished + other.cpu_finished,
+            self.bytes_killed + other.bytes_killed,
+            self.bytes_finished + other.bytes_finished,
+        )
 
 
 def _ratio(part: float, whole: float) -> float:
@@ -264,6 +266,8 @@ def waste(record: GridRecord) -> Waste:
     killed = [r for r in record.runs if r.outcome == "cancelled"]
     finished = [r for r in record.runs if r.outcome == "done"]
     return Waste(
-        sum(r.compute_seconds for r in killed), sum(r.compute_seconds for r in finished),
-        sum(r.fetched for r in killed), sum(r.fetched for r in finished),
-    )  # fmt: skip
+        sum(r.compute_seconds for r in killed),
+        sum(r.compute_seconds for r in finished),
+        sum(r.fetched for r in killed),
+        sum(r.fetched for r in finished),
+    )

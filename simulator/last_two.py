@@ -41,7 +41,9 @@ class LastTwoMeanOracle(TerminationOracle):
         answer = self.served.get(key)
         if answer is None:
             value = self._predict(params or {}, features or {})
-            answer = self.served[key] = {p: Estimate(platform=p, seconds=value, model_name=LABEL) for p in self.eligible[key]}
+            answer = self.served[key] = {
+                p: Estimate(platform=p, seconds=value, model_name=LABEL) for p in self.eligible[key]
+            }
         return {p: e for p, e in answer.items() if platforms is None or p in platforms}
 
     def terminated(self, job: Job, wall: float) -> None:
@@ -62,6 +64,8 @@ class LastTwoMeanOracle(TerminationOracle):
         if runs is None:
             runs = self.recent[user] = deque(maxlen=2)
             finished = int(features.get("history.finished_jobs", 0))
-            seeds = [features.get("history.last2"), features.get("history.last1")][-min(finished, 2) :] if finished else []
+            seeds = (
+                [features.get("history.last2"), features.get("history.last1")][-min(finished, 2) :] if finished else []
+            )
             runs.extend(float(s) for s in seeds if s is not None)
         return runs

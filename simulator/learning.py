@@ -32,10 +32,23 @@ from training.worker import why_due
 # Members that fit in milliseconds to a second on thousands of rows: a simulation retrains hundreds of times.
 # The networks and the SVR search (seconds to minutes per fit) are left out; name them to include them.
 SIMULATION_MODELS = (
-    "mean", "profile_mean", "last_two_mean", "requested_time", "linear", "linear_log", "linear_log_smeared",
-    "lad_log", "quadratic_log", "simple_linear", "simple_linear_log", "isotonic", "isotonic_log",
-    "lightgbm", "lightgbm_log", "lightgbm_log_smeared",
-)  # fmt: skip
+    "mean",
+    "profile_mean",
+    "last_two_mean",
+    "requested_time",
+    "linear",
+    "linear_log",
+    "linear_log_smeared",
+    "lad_log",
+    "quadratic_log",
+    "simple_linear",
+    "simple_linear_log",
+    "isotonic",
+    "isotonic_log",
+    "lightgbm",
+    "lightgbm_log",
+    "lightgbm_log_smeared",
+)
 
 
 CHUNK = 512  # upcoming jobs of an algorithm estimated together, in one model call per platform
@@ -71,30 +84,40 @@ class LearningOracle(QuantileOracle, ObservingOracle):
     def __init__(self, workload: Workload, settings: Settings, options: LearningOptions = LearningOptions()) -> None:
         self.settings = settings.model_copy(
             update={
-                "cv_folds": options.folds, "train_models": list(options.models), "n_jobs": 1,
-                "retrain_min_new_runs": options.min_new_runs, "retrain_min_new_fraction": options.min_new_fraction,
-            **({"limit_quantile": options.limit_quantile} if options.limit_quantile is not None else {}),
+                "cv_folds": options.folds,
+                "train_models": list(options.models),
+                "n_jobs": 1,
+                "retrain_min_new_runs": options.min_new_runs,
+                "retrain_min_new_fraction": options.min_new_fraction,
+                **({"limit_quantile": options.limit_quantile} if options.limit_quantile is not None else {}),
             }
-        )  # fmt: skip
+        )
         self.options = options
         self.store = MemoryMeasurements()
         self.book = MemoryChampions()
         self.tracker = MemoryTracker(settings.interval_coverage)
         self.log = LearningLog()
         self.eligible = {job_key(j.algorithm, j.params): tuple(j.true_times) for j in workload.jobs}
-        self.queue: dict[str, list[tuple[str, dict[str, float], tuple[str, ...]]]] = {}  # per algorithm, in submit order
+        self.queue: dict[
+            str, list[tuple[str, dict[str, float], tuple[str, ...]]]
+        ] = {}  # per algorithm, in submit order
         self.position: dict[str, int] = {}
         for spec in sorted(workload.jobs, key=lambda j: j.submit):
             key, jobs = job_key(spec.algorithm, spec.params), self.queue.setdefault(spec.algorithm, [])
             self.position[key] = len(jobs)
             jobs.append((key, dict(spec.features or {}), tuple(spec.true_times)))
-        self.answers: dict[tuple[str, str], tuple[object, dict[str, Estimate]]] = {}  # per pair: (served model, answers)
+        self.answers: dict[
+            tuple[str, str], tuple[object, dict[str, Estimate]]
+        ] = {}  # per pair: (served model, answers)
         self.served: dict[str, dict[str, Estimate]] = {}
         self.served_by: dict[str, dict[str, ServedModel | None]] = {}  # the model behind each first answer
         self.ladders: dict[tuple[str, str], tuple[float, ...]] = {}  # quantiles() of jobs that outlived their estimate
         self._ends: dict[tuple[str, str], int] = {}
         self.oracle = RuntimeOracle(
-            _catalog(workload), {}, coverage=self.settings.interval_coverage, limit_quantile=self.settings.limit_quantile
+            _catalog(workload),
+            {},
+            coverage=self.settings.interval_coverage,
+            limit_quantile=self.settings.limit_quantile,
         )
         self.store.add(workload.history)
         self._retrain(dict.fromkeys(self.store.pairs(), "history"))
@@ -118,7 +141,9 @@ class LearningOracle(QuantileOracle, ObservingOracle):
             self.served[key] = answer
             self.served_by[key] = {p: self.oracle.models.get((algorithm, p)) for p in answer}
         if self.options.plan == "limit":
-            return {p: e.model_copy(update={"seconds": e.limit}) if e.limit is not None else e for p, e in answer.items()}
+            return {
+                p: e.model_copy(update={"seconds": e.limit}) if e.limit is not None else e for p, e in answer.items()
+            }
         return answer
 
     def quantiles(self, job: Job, platform: str) -> tuple[float, ...]:
@@ -153,7 +178,11 @@ class LearningOracle(QuantileOracle, ObservingOracle):
         found = cached[1]
         if key not in found:
             start = self.position[key]
-            chunk = [(k, f) for k, f, where in self.queue[algorithm][start : start + CHUNK] if platform in where and k not in found]
+            chunk = [
+                (k, f)
+                for k, f, where in self.queue[algorithm][start : start + CHUNK]
+                if platform in where and k not in found
+            ]
             answers = self.oracle.estimate_jobs([OracleJob(algorithm, (platform,), f) for _, f in chunk])
             found.update((k, a[platform]) for (k, _), a in zip(chunk, answers, strict=True))
         return found[key]
@@ -163,16 +192,28 @@ class LearningOracle(QuantileOracle, ObservingOracle):
         pair = (job.algorithm, machine.platform)
         run_id = f"sim-{job.id}-{run.attempt}"
         measurement = Measurement(
-            run_id=run_id, algorithm=job.algorithm, platform=machine.platform, features=dict(job.features or {}),
-            wall_seconds=max(wall, 0.0), source=Source.PRODUCTION,
-        )  # fmt: skip
+            run_id=run_id,
+            algorithm=job.algorithm,
+            platform=machine.platform,
+            features=dict(job.features or {}),
+            wall_seconds=max(wall, 0.0),
+            source=Source.PRODUCTION,
+        )
         estimate = self.served.get(job_key(job.algorithm, job.params), {}).get(machine.platform)
-        served = ServedEstimate.of(run_id, job.algorithm, estimate, origin="scheduler") if estimate is not None else None
+        served = (
+            ServedEstimate.of(run_id, job.algorithm, estimate, origin="scheduler") if estimate is not None else None
+        )
         self.store.add([measurement], [served] if served is not None else [])
         ends = self._ends[pair] = self._ends.get(pair, 0) + 1
         incumbent = self.book.incumbent(*pair)
-        if incumbent is not None and (self.store.count(*pair, informative_only=True) - (incumbent.n_rows or 0)
-                                      < self.settings.retrain_min_new_runs) and ends % self.options.drift_every:
+        if (
+            incumbent is not None
+            and (
+                self.store.count(*pair, informative_only=True) - (incumbent.n_rows or 0)
+                < self.settings.retrain_min_new_runs
+            )
+            and ends % self.options.drift_every
+        ):
             return  # neither enough new runs nor a drift check due: skip the full rule (the common case)
         reason = why_due(self.settings, self.store, *pair, incumbent)
         if reason is not None:
@@ -205,7 +246,14 @@ class LearningOracle(QuantileOracle, ObservingOracle):
 def _catalog(workload: Workload) -> Catalog:
     """A catalog of the workload's algorithms and platforms (the oracle reads no parameters or commands of it)."""
     platforms = {
-        name: {"kind": "cpu", "cores": 1, "clock_ghz": 1.0, "memory_gb": 1.0, "disk": "hdd", "power_watts": max(p.power_watts, 1.0)}
+        name: {
+            "kind": "cpu",
+            "cores": 1,
+            "clock_ghz": 1.0,
+            "memory_gb": 1.0,
+            "disk": "hdd",
+            "power_watts": max(p.power_watts, 1.0),
+        }
         for name, p in workload.cluster.platforms.items()
     }
     runs_on: dict[str, set[str]] = {}

@@ -70,7 +70,11 @@ def memory_jobs(log: SwfLog) -> list[MemoryJob]:
             continue
         requested_time = None if job.requested_time == UNKNOWN else job.requested_time
         requested = None if job.requested_memory == UNKNOWN else job.requested_memory * KB
-        out.append(MemoryJob(job.job, job.user, procs, job.submit, job.end, job.run, requested_time, job.used_memory * KB, requested))
+        out.append(
+            MemoryJob(
+                job.job, job.user, procs, job.submit, job.end, job.run, requested_time, job.used_memory * KB, requested
+            )
+        )
     return sorted(out, key=lambda j: j.submit)
 
 
@@ -137,7 +141,16 @@ class LastRuns:
         self.runs.setdefault(job_class(job, self.scope), deque(maxlen=self.k)).appendleft(job.peak)
 
 
-MEMORY_FEATURES = ("procs", "request.time", "user.last1", "user.last2", "user.last3", "user.max", "class.last", "class.max")
+MEMORY_FEATURES = (
+    "procs",
+    "request.time",
+    "user.last1",
+    "user.last2",
+    "user.last3",
+    "user.max",
+    "class.last",
+    "class.max",
+)
 
 
 class OnlineQuantile:
@@ -156,7 +169,14 @@ class OnlineQuantile:
         recent = list(self.users.get(job.user, ()))
         recent += [math.nan] * (3 - len(recent))
         last, most = self.classes.get((job.user, job.procs), [math.nan, math.nan])
-        values = [job.procs, job.requested_time or math.nan, *recent[:3], self.user_max.get(job.user, math.nan), last, most]
+        values = [
+            job.procs,
+            job.requested_time or math.nan,
+            *recent[:3],
+            self.user_max.get(job.user, math.nan),
+            last,
+            most,
+        ]
         return np.array([v / 2**20 if i >= 2 else v for i, v in enumerate(values)], dtype=float)
 
     def limit(self, job: MemoryJob) -> float | None:
@@ -187,7 +207,9 @@ class SizeyModels:
 
     def __init__(self, scope: Scope = "user", seed: int = 0) -> None:
         self.scope, self.seed = scope, seed
-        self.fitted: dict[tuple[tuple[int, ...], int], list[Callable[[np.ndarray], float]]] = {}  # (class, ended): models
+        self.fitted: dict[
+            tuple[tuple[int, ...], int], list[Callable[[np.ndarray], float]]
+        ] = {}  # (class, ended): models
         self.predictions: dict[int, tuple[float, ...] | None] = {}
 
     def predict(self, job: MemoryJob, ended: Sequence[MemoryJob]) -> tuple[float, ...] | None:
@@ -230,7 +252,8 @@ class SizeyStyle:
         errors = self.errors.get(key) or [deque() for _ in SIZEY_MODELS]
         biggest = max(predictions)
         raq = [
-            self.alpha * (-p / biggest) + (1 - self.alpha) * (-(statistics.fmean(abs(e) for e in errs) if errs else 0.0))
+            self.alpha * (-p / biggest)
+            + (1 - self.alpha) * (-(statistics.fmean(abs(e) for e in errs) if errs else 0.0))
             for p, errs in zip(predictions, errors)
         ]
         best = int(np.argmax(raq))

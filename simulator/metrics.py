@@ -103,7 +103,9 @@ def compute(result: SimResult) -> Metrics:
         deadline_misses=misses,
         utilisation=busy / online if online else 0.0,
         energy_kwh=joules / 3.6e6,
-        wasted_seconds=sum(s.end - s.start for s in result.segments if s.outcome in ("cancelled", "lost", "oom", "timeout")),
+        wasted_seconds=sum(
+            s.end - s.start for s in result.segments if s.outcome in ("cancelled", "lost", "oom", "timeout")
+        ),
         interrupted=sum(1 for s in result.segments if s.outcome in ("cancelled", "paused")),
         avebsld=sum(max(1.0, s) for s in slowdown) / n if n else 0.0,
         max_waiting=max(waits, default=0.0),

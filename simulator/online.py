@@ -59,9 +59,14 @@ class OnlineOracle(QuantileOracle, TerminationOracle):
     def __init__(self, workload: Workload, options: OnlineOptions = OnlineOptions()) -> None:
         self.options = options
         self.model = AsymmetricOnlineRegressor(
-            under=options.under, over=options.over, under_weight=options.under_weight, over_weight=options.over_weight,
-            dead_zone=options.dead_zone, area_columns=_AREA if options.area else None, log=options.log,
-        )  # fmt: skip
+            under=options.under,
+            over=options.over,
+            under_weight=options.under_weight,
+            over_weight=options.over_weight,
+            dead_zone=options.dead_zone,
+            area_columns=_AREA if options.area else None,
+            log=options.log,
+        )
         self.eligible = {job_key(j.algorithm, j.params): tuple(j.true_times) for j in workload.jobs}
         self.served: dict[str, dict[str, Estimate]] = {}
         self.ladders: dict[str, tuple[float, ...]] = {}
@@ -105,7 +110,9 @@ class OnlineOracle(QuantileOracle, TerminationOracle):
         the member has learned a run, the request (as EASY plans without estimates)."""
         request = requested_seconds(params)
         if self.model.n_seen_ == 0:
-            return {p: Estimate(platform=p, seconds=request, model_name=self.options.label()) for p in self.eligible[key]}
+            return {
+                p: Estimate(platform=p, seconds=request, model_name=self.options.label()) for p in self.eligible[key]
+            }
         point = self.model.predict_one(_row(features))
         residuals = self.model.residual_quantiles((*LADDER, self.options.level))
         seconds = point * float(np.exp(residuals[self.options.level])) if self.options.plan == "quantile" else point

@@ -86,7 +86,9 @@ class PlanningConfig:
         return f"{self.loss}, {self.number}, {self.correction}, {self.order}"
 
 
-def past_windows(log: Path, start: float, stop: float, parts: int, nodes: Literal["pooled", "packed"] = "pooled") -> list[Workload]:
+def past_windows(
+    log: Path, start: float, stop: float, parts: int, nodes: Literal["pooled", "packed"] = "pooled"
+) -> list[Workload]:
     """The SWF log's jobs between its ``start`` and ``stop`` fractions as ``parts`` consecutive replays, each after all
     the log before it as history: the windows :func:`choose` scores on."""
     cuts = [start + (stop - start) * i / parts for i in range(parts + 1)]
@@ -139,24 +141,37 @@ class Choice:
     def record(self) -> dict[str, object]:
         """The decision as a plain row (for ``models history`` and results files)."""
         return {
-            "family": self.family, "objective": self.objective, "jobs": self.jobs, "promoted": self.promoted,
-            "reason": self.reason, "incumbent": self.incumbent.label(self.family), "chosen": self.chosen.label(self.family),
-            "incumbent_score": self.scores.get(self.incumbent), "chosen_score": self.scores.get(self.chosen),
-            "cpu_seconds": self.cpu_seconds, "incumbent_per_window": self.raw.get(self.incumbent),
+            "family": self.family,
+            "objective": self.objective,
+            "jobs": self.jobs,
+            "promoted": self.promoted,
+            "reason": self.reason,
+            "incumbent": self.incumbent.label(self.family),
+            "chosen": self.chosen.label(self.family),
+            "incumbent_score": self.scores.get(self.incumbent),
+            "chosen_score": self.scores.get(self.chosen),
+            "cpu_seconds": self.cpu_seconds,
+            "incumbent_per_window": self.raw.get(self.incumbent),
             "chosen_per_window": self.raw.get(self.chosen),
-        }  # fmt: skip
+        }
 
     def decision_row(self, job_class: str, trigger: str) -> dict[str, object]:
         """The ``model_decisions`` row of this choice (what ``predictor models history`` lists): the job class as the
         algorithm, ``planning:FAMILY`` as the platform, and the configuration in ``details`` to serve on."""
         return {
-            "decided_at": datetime.now(UTC), "algorithm": job_class[:200], "platform": f"planning:{self.family}",
-            "decision": "promoted" if self.promoted else "kept", "trigger": trigger[:200],
+            "decided_at": datetime.now(UTC),
+            "algorithm": job_class[:200],
+            "platform": f"planning:{self.family}",
+            "decision": "promoted" if self.promoted else "kept",
+            "trigger": trigger[:200],
             "challenger": self.challenger.label(self.family)[:200] if self.challenger else "",
-            "incumbent": self.incumbent.label(self.family)[:200], "version": None, "serving_version": None,
-            "n_rows": self.jobs, "reason": self.reason,
+            "incumbent": self.incumbent.label(self.family)[:200],
+            "version": None,
+            "serving_version": None,
+            "n_rows": self.jobs,
+            "reason": self.reason,
             "details": {**self.record(), "config": asdict(self.chosen)},
-        }  # fmt: skip
+        }
 
 
 def choose(
@@ -188,7 +203,9 @@ def choose(
             replayed = replay_config(window, family, config)
             raw[config].append(OBJECTIVES[objective](replayed.metrics))
             cpu += replayed.cpu_seconds
-    scores = {c: sum(v / max(k, 1e-12) for v, k in zip(raw[c], raw[incumbent], strict=True)) / len(windows) for c in configs}
+    scores = {
+        c: sum(v / max(k, 1e-12) for v, k in zip(raw[c], raw[incumbent], strict=True)) / len(windows) for c in configs
+    }
     best = min(configs, key=lambda c: (scores[c], c != incumbent))
     wins = sum(ours < theirs * (1.0 - margin) for ours, theirs in zip(raw[best], raw[incumbent], strict=True))
     promoted = best != incumbent and scores[best] < 1.0 - margin and wins > len(windows) / 2
@@ -200,7 +217,8 @@ def choose(
     elif promoted:
         reason = f"{objective} {scores[best]:.3f} of the serving configuration's on {where}, {won}"
     else:
-        reason = f"best {objective} {scores[best]:.3f} of the serving configuration's on {where}, {won}: not on most, kept"
+        reason = (
+            f"best {objective} {scores[best]:.3f} of the serving configuration's on {where}, {won}: not on most, kept"
+        )
     chosen = best if promoted else incumbent
     return Choice(family, objective, incumbent, chosen, promoted, reason, scores, jobs, cpu, raw, challenger=best)
-

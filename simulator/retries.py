@@ -63,7 +63,9 @@ class RetryPolicy:
             limit = requested_seconds(spec.params)
             params["requested_time"] = -1.0 if limit is None else limit * self.factor
         root = spec.id.split("~", 1)[0]
-        return replace(spec, id=f"{root}~{done + 1}", submit=now, params=params, memory=memory, platforms=tuple(spec.true_times))
+        return replace(
+            spec, id=f"{root}~{done + 1}", submit=now, params=params, memory=memory, platforms=tuple(spec.true_times)
+        )
 
 
 class LimitOracle:

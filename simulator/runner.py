@@ -13,7 +13,9 @@ from simulator.simulate import SimResult, simulate
 from simulator.workload import Workload
 
 
-def run(workload: Workload, policy: Policy, oracle: Oracle, *, label: str = "", threshold: float = 0.25) -> tuple[SimResult, Metrics]:
+def run(
+    workload: Workload, policy: Policy, oracle: Oracle, *, label: str = "", threshold: float = 0.25
+) -> tuple[SimResult, Metrics]:
     """Simulate ``workload`` under ``policy`` told ``oracle``'s estimates (``label`` names them in the result)."""
     result = simulate(workload, policy, oracle, estimates=label, threshold=threshold)
     return result, compute(result)

@@ -70,7 +70,9 @@ def parse_estimates(text: str, champions: Callable[[], Oracle] | None = None) ->
         if champions is None:
             raise SpecError("estimates 'champions' needs the service's runtime oracle")
         return Champions(champions)
-    raise SpecError(f"unknown estimates {name!r}; known: {', '.join(sorted([*ESTIMATES, 'service', 'online', 'sc15', 'champions']))}")
+    raise SpecError(
+        f"unknown estimates {name!r}; known: {', '.join(sorted([*ESTIMATES, 'service', 'online', 'sc15', 'champions']))}"
+    )
 
 
 def parse_workload(text: str, catalog: Catalog) -> WorkloadRecipe:
@@ -114,7 +116,11 @@ def parse_cluster(text: str, catalog: Catalog) -> Cluster:
 
 
 def _swf_log(
-    path: Path, train: float = 0.3, limit: int | None = None, speedup: float = 1.0, nodes: Literal["pooled", "packed"] = "pooled"
+    path: Path,
+    train: float = 0.3,
+    limit: int | None = None,
+    speedup: float = 1.0,
+    nodes: Literal["pooled", "packed"] = "pooled",
 ) -> Workload:
     """An SWF log replayed after its first ``train`` fraction of jobs, kept as history, its clusters pooled or as nodes
     (see ``swf.replay``)."""

@@ -28,7 +28,12 @@ from simulator.grid import GridRecord, Staging
 from simulator.retries import KILLS, RetryPolicy, kill
 from simulator.workload import JobSpec, MachineEvent, Workload
 
-_END, _MACHINE, _ARRIVAL, _WAKE = 0, 1, 2, 3  # simultaneous events: ends free machines before arrivals look; wake-ups last
+_END, _MACHINE, _ARRIVAL, _WAKE = (
+    0,
+    1,
+    2,
+    3,
+)  # simultaneous events: ends free machines before arrivals look; wake-ups last
 _STAGED = 4  # Santos-Neto et al. 2004: an input transfer over the home link may have ended (simulator/grid.py)
 _PROBE_END = 5  # an idle-time probe's end (scheduler/probing.py); probes never reach the scheduler
 ENDED = ("done", "failed", *KILLS)  # the outcomes that end a job's run by itself (not the scheduler's order)
@@ -64,7 +69,9 @@ class JobRecord:
     platform: str | None
     estimate: float | None = None  # the seconds the scheduler was told at submission, on the platform it ran on
     requested: float | None = None  # the user's requested time (the kill limit), where the workload has one
-    predicted_start: float | None = None  # the start the plan gave it right after its submission (its arrival if it started)
+    predicted_start: float | None = (
+        None  # the start the plan gave it right after its submission (its arrival if it started)
+    )
     memory: int | None = None  # the memory it planned with (its limit), bytes
     true_memory: int | None = None  # its true peak, bytes
 
@@ -103,20 +110,32 @@ class Simulation:
     """One run of a workload under a policy and an oracle."""
 
     def __init__(
-        self, workload: Workload, policy: Policy, oracle: Oracle, threshold: float = 0.25, prober: IdleProber | None = None,
-        *, enforce: bool = False, retry: RetryPolicy | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        workload: Workload,
+        policy: Policy,
+        oracle: Oracle,
+        threshold: float = 0.25,
+        prober: IdleProber | None = None,
+        *,
+        enforce: bool = False,
+        retry: RetryPolicy | None = None,
+    ) -> None:
         if any(m.node_slots for m in workload.cluster.machines) and not policy.places_nodes:
-            raise ValueError(f"policy {policy.name!r} does not place jobs on nodes: run it on pooled machines (nodes=pooled)")
+            raise ValueError(
+                f"policy {policy.name!r} does not place jobs on nodes: run it on pooled machines (nodes=pooled)"
+            )
         self.workload = workload
         self.prober = prober
         self._real_events = 0  # events of the workload still queued: probing stops with the workload
         # an oracle that learns (the ``service`` estimates) hears of every cleanly finished run, as the service's store does;
         # one that follows users' recent runs (``last_two_mean``) hears of every run that ends
         self.scheduler = EventLoop(
-            policy, oracle, threshold=threshold, on_observation=oracle.observe if isinstance(oracle, ObservingOracle) else None,
+            policy,
+            oracle,
+            threshold=threshold,
+            on_observation=oracle.observe if isinstance(oracle, ObservingOracle) else None,
             on_termination=oracle.terminated if isinstance(oracle, TerminationOracle) else None,
-        )  # fmt: skip
+        )
         self.specs: dict[str, JobSpec] = {j.id: j for j in workload.jobs}
         self.events: list[tuple[float, int, int, object]] = []
         self.active: dict[tuple[str, str], _Attempt] = {}
@@ -132,7 +151,9 @@ class Simulation:
         self._seq = 0
         self._token = 0
         self._wake: float | None = None  # the last wake-up pushed for the policy (see EventLoop.wake_at)
-        self.staging = Staging.attach(workload, self.scheduler.state)  # Santos-Neto et al. 2004: runs fetch inputs first (sites only)
+        self.staging = Staging.attach(
+            workload, self.scheduler.state
+        )  # Santos-Neto et al. 2004: runs fetch inputs first (sites only)
         self.predicted_start: dict[str, float] = {}
         self.enforce, self.retry = enforce or retry is not None, retry
         self.retried: list[JobSpec] = []  # the retries' submissions, in order
@@ -227,7 +248,9 @@ class Simulation:
             reason = "simulated failure" if outcome == "failed" else f"killed: {outcome}"
             orders = self.scheduler.job_failed(job_id, machine_id, now, reason)
         self._execute(orders, now)
-        again = self.retry.retry(self.specs[job_id], outcome, now) if self.retry is not None and outcome in KILLS else None
+        again = (
+            self.retry.retry(self.specs[job_id], outcome, now) if self.retry is not None and outcome in KILLS else None
+        )
         if again is not None:
             self.specs[again.id] = again
             self.retried.append(again)
@@ -342,7 +365,17 @@ class Simulation:
         self._hold_memory(spec, machine_id, attempt.nodes, -1)
         share = spec.size / self.slots[machine_id]
         self.segments.append(
-            Segment(job_id, machine_id, self.platform_of[machine_id], attempt.start, now, outcome, share, spec.algorithm, attempt.nodes)
+            Segment(
+                job_id,
+                machine_id,
+                self.platform_of[machine_id],
+                attempt.start,
+                now,
+                outcome,
+                share,
+                spec.algorithm,
+                attempt.nodes,
+            )
         )
         if self.staging is not None:  # Santos-Neto et al. 2004: log its transfer, abort it if unfinished
             self.staging.stop(job_id, machine_id, now, outcome)
@@ -376,17 +409,36 @@ class Simulation:
             estimate = job.estimates.get(platform) if job is not None and platform is not None else None
             out.append(
                 JobRecord(
-                    spec.id, spec.algorithm, spec.submit, spec.deadline, spec.priority, status, start, end, platform,
-                    estimate, requested_seconds(spec.params), self.predicted_start.get(spec.id), spec.memory, spec.true_memory,
+                    spec.id,
+                    spec.algorithm,
+                    spec.submit,
+                    spec.deadline,
+                    spec.priority,
+                    status,
+                    start,
+                    end,
+                    platform,
+                    estimate,
+                    requested_seconds(spec.params),
+                    self.predicted_start.get(spec.id),
+                    spec.memory,
+                    spec.true_memory,
                 )
-            )  # fmt: skip
+            )
         return out
 
 
 def simulate(
-    workload: Workload, policy: Policy, oracle: Oracle, *, estimates: str = "", threshold: float = 0.25,
-    prober: IdleProber | None = None, enforce: bool = False, retry: RetryPolicy | None = None,
-) -> SimResult:  # fmt: skip
+    workload: Workload,
+    policy: Policy,
+    oracle: Oracle,
+    *,
+    estimates: str = "",
+    threshold: float = 0.25,
+    prober: IdleProber | None = None,
+    enforce: bool = False,
+    retry: RetryPolicy | None = None,
+) -> SimResult:
     """Run ``workload`` under ``policy`` with what ``oracle`` tells the scheduler; ``prober`` probes in idle time;
     ``enforce`` kills at the jobs' time and memory limits, ``retry`` submits killed jobs again (module docstring)."""
     return Simulation(workload, policy, oracle, threshold, prober, enforce=enforce, retry=retry).run(estimates)

@@ -49,9 +49,14 @@ class Cluster:
         """A fresh scheduler machine for ``spec``."""
         power = self.platforms[spec.platform].power_watts
         return Machine(
-            spec.id, spec.platform, spec.slots, power, attributes=dict(spec.attributes), node_slots=spec.node_slots,
+            spec.id,
+            spec.platform,
+            spec.slots,
+            power,
+            attributes=dict(spec.attributes),
+            node_slots=spec.node_slots,
             node_memory=spec.node_memory,
-        )  # fmt: skip
+        )
 
     def describe(self) -> str:
         counts: dict[str, int] = {}
@@ -90,7 +95,9 @@ class JobSpec:
     data: str | None = None
     fails: bool = False
     fail_at: float = 1.0
-    inputs: tuple[tuple[str, int], ...] = ()  # Santos-Neto et al. 2004: input files (name, bytes) its site must hold (simulator/grid.py)
+    inputs: tuple[
+        tuple[str, int], ...
+    ] = ()  # Santos-Neto et al. 2004: input files (name, bytes) its site must hold (simulator/grid.py)
     memory: int | None = None
     true_memory: int | None = None
 
@@ -123,7 +130,9 @@ class Workload:
     warm_gain: dict[tuple[str, str], float] = field(default_factory=dict)
     notes: str = ""
     provides: frozenset[str] = frozenset()  # capabilities beyond jobs and machines that some policies need
-    grid: Grid | None = None  # Santos-Neto et al. 2004: sites, their data servers and the home link (capability "sites", simulator/grid.py)
+    grid: Grid | None = (
+        None  # Santos-Neto et al. 2004: sites, their data servers and the home link (capability "sites", simulator/grid.py)
+    )
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,11 @@ def postgres_server() -> Iterator[PostgresServer]:
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[SlurmCluster]:
     """A single-node Slurm (munged, slurmctld, slurmd on 127.0.0.1) for the whole session; skipped locally, failed in CI."""
-    required(slurm_available(), "Slurm 22.05 and munge not installed (or not root)", "`make test` installs them (make system-deps)")
+    required(
+        slurm_available(),
+        "Slurm 22.05 and munge not installed (or not root)",
+        "`make test` installs them (make system-deps)",
+    )
     cluster = SlurmCluster()
     try:
         cluster.start()

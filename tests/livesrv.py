@@ -42,7 +42,9 @@ def serve_app(app: FastAPI, ready_path: str = "/readyz") -> Iterator[str]:
     """Run ``app`` under a real uvicorn server in a thread; yields its base URL once ``ready_path`` answers 200."""
     tiers.starting("uvicorn")
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **server_options(app.state.settings)))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **server_options(app.state.settings))
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
@@ -64,8 +66,12 @@ def serve_cli(
     port = free_port()
     out = subprocess.PIPE if output is None else output.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "predictor", "serve", "--port", str(port), *options], env={**os.environ, **env}, cwd=cwd,
-        stdout=out, stderr=subprocess.STDOUT, text=True,
+        [sys.executable, "-m", "predictor", "serve", "--port", str(port), *options],
+        env={**os.environ, **env},
+        cwd=cwd,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:

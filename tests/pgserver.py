@@ -74,7 +74,9 @@ class PostgresServer:
         self._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def _admin(self, sql: str) -> None:
-        with psycopg.connect(host="127.0.0.1", port=self.port, user="postgres", dbname="postgres", autocommit=True) as conn:
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, user="postgres", dbname="postgres", autocommit=True
+        ) as conn:
             conn.execute(sql)
 
     def _run(self, program: str, *args: str) -> None:

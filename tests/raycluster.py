@@ -42,16 +42,35 @@ def local_cluster(workers: int = 1, cpus: int = 1, timeout: float = 240.0) -> It
 
     tiers.starting("Ray")
     temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's socket paths live under it
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_raylet_start_wait_time_s": "180",  # a busy machine starts slowly
-           "PYTHONPATH": f"{PROJECT_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}  # fmt: skip
+    env = {
+        **os.environ,
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_raylet_start_wait_time_s": "180",  # a busy machine starts slowly
+        "PYTHONPATH": f"{PROJECT_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", str(cpus), "--disable-usage-stats", "--block"]
     address = f"127.0.0.1:{_free_port()}"
-    head = [str(RAY), "start", "--head", "--port", address.split(":")[1], "--temp-dir", str(temp),
-            "--include-dashboard", "false", "--dashboard-port", str(_free_port()), *common]  # fmt: skip
+    head = [
+        str(RAY),
+        "start",
+        "--head",
+        "--port",
+        address.split(":")[1],
+        "--temp-dir",
+        str(temp),
+        "--include-dashboard",
+        "false",
+        "--dashboard-port",
+        str(_free_port()),
+        *common,
+    ]
     nodes = [_start(head, env, temp / "head.log")]
     try:
         _wait_for_cpus(address, cpus, nodes, timeout)  # a worker node needs the head up
-        nodes += [_start([str(RAY), "start", "--address", address, *common], env, temp / f"worker{i}.log") for i in range(workers)]
+        nodes += [
+            _start([str(RAY), "start", "--address", address, *common], env, temp / f"worker{i}.log")
+            for i in range(workers)
+        ]
         _wait_for_cpus(address, (workers + 1) * cpus, nodes, timeout)
         yield address, [n.pid for n in nodes]
     finally:

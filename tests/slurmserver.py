@@ -159,20 +159,36 @@ class SlurmCluster:
         if self.memory:
             (self.root / "cgroup.conf").write_text(CGROUP_CONF)
         munge = self.root / "munge"
-        self._daemon("munged", [
-            _which("munged") or "munged", f"--key-file={key}", f"--socket={munge / 'munge.socket'}",
-            f"--pid-file={munge / 'munged.pid'}", f"--log-file={munge / 'munged.log'}", f"--seed-file={munge / 'munged.seed'}",
-            "--force",
-        ], munge / "munged.pid")  # fmt: skip
-        self._daemon("slurmctld", [_which("slurmctld") or "slurmctld", "-f", str(self.conf)], self.root / "run" / "slurmctld.pid")
-        self._daemon("slurmd", [_which("slurmd") or "slurmd", "-f", str(self.conf), "-N", self.node], self.root / "run" / "slurmd.pid")
+        self._daemon(
+            "munged",
+            [
+                _which("munged") or "munged",
+                f"--key-file={key}",
+                f"--socket={munge / 'munge.socket'}",
+                f"--pid-file={munge / 'munged.pid'}",
+                f"--log-file={munge / 'munged.log'}",
+                f"--seed-file={munge / 'munged.seed'}",
+                "--force",
+            ],
+            munge / "munged.pid",
+        )
+        self._daemon(
+            "slurmctld", [_which("slurmctld") or "slurmctld", "-f", str(self.conf)], self.root / "run" / "slurmctld.pid"
+        )
+        self._daemon(
+            "slurmd",
+            [_which("slurmd") or "slurmd", "-f", str(self.conf), "-N", self.node],
+            self.root / "run" / "slurmd.pid",
+        )
         deadline = time.monotonic() + START_S
         while time.monotonic() < deadline:
             state = self.run("sinfo", "-h", "-N", "-o", "%T", check=False).stdout.strip()
             if set(state.split()) == {"idle"}:  # one line per partition the node is in
                 return
             time.sleep(0.2)
-        raise RuntimeError(f"the node did not come up idle in {START_S:.0f} s (last state {state!r}); logs in {self.root / 'log'}")
+        raise RuntimeError(
+            f"the node did not come up idle in {START_S:.0f} s (last state {state!r}); logs in {self.root / 'log'}"
+        )
 
     def _daemon(self, name: str, command: list[str], pid_file: Path) -> None:
         """Start a daemon that forks itself into the background and remember its pid (from its pid file)."""
@@ -214,12 +230,17 @@ class SlurmCluster:
         """Cancel the jobs still running and wait (bounded) for them to end; the pids of their slurmstepds that did not.
 
         A slurmstepd outlives a stopped slurmd (and keeps its job's cgroup, frozen, with proctrack/cgroup)."""
-        listed = self.run("squeue", "-h", "--states=RUNNING,COMPLETING,SUSPENDED", "--format=%i", check=False).stdout.split()
+        listed = self.run(
+            "squeue", "-h", "--states=RUNNING,COMPLETING,SUSPENDED", "--format=%i", check=False
+        ).stdout.split()
         if not listed:
             return []
         self.run("scancel", *listed, check=False)
         deadline = time.monotonic() + 15.0
-        while time.monotonic() < deadline and self.run("squeue", "-h", "--states=RUNNING,COMPLETING", "--format=%i", check=False).stdout.strip():
+        while (
+            time.monotonic() < deadline
+            and self.run("squeue", "-h", "--states=RUNNING,COMPLETING", "--format=%i", check=False).stdout.strip()
+        ):
             time.sleep(0.2)
         marks = tuple(f"slurmstepd: [{job}.".encode() for job in listed)
         found = []
@@ -246,11 +267,18 @@ class SlurmCluster:
 
     # --- use ---------------------------------------------------------------------------------------------------
 
-    def run(self, program: str, *args: str, check: bool = True, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, program: str, *args: str, check: bool = True, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
         """Run a Slurm client against this cluster (in its folder: jobs' output files land there); a failure (when
         ``check``) raises with its output."""
         done = subprocess.run(
-            [_which(program) or program, *args], env=self.env, cwd=self.root, capture_output=True, text=True, timeout=timeout,
+            [_which(program) or program, *args],
+            env=self.env,
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
             check=False,
         )
         if check and done.returncode != 0:
@@ -279,9 +307,14 @@ class SlurmCluster:
         """``TimeMin``, ``TimeLimit``, ``JobState``, ``NodeList``, ``Restarts``, ``MinMemoryNode`` and ``Comment`` of a job as
         ``scontrol show job`` tells."""
         text = self.run("scontrol", "show", "job", "-o", job_id).stdout
-        found = {key: re.search(rf"\b{key}=(\S*)", text) for key in ("TimeMin", "TimeLimit", "JobState", "NodeList", "Restarts", "MinMemoryNode")}
+        found = {
+            key: re.search(rf"\b{key}=(\S*)", text)
+            for key in ("TimeMin", "TimeLimit", "JobState", "NodeList", "Restarts", "MinMemoryNode")
+        }
         comment = re.search(r"\bComment=(.*?) (?=StdErr=|StdIn=|StdOut=|Power=)", text)
-        return {key: m.group(1) for key, m in found.items() if m} | {"Comment": comment.group(1).strip() if comment else ""}
+        return {key: m.group(1) for key, m in found.items() if m} | {
+            "Comment": comment.group(1).strip() if comment else ""
+        }
 
     def completions(self) -> dict[str, str]:
         """Each job id in the completion log and the state of its last line there."""

@@ -43,8 +43,12 @@ def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
     page.write_text(page.read_text() + "\nSee [a page that is not there](no-such-page.md).\n")
     built = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=site, capture_output=True, text=True, timeout=600, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )  # fmt: skip
+        cwd=site,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert built.returncode != 0
     assert "contains a link 'no-such-page.md', but the target is not found" in built.stderr
 
@@ -85,7 +89,9 @@ def test_the_docs_give_each_port_one_use_and_count_the_catalog() -> None:
     """Issue 30, item 13: 8001 was the scheduler's, the docs preview's and a second API's; "seven programs" of 19."""
     text = _pages()
     previews = set(re.findall(r"mkdocs serve -a [\d.]+:(\d+)", text))
-    apis = set(re.findall(r"predictor serve --port (\d+)", text)) | set(re.findall(r"127\.0\.0\.1:(\d+)/(?:v1|readyz|docs|metrics)", text))
+    apis = set(re.findall(r"predictor serve --port (\d+)", text)) | set(
+        re.findall(r"127\.0\.0\.1:(\d+)/(?:v1|readyz|docs|metrics)", text)
+    )
     scheduler = str(Settings().scheduler_port)
     assert len(previews) == 1 and not previews & apis and scheduler not in previews | apis, (previews, apis)
     algorithms = yaml.safe_load((ROOT / "data" / "catalog.yaml").read_text())["algorithms"]

@@ -30,9 +30,13 @@ MODELS = ("linear_log", "lightgbm")
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "predictor", *args], env={**os.environ, "COLUMNS": "200", **env}, cwd=PROJECT_ROOT,
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        [sys.executable, "-m", "predictor", *args],
+        env={**os.environ, "COLUMNS": "200", **env},
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 @dataclass(frozen=True)
@@ -106,9 +110,21 @@ def test_ingest_train_serve_predict(home: Trained):
         outside = httpx.post(f"{base}/v1/predict", json={"algorithm": "mafft", "params": {"input": "../../etc/passwd"}})
         assert outside.status_code == 403
 
-        predicted = cli(home.env, "predict", "--algorithm", "mafft", "--param", f"input={BUNDLED_DATA / SAMPLE}", "--url", base, "--json")
+        predicted = cli(
+            home.env,
+            "predict",
+            "--algorithm",
+            "mafft",
+            "--param",
+            f"input={BUNDLED_DATA / SAMPLE}",
+            "--url",
+            base,
+            "--json",
+        )
         assert predicted.returncode == 0, predicted.stderr
-        assert {p: e["seconds"] for p, e in json.loads(predicted.stdout).items()} == {p: e["seconds"] for p, e in estimates.items()}
+        assert {p: e["seconds"] for p, e in json.loads(predicted.stdout).items()} == {
+            p: e["seconds"] for p, e in estimates.items()
+        }
 
     local = cli(home.env, "predict", "--algorithm", "mafft", "--param", f"input={BUNDLED_DATA / SAMPLE}")
     assert local.returncode == 0 and "runtime-mafft-cpu2" in local.stdout
@@ -153,15 +169,22 @@ def test_describe_counts_the_runs_and_ranks_the_features_as_the_data_says(home: 
         assert rows[name]["Spearman rho"] == f"{rho:+.3f}" and rows[name]["runs"] == str(len(ok))
 
 
-def test_simulate_replays_fig14_and_a_workload_of_the_measured_runs_on_the_trained_champions(home: Trained, tmp_path: Path):
+def test_simulate_replays_fig14_and_a_workload_of_the_measured_runs_on_the_trained_champions(
+    home: Trained, tmp_path: Path
+):
     chart = tmp_path / "fig14.png"
     out = cli(home.env, "simulate", "--workload", "fig14", "--gantt", str(chart))
     assert out.returncode == 0, out.stderr
     metrics = {r["metric"]: r["value"] for r in table(out.stdout, "fig14 on 1 x r1, 1 x r2: edf, estimates oracle")}
     # Fig. 14: T3 (high priority) cancels T2 on R2 at t=1; T2 restarts on R1 at 3 and ends at 6 (tests/simulator/test_figures.py)
     assert [metrics[k] for k in ("jobs", "done", "makespan", "wasted_seconds", "interrupted", "mean_completion")] == [
-        "3", "3", "6.000", "1.000", "1", "4.000",
-    ]  # fmt: skip
+        "3",
+        "3",
+        "6.000",
+        "1.000",
+        "1",
+        "4.000",
+    ]
     assert chart.read_bytes()[:4] == b"\x89PNG"
 
     # the champions trained above, downloaded into an empty cache by this process, estimate the replayed runs
@@ -174,18 +197,37 @@ def test_simulate_replays_fig14_and_a_workload_of_the_measured_runs_on_the_train
 
 
 def test_compare_runs_every_policy_and_seed_and_summarises_them(home: Trained, tmp_path: Path):
-    out = cli(home.env, "compare", "--workload", "fig14", "--seeds", "2", "--policies", "edf,fcfs", "--estimates", "oracle",
-              "--out", str(tmp_path), "--markdown")  # fmt: skip
+    out = cli(
+        home.env,
+        "compare",
+        "--workload",
+        "fig14",
+        "--seeds",
+        "2",
+        "--policies",
+        "edf,fcfs",
+        "--estimates",
+        "oracle",
+        "--out",
+        str(tmp_path),
+        "--markdown",
+    )
     assert out.returncode == 0, out.stderr
     with (tmp_path / "fig14-runs.csv").open() as handle:
         runs = list(csv.DictReader(handle))
     assert sorted((r["policy"], r["estimates"], r["seed"]) for r in runs) == [
-        ("edf", "oracle", "0"), ("edf", "oracle", "1"), ("fcfs", "oracle", "0"), ("fcfs", "oracle", "1"),
-    ]  # fmt: skip
+        ("edf", "oracle", "0"),
+        ("edf", "oracle", "1"),
+        ("fcfs", "oracle", "0"),
+        ("fcfs", "oracle", "1"),
+    ]
     assert {(r["policy"], float(r["makespan"])) for r in runs} == {("edf", 6.0), ("fcfs", 7.0)}  # as `simulate` gives
     with (tmp_path / "fig14-summary.csv").open() as handle:
         summary = {(r["policy"], r["metric"]): r for r in csv.DictReader(handle) if r["estimates"] == "oracle"}
-    assert (float(summary[("edf", "makespan")]["mean"]), float(summary[("edf", "makespan")]["half_width"])) == (6.0, 0.0)
+    assert (float(summary[("edf", "makespan")]["mean"]), float(summary[("edf", "makespan")]["half_width"])) == (
+        6.0,
+        0.0,
+    )
     assert summary[("fcfs", "mean_completion")]["runs"] == "2"
     lines = [line for line in out.stdout.splitlines() if line.startswith("| oracle |")]
     assert [line.split(" | ")[1:3] for line in lines] == [["edf", "6.000 ± 0.000"], ["fcfs", "7.000 ± 0.000"]]

@@ -25,8 +25,12 @@ def lint(tree: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     return subprocess.run(
         [str(LINT_IMPORTS), "--no-cache", "--no-logo", str(tree / "pyproject.toml")],
-        cwd=tree, env=env, capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 def broken(output: str) -> str:

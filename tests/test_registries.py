@@ -32,7 +32,9 @@ def small_workload(needs: frozenset[str]) -> Workload:
     if needs <= frozenset():
         return FIGURES["fig14"]()
     if needs <= {SITES}:
-        return bag_of_tasks.generate(seed=1, granularity=150, sites=2, grid_heterogeneity=2, app_heterogeneity=0.5, total_gb=1.0)
+        return bag_of_tasks.generate(
+            seed=1, granularity=150, sites=2, grid_heterogeneity=2, app_heterogeneity=0.5, total_gb=1.0
+        )
     if needs <= {GRID_ATTRIBUTES}:
         return walker_grid.generate(seed=1, net=1, jobs=3, min_tasks=2, max_tasks=4)
     raise AssertionError(f"no small workload provides {sorted(needs)}")
@@ -60,16 +62,24 @@ def runs() -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """40 runs whose seconds grow with ``size``, with the columns the history members read; the slowest 5 censored."""
     rng = np.random.default_rng(5)
     size = 10 ** rng.uniform(1, 3, 40)
-    seconds = 0.05 * size ** 1.2
-    X = pd.DataFrame({
-        "size": size, "noise": rng.normal(0, 1, 40), "request.time": 2 * seconds, "request.procs": rng.integers(1, 9, 40),
-        "history.last1": seconds * rng.uniform(0.8, 1.2, 40), "history.last2_mean": seconds * rng.uniform(0.8, 1.2, 40),
-    })  # fmt: skip
+    seconds = 0.05 * size**1.2
+    X = pd.DataFrame(
+        {
+            "size": size,
+            "noise": rng.normal(0, 1, 40),
+            "request.time": 2 * seconds,
+            "request.procs": rng.integers(1, 9, 40),
+            "history.last1": seconds * rng.uniform(0.8, 1.2, 40),
+            "history.last2_mean": seconds * rng.uniform(0.8, 1.2, 40),
+        }
+    )
     return X, seconds, seconds >= np.sort(seconds)[-5]
 
 
 @pytest.mark.parametrize("name", list(ZOO))
-def test_every_zoo_member_fits_and_predicts_a_small_case(name: str, runs: tuple[pd.DataFrame, np.ndarray, np.ndarray]) -> None:
+def test_every_zoo_member_fits_and_predicts_a_small_case(
+    name: str, runs: tuple[pd.DataFrame, np.ndarray, np.ndarray]
+) -> None:
     X, y, censored = runs
     assert MEMBER_NEEDS[name].features <= set(X.columns) and len(X) >= MEMBER_NEEDS[name].min_rows
     model = make_model(name, seed=0)

@@ -34,5 +34,9 @@ def test_no_test_decides_on_its_own_to_skip_for_what_ci_has():
     assert len(files) > 50
     reads_ci = re.compile(r"""environ(\.get)?\(\s*["']CI["']|environ\[\s*["']CI["']|getenv\(\s*["']CI["']""")
     skips_on_presence = re.compile(r"skipif\(.*?\b(which|exists|is_dir|is_file)\(|importorskip\(")
-    found = [str(p.relative_to(TESTS)) for p in files if reads_ci.search(p.read_text()) or skips_on_presence.search(p.read_text())]
+    found = [
+        str(p.relative_to(TESTS))
+        for p in files
+        if reads_ci.search(p.read_text()) or skips_on_presence.search(p.read_text())
+    ]
     assert found == []

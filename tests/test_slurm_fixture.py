@@ -9,7 +9,9 @@ from tests.slurmserver import SlurmCluster
 def test_a_batch_job_runs_and_is_logged(slurm_cluster: SlurmCluster) -> None:
     job = slurm_cluster.run("sbatch", "--parsable", "--job-name=fixture-smoke", "--wrap", "echo hello").stdout.strip()
     assert job.isdigit()
-    assert eventually(lambda: slurm_cluster.jobcomp.exists() and f"JobId={job} " in slurm_cluster.jobcomp.read_text(), 30)
+    assert eventually(
+        lambda: slurm_cluster.jobcomp.exists() and f"JobId={job} " in slurm_cluster.jobcomp.read_text(), 30
+    )
     line = next(x for x in slurm_cluster.jobcomp.read_text().splitlines() if x.startswith(f"JobId={job} "))
     assert "JobState=COMPLETED" in line and "Name=fixture-smoke" in line
     assert f"NodeList={slurm_cluster.node}" in line

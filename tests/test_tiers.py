@@ -30,7 +30,9 @@ def test_every_entry_names_an_existing_file_and_function() -> None:
 
 def test_a_quick_tier_test_that_starts_a_server_fails_naming_the_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tiers, "running", "tests/x.py::test_y")
-    with pytest.raises(pytest.fail.Exception, match=r"tests/x.py::test_y starts PostgreSQL .* SERVERS in tests/conftest.py"):
+    with pytest.raises(
+        pytest.fail.Exception, match=r"tests/x.py::test_y starts PostgreSQL .* SERVERS in tests/conftest.py"
+    ):
         tiers.starting("PostgreSQL")
     monkeypatch.setattr(tiers, "running", None)
     tiers.starting("PostgreSQL")  # a server test, or a benchmark outside pytest

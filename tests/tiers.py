@@ -18,4 +18,6 @@ def starting(what: str) -> None:
     """Fail the running test if it belongs to the quick tier: it starts ``what``, a real server."""
     __tracebackhide__ = True
     if running is not None:
-        pytest.fail(f"{running} starts {what} but is not marked `server`: add it to SERVERS in tests/conftest.py", pytrace=False)
+        pytest.fail(
+            f"{running} starts {what} but is not marked `server`: add it to SERVERS in tests/conftest.py", pytrace=False
+        )

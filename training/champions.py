@@ -199,7 +199,9 @@ def _trained_runs(tracking_uri: str, run_id: str | None) -> frozenset[str] | Non
         return None
 
 
-def _lazy_predict(tracking_uri: str, name: str, version: str, features: list[str]) -> Callable[[np.ndarray], np.ndarray]:
+def _lazy_predict(
+    tracking_uri: str, name: str, version: str, features: list[str]
+) -> Callable[[np.ndarray], np.ndarray]:
     """The predictions of version ``version`` of registered model ``name`` on rows in ``features`` order, loaded on first use."""
     loaded: list[Any] = []
 
@@ -224,6 +226,10 @@ def list_champions(tracking_uri: str, target: Target = Target.TIME) -> list[Mode
     registered name."""
     client = registry_client(tracking_uri)
     prefix = registered_name("", "", target).removesuffix("--")
-    models = all_pages(lambda token: client.search_registered_models(filter_string=f"name LIKE '{prefix}-%'", page_token=token))
-    champions = [client.get_model_version(m.name, m.aliases[CHAMPION_ALIAS]) for m in models if CHAMPION_ALIAS in m.aliases]
+    models = all_pages(
+        lambda token: client.search_registered_models(filter_string=f"name LIKE '{prefix}-%'", page_token=token)
+    )
+    champions = [
+        client.get_model_version(m.name, m.aliases[CHAMPION_ALIAS]) for m in models if CHAMPION_ALIAS in m.aliases
+    ]
     return sorted(champions, key=lambda v: v.name)

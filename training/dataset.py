@@ -56,7 +56,12 @@ class MeasurementFrames(Protocol):
     def pairs(self) -> list[tuple[str, str]]: ...
 
     def frame(
-        self, algorithm: str | None = None, platform: str | None = None, successful_only: bool = True, *, with_censored: bool = False
+        self,
+        algorithm: str | None = None,
+        platform: str | None = None,
+        successful_only: bool = True,
+        *,
+        with_censored: bool = False,
     ) -> pd.DataFrame: ...
 
 
@@ -114,7 +119,9 @@ class TrainingSet:
         return pd.factorize(pd.util.hash_pandas_object(self.X, index=False))[0]
 
 
-def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str, target: Target = Target.TIME) -> TrainingSet:
+def training_set_from_frame(
+    frame: pd.DataFrame, algorithm: str, platform: str, target: Target = Target.TIME
+) -> TrainingSet:
     """The finished and censored runs of (algorithm, platform) in ``frame``, with its informative numeric features.
 
     For ``Target.MEMORY`` only the runs that measured their peak memory (``max_rss_kb`` known and
@@ -133,7 +140,9 @@ def training_set_from_frame(frame: pd.DataFrame, algorithm: str, platform: str, 
     if finished < MIN_ROWS:
         also = f" (and {len(rows) - finished} censored)" if finished < len(rows) else ""
         measured = " with a peak memory" if target is Target.MEMORY else ""
-        raise DatasetError(f"{algorithm} on {platform}: {finished} successful run(s){measured}{also}, need at least {MIN_ROWS}")
+        raise DatasetError(
+            f"{algorithm} on {platform}: {finished} successful run(s){measured}{also}, need at least {MIN_ROWS}"
+        )
     candidates = [c for c in rows.columns if c not in RUN_COLUMNS and pd.api.types.is_numeric_dtype(rows[c])]
     X = rows[candidates].astype("float64").dropna(axis="columns", how="all").fillna(0.0)
     X = X.loc[:, X.nunique() > 1]

@@ -78,14 +78,21 @@ def fixed_ensemble(
 ) -> CVResult:
     """Out-of-fold predictions and metrics of an ensemble whose members and weights are given (not selected here)."""
     predictions = {name: results[name].predictions for name in weights}
-    fits = [FoldFit(f, blend({n: p[plan.folds == f] for n, p in predictions.items()}, weights), 0.0) for f in range(plan.n_folds)]
+    fits = [
+        FoldFit(f, blend({n: p[plan.folds == f] for n, p in predictions.items()}, weights), 0.0)
+        for f in range(plan.n_folds)
+    ]
     return collect(ENSEMBLE, training_set, plan, fits)
 
 
-def leads(ensemble: CVResult, members: Sequence[CVResult], training_set: TrainingSet, metric: str, confidence: float) -> bool:
+def leads(
+    ensemble: CVResult, members: Sequence[CVResult], training_set: TrainingSet, metric: str, confidence: float
+) -> bool:
     """Whether ``ensemble``'s nested predictions beat the best of ``members`` by ``metric`` in at least ``confidence`` of
     paired bootstrap resamples of the jobs (RAE's when the bootstrap does not compute ``metric``)."""
     best = min(members, key=lambda r: (math.isnan(r.metrics[metric]), r.metrics[metric]))
     ts = training_set
-    difference = paired_bootstrap(ts.y, best.priors, ensemble.predictions, best.predictions, ts.jobs, censored=ts.censored)
+    difference = paired_bootstrap(
+        ts.y, best.priors, ensemble.predictions, best.predictions, ts.jobs, censored=ts.censored
+    )
     return difference.get(metric, difference["rae"]).share_a_better >= confidence

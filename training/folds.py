@@ -21,7 +21,9 @@ class FoldPlan:
     folds: np.ndarray
 
     @classmethod
-    def create(cls, run_ids: Sequence[str], n_folds: int, seed: int, groups: Sequence[Hashable] | None = None) -> FoldPlan:
+    def create(
+        cls, run_ids: Sequence[str], n_folds: int, seed: int, groups: Sequence[Hashable] | None = None
+    ) -> FoldPlan:
         """Shuffled k-fold over ``run_ids``; k shrinks to the group count for tiny sets, fewer than 3 rows are refused.
 
         Runs with equal ``groups`` (repeats of one job) share a fold, so no model is scored on a job

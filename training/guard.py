@@ -132,19 +132,25 @@ def judge(
     if incumbent is None:
         return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, None, "no champion served before")
     if force:
-        return Decision(Verdict.FORCED, Serve.CHALLENGER, True, name, incumbent.label, "forced: the guard was overridden")
+        return Decision(
+            Verdict.FORCED, Serve.CHALLENGER, True, name, incumbent.label, "forced: the guard was overridden"
+        )
     same = dict(challenger) == dict(incumbent.composition)
     if not same:
         if incumbent_predictions is None:
-            reason = (f"the incumbent {incumbent.label} could not be scored on these runs (a member does not apply or "
-                      "failed): nothing takes the alias without a comparison (--promote overrides)")  # fmt: skip
+            reason = (
+                f"the incumbent {incumbent.label} could not be scored on these runs (a member does not apply or "
+                "failed): nothing takes the alias without a comparison (--promote overrides)"
+            )
             return Decision(Verdict.KEPT, None, True, name, incumbent.label, reason)
         lead = _bound(y, priors, challenger_predictions, incumbent_predictions, jobs, settings)
         if lead.high < -settings.margin:
             reason = f"{name} beats {incumbent.label}: {_said(lead, settings)}"
             return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, incumbent.label, reason, _numbers(lead))
         lost = f"{name} does not beat {incumbent.label}: {_said(lead, settings)}"
-        return _refresh(incumbent, y, priors, jobs, run_ids, X, incumbent_predictions, settings, name, lost, _numbers(lead))
+        return _refresh(
+            incumbent, y, priors, jobs, run_ids, X, incumbent_predictions, settings, name, lost, _numbers(lead)
+        )
     return _refresh(incumbent, y, priors, jobs, run_ids, X, challenger_predictions, settings, name, "", {})
 
 
@@ -171,27 +177,39 @@ def _refresh(
         reason = f"{prefix}no runs since version {incumbent.version} was trained: nothing to refresh"
         return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, details)
     if incumbent.predict is None or X is None:
-        reason = (f"{prefix}a refresh of {incumbent.label} cannot be compared with version {incumbent.version}, which "
-                  "cannot be scored on these runs: kept (--promote overrides)")  # fmt: skip
+        reason = (
+            f"{prefix}a refresh of {incumbent.label} cannot be compared with version {incumbent.version}, which "
+            "cannot be scored on these runs: kept (--promote overrides)"
+        )
         return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, details)
     served = np.maximum(np.asarray(incumbent.predict(X[new]), dtype="float64"), 0.0)
     n_runs, n_jobs = int(new.sum()), len(np.unique(jobs[new]))
     apart = _disagreement(y[new], served)
     if apart > settings.max_disagreement:
-        reason = (f"{prefix}flagged: the {n_runs} new run(s) of {n_jobs} job(s) took a median {apart:,.0f}x apart from what version "
-                  f"{incumbent.version} serves for them (over {settings.max_disagreement:g}x): not refreshed on them, "
-                  "check the runs (--promote overrides)")  # fmt: skip
-        return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, {**details, "flag_disagreement": apart})
+        reason = (
+            f"{prefix}flagged: the {n_runs} new run(s) of {n_jobs} job(s) took a median {apart:,.0f}x apart from what version "
+            f"{incumbent.version} serves for them (over {settings.max_disagreement:g}x): not refreshed on them, "
+            "check the runs (--promote overrides)"
+        )
+        return Decision(
+            Verdict.KEPT, None, register, challenger, incumbent.label, reason, {**details, "flag_disagreement": apart}
+        )
     if n_jobs < settings.min_new_jobs:
-        reason = (f"{prefix}{n_jobs} new job(s) are too few to compare a refresh of {incumbent.label} with version "
-                  f"{incumbent.version} (at least {settings.min_new_jobs}): kept until more arrive")  # fmt: skip
+        reason = (
+            f"{prefix}{n_jobs} new job(s) are too few to compare a refresh of {incumbent.label} with version "
+            f"{incumbent.version} (at least {settings.min_new_jobs}): kept until more arrive"
+        )
         return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, details)
     change = _bound(y[new], priors[new], refreshed[new], served, jobs[new], settings)
     said = f"refreshed minus served on {n_runs} new run(s): {_said(change, settings)}"
     numbers = {**details, **{f"refresh_{k}": v for k, v in _numbers(change).items()}}
     if change.low > settings.refresh_tolerance:
-        return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, f"{prefix}refresh is worse, {said}", numbers)
-    return Decision(Verdict.REFRESHED, Serve.INCUMBENT, register, challenger, incumbent.label, f"{prefix}{said}", numbers)
+        return Decision(
+            Verdict.KEPT, None, register, challenger, incumbent.label, f"{prefix}refresh is worse, {said}", numbers
+        )
+    return Decision(
+        Verdict.REFRESHED, Serve.INCUMBENT, register, challenger, incumbent.label, f"{prefix}{said}", numbers
+    )
 
 
 def _disagreement(y: np.ndarray, served: np.ndarray) -> float:

@@ -37,7 +37,9 @@ class MemoryTracker:
         self._ids = itertools.count(1)
 
     @contextmanager
-    def sessions(self, algorithms: Sequence[str], models: Sequence[str], target: Target = Target.TIME) -> Iterator[dict[str, None]]:
+    def sessions(
+        self, algorithms: Sequence[str], models: Sequence[str], target: Target = Target.TIME
+    ) -> Iterator[dict[str, None]]:
         yield dict.fromkeys(algorithms)
 
     def log_candidate(
@@ -51,7 +53,9 @@ class MemoryTracker:
         params: Mapping[str, object] | None = None,
     ) -> Candidate:
         metrics, quantiles = candidate_numbers(training_set, plan, result, self.coverage)
-        return Candidate(result.model_name, run_id=f"unlogged-{next(self._ids)}", metrics=metrics, residual_quantiles=quantiles)
+        return Candidate(
+            result.model_name, run_id=f"unlogged-{next(self._ids)}", metrics=metrics, residual_quantiles=quantiles
+        )
 
     def note(self, session: None, tags: Mapping[str, str]) -> None:
         return None
@@ -87,9 +91,15 @@ class MemoryChampions:
             return np.asarray(champion.model.predict(pd.DataFrame(X, columns=names)), dtype="float64")
 
         return Incumbent(
-            served.number, served.composition, served.trained_runs, names, predict,
-            n_rows=len(served.trained_runs), metrics=champion.metrics, judged=self.judged.get(key),
-        )  # fmt: skip
+            served.number,
+            served.composition,
+            served.trained_runs,
+            names,
+            predict,
+            n_rows=len(served.trained_runs),
+            metrics=champion.metrics,
+            judged=self.judged.get(key),
+        )
 
     def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None:
         self.judged[(algorithm, platform, target)] = fingerprint
@@ -111,11 +121,16 @@ class MemoryChampions:
         versions = self.versions.setdefault(key, [])
         number = str(len(versions) + 1)
         champion = Champion(
-            algorithm=ts.algorithm, platform=ts.platform, name=registered_name(*key), version=number, flavor="sklearn",
-            feature_names=list(ts.feature_names), model=model,
+            algorithm=ts.algorithm,
+            platform=ts.platform,
+            name=registered_name(*key),
+            version=number,
+            flavor="sklearn",
+            feature_names=list(ts.feature_names),
+            model=model,
             tags={**version_tags(ts, candidate, composition, coverage), "guard_verdict": decision.verdict.value},
             envelope=training_envelope(ts),
-        )  # fmt: skip
+        )
         version = Version(number, champion, dict(composition), frozenset(ts.run_ids))
         versions.append(version)
         if alias:
@@ -163,7 +178,9 @@ class MemoryMeasurements:
     def pairs(self) -> list[tuple[str, str]]:
         return sorted(self._finished)
 
-    def count(self, algorithm: str | None = None, platform: str | None = None, *, informative_only: bool = False) -> int:
+    def count(
+        self, algorithm: str | None = None, platform: str | None = None, *, informative_only: bool = False
+    ) -> int:
         if algorithm is not None and platform is not None and informative_only:
             return self._informative.get((algorithm, platform), 0)  # the simulator asks this at every job end
         return sum(1 for r in self._select(algorithm, platform) if not informative_only or _informative(r))
@@ -182,9 +199,10 @@ class MemoryMeasurements:
         with_censored: bool = False,
     ) -> pd.DataFrame:
         rows = [
-            r for r in self._select(algorithm, platform)
+            r
+            for r in self._select(algorithm, platform)
             if not successful_only or r["exit_status"] == 0 or (with_censored and r["censored"])
-        ]  # fmt: skip
+        ]
         return frame_of(rows)
 
     def live_window(self, algorithm: str, platform: str, size: int) -> pd.DataFrame:
@@ -193,8 +211,19 @@ class MemoryMeasurements:
             row = self._by_id.get(run_id)
             if row is not None and _informative(row):
                 s = self._served[run_id]
-                found.append((run_id, s.seconds, s.lower, s.upper, s.limit, s.model_version, s.extrapolating,
-                              row["wall_seconds"], row["censored"]))  # fmt: skip
+                found.append(
+                    (
+                        run_id,
+                        s.seconds,
+                        s.lower,
+                        s.upper,
+                        s.limit,
+                        s.model_version,
+                        s.extrapolating,
+                        row["wall_seconds"],
+                        row["censored"],
+                    )
+                )
                 if len(found) == size:
                     break
         frame = pd.DataFrame(found[::-1], columns=list(LIVE_COLUMNS))

@@ -17,9 +17,19 @@ from numpy.typing import ArrayLike
 
 # Every metric of finished runs, as compute_metrics names them.
 METRICS = (
-    "cc", "mae", "rmse", "rae", "rrse", "mape", "median_ape", "within_10pct", "within_25pct", "within_factor_2",
-    "underestimate_rate", "mean_underestimate",
-)  # fmt: skip
+    "cc",
+    "mae",
+    "rmse",
+    "rae",
+    "rrse",
+    "mape",
+    "median_ape",
+    "within_10pct",
+    "within_25pct",
+    "within_factor_2",
+    "underestimate_rate",
+    "mean_underestimate",
+)
 # Metrics where a smaller value is a better model (the ones that may pick champions).
 LOWER_IS_BETTER = frozenset(
     {"mae", "rmse", "rae", "rrse", "mape", "median_ape", "underestimate_rate", "mean_underestimate"}
@@ -60,7 +70,11 @@ def compute_metrics(
     if not bound.any():
         return _finished_metrics(y, pred, prior)
     finished = ~bound
-    metrics = _finished_metrics(y[finished], pred[finished], prior[finished]) if finished.any() else dict.fromkeys(METRICS, math.nan)
+    metrics = (
+        _finished_metrics(y[finished], pred[finished], prior[finished])
+        if finished.any()
+        else dict.fromkeys(METRICS, math.nan)
+    )
     metrics["censored_rows"] = float(bound.sum())
     metrics["censored_underestimate"] = float((pred[bound] < y[bound]).mean())
     return metrics

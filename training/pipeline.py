@@ -199,12 +199,18 @@ class Pick:
 def guard_settings(settings: Settings) -> GuardSettings:
     """The guard's thresholds from the service settings."""
     return GuardSettings(
-        metric=settings.selection_metric, margin=settings.guard_margin, confidence=settings.guard_confidence,
-        min_new_jobs=settings.guard_min_new_jobs, refresh_tolerance=settings.guard_refresh_tolerance, seed=settings.seed,
-    )  # fmt: skip
+        metric=settings.selection_metric,
+        margin=settings.guard_margin,
+        confidence=settings.guard_confidence,
+        min_new_jobs=settings.guard_min_new_jobs,
+        refresh_tolerance=settings.guard_refresh_tolerance,
+        seed=settings.seed,
+    )
 
 
-def count_steps(settings: Settings, training_sets: Sequence[TrainingSet], *, models: Sequence[str] | None = None) -> int:
+def count_steps(
+    settings: Settings, training_sets: Sequence[TrainingSet], *, models: Sequence[str] | None = None
+) -> int:
     """How many times :func:`train` with the same arguments will call ``progress`` at least: once per fold fit, once per pair.
 
     Members the serving champions need for their comparison are fitted too and add steps.
@@ -257,7 +263,9 @@ def train(
     """
     chosen = _models(models if models is not None else settings.train_models)
     check_selection_metric(settings.selection_metric)
-    if others := sorted({f"{ts.algorithm}/{ts.platform} ({ts.target.value})" for ts in training_sets if ts.target is not target}):
+    if others := sorted(
+        {f"{ts.algorithm}/{ts.platform} ({ts.target.value})" for ts in training_sets if ts.target is not target}
+    ):
         raise ValueError(f"training {target.value} on sets of another target: {', '.join(others)}")
     tracker = tracker or MlflowTracker(settings)
     book = champions or MlflowChampions(settings.resolved_tracking_uri)
@@ -266,14 +274,20 @@ def train(
         if names := _members(chosen, ts):
             usable.append((ts, names))
         else:
-            log.warning("skipping %s on %s: none of the models applies to its %d runs", ts.algorithm, ts.platform, len(ts))
+            log.warning(
+                "skipping %s on %s: none of the models applies to its %d runs", ts.algorithm, ts.platform, len(ts)
+            )
     # Largest sets first: their fits cost most, and the last to finish should be a small one.
     usable.sort(key=lambda pair: len(pair[0]), reverse=True)
     unchanged: list[TrainingOutcome] = []
     judged: list[tuple[TrainingSet, list[str], Incumbent | None]] = []
     for ts, names in usable:
         incumbent = book.incumbent(ts.algorithm, ts.platform, target)
-        if not (force or retrain) and incumbent is not None and incumbent.judged == session_fingerprint(settings, ts, chosen):
+        if (
+            not (force or retrain)
+            and incumbent is not None
+            and incumbent.judged == session_fingerprint(settings, ts, chosen)
+        ):
             unchanged.append(_unchanged(ts, incumbent))
         else:
             judged.append((ts, names, incumbent))
@@ -290,7 +304,9 @@ def train(
                 pair.members = [m for m in pair.members if m != name]
             else:
                 pair.results[name] = result
-                pair.candidates.append(tracker.log_candidate(session, ts, pair.plan, result, make_model(name, seed=settings.seed)))
+                pair.candidates.append(
+                    tracker.log_candidate(session, ts, pair.plan, result, make_model(name, seed=settings.seed))
+                )
             if not any(n in pair.results for n in chosen) and pair.complete:
                 log.warning("skipping %s on %s: every chosen member failed", ts.algorithm, ts.platform)
                 pair.members = []  # judged by nobody; never matches again
@@ -321,9 +337,17 @@ def _with_incumbents_members(names: list[str], incumbent: Incumbent | None, ts: 
 
 def session_fingerprint(settings: Settings, ts: TrainingSet, members: Sequence[str]) -> str:
     """What decides a pair's training session: its data, the members, and the settings selection and the guard read."""
-    config = [list(members), settings.cv_folds, settings.seed, settings.selection_metric, settings.interval_coverage,
-              settings.guard_margin, settings.guard_confidence, settings.guard_min_new_jobs,
-              settings.guard_refresh_tolerance]  # fmt: skip
+    config = [
+        list(members),
+        settings.cv_folds,
+        settings.seed,
+        settings.selection_metric,
+        settings.interval_coverage,
+        settings.guard_margin,
+        settings.guard_confidence,
+        settings.guard_min_new_jobs,
+        settings.guard_refresh_tolerance,
+    ]
     return hashlib.sha256(f"{ts.fingerprint}|{json.dumps(config)}".encode()).hexdigest()
 
 
@@ -332,14 +356,27 @@ def _unchanged(ts: TrainingSet, incumbent: Incumbent) -> TrainingOutcome:
     reason = f"same runs, members and settings as the session that judged version {incumbent.version}: not trained (--force retrains)"
     decision = Decision(Verdict.UNCHANGED, None, False, incumbent.label, incumbent.label, reason)
     return TrainingOutcome(
-        algorithm=ts.algorithm, platform=ts.platform, challenger=incumbent.label, decision=decision, serving=incumbent.label,
-        version=incumbent.version, registered=[], metrics={incumbent.label: dict(incumbent.metrics)}, n_rows=len(ts),
+        algorithm=ts.algorithm,
+        platform=ts.platform,
+        challenger=incumbent.label,
+        decision=decision,
+        serving=incumbent.label,
+        version=incumbent.version,
+        registered=[],
+        metrics={incumbent.label: dict(incumbent.metrics)},
+        n_rows=len(ts),
         target=ts.target,
-    )  # fmt: skip
+    )
 
 
 def _judge(
-    settings: Settings, tracker: Tracker, session: Any, index: int, pair: PairTraining, chosen: Sequence[str], force: bool
+    settings: Settings,
+    tracker: Tracker,
+    session: Any,
+    index: int,
+    pair: PairTraining,
+    chosen: Sequence[str],
+    force: bool,
 ) -> Pick:
     """Pick the best candidate of ``pair`` (set ``index``) among the ``chosen`` members (and their ensemble, if it leads
     beyond chance); let the guard judge."""
@@ -366,12 +403,18 @@ def _judge(
             X = ts.X[incumbent.feature_names].to_numpy(dtype="float64")
     done = ts.finished  # the guard compares on finished runs: a censored run's time is only a bound
     decision = judge(
-        y=ts.y[done], priors=results[best.model_name].priors[done], jobs=ts.jobs[done],
-        run_ids=[r for r, keep in zip(ts.run_ids, done, strict=True) if keep], X=None if X is None else X[done],
-        challenger=challenger_members, challenger_predictions=results[best.model_name].predictions[done],
-        incumbent=incumbent, incumbent_predictions=None if incumbent_predictions is None else incumbent_predictions[done],
-        settings=guard_settings(settings), force=force,
-    )  # fmt: skip
+        y=ts.y[done],
+        priors=results[best.model_name].priors[done],
+        jobs=ts.jobs[done],
+        run_ids=[r for r, keep in zip(ts.run_ids, done, strict=True) if keep],
+        X=None if X is None else X[done],
+        challenger=challenger_members,
+        challenger_predictions=results[best.model_name].predictions[done],
+        incumbent=incumbent,
+        incumbent_predictions=None if incumbent_predictions is None else incumbent_predictions[done],
+        settings=guard_settings(settings),
+        force=force,
+    )
     members = dict(incumbent.composition) if incumbent is not None else {}
     return Pick(index, best, challenger_members, incumbent_candidate, members, decision, list(found.values()))
 
@@ -424,7 +467,12 @@ def _cross_validate_all(
     tracking in this process overlaps the fits still running in the workers; the cross-validation
     is None when one of the member's fits raised (logged; the member is left out of that set).
     """
-    fits = [Fit(index, name, fold) for index, pair in enumerate(pairs) for name in pair.members for fold in range(pair.plan.n_folds)]
+    fits = [
+        Fit(index, name, fold)
+        for index, pair in enumerate(pairs)
+        for name in pair.members
+        for fold in range(pair.plan.n_folds)
+    ]
     folds: dict[tuple[int, str], list[FoldFit]] = {}
     failed: set[tuple[int, str]] = set()
     for fit, result in _fits(settings, fits, pairs):
@@ -437,8 +485,14 @@ def _cross_validate_all(
         if isinstance(result, Failed):
             failed.add(key)
             folds.pop(key, None)
-            log.warning("%s on %s: %s failed on fold %d and is left out: %s", ts.algorithm, ts.platform, fit.model_name,
-                        fit.fold + 1, result.error)  # fmt: skip
+            log.warning(
+                "%s on %s: %s failed on fold %d and is left out: %s",
+                ts.algorithm,
+                ts.platform,
+                fit.model_name,
+                fit.fold + 1,
+                result.error,
+            )
             yield fit.set_index, fit.model_name, None
             continue
         found = folds.setdefault(key, [])
@@ -447,14 +501,28 @@ def _cross_validate_all(
             yield fit.set_index, fit.model_name, collect(fit.model_name, ts, plan, folds.pop(key))
 
 
-def _fits(settings: Settings, fits: Sequence[Fit], pairs: Sequence[PairTraining]) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
+def _fits(
+    settings: Settings, fits: Sequence[Fit], pairs: Sequence[PairTraining]
+) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
     """``fits`` of ``pairs`` made by the executor the settings choose (local processes or a Ray cluster), as they finish."""
     sets, plans = [pair.ts for pair in pairs], [pair.plan for pair in pairs]
-    return run_fits(fits, sets, plans, seed=settings.seed, n_jobs=settings.n_jobs, executor=settings.executor, ray_address=settings.ray_address)
+    return run_fits(
+        fits,
+        sets,
+        plans,
+        seed=settings.seed,
+        n_jobs=settings.n_jobs,
+        executor=settings.executor,
+        ray_address=settings.ray_address,
+    )
 
 
 def _register_all(
-    settings: Settings, book: ChampionBook, pairs: Sequence[PairTraining], picks: Sequence[Pick], progress: Progress | None
+    settings: Settings,
+    book: ChampionBook,
+    pairs: Sequence[PairTraining],
+    picks: Sequence[Pick],
+    progress: Progress | None,
 ) -> dict[int, list[tuple[str, bool]]]:
     """Refit on every row, in parallel, each member of every composition the decisions register; register them in order.
 
@@ -475,14 +543,26 @@ def _register_all(
         for candidate, members, alias in wanted[fit.set_index]:
             broken = {m: done[m].error for m in members if isinstance(done[m], Failed)}
             if broken:
-                log.error("%s on %s: %s not registered, its refit failed: %s", ts.algorithm, ts.platform, label(members), broken)
+                log.error(
+                    "%s on %s: %s not registered, its refit failed: %s",
+                    ts.algorithm,
+                    ts.platform,
+                    label(members),
+                    broken,
+                )
                 continue
             model = _assembled(members, done, ts)
             seconds = sum(done[m].seconds for m in members)
             version = book.register(
-                ts, candidate, model, refit_seconds=seconds, coverage=settings.interval_coverage,
-                composition=members, decision=pick.decision, alias=alias,
-            )  # fmt: skip
+                ts,
+                candidate,
+                model,
+                refit_seconds=seconds,
+                coverage=settings.interval_coverage,
+                composition=members,
+                decision=pick.decision,
+                alias=alias,
+            )
             registered.setdefault(fit.set_index, []).append((version, alias))
             if progress is not None:
                 progress(f"{ts.algorithm}/{ts.platform} {label(members)} registered as version {version}")
@@ -512,10 +592,18 @@ def _outcome(
         version = incumbent.version if incumbent else None
         run = pick.incumbent.run_id if incumbent and pick.incumbent else None
     return TrainingOutcome(
-        algorithm=ts.algorithm, platform=ts.platform, challenger=pick.challenger.model_name, decision=pick.decision,
-        serving=serving, version=version, registered=[v for v, _ in registered],
-        metrics={c.model_name: c.metrics for c in pick.candidates}, n_rows=len(ts), serving_run=run, target=ts.target,
-    )  # fmt: skip
+        algorithm=ts.algorithm,
+        platform=ts.platform,
+        challenger=pick.challenger.model_name,
+        decision=pick.decision,
+        serving=serving,
+        version=version,
+        registered=[v for v, _ in registered],
+        metrics={c.model_name: c.metrics for c in pick.candidates},
+        n_rows=len(ts),
+        serving_run=run,
+        target=ts.target,
+    )
 
 
 def _session_tags(outcome: TrainingOutcome) -> dict[str, str]:
@@ -535,11 +623,20 @@ def decision_row(outcome: TrainingOutcome, trigger: str) -> dict[str, Any]:
     """The ``model_decisions`` row of an outcome (what ``predictor models history`` lists)."""
     d = outcome.decision
     return {
-        "decided_at": datetime.now(UTC), "algorithm": outcome.algorithm, "platform": outcome.platform,
-        "target": outcome.target.value, "decision": d.verdict.value, "trigger": trigger[:200], "challenger": d.challenger[:200],
-        "incumbent": d.incumbent[:200] if d.incumbent else None, "version": ",".join(outcome.registered)[:64] or None,
-        "serving_version": outcome.version, "n_rows": outcome.n_rows, "reason": d.reason, "details": dict(d.details),
-    }  # fmt: skip
+        "decided_at": datetime.now(UTC),
+        "algorithm": outcome.algorithm,
+        "platform": outcome.platform,
+        "target": outcome.target.value,
+        "decision": d.verdict.value,
+        "trigger": trigger[:200],
+        "challenger": d.challenger[:200],
+        "incumbent": d.incumbent[:200] if d.incumbent else None,
+        "version": ",".join(outcome.registered)[:64] or None,
+        "serving_version": outcome.version,
+        "n_rows": outcome.n_rows,
+        "reason": d.reason,
+        "details": dict(d.details),
+    }
 
 
 def _save_plan(settings: Settings, ts: TrainingSet) -> FoldPlan:

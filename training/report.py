@@ -65,30 +65,44 @@ def tracked_algorithms(settings: Settings, target: Target = Target.TIME) -> list
     """The algorithms training has tracked an experiment of ``target`` for, by name."""
     client = registry_client(settings.resolved_tracking_uri)
     prefix = experiment_name("", target)
-    experiments = all_pages(lambda token: client.search_experiments(filter_string=f"name LIKE '{prefix}%'", page_token=token))
+    experiments = all_pages(
+        lambda token: client.search_experiments(filter_string=f"name LIKE '{prefix}%'", page_token=token)
+    )
     names = (e.name for e in experiments)
     return sorted(name.removeprefix(prefix) for name in names)
 
 
-def latest_session(settings: Settings, algorithm: str, platform: str | None = None, target: Target = Target.TIME) -> SessionReport:
+def latest_session(
+    settings: Settings, algorithm: str, platform: str | None = None, target: Target = Target.TIME
+) -> SessionReport:
     """Read the candidates of ``algorithm``'s latest finished session of ``target`` (only ``platform``'s, if given)."""
     client = registry_client(settings.resolved_tracking_uri)
     experiment = client.get_experiment_by_name(experiment_name(algorithm, target))
-    parents = [] if experiment is None else client.search_runs(
-        [experiment.experiment_id],
-        filter_string=f"attributes.run_name = 'train-{algorithm}' AND attributes.status = 'FINISHED'",
-        order_by=["attributes.start_time DESC"],
-        max_results=1,
+    parents = (
+        []
+        if experiment is None
+        else client.search_runs(
+            [experiment.experiment_id],
+            filter_string=f"attributes.run_name = 'train-{algorithm}' AND attributes.status = 'FINISHED'",
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
     )
     if not parents:
         if target is Target.TIME:
             raise NoSession(f"no finished training session of {algorithm!r} is tracked; run `predictor train` first")
-        raise NoSession(f"no finished {target.value} training session of {algorithm!r} is tracked; "
-                        f"run `predictor train --target {target.value}` first")  # fmt: skip
+        raise NoSession(
+            f"no finished {target.value} training session of {algorithm!r} is tracked; "
+            f"run `predictor train --target {target.value}` first"
+        )
     parent = parents[0]
-    children = all_pages(lambda token: client.search_runs(
-        [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'", page_token=token
-    ))  # fmt: skip
+    children = all_pages(
+        lambda token: client.search_runs(
+            [parent.info.experiment_id],
+            filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'",
+            page_token=token,
+        )
+    )
     rows = [_row(child, parent.data.tags) for child in children]
     rows = [r for r in rows if platform is None or r.platform == platform]
     metric = settings.selection_metric
@@ -159,7 +173,11 @@ def champion_lead(session: SessionReport, platform: str) -> Lead | None:
     if ours["run_id"].tolist() != theirs["run_id"].tolist():
         return None
     differences = paired_bootstrap(
-        ours["measured_seconds"], ours["prior_seconds"], ours["predicted_seconds"], theirs["predicted_seconds"], ours["job"].tolist(),
+        ours["measured_seconds"],
+        ours["prior_seconds"],
+        ours["predicted_seconds"],
+        theirs["predicted_seconds"],
+        ours["job"].tolist(),
         censored=ours["censored"],
-    )  # fmt: skip
+    )
     return Lead(champion.model, runner_up.model, int(ours["job"][~ours["censored"]].nunique()), differences)

@@ -55,13 +55,21 @@ def paired_bootstrap(
         finished = ~np.asarray(censored, dtype=bool)
         if finished.shape != y.shape or not finished.any():
             raise ValueError("need one censored flag per row, and some finished row")
-        y, prior, a, b, groups = y[finished], prior[finished], a[finished], b[finished], [g for g, f in zip(groups, finished) if f]
+        y, prior, a, b, groups = (
+            y[finished],
+            prior[finished],
+            a[finished],
+            b[finished],
+            [g for g, f in zip(groups, finished) if f],
+        )
     if not 0 < level < 1 or n_resamples < 1:
         raise ValueError(f"need 0 < level < 1 and n_resamples >= 1, got {level} and {n_resamples}")
     group_of_row = pd.factorize(pd.Series(list(groups)))[0]
     n_groups = int(group_of_row.max()) + 1
     # Per job: sums of absolute and squared errors of A, of B and of the prior; a resample adds them up by its counts.
-    columns = np.stack([np.abs(a - y), np.abs(b - y), np.abs(prior - y), (a - y) ** 2, (b - y) ** 2, (prior - y) ** 2], axis=1)
+    columns = np.stack(
+        [np.abs(a - y), np.abs(b - y), np.abs(prior - y), (a - y) ** 2, (b - y) ** 2, (prior - y) ** 2], axis=1
+    )
     per_group = np.zeros((n_groups, columns.shape[1]))
     np.add.at(per_group, group_of_row, columns)
     counts = np.random.default_rng(seed).multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_resamples)
@@ -73,7 +81,9 @@ def paired_bootstrap(
         drawn = scores(counts @ per_group)
         drawn = drawn[np.isfinite(drawn)]
         low, high = np.quantile(drawn, [tails, 1.0 - tails]) if len(drawn) else (np.nan, np.nan)
-        result[metric] = Difference(metric, float(now), float(low), float(high), float((drawn < 0).mean()) if len(drawn) else np.nan)
+        result[metric] = Difference(
+            metric, float(now), float(low), float(high), float((drawn < 0).mean()) if len(drawn) else np.nan
+        )
     return result
 
 

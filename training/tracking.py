@@ -82,7 +82,9 @@ def experiment_name(algorithm: str, target: Target = Target.TIME) -> str:
     return f"{EXPERIMENT_PREFIX[target]}{algorithm}"
 
 
-def ensure_experiment(client: mlflow.MlflowClient, settings: Settings, algorithm: str, target: Target = Target.TIME) -> str:
+def ensure_experiment(
+    client: mlflow.MlflowClient, settings: Settings, algorithm: str, target: Target = Target.TIME
+) -> str:
     """Id of the algorithm's experiment of ``target``, created with its artifacts under the artifact root on first use."""
     name = experiment_name(algorithm, target)
     experiment = client.get_experiment_by_name(name)
@@ -95,7 +97,11 @@ def ensure_experiment(client: mlflow.MlflowClient, settings: Settings, algorithm
 
 @contextmanager
 def training_sessions(
-    client: mlflow.MlflowClient, settings: Settings, algorithms: Sequence[str], models: Sequence[str], target: Target = Target.TIME
+    client: mlflow.MlflowClient,
+    settings: Settings,
+    algorithms: Sequence[str],
+    models: Sequence[str],
+    target: Target = Target.TIME,
 ) -> Iterator[dict[str, Run]]:
     """The parent run of each algorithm's training session of ``target``, all open at once; candidates are logged as children.
 
@@ -108,8 +114,13 @@ def training_sessions(
         for algorithm in algorithms:
             tags = {"algorithm": algorithm, "target": target.value, MLFLOW_RUN_NAME: f"train-{algorithm}"}
             run = client.create_run(ensure_experiment(client, settings, algorithm, target), tags=tags)
-            params = {"algorithm": algorithm, "target": target.value, "models": ",".join(models), "cv_folds": settings.cv_folds,
-                      "seed": settings.seed}  # fmt: skip
+            params = {
+                "algorithm": algorithm,
+                "target": target.value,
+                "models": ",".join(models),
+                "cv_folds": settings.cv_folds,
+                "seed": settings.seed,
+            }
             client.log_batch(run.info.run_id, params=_params(params))
             parents[algorithm] = run
         yield parents
@@ -125,7 +136,10 @@ def candidate_numbers(
     """A candidate's metrics (with ``interval_coverage``, cross-fitted) and its residual log-ratio quantiles."""
     ts = training_set
     quantiles = residual_log_quantiles(ts.y, result.predictions, ts.censored)
-    metrics = {**result.metrics, "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan.folds, coverage, ts.censored)}
+    metrics = {
+        **result.metrics,
+        "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan.folds, coverage, ts.censored),
+    }
     return metrics, quantiles
 
 
@@ -231,13 +245,17 @@ def _metrics(pooled: Mapping[str, float], result: CVResult) -> list[Metric]:
     for fold, fold_metrics in enumerate(result.fold_metrics):
         metrics += [Metric(f"fold_{k}", float(v), now, fold) for k, v in fold_metrics.items()]
     for fold, tuned in enumerate(result.tuned):
-        metrics += [Metric(f"fold_tuned.{k}", float(v), now, fold) for k, v in tuned.items() if isinstance(v, (int, float))]
+        metrics += [
+            Metric(f"fold_tuned.{k}", float(v), now, fold) for k, v in tuned.items() if isinstance(v, (int, float))
+        ]
     metrics.append(Metric("fit_seconds", result.fit_seconds, now, 0))
     by_size: dict[int, list[float]] = {}
     for curve in result.curves:
         for units, error in zip(curve["hidden_units"], curve.get("validation_mse", [])):
             by_size.setdefault(int(units), []).append(float(error))
-    metrics += [Metric("curve_validation_mse", float(np.mean(errors)), now, units) for units, errors in sorted(by_size.items())]
+    metrics += [
+        Metric("curve_validation_mse", float(np.mean(errors)), now, units) for units, errors in sorted(by_size.items())
+    ]
     return metrics
 
 
@@ -337,7 +355,14 @@ class MlflowTracker:
     ) -> Candidate:
         """One candidate as a child run of ``session`` (see :func:`log_candidate`)."""
         return log_candidate(
-            self.client, session, training_set, plan, result, model, coverage=self.settings.interval_coverage, params=params
+            self.client,
+            session,
+            training_set,
+            plan,
+            result,
+            model,
+            coverage=self.settings.interval_coverage,
+            params=params,
         )
 
     def note(self, session: Run, tags: Mapping[str, str]) -> None:

@@ -50,12 +50,16 @@ class Trigger:
 class WorkerStore(MeasurementFrames, LiveWindows, Protocol):
     """The part of the measurement store the worker reads and writes (:class:`predictor.store.MeasurementStore` fits)."""
 
-    def count(self, algorithm: str | None = None, platform: str | None = None, *, informative_only: bool = False) -> int: ...
+    def count(
+        self, algorithm: str | None = None, platform: str | None = None, *, informative_only: bool = False
+    ) -> int: ...
 
     def add_decision(self, row: dict[str, Any]) -> None: ...
 
 
-def due(settings: Settings, store: WorkerStore, book: ChampionBook, targets: Sequence[Target] = tuple(Target)) -> list[Trigger]:
+def due(
+    settings: Settings, store: WorkerStore, book: ChampionBook, targets: Sequence[Target] = tuple(Target)
+) -> list[Trigger]:
     """Every (pair, target) of the store that is due for training, and why (see the module docstring)."""
     triggers = []
     for target in targets:
@@ -94,7 +98,9 @@ def _runs(store: WorkerStore, algorithm: str, platform: str, target: Target) -> 
     return len(target_rows(store.frame(algorithm, platform, with_censored=True), target))
 
 
-def _drift(settings: Settings, store: WorkerStore, algorithm: str, platform: str, version: str, cv_rae: float | None) -> str | None:
+def _drift(
+    settings: Settings, store: WorkerStore, algorithm: str, platform: str, version: str, cv_rae: float | None
+) -> str | None:
     """Why the live error of ``version`` drifted from its cross-validated RAE, or None."""
     if cv_rae is None or not cv_rae > 0:
         return None
@@ -119,7 +125,9 @@ def retrain_due(
     targets: Sequence[Target] = tuple(Target),
 ) -> list[TrainingOutcome]:
     """Train every due pair's due ``targets`` once, under the guard, and record each decision with its trigger."""
-    if book is None:  # the registry of the settings, not whatever MLflow's process-wide default points at (a stale ./mlflow.db)
+    if (
+        book is None
+    ):  # the registry of the settings, not whatever MLflow's process-wide default points at (a stale ./mlflow.db)
         from training.champions import MlflowChampions
 
         book = MlflowChampions(settings.resolved_tracking_uri)
@@ -131,12 +139,20 @@ def retrain_due(
         reasons = {(t.algorithm, t.platform): t.reason for t in triggers}
         loaded = load_training_sets(store, {t.algorithm for t in triggers}, target=target)
         sets = [ts for ts in loaded if (ts.algorithm, ts.platform) in reasons]
-        trained = train(settings, sets, models=models, progress=progress, tracker=tracker, champions=book, target=target)
+        trained = train(
+            settings, sets, models=models, progress=progress, tracker=tracker, champions=book, target=target
+        )
         for outcome in trained:
             reason = reasons[(outcome.algorithm, outcome.platform)]
             store.add_decision(decision_row(outcome, f"worker: {reason}"))
-            log.info("%s/%s %s: %s (%s)", outcome.algorithm, outcome.platform, target.value, outcome.decision.verdict.value,
-                     outcome.decision.reason)  # fmt: skip
+            log.info(
+                "%s/%s %s: %s (%s)",
+                outcome.algorithm,
+                outcome.platform,
+                target.value,
+                outcome.decision.verdict.value,
+                outcome.decision.reason,
+            )
         outcomes += trained
     return outcomes
 
@@ -165,4 +181,6 @@ def run(
         if on_pass is not None:
             on_pass(outcomes)
         return
-    every_interval(one_pass, settings.worker_interval_s, stop or threading.Event(), what="retrain pass", log=log, on_pass=on_pass)
+    every_interval(
+        one_pass, settings.worker_interval_s, stop or threading.Event(), what="retrain pass", log=log, on_pass=on_pass
+    )

@@ -62,7 +62,9 @@ def as_workload(instance: Instance, name: str = "batch") -> Workload:
     machines = range(instance.times.shape[1])
     platforms = {f"p{i}": PlatformSpec(f"p{i}") for i in machines}
     jobs = [
-        JobSpec(f"t{j}", 0.0, "task", {f"p{i}": float(t) for i, t in enumerate(row) if np.isfinite(t)}, params={"task": j})
+        JobSpec(
+            f"t{j}", 0.0, "task", {f"p{i}": float(t) for i, t in enumerate(row) if np.isfinite(t)}, params={"task": j}
+        )
         for j, row in enumerate(instance.times)
     ]
     return Workload(name, jobs, Cluster(platforms, [MachineSpec(f"M{i}", f"p{i}") for i in machines]))

@@ -39,7 +39,9 @@ json.dump(out, sys.stdout)
 def _helps() -> list[tuple[str, str]]:
     """Every command's path and plain help text, from a fresh interpreter (typer reads TYPER_USE_RICH at import)."""
     env = {**os.environ, "TYPER_USE_RICH": "0", "NO_COLOR": "1"}
-    done = subprocess.run([sys.executable, "-c", _WALK], env=env, capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _WALK], env=env, capture_output=True, text=True, check=True, timeout=120
+    )
     return [(path, text) for path, text in json.loads(done.stdout)]
 
 

@@ -25,7 +25,11 @@ def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001
     real = set(Settings.model_fields)
     missing, unknown = sorted(real - documented), sorted(documented - real)
     if missing or unknown:
-        said = [f"missing: {', '.join('PREDICTOR_' + n.upper() for n in missing)}" if missing else "",
-                f"not settings: {', '.join('PREDICTOR_' + n.upper() for n in unknown)}" if unknown else ""]  # fmt: skip
-        raise PluginError(f"{PAGE}'s settings table and predictor/settings.py differ; " + "; ".join(s for s in said if s))
+        said = [
+            f"missing: {', '.join('PREDICTOR_' + n.upper() for n in missing)}" if missing else "",
+            f"not settings: {', '.join('PREDICTOR_' + n.upper() for n in unknown)}" if unknown else "",
+        ]
+        raise PluginError(
+            f"{PAGE}'s settings table and predictor/settings.py differ; " + "; ".join(s for s in said if s)
+        )
     return markdown

@@ -155,7 +155,9 @@ def _state_queries(ties: bool) -> tuple[Select[Any], Select[Any]]:
         select(c.min_cpus).where(started, c.end_at.is_(None)),
     ).subquery()
     submitted = (
-        select(func.count().label("n"), func.max(c.submit_at).label("last")).where(mine, earlier(c.submit_at)).subquery()
+        select(func.count().label("n"), func.max(c.submit_at).label("last"))
+        .where(mine, earlier(c.submit_at))
+        .subquery()
     )
     done = select(func.count().label("n"), func.sum(c.end_at - c.start_at).label("total")).where(finished).subquery()
     busy = select(func.count().label("n"), func.sum(func.coalesce(running.c.min_cpus, 0)).label("procs")).subquery()

@@ -49,7 +49,17 @@ MIGRATION_LOCK_KEY = 0x6D656173
 _ALEMBIC_LOCK = threading.Lock()
 # Rows of a pair's live window: what it was served beside what it measured (see live_window).
 JSON_COLUMNS = ("params", "features", "context")  # read as text and parsed row by row (see MeasurementStore._read)
-LIVE_COLUMNS = ("run_id", "seconds", "lower", "upper", "limit", "model_version", "extrapolating", "wall_seconds", "censored")
+LIVE_COLUMNS = (
+    "run_id",
+    "seconds",
+    "lower",
+    "upper",
+    "limit",
+    "model_version",
+    "extrapolating",
+    "wall_seconds",
+    "censored",
+)
 
 
 @dataclass
@@ -73,7 +83,9 @@ class MeasurementStore:
         self.engine: Engine = create_engine(parsed)
         if self.dialect == "sqlite":
             _configure_sqlite(self.engine)
-        self._profile: tuple[tuple[Any, ...], dict[tuple[str, str], tuple[float, int]]] | None = None  # see profile_table
+        self._profile: tuple[tuple[Any, ...], dict[tuple[str, str], tuple[float, int]]] | None = (
+            None  # see profile_table
+        )
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision; a lock makes concurrent callers take turns."""
@@ -116,9 +128,12 @@ class MeasurementStore:
         Failed runs count too, unless ``informative_only`` (then: finished and censored runs, what training reads).
         """
         stmt = _filtered(
-            select(func.count()).select_from(table), algorithm, platform,
-            successful_only=informative_only, with_censored=informative_only,
-        )  # fmt: skip
+            select(func.count()).select_from(table),
+            algorithm,
+            platform,
+            successful_only=informative_only,
+            with_censored=informative_only,
+        )
         with self.engine.connect() as conn:
             return int(conn.execute(stmt).scalar_one())
 
@@ -149,7 +164,9 @@ class MeasurementStore:
 
         ``successful_only`` keeps finished runs, and censored ones too when ``with_censored``.
         """
-        return [Measurement.model_validate(row) for row in self._rows(algorithm, platform, successful_only, with_censored)]
+        return [
+            Measurement.model_validate(row) for row in self._rows(algorithm, platform, successful_only, with_censored)
+        ]
 
     def frame(
         self,
@@ -198,14 +215,23 @@ class MeasurementStore:
         """The pair's last ``size`` runs that were served an estimate and have a measurement (oldest first): :data:`LIVE_COLUMNS`."""
         s = served_estimates.c
         stmt = (
-            select(s.run_id, s.seconds, s.lower, s.upper, s.limit, s.model_version, s.extrapolating,
-                   table.c.wall_seconds, table.c.censored)
+            select(
+                s.run_id,
+                s.seconds,
+                s.lower,
+                s.upper,
+                s.limit,
+                s.model_version,
+                s.extrapolating,
+                table.c.wall_seconds,
+                table.c.censored,
+            )
             .join(table, table.c.run_id == s.run_id)
             .where(s.algorithm == algorithm, s.platform == platform)
             .where((table.c.exit_status == 0) | table.c.censored)
             .order_by(s.id.desc())
             .limit(size)
-        )  # fmt: skip
+        )
         with self.engine.connect() as conn:
             rows = [tuple(r) for r in conn.execute(stmt)][::-1]
         return pd.DataFrame(rows, columns=list(LIVE_COLUMNS))
@@ -285,28 +311,43 @@ class MeasurementStore:
         """Move each unreadable row out of the measurements, with its reason, in one transaction."""
         now = datetime.now(UTC)
         rows = [
-            {"measurement_id": row["id"], "run_id": row["run_id"], "reason": reason, "set_aside_at": now,
-             "row": json.dumps({k: _text(v) for k, v in row.items()}, default=str)}
+            {
+                "measurement_id": row["id"],
+                "run_id": row["run_id"],
+                "reason": reason,
+                "set_aside_at": now,
+                "row": json.dumps({k: _text(v) for k, v in row.items()}, default=str),
+            }
             for row, reason in unreadable
-        ]  # fmt: skip
+        ]
         with self._connect_exclusive() as conn:
-            conn.execute(dialect_insert(conn)(set_aside).on_conflict_do_nothing(index_elements=["measurement_id"]), rows)
+            conn.execute(
+                dialect_insert(conn)(set_aside).on_conflict_do_nothing(index_elements=["measurement_id"]), rows
+            )
             conn.execute(delete(table).where(table.c.id.in_([r["measurement_id"] for r in rows])))
             conn.commit()
         for r in rows:
-            log.warning("measurement %s (run %s) set aside in measurements_set_aside: %s", r["measurement_id"], r["run_id"], r["reason"])
+            log.warning(
+                "measurement %s (run %s) set aside in measurements_set_aside: %s",
+                r["measurement_id"],
+                r["run_id"],
+                r["reason"],
+            )
 
 
 def _medians() -> Select[Any]:
     """(algorithm, platform, median wall seconds, runs) of successful runs of at most a year, per pair."""
     pair = (table.c.algorithm, table.c.platform)
     ranked = (
-        select(*pair, table.c.wall_seconds,
-               func.row_number().over(partition_by=pair, order_by=table.c.wall_seconds).label("rank"),
-               func.count().over(partition_by=pair).label("n"))
+        select(
+            *pair,
+            table.c.wall_seconds,
+            func.row_number().over(partition_by=pair, order_by=table.c.wall_seconds).label("rank"),
+            func.count().over(partition_by=pair).label("n"),
+        )
         .where(table.c.exit_status == 0, table.c.wall_seconds <= MAX_WALL_SECONDS)
         .subquery()
-    )  # fmt: skip
+    )
     r = ranked.c
     return (
         select(r.algorithm, r.platform, func.avg(r.wall_seconds), func.max(r.n))
@@ -343,11 +384,13 @@ def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
     clashes = set(feature_names) & {*SCALAR_FIELDS, "params"}
     if clashes:
         raise ValueError(f"feature names clash with frame columns: {', '.join(sorted(clashes))}")
-    frame = pd.DataFrame({
-        **{name: [row[name] for row in rows] for name in SCALAR_FIELDS},
-        **{name: [row["features"].get(name) for row in rows] for name in feature_names},
-        "params": [row["params"] for row in rows],
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            **{name: [row[name] for row in rows] for name in SCALAR_FIELDS},
+            **{name: [row["features"].get(name) for row in rows] for name in feature_names},
+            "params": [row["params"] for row in rows],
+        }
+    )
     floats = ["wall_seconds", "cpu_seconds", "max_rss_kb", *feature_names]
     frame[floats] = frame[floats].astype("float64")
     frame["exit_status"] = frame["exit_status"].astype("int64")
@@ -378,7 +421,11 @@ def _filtered(
     if platform is not None:
         stmt = stmt.where(table.c.platform == platform)
     if successful_only:
-        stmt = stmt.where((table.c.exit_status == 0) | table.c.censored) if with_censored else stmt.where(table.c.exit_status == 0)
+        stmt = (
+            stmt.where((table.c.exit_status == 0) | table.c.censored)
+            if with_censored
+            else stmt.where(table.c.exit_status == 0)
+        )
     return stmt
 
 
@@ -403,7 +450,11 @@ def insert_served(conn: Connection, served: Iterable[ServedEstimate]) -> int:
     rows = {s.run_id: s.model_dump() for s in served}
     if not rows:
         return 0
-    stmt = dialect_insert(conn)(served_estimates).on_conflict_do_nothing(index_elements=["run_id"]).returning(served_estimates.c.run_id)
+    stmt = (
+        dialect_insert(conn)(served_estimates)
+        .on_conflict_do_nothing(index_elements=["run_id"])
+        .returning(served_estimates.c.run_id)
+    )
     return len(conn.execute(stmt, [rows[k] for k in sorted(rows)]).scalars().all())
 
 

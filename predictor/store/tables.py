@@ -104,7 +104,9 @@ class ModelDecisionRow(Base):
     decided_at: Mapped[datetime] = mapped_column(UTCDateTime)
     algorithm: Mapped[str] = mapped_column(String(200))
     platform: Mapped[str] = mapped_column(String(200))
-    target: Mapped[str] = mapped_column(String(16), server_default="time")  # predictor.domain.Target: run time, peak memory
+    target: Mapped[str] = mapped_column(
+        String(16), server_default="time"
+    )  # predictor.domain.Target: run time, peak memory
     decision: Mapped[str] = mapped_column(String(16))
     trigger: Mapped[str] = mapped_column(String(200))
     challenger: Mapped[str] = mapped_column(String(200))

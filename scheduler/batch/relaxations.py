@@ -13,10 +13,17 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 INF = float("inf")
-SLACK = 1e-7  # relative, HiGHS's default tolerance: an LP optimum (not a breakpoint) is shaded down by it to stay a bound
+SLACK = (
+    1e-7  # relative, HiGHS's default tolerance: an LP optimum (not a breakpoint) is shaded down by it to stay a bound
+)
 
 
-def lp_bound(times: np.ndarray, counts: np.ndarray | None = None, ready: np.ndarray | None = None, sizes: np.ndarray | None = None) -> float:
+def lp_bound(
+    times: np.ndarray,
+    counts: np.ndarray | None = None,
+    ready: np.ndarray | None = None,
+    sizes: np.ndarray | None = None,
+) -> float:
     """The LP relaxation of R||Cmax with the Lenstra-Shmoys-Tardos restriction: no schedule ends before it.
 
     ``times[j, c]``: job j's seconds on a machine of column c (INF where it cannot run);
@@ -73,7 +80,9 @@ def _relaxed_makespan(work: np.ndarray, counts: np.ndarray, ready: np.ndarray, a
     pairs, one_each, load = assignment_rows(work, allowed, counts)
     cost = np.zeros(len(pairs[0]) + 1)
     cost[-1] = 1.0
-    result = linprog(cost, A_ub=load, b_ub=-counts * ready, A_eq=one_each, b_eq=np.ones(len(work)), bounds=(0, None), method="highs")
+    result = linprog(
+        cost, A_ub=load, b_ub=-counts * ready, A_eq=one_each, b_eq=np.ones(len(work)), bounds=(0, None), method="highs"
+    )
     if result.status == 2:
         return INF  # some job has no allowed column
     if result.status != 0:

@@ -86,7 +86,9 @@ def _apply(times: np.ndarray, assign: np.ndarray, load: np.ndarray, current: np.
     assign[job] = target
 
 
-def _critical_step(times: np.ndarray, columns: np.ndarray, assign: np.ndarray, load: np.ndarray, current: np.ndarray) -> bool:
+def _critical_step(
+    times: np.ndarray, columns: np.ndarray, assign: np.ndarray, load: np.ndarray, current: np.ndarray
+) -> bool:
     """Lower the critical machine's load, keeping every other load below it; False if no neighbour does.
 
     The critical machine c has load ``top`` and k jobs. Tried in order, each the best of
@@ -114,7 +116,9 @@ def _critical_step(times: np.ndarray, columns: np.ndarray, assign: np.ndarray, l
     partners = np.flatnonzero((back < rows[:, c].max()) & (assign != c))
     if partners.size:
         at = assign[partners]
-        swapped = np.maximum(left[:, None] + back[partners][None, :], (load[at] - current[partners])[None, :] + rows[:, at])
+        swapped = np.maximum(
+            left[:, None] + back[partners][None, :], (load[at] - current[partners])[None, :] + rows[:, at]
+        )
         swap = int(swapped.argmin())
         if swapped.flat[swap] < limit:
             a, b = divmod(swap, len(partners))
@@ -127,9 +131,16 @@ def _critical_step(times: np.ndarray, columns: np.ndarray, assign: np.ndarray, l
 
 
 def _chain(
-    times: np.ndarray, assign: np.ndarray, load: np.ndarray, current: np.ndarray,
-    c: int, mine: np.ndarray, rows: np.ndarray, left: np.ndarray, limit: float,
-) -> bool:  # fmt: skip
+    times: np.ndarray,
+    assign: np.ndarray,
+    load: np.ndarray,
+    current: np.ndarray,
+    c: int,
+    mine: np.ndarray,
+    rows: np.ndarray,
+    left: np.ndarray,
+    limit: float,
+) -> bool:
     """The ejection chain of :func:`_critical_step`: job a of c -> machine i, and i's longest relocatable job -> elsewhere."""
     jobs, machines = times.shape
     elsewhere = load[None, :] + times
@@ -143,7 +154,9 @@ def _chain(
     last = np.r_[assign[ranked][1:] != assign[ranked][:-1], True]
     ejected = np.full(machines, -1)
     ejected[assign[ranked[last]]] = ranked[last]
-    freed = np.where(ejected >= 0, current[np.maximum(ejected, 0)], -INF)  # what each machine's longest relocatable job frees
+    freed = np.where(
+        ejected >= 0, current[np.maximum(ejected, 0)], -INF
+    )  # what each machine's longest relocatable job frees
     chained = np.maximum(left[:, None], load[None, :] + rows - freed[None, :])
     chained[:, c] = INF
     pick = int(chained.argmin())
@@ -171,9 +184,14 @@ def _balancing_step(times: np.ndarray, assign: np.ndarray, load: np.ndarray, cur
 
 
 def _exchange_step(
-    times: np.ndarray, columns: np.ndarray, assign: np.ndarray, load: np.ndarray, current: np.ndarray, fastest: np.ndarray,
+    times: np.ndarray,
+    columns: np.ndarray,
+    assign: np.ndarray,
+    load: np.ndarray,
+    current: np.ndarray,
+    fastest: np.ndarray,
     candidates: int = 64,
-) -> bool:  # fmt: skip
+) -> bool:
     """The swap that most lowers the sum of squared loads, keeping both loads below the makespan.
 
     Tried for the ``candidates`` jobs furthest (as a ratio) from their fastest machine

@@ -133,7 +133,9 @@ def breed(parents: Chromosomes, count: int, rng: np.random.Generator, mutation: 
     )
 
 
-def select(children: Chromosomes, scores: np.ndarray, count: int, elite: Chromosomes | None, elite_score: float) -> tuple[Chromosomes, np.ndarray]:
+def select(
+    children: Chromosomes, scores: np.ndarray, count: int, elite: Chromosomes | None, elite_score: float
+) -> tuple[Chromosomes, np.ndarray]:
     """The best ``count`` children (ascending makespan); the elite replaces the last of them if no child beats it."""
     best = np.argsort(scores, kind="stable")[:count]
     parents, kept = children.take(best), scores[best]
@@ -168,7 +170,9 @@ def evolve(
         if time.perf_counter() >= deadline:
             break
         children = breed(parents, settings.children, rng, settings.mutation)
-        parents, scores = select(children, evaluate(problem, children), settings.parents, parents.take(np.arange(1)), scores[0])
+        parents, scores = select(
+            children, evaluate(problem, children), settings.parents, parents.take(np.arange(1)), scores[0]
+        )
         history.append(scores[0])
     if polish is not None:
         parents, scores = _polished(parents, scores, polish)
@@ -176,9 +180,13 @@ def evolve(
     return Evolution(parents.take(np.arange(1)), float(scores[0]), np.array(history))
 
 
-def _polished(parents: Chromosomes, scores: np.ndarray, polish: Callable[[Chromosomes, float], tuple[Chromosomes, float]]) -> tuple[Chromosomes, np.ndarray]:
+def _polished(
+    parents: Chromosomes, scores: np.ndarray, polish: Callable[[Chromosomes, float], tuple[Chromosomes, float]]
+) -> tuple[Chromosomes, np.ndarray]:
     """The parents with the best one replaced by its polished version when that is shorter."""
     better, score = polish(parents.take(np.arange(1)), float(scores[0]))
     if score >= scores[0]:
         return parents, scores
-    return Chromosomes(*(np.concatenate([b, p[1:]]) for b, p in zip(better, parents, strict=True))), np.r_[score, scores[1:]]
+    return Chromosomes(*(np.concatenate([b, p[1:]]) for b, p in zip(better, parents, strict=True))), np.r_[
+        score, scores[1:]
+    ]

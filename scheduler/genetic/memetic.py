@@ -31,7 +31,9 @@ Polish = Callable[[Chromosomes, float], tuple[Chromosomes, float]]
 
 def seeded(problem: Problem, assignments: Sequence[np.ndarray], rng: np.random.Generator) -> Chromosomes:
     """Chromosomes of the given node assignments and of jobs-LL, objects replicated the fast way (or not at all)."""
-    stores = problem.first_hop[:-1, :-1].argmin(axis=1) if problem.stores else np.full(problem.objects, problem.no_replica)
+    stores = (
+        problem.first_hop[:-1, :-1].argmin(axis=1) if problem.stores else np.full(problem.objects, problem.no_replica)
+    )
     ll = greedy(problem, "ll", "fast", rng).nodes[0]
     nodes = np.array([*assignments, ll], dtype=np.intp)
     count = len(nodes)
@@ -45,7 +47,9 @@ def polisher(problem: Problem, seconds: float, rng: np.random.Generator) -> Poli
     return lambda best, score: _descend_population(problem, best, score, seconds)
 
 
-def _search_nodes(problem: Problem, best: Chromosomes, seconds: float, rng: np.random.Generator) -> tuple[Chromosomes, float]:
+def _search_nodes(
+    problem: Problem, best: Chromosomes, seconds: float, rng: np.random.Generator
+) -> tuple[Chromosomes, float]:
     found = improve(problem.compute, problem.start_times(), best.nodes[0], seconds, rng)
     out = Chromosomes(best.order, found.assign[None, :], best.stores)
     return out, float(evaluate(problem, out)[0])

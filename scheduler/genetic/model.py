@@ -62,8 +62,15 @@ class Problem:
     clock: float = 0.0
 
     def __post_init__(self) -> None:
-        for name, dtype in (("compute", float), ("requires", bool), ("size", float), ("source", np.intp),
-                            ("remote_to_store", float), ("store_to_node", float), ("remote_to_node", float)):  # fmt: skip
+        for name, dtype in (
+            ("compute", float),
+            ("requires", bool),
+            ("size", float),
+            ("source", np.intp),
+            ("remote_to_store", float),
+            ("store_to_node", float),
+            ("remote_to_node", float),
+        ):
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=dtype))
         jobs, nodes = np.shape(self.compute)
         objects = len(self.size)
@@ -78,7 +85,9 @@ class Problem:
             expected["ready"] = ((nodes,), np.shape(self.ready))
         for name, (want, got) in expected.items():
             if want != got:
-                raise ValueError(f"{name} has shape {got}, expected {want} for {jobs} jobs, {nodes} nodes, {objects} objects")
+                raise ValueError(
+                    f"{name} has shape {got}, expected {want} for {jobs} jobs, {nodes} nodes, {objects} objects"
+                )
         if jobs == 0 or nodes == 0:
             raise ValueError("a problem needs at least one job and one node")
         for name in ("remote_to_store", "store_to_node", "remote_to_node"):
@@ -178,8 +187,14 @@ def timeline(problem: Problem, order: np.ndarray, nodes: np.ndarray | None, stor
     order = np.atleast_2d(order)
     stores = np.atleast_2d(stores)
     population, jobs = order.shape
-    if jobs != problem.jobs or stores.shape != (population, problem.objects) or (nodes is not None and np.shape(np.atleast_2d(nodes)) != order.shape):
-        raise ValueError(f"population of {population}: order and nodes must be {population} x {problem.jobs}, stores {population} x {problem.objects}")
+    if (
+        jobs != problem.jobs
+        or stores.shape != (population, problem.objects)
+        or (nodes is not None and np.shape(np.atleast_2d(nodes)) != order.shape)
+    ):
+        raise ValueError(
+            f"population of {population}: order and nodes must be {population} x {problem.jobs}, stores {population} x {problem.objects}"
+        )
     rows = np.arange(population)
     column = rows[:, None]
     width = problem.objects + 1  # objects plus the dummy one that pads each job's list

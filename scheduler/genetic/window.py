@@ -76,7 +76,9 @@ def snapshot(state: State, now: float, size: int) -> Window | None:
     for m in state.machines.values():
         if not m.online:
             continue
-        ends = [max(state.jobs[j].runs[m.id].end_after(now), soon) for j in m.running for _ in range(state.jobs[j].size)]
+        ends = [
+            max(state.jobs[j].runs[m.id].end_after(now), soon) for j in m.running for _ in range(state.jobs[j].size)
+        ]
         lanes = [now] * (m.slots - m.used) + ends
         machines += [m.id] * len(lanes)
         ready += lanes
@@ -97,8 +99,14 @@ def snapshot(state: State, now: float, size: int) -> Window | None:
     jobs = [job for job, ok in zip(jobs, usable, strict=True) if ok]
     width = len(machines)
     problem = Problem(
-        compute=compute[usable], requires=np.zeros((len(jobs), 0), dtype=bool), size=np.zeros(0), source=np.zeros(0, dtype=np.intp),
-        remote_to_store=np.ones((0, 0)), store_to_node=np.ones((0, width)), remote_to_node=np.ones((0, width)),
-        ready=np.array(ready), clock=now,
-    )  # fmt: skip
+        compute=compute[usable],
+        requires=np.zeros((len(jobs), 0), dtype=bool),
+        size=np.zeros(0),
+        source=np.zeros(0, dtype=np.intp),
+        remote_to_store=np.ones((0, 0)),
+        store_to_node=np.ones((0, width)),
+        remote_to_node=np.ones((0, width)),
+        ready=np.array(ready),
+        clock=now,
+    )
     return Window(jobs, machines, np.array(ready) <= now, problem, now)

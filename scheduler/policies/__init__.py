@@ -64,7 +64,9 @@ POLICIES: dict[str, Registered] = {
     "kpb": Registered(KPercentBest),
     "batch-search": Registered(BatchSearch),  # the best list heuristic + local search (+ a MILP for small windows)
     "ga": Registered(GeneticCoScheduling),  # Phan, Ranganathan & Sion 2005, the paper's GA
-    "ga-strong": Registered(partial(GeneticCoScheduling, strong=True, window=1000)),  # seeded with batch-search, local search
+    "ga-strong": Registered(
+        partial(GeneticCoScheduling, strong=True, window=1000)
+    ),  # seeded with batch-search, local search
     "jobs-ll-rep-none": Registered(partial(GreedyCoScheduling, "ll", "none")),
     "jobs-ll-rep-rand": Registered(partial(GreedyCoScheduling, "ll", "rand")),
     "jobs-rand-rep-none": Registered(partial(GreedyCoScheduling, "rand", "none")),

@@ -72,7 +72,14 @@ class Affinity(Policy):
                 if soonest != INF and (self._wake is None or soonest < self._wake):
                     self._wake = soonest
                 continue
-            chosen = next((m for m in free if room[m.id] >= job.size and m.platform in due and due[m.platform] + kept[m.id] <= now), None)
+            chosen = next(
+                (
+                    m
+                    for m in free
+                    if room[m.id] >= job.size and m.platform in due and due[m.platform] + kept[m.id] <= now
+                ),
+                None,
+            )
             if chosen is not None:
                 self._start(job, chosen, now, room, out)
                 least = _least(free, room, kept)

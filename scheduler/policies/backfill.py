@@ -47,14 +47,20 @@ class _Backfilling(Policy):
         queue = [job for job in (state.jobs[j] for j in state.pending) if state.ready(job)]
         return queue, [m for m in state.machines.values() if m.online]
 
-    def _profile(self, ctx: Context, machine: Machine, started: list[tuple[float, Allocation, int]]) -> NodeProfile | PoolProfile:
+    def _profile(
+        self, ctx: Context, machine: Machine, started: list[tuple[float, Allocation, int]]
+    ) -> NodeProfile | PoolProfile:
         """The machine's free slots (and memory) from now on: its running jobs end as planned (corrected when outlived,
         with the quantiles the oracle served, if it has them); ``started`` are (planning seconds, nodes, memory per
         slot) of jobs this pass has just started on it."""
         state, now = ctx.state, ctx.now
         quantiles = ctx.oracle.quantiles if isinstance(ctx.oracle, QuantileOracle) else None
         releases = [
-            (planned_end(job, run, machine.platform, now, self.correction, quantiles), run.nodes or ((0, job.size),), run.memory)
+            (
+                planned_end(job, run, machine.platform, now, self.correction, quantiles),
+                run.nodes or ((0, job.size),),
+                run.memory,
+            )
             for job, run in ((job, job.runs[machine.id]) for job in (state.jobs[j] for j in machine.running))
             if not run.orphan
         ]

@@ -50,7 +50,9 @@ class Plan(NamedTuple):
     source: str
 
 
-def heuristic_plans(times: np.ndarray, ready: np.ndarray, names: Sequence[str] = tuple(HEURISTICS)) -> dict[str, np.ndarray]:
+def heuristic_plans(
+    times: np.ndarray, ready: np.ndarray, names: Sequence[str] = tuple(HEURISTICS)
+) -> dict[str, np.ndarray]:
     """The assignment each named list heuristic gives the batch."""
     return {name: map_times(HEURISTICS[name](), times, ready) for name in names}
 
@@ -97,7 +99,9 @@ class BatchSearch(Policy):
     ``seed`` makes the search repeatable.
     """
 
-    def __init__(self, window: int = 1000, budget: float = 0.1, exact: float = 0.0, exact_cells: int = 2000, seed: int = 0) -> None:
+    def __init__(
+        self, window: int = 1000, budget: float = 0.1, exact: float = 0.0, exact_cells: int = 2000, seed: int = 0
+    ) -> None:
         if budget < 0 or exact < 0:
             raise ValueError(f"budget and exact are seconds >= 0, got {budget} and {exact}")
         self.window = check_size(window)
@@ -113,6 +117,8 @@ class BatchSearch(Policy):
         problem = window.problem
         times = problem.compute
         found = plan(times, problem.start_times() - ctx.now, self.budget, self.exact, self.exact_cells, rng=self.rng)
-        order = np.lexsort((times[np.arange(len(found.assign)), found.assign], found.assign))  # each slot's jobs shortest first
+        order = np.lexsort(
+            (times[np.arange(len(found.assign)), found.assign], found.assign)
+        )  # each slot's jobs shortest first
         stores = np.zeros((1, 0), dtype=np.intp)
         return window.orders(timeline(problem, order[None, :], found.assign[None, :], stores))

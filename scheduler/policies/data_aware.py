@@ -213,13 +213,15 @@ class StorageAffinity(Policy):
             for m in machines:
                 choice = min(
                     (
-                        job for job in copies.tasks
-                        if affinity[job.id].get(site, 0) > 0 and copies.allowed(job, m)
+                        job
+                        for job in copies.tasks
+                        if affinity[job.id].get(site, 0) > 0
+                        and copies.allowed(job, m)
                         and (self.copies == 0 or degree[job.id] < self.copies)
                     ),
                     key=lambda job: (degree[job.id], -affinity[job.id][site], job.seq),
                     default=None,
-                )  # fmt: skip
+                )
                 if choice is not None:
                     out.append(copies.add(choice, m))
         return out

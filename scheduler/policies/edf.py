@@ -254,7 +254,10 @@ class EDFDeferral(Policy):
                 if keep:
                     out.append(o.migrate(job.id, run.machine, machine.id, reason))
                 else:
-                    out += [o.cancel(job.id, run.machine, requeue=True, reason=reason), o.start(job.id, machine.id, reason)]
+                    out += [
+                        o.cancel(job.id, run.machine, requeue=True, reason=reason),
+                        o.start(job.id, machine.id, reason),
+                    ]
         return out
 
 

@@ -45,9 +45,13 @@ class FCFS(Policy):
             eligible = self._platforms(job, present)
             usable = (state.machines[m] for m in rooms if m not in blocked)
             fits = ((m, m.needs(job)) for m in usable if m.platform in eligible)
-            choice = next(((m, needs, nodes) for m, needs in fits if (nodes := rooms[m.id].place(needs)) is not None), None)
+            choice = next(
+                ((m, needs, nodes) for m, needs in fits if (nodes := rooms[m.id].place(needs)) is not None), None
+            )
             if choice is None:
-                blocked.update(m for m in rooms if state.machines[m].platform in eligible and state.machines[m].slots > 1)
+                blocked.update(
+                    m for m in rooms if state.machines[m].platform in eligible and state.machines[m].slots > 1
+                )
                 continue
             machine, needs, nodes = choice
             out.append(o.start(job.id, machine.id, nodes=nodes))

@@ -31,7 +31,9 @@ from scheduler.policy import Context, Policy
 SEED_ALL_UP_TO = 5000  # jobs x nodes up to which every list heuristic seeds the strong GA (above: the cheap STARTS)
 
 
-def evolve_strong(problem: Problem, settings: Settings, rng: np.random.Generator, polish: float = 0.02, search: float = 0.0) -> Evolution:
+def evolve_strong(
+    problem: Problem, settings: Settings, rng: np.random.Generator, polish: float = 0.02, search: float = 0.0
+) -> Evolution:
     """The strong GA: Phan, Ranganathan & Sion 2005's, seeded with batch-search's plan and the list heuristics' schedules, polished ``polish`` seconds a generation.
 
     Batch-search's plan (:func:`scheduler.policies.batch.plan`, ``search`` seconds) is in the first
@@ -58,9 +60,17 @@ class GeneticCoScheduling(Policy):
     """
 
     def __init__(
-        self, window: int = 100, parents: int = 10, children: int = 50, generations: int = 100, mutation: float = 0.0,
-        seed: int = 0, strong: bool = False, polish: float = 0.002, budget: float = 0.1,
-    ) -> None:  # fmt: skip
+        self,
+        window: int = 100,
+        parents: int = 10,
+        children: int = 50,
+        generations: int = 100,
+        mutation: float = 0.0,
+        seed: int = 0,
+        strong: bool = False,
+        polish: float = 0.002,
+        budget: float = 0.1,
+    ) -> None:
         if budget < 0:
             raise ValueError(f"budget is seconds >= 0, got {budget}")
         self.window = check_size(window)
@@ -96,5 +106,3 @@ class GreedyCoScheduling(Policy):
         if window is None:
             return []
         return window.orders(greedy(window.problem, self.jobs, self.rep, self.rng))
-
-

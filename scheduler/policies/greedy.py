@@ -96,7 +96,9 @@ class Greedy(Policy):
 class _Room:
     """Free slots of each group of free machines, and how many machines of a group each job fits on (``fits``)."""
 
-    def __init__(self, free: list[Machine], keys: list[Group], groups: dict[Group, list[Machine]], sizes: list[int]) -> None:
+    def __init__(
+        self, free: list[Machine], keys: list[Group], groups: dict[Group, list[Machine]], sizes: list[int]
+    ) -> None:
         self.room = {m.id: m.slots - m.used for m in free}
         self.machines = [groups[g] for g in keys]
         self.sizes = sorted(set(sizes))

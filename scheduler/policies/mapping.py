@@ -240,7 +240,9 @@ def _start_blind(columns: Columns, jobs: list[Job]) -> list[Slot]:
 
 def map_times(heuristic: BatchMapping, times: np.ndarray, ready: np.ndarray) -> np.ndarray:
     """The machine ``heuristic`` gives each job of a bare batch (``times``: jobs x machines, INF where it cannot run)."""
-    ect = Completions(Columns.lanes(ready), np.ascontiguousarray(np.asarray(times, dtype=float).T), np.ones(len(times), dtype=np.intp))
+    ect = Completions(
+        Columns.lanes(ready), np.ascontiguousarray(np.asarray(times, dtype=float).T), np.ones(len(times), dtype=np.intp)
+    )
     heuristic.map(ect)
     assign = np.full(len(times), -1, dtype=np.intp)
     for j, machine, _, _ in ect.placed:

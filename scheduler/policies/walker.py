@@ -43,7 +43,9 @@ class GridView:
         self.platforms = np.array([n.platform for n in self.nodes], dtype=object)
         self.processors = np.array([n.processors for n in self.nodes], dtype=float)
         self.slots = np.array([m.slots for m in machines])
-        self.topology = np.array([[topology(a.path, b.path) for b in self.nodes] for a in self.nodes]).reshape(len(machines), len(machines))
+        self.topology = np.array([[topology(a.path, b.path) for b in self.nodes] for a in self.nodes]).reshape(
+            len(machines), len(machines)
+        )
         self._origins: dict[tuple[str, ...], np.ndarray] = {}
 
     def from_origin(self, origin: tuple[str, ...]) -> np.ndarray:
@@ -88,7 +90,9 @@ class StaticPlacement(Policy):
                 if job.status is JobStatus.PENDING and job.planned_machine == machine_id:
                     kept.add(job_id)
                     load[i] += job.size
-                    out.append(_order(state, job, view, i, free, job.planned_start if job.planned_start is not None else now))
+                    out.append(
+                        _order(state, job, view, i, free, job.planned_start if job.planned_start is not None else now)
+                    )
         latency_cache: dict[str, np.ndarray] = {}
         for job_id in state.pending:
             if job_id in kept:
@@ -99,16 +103,23 @@ class StaticPlacement(Policy):
             if not len(candidates):
                 continue  # no machine can run it (now): it waits, as with fcfs and edf
             placed = self._placed.setdefault(app.job, [])
-            i = self.choose(view, app, candidates, load, [view.index[p] for p in placed if p in view.index], latency_cache)
+            i = self.choose(
+                view, app, candidates, load, [view.index[p] for p in placed if p in view.index], latency_cache
+            )
             placed.append(view.ids[i])
             load[i] += job.size
             out.append(_order(state, job, view, i, free, now))
         return out
 
     def choose(
-        self, view: GridView, app: Application, candidates: np.ndarray, load: np.ndarray, placed: list[int],
+        self,
+        view: GridView,
+        app: Application,
+        candidates: np.ndarray,
+        load: np.ndarray,
+        placed: list[int],
         cache: dict[str, np.ndarray],
-    ) -> int:  # fmt: skip
+    ) -> int:
         """The machine (index into ``view``) for the next task of ``app`` among ``candidates``."""
         raise NotImplementedError
 
@@ -136,7 +147,12 @@ ANCHORS = ("origin", "peers", "both")
 
 
 def latency(
-    view: GridView, app: Application, candidates: np.ndarray, placed: list[int], anchor: str, cache: dict[str, np.ndarray]
+    view: GridView,
+    app: Application,
+    candidates: np.ndarray,
+    placed: list[int],
+    anchor: str,
+    cache: dict[str, np.ndarray],
 ) -> np.ndarray:
     """Latency(t_i, h) = ratio x the sum of Topology(h, a) over the anchors a (section 4.4.3), per candidate h.
 
@@ -188,9 +204,14 @@ class Rand(StaticPlacement):
         self.name = "rand"
 
     def choose(
-        self, view: GridView, app: Application, candidates: np.ndarray, load: np.ndarray, placed: list[int],
+        self,
+        view: GridView,
+        app: Application,
+        candidates: np.ndarray,
+        load: np.ndarray,
+        placed: list[int],
         cache: dict[str, np.ndarray],
-    ) -> int:  # fmt: skip
+    ) -> int:
         """Uniform among ``candidates``."""
         return int(candidates[self.rng.randrange(len(candidates))])
 
@@ -203,9 +224,14 @@ class MaxPerformance(StaticPlacement):
         self.name = "mp"
 
     def choose(
-        self, view: GridView, app: Application, candidates: np.ndarray, load: np.ndarray, placed: list[int],
+        self,
+        view: GridView,
+        app: Application,
+        candidates: np.ndarray,
+        load: np.ndarray,
+        placed: list[int],
         cache: dict[str, np.ndarray],
-    ) -> int:  # fmt: skip
+    ) -> int:
         """The candidate of highest Max_performance."""
         return int(candidates[np.argmax(fitness(view, app, candidates, load))])
 
@@ -227,9 +253,16 @@ class MaxPerformanceLatency(StaticPlacement):
         self.name = "mpl" if anchor == "origin" else f"mpl-{anchor}"
 
     def choose(
-        self, view: GridView, app: Application, candidates: np.ndarray, load: np.ndarray, placed: list[int],
+        self,
+        view: GridView,
+        app: Application,
+        candidates: np.ndarray,
+        load: np.ndarray,
+        placed: list[int],
         cache: dict[str, np.ndarray],
-    ) -> int:  # fmt: skip
+    ) -> int:
         """The candidate of highest Performance = Max_performance / (1 + Latency)."""
-        score = fitness(view, app, candidates, load) / (1.0 + latency(view, app, candidates, placed, self.anchor, cache))
+        score = fitness(view, app, candidates, load) / (
+            1.0 + latency(view, app, candidates, placed, self.anchor, cache)
+        )
         return int(candidates[np.argmax(score)])

@@ -29,17 +29,46 @@ from predictor.walltime import parse_walltime
 
 SACCT_REQUIRED = ("JobID", "JobName", "State", "Elapsed", "Timelimit", "ReqCPUS", "ReqMem", "Partition", "Comment")
 SACCT_OPTIONAL = (
-    "ExitCode", "NodeList", "Start", "End", "Submit", "WorkDir", "User", "Cluster", "Group", "Account", "QOS", "ReqNodes",
-    "NNodes", "MaxRSS",
-)  # fmt: skip
+    "ExitCode",
+    "NodeList",
+    "Start",
+    "End",
+    "Submit",
+    "WorkDir",
+    "User",
+    "Cluster",
+    "Group",
+    "Account",
+    "QOS",
+    "ReqNodes",
+    "NNodes",
+    "MaxRSS",
+)
 SACCT_COLUMNS = SACCT_REQUIRED + SACCT_OPTIONAL
 FINISHED = frozenset({"COMPLETED"})
 STOPPED = frozenset({"TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "DEADLINE"})  # the system ended the run before it was
 # done (a limit, a preemption): censored, its time and memory lower bounds
 FAILED = frozenset({"FAILED", "NODE_FAIL", "BOOT_FAIL", "CANCELLED"})
 ENDED = FINISHED | STOPPED | FAILED  # states of a job that ended; any other (PENDING, RUNNING, REQUEUED, ...) did not
-QUEUED = frozenset({"PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "REQUEUED"})  # waiting or running: squeue's states
-SQUEUE_FIELDS = ("id", "state", "user", "group", "account", "partition", "qos", "limit", "cpus", "nodes", "submit", "start", "work_dir", "name")
+QUEUED = frozenset(
+    {"PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "REQUEUED"}
+)  # waiting or running: squeue's states
+SQUEUE_FIELDS = (
+    "id",
+    "state",
+    "user",
+    "group",
+    "account",
+    "partition",
+    "qos",
+    "limit",
+    "cpus",
+    "nodes",
+    "submit",
+    "start",
+    "work_dir",
+    "name",
+)
 SQUEUE_FORMAT = "%i|%T|%u|%g|%a|%P|%q|%l|%C|%D|%V|%S|%Z|%j"  # the fields above, the name last (it may hold a '|')
 _JOBCOMP_KEY = re.compile(r"(?:^|\s)([A-Za-z]+)=")
 _MEMORY = re.compile(r"(?:^|,)mem=([^,]+)")
@@ -111,7 +140,10 @@ def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
             break
     missing = [c for c in SACCT_REQUIRED if c not in header]
     if not header or missing:
-        raise AccountingError("header", f"sacct output lacks columns {', '.join(missing or SACCT_REQUIRED)}; run sacct -P -X -o {','.join(SACCT_COLUMNS)}")
+        raise AccountingError(
+            "header",
+            f"sacct output lacks columns {', '.join(missing or SACCT_REQUIRED)}; run sacct -P -X -o {','.join(SACCT_COLUMNS)}",
+        )
     out: list[Parsed] = []
     step_rss: dict[str, int] = {}  # job id -> the largest MaxRSS of its steps, KiB
     for number, line in numbered:
@@ -119,7 +151,14 @@ def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
             continue
         cells = line.rstrip("\r\n").split("|")
         if len(cells) != len(header):
-            out.append((number, AccountingError("(row)", f"has {len(cells)} fields but the header has {len(header)} (a '|' in a field?)")))
+            out.append(
+                (
+                    number,
+                    AccountingError(
+                        "(row)", f"has {len(cells)} fields but the header has {len(header)} (a '|' in a field?)"
+                    ),
+                )
+            )
             continue
         row = dict(zip(header, cells, strict=True))
         job_id, step, _ = row["JobID"].partition(".")
@@ -163,7 +202,10 @@ def read_jobcomp(lines: Iterable[str], first_line: int = 1) -> Iterator[Parsed]:
 def jobcomp_fields(line: str) -> dict[str, str]:
     """A completion line's ``Key=Value`` words (a value runs to the next `` Key=``, so it may hold spaces)."""
     marks = list(_JOBCOMP_KEY.finditer(line))
-    return {m.group(1): line[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(line)].strip() for i, m in enumerate(marks)}
+    return {
+        m.group(1): line[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(line)].strip()
+        for i, m in enumerate(marks)
+    }
 
 
 def _parsed(read: Callable[[dict[str, str]], SlurmJob], fields: dict[str, str]) -> SlurmJob | AccountingError:
@@ -179,16 +221,31 @@ def _sacct_job(row: dict[str, str]) -> SlurmJob:
     array_job, _, array_task = row["JobID"].partition("_")  # an array's task: <array job>_<index>
     array_job = array_job if array_task else ""
     return SlurmJob(
-        job_id=_required(row, "JobID"), name=row["JobName"], state=_state(row["State"]),
-        elapsed=_duration("Elapsed", row["Elapsed"], required=True), time_limit=_duration("Timelimit", row["Timelimit"]),
-        partition=row["Partition"] or None, comment=row["Comment"], req_cpus=_count("ReqCPUS", row["ReqCPUS"]),
-        req_mem=row["ReqMem"] or None, exit_code=code, signal=signal, node_list=_nodes(row.get("NodeList", "")),
-        start=_time("Start", row.get("Start", "")), end=_time("End", row.get("End", "")),
-        submit=_time("Submit", row.get("Submit", "")), work_dir=row.get("WorkDir") or None, user=row.get("User") or None,
-        group=row.get("Group") or None, account=row.get("Account") or None, qos=row.get("QOS") or None,
+        job_id=_required(row, "JobID"),
+        name=row["JobName"],
+        state=_state(row["State"]),
+        elapsed=_duration("Elapsed", row["Elapsed"], required=True),
+        time_limit=_duration("Timelimit", row["Timelimit"]),
+        partition=row["Partition"] or None,
+        comment=row["Comment"],
+        req_cpus=_count("ReqCPUS", row["ReqCPUS"]),
+        req_mem=row["ReqMem"] or None,
+        exit_code=code,
+        signal=signal,
+        node_list=_nodes(row.get("NodeList", "")),
+        start=_time("Start", row.get("Start", "")),
+        end=_time("End", row.get("End", "")),
+        submit=_time("Submit", row.get("Submit", "")),
+        work_dir=row.get("WorkDir") or None,
+        user=row.get("User") or None,
+        group=row.get("Group") or None,
+        account=row.get("Account") or None,
+        qos=row.get("QOS") or None,
         req_nodes=_count("ReqNodes", row.get("ReqNodes", "")) or _count("NNodes", row.get("NNodes", "")),
-        array_job=array_job or None, array_task=array_task or None, max_rss_kb=_max_rss(row.get("MaxRSS", "")),
-    )  # fmt: skip
+        array_job=array_job or None,
+        array_task=array_task or None,
+        max_rss_kb=_max_rss(row.get("MaxRSS", "")),
+    )
 
 
 def _max_rss(text: str) -> int | None:
@@ -205,11 +262,22 @@ def _squeue_job(row: dict[str, str]) -> SlurmJob:
     state = _state(row["state"])
     running = state not in ("PENDING", "REQUEUED")
     return SlurmJob(
-        job_id=_required(row, "id"), name=row["name"], state=state, elapsed=0.0, time_limit=_duration("limit", row["limit"]),
-        partition=_text(row["partition"]), req_cpus=_count("cpus", row["cpus"]), req_nodes=_count("nodes", row["nodes"]),
-        start=_time("start", row["start"]) if running else None, submit=_time("submit", row["submit"]), work_dir=_text(row["work_dir"]),
-        user=_text(row["user"]), group=_text(row["group"]), account=_text(row["account"]), qos=_text(row["qos"]),
-    )  # fmt: skip
+        job_id=_required(row, "id"),
+        name=row["name"],
+        state=state,
+        elapsed=0.0,
+        time_limit=_duration("limit", row["limit"]),
+        partition=_text(row["partition"]),
+        req_cpus=_count("cpus", row["cpus"]),
+        req_nodes=_count("nodes", row["nodes"]),
+        start=_time("start", row["start"]) if running else None,
+        submit=_time("submit", row["submit"]),
+        work_dir=_text(row["work_dir"]),
+        user=_text(row["user"]),
+        group=_text(row["group"]),
+        account=_text(row["account"]),
+        qos=_text(row["qos"]),
+    )
 
 
 def _text(value: str) -> str | None:
@@ -224,15 +292,29 @@ def _jobcomp_job(f: dict[str, str]) -> SlurmJob:
     code, signal = _exit(f.get("ExitCode", "0:0"))
     memory = _MEMORY.search(f.get("Tres", ""))
     return SlurmJob(
-        job_id=_required(f, "JobId"), name=f.get("Name", ""), state=_state(_required(f, "JobState")),
-        elapsed=max((end - start).total_seconds(), 0.0), time_limit=_duration("TimeLimit", f.get("TimeLimit", "")),
-        partition=f.get("Partition") or None, req_cpus=_count("ProcCnt", f.get("ProcCnt", "")),
-        req_mem=memory.group(1) if memory else None, exit_code=code, signal=signal, node_list=_nodes(f.get("NodeList", "")),
-        start=start, end=end, submit=_time("SubmitTime", f.get("SubmitTime", "")), work_dir=f.get("WorkDir") or None,
-        user=_name(f.get("UserId", "")), group=_name(f.get("GroupId", "")), account=f.get("Account") or None,
-        qos=f.get("QOS") or None, req_nodes=_count("NodeCnt", f.get("NodeCnt", "")), array_job=_array(f.get("ArrayJobId", "")),
+        job_id=_required(f, "JobId"),
+        name=f.get("Name", ""),
+        state=_state(_required(f, "JobState")),
+        elapsed=max((end - start).total_seconds(), 0.0),
+        time_limit=_duration("TimeLimit", f.get("TimeLimit", "")),
+        partition=f.get("Partition") or None,
+        req_cpus=_count("ProcCnt", f.get("ProcCnt", "")),
+        req_mem=memory.group(1) if memory else None,
+        exit_code=code,
+        signal=signal,
+        node_list=_nodes(f.get("NodeList", "")),
+        start=start,
+        end=end,
+        submit=_time("SubmitTime", f.get("SubmitTime", "")),
+        work_dir=f.get("WorkDir") or None,
+        user=_name(f.get("UserId", "")),
+        group=_name(f.get("GroupId", "")),
+        account=f.get("Account") or None,
+        qos=f.get("QOS") or None,
+        req_nodes=_count("NodeCnt", f.get("NodeCnt", "")),
+        array_job=_array(f.get("ArrayJobId", "")),
         array_task=_array(f.get("ArrayTaskId", "")),
-    )  # fmt: skip
+    )
 
 
 def _required(row: dict[str, str], key: str) -> str:

@@ -65,14 +65,22 @@ class Slurm:
         """What ``program args`` prints; SlurmError if it fails or outlasts the timeout."""
         try:
             done = subprocess.run(
-                [program, *args], env=self.env, cwd=self.cwd, capture_output=True, text=True, timeout=self.timeout_s, check=False
+                [program, *args],
+                env=self.env,
+                cwd=self.cwd,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout_s,
+                check=False,
             )
         except subprocess.TimeoutExpired:
             raise SlurmError(f"{program} {' '.join(args)} did not answer in {self.timeout_s:g} s") from None
         except OSError as exc:
             raise SlurmError(f"cannot run {program}: {exc.strerror or exc}") from None
         if done.returncode != 0:
-            raise SlurmError(f"{program} {' '.join(args)} failed ({done.returncode}): {(done.stderr or done.stdout).strip()}")
+            raise SlurmError(
+                f"{program} {' '.join(args)} failed ({done.returncode}): {(done.stderr or done.stdout).strip()}"
+            )
         return done.stdout
 
     def jobs(self, job_ids: Iterable[str] = ()) -> list[QueuedJob]:

@@ -125,7 +125,9 @@ class Follower:
         jobs = sum(isinstance(job, SlurmJob) for _, job in parsed)
         return FollowPass(jobs, len(result.stored), len(result.duplicates), tuple(out.skipped), tuple(out.rejected))
 
-    def run(self, interval_s: float, stop: threading.Event, on_pass: Callable[[FollowPass], None] | None = None) -> None:
+    def run(
+        self, interval_s: float, stop: threading.Event, on_pass: Callable[[FollowPass], None] | None = None
+    ) -> None:
         """Poll every ``interval_s`` until ``stop`` is set; a failing pass is logged and retried on the next."""
         every_interval(self.poll, interval_s, stop, what=f"following {self.log_path}", log=log, on_pass=on_pass)
 
@@ -165,7 +167,10 @@ class Follower:
         except SlurmError as exc:
             log.warning("cannot read the jobs' comments (mapped by the rules alone): %s", exc)
             return parsed
-        return [(n, job.with_comment(known[job.job_id]) if isinstance(job, SlurmJob) and job.job_id in known else job) for n, job in parsed]
+        return [
+            (n, job.with_comment(known[job.job_id]) if isinstance(job, SlurmJob) and job.job_id in known else job)
+            for n, job in parsed
+        ]
 
     def _save(self, cursor: Cursor) -> None:
         """Write the cursor atomically (a kill leaves the old one or the new one, never half of one)."""

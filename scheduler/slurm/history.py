@@ -37,7 +37,9 @@ NAME_LENGTH = 200  # the longest job name the table keeps (a longer one is cut)
 
 def history_records(parsed: Iterable[Parsed], cluster: str, rules: Rules) -> list[JobRecord]:
     """The history records of the jobs read (lines that are steps or problems, and jobs that are none, left out)."""
-    return [r for _, job in parsed if isinstance(job, SlurmJob) and (r := history_record(job, cluster, rules)) is not None]
+    return [
+        r for _, job in parsed if isinstance(job, SlurmJob) and (r := history_record(job, cluster, rules)) is not None
+    ]
 
 
 def submission_of(job: SlurmJob, cluster: str) -> Submission | None:
@@ -79,8 +81,23 @@ def _record(job: SlurmJob, cluster: str, *, start: datetime | None, end: datetim
     """The record of a job with a user and a submit time (ValueError for a value its column cannot hold)."""
     assert job.user is not None and job.submit is not None
     return JobRecord(
-        key=f"slurm-{cluster}-{job.job_id}", cluster=cluster, user=job.user, group=job.group, account=job.account,
-        partition=job.partition, qos=job.qos, name=job.name[:NAME_LENGTH], time_limit_s=job.time_limit, min_cpus=job.req_cpus,
-        min_nodes=job.req_nodes, pn_min_memory_mb=job.req_mem_mb, array_inx=job.array_task, work_dir=job.work_dir,
-        submit_at=job.submit, start_at=start, end_at=end, state=job.state, seq=_seq(job),
-    )  # fmt: skip
+        key=f"slurm-{cluster}-{job.job_id}",
+        cluster=cluster,
+        user=job.user,
+        group=job.group,
+        account=job.account,
+        partition=job.partition,
+        qos=job.qos,
+        name=job.name[:NAME_LENGTH],
+        time_limit_s=job.time_limit,
+        min_cpus=job.req_cpus,
+        min_nodes=job.req_nodes,
+        pn_min_memory_mb=job.req_mem_mb,
+        array_inx=job.array_task,
+        work_dir=job.work_dir,
+        submit_at=job.submit,
+        start_at=start,
+        end_at=end,
+        state=job.state,
+        seq=_seq(job),
+    )

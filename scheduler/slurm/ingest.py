@@ -135,12 +135,19 @@ def measurement_of(
         features = submit_features(history, submission, submission.submit.tzinfo or UTC)
     run_id = run_id_of(job, cluster)
     record = {
-        "run_id": run_id, "algorithm": mapping.algorithm, "platform": mapping.platform,
+        "run_id": run_id,
+        "algorithm": mapping.algorithm,
+        "platform": mapping.platform,
         "machine": job.node_list if job.node_list and "," not in job.node_list and "[" not in job.node_list else None,
-        "params": mapping.params, "wall_seconds": job.elapsed, "max_rss_kb": max_rss_kb(job),
-        "exit_status": _exit_status(job), "censored": _censored(job),
-        "recorded_at": job.end, "context": _context(job, cluster), "features": features,
-    }  # fmt: skip
+        "params": mapping.params,
+        "wall_seconds": job.elapsed,
+        "max_rss_kb": max_rss_kb(job),
+        "exit_status": _exit_status(job),
+        "censored": _censored(job),
+        "recorded_at": job.end,
+        "context": _context(job, cluster),
+        "features": features,
+    }
     measurement = validate_record(record, catalog, source=source)
     return measurement, _served(run_id, mapping.algorithm, mapping.platform, mapping.served)
 
@@ -175,10 +182,16 @@ def _censored(job: SlurmJob) -> bool:
 
 def _context(job: SlurmJob, cluster: str) -> dict[str, object]:
     known = {
-        "cluster": cluster, "slurm_job": job.job_id, "state": job.state, "partition": job.partition,
-        "time_limit_seconds": job.time_limit, "req_cpus": job.req_cpus, "req_mem": job.req_mem, "user": job.user,
+        "cluster": cluster,
+        "slurm_job": job.job_id,
+        "state": job.state,
+        "partition": job.partition,
+        "time_limit_seconds": job.time_limit,
+        "req_cpus": job.req_cpus,
+        "req_mem": job.req_mem,
+        "user": job.user,
         "submitted_at": job.submit.isoformat() if job.submit else None,
-    }  # fmt: skip
+    }
     return {key: value for key, value in known.items() if value is not None}
 
 
@@ -192,9 +205,15 @@ def _served(run_id: str, algorithm: str, platform: str, served: dict[str, str]) 
     if not seconds > 0:
         return None
     return ServedEstimate(
-        run_id=run_id, algorithm=algorithm, platform=platform, seconds=seconds, limit=limit,
-        model_name=served.get("model"), model_version=served.get("version"), origin="service",
-    )  # fmt: skip
+        run_id=run_id,
+        algorithm=algorithm,
+        platform=platform,
+        seconds=seconds,
+        limit=limit,
+        model_name=served.get("model"),
+        model_version=served.get("version"),
+        origin="service",
+    )
 
 
 def ingest_slurm(
@@ -227,6 +246,11 @@ def ingest_slurm(
     rejects_path = write_rejects(path, ["slurm_line"], [([lines[r.line - 1]], r) for r in out.rejected], rejects_dir)
     result = store.add(out.measurements, out.served)
     return IngestReport(
-        path=path, rows=rows, stored=len(result.stored), duplicates=len(result.duplicates), rejected=out.rejected,
-        rejects_path=rejects_path, skipped=tuple(out.skipped),
-    )  # fmt: skip
+        path=path,
+        rows=rows,
+        stored=len(result.stored),
+        duplicates=len(result.duplicates),
+        rejected=out.rejected,
+        rejects_path=rejects_path,
+        skipped=tuple(out.skipped),
+    )

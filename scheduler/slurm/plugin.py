@@ -15,15 +15,17 @@ def render_plugin(api_url: str, timeout_s: float, raise_missing_limit: bool, rai
     """The plugin's text for an API at ``api_url``, asked with ``timeout_s`` seconds to answer; a job without a time
     limit gets the served one when ``raise_missing_limit``, one without a memory request the served one when
     ``raise_missing_memory``."""
-    if not api_url.startswith(("http://", "https://")) or any(c in api_url for c in "\"\\\n"):
+    if not api_url.startswith(("http://", "https://")) or any(c in api_url for c in '"\\\n'):
         raise ValueError(f"the API URL must be http(s)://host:port, got {api_url!r}")
     if not 0 < timeout_s <= 10:
         raise ValueError(f"the timeout must be above 0 and at most 10 s (slurmctld waits for it), got {timeout_s}")
     text = TEMPLATE.read_text()
     settings = {
-        "@API@": api_url.rstrip("/"), "@TIMEOUT_S@": f"{timeout_s:g}", "@RAISE_MISSING_LIMIT@": str(raise_missing_limit).lower(),
+        "@API@": api_url.rstrip("/"),
+        "@TIMEOUT_S@": f"{timeout_s:g}",
+        "@RAISE_MISSING_LIMIT@": str(raise_missing_limit).lower(),
         "@RAISE_MISSING_MEMORY@": str(raise_missing_memory).lower(),
-    }  # fmt: skip
+    }
     for key, value in settings.items():
         text = text.replace(key, value)
     return text

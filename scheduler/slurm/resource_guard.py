@@ -65,7 +65,9 @@ def oracle_uppers(oracle: RuntimeOracle) -> Uppers:
         except (FeatureError, KeyError, ValueError) as exc:
             log.warning("cannot estimate %s for the guard: %s", mapping.algorithm, exc)
             return None
-        return oracle.estimate_jobs([job], limit_quantile=quantile, memory_limit_quantile=quantile)[0].get(mapping.platform)
+        return oracle.estimate_jobs([job], limit_quantile=quantile, memory_limit_quantile=quantile)[0].get(
+            mapping.platform
+        )
 
     return upper
 
@@ -111,9 +113,16 @@ class ResourceGuard:
     """Decides and carries out requeues of stopped jobs (see the module docstring)."""
 
     def __init__(
-        self, slurm: Slurm, uppers: Uppers, decisions: Path, *, cluster: str = "slurm", max_requeues: int = 1,
-        quantiles: tuple[float, ...] = QUANTILES, memory_factor: float = MEMORY_FACTOR,
-    ) -> None:  # fmt: skip
+        self,
+        slurm: Slurm,
+        uppers: Uppers,
+        decisions: Path,
+        *,
+        cluster: str = "slurm",
+        max_requeues: int = 1,
+        quantiles: tuple[float, ...] = QUANTILES,
+        memory_factor: float = MEMORY_FACTOR,
+    ) -> None:
         self.slurm = slurm
         self.uppers = uppers
         self.decisions = decisions
@@ -149,9 +158,14 @@ class ResourceGuard:
 
         def declined(reason: str) -> GuardDecision:
             return GuardDecision(
-                run_id, job.job_id, "declined", f"{job.state}: {reason}", old_limit_s=job.time_limit, resource=resource,
+                run_id,
+                job.job_id,
+                "declined",
+                f"{job.state}: {reason}",
+                old_limit_s=job.time_limit,
+                resource=resource,
                 old_memory_mb=job.req_mem_mb,
-            )  # fmt: skip
+            )
 
         if back := self._back_in_queue(job.job_id):
             decision = declined(back)
@@ -163,9 +177,16 @@ class ResourceGuard:
             decision = self._more_memory(job, run_id, mapping)
         else:
             decision = GuardDecision(
-                run_id, job.job_id, "requeue", f"{job.state}: requeued as it was", job.time_limit, job.time_limit, resource="none",
-                old_memory_mb=job.req_mem_mb, new_memory_mb=job.req_mem_mb,
-            )  # fmt: skip
+                run_id,
+                job.job_id,
+                "requeue",
+                f"{job.state}: requeued as it was",
+                job.time_limit,
+                job.time_limit,
+                resource="none",
+                old_memory_mb=job.req_mem_mb,
+                new_memory_mb=job.req_mem_mb,
+            )
         self._record(decision)
         return self._carry_out(decision) if decision.action == "requeue" else decision
 
@@ -192,7 +213,15 @@ class ResourceGuard:
                 capped = ceiling is not None and new > ceiling
                 new = min(new, ceiling) if ceiling is not None else new
                 why = f"timed out at {current:.0f} s; the {quantile:g} quantile of its estimate is {upper:.0f} s"
-                return GuardDecision(run_id, job.job_id, "requeue", why + (" (capped by the partition)" if capped else ""), old, new, quantile)
+                return GuardDecision(
+                    run_id,
+                    job.job_id,
+                    "requeue",
+                    why + (" (capped by the partition)" if capped else ""),
+                    old,
+                    new,
+                    quantile,
+                )
         return declined(f"no quantile up to {self.quantiles[-1]:g} of its estimate exceeds {current:.0f} s")
 
     def _more_memory(self, job: SlurmJob, run_id: str, mapping: JobMapping | None) -> GuardDecision:
@@ -200,8 +229,17 @@ class ResourceGuard:
 
         def decided(action: str, reason: str, new: int | None = None, quantile: float | None = None) -> GuardDecision:
             return GuardDecision(
-                run_id, job.job_id, action, reason, job.time_limit, job.time_limit, quantile, resource="memory", old_memory_mb=old, new_memory_mb=new
-            )  # fmt: skip
+                run_id,
+                job.job_id,
+                action,
+                reason,
+                job.time_limit,
+                job.time_limit,
+                quantile,
+                resource="memory",
+                old_memory_mb=old,
+                new_memory_mb=new,
+            )
 
         if not old:
             return decided("declined", "its memory request is unknown (no ReqMem or mem= in its accounting)")
@@ -211,16 +249,27 @@ class ResourceGuard:
             return decided("declined", f"cannot read the partition's node memory: {exc}")
         if ceiling is not None and old >= ceiling:
             return decided("declined", f"its request is its nodes' whole memory ({ceiling} MB)")
-        new, why, quantile = math.ceil(old * self.memory_factor), f"x{self.memory_factor:g} (no memory estimate above it)", None
+        new, why, quantile = (
+            math.ceil(old * self.memory_factor),
+            f"x{self.memory_factor:g} (no memory estimate above it)",
+            None,
+        )
         for q in self.quantiles:
             estimate = None if mapping is None else self.uppers(mapping, q)
-            upper = None if estimate is None or estimate.memory_limit is None else math.ceil(estimate.memory_limit / MIB)
+            upper = (
+                None if estimate is None or estimate.memory_limit is None else math.ceil(estimate.memory_limit / MIB)
+            )
             if upper is not None and upper > old:
                 new, why, quantile = upper, f"the {q:g} quantile of its memory estimate", q
                 break
         capped = ceiling is not None and new > ceiling
         new = min(new, ceiling) if ceiling is not None else new
-        return decided("requeue", f"killed for memory at {old} MB; {new} MB: {why}" + (" (capped by its nodes)" if capped else ""), new, quantile)
+        return decided(
+            "requeue",
+            f"killed for memory at {old} MB; {new} MB: {why}" + (" (capped by its nodes)" if capped else ""),
+            new,
+            quantile,
+        )
 
     def _state(self, job_id: str) -> str:
         """The job's state now ('' when slurmctld has forgotten it or does not answer: the requeue will tell)."""
@@ -252,11 +301,15 @@ class ResourceGuard:
             if state in RESOURCES:
                 self.slurm.requeue(decision.job_id, hold=True)
             self.slurm.update(decision.job_id, **decision.scontrol_fields(), StartTime="now")
-            time.sleep(RELAUNCH_DELAY_S)  # the run ended before its requeue: this keeps the release past its kill's second
+            time.sleep(
+                RELAUNCH_DELAY_S
+            )  # the run ended before its requeue: this keeps the release past its kill's second
             self.slurm.release(decision.job_id)
         except SlurmError as exc:
             if REFUSED in str(exc):
-                refused = GuardDecision(**{**asdict(decision), "action": "declined", "reason": f"Slurm refuses to requeue it: {exc}"})
+                refused = GuardDecision(
+                    **{**asdict(decision), "action": "declined", "reason": f"Slurm refuses to requeue it: {exc}"}
+                )
                 self._record(refused)
                 return refused
             log.warning("requeueing job %s failed (tried again on the next pass): %s", decision.job_id, exc)

@@ -166,7 +166,10 @@ def map_job(rules: Rules, facts: JobFacts, catalog: Catalog) -> JobMapping | Non
         raise MappingError(f"unknown algorithm {algorithm_name!r}; known: {', '.join(sorted(catalog.algorithms))}")
     algorithm = catalog.algorithms[algorithm_name]
     platform = (
-        pairs.get("platform") or (rule.platform if rule else None) or rules.partitions.get(facts.partition or "") or rules.platform
+        pairs.get("platform")
+        or (rule.platform if rule else None)
+        or rules.partitions.get(facts.partition or "")
+        or rules.platform
     )
     if platform is None and len(algorithm.platforms) == 1:
         platform = algorithm.platforms[0]

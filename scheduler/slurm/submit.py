@@ -66,12 +66,27 @@ def advise(
     if time_limit is None and raise_missing_limit and estimate.limit is not None:
         new_limit = minutes(estimate.limit)
     cap = time_limit or new_limit or default_time
-    time_min = None if estimate.limit is None else minutes(estimate.limit) if cap is None else min(minutes(estimate.limit), cap)
+    time_min = (
+        None
+        if estimate.limit is None
+        else minutes(estimate.limit)
+        if cap is None
+        else min(minutes(estimate.limit), cap)
+    )
     tag = {
-        "algorithm": mapping.algorithm, "platform": mapping.platform, "estimate": round(estimate.seconds, 1),
-        "limit": None if estimate.limit is None else round(estimate.limit, 1), "model": estimate.model_name,
-        "version": estimate.model_version, **mapping.params,
-    }  # fmt: skip
+        "algorithm": mapping.algorithm,
+        "platform": mapping.platform,
+        "estimate": round(estimate.seconds, 1),
+        "limit": None if estimate.limit is None else round(estimate.limit, 1),
+        "model": estimate.model_name,
+        "version": estimate.model_version,
+        **mapping.params,
+    }
     return SubmitAdvice(
-        time_min, new_limit, tagged_comment(facts.comment, tag), slurm_walltime(estimate.seconds), optional_walltime(estimate.limit), memory
+        time_min,
+        new_limit,
+        tagged_comment(facts.comment, tag),
+        slurm_walltime(estimate.seconds),
+        optional_walltime(estimate.limit),
+        memory,
     )

@@ -60,4 +60,6 @@ def tagged_comment(comment: str, pairs: dict[str, object]) -> str:
 
 def directive_words(script: str) -> str:
     """The words of every ``#PREDICTOR`` line of a batch script, in order."""
-    return " ".join(line.strip()[len(DIRECTIVE) :].strip() for line in script.splitlines() if line.strip().startswith(DIRECTIVE))
+    return " ".join(
+        line.strip()[len(DIRECTIVE) :].strip() for line in script.splitlines() if line.strip().startswith(DIRECTIVE)
+    )

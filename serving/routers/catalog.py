@@ -17,7 +17,10 @@ async def algorithms(state: State) -> list[AlgorithmOut]:
         AlgorithmOut(
             name=a.name,
             description=a.description,
-            parameters=[ParameterOut(name=n, **p.model_dump(exclude={"description", "feature"})) for n, p in a.parameters.items()],
+            parameters=[
+                ParameterOut(name=n, **p.model_dump(exclude={"description", "feature"}))
+                for n, p in a.parameters.items()
+            ],
             platforms=a.platforms,
         )
         for a in state.catalog.algorithms.values()
@@ -27,4 +30,6 @@ async def algorithms(state: State) -> list[AlgorithmOut]:
 @router.get("/platforms", response_model=list[PlatformOut], summary="Platforms of the cluster")
 async def platforms(state: State) -> list[PlatformOut]:
     """Every platform with its kind, cores, clock, memory, disk and power draw."""
-    return [PlatformOut(**p.model_dump(include=set(PlatformOut.model_fields))) for p in state.catalog.platforms.values()]
+    return [
+        PlatformOut(**p.model_dump(include=set(PlatformOut.model_fields))) for p in state.catalog.platforms.values()
+    ]

@@ -25,7 +25,12 @@ async def healthz() -> dict[str, str]:
     "/readyz",
     response_model=ReadyOut,
     summary="Ready, with the champions loaded and where they came from",
-    responses={503: {"model": ReadyOut, "description": "Not ready: champions exist but none can be served (the reasons say why)."}},
+    responses={
+        503: {
+            "model": ReadyOut,
+            "description": "Not ready: champions exist but none can be served (the reasons say why).",
+        }
+    },
 )
 async def readyz(request: Request, state: State) -> JSONResponse:
     """``ready`` when all is well; ``degraded`` (still 200) with the reasons when champions come from the disk cache,

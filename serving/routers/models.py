@@ -59,7 +59,10 @@ async def models(state: State) -> list[ModelOut]:
     dependencies=[Depends(require_token)],
     responses={
         **responses(401, 403),
-        503: {"model": ErrorOut, "description": "The registry did not answer within PREDICTOR_API_REGISTRY_TIMEOUT_S; nothing changed."},
+        503: {
+            "model": ErrorOut,
+            "description": "The registry did not answer within PREDICTOR_API_REGISTRY_TIMEOUT_S; nothing changed.",
+        },
     },
 )
 async def reload(state: State) -> ReloadResponse:

@@ -72,10 +72,21 @@ def _store(state: ServiceState, items: list[ObservationIn]) -> ObservationsRespo
             continue
         good.append(measurement)
         if item.served is not None:
-            told.append(ServedEstimate(run_id=measurement.run_id, algorithm=measurement.algorithm,
-                                       platform=measurement.platform, origin="client", **item.served.model_dump()))  # fmt: skip
+            told.append(
+                ServedEstimate(
+                    run_id=measurement.run_id,
+                    algorithm=measurement.algorithm,
+                    platform=measurement.platform,
+                    origin="client",
+                    **item.served.model_dump(),
+                )
+            )
     result = state.store.add(good, served=told + _served_now(state, good, {s.run_id for s in told}))
-    for outcome, n in (("stored", len(result.stored)), ("duplicate", len(result.duplicates)), ("rejected", len(rejected))):
+    for outcome, n in (
+        ("stored", len(result.stored)),
+        ("duplicate", len(result.duplicates)),
+        ("rejected", len(rejected)),
+    ):
         state.metrics.observations.labels(outcome).inc(n)
     return ObservationsResponse(stored=result.stored, duplicates=result.duplicates, rejected=rejected)
 

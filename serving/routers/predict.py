@@ -83,10 +83,17 @@ def _predict_one(state: ServiceState, request: SinglePredictRequest) -> bytes:
     except JobRejected as exc:
         raise exc.http() from None
     estimates = state.oracle.estimate_jobs(
-        [job], coverage=request.coverage, limit_quantile=request.limit_quantile, memory_limit_quantile=request.memory_limit_quantile
+        [job],
+        coverage=request.coverage,
+        limit_quantile=request.limit_quantile,
+        memory_limit_quantile=request.memory_limit_quantile,
     )[0]
     state.metrics.count_estimates(estimates.values())
-    return PredictResponse(algorithm=request.algorithm, estimates=estimates_out(estimates, request)).model_dump_json().encode()
+    return (
+        PredictResponse(algorithm=request.algorithm, estimates=estimates_out(estimates, request))
+        .model_dump_json()
+        .encode()
+    )
 
 
 def _predict_matrix(state: ServiceState, request: MatrixPredictRequest) -> bytes:
@@ -95,9 +102,15 @@ def _predict_matrix(state: ServiceState, request: MatrixPredictRequest) -> bytes
     try:
         check_job(catalog, request.algorithm, request.platforms)
         columns = state.oracle.estimate_matrix(
-            request.algorithm, request.columns, request.rows, request.platforms, request.params,
-            coverage=request.coverage, limit_quantile=request.limit_quantile, memory_limit_quantile=request.memory_limit_quantile,
-        )  # fmt: skip
+            request.algorithm,
+            request.columns,
+            request.rows,
+            request.platforms,
+            request.params,
+            coverage=request.coverage,
+            limit_quantile=request.limit_quantile,
+            memory_limit_quantile=request.memory_limit_quantile,
+        )
     except JobRejected as exc:
         raise exc.http() from None
     except FeatureError as exc:
@@ -108,7 +121,11 @@ def _predict_matrix(state: ServiceState, request: MatrixPredictRequest) -> bytes
         EstimateColumnsOut(platform=p, seconds=[None] * len(request.rows), reason=not_implemented(request.algorithm, p))
         for p in unimplemented(request.platforms, [c.platform for c in columns])
     ]
-    return MatrixPredictResponse(algorithm=request.algorithm, rows=len(request.rows), estimates=out).model_dump_json().encode()
+    return (
+        MatrixPredictResponse(algorithm=request.algorithm, rows=len(request.rows), estimates=out)
+        .model_dump_json()
+        .encode()
+    )
 
 
 _COLUMNS_OUT = TypeAdapter(list[EstimateColumnsOut])

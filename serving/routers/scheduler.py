@@ -58,7 +58,9 @@ MachineId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start the scheduler on the loaded service state (entered after the app's own lifespan) and stop it first."""
-    if not app.state.run_scheduler or app.state.scheduler is not None:  # off, or started already (the router included twice)
+    if (
+        not app.state.run_scheduler or app.state.scheduler is not None
+    ):  # off, or started already (the router included twice)
         yield
         return
     state: ServiceState = app.state.service
@@ -68,7 +70,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     def build(fence: Fence) -> SchedulerService:
         return SchedulerService(state.store, state.oracle, state.catalog, policy=policy, fence=fence, prober=prober)
 
-    leased = LeasedScheduler(SchedulerStore(state.store.engine), build, ttl_s=state.settings.scheduler_lease_s, poll_s=POLL_S)
+    leased = LeasedScheduler(
+        SchedulerStore(state.store.engine), build, ttl_s=state.settings.scheduler_lease_s, poll_s=POLL_S
+    )
     await run_in_threadpool(leased.start)
     app.state.scheduler = leased
     try:
@@ -84,8 +88,11 @@ def scheduler(request: Request) -> SchedulerService:
     """The scheduler service of this process; 503 saying where it runs when this process does not run it."""
     leased: LeasedScheduler | None = request.app.state.scheduler
     if leased is None:
-        raise HTTPException(503, "this API process runs no scheduler (several workers or PREDICTOR_SCHEDULER_EMBEDDED=false): "
-                                 "send scheduler calls to `predictor scheduler`")  # fmt: skip
+        raise HTTPException(
+            503,
+            "this API process runs no scheduler (several workers or PREDICTOR_SCHEDULER_EMBEDDED=false): "
+            "send scheduler calls to `predictor scheduler`",
+        )
     service = leased.service
     if service is None:
         raise HTTPException(503, f"this process stands by: {leased.standing_by()}")
@@ -102,7 +109,10 @@ Scheduler = Annotated[SchedulerService, Depends(scheduler)]
     dependencies=[Depends(require_token)],
     responses={
         **responses(400, 401, 403, 404, 413, 503),
-        422: {"model": JobsOut | ValidationErrorOut, "description": "Every job of a list was rejected (the report says why), or the payload is malformed."},
+        422: {
+            "model": JobsOut | ValidationErrorOut,
+            "description": "Every job of a list was rejected (the report says why), or the payload is malformed.",
+        },
     },
 )
 async def submit(body: JobIn | list[JobIn], state: State, service: Scheduler) -> JSONResponse:
@@ -121,9 +131,16 @@ async def submit(body: JobIn | list[JobIn], state: State, service: Scheduler) ->
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)
 
 
-@router.get("/jobs", response_model=JobPageOut, summary="The queue: jobs oldest first, by status, a page at a time", responses=responses(422, 503))
+@router.get(
+    "/jobs",
+    response_model=JobPageOut,
+    summary="The queue: jobs oldest first, by status, a page at a time",
+    responses=responses(422, 503),
+)
 async def list_jobs(
-    status: list[JobStatus] = Query(default_factory=list, description="Only jobs in these statuses (repeat the parameter)."),
+    status: list[JobStatus] = Query(
+        default_factory=list, description="Only jobs in these statuses (repeat the parameter)."
+    ),
     after: int = Query(0, ge=0, le=MAX_SEQ, description="Only jobs numbered above this cursor."),
     limit: int = Query(100, ge=1, le=1000),
     *,
@@ -134,7 +151,12 @@ async def list_jobs(
     return JobPageOut(jobs=[_job_out(j) for j in jobs], cursor=jobs[-1].seq if jobs else after)
 
 
-@router.get("/jobs/{job_id}", response_model=JobOut, summary="One job's status, estimates, plan and runs", responses=responses(404, 422, 503))
+@router.get(
+    "/jobs/{job_id}",
+    response_model=JobOut,
+    summary="One job's status, estimates, plan and runs",
+    responses=responses(404, 422, 503),
+)
 async def get_job(job_id: JobId, service: Scheduler) -> JobOut:
     job = await run_in_threadpool(service.job, job_id)
     if job is None:
@@ -152,7 +174,13 @@ async def get_job(job_id: JobId, service: Scheduler) -> JobOut:
 async def machine_event(machine_id: MachineId, body: MachineEventIn, service: Scheduler) -> OrdersOut:
     """Answers with the orders this event caused."""
     orders = await _guarded(
-        service.machine_event, machine_id, body.event, platform=body.platform, slots=body.slots, healthy=body.healthy, node_memory=body.node_memory
+        service.machine_event,
+        machine_id,
+        body.event,
+        platform=body.platform,
+        slots=body.slots,
+        healthy=body.healthy,
+        node_memory=body.node_memory,
     )
     return OrdersOut(orders=[_order_out(o) for o in orders])
 
@@ -170,20 +198,37 @@ async def job_event(job_id: JobId, body: JobEventIn, service: Scheduler) -> Orde
     return OrdersOut(orders=[_order_out(o) for o in orders])
 
 
-@router.get("/orders", response_model=IssuedOrdersOut, summary="Orders for the resource manager, oldest first", responses=responses(422, 503))
+@router.get(
+    "/orders",
+    response_model=IssuedOrdersOut,
+    summary="Orders for the resource manager, oldest first",
+    responses=responses(422, 503),
+)
 async def orders(
     after: int = Query(0, ge=0, le=MAX_SEQ, description="Only orders with a seq above this cursor."),
     limit: int = Query(1000, ge=1, le=10_000),
-    machine: str | None = Query(None, min_length=1, max_length=200, pattern=ID_PATTERN, description="Only orders acting on this machine."),
+    machine: str | None = Query(
+        None, min_length=1, max_length=200, pattern=ID_PATTERN, description="Only orders acting on this machine."
+    ),
     *,
     service: Scheduler,
 ) -> IssuedOrdersOut:
     rows = await run_in_threadpool(service.orders, after, limit, machine)
     out = [
-        IssuedOrderOut(seq=r["seq"], issued_at=r["issued_at"], kind=r["kind"], job=r["job_id"], machine=r["machine_id"],
-                       target=r["target"], attempt=r["attempt"], requeue=r["requeue"], reason=r["reason"], probe=_probe_out(r.get("probe")))
+        IssuedOrderOut(
+            seq=r["seq"],
+            issued_at=r["issued_at"],
+            kind=r["kind"],
+            job=r["job_id"],
+            machine=r["machine_id"],
+            target=r["target"],
+            attempt=r["attempt"],
+            requeue=r["requeue"],
+            reason=r["reason"],
+            probe=_probe_out(r.get("probe")),
+        )
         for r in rows
-    ]  # fmt: skip
+    ]
     return IssuedOrdersOut(orders=out, cursor=out[-1].seq if out else after)
 
 
@@ -200,9 +245,17 @@ def _submit(state: ServiceState, service: SchedulerService, items: list[JobIn], 
                 raise exc.http() from None
             rejected[index] = RejectedJobOut(index=index, id=item.id, status=exc.status, detail=exc.detail)
             continue
-        asked = item.model_dump(include=set(ASKED_FIELDS))  # JobIn's fields are Job's, by name (tests/scheduler/test_job_fields.py)
+        asked = item.model_dump(
+            include=set(ASKED_FIELDS)
+        )  # JobIn's fields are Job's, by name (tests/scheduler/test_job_fields.py)
         jobs[index] = job_from_plain(
-            asked | {"id": item.id or uuid.uuid4().hex, "submit": 0.0, "features": dict(prepared.features), "platforms": item.platforms or None}
+            asked
+            | {
+                "id": item.id or uuid.uuid4().hex,
+                "submit": 0.0,
+                "features": dict(prepared.features),
+                "platforms": item.platforms or None,
+            }
         )
     _reject_needers(jobs, rejected)
     try:
@@ -220,7 +273,9 @@ def _reject_needers(jobs: dict[int, Job], rejected: dict[int, RejectedJobOut]) -
     while blocked := {i: need for i, j in jobs.items() for need in (*j.depends_on, j.stream_from) if need in gone}:
         for index, need in blocked.items():
             job = jobs.pop(index)
-            rejected[index] = RejectedJobOut(index=index, id=job.id, status=422, detail=f"job {job.id} needs job {need}, which was rejected")
+            rejected[index] = RejectedJobOut(
+                index=index, id=job.id, status=422, detail=f"job {job.id} needs job {need}, which was rejected"
+            )
             gone.add(job.id)
 
 
@@ -245,9 +300,22 @@ def _job_out(job: Job) -> JobOut:
 def _probe_out(row: dict[str, Any] | None) -> ProbeOut | None:
     if row is None:
         return None
-    return ProbeOut(run_id=row["probe"], algorithm=row["algorithm"], platform=row["platform"], params=row["params"], cap_s=row["cap_s"])
+    return ProbeOut(
+        run_id=row["probe"],
+        algorithm=row["algorithm"],
+        platform=row["platform"],
+        params=row["params"],
+        cap_s=row["cap_s"],
+    )
 
 
 def _order_out(order: Order) -> OrderOut:
-    return OrderOut(kind=order.kind.value, job=order.job, machine=order.machine, target=order.target,
-                    attempt=order.attempt, requeue=order.requeue, reason=order.reason)  # fmt: skip
+    return OrderOut(
+        kind=order.kind.value,
+        job=order.job,
+        machine=order.machine,
+        target=order.target,
+        attempt=order.attempt,
+        requeue=order.requeue,
+        reason=order.reason,
+    )

@@ -73,16 +73,24 @@ class SlurmJobIn(BaseModel):
     time_limit: Minutes | None = None
     default_time: Minutes | None = Field(default=None, description="The partition's default limit.")
     raise_missing_limit: StrictBool = Field(default=False, description="Give a job without a limit the served limit.")
-    memory_given: StrictBool = Field(default=False, description="The user asked for memory (--mem, --mem-per-cpu or --mem-per-gpu).")
-    raise_missing_memory: StrictBool = Field(default=False, description="Give a job that asked for no memory the served memory limit.")
+    memory_given: StrictBool = Field(
+        default=False, description="The user asked for memory (--mem, --mem-per-cpu or --mem-per-gpu)."
+    )
+    raise_missing_memory: StrictBool = Field(
+        default=False, description="Give a job that asked for no memory the served memory limit."
+    )
     user_id: Count | None = Field(default=None, description="The submitting user's uid.")
-    user_name: ShortLine | None = Field(default=None, description="The submitting user's name (its uid's, as slurmctld knows it).")
+    user_name: ShortLine | None = Field(
+        default=None, description="The submitting user's name (its uid's, as slurmctld knows it)."
+    )
     group_id: Count | None = None
     account: ShortLine | None = None
     qos: ShortLine | None = None
     min_cpus: Count | None = Field(default=None, description="CPUs asked for.")
     min_nodes: Count | None = Field(default=None, description="Nodes asked for.")
-    pn_min_memory: Count | None = Field(default=None, description="Memory per node asked for, in MB (absent when asked per CPU).")
+    pn_min_memory: Count | None = Field(
+        default=None, description="Memory per node asked for, in MB (absent when asked per CPU)."
+    )
     array_inx: ShortLine | None = Field(default=None, description="The array's index expression (--array).")
 
 
@@ -97,10 +105,13 @@ class SlurmAdviceOut(BaseModel):
     estimate: str | None = Field(description="The estimate as a Slurm walltime, rounded up.")
     limit: str | None = Field(description="The served limit (upper estimate) as a Slurm walltime.")
     memory: str | None = Field(
-        default=None, description="The memory to request (--mem), a Slurm size such as 3500M: the served memory limit, for a job that asked for none "
-        "where the site raises missing memory; null: leave it."
-    )  # fmt: skip
-    memory_limit: float | None = Field(default=None, description="The served peak-memory limit in bytes (null without a memory model).")
+        default=None,
+        description="The memory to request (--mem), a Slurm size such as 3500M: the served memory limit, for a job that asked for none "
+        "where the site raises missing memory; null: leave it.",
+    )
+    memory_limit: float | None = Field(
+        default=None, description="The served peak-memory limit in bytes (null without a memory model)."
+    )
     seconds: float | None
     model_name: str | None
     model_version: str | None
@@ -112,7 +123,9 @@ class SlurmAdviceOut(BaseModel):
     response_model=SlurmAdviceOut,
     summary="A Slurm job at submission: its time_min and tagged comment",
     responses={
-        204: {"description": "Not a job of ours: excluded, or no rule or word names its algorithm and it has no job class."},
+        204: {
+            "description": "Not a job of ours: excluded, or no rule or word names its algorithm and it has no job class."
+        },
         **responses(400, 403, 404, 422, 503),
     },
 )
@@ -124,9 +137,12 @@ async def estimate(job: SlurmJobIn, state: State, format: Literal["json", "text"
         return Response(status_code=204)
     if format == "text":
         lines = {
-            "time_min": answer.time_min, "time_limit": answer.time_limit, "mem": answer.memory, "comment": answer.comment,
+            "time_min": answer.time_min,
+            "time_limit": answer.time_limit,
+            "mem": answer.memory,
+            "comment": answer.comment,
             "estimate": answer.estimate,
-        }  # fmt: skip
+        }
         return PlainTextResponse("".join(f"{k}={v}\n" for k, v in lines.items() if v is not None))
     return Response(answer.model_dump_json(), media_type="application/json")
 
@@ -152,7 +168,9 @@ def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
         if not features["history.finished_jobs"]:
             return None  # a user with no finished job yet: nothing learned of them (their jobs are, once they end)
     try:
-        request = PredictRequest(algorithm=mapping.algorithm, params=mapping.params, platforms=[mapping.platform], features=features)
+        request = PredictRequest(
+            algorithm=mapping.algorithm, params=mapping.params, platforms=[mapping.platform], features=features
+        )
         prepared = prepare(state, request, deadline(state))
     except ValidationError as exc:
         raise HTTPException(422, _problems(exc)) from None
@@ -164,18 +182,32 @@ def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
     if features is not None and (estimated is None or estimated.seconds is None):
         return None  # a job class without a model yet: nothing to set (its run is learned from all the same)
     advice: SubmitAdvice = advise(
-        facts, mapping, estimated, time_limit=job.time_limit, default_time=job.default_time, raise_missing_limit=job.raise_missing_limit,
-        memory_given=job.memory_given, raise_missing_memory=job.raise_missing_memory,
-    )  # fmt: skip
+        facts,
+        mapping,
+        estimated,
+        time_limit=job.time_limit,
+        default_time=job.default_time,
+        raise_missing_limit=job.raise_missing_limit,
+        memory_given=job.memory_given,
+        raise_missing_memory=job.raise_missing_memory,
+    )
     served = estimated is not None and estimated.seconds is not None
     try:  # the tagged comment is checked to be one bounded line like the job's own
         return SlurmAdviceOut(
-            algorithm=mapping.algorithm, platform=mapping.platform, time_min=advice.time_min, time_limit=advice.time_limit,
-            comment=advice.comment, estimate=advice.estimate, limit=advice.limit, memory=advice.memory,
-            memory_limit=estimated.memory_limit if estimated is not None else None, seconds=estimated.seconds if served else None,
-            model_name=estimated.model_name if served else None, model_version=estimated.model_version if served else None,
+            algorithm=mapping.algorithm,
+            platform=mapping.platform,
+            time_min=advice.time_min,
+            time_limit=advice.time_limit,
+            comment=advice.comment,
+            estimate=advice.estimate,
+            limit=advice.limit,
+            memory=advice.memory,
+            memory_limit=estimated.memory_limit if estimated is not None else None,
+            seconds=estimated.seconds if served else None,
+            model_name=estimated.model_name if served else None,
+            model_version=estimated.model_version if served else None,
             reason=None if served else (estimated.reason if estimated is not None else "no estimate"),
-        )  # fmt: skip
+        )
     except ValidationError as exc:
         raise HTTPException(422, _problems(exc)) from None
 

@@ -11,7 +11,15 @@ class PlatformOut(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
-                {"name": "cpu2", "kind": "cpu", "cores": 2, "clock_ghz": 2.45, "memory_gb": 24, "disk": "ssd", "power_watts": 95}
+                {
+                    "name": "cpu2",
+                    "kind": "cpu",
+                    "cores": 2,
+                    "clock_ghz": 2.45,
+                    "memory_gb": 24,
+                    "disk": "ssd",
+                    "power_watts": 95,
+                }
             ]
         }
     )
@@ -25,7 +33,6 @@ class PlatformOut(BaseModel):
     power_watts: float
 
 
-
 class ParameterOut(BaseModel):
     name: str
     type: str
@@ -35,7 +42,6 @@ class ParameterOut(BaseModel):
     max: float | None = None
     choices: list[str] | None = None
     extractor: str | None = None
-
 
 
 class AlgorithmOut(BaseModel):

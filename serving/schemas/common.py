@@ -46,9 +46,7 @@ def _plain_json(value: Any, depth: int = 0) -> Any:
     return value
 
 
-
 FreeJson = Annotated[dict[str, Any], AfterValidator(_plain_json)]
-
 
 
 class StrictModel(BaseModel):
@@ -57,10 +55,8 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-
 class ErrorOut(BaseModel):
     detail: str
-
 
 
 class ValidationErrorOut(BaseModel):

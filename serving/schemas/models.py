@@ -37,7 +37,9 @@ class ModelOut(BaseModel):
 
     algorithm: str
     platform: str
-    target: Target = Field(default=Target.TIME, description="What it estimates: 'time' (wall seconds) or 'memory' (peak bytes).")
+    target: Target = Field(
+        default=Target.TIME, description="What it estimates: 'time' (wall seconds) or 'memory' (peak bytes)."
+    )
     name: str
     version: str
     flavor: str
@@ -56,20 +58,27 @@ class ModelOut(BaseModel):
     )
 
 
-
 class ReloadResponse(BaseModel):
     """What a reload did: the pairs whose champion changed, and the state afterwards."""
 
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
-                {"changed": ["mafft/cpu1", "mafft/cpu1 (memory)"], "removed": [], "champions": 2, "memory_champions": 1,
-                 "source": "registry", "registry_error": None}
+                {
+                    "changed": ["mafft/cpu1", "mafft/cpu1 (memory)"],
+                    "removed": [],
+                    "champions": 2,
+                    "memory_champions": 1,
+                    "source": "registry",
+                    "registry_error": None,
+                }
             ]
         }
-    )  # fmt: skip
+    )
 
-    changed: list[str] = Field(description="Pairs whose champion changed; a memory champion's as `algorithm/platform (memory)`.")
+    changed: list[str] = Field(
+        description="Pairs whose champion changed; a memory champion's as `algorithm/platform (memory)`."
+    )
     removed: list[str]
     champions: int = Field(description="Time champions served.")
     memory_champions: int = Field(default=0, description="Peak-memory champions served.")

@@ -62,7 +62,6 @@ class ObservationIn(StrictModel):
     )
 
 
-
 class ServedIn(BaseModel):
     """The estimate a run was served before it ran, as the predict routes answered it."""
 
@@ -79,12 +78,17 @@ class ServedIn(BaseModel):
     @model_validator(mode="after")
     def _ordered(self) -> ServedIn:
         """Refuse what no answer of the service is: its estimates hold ``lower <= seconds <= upper <= limit``."""
-        given = [(name, value) for name in ("lower", "seconds", "upper", "limit") if (value := getattr(self, name)) is not None]
+        given = [
+            (name, value)
+            for name in ("lower", "seconds", "upper", "limit")
+            if (value := getattr(self, name)) is not None
+        ]
         for (low, a), (high, b) in itertools.pairwise(given):
             if a > b:
-                raise ValueError(f"{low} ({a:g}) is above {high} ({b:g}): served estimates hold lower <= seconds <= upper <= limit")
+                raise ValueError(
+                    f"{low} ({a:g}) is above {high} ({b:g}): served estimates hold lower <= seconds <= upper <= limit"
+                )
         return self
-
 
 
 class Rejected(BaseModel):
@@ -94,7 +98,6 @@ class Rejected(BaseModel):
     run_id: str | None
     field: str
     message: str
-
 
 
 class ObservationsResponse(BaseModel):

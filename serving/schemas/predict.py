@@ -12,9 +12,13 @@ from predictor.memsize import optional_slurm_memory
 from serving.schemas.common import Coverage, FiniteFloat, Name, ParamValue, Probability, StrictModel
 
 FEATURES_EXAMPLE = {
-    "input.bytes": 13240.0, "input.sequences": 40.0, "input.residues": 12000.0, "input.mean_length": 300.0,
-    "input.min_length": 300.0, "input.max_length": 300.0,
-}  # fmt: skip
+    "input.bytes": 13240.0,
+    "input.sequences": 40.0,
+    "input.residues": 12000.0,
+    "input.mean_length": 300.0,
+    "input.min_length": 300.0,
+    "input.max_length": 300.0,
+}
 JOB_EXAMPLE = {"algorithm": "mafft", "params": {"input": "samples/family-40x300.fa"}}
 ESTIMATE_EXAMPLE = {
     "platform": "cpu1",
@@ -44,7 +48,6 @@ ESTIMATE_EXAMPLE = {
 }
 
 
-
 class PredictRequest(StrictModel):
     """One job: an algorithm, its parameters (input files as paths under the data roots), or precomputed features."""
 
@@ -65,7 +68,6 @@ class PredictRequest(StrictModel):
     )
 
 
-
 class IntervalOptions(StrictModel):
     """Per-call overrides of the interval coverage and the limits' quantiles (service defaults otherwise)."""
 
@@ -74,10 +76,8 @@ class IntervalOptions(StrictModel):
     memory_limit_quantile: Probability | None = Field(default=None, description="Quantile of the peak-memory limit.")
 
 
-
 class SinglePredictRequest(PredictRequest, IntervalOptions):
     """One job, with optional interval settings."""
-
 
 
 class MatrixPredictRequest(IntervalOptions):
@@ -86,10 +86,16 @@ class MatrixPredictRequest(IntervalOptions):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
-            "examples": [{"algorithm": "mafft", "platforms": ["cpu1"], "columns": list(FEATURES_EXAMPLE),
-                          "rows": [list(FEATURES_EXAMPLE.values()), [5210.0, 20.0, 5000.0, 250.0, 250.0, 250.0]]}]
+            "examples": [
+                {
+                    "algorithm": "mafft",
+                    "platforms": ["cpu1"],
+                    "columns": list(FEATURES_EXAMPLE),
+                    "rows": [list(FEATURES_EXAMPLE.values()), [5210.0, 20.0, 5000.0, 250.0, 250.0, 250.0]],
+                }
+            ]
         },
-    )  # fmt: skip
+    )
 
     algorithm: Name
     platforms: list[Name] | None = Field(
@@ -112,17 +118,16 @@ class MatrixPredictRequest(IntervalOptions):
         return self
 
 
-
 class EstimateOut(AnsweredEstimate):
     """The estimate for one platform, or the reason there is none."""
 
-    seconds: float | None = Field(description="Estimated wall seconds; null when nothing can be estimated.")  # in every answer
-
+    seconds: float | None = Field(
+        description="Estimated wall seconds; null when nothing can be estimated."
+    )  # in every answer
 
 
 ESTIMATE_FIELDS = tuple(n for n in (*EstimateOut.model_fields, *EstimateOut.model_computed_fields) if n != "platform")
 EstimateField = Literal[ESTIMATE_FIELDS]  # type: ignore[valid-type]  # the names of EstimateOut's fields, platform aside
-
 
 
 class BatchPredictRequest(IntervalOptions):
@@ -142,7 +147,6 @@ class BatchPredictRequest(IntervalOptions):
     )
 
 
-
 class PredictResponse(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"algorithm": "mafft", "estimates": [ESTIMATE_EXAMPLE]}]})
 
@@ -150,11 +154,12 @@ class PredictResponse(BaseModel):
     estimates: list[EstimateOut]
 
 
-
 class EstimateColumnsOut(EstimateColumns):
     """One platform's estimates for every row, as columns (null where a row has no finite estimate)."""
 
-    @computed_field(description="``memory`` per row as Slurm memory sizes (e.g. 3500M); null without a memory champion.")
+    @computed_field(
+        description="``memory`` per row as Slurm memory sizes (e.g. 3500M); null without a memory champion."
+    )
     @property
     def memory_slurm(self) -> list[str | None] | None:
         return None if self.memory is None else [optional_slurm_memory(m) for m in self.memory]
@@ -163,7 +168,6 @@ class EstimateColumnsOut(EstimateColumns):
     @property
     def memory_limit_slurm(self) -> list[str | None] | None:
         return None if self.memory_limit is None else [optional_slurm_memory(m) for m in self.memory_limit]
-
 
 
 class MatrixPredictResponse(BaseModel):
@@ -199,13 +203,11 @@ class MatrixPredictResponse(BaseModel):
     estimates: list[EstimateColumnsOut]
 
 
-
 class JobError(BaseModel):
     """Why one job of a batch was not estimated: the status it would have had alone, and the detail."""
 
     status: int
     detail: str
-
 
 
 class BatchItem(BaseModel):
@@ -215,7 +217,6 @@ class BatchItem(BaseModel):
     algorithm: str
     estimates: list[EstimateOut] | None = None
     error: JobError | None = None
-
 
 
 class BatchPredictResponse(BaseModel):

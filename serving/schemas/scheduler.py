@@ -17,15 +17,26 @@ Ident = Annotated[str, Field(min_length=1, max_length=200, pattern=ID_PATTERN)]
 class JobIn(PredictRequest):
     """A job to run: the estimate request plus what the scheduler needs (each field is the scheduler Job's of that name)."""
 
-    id: Ident | None = Field(default=None, description="Client-chosen id; resubmitting a known id changes nothing (default: a new UUID).")
+    id: Ident | None = Field(
+        default=None, description="Client-chosen id; resubmitting a known id changes nothing (default: a new UUID)."
+    )
     deadline: FiniteFloat | None = Field(default=None, description="Unix time by which it should end.")
-    priority: Count = Field(default=0, ge=-100, le=100, description="Above 0 may cancel or pause lower-priority running jobs.")
-    depends_on: list[Ident] = Field(default_factory=list, max_length=100, description="Jobs that must end cleanly first.")
-    stream_from: Ident | None = Field(default=None, description="A producer whose output this job reads as it is written.")
+    priority: Count = Field(
+        default=0, ge=-100, le=100, description="Above 0 may cancel or pause lower-priority running jobs."
+    )
+    depends_on: list[Ident] = Field(
+        default_factory=list, max_length=100, description="Jobs that must end cleanly first."
+    )
+    stream_from: Ident | None = Field(
+        default=None, description="A producer whose output this job reads as it is written."
+    )
     size: Count = Field(default=1, ge=1, le=1_000_000, description="Slots (CPUs) it occupies on a machine.")
     memory: Count | None = Field(
-        default=None, ge=1, le=MAX_MEMORY, description="Bytes it may use, over all its slots; never changed. Without it, the job is "
-        "planned with the memory limit of the pair's memory champion (planned_memory), where there is one."
+        default=None,
+        ge=1,
+        le=MAX_MEMORY,
+        description="Bytes it may use, over all its slots; never changed. Without it, the job is "
+        "planned with the memory limit of the pair's memory champion (planned_memory), where there is one.",
     )
 
 
@@ -73,7 +84,9 @@ class JobPageOut(BaseModel):
     """One page of the queue, oldest first."""
 
     jobs: list[JobOut]
-    cursor: int = Field(description="Pass as ``after`` for the next page (the last job's number, or ``after`` when none).")
+    cursor: int = Field(
+        description="Pass as ``after`` for the next page (the last job's number, or ``after`` when none)."
+    )
 
 
 class RejectedJobOut(BaseModel):
@@ -88,7 +101,8 @@ class RejectedJobOut(BaseModel):
 class JobsOut(BaseModel):
     jobs: list[JobOut]
     rejected: list[RejectedJobOut] = Field(
-        default_factory=list, description="Jobs of a list not submitted (bad input, or needing a rejected job); the others were."
+        default_factory=list,
+        description="Jobs of a list not submitted (bad input, or needing a rejected job); the others were.",
     )
 
 
@@ -101,9 +115,14 @@ class MachineEventIn(BaseModel):
     platform: Name | None = Field(default=None, description="Needed for a new machine.")
     slots: Count = Field(default=1, ge=1, le=MAX_SLOTS)
     node_memory: Count | None = Field(
-        default=None, ge=1, le=MAX_MEMORY, description="A new machine's bytes of memory (per node; null: memory never limits it)."
+        default=None,
+        ge=1,
+        le=MAX_MEMORY,
+        description="A new machine's bytes of memory (per node; null: memory never limits it).",
     )
-    healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY, description="On return: jobs that kept running on it.")
+    healthy: list[Ident] = Field(
+        default_factory=list, max_length=MAX_HEALTHY, description="On return: jobs that kept running on it."
+    )
 
 
 class JobEventIn(BaseModel):

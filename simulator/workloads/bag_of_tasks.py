@@ -82,12 +82,16 @@ def generate(
     costs = bound if app == "vis" else rng.uniform(np.minimum(1.0, bound), bound)
     jobs = [
         JobSpec(
-            id=f"e0-t{i}", submit=0.0, algorithm=app, params={"task": i, "execution": 0},
+            id=f"e0-t{i}",
+            submit=0.0,
+            algorithm=app,
+            params={"task": i, "execution": 0},
             true_times={p: float(cost) / s for p, s in platform_speed.items()},
-            inputs=((f"slice{i}", int(size)),), data=f"slice{i}",
+            inputs=((f"slice{i}", int(size)),),
+            data=f"slice{i}",
         )
         for i, (size, cost) in enumerate(zip(sizes, costs))
-    ]  # fmt: skip
+    ]
     stored: dict[str, dict[str, int]] = {}
     if warm:
         for job in jobs:

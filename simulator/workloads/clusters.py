@@ -33,6 +33,8 @@ def yaml_file(path: Path, catalog: Catalog) -> Cluster:
     for m in machines:
         if m.platform not in platforms:
             if m.platform not in catalog.platforms:
-                raise ValueError(f"{path}: machine {m.id}: platform {m.platform!r} is neither declared nor in the catalog")
+                raise ValueError(
+                    f"{path}: machine {m.id}: platform {m.platform!r} is neither declared nor in the catalog"
+                )
             platforms[m.platform] = PlatformSpec(m.platform, catalog.platforms[m.platform].power_watts)
     return Cluster(platforms, machines)

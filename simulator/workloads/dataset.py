@@ -51,11 +51,16 @@ def from_measurements(
         key = f"{row['algorithm']}|{json.dumps(params, sort_keys=True)}"
         runs[(key, row["platform"])].append(
             Measurement(
-                run_id=str(row["run_id"]), algorithm=row["algorithm"], platform=row["platform"],
-                machine=str(row["machine"]), params=params, features=features,
-                wall_seconds=float(row["wall_seconds"]), source=Source.PROBE,
+                run_id=str(row["run_id"]),
+                algorithm=row["algorithm"],
+                platform=row["platform"],
+                machine=str(row["machine"]),
+                params=params,
+                features=features,
+                wall_seconds=float(row["wall_seconds"]),
+                source=Source.PROBE,
             )
-        )  # fmt: skip
+        )
     truth: dict[str, dict[str, float]] = defaultdict(dict)
     described: dict[str, Measurement] = {}
     history: list[Measurement] = []
@@ -77,15 +82,23 @@ def from_measurements(
         checkpoint = frozenset(p for p, impl in catalog.algorithm(algorithm).implementations.items() if impl.checkpoint)
         jobs.append(
             JobSpec(
-                id=f"d{n:05d}", submit=at, algorithm=algorithm, true_times=dict(truth[key]), params=params,
-                features=features, checkpoint=checkpoint,
+                id=f"d{n:05d}",
+                submit=at,
+                algorithm=algorithm,
+                true_times=dict(truth[key]),
+                params=params,
+                features=features,
+                checkpoint=checkpoint,
             )
-        )  # fmt: skip
+        )
     names = ", ".join(p.name for p in paths)
     return Workload(
-        f"dataset-{'+'.join(p.stem for p in paths)}", jobs, cluster, history=history,
+        f"dataset-{'+'.join(p.stem for p in paths)}",
+        jobs,
+        cluster,
+        history=history,
         notes=f"{len(keys)} measured jobs from {names}, {copies} cop{'y' if copies == 1 else 'ies'}, load {load}",
-    )  # fmt: skip
+    )
 
 
 def _missing(value: object) -> bool:

@@ -70,8 +70,32 @@ DATABASE_GB = {"nt": 15.0, "nr": 2.3}  # data plus indices (Kontothanassis & God
 # Kontothanassis & Goddeau 2004, section 3.2: a warm cache cuts blastn by 21% on type 6 and blastp by 12.5% on type 2.
 WARM_GAIN = {("blastn", "type6"): 0.21, ("blastp", "type2"): 0.125}
 # Relative arrival rate by clock hour: busy working day, quiet small hours (the shape of Kontothanassis & Goddeau 2004's Fig 9).
-HOURLY_RATE = (0.75, 0.65, 0.55, 0.5, 0.5, 0.55, 0.65, 0.8, 0.95, 1.1, 1.25, 1.3,
-               1.3, 1.3, 1.35, 1.35, 1.3, 1.2, 1.1, 1.0, 0.95, 0.9, 0.85, 0.8)  # fmt: skip
+HOURLY_RATE = (
+    0.75,
+    0.65,
+    0.55,
+    0.5,
+    0.5,
+    0.55,
+    0.65,
+    0.8,
+    0.95,
+    1.1,
+    1.25,
+    1.3,
+    1.3,
+    1.3,
+    1.35,
+    1.35,
+    1.3,
+    1.2,
+    1.1,
+    1.0,
+    0.95,
+    0.9,
+    0.85,
+    0.8,
+)
 MEAN_GAP = 1.14
 START_HOUR = 13
 REFERENCE_LENGTH = 500.0
@@ -131,7 +155,9 @@ def generate(
     submit = arrivals(hours, rng)
     n = len(submit)
     names = list(PROGRAMS)
-    program = rng.choice(len(names), size=n, p=np.array([PROGRAMS[p].share for p in names]) / sum(PROGRAMS[p].share for p in names))
+    program = rng.choice(
+        len(names), size=n, p=np.array([PROGRAMS[p].share for p in names]) / sum(PROGRAMS[p].share for p in names)
+    )
     length = np.round(REFERENCE_LENGTH * rng.lognormal(0.0, LENGTH_SIGMA, n))
     length = np.maximum(length, 20.0)
     complexity = rng.lognormal(0.0, COMPLEXITY_SIGMA, n)
@@ -148,11 +174,16 @@ def generate(
         deadline = None if deadline_factor is None else float(submit[i] + deadline_factor * min(true_times.values()))
         jobs.append(
             JobSpec(
-                id=f"q{i:06d}", submit=float(submit[i]), algorithm=name, true_times=true_times,
-                params={"query": f"q{i:06d}"}, features={"query.length": float(length[i])},
-                deadline=deadline, data=PROGRAMS[name].database,
+                id=f"q{i:06d}",
+                submit=float(submit[i]),
+                algorithm=name,
+                true_times=true_times,
+                params={"query": f"q{i:06d}"},
+                features={"query.length": float(length[i])},
+                deadline=deadline,
+                data=PROGRAMS[name].database,
             )
-        )  # fmt: skip
+        )
     return Workload(
         name=f"ncbi-{hours:g}h-s{seed}",
         jobs=jobs,
@@ -174,20 +205,33 @@ def history(rng: np.random.Generator, types: tuple[str, ...], runs: int) -> list
             for k in range(runs):
                 out.append(
                     Measurement(
-                        run_id=f"hist-{name}-{t}-{k}", algorithm=name, platform=t, machine=f"{t}-history",
-                        features={"query.length": float(length[k])}, wall_seconds=float(wall[k]), source=Source.PROBE,
+                        run_id=f"hist-{name}-{t}-{k}",
+                        algorithm=name,
+                        platform=t,
+                        machine=f"{t}-history",
+                        features={"query.length": float(length[k])},
+                        wall_seconds=float(wall[k]),
+                        source=Source.PROBE,
                     )
-                )  # fmt: skip
+                )
     return out
 
 
 def catalog(types: tuple[str, ...] = tuple(MACHINE_TYPES)) -> Catalog:
     """The workload as a service catalog: the machine types as platforms, the five programs on each."""
     platforms = {
-        t: {"kind": "cpu", "cores": 1, "clock_ghz": m.ghz, "memory_gb": m.memory_gb,
-            "disk": "hdd", "power_watts": m.power_watts, "description": f"Kontothanassis & Goddeau 2004 {t}, {m.disk.upper()} disk"}
-        for t, m in MACHINE_TYPES.items() if t in types
-    }  # fmt: skip
+        t: {
+            "kind": "cpu",
+            "cores": 1,
+            "clock_ghz": m.ghz,
+            "memory_gb": m.memory_gb,
+            "disk": "hdd",
+            "power_watts": m.power_watts,
+            "description": f"Kontothanassis & Goddeau 2004 {t}, {m.disk.upper()} disk",
+        }
+        for t, m in MACHINE_TYPES.items()
+        if t in types
+    }
     algorithms = {
         name: {
             "description": f"{name} against {p.database}",
@@ -196,10 +240,14 @@ def catalog(types: tuple[str, ...] = tuple(MACHINE_TYPES)) -> Catalog:
         }
         for name, p in PROGRAMS.items()
     }
-    return Catalog.model_validate({"platforms": platforms, "algorithms": algorithms, "source": "simulator.workloads.ncbi"})
+    return Catalog.model_validate(
+        {"platforms": platforms, "algorithms": algorithms, "source": "simulator.workloads.ncbi"}
+    )
 
 
-def probe_candidates(types: tuple[str, ...], seed: int = 0, lengths: int = 16, longest: float = 20000.0) -> list[ProbeJob]:
+def probe_candidates(
+    types: tuple[str, ...], seed: int = 0, lengths: int = 16, longest: float = 20000.0
+) -> list[ProbeJob]:
     """Runs idle-time probing may choose from: each program at ``lengths`` query lengths from 20 to ``longest`` residues.
 
     Each candidate has its own hidden complexity and run noise (seeded), so a probe measures what a user's job would.
@@ -211,6 +259,9 @@ def probe_candidates(types: tuple[str, ...], seed: int = 0, lengths: int = 16, l
         complexity = rng.lognormal(0.0, COMPLEXITY_SIGMA, lengths)
         noise = rng.lognormal(0.0, RUN_NOISE_SIGMA, (lengths, len(types)))
         for k, length in enumerate(grid):
-            times = {t: float(true_seconds(name, t, grid[k : k + 1], complexity[k : k + 1])[0] * noise[k, c]) for c, t in enumerate(types)}
+            times = {
+                t: float(true_seconds(name, t, grid[k : k + 1], complexity[k : k + 1])[0] * noise[k, c])
+                for c, t in enumerate(types)
+            }
             out.append(ProbeJob(f"{name}-{length:g}", name, {"query.length": float(length)}, times))
     return out

@@ -143,7 +143,9 @@ def replay(
     if nodes not in ("pooled", "packed"):
         raise ValueError(f"nodes must be 'pooled' or 'packed', got {nodes!r}")
     if not isinstance(memory, Mapping) and memory not in MEMORY_SOURCES:
-        raise ValueError(f"memory must be one of {', '.join(MEMORY_SOURCES)} or a mapping of job numbers to bytes, got {memory!r}")
+        raise ValueError(
+            f"memory must be one of {', '.join(MEMORY_SOURCES)} or a mapping of job numbers to bytes, got {memory!r}"
+        )
     with_memory = isinstance(memory, Mapping) or memory != "none"
     path = Path(path)
     clusters = read_machines(machines or path.with_name(path.name + ".machines"))
@@ -166,11 +168,16 @@ def replay(
         if index < split:
             history += [
                 Measurement(
-                    run_id=f"{name}-{job.job}-{c}", algorithm=name, platform=c, features=feats, wall_seconds=t,
-                    exit_status=1 if job.status in FAILED else 0, source=Source.IMPORT,
+                    run_id=f"{name}-{job.job}-{c}",
+                    algorithm=name,
+                    platform=c,
+                    features=feats,
+                    wall_seconds=t,
+                    exit_status=1 if job.status in FAILED else 0,
+                    source=Source.IMPORT,
                 )
                 for c, t in true_times.items()
-            ]  # fmt: skip
+            ]
             continue
         if index >= stop or (limit is not None and len(specs) >= limit):
             break
@@ -180,12 +187,18 @@ def replay(
             params |= {"node_request": node_request(job), "exclusive": "#excl" in (job.node_request or "")}
         specs.append(
             JobSpec(
-                id=f"{name}-{job.job}", submit=job.submit, algorithm=name, true_times=true_times,
-                params=params, features=feats, size=size, fails=job.status in FAILED,
+                id=f"{name}-{job.job}",
+                submit=job.submit,
+                algorithm=name,
+                true_times=true_times,
+                params=params,
+                features=feats,
+                size=size,
+                fails=job.status in FAILED,
                 memory=planned_memory(job, memory) if with_memory else None,
                 true_memory=job_memory(job.used_memory, job) if with_memory else None,
             )
-        )  # fmt: skip
+        )
     t0 = specs[0].submit if specs else 0.0
     for spec in specs:
         spec.submit = (spec.submit - t0) / speedup
@@ -194,16 +207,22 @@ def replay(
         {c.name: PlatformSpec(c.name) for c in clusters},
         [
             MachineSpec(
-                c.name, c.name, c.cpus, node_slots=per_node[c.name],
+                c.name,
+                c.name,
+                c.cpus,
+                node_slots=per_node[c.name],
                 node_memory=_machine_memory(c, nodes) if with_memory else None,
             )
             for c in clusters
-        ],  # fmt: skip
+        ],
     )
     return Workload(
-        name, specs, cluster, history=history,
+        name,
+        specs,
+        cluster,
+        history=history,
         notes=f"{len(specs)} jobs replayed after {split} history jobs, arrivals x{speedup:g}, clusters {nodes}; {skipped} fit no cluster",
-    )  # fmt: skip
+    )
 
 
 def _machine_memory(cluster: ClusterLine, nodes: str) -> int | None:

@@ -63,7 +63,9 @@ class NodeGroup:
 
 NPACINET_1 = (
     NodeGroup("umn", 4, "x86", "linux", 533.0, 2, "umn", "giganet", 4, 1.0),
-    NodeGroup("cent", 90, "x86", "linux", 400.0, 2, "uva", "centurion", 15, 0.70 * 533.0 / 400.0),  # Fig 8: 70% of a 533
+    NodeGroup(
+        "cent", 90, "x86", "linux", 400.0, 2, "uva", "centurion", 15, 0.70 * 533.0 / 400.0
+    ),  # Fig 8: 70% of a 533
 )
 NPACINET_2 = NPACINET_1 + (
     NodeGroup("alpha", 64, "alpha", "linux", 533.0, 1, "uva", "alphas", 64, 0.25),
@@ -99,9 +101,7 @@ def capacity(cluster: Cluster, performance: dict[str, float]) -> float:
     return total
 
 
-def task_seconds_on(
-    app: Application, node: GridNode, performance: float, true_load: float, base: float
-) -> float:  # fmt: skip
+def task_seconds_on(app: Application, node: GridNode, performance: float, true_load: float, base: float) -> float:
     """Noise-free seconds of one task of ``app`` on ``node`` (the module docstring's formula)."""
     share = min(1.0, node.processors / (true_load + node.processors))
     compute = base / (1.0 + app.ratio) * REFERENCE_MHZ / (node.speed * performance * share)
@@ -133,9 +133,13 @@ def generate(
     for j in range(jobs):
         binaries = ("x86/linux",) if rng.random() < x86_only else ALL_BINARIES
         app = Application(
-            job=f"g{j:03d}", tasks=int(rng.integers(min_tasks, max_tasks + 1)), binaries=frozenset(binaries),
-            ratio=float(rng.choice(RATIOS)), asf=dict(USER_ASF), origin=nodes[ids[rng.integers(len(ids))]].path,
-        )  # fmt: skip
+            job=f"g{j:03d}",
+            tasks=int(rng.integers(min_tasks, max_tasks + 1)),
+            binaries=frozenset(binaries),
+            ratio=float(rng.choice(RATIOS)),
+            asf=dict(USER_ASF),
+            origin=nodes[ids[rng.integers(len(ids))]].path,
+        )
         eligible = [i for i in ids if app.runs_on(nodes[i])]
         if not eligible:
             raise ValueError(f"grid job {app.job}: no machine of Npacinet-{net} runs {sorted(app.binaries)}")
@@ -145,11 +149,13 @@ def generate(
             noise = rng.lognormal(0.0, RUN_NOISE_SIGMA, len(eligible))
             specs.append(
                 JobSpec(
-                    id=f"{app.job}.t{t:02d}", submit=float(submit[j]), algorithm="walker-suite",
+                    id=f"{app.job}.t{t:02d}",
+                    submit=float(submit[j]),
+                    algorithm="walker-suite",
                     true_times={i: base[i] * float(f) for i, f in zip(eligible, noise)},
                     params={"grid": app.params(), "task": t},
                 )
-            )  # fmt: skip
+            )
     return Workload(
         name=f"walker-npacinet{net}-s{seed}",
         jobs=specs,

@@ -27,7 +27,9 @@ def test_the_checker_refuses_what_is_not_a_schedule():
 def test_the_generator_is_reproducible_and_cpu_gpu_shaped():
     a, b = generate("unrelated", 200, 8, 4), generate("unrelated", 200, 8, 4)
     assert np.array_equal(a.times, b.times)
-    assert np.isinf(a.times).any(axis=0).sum() <= 2  # programs without an accelerator version: INF on the 2 accelerators
+    assert (
+        np.isinf(a.times).any(axis=0).sum() <= 2
+    )  # programs without an accelerator version: INF on the 2 accelerators
     assert related_speeds(a.times) is None
     related = generate("related", 50, 5, 0).times
     assert np.allclose(related / related[:, :1], related[0] / related[0, 0])

@@ -34,5 +34,8 @@ def test_a_bad_option_or_command_is_one_error_line(runner: CliRunner) -> None:
         (["nope"], "error: No such command 'nope'."),
     ]:
         result = runner.invoke(app, args, prog_name="predictor")
-        assert result.exit_code == 2 and result.stderr.startswith(says) and result.stderr.count("\n") == 1, (args, result.output)
+        assert result.exit_code == 2 and result.stderr.startswith(says) and result.stderr.count("\n") == 1, (
+            args,
+            result.output,
+        )
         assert "╭" not in result.output

@@ -20,10 +20,19 @@ from predictor.store import MeasurementStore
 def decision(**changes: Any) -> dict[str, Any]:
     """A ``model_decisions`` row as training writes it."""
     return {
-        "decided_at": datetime(2026, 11, 25, 14, 1, 52, tzinfo=UTC), "algorithm": "mafft", "platform": "cpu1",
-        "decision": "promoted", "trigger": "predictor train", "challenger": "ensemble(svr_log x1, mlp x1)", "incumbent": None,
-        "version": "1", "serving_version": "1", "n_rows": 144, "reason": "no champion served before", "details": {},
-    } | changes  # fmt: skip
+        "decided_at": datetime(2026, 11, 25, 14, 1, 52, tzinfo=UTC),
+        "algorithm": "mafft",
+        "platform": "cpu1",
+        "decision": "promoted",
+        "trigger": "predictor train",
+        "challenger": "ensemble(svr_log x1, mlp x1)",
+        "incumbent": None,
+        "version": "1",
+        "serving_version": "1",
+        "n_rows": 144,
+        "reason": "no champion served before",
+        "details": {},
+    } | changes
 
 
 @pytest.fixture
@@ -34,8 +43,12 @@ def history(store: MeasurementStore, store_url: str, monkeypatch: pytest.MonkeyP
     return store
 
 
-def test_history_shows_stored_terminal_escapes_escaped_and_takes_any_limit(runner: CliRunner, history: MeasurementStore) -> None:
-    history.add_decision(decision(platform="cpu2", reason="evil \x1b[2J\x1b]0;pwned\x07 [red]markup[/red]", trigger="t\x1b[31m"))
+def test_history_shows_stored_terminal_escapes_escaped_and_takes_any_limit(
+    runner: CliRunner, history: MeasurementStore
+) -> None:
+    history.add_decision(
+        decision(platform="cpu2", reason="evil \x1b[2J\x1b]0;pwned\x07 [red]markup[/red]", trigger="t\x1b[31m")
+    )
     result = runner.invoke(app, ["models", "history", "--limit", "99999999999999999999"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -45,16 +58,23 @@ def test_history_shows_stored_terminal_escapes_escaped_and_takes_any_limit(runne
     assert "…" not in out
 
 
-def test_history_shows_an_unreadable_row_marked_beside_the_sound_ones(runner: CliRunner, history: MeasurementStore, store_url: str) -> None:
+def test_history_shows_an_unreadable_row_marked_beside_the_sound_ones(
+    runner: CliRunner, history: MeasurementStore, store_url: str
+) -> None:
     if not store_url.startswith("sqlite"):
         pytest.skip("PostgreSQL's json and timestamptz columns refuse such a row when it is written")
     history.add_decision(decision(platform="cpu2"))
     with history.engine.begin() as conn:
-        conn.execute(text("UPDATE model_decisions SET details = '{not json', decided_at = 'yesterday-ish' WHERE id = 2"))
+        conn.execute(
+            text("UPDATE model_decisions SET details = '{not json', decided_at = 'yesterday-ish' WHERE id = 2")
+        )
     result = runner.invoke(app, ["models", "history"])
     assert result.exit_code == 0, result.output
     assert "│ 2! │ yesterday-ish" in result.stdout and "│ 1  │ 2026-11-25 14:01:52" in result.stdout
-    assert "#2 mafft/cpu2 time: no champion served before [unreadable: decided_at (ValueError), details (JSONDecodeError)]" in result.stdout
+    assert (
+        "#2 mafft/cpu2 time: no champion served before [unreadable: decided_at (ValueError), details (JSONDecodeError)]"
+        in result.stdout
+    )
     assert "Traceback" not in result.output
 
 
@@ -65,10 +85,16 @@ def store_power_law_runs(store: MeasurementStore, n: int = 60, seed: int = 2) ->
     size = rng.uniform(10, 1000, n)
     seconds = 0.01 * size**1.2 * rng.lognormal(0, 0.05, n)
     store.add(
-        Measurement(run_id=f"run-{i:04d}", algorithm="mafft", platform="cpu1", features={"input.residues": float(x)}, wall_seconds=float(t),
-                    max_rss_kb=int(10_000 + 100 * x))
+        Measurement(
+            run_id=f"run-{i:04d}",
+            algorithm="mafft",
+            platform="cpu1",
+            features={"input.residues": float(x)},
+            wall_seconds=float(t),
+            max_rss_kb=int(10_000 + 100 * x),
+        )
         for i, (x, t) in enumerate(zip(size, seconds, strict=True))
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -84,36 +110,54 @@ def trained(tmp_path: Path) -> Iterator[tuple[dict[str, str], MeasurementStore]]
     store.dispose()
 
 
-def test_train_force_retrains_under_the_guard_and_promote_overrides_it(trained: tuple[dict[str, str], MeasurementStore]) -> None:
+def test_train_force_retrains_under_the_guard_and_promote_overrides_it(
+    trained: tuple[dict[str, str], MeasurementStore],
+) -> None:
     env, store = trained
     runner = CliRunner()
     same = runner.invoke(app, ["train", "--model", "linear_log"], env=env)
     assert "mafft/cpu1 unchanged" in same.output and "(--force retrains)" in same.output, same.output
     forced = runner.invoke(app, ["train", "--model", "mean", "--force"], env=env)
     assert forced.exit_code == 0, forced.output
-    assert "mafft/cpu1 kept: mean does not beat linear_log" in forced.output and "overridden" not in forced.output, forced.output
+    assert "mafft/cpu1 kept: mean does not beat linear_log" in forced.output and "overridden" not in forced.output, (
+        forced.output
+    )
     promoted = runner.invoke(app, ["train", "--model", "mean", "--promote"], env=env)
-    assert promoted.exit_code == 0 and "mafft/cpu1 forced" in promoted.output and "guard was overridden" in promoted.output
+    assert (
+        promoted.exit_code == 0 and "mafft/cpu1 forced" in promoted.output and "guard was overridden" in promoted.output
+    )
     assert [(r["decision"], r["trigger"]) for r in store.decisions()] == [
-        ("forced", "predictor train --promote"), ("kept", "predictor train --force"), ("promoted", "predictor train"),
-    ]  # fmt: skip
+        ("forced", "predictor train --promote"),
+        ("kept", "predictor train --force"),
+        ("promoted", "predictor train"),
+    ]
 
 
 def test_train_refuses_an_unknown_model_or_algorithm_in_one_line(runner: CliRunner) -> None:
     for args, says in [
         (["--model", "nope", "--dry-run"], "error: unknown model 'nope'; known: mean, linear"),
         (["--algorithm", "nope"], "error: unknown algorithm 'nope'; known: blastn"),
-        (["--algorithm", "mafft"], "error: no runs of mafft are stored; `predictor ingest`, `profile` or `sweep` store some first"),
+        (
+            ["--algorithm", "mafft"],
+            "error: no runs of mafft are stored; `predictor ingest`, `profile` or `sweep` store some first",
+        ),
     ]:
         result = runner.invoke(app, ["train", *args])
-        assert result.exit_code == 2 and result.stderr.startswith(says) and result.stderr.count("\n") == 1, (args, result.output)
+        assert result.exit_code == 2 and result.stderr.startswith(says) and result.stderr.count("\n") == 1, (
+            args,
+            result.output,
+        )
 
 
-def test_report_of_a_platform_the_latest_session_left_out_says_so(trained: tuple[dict[str, str], MeasurementStore]) -> None:
+def test_report_of_a_platform_the_latest_session_left_out_says_so(
+    trained: tuple[dict[str, str], MeasurementStore],
+) -> None:
     env, _ = trained
     runner = CliRunner()
     result = runner.invoke(app, ["report", "--algorithm", "mafft", "--platform", "cpu2"], env=env)
-    assert result.exit_code == 2 and result.stderr.startswith("error: mafft's latest training session trained nothing on cpu2"), result.output
+    assert result.exit_code == 2 and result.stderr.startswith(
+        "error: mafft's latest training session trained nothing on cpu2"
+    ), result.output
     unknown = runner.invoke(app, ["report", "--algorithm", "mafft", "--platform", "cpu9"], env=env)
     assert unknown.exit_code == 2 and unknown.stderr.startswith("error: unknown platform 'cpu9'"), unknown.output
 
@@ -122,17 +166,27 @@ def test_rollback_moves_the_champion_back_and_is_recorded(trained: tuple[dict[st
     env, store = trained
     runner = CliRunner()
     first = runner.invoke(app, ["models", "rollback", "mafft", "cpu1"], env=env)
-    assert first.exit_code == 2 and first.stderr.startswith("error: version 1 is the first champion of mafft on cpu1"), first.output
+    assert first.exit_code == 2 and first.stderr.startswith(
+        "error: version 1 is the first champion of mafft on cpu1"
+    ), first.output
     promoted = runner.invoke(app, ["train", "--model", "mean", "--promote"], env=env)
     assert promoted.exit_code == 0 and "mafft/cpu1 forced" in promoted.output, promoted.output
     missing = runner.invoke(app, ["models", "rollback", "mafft", "cpu1", "--to", "7"], env=env)
-    assert missing.exit_code == 2 and missing.stderr.startswith("error: runtime-mafft-cpu1 has no version 7; registered: 1, 2")
+    assert missing.exit_code == 2 and missing.stderr.startswith(
+        "error: runtime-mafft-cpu1 has no version 7; registered: 1, 2"
+    )
     back = runner.invoke(app, ["models", "rollback", "mafft", "cpu1"], env=env)
-    assert back.exit_code == 0 and "mafft/cpu1: rolled back by hand from version 2 to version 1" in back.output, back.output
+    assert back.exit_code == 0 and "mafft/cpu1: rolled back by hand from version 2 to version 1" in back.output, (
+        back.output
+    )
     listed = runner.invoke(app, ["models", "list"], env=env)
     assert "│ mafft     │ cpu1     │       1 │ linear_log │" in listed.stdout, listed.output
     newest = store.decisions(limit=1)[0]
-    assert (newest["decision"], newest["trigger"], newest["serving_version"]) == ("rolled back", "predictor models rollback", "1")
+    assert (newest["decision"], newest["trigger"], newest["serving_version"]) == (
+        "rolled back",
+        "predictor models rollback",
+        "1",
+    )
     again = runner.invoke(app, ["train", "--model", "linear_log"], env=env)
     assert "mafft/cpu1 unchanged" not in again.output, again.output  # judged again against the restored version
 
@@ -143,36 +197,70 @@ def test_train_target_memory_gets_a_champion_of_its_own_and_every_listing_says_t
     env, store = trained
     runner = CliRunner()
     memory = runner.invoke(app, ["train", "--target", "memory", "--model", "linear"], env=env)
-    assert memory.exit_code == 0 and "mafft/cpu1 memory promoted: no champion served before" in memory.output, memory.output
+    assert memory.exit_code == 0 and "mafft/cpu1 memory promoted: no champion served before" in memory.output, (
+        memory.output
+    )
     assert "Champions (peak memory)" in memory.stdout and "│ mafft     │ cpu1     │ memory │ linear " in memory.stdout
     assert [(r["target"], r["trigger"]) for r in store.decisions()] == [
-        ("memory", "predictor train --target memory"), ("time", "predictor train"),
-    ]  # fmt: skip
+        ("memory", "predictor train --target memory"),
+        ("time", "predictor train"),
+    ]
     listed = runner.invoke(app, ["models", "list"], env=env)
-    rows = [[c.strip() for c in line.strip("│").split("│")] for line in listed.stdout.splitlines() if line.startswith("│ mafft")]
-    assert [(r[0], r[1], r[2], r[3], r[-1]) for r in rows] == [("mafft", "cpu1", "1", "linear_log", "time"), ("mafft", "cpu1", "1", "linear", "memory")]
+    rows = [
+        [c.strip() for c in line.strip("│").split("│")]
+        for line in listed.stdout.splitlines()
+        if line.startswith("│ mafft")
+    ]
+    assert [(r[0], r[1], r[2], r[3], r[-1]) for r in rows] == [
+        ("mafft", "cpu1", "1", "linear_log", "time"),
+        ("mafft", "cpu1", "1", "linear", "memory"),
+    ]
     history = runner.invoke(app, ["models", "history"], env=env)
-    assert history.exit_code == 0 and "│ memory │ promoted │ predictor train --target memory" in history.stdout, history.output
+    assert history.exit_code == 0 and "│ memory │ promoted │ predictor train --target memory" in history.stdout, (
+        history.output
+    )
     assert "#2 mafft/cpu1 memory: no champion served before" in history.stdout
     only = runner.invoke(app, ["models", "history", "--target", "time"], env=env)
     assert "│ time   │ promoted │ predictor train " in only.stdout and "memory" not in only.stdout, only.output
     report = runner.invoke(app, ["report", "--algorithm", "mafft"], env=env)
     assert report.exit_code == 0, report.output
     assert "of run time (seconds)" in report.stdout and "of peak memory (bytes)" in report.stdout
-    assert "mafft on cpu1 (peak memory)" in report.stdout and "* linear " in report.stdout and "memory, raw" in report.stdout
+    assert (
+        "mafft on cpu1 (peak memory)" in report.stdout
+        and "* linear " in report.stdout
+        and "memory, raw" in report.stdout
+    )
     assert "time, log" in report.stdout
     rollback = runner.invoke(app, ["models", "rollback", "mafft", "cpu1", "--target", "memory"], env=env)
-    assert rollback.exit_code == 2 and rollback.stderr.startswith("error: version 1 is the first memory champion of mafft on cpu1")
+    assert rollback.exit_code == 2 and rollback.stderr.startswith(
+        "error: version 1 is the first memory champion of mafft on cpu1"
+    )
 
 
-def test_train_refuses_an_unknown_target_and_memory_without_measured_runs_in_one_line(runner: CliRunner, tmp_path: Path) -> None:
+def test_train_refuses_an_unknown_target_and_memory_without_measured_runs_in_one_line(
+    runner: CliRunner, tmp_path: Path
+) -> None:
     bad = runner.invoke(app, ["train", "--target", "disk"])
-    assert bad.exit_code == 2 and bad.stderr.startswith("error: Invalid value for '--target'") and bad.stderr.count("\n") == 1, bad.output
+    assert (
+        bad.exit_code == 2
+        and bad.stderr.startswith("error: Invalid value for '--target'")
+        and bad.stderr.count("\n") == 1
+    ), bad.output
     env = {"PREDICTOR_HOME": str(tmp_path / "home"), "PREDICTOR_CV_FOLDS": "3", "PREDICTOR_N_JOBS": "1"}
     store = MeasurementStore(f"sqlite:///{tmp_path / 'home' / 'store.db'}")
     store.migrate()
-    store.add(Measurement(run_id=f"r{i}", algorithm="mafft", platform="cpu1", features={"input.residues": float(i)}, wall_seconds=1.0 + i)
-              for i in range(10))  # fmt: skip
+    store.add(
+        Measurement(
+            run_id=f"r{i}",
+            algorithm="mafft",
+            platform="cpu1",
+            features={"input.residues": float(i)},
+            wall_seconds=1.0 + i,
+        )
+        for i in range(10)
+    )
     store.dispose()
     none = CliRunner().invoke(app, ["train", "--target", "memory"], env=env)
-    assert none.exit_code == 2 and none.stderr.startswith("error: no runs with a peak memory (max_rss_kb) to train on"), none.output
+    assert none.exit_code == 2 and none.stderr.startswith(
+        "error: no runs with a peak memory (max_rss_kb) to train on"
+    ), none.output

@@ -45,18 +45,41 @@ def stored(home: Path) -> int:
         store.dispose()
 
 
-def test_profile_of_a_program_not_installed_is_one_line_and_stores_no_run(runner: CliRunner, only_taskset: Path, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["profile", "--algorithm", "mafft", "--platform", "cpu1", "--param", "input=data/samples/family-40x300.fa",
-                                 "--", "mafft", "--quiet", "data/samples/family-40x300.fa"])  # fmt: skip
+def test_profile_of_a_program_not_installed_is_one_line_and_stores_no_run(
+    runner: CliRunner, only_taskset: Path, tmp_path: Path
+) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "profile",
+            "--algorithm",
+            "mafft",
+            "--platform",
+            "cpu1",
+            "--param",
+            "input=data/samples/family-40x300.fa",
+            "--",
+            "mafft",
+            "--quiet",
+            "data/samples/family-40x300.fa",
+        ],
+    )
     assert result.exit_code == 2, result.output
-    assert result.stderr == "error: mafft: program not found on PATH; install the Debian package mafft (`make tools` installs every program the walkthroughs run)\n"
+    assert (
+        result.stderr
+        == "error: mafft: program not found on PATH; install the Debian package mafft (`make tools` installs every program the walkthroughs run)\n"
+    )
     assert stored(tmp_path / "home") == 0
 
 
-def test_a_sweep_without_blast_is_one_line_before_any_input_is_made(runner: CliRunner, only_taskset: Path, tmp_path: Path) -> None:
+def test_a_sweep_without_blast_is_one_line_before_any_input_is_made(
+    runner: CliRunner, only_taskset: Path, tmp_path: Path
+) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text(yaml.safe_dump(BLASTN_PLAN))
     result = runner.invoke(app, ["sweep", "--plan", str(plan), "--workdir", str(tmp_path / "inputs")])
     assert result.exit_code == 2, result.output
-    assert result.stderr.startswith("error: makeblastdb: program not found on PATH; install the Debian package ncbi-blast+")
+    assert result.stderr.startswith(
+        "error: makeblastdb: program not found on PATH; install the Debian package ncbi-blast+"
+    )
     assert result.stderr.count("\n") == 1 and not (tmp_path / "inputs").exists()

@@ -28,7 +28,11 @@ def test_a_choice_is_recorded_and_the_next_one_starts_from_it(home: Path) -> Non
     assert "(serving)" in first.output and ("promoted: " in first.output or "kept: " in first.output)
     store = MeasurementStore(f"sqlite:///{home / 'store.db'}")
     (row,) = store.decisions("site", "planning:easy")
-    assert row["decision"] in ("promoted", "kept") and row["n_rows"] > 0 and set(row["details"]["config"]) == {"loss", "number", "correction", "order"}
+    assert (
+        row["decision"] in ("promoted", "kept")
+        and row["n_rows"] > 0
+        and set(row["details"]["config"]) == {"loss", "number", "correction", "order"}
+    )
     history = runner.invoke(app, ["models", "history", "--algorithm", "site"])
     assert history.exit_code == 0 and "planning:easy" in history.output
     # the second choice, with a margin nothing can beat, keeps what the first one chose

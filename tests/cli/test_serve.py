@@ -19,20 +19,34 @@ from scheduler.store import SchedulerStore
 def test_a_port_out_of_range_is_one_error_line_and_serves_nothing(tmp_path: Path, command: str) -> None:
     """Run for real and bounded: before the fix, the command said it served on 99999 and went on listening elsewhere."""
     env = {**os.environ, "PREDICTOR_HOME": str(tmp_path / "home")}
-    done = subprocess.run([sys.executable, "-m", "predictor", command, "--port", "99999"], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "predictor", command, "--port", "99999"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == "", done.stdout
-    assert done.stderr.startswith("error: Invalid value for '--port'") and "65535" in done.stderr and done.stderr.count("\n") == 1
+    assert (
+        done.stderr.startswith("error: Invalid value for '--port'")
+        and "65535" in done.stderr
+        and done.stderr.count("\n") == 1
+    )
 
 
 def test_predict_without_any_model_or_run_fails_with_the_reason(runner: CliRunner) -> None:
     result = runner.invoke(app, ["predict", "--algorithm", "mafft", "--param", "input=data/samples/family-40x300.fa"])
     assert result.exit_code == 2 and result.stdout == "", result.output
     error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert error == ["error: no estimate of mafft: cpu1: no champion model for this algorithm and platform; no measurements to fall "
-                     "back on; cpu2: no champion model for this algorithm and platform; no measurements to fall back on"]  # fmt: skip
+    assert error == [
+        "error: no estimate of mafft: cpu1: no champion model for this algorithm and platform; no measurements to fall "
+        "back on; cpu2: no champion model for this algorithm and platform; no measurements to fall back on"
+    ]
 
 
-def test_queue_lists_the_schedulers_waiting_and_running_jobs_from_its_store(runner: CliRunner, store, store_url: str, monkeypatch) -> None:
+def test_queue_lists_the_schedulers_waiting_and_running_jobs_from_its_store(
+    runner: CliRunner, store, store_url: str, monkeypatch
+) -> None:
     monkeypatch.setenv("PREDICTOR_STORE_URL", store_url)
     assert "the scheduler's queue is empty" in runner.invoke(app, ["queue"]).stdout
     state = State()

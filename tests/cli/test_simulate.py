@@ -26,11 +26,23 @@ def test_fig14_table_and_chart(runner, tmp_path):
 
 def test_ncbi_with_noisy_estimates_and_a_cluster_file(runner, tmp_path):
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_text("platforms: {type2: {power_watts: 120}, type6: {power_watts: 200}}\nmachines: {type2: 2, type6: 2}\n")
+    cluster.write_text(
+        "platforms: {type2: {power_watts: 120}, type6: {power_watts: 200}}\nmachines: {type2: 2, type6: 2}\n"
+    )
     result = runner.invoke(
-        app, ["simulate", "--workload", "ncbi:hours=0.02,seed=3", "--cluster", str(cluster), "--estimates", "noisy:0.5",
-              "--json", "--no-chart"],
-    )  # fmt: skip
+        app,
+        [
+            "simulate",
+            "--workload",
+            "ncbi:hours=0.02,seed=3",
+            "--cluster",
+            str(cluster),
+            "--estimates",
+            "noisy:0.5",
+            "--json",
+            "--no-chart",
+        ],
+    )
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.stdout)
     assert metrics["jobs"] > 30 and metrics["done"] == metrics["jobs"] and metrics["energy_kwh"] > 0

@@ -163,8 +163,11 @@ def identity_to_source(piece: bytes, pool: list[bytes]) -> float:
 
 def test_translated_samples_are_proteins_of_source_windows(tmp_path: Path):
     source = write_fasta(tmp_path / "src.fa", 5, 3000, seed=13)
-    found = sequences(write_sampled_fasta(tmp_path / "t.fa", source, 40, 100, 1.0, mutation_rate=0.0,
-                                          alphabet="protein", translate=True, seed=14))
+    found = sequences(
+        write_sampled_fasta(
+            tmp_path / "t.fa", source, 40, 100, 1.0, mutation_rate=0.0, alphabet="protein", translate=True, seed=14
+        )
+    )
     assert len(found) == 40 and all(len(s) == 100 for s in found)
     assert set(b"".join(found)) <= set("".join(AMINO_ACID_FREQUENCIES).encode()) and len(set(b"".join(found))) > 15
     with pytest.raises(ValueError, match="translate"):
@@ -183,8 +186,12 @@ def test_reads_come_from_both_strands_and_quality_marks_errors(tmp_path: Path):
     noisy = write_fastq(tmp_path / "n.fq", reference, 400, 80, error_rate=0.05, seed=16).read_bytes().split(b"\n")
     low = sum(sum(c < 33 + 20 for c in q) for q in noisy[3::4][:400])
     assert low / (400 * 80) == pytest.approx(0.05, abs=0.01)
-    assert gzip.decompress(write_fastq(tmp_path / "r.fq.gz", reference, 400, 80, 0.0, seed=16, gzip_output=True)
-                           .read_bytes()).split(b"\n") == exact
+    assert (
+        gzip.decompress(
+            write_fastq(tmp_path / "r.fq.gz", reference, 400, 80, 0.0, seed=16, gzip_output=True).read_bytes()
+        ).split(b"\n")
+        == exact
+    )
 
 
 @pytest.mark.tools

@@ -34,9 +34,13 @@ def test_spearman_by_hand(x: list, y: list, rho: float | None) -> None:
 
 def run(i: int, seconds: float, size: float, noise: float, status: int = 0, platform: str = "cpu-small") -> Measurement:
     return Measurement(
-        run_id=f"r{i}", algorithm="mafft", platform=platform, wall_seconds=seconds, exit_status=status,
+        run_id=f"r{i}",
+        algorithm="mafft",
+        platform=platform,
+        wall_seconds=seconds,
+        exit_status=status,
         features={"input.residues": size, "input.noise": noise, "input.flag": 1.0},
-    )  # fmt: skip
+    )
 
 
 def test_summary_counts_range_and_correlations_by_strength(store: MeasurementStore) -> None:
@@ -45,8 +49,18 @@ def test_summary_counts_range_and_correlations_by_strength(store: MeasurementSto
     described = list(describe_pairs(store, algorithm="mafft", platform="cpu-small"))
     assert len(described) == 1
     summary, frame = described[0]
-    assert (summary.runs, summary.failed, summary.min_seconds, summary.median_seconds, summary.max_seconds) == (4, 1, 1, 3, 8)
-    assert [(c.feature, c.runs) for c in summary.correlations] == [("input.residues", 4), ("input.noise", 4), ("input.flag", 4)]
+    assert (summary.runs, summary.failed, summary.min_seconds, summary.median_seconds, summary.max_seconds) == (
+        4,
+        1,
+        1,
+        3,
+        8,
+    )
+    assert [(c.feature, c.runs) for c in summary.correlations] == [
+        ("input.residues", 4),
+        ("input.noise", 4),
+        ("input.flag", 4),
+    ]
     # noise ranks 3,1,2,4 against runtime ranks 1,3,2,4: rho = 1 - 6 * 8 / (4 * 15) = 0.2; the flag is constant
     assert [c.rho for c in summary.correlations] == [pytest.approx(1.0), pytest.approx(0.2), None]
     assert summarize(frame, "mafft", "cpu-small", 1) == summary
@@ -67,7 +81,9 @@ def test_cli_describes_the_bundled_dataset(tmp_path: Path) -> None:
     runner = CliRunner()
     datasets = [str(p) for p in sorted((BUNDLED_DATA / "measurements").glob("*.csv"))]
     assert runner.invoke(app, ["ingest", *datasets], env=env).exit_code == 0
-    result = runner.invoke(app, ["describe", "--algorithm", "mafft", "--platform", "cpu1", "--plots", str(tmp_path / "p")], env=env)
+    result = runner.invoke(
+        app, ["describe", "--algorithm", "mafft", "--platform", "cpu1", "--plots", str(tmp_path / "p")], env=env
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("mafft on cpu1: ") and "input.residues" in result.stdout
     assert (tmp_path / "p" / "mafft@cpu1" / "input.residues.png").exists()
@@ -83,7 +99,9 @@ def test_cli_describes_an_imported_swf_log(tmp_path: Path) -> None:
     )
     env = {"PREDICTOR_HOME": str(tmp_path / "home"), "PREDICTOR_CATALOG_PATH": str(catalog)}
     log = tmp_path / "toy.swf"
-    log.write_text("".join(f"{i} {i * 100} 0 {10 + i * i} 1 -1 -1 1 {60 + i} -1 1 1 1 -1 -1 -1 -1 -1\n" for i in range(6)))
+    log.write_text(
+        "".join(f"{i} {i * 100} 0 {10 + i * i} 1 -1 -1 1 {60 + i} -1 1 1 1 -1 -1 -1 -1 -1\n" for i in range(6))
+    )
     runner = CliRunner()
     assert runner.invoke(app, ["ingest", str(log)], env=env).exit_code == 0
     result = runner.invoke(app, ["describe"], env=env)

@@ -9,9 +9,15 @@ from predictor.store import MeasurementStore
 def test_export_then_ingest_round_trips(store: MeasurementStore, catalog, tmp_path):
     runs = [
         Measurement(
-            run_id=f"r{i}", algorithm="blastn", platform="cpu-small", params={"evalue": 0.1 * (i + 1), "task": "blastn"},
-            features={"query.sequences": float(i + 1)}, wall_seconds=1.5 * i, exit_status=i % 2,
-            censored=i == 3, context={"load_avg_1m": 0.5},
+            run_id=f"r{i}",
+            algorithm="blastn",
+            platform="cpu-small",
+            params={"evalue": 0.1 * (i + 1), "task": "blastn"},
+            features={"query.sequences": float(i + 1)},
+            wall_seconds=1.5 * i,
+            exit_status=i % 2,
+            censored=i == 3,
+            context={"load_avg_1m": 0.5},
         )
         for i in range(4)
     ]

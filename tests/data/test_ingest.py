@@ -39,18 +39,26 @@ def test_good_csv_is_stored_with_typed_params_features_and_times(
     tmp_path: Path, store: MeasurementStore, catalog: Catalog
 ) -> None:
     fasta = write(tmp_path / "in.fa", ">a\nACGT\n>b\nGG\n")
-    path = write(tmp_path / "runs.csv", f"""
+    path = write(
+        tmp_path / "runs.csv",
+        f"""
 run_id,algorithm,platform,machine,wall_seconds,cpu_seconds,max_rss_kb,exit_status,cache_state,recorded_at,param.threads,param.evalue,param.ungapped,param.task,feature.query.residues,params,context.queue
 r1,blastn,cpu-small,node-1,12.5,40.25,2048,0,warm,2026-03-01T12:00:00+02:00,4,1e-5,yes,blastn,1500,"{{""query"": ""q.fa""}}",short
 r2,mafft,cpu-small,node-2,3,,,1,cold,2026-03-01 10:00:00,,,,,,"{{""input"": ""{fasta}""}}",
-""")
+""",
+    )
     report = ingest_file(path, store, catalog)
     assert (report.rows, report.stored, report.duplicates, report.rejected, report.rejects_path) == (2, 2, 0, [], None)
     first, second = store.measurements(successful_only=False)
     assert first.params == {"query": "q.fa", "threads": 4, "evalue": 1e-5, "ungapped": True, "task": "blastn"}
     assert isinstance(first.params["threads"], int)
     assert first.features == {"query.residues": 1500.0}
-    assert (first.machine, first.cpu_seconds, first.max_rss_kb, first.cache_state) == ("node-1", 40.25, 2048, CacheState.WARM)
+    assert (first.machine, first.cpu_seconds, first.max_rss_kb, first.cache_state) == (
+        "node-1",
+        40.25,
+        2048,
+        CacheState.WARM,
+    )
     assert first.recorded_at == datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
     assert first.source is Source.IMPORT and first.context == {"queue": "short"}
     assert second.exit_status == 1 and second.cpu_seconds is None
@@ -61,16 +69,18 @@ r2,mafft,cpu-small,node-2,3,,,1,cold,2026-03-01 10:00:00,,,,,,"{{""input"": ""{f
 def test_good_parquet_is_stored(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
     path = tmp_path / "runs.parquet"
     query = write(tmp_path / "b.fa", ">q\nACGTACGT\n")
-    pd.DataFrame({
-        "algorithm": ["blastn", "blastn"],
-        "platform": ["gpu-a100", "cpu-small"],
-        "wall_seconds": [2.5, 30.0],
-        "max_rss_kb": [1024, None],
-        "recorded_at": pd.to_datetime(["2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"]),
-        "param.threads": [8, 16],
-        "feature.query.residues": [100.0, None],
-        "params": ['{"query": "a.fa"}', json.dumps({"query": str(query)})],
-    }).to_parquet(path)  # fmt: skip
+    pd.DataFrame(
+        {
+            "algorithm": ["blastn", "blastn"],
+            "platform": ["gpu-a100", "cpu-small"],
+            "wall_seconds": [2.5, 30.0],
+            "max_rss_kb": [1024, None],
+            "recorded_at": pd.to_datetime(["2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"]),
+            "param.threads": [8, 16],
+            "feature.query.residues": [100.0, None],
+            "params": ['{"query": "a.fa"}', json.dumps({"query": str(query)})],
+        }
+    ).to_parquet(path)
     report = ingest_file(path, store, catalog, source=Source.PROBE, machine="imported")
     assert (report.rows, report.stored, report.rejected) == (2, 2, [])
     gpu, cpu = store.measurements()
@@ -85,20 +95,31 @@ def test_good_parquet_is_stored(tmp_path: Path, store: MeasurementStore, catalog
 
 
 def test_mapping_renames_columns_first(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
-    path = write(tmp_path / "log.csv", """
+    path = write(
+        tmp_path / "log.csv",
+        """
 job,tool,node_class,runtime,qlen,user
 j1,blastn,cpu-small,7.5,320,alice
-""")
+""",
+    )
     mapping = {
-        "job": "run_id", "tool": "algorithm", "node_class": "platform", "runtime": "wall_seconds",
-        "qlen": "feature.query.residues", "user": "context.user",
-    }  # fmt: skip
+        "job": "run_id",
+        "tool": "algorithm",
+        "node_class": "platform",
+        "runtime": "wall_seconds",
+        "qlen": "feature.query.residues",
+        "user": "context.user",
+    }
     report = ingest_file(path, store, catalog, mapping=mapping)
     assert report.stored == 1
     [m] = store.measurements()
     assert (m.run_id, m.algorithm, m.wall_seconds, m.features, m.context) == (
-        "j1", "blastn", 7.5, {"query.residues": 320.0}, {"user": "alice"},
-    )  # fmt: skip
+        "j1",
+        "blastn",
+        7.5,
+        {"query.residues": 320.0},
+        {"user": "alice"},
+    )
     with pytest.raises(IngestError, match="mapped columns not in the file: nope"):
         ingest_file(path, store, catalog, mapping={**mapping, "nope": "machine"})
     with pytest.raises(IngestError, match="both give 'wall_seconds'"):
@@ -181,29 +202,38 @@ def test_bad_rows_are_reported_by_line_and_field_and_kept(
 def test_param_outside_schema_and_json_problems_are_rejected(
     tmp_path: Path, store: MeasurementStore, catalog: Catalog
 ) -> None:
-    path = write(tmp_path / "params.csv", """
+    path = write(
+        tmp_path / "params.csv",
+        """
 run_id,algorithm,platform,wall_seconds,param.word_size,params,features
 p1,blastn,cpu-small,1,11,,
 p2,blastn,cpu-small,1,,not json,
 p3,blastn,cpu-small,1,,[1],
 p4,blastn,cpu-small,1,,"{""threads"": 2}","{""query.residues"": ""x""}"
 p5,blastn,cpu-small,1,,"{""threads"": 2}","{""query.residues"": 5}"
-""")
+""",
+    )
     report = ingest_file(path, store, catalog)
     assert [(r.line, r.field) for r in report.rejected] == [
-        (2, "param.word_size"), (3, "params"), (4, "params"), (5, "feature.query.residues"),
-    ]  # fmt: skip
+        (2, "param.word_size"),
+        (3, "params"),
+        (4, "params"),
+        (5, "feature.query.residues"),
+    ]
     assert "not a parameter of this algorithm" in report.rejected[0].message
     assert report.stored == 1 and store.measurements()[0].params == {"threads": 2}
 
 
 def test_reingesting_stores_nothing_new(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
-    path = write(tmp_path / "noids.csv", """
+    path = write(
+        tmp_path / "noids.csv",
+        """
 algorithm,platform,wall_seconds,param.threads
 blastn,cpu-small,1.5,2
 blastn,cpu-small,1.50,2.0
 blastn,cpu-small,2.5,2
-""")
+""",
+    )
     first = ingest_file(path, store, catalog)
     assert (first.stored, first.duplicates) == (2, 1)  # rows 2 and 3 are the same run once normalised
     second = ingest_file(path, store, catalog)
@@ -256,8 +286,12 @@ def test_reject_is_a_plain_record() -> None:
     assert Reject(2, "wall_seconds", "missing") == Reject(line=2, field="wall_seconds", message="missing")
 
 
-def test_censored_flag_is_strict_and_needs_a_run_time(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
-    path = write(tmp_path / "censored.csv", """
+def test_censored_flag_is_strict_and_needs_a_run_time(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    path = write(
+        tmp_path / "censored.csv",
+        """
 run_id,algorithm,platform,wall_seconds,exit_status,censored
 c-true,blastn,cpu-small,60,137,true
 c-one,blastn,cpu-small,61,137,1
@@ -269,20 +303,37 @@ bad-yes,blastn,cpu-small,60,137,yes
 bad-two,blastn,cpu-small,60,137,2
 bad-float,blastn,cpu-small,60,137,1.0
 bad-zero-time,blastn,cpu-small,0,137,true
-""")
+""",
+    )
     report = ingest_file(path, store, catalog)
     assert_accounted(report)
-    assert [(r.line, r.field) for r in report.rejected] == [(8, "censored"), (9, "censored"), (10, "censored"), (11, "censored")]
+    assert [(r.line, r.field) for r in report.rejected] == [
+        (8, "censored"),
+        (9, "censored"),
+        (10, "censored"),
+        (11, "censored"),
+    ]
     assert "expected true or false" in report.rejected[0].message and "'yes'" in report.rejected[0].message
     assert "needs wall_seconds > 0" in report.rejected[-1].message
     stored = {m.run_id: m.censored for m in store.measurements(with_censored=True)}
-    assert stored == {"c-true": True, "c-one": True, "c-upper": True, "f-false": False, "f-zero": False, "f-empty": False}
-    assert store.count(informative_only=True) == 6 and len(store.measurements()) == 4  # the censored 137s are no finished runs
+    assert stored == {
+        "c-true": True,
+        "c-one": True,
+        "c-upper": True,
+        "f-false": False,
+        "f-zero": False,
+        "f-empty": False,
+    }
+    assert (
+        store.count(informative_only=True) == 6 and len(store.measurements()) == 4
+    )  # the censored 137s are no finished runs
 
 
 def test_parquet_censored_column_of_booleans(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
     path = tmp_path / "runs.parquet"
-    frame = pd.DataFrame({"run_id": ["a", "b"], "algorithm": "blastn", "platform": "cpu-small", "wall_seconds": [9.0, 3.0]})
+    frame = pd.DataFrame(
+        {"run_id": ["a", "b"], "algorithm": "blastn", "platform": "cpu-small", "wall_seconds": [9.0, 3.0]}
+    )
     frame.assign(censored=[True, False], exit_status=[137, 0]).to_parquet(path)
     assert ingest_file(path, store, catalog).stored == 2
     assert {m.run_id: m.censored for m in store.measurements(with_censored=True)} == {"a": True, "b": False}
@@ -295,10 +346,15 @@ def test_derived_run_id_of_a_finished_run_ignores_the_censored_flag(
     tmp_path: Path, store: MeasurementStore, catalog: Catalog
 ) -> None:
     without = write(tmp_path / "without.csv", "algorithm,platform,wall_seconds\nblastn,cpu-small,8\n")
-    flagged = write(tmp_path / "flagged.csv", "algorithm,platform,wall_seconds,censored\nblastn,cpu-small,8,false\nblastn,cpu-small,8,true\n")
+    flagged = write(
+        tmp_path / "flagged.csv",
+        "algorithm,platform,wall_seconds,censored\nblastn,cpu-small,8,false\nblastn,cpu-small,8,true\n",
+    )
     assert ingest_file(without, store, catalog).stored == 1
     again = ingest_file(flagged, store, catalog)
-    assert (again.stored, again.duplicates) == (1, 1), "the same finished run keeps its id; a censored one is another run"
+    assert (again.stored, again.duplicates) == (1, 1), (
+        "the same finished run keeps its id; a censored one is another run"
+    )
     # The id a finished run had before the censored flag existed (computed on main before the flag, commit 1865d63).
     assert store.measurements()[0].run_id == FINISHED_RUN_ID
 
@@ -306,14 +362,17 @@ def test_derived_run_id_of_a_finished_run_ignores_the_censored_flag(
 def test_times_outside_the_years_1_to_9999_in_utc_reject_their_row_only(
     tmp_path: Path, store: MeasurementStore, catalog: Catalog
 ) -> None:
-    path = write(tmp_path / "times.csv", """
+    path = write(
+        tmp_path / "times.csv",
+        """
 run_id,algorithm,platform,wall_seconds,recorded_at
 t1,blastn,cpu-small,1.0,2026-03-01T12:00:00+02:00
 t2,blastn,cpu-small,1.0,9999-12-31T23:00:00-05:00
 t3,blastn,cpu-small,1.0,0001-01-01T00:30:00+01:00
 t4,blastn,cpu-small,1.0,9999-12-31T23:00:00+05:00
 t5,blastn,cpu-small,1.0,0
-""")
+""",
+    )
     report = ingest_file(path, store, catalog)
     assert [(r.line, r.field) for r in report.rejected] == [(3, "recorded_at"), (4, "recorded_at"), (6, "recorded_at")]
     assert "outside the years 1 to 9999" in report.rejected[0].message
@@ -332,9 +391,17 @@ def test_values_the_store_cannot_hold_are_rejected_by_line_and_field_on_both_bac
         f"b4,blastn,cpu-small,node,1.5,0,{2**63}",
     ]
     rows = [*good[:10], *bad, *good[10:]]
-    path = write(tmp_path / "limits.csv", "run_id,algorithm,platform,machine,wall_seconds,exit_status,max_rss_kb\n" + "\n".join(rows) + "\n")
+    path = write(
+        tmp_path / "limits.csv",
+        "run_id,algorithm,platform,machine,wall_seconds,exit_status,max_rss_kb\n" + "\n".join(rows) + "\n",
+    )
     report = ingest_file(path, store, catalog)
-    assert [(r.line, r.field) for r in report.rejected] == [(12, "machine"), (13, "exit_status"), (14, "exit_status"), (15, "max_rss_kb")]
+    assert [(r.line, r.field) for r in report.rejected] == [
+        (12, "machine"),
+        (13, "exit_status"),
+        (14, "exit_status"),
+        (15, "max_rss_kb"),
+    ]
     assert "over the store's limit of 200" in report.rejected[0].message
     assert "32-bit" in report.rejected[1].message and "64-bit" in report.rejected[3].message
     assert (report.stored, store.count()) == (23, 23)
@@ -367,20 +434,27 @@ def test_rows_naming_inputs_without_features_get_theirs_or_are_rejected(
 ) -> None:
     fasta = write(tmp_path / "q.fa", ">q1\nACGTACGTAC\n>q2\nACG\n")
     absent, long_name = tmp_path / "absent.fa", tmp_path / ("x" * 300 + ".fa")
-    path = write(tmp_path / "inputs.csv", f"""
+    path = write(
+        tmp_path / "inputs.csv",
+        f"""
 run_id,algorithm,platform,wall_seconds,param.query,feature.query.residues
 read,blastn,cpu-small,1.0,{fasta},
 missing,blastn,cpu-small,1.0,{absent},
 too-long,blastn,cpu-small,1.0,{long_name},
 given,blastn,cpu-small,1.0,{absent},13
-""")
+""",
+    )
     report = ingest_file(path, store, catalog)
     assert [(r.line, r.field) for r in report.rejected] == [(3, "param.query"), (4, "param.query")]
     assert "no such file" in report.rejected[0].message and "give the run's features" in report.rejected[0].message
     assert "File name too long" in report.rejected[1].message
     stored = {m.run_id: m.features for m in store.measurements()}
     assert stored["given"] == {"query.residues": 13.0}  # features given: the input is not read
-    assert (stored["read"]["query.sequences"], stored["read"]["query.residues"], stored["read"]["evalue"]) == (2, 13, 10)
+    assert (stored["read"]["query.sequences"], stored["read"]["query.residues"], stored["read"]["evalue"]) == (
+        2,
+        13,
+        10,
+    )
 
 
 def test_rows_are_stored_chunk_by_chunk_before_the_file_ends(
@@ -410,19 +484,27 @@ def test_rows_are_stored_chunk_by_chunk_before_the_file_ends(
     thread.join(timeout=30)
     assert stored_early and stored_early[0] < 29, "nothing was stored before the whole file was read"
     assert (report.rows, report.stored, report.duplicates, [(r.line, r.field) for r in report.rejected]) == (
-        31, 29, 1, [(5, "wall_seconds")],
-    )  # fmt: skip
+        31,
+        29,
+        1,
+        [(5, "wall_seconds")],
+    )
     assert store.count() == 29
     assert [row["run_id"] for row in read_rejects(tmp_path / "rejects" / "runs.rejects.csv")] == ["bad"]
 
 
-def test_features_the_algorithm_does_not_have_reject_their_row(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
+def test_features_the_algorithm_does_not_have_reject_their_row(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
     """Issue 30, item 7: ingest refuses what the API refuses; a stored made-up name would widen every training table."""
-    path = write(tmp_path / "names.csv", """
+    path = write(
+        tmp_path / "names.csv",
+        """
 run_id,algorithm,platform,wall_seconds,feature.query.residues,features
 n1,blastn,cpu-small,1,150,
 n2,blastn,cpu-small,1,150,"{""junk"": 1}"
-""")
+""",
+    )
     report = ingest_file(path, store, catalog)
     assert [(r.line, r.field) for r in report.rejected] == [(3, "features")]
     assert report.rejected[0].message.startswith("unknown feature(s) junk; known: evalue, query.bytes")

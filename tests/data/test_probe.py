@@ -21,10 +21,16 @@ PLAN = {
     "repeats": 3,
     "timeout_s": 60,
     "inputs": {
-        "fam": {"generator": "family", "alphabet": "protein", "grid": {"n_sequences": [4, 6, 8, 12, 16], "length": [40], "mutation_rate": [0.2]}},
+        "fam": {
+            "generator": "family",
+            "alphabet": "protein",
+            "grid": {"n_sequences": [4, 6, 8, 12, 16], "length": [40], "mutation_rate": [0.2]},
+        },
         "unused": {"generator": "random", "alphabet": "dna", "grid": {"n_sequences": [2], "length_mean": [50]}},
     },
-    "jobs": [{"algorithm": "mafft", "platforms": ["cpu1", "cpu2"], "files": {"input": "fam"}, "grid": {"retree": [1, 2]}}],
+    "jobs": [
+        {"algorithm": "mafft", "platforms": ["cpu1", "cpu2"], "files": {"input": "fam"}, "grid": {"retree": [1, 2]}}
+    ],
 }
 
 
@@ -48,7 +54,9 @@ def test_candidates_are_the_pairs_jobs_once_each_with_their_features(plan, tmp_p
     assert len(pool) == 5 * 2 and {c.run.platform for c in pool} == {"cpu1"} and {c.run.repeat for c in pool} == {0}
     assert {c.features["input.sequences"] for c in pool} == {4, 6, 8, 12, 16}
     assert not list((tmp_path / "inputs").glob("unused*")), "only the sets the pair reads are generated"
-    assert len({c.run_id(plan.seed) for c in pool}) == len(pool) and all(c.run_id(plan.seed).startswith("probe-") for c in pool)
+    assert len({c.run_id(plan.seed) for c in pool}) == len(pool) and all(
+        c.run_id(plan.seed).startswith("probe-") for c in pool
+    )
     with pytest.raises(PlanError, match="no job of mafft on gpu"):
         restrict(plan, "mafft", "gpu")
 
@@ -72,7 +80,9 @@ def test_probe_run_spends_its_budget_then_resumes_without_repeating(plan, tmp_pa
 def test_a_probe_over_its_cap_is_stored_censored(plan, tmp_path: Path):
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
     store = _store(tmp_path)
-    done = run_probes(plan, catalog, store, tmp_path / "inputs", budget_s=1e-9, cap_s=1e-4, rule="coverage", pairs=[("mafft", "cpu2")])
+    done = run_probes(
+        plan, catalog, store, tmp_path / "inputs", budget_s=1e-9, cap_s=1e-4, rule="coverage", pairs=[("mafft", "cpu2")]
+    )
     assert len(done) == 1 and done[0].censored and not done[0].succeeded
 
 
@@ -81,11 +91,29 @@ def test_probe_plan_and_run_from_the_command_line(plan, runner, tmp_path: Path):
 
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(PLAN))
-    shown = runner.invoke(app, ["probe", "plan", "--algorithm", "mafft", "--platform", "cpu2", "-n", "3", "--rule", "coverage",
-                                "--plan", str(path)], env={"COLUMNS": "250"})  # fmt: skip
+    shown = runner.invoke(
+        app,
+        [
+            "probe",
+            "plan",
+            "--algorithm",
+            "mafft",
+            "--platform",
+            "cpu2",
+            "-n",
+            "3",
+            "--rule",
+            "coverage",
+            "--plan",
+            str(path),
+        ],
+        env={"COLUMNS": "250"},
+    )
     assert shown.exit_code == 0, shown.output
     assert "3 of 10 candidates, by coverage" in shown.stdout and shown.stdout.count("fam-protein") == 3
-    ran = runner.invoke(app, ["probe", "run", "--budget", "1s", "--algorithm", "mafft", "--platform", "cpu2", "--plan", str(path)])
+    ran = runner.invoke(
+        app, ["probe", "run", "--budget", "1s", "--algorithm", "mafft", "--platform", "cpu2", "--plan", str(path)]
+    )
     assert ran.exit_code == 0 and "probes stored" in ran.stdout, ran.output
     wrong = runner.invoke(app, ["probe", "plan", "--algorithm", "mafft", "--platform", "gpu", "--plan", str(path)])
     assert wrong.exit_code == 2 and "no job of mafft on gpu" in wrong.output

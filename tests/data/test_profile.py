@@ -26,7 +26,7 @@ def test_cpu_time_and_rss_come_from_the_child():
 
 def test_max_rss_is_the_commands_own_not_this_process_s():
     ballast = bytearray(128 << 20)  # this process holds 128 MiB, touched, while the commands run
-    ballast[:: 4096] = b"x" * len(range(0, len(ballast), 4096))
+    ballast[::4096] = b"x" * len(range(0, len(ballast), 4096))
     sleep = run_measured(["sleep", "0.2"])
     allocating = run_measured([sys.executable, "-c", "b = bytearray(200 << 20); b[::4096] = b'x' * len(b[::4096])"])
     assert ballast[-4096] == ord("x")
@@ -55,7 +55,10 @@ def test_sleep_costs_wall_not_cpu():
 
 def test_exit_status_signal_and_missing_program(tmp_path):
     assert run_measured([sys.executable, "-c", "raise SystemExit(3)"]).exit_status == 3
-    assert run_measured([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"]).exit_status == 143
+    assert (
+        run_measured([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"]).exit_status
+        == 143
+    )
     assert run_measured(["/nonexistent/program"], stderr=subprocess.DEVNULL).exit_status == 127
     text = tmp_path / "text"
     text.write_text("not a program")
@@ -81,7 +84,9 @@ def test_finished_failed_and_crashed_runs_are_not_censored():
     assert not run_measured([sys.executable, "-c", "pass"]).censored
     assert not run_measured([sys.executable, "-c", "raise SystemExit(3)"]).censored
     crashed = run_measured([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
-    assert crashed.exit_status == 128 + 11 and not crashed.censored, "a crash is a failure: it says nothing of the run time"
+    assert crashed.exit_status == 128 + 11 and not crashed.censored, (
+        "a crash is a failure: it says nothing of the run time"
+    )
 
 
 @pytest.fixture
@@ -92,13 +97,19 @@ def catalog():
 def test_profile_extracts_features_and_records_failure(tmp_path, catalog):
     fasta = write_fasta(tmp_path / "in.fa", n_sequences=5, length_mean=50, alphabet="protein", seed=1)
     ok = profile_command(
-        [sys.executable, "-c", "pass"], catalog=catalog, algorithm="mafft", platform="cpu2",
+        [sys.executable, "-c", "pass"],
+        catalog=catalog,
+        algorithm="mafft",
+        platform="cpu2",
         params={"input": str(fasta), "retree": 1},
     )
     assert ok.succeeded and ok.features["input.sequences"] == 5 and ok.features["retree"] == 1
     assert "load_avg_1m" in ok.context
     failed = profile_command(
-        [sys.executable, "-c", "raise SystemExit(1)"], catalog=catalog, algorithm="mafft", platform="cpu2",
+        [sys.executable, "-c", "raise SystemExit(1)"],
+        catalog=catalog,
+        algorithm="mafft",
+        platform="cpu2",
         params={"input": str(fasta)},
     )
     assert not failed.succeeded and failed.exit_status == 1
@@ -108,7 +119,10 @@ def test_profile_uses_platform_launcher(tmp_path, catalog):
     fasta = write_fasta(tmp_path / "in.fa", n_sequences=2, length_mean=20, alphabet="dna", seed=1)
     m = profile_command(
         [sys.executable, "-c", "import os; assert os.sched_getaffinity(0) == {0}"],
-        catalog=catalog, algorithm="mafft", platform="cpu1", params={"input": str(fasta)},
+        catalog=catalog,
+        algorithm="mafft",
+        platform="cpu1",
+        params={"input": str(fasta)},
     )
     assert m.succeeded, "cpu1 must confine the command to core 0"
     assert m.context["command"][:3] == ["taskset", "-c", "0"]
@@ -117,26 +131,56 @@ def test_profile_uses_platform_launcher(tmp_path, catalog):
 def test_a_profiled_run_over_its_timeout_is_stored_censored_and_counted(tmp_path, catalog, store: MeasurementStore):
     fasta = write_fasta(tmp_path / "in.fa", n_sequences=3, length_mean=30, alphabet="protein", seed=1)
     slow = profile_command(
-        [sys.executable, "-c", "import time; time.sleep(30)"], catalog=catalog, algorithm="mafft", platform="cpu2",
-        params={"input": str(fasta)}, timeout=0.3, run_id="slow",
+        [sys.executable, "-c", "import time; time.sleep(30)"],
+        catalog=catalog,
+        algorithm="mafft",
+        platform="cpu2",
+        params={"input": str(fasta)},
+        timeout=0.3,
+        run_id="slow",
     )
     quick = profile_command(
-        [sys.executable, "-c", "pass"], catalog=catalog, algorithm="mafft", platform="cpu2", params={"input": str(fasta)}, run_id="quick"
+        [sys.executable, "-c", "pass"],
+        catalog=catalog,
+        algorithm="mafft",
+        platform="cpu2",
+        params={"input": str(fasta)},
+        run_id="quick",
     )
     assert slow.censored and slow.exit_status == 137 and slow.wall_seconds >= 0.3 and not quick.censored
     store.add([slow, quick])
     assert store.count(informative_only=True) == 2, "the censored run counts for training beside the finished one"
     stored = {m.run_id: m for m in store.measurements(with_censored=True)}
-    assert stored["slow"].censored and stored["slow"].wall_seconds == slow.wall_seconds and stored["slow"].exit_status == 137
+    assert (
+        stored["slow"].censored
+        and stored["slow"].wall_seconds == slow.wall_seconds
+        and stored["slow"].exit_status == 137
+    )
 
 
 def test_cli_profile_with_a_timeout_stores_the_run_censored(tmp_path, monkeypatch):
     monkeypatch.setenv("PREDICTOR_HOME", str(tmp_path / "home"))
     fasta = write_fasta(tmp_path / "in.fa", n_sequences=3, length_mean=30, alphabet="protein", seed=1)
     result = CliRunner().invoke(
-        app, ["profile", "--algorithm", "mafft", "--platform", "cpu2", "--param", f"input={fasta}", "--run-id", "cli-slow",
-              "--timeout", "0.3", "--", sys.executable, "-c", "import time; time.sleep(30)"],
-    )  # fmt: skip
+        app,
+        [
+            "profile",
+            "--algorithm",
+            "mafft",
+            "--platform",
+            "cpu2",
+            "--param",
+            f"input={fasta}",
+            "--run-id",
+            "cli-slow",
+            "--timeout",
+            "0.3",
+            "--",
+            sys.executable,
+            "-c",
+            "import time; time.sleep(30)",
+        ],
+    )
     assert result.exit_code == 137, result.output
     assert "stored censored" in result.output
     store = MeasurementStore(Settings().resolved_store_url)

@@ -27,7 +27,13 @@ PLAN = {
     "seed": 3,
     "repeats": 2,
     "timeout_s": 60,
-    "inputs": {"fam": {"generator": "family", "alphabet": "protein", "grid": {"n_sequences": [4, 12], "length": [40], "mutation_rate": [0.2]}}},
+    "inputs": {
+        "fam": {
+            "generator": "family",
+            "alphabet": "protein",
+            "grid": {"n_sequences": [4, 12], "length": [40], "mutation_rate": [0.2]},
+        }
+    },
     "jobs": [{"algorithm": "mafft", "platforms": ["cpu1", "cpu2"], "files": {"input": "fam"}, "grid": {"retree": [1]}}],
 }
 
@@ -66,10 +72,14 @@ def test_budget_stops_starting_runs(plan_file: Path, tmp_path: Path):
 
 def test_a_run_over_the_plans_timeout_is_stored_censored(plan_file: Path, tmp_path: Path):
     plan = {
-        **PLAN, "repeats": 1, "timeout_s": 0.2,
-        "inputs": {"big": {"generator": "family", "grid": {"n_sequences": [400], "length": [400], "mutation_rate": [0.3]}}},
+        **PLAN,
+        "repeats": 1,
+        "timeout_s": 0.2,
+        "inputs": {
+            "big": {"generator": "family", "grid": {"n_sequences": [400], "length": [400], "mutation_rate": [0.3]}}
+        },
         "jobs": [{"algorithm": "mafft", "platforms": ["cpu1"], "files": {"input": "big"}, "grid": {"retree": [2]}}],
-    }  # fmt: skip
+    }
     (done,), _ = sweep_once(tmp_path, plan)
     assert done.censored and done.exit_status == 137 and 0.2 <= done.wall_seconds < 10
     store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
@@ -108,15 +118,46 @@ BLAST_PLAN = {
     "seed": 4,
     "timeout_s": 60,
     "inputs": {
-        "nt": {"generator": "blastdb", "alphabet": "dna", "grid": {"n_sequences": [20, 60]}, "options": {"length_mean": 400}},
-        "aa": {"generator": "blastdb", "alphabet": "protein", "grid": {"n_sequences": [40]}, "options": {"length_mean": 150}},
-        "ntq": {"generator": "sampled", "source": "nt", "alphabet": "dna", "grid": {"n_sequences": [3], "length_mean": [200]}, "options": {"hit_fraction": 1.0}},
-        "aaq": {"generator": "sampled", "source": "aa", "grid": {"n_sequences": [3], "length_mean": [80]}, "options": {"hit_fraction": 1.0}},
-        "txq": {"generator": "sampled", "source": "nt", "grid": {"n_sequences": [2], "length_mean": [60]}, "options": {"hit_fraction": 1.0, "translate": True}},
+        "nt": {
+            "generator": "blastdb",
+            "alphabet": "dna",
+            "grid": {"n_sequences": [20, 60]},
+            "options": {"length_mean": 400},
+        },
+        "aa": {
+            "generator": "blastdb",
+            "alphabet": "protein",
+            "grid": {"n_sequences": [40]},
+            "options": {"length_mean": 150},
+        },
+        "ntq": {
+            "generator": "sampled",
+            "source": "nt",
+            "alphabet": "dna",
+            "grid": {"n_sequences": [3], "length_mean": [200]},
+            "options": {"hit_fraction": 1.0},
+        },
+        "aaq": {
+            "generator": "sampled",
+            "source": "aa",
+            "grid": {"n_sequences": [3], "length_mean": [80]},
+            "options": {"hit_fraction": 1.0},
+        },
+        "txq": {
+            "generator": "sampled",
+            "source": "nt",
+            "grid": {"n_sequences": [2], "length_mean": [60]},
+            "options": {"hit_fraction": 1.0, "translate": True},
+        },
     },
     "jobs": [
         {"algorithm": "blastn", "platforms": ["cpu1", "cpu2"], "files": {"query": "ntq", "db": "nt"}},
-        {"algorithm": "blastp", "platforms": ["cpu1"], "files": {"query": "aaq", "db": "aa"}, "grid": {"task": ["blastp-fast"], "word_size": [5]}},
+        {
+            "algorithm": "blastp",
+            "platforms": ["cpu1"],
+            "files": {"query": "aaq", "db": "aa"},
+            "grid": {"task": ["blastp-fast"], "word_size": [5]},
+        },
         {"algorithm": "tblastn", "platforms": ["cpu2"], "files": {"query": "txq", "db": "nt"}},
     ],
 }
@@ -154,10 +195,21 @@ def test_hmmsearch_sweep_on_built_profiles(tmp_path: Path):
         "seed": 5,
         "timeout_s": 60,
         "inputs": {
-            "hmms": {"generator": "hmm", "grid": {"n_models": [1, 2]}, "options": {"length_mean": 50, "n_members": 4, "mutation_rate": 0.2}},
-            "targets": {"generator": "sampled", "source": "hmms", "grid": {"n_sequences": [40]}, "options": {"length_mean": 60, "hit_fraction": 0.25}},
+            "hmms": {
+                "generator": "hmm",
+                "grid": {"n_models": [1, 2]},
+                "options": {"length_mean": 50, "n_members": 4, "mutation_rate": 0.2},
+            },
+            "targets": {
+                "generator": "sampled",
+                "source": "hmms",
+                "grid": {"n_sequences": [40]},
+                "options": {"length_mean": 60, "hit_fraction": 0.25},
+            },
         },
-        "jobs": [{"algorithm": "hmmsearch", "platforms": ["cpu1", "cpu2"], "files": {"hmm": "hmms", "target": "targets"}}],
+        "jobs": [
+            {"algorithm": "hmmsearch", "platforms": ["cpu1", "cpu2"], "files": {"hmm": "hmms", "target": "targets"}}
+        ],
     }
     done, _ = sweep_once(tmp_path, plan)
     assert len(done) == 4 and all(m.succeeded for m in done)
@@ -175,10 +227,23 @@ def test_bwa_mem_sweep_maps_sampled_reads(tmp_path: Path):
         "seed": 6,
         "timeout_s": 60,
         "inputs": {
-            "ref": {"generator": "bwa", "alphabet": "dna", "grid": {"n_sequences": [2, 4]}, "options": {"length_mean": 3000}},
-            "reads": {"generator": "fastq", "source": "ref", "alphabet": "dna", "grid": {"n_reads": [200]}, "options": {"read_length": 80}},
+            "ref": {
+                "generator": "bwa",
+                "alphabet": "dna",
+                "grid": {"n_sequences": [2, 4]},
+                "options": {"length_mean": 3000},
+            },
+            "reads": {
+                "generator": "fastq",
+                "source": "ref",
+                "alphabet": "dna",
+                "grid": {"n_reads": [200]},
+                "options": {"read_length": 80},
+            },
         },
-        "jobs": [{"algorithm": "bwa_mem", "platforms": ["cpu1", "cpu2"], "files": {"reference": "ref", "reads": "reads"}}],
+        "jobs": [
+            {"algorithm": "bwa_mem", "platforms": ["cpu1", "cpu2"], "files": {"reference": "ref", "reads": "reads"}}
+        ],
     }
     done, _ = sweep_once(tmp_path, plan)
     assert len(done) == 4 and all(m.succeeded for m in done)
@@ -192,7 +257,12 @@ def test_fastq_set_samples_reads_from_its_source(tmp_path: Path):
     plan = {
         "inputs": {
             "ref": {"generator": "random", "alphabet": "dna", "grid": {"n_sequences": [2], "length_mean": [2000]}},
-            "reads": {"generator": "fastq", "source": "ref", "alphabet": "dna", "grid": {"n_reads": [100, 300], "read_length": [50]}},
+            "reads": {
+                "generator": "fastq",
+                "source": "ref",
+                "alphabet": "dna",
+                "grid": {"n_reads": [100, 300], "read_length": [50]},
+            },
         },
         "jobs": [],
     }
@@ -209,8 +279,14 @@ def test_fastq_set_samples_reads_from_its_source(tmp_path: Path):
     [
         ({"q": {"generator": "sampled", "grid": {"n_sequences": [1]}}}, "needs 'source'"),
         ({"f": {"generator": "family", "source": "x", "grid": {"n_sequences": [1]}}}, "takes no 'source'"),
-        ({"q": {"generator": "sampled", "source": "nowhere", "grid": {"n_sequences": [1]}}}, "not a non-sampled input set"),
-        ({"db": {"generator": "blastdb", "grid": {"n_sequences": [1], "length_mean": [5]}}}, "varies exactly n_sequences"),
+        (
+            {"q": {"generator": "sampled", "source": "nowhere", "grid": {"n_sequences": [1]}}},
+            "not a non-sampled input set",
+        ),
+        (
+            {"db": {"generator": "blastdb", "grid": {"n_sequences": [1], "length_mean": [5]}}},
+            "varies exactly n_sequences",
+        ),
         ({"h": {"generator": "hmm", "grid": {"n_sequences": [1]}}}, "varies exactly n_models"),
         ({"r": {"generator": "bwa", "grid": {"n_sequences": [1]}}}, "set alphabet: dna"),
     ],
@@ -231,6 +307,10 @@ def test_job_naming_an_unknown_set_is_rejected(tmp_path: Path):
 
 def test_bad_generator_arguments_are_a_plan_error(tmp_path: Path):
     path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump({"inputs": {"r": {"generator": "random", "grid": {"n_sequences": [2], "colour": [1]}}}, "jobs": []}))
+    path.write_text(
+        yaml.safe_dump(
+            {"inputs": {"r": {"generator": "random", "grid": {"n_sequences": [2], "colour": [1]}}}, "jobs": []}
+        )
+    )
     with pytest.raises(PlanError, match="inputs.r: cannot generate"):
         materialise_inputs(load_plan(path), tmp_path / "inputs")

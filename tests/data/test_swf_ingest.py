@@ -77,14 +77,30 @@ def test_jobs_become_measurements_with_class_cluster_status_time_and_context(
     assert set(by_id) == {"swf-toy-0", "swf-toy-1", "swf-toy-3"}
     first, failed, cancelled = by_id["swf-toy-0"], by_id["swf-toy-1"], by_id["swf-toy-3"]
     assert (first.algorithm, first.platform, first.machine, first.wall_seconds, first.exit_status) == (
-        "toy-short", "alpha", "node1", 100, 0,
-    )  # fmt: skip
+        "toy-short",
+        "alpha",
+        "node1",
+        100,
+        0,
+    )
     assert first.source is Source.IMPORT and first.recorded_at == datetime(2024, 1, 1, tzinfo=UTC)
     assert first.context == {
-        "job": 0, "swf_status": 1, "user": 10, "group": 1, "executable": 1, "partition": 1, "requested_procs": 2,
-        "requested_seconds": 200, "allocated_procs": 2, "avg_cpu_seconds": 1, "used_memory": 1024, "wait_seconds": 5,
-        "queue": "short", "nodes": [1], "node_request": "1:ppn=2:cl_alpha",
-    }  # fmt: skip
+        "job": 0,
+        "swf_status": 1,
+        "user": 10,
+        "group": 1,
+        "executable": 1,
+        "partition": 1,
+        "requested_procs": 2,
+        "requested_seconds": 200,
+        "allocated_procs": 2,
+        "avg_cpu_seconds": 1,
+        "used_memory": 1024,
+        "wait_seconds": 5,
+        "queue": "short",
+        "nodes": [1],
+        "node_request": "1:ppn=2:cl_alpha",
+    }
     log = read_swf(path)
     assert first.features == history_features(log.jobs, log.start_time, log.timezone)[0]
     assert (failed.platform, failed.machine, failed.exit_status) == ("alpha", "node1", 1)  # node 1 is alpha's
@@ -92,22 +108,39 @@ def test_jobs_become_measurements_with_class_cluster_status_time_and_context(
     assert cancelled.features["user.submitted_jobs"] == 1  # the skipped job 2 still counts as a submission
 
 
-def test_every_valid_job_is_recorded_in_the_job_history_once(tmp_path: Path, store: MeasurementStore, toy_catalog: Catalog) -> None:
+def test_every_valid_job_is_recorded_in_the_job_history_once(
+    tmp_path: Path, store: MeasurementStore, toy_catalog: Catalog
+) -> None:
     """Skipped jobs and jobs of classes the catalog lacks are their users' history too; importing again adds none."""
     path = write(tmp_path / "logs", "toy.swf", TOY)
     ingest_swf(path, store, toy_catalog)
     ingest_swf(path, store, toy_catalog)
-    columns = "key, cluster, \"user\", \"group\", partition, time_limit_s, min_cpus, submit_at, start_at, end_at, state, seq"
+    columns = (
+        'key, cluster, "user", "group", partition, time_limit_s, min_cpus, submit_at, start_at, end_at, state, seq'
+    )
     with store.engine.connect() as conn:
         rows = [tuple(r) for r in conn.exec_driver_sql(f"SELECT {columns} FROM job_history ORDER BY seq")]
     t0 = 1704067200.0
     assert rows == [
         ("swf-toy-0", "toy", "10", "1", "short", 200.0, 2, t0, t0 + 5, t0 + 105, "completed", 3),
         ("swf-toy-1", "toy", "10", "1", "short", 100.0, 1, t0 + 10, t0 + 10, t0 + 60, "failed", 4),
-        ("swf-toy-2", "toy", "11", "1", "short", 100.0, 1, t0 + 20, None, None, None, 5),  # run unknown: no start either
+        (
+            "swf-toy-2",
+            "toy",
+            "11",
+            "1",
+            "short",
+            100.0,
+            1,
+            t0 + 20,
+            None,
+            None,
+            None,
+            5,
+        ),  # run unknown: no start either
         ("swf-toy-3", "toy", "11", "1", "short", 100.0, 12, t0 + 30, t0 + 30, t0 + 100, "cancelled", 6),
         ("swf-toy-5", "toy", "12", "1", "long", 100.0, 1, t0 + 50, t0 + 50, t0 + 60, "completed", 8),  # class unknown
-    ]  # fmt: skip
+    ]
 
 
 LIMITED = """1 0 0 60 1 -1 -1 1 60 -1 0 1 1 -1 -1 -1 -1 -1
@@ -118,7 +151,9 @@ LIMITED = """1 0 0 60 1 -1 -1 1 60 -1 0 1 1 -1 -1 -1 -1 -1
 """
 
 
-def test_a_job_that_ran_to_its_requested_time_is_censored(tmp_path: Path, store: MeasurementStore, toy_catalog: Catalog) -> None:
+def test_a_job_that_ran_to_its_requested_time_is_censored(
+    tmp_path: Path, store: MeasurementStore, toy_catalog: Catalog
+) -> None:
     report = ingest_swf(write(tmp_path, "plain.swf", LIMITED), store, toy_catalog)
     assert report.stored == 5 and accounted(report)
     found = {m.run_id: (m.censored, m.exit_status) for m in store.measurements(successful_only=False)}
@@ -128,18 +163,23 @@ def test_a_job_that_ran_to_its_requested_time_is_censored(tmp_path: Path, store:
         "swf-plain-3": (False, 2),  # cancelled at 30 s, before its limit: a failure, not a bound
         "swf-plain-4": (False, 0),  # no requested time: nothing says a limit stopped it
         "swf-plain-5": (False, 0),
-    }  # fmt: skip
+    }
     assert store.count(informative_only=True) == 4
 
 
-def test_rejects_file_keeps_the_lines_as_they_were(tmp_path: Path, store: MeasurementStore, toy_catalog: Catalog) -> None:
+def test_rejects_file_keeps_the_lines_as_they_were(
+    tmp_path: Path, store: MeasurementStore, toy_catalog: Catalog
+) -> None:
     path = write(tmp_path / "logs", "toy.swf", TOY)
     report = ingest_swf(path, store, toy_catalog, rejects_dir=tmp_path / "rejects")
     assert report.rejects_path == tmp_path / "rejects" / "toy.rejects.csv"
     with report.rejects_path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     lines = TOY.splitlines()
-    assert [(r["swf_line"], r["_line"], r["_field"]) for r in rows] == [(lines[6], "7", "run"), (lines[7], "8", "algorithm")]
+    assert [(r["swf_line"], r["_line"], r["_field"]) for r in rows] == [
+        (lines[6], "7", "run"),
+        (lines[7], "8", "algorithm"),
+    ]
     assert rows[0]["_error"] == "expected a number, got 'seventy'"
 
 
@@ -147,7 +187,9 @@ def test_importing_again_stores_nothing_new(tmp_path: Path, store: MeasurementSt
     path = write(tmp_path, "toy.swf", TOY)
     ingest_swf(path, store, toy_catalog)
     again = ingest_swf(path, store, toy_catalog)
-    assert (again.stored, again.duplicates, len(again.skipped), len(again.rejected)) == (0, 3, 1, 2) and accounted(again)
+    assert (again.stored, again.duplicates, len(again.skipped), len(again.rejected)) == (0, 3, 1, 2) and accounted(
+        again
+    )
     assert store.count() == 3
 
 
@@ -158,10 +200,12 @@ def test_options_fill_only_what_the_log_does_not_say(tmp_path: Path, toy_catalog
     ingest_swf(write(tmp_path, "plain.swf", PLAIN), store, toy_catalog)
     found = {m.run_id: (m.algorithm, m.platform, m.machine) for m in store.measurements(successful_only=False)}
     assert found == {
-        "swf-toy-0": ("toy-short", "alpha", "node1"), "swf-toy-1": ("toy-short", "alpha", "node1"),
-        "swf-toy-3": ("toy-short", "beta", "m9"), "swf-plain-1": ("plain-all", "plain", "unknown"),
+        "swf-toy-0": ("toy-short", "alpha", "node1"),
+        "swf-toy-1": ("toy-short", "alpha", "node1"),
+        "swf-toy-3": ("toy-short", "beta", "m9"),
+        "swf-plain-1": ("plain-all", "plain", "unknown"),
         "swf-plain-2": ("plain-q3", "plain", "unknown"),
-    }  # fmt: skip
+    }
     assert store.measurements()[0].recorded_at == datetime(1970, 1, 1, tzinfo=UTC)  # no header: Unix times
 
 
@@ -215,7 +259,13 @@ def real_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[MeasurementSto
 def test_real_hpc2n_log_imports_cleanly(real_store: tuple[MeasurementStore, dict[str, IngestReport]]) -> None:
     store, reports = real_store
     report = reports["hpc2n.swf"]
-    assert (report.rows, report.stored, report.duplicates, len(report.skipped), report.rejected) == (3170, 3145, 0, 25, [])
+    assert (report.rows, report.stored, report.duplicates, len(report.skipped), report.rejected) == (
+        3170,
+        3145,
+        0,
+        25,
+        [],
+    )
     assert {s.message for s in report.skipped} == {"run time unknown (-1): not a measurement"}
     assert ("hpc2n-all", "hpc2n") in store.pairs()
     first = store.measurements("hpc2n-all", "hpc2n")[0]
@@ -230,6 +280,8 @@ def test_real_wagap_log_imports_with_its_two_bad_lines_rejected(
     report = reports["wagap-2013.swf"]
     assert (report.rows, report.stored, report.duplicates, report.skipped) == (17900, 17898, 0, ())
     assert [(r.line, r.field) for r in report.rejected] == [(4186, "run"), (4200, "run")] and accounted(report)
-    platforms = Counter(m.platform for m in store.measurements(successful_only=False) if m.run_id.startswith("swf-wagap"))
+    platforms = Counter(
+        m.platform for m in store.measurements(successful_only=False) if m.run_id.startswith("swf-wagap")
+    )
     assert platforms == {"zegox": 9233, "zewura": 8576, "wagap-2013": 89}
     assert len({a for a, _ in store.pairs() if a.startswith("wagap-2013-")}) == 11

@@ -34,7 +34,9 @@ def makeblastdb() -> str:
 
 
 def build(fasta: Path, out: Path, dbtype: str, *extra: str) -> Path:
-    subprocess.run(["makeblastdb", "-in", str(fasta), "-dbtype", dbtype, "-out", str(out), *extra], check=True, capture_output=True)
+    subprocess.run(
+        ["makeblastdb", "-in", str(fasta), "-dbtype", dbtype, "-out", str(out), *extra], check=True, capture_output=True
+    )
     return out
 
 
@@ -104,7 +106,10 @@ MALFORMED = {
     "empty index": (_write("db.nin", b""), "truncated index file header"),
     "binary junk": (_write("db.nin", bytes(range(256)) * 4), "unknown BLAST database format version"),
     "truncated header": (_write("db.nin", index_header(5, 0, 10, 1000, 250)[:40]), "truncated"),
-    "version 3": (_write("db.nin", index_header(5, 0, 10, 1000, 250).replace(b"\0\0\0\x05", b"\0\0\0\x03", 1)), "version 3"),
+    "version 3": (
+        _write("db.nin", index_header(5, 0, 10, 1000, 250).replace(b"\0\0\0\x05", b"\0\0\0\x03", 1)),
+        "version 3",
+    ),
     "wrong sequence type": (_write("db.nin", index_header(5, 1, 10, 1000, 250)), "does not match"),
     "inconsistent counts": (_write("db.nin", index_header(5, 0, 10, 100, 250)), "inconsistent header"),
     "fasta, not a database": (_write("db.nin", b">s1\nACGT\n"), "BLAST database"),
@@ -116,7 +121,10 @@ MALFORMED = {
     ),
     "binary alias": (_write("db.nal", b"\xff\xfe\x00" * 30), "binary data"),
     "both alphabets": (
-        lambda d: [(d / "db.nin").write_bytes(index_header(5, 0, 1, 1, 1)), (d / "db.pin").write_bytes(index_header(5, 1, 1, 1, 1))],
+        lambda d: [
+            (d / "db.nin").write_bytes(index_header(5, 0, 1, 1, 1)),
+            (d / "db.pin").write_bytes(index_header(5, 1, 1, 1, 1)),
+        ],
         "share this prefix",
     ),
 }

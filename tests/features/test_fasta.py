@@ -104,14 +104,19 @@ def test_leading_and_trailing_blank_lines(tmp_path: Path):
 
 
 TRICKY = (
-    b">first header with > inside and a long description " + b"x" * 300 + b"\r\n"
+    b">first header with > inside and a long description "
+    + b"x" * 300
+    + b"\r\n"
     + b"ACGTACGTAC\r\nGGCC\r\n\r\n"
     + b">short\nN\n"
-    + b">" + b"h" * 50 + b"\n"
-    + b"A" * 1000 + b"\n"
+    + b">"
+    + b"h" * 50
+    + b"\n"
+    + b"A" * 1000
+    + b"\n"
     + b"acgtn\n" * 40
     + b">last without newline\nTTTT"
-)  # fmt: skip
+)
 
 
 @pytest.mark.parametrize("chunk", [5, 16, 61, 64, 333, 4096])
@@ -180,7 +185,9 @@ def test_sampled_covering_the_whole_file_is_exact(tmp_path: Path, compressed: bo
     assert sampled["estimated"] == 0.0
 
 
-@pytest.mark.parametrize(("tail", "problem"), [(b">cut\nACGTAC", "cut mid-record"), (b">cut here", "header but no sequence")])
+@pytest.mark.parametrize(
+    ("tail", "problem"), [(b">cut\nACGTAC", "cut mid-record"), (b">cut here", "header but no sequence")]
+)
 def test_sampled_blocks_read_the_end_and_see_a_cut_file(tmp_path: Path, multi_mb: Path, tail: bytes, problem: str):
     cut = write(tmp_path / "cut.fa", multi_mb.read_bytes() + tail)
     with pytest.raises(FeatureError, match=problem):
@@ -237,8 +244,14 @@ MALFORMED = {
     "binary without NULs": (lambda p: p.write_bytes(b">x\n" + bytes(range(128, 256)) * 10), "binary"),
     "NUL after the start": (lambda p: p.write_bytes(HAND * 10_000 + b"\0\0\0" + HAND), "NUL"),
     "truncated gzip": (_truncated_gzip, "truncated gzip"),
-    "a header and no sequence": (lambda p: p.write_bytes(b">query 1\n"), "the last record has a header but no sequence"),
-    "a record without sequence": (lambda p: p.write_bytes(HAND.replace(b"T\n>s3", b">s3")), "record 2 has a header but no sequence"),
+    "a header and no sequence": (
+        lambda p: p.write_bytes(b">query 1\n"),
+        "the last record has a header but no sequence",
+    ),
+    "a record without sequence": (
+        lambda p: p.write_bytes(HAND.replace(b"T\n>s3", b">s3")),
+        "record 2 has a header but no sequence",
+    ),
     "cut in a sequence line": (lambda p: p.write_bytes(HAND + b">s4\nACG"), "cut mid-record"),
     "cut in a header": (lambda p: p.write_bytes(HAND + b">s4 descr"), "the last record has a header but no sequence"),
     "cut, gzip": (lambda p: p.write_bytes(gzip.compress(HAND + b">s4\nAC")), "cut mid-record"),

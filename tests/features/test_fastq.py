@@ -103,7 +103,10 @@ MALFORMED = {
     "truncated gzip": (_truncated_gzip, "gzip"),
     "fasta, not fastq": (lambda p: p.write_bytes(b">s1\nACGT\n"), "first non-blank character is '>'"),
     "last record cut": (lambda p: p.write_bytes(HAND + b"@r3\nACGT\n"), "truncated: the last record has 2 of 4 lines"),
-    "quality shorter": (lambda p: p.write_bytes(HAND + b"@r3\nACGT\n+\nII\n"), "record 3: sequence and quality lines differ"),
+    "quality shorter": (
+        lambda p: p.write_bytes(HAND + b"@r3\nACGT\n+\nII\n"),
+        "record 3: sequence and quality lines differ",
+    ),
     "no separator": (lambda p: p.write_bytes(HAND + b"@r3\nACGT\n-\nIIII\n"), "record 3: expected a separator"),
     "multi-line fastq": (lambda p: p.write_bytes(b"@r1\nACGT\nACGT\n+\nIIIIIIII\n"), "record 1: expected a separator"),
     "header without @": (lambda p: p.write_bytes(HAND + b"r3\nACGT\n+\nIIII\n"), "record 3: expected a header"),

@@ -19,25 +19,62 @@ MONDAY = 1704067200  # 2024-01-01 00:00:00 UTC, a Monday
 def job(number: int, submit: float, wait: float, run: float, user: int, req: float = 100, procs: int = 1) -> SwfJob:
     """A job line with the fields the history reads; the rest unknown."""
     return SwfJob(
-        line=number, job=number, submit=submit, wait=wait, run=run, allocated_procs=-1, avg_cpu=-1, used_memory=-1,
-        requested_procs=procs, requested_time=req, requested_memory=-1, status=1, user=user, group=-1,
-        executable=-1, queue=-1, partition=-1, preceding_job=-1, think_time=-1,
-    )  # fmt: skip
+        line=number,
+        job=number,
+        submit=submit,
+        wait=wait,
+        run=run,
+        allocated_procs=-1,
+        avg_cpu=-1,
+        used_memory=-1,
+        requested_procs=procs,
+        requested_time=req,
+        requested_memory=-1,
+        status=1,
+        user=user,
+        group=-1,
+        executable=-1,
+        queue=-1,
+        partition=-1,
+        preceding_job=-1,
+        think_time=-1,
+    )
 
 
-def expected(req: float | None, procs: float, finished: int, last: list[float], mean: float | None, submitted: int,
-             since: float, running: int, running_procs: float) -> dict[str, float]:  # fmt: skip
+def expected(
+    req: float | None,
+    procs: float,
+    finished: int,
+    last: list[float],
+    mean: float | None,
+    submitted: int,
+    since: float,
+    running: int,
+    running_procs: float,
+) -> dict[str, float]:
     """A feature dict from hand-worked values (history fills already applied in ``last``)."""
     out = {
-        "history.finished_jobs": finished, "user.submitted_jobs": submitted, "user.since_last_submit": since,
-        "user.running_jobs": running, "user.running_procs": running_procs, "time.hour": 0, "time.weekday": 0,
+        "history.finished_jobs": finished,
+        "user.submitted_jobs": submitted,
+        "user.since_last_submit": since,
+        "user.running_jobs": running,
+        "user.running_procs": running_procs,
+        "time.hour": 0,
+        "time.weekday": 0,
         "request.procs": procs,
-    }  # fmt: skip
+    }
     if req is not None:
-        out.update({
-            "request.time": req, "history.last1": last[0], "history.last2": last[1], "history.last3": last[2],
-            "history.last2_mean": sum(last[:2]) / 2, "history.last3_mean": sum(last) / 3, "history.mean": mean,
-        })  # fmt: skip
+        out.update(
+            {
+                "request.time": req,
+                "history.last1": last[0],
+                "history.last2": last[1],
+                "history.last3": last[2],
+                "history.last2_mean": sum(last[:2]) / 2,
+                "history.last3_mean": sum(last) / 3,
+                "history.mean": mean,
+            }
+        )
     return out
 
 
@@ -75,12 +112,16 @@ def random_log(rng: random.Random, n: int = 80, users: int = 4) -> list[SwfJob]:
     """Jobs in shuffled log order with continuous times (no ties), a few unknown waits and run times."""
     jobs = [
         job(
-            i, rng.uniform(0, 5000), -1 if rng.random() < 0.05 else rng.expovariate(1 / 100),
-            -1 if rng.random() < 0.05 else rng.expovariate(1 / 400), user=rng.randrange(users),
-            req=rng.choice([-1, 60, 600, 3600]) if rng.random() < 0.1 else rng.uniform(10, 2000), procs=rng.randint(1, 8),
+            i,
+            rng.uniform(0, 5000),
+            -1 if rng.random() < 0.05 else rng.expovariate(1 / 100),
+            -1 if rng.random() < 0.05 else rng.expovariate(1 / 400),
+            user=rng.randrange(users),
+            req=rng.choice([-1, 60, 600, 3600]) if rng.random() < 0.1 else rng.uniform(10, 2000),
+            procs=rng.randint(1, 8),
         )
         for i in range(n)
-    ]  # fmt: skip
+    ]
     rng.shuffle(jobs)
     return jobs
 
@@ -90,19 +131,28 @@ def reference(jobs: list[SwfJob]) -> list[dict[str, float]]:
     out = []
     for me in jobs:
         earlier = [j for j in jobs if j.user == me.user and j.submit < me.submit]
-        done = sorted((j for j in earlier if j.end is not None and j.end <= me.submit), key=lambda j: j.end, reverse=True)
+        done = sorted(
+            (j for j in earlier if j.end is not None and j.end <= me.submit), key=lambda j: j.end, reverse=True
+        )
         running = [j for j in earlier if j.end is not None and j.start <= me.submit < j.end]
         fill = None if me.requested_time == -1 else me.requested_time
         last = [j.run for j in done[:3]] + [fill] * max(0, 3 - len(done))
         since = me.submit - max((j.submit for j in earlier), default=min(j.submit for j in jobs))
         values = {
-            "history.finished_jobs": len(done), "user.submitted_jobs": len(earlier), "user.since_last_submit": since,
-            "user.running_jobs": len(running), "user.running_procs": sum(j.procs for j in running),
-            "request.procs": me.procs, "request.time": fill, "history.last1": last[0], "history.last2": last[1],
-            "history.last3": last[2], "history.last2_mean": None if None in last[:2] else sum(last[:2]) / 2,
+            "history.finished_jobs": len(done),
+            "user.submitted_jobs": len(earlier),
+            "user.since_last_submit": since,
+            "user.running_jobs": len(running),
+            "user.running_procs": sum(j.procs for j in running),
+            "request.procs": me.procs,
+            "request.time": fill,
+            "history.last1": last[0],
+            "history.last2": last[1],
+            "history.last3": last[2],
+            "history.last2_mean": None if None in last[:2] else sum(last[:2]) / 2,
             "history.last3_mean": None if None in last else sum(last) / 3,
             "history.mean": sum(j.run for j in done) / len(done) if done else fill,
-        }  # fmt: skip
+        }
         out.append({k: float(v) for k, v in values.items() if v is not None})
     return out
 
@@ -121,7 +171,9 @@ def test_one_pass_equals_the_definition(seed: int) -> None:
 
 def perturbed_runs(jobs: list[SwfJob], which: set[int], rng: random.Random) -> list[SwfJob]:
     """The log with new, different run times for the jobs at the given positions (unknown ones stay unknown)."""
-    return [replace(j, run=j.run + rng.uniform(1, 3000)) if i in which and j.run != -1 else j for i, j in enumerate(jobs)]
+    return [
+        replace(j, run=j.run + rng.uniform(1, 3000)) if i in which and j.run != -1 else j for i, j in enumerate(jobs)
+    ]
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -135,7 +187,9 @@ def test_no_leak_of_a_job_or_later_jobs_run_times(seed: int) -> None:
     changed = history_features(perturbed_runs(jobs, later, rng))
     for i, j in enumerate(jobs):
         if j.submit <= jobs[k].submit:
-            assert changed[i] == base[i], f"job {j.job} submitted at {j.submit} saw a run time from at or after {jobs[k].submit}"
+            assert changed[i] == base[i], (
+                f"job {j.job} submitted at {j.submit} saw a run time from at or after {jobs[k].submit}"
+            )
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -143,7 +197,9 @@ def test_a_run_time_is_seen_only_once_the_job_has_ended(seed: int) -> None:
     """Changing one job's run time changes no job submitted before it ends (either end); later ones do change."""
     rng = random.Random(seed)
     jobs = random_log(rng)
-    k = max(range(len(jobs)), key=lambda i: sum(j.user == jobs[i].user and j.submit > (jobs[i].end or 1e9) for j in jobs))
+    k = max(
+        range(len(jobs)), key=lambda i: sum(j.user == jobs[i].user and j.submit > (jobs[i].end or 1e9) for j in jobs)
+    )
     base = history_features(jobs)
     new = perturbed_runs(jobs, {k}, rng)
     changed = history_features(new)

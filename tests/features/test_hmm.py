@@ -32,7 +32,11 @@ def model(name: str, length: int, alphabet: str = "amino", compo: bool = True) -
         lines.append(f"  COMPO   {emissions}")
     lines += [f"          {emissions}", "          0.01 4.9 5.6 0.6 0.7 0.0 *"]
     for node in range(1, length + 1):
-        lines += [f"      {node}   {emissions} {node} x - - -", f"          {emissions}", "          0.01 4.9 5.6 0.6 0.7 0.4 0.9"]
+        lines += [
+            f"      {node}   {emissions} {node} x - - -",
+            f"          {emissions}",
+            "          0.01 4.9 5.6 0.6 0.7 0.4 0.9",
+        ]
     return ("\n".join(lines) + "\n//\n").encode()
 
 
@@ -98,17 +102,26 @@ MALFORMED = {
     "fasta": (lambda p: p.write_bytes(b">s1\nMKV\n"), "not an HMMER3 profile"),
     "hmmer2": (lambda p: p.write_bytes(b"HMMER2.0  [2.3.2]\nNAME  x\n"), "HMMER2 format"),
     "no end line": (lambda p: p.write_bytes(model("a", 5)[:-3]), "truncated: model 1 has no '//'"),
-    "lines joined in the body": (lambda p: p.write_bytes(model("a", 5) + model("b", 9).replace(b"\n      4 ", b" ", 1)), "model 2"),
+    "lines joined in the body": (
+        lambda p: p.write_bytes(model("a", 5) + model("b", 9).replace(b"\n      4 ", b" ", 1)),
+        "model 2",
+    ),
     "missing node line": (
         lambda p: p.write_bytes(b"".join(model("a", 5).splitlines(keepends=True)[:-5] + [b"//\n"])),
         "body lines where LENG 5 needs",
     ),
     "no LENG": (lambda p: p.write_bytes(model("a", 5).replace(b"LENG  5\n", b"")), "one LENG and one ALPH"),
     "bad LENG": (lambda p: p.write_bytes(model("a", 5).replace(b"LENG  5", b"LENG  five")), "positive integer"),
-    "unknown alphabet": (lambda p: p.write_bytes(model("a", 5).replace(b"ALPH  amino", b"ALPH  coins")), "unknown alphabet"),
+    "unknown alphabet": (
+        lambda p: p.write_bytes(model("a", 5).replace(b"ALPH  amino", b"ALPH  coins")),
+        "unknown alphabet",
+    ),
     "no HMM line": (lambda p: p.write_bytes(model("a", 5).replace(b"\nHMM ", b"\nXMM ")), "no 'HMM' line"),
     "mixed alphabets": (lambda p: p.write_bytes(model("a", 5) + model("b", 5, "DNA")), "different alphabets"),
-    "junk between models": (lambda p: p.write_bytes(model("a", 5) + b"junk\n" + model("b", 5)), "model 2: does not start"),
+    "junk between models": (
+        lambda p: p.write_bytes(model("a", 5) + b"junk\n" + model("b", 5)),
+        "model 2: does not start",
+    ),
 }
 
 

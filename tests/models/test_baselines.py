@@ -66,8 +66,15 @@ def blast_like(seed: int, n_inputs: int) -> tuple[pd.DataFrame, np.ndarray]:
     for query, db in zip(rng.integers(100, 5000, n_inputs), rng.integers(10**5, 10**7, n_inputs), strict=True):
         for megablast in (0.0, 1.0):
             for word_size in (11.0, 28.0):
-                rows.append({"query.residues": float(query), "db.residues": float(db), "search_space": float(query * db),
-                             "task=megablast": megablast, "word_size": word_size})  # fmt: skip
+                rows.append(
+                    {
+                        "query.residues": float(query),
+                        "db.residues": float(db),
+                        "search_space": float(query * db),
+                        "task=megablast": megablast,
+                        "word_size": word_size,
+                    }
+                )
     X = pd.DataFrame(rows)
     y = np.where(X["task=megablast"] == 1.0, 1.0, 10.0) + X["word_size"] / 100 + 1e-11 * X["search_space"]
     return X, y.to_numpy()
@@ -85,5 +92,7 @@ def test_profile_mean_keys_blast_jobs_by_their_parameters_not_the_derived_search
 
 
 def test_a_parameter_each_input_was_run_with_once_stays_in_the_key() -> None:
-    X = pd.DataFrame({"input.sequences": [10.0, 20.0, 30.0, 40.0, 50.0, 60.0], "retree": [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]})
+    X = pd.DataFrame(
+        {"input.sequences": [10.0, 20.0, 30.0, 40.0, 50.0, 60.0], "retree": [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]}
+    )
     assert make_model("profile_mean").fit(X, [1.0, 9.0, 1.0, 9.0, 1.0, 9.0]).group_indices_ == [1]

@@ -308,7 +308,11 @@ TOLERANCE = 1.5
 
 @pytest.fixture(scope="module")
 def fann_and_ours() -> tuple[list, list[CascadeNetRegressor], tuple[np.ndarray, ...]]:
-    required(fann_available(), "libfann-dev (/usr/include/fann.h) or gcc is not installed", "`make test` installs them (make system-deps)")
+    required(
+        fann_available(),
+        "libfann-dev (/usr/include/fann.h) or gcc is not installed",
+        "`make test` installs them (make system-deps)",
+    )
     data = smooth_problem()
     X, y, X_test, y_test = data
     fann = [run_cascade2(X, y, X_test, y_test, max_neurons=HIDDEN, seed=seed) for seed in SEEDS]

@@ -39,7 +39,9 @@ def test_without_censoring_it_is_least_squares_in_log_log_space() -> None:
     X, y = power_law(1)
     tobit = TobitLogRegression(alpha=0.0).fit(X, y)
     np.testing.assert_allclose(tobit.predict(X), make_model("linear_log").fit(X, y).predict(X), rtol=1e-9)
-    np.testing.assert_allclose(tobit.predict(X), TobitLogRegression(alpha=0.0).fit(X, y, censored=np.zeros(len(y))).predict(X))
+    np.testing.assert_allclose(
+        tobit.predict(X), TobitLogRegression(alpha=0.0).fit(X, y, censored=np.zeros(len(y))).predict(X)
+    )
     residual = np.log(y) - np.log(tobit.predict(X))
     assert tobit.scale_ == pytest.approx(np.sqrt(np.mean(residual**2)))
 

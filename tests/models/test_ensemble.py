@@ -22,7 +22,9 @@ Y = 2.0 * X["a"].to_numpy() + X["b"].to_numpy()
 def test_passes_check_estimator() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        results = check_estimator(AveragedRegressor([("ols", LinearRegression()), ("mean", DummyRegressor())], [3, 1]), on_fail=None)
+        results = check_estimator(
+            AveragedRegressor([("ols", LinearRegression()), ("mean", DummyRegressor())], [3, 1]), on_fail=None
+        )
     assert [r["check_name"] for r in results if r["status"] == "failed"] == []
 
 
@@ -33,7 +35,10 @@ def test_answers_the_weighted_mean_of_its_members() -> None:
 
 
 def test_from_fitted_serves_the_refits_without_fitting_again() -> None:
-    members = [("linear_log", make_model("linear_log").fit(X, Y)), ("lightgbm", make_model("lightgbm", seed=0).fit(X, Y))]
+    members = [
+        ("linear_log", make_model("linear_log").fit(X, Y)),
+        ("lightgbm", make_model("lightgbm", seed=0).fit(X, Y)),
+    ]
     ensemble = AveragedRegressor.from_fitted(members, [1, 1], X)
     assert ensemble.estimators_[0] is members[0][1] and list(ensemble.feature_names_in_) == ["a", "b"]
     np.testing.assert_allclose(ensemble.predict(X), (members[0][1].predict(X) + members[1][1].predict(X)) / 2)

@@ -34,7 +34,9 @@ def test_held_out_rows_choose_a_length_in_whole_chunks_within_the_cap() -> None:
 
 def test_without_held_out_rows_it_trains_for_max_iter() -> None:
     X, y = curve(n=30)
-    assert EarlyStoppedNetwork((4,), max_iter=40, validation_fraction=None, random_state=0).fit(X, y).n_iter_ == [40] * 3
+    assert (
+        EarlyStoppedNetwork((4,), max_iter=40, validation_fraction=None, random_state=0).fit(X, y).n_iter_ == [40] * 3
+    )
     assert EarlyStoppedNetwork((4,), max_iter=40, random_state=0).fit(X[:4], y[:4]).n_iter_ == [40] * 3
 
 

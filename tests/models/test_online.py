@@ -39,6 +39,7 @@ def test_an_update_costs_the_same_after_ten_runs_as_after_twenty_thousand() -> N
     young = AsymmetricOnlineRegressor().fit(X[:10], y[:10])
     old = AsymmetricOnlineRegressor().fit(X[:20_000], y[:20_000])
     assert calls_of_one_update(young, X[-1], y[-1]) == calls_of_one_update(old, X[-1], y[-1])
+
     # and what it keeps does not grow with the runs it has seen
     def kept(model: AsymmetricOnlineRegressor) -> dict[str, int]:
         return {k: np.asarray(v).nbytes for k, v in vars(model).items()}
@@ -50,7 +51,9 @@ def test_an_update_costs_the_same_after_ten_runs_as_after_twenty_thousand() -> N
 def test_linear_sides_learn_the_quantile_their_weights_ask_for(under_weight: float, level: float) -> None:
     # absolute loss on both sides, under-estimates weighted w: the minimiser is the w / (1 + w) quantile
     X, y = lognormal_log(30_000)
-    model = AsymmetricOnlineRegressor(under="absolute", over="absolute", under_weight=under_weight, learning_rate=0.02, epochs=2)
+    model = AsymmetricOnlineRegressor(
+        under="absolute", over="absolute", under_weight=under_weight, learning_rate=0.02, epochs=2
+    )
     model.fit(X[:25_000], y[:25_000])
     below = np.mean(y[25_000:] < model.predict(X[25_000:]))
     assert below == pytest.approx(level, abs=0.06)

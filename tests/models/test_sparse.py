@@ -30,7 +30,8 @@ def test_sparse_member_predicts_new_jobs_better_than_the_full_median_line() -> N
     X, y = _runs(30, seed=2)
     X_new, y_new = _runs(200, seed=3)
     errors = {
-        name: np.abs(make_model(name).fit(X, y).predict(X_new) / y_new - 1).mean() for name in ("sparse_lad_log", "lad_log")
+        name: np.abs(make_model(name).fit(X, y).predict(X_new) / y_new - 1).mean()
+        for name in ("sparse_lad_log", "lad_log")
     }
     assert errors["sparse_lad_log"] < 0.05
     assert errors["sparse_lad_log"] < errors["lad_log"]

@@ -41,7 +41,20 @@ def test_member_fits_predicts_and_clones(name: str, power_law: tuple[pd.DataFram
 
 
 @pytest.mark.parametrize(
-    "name", ["linear_log", "lad_log", "sparse_lad_log", "quadratic_log", "lightgbm", "lightgbm_log", "simple_linear_log", "isotonic", "svr_log", "mlp", "mlp_log"]
+    "name",
+    [
+        "linear_log",
+        "lad_log",
+        "sparse_lad_log",
+        "quadratic_log",
+        "lightgbm",
+        "lightgbm_log",
+        "simple_linear_log",
+        "isotonic",
+        "svr_log",
+        "mlp",
+        "mlp_log",
+    ],
 )
 def test_member_beats_the_mean_on_a_power_law(name: str, power_law: tuple[pd.DataFrame, np.ndarray]) -> None:
     X, y = power_law

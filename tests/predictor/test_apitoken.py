@@ -34,4 +34,3 @@ def test_settings_read_the_generated_token_and_the_environment_wins(tmp_path: Pa
     assert Settings(home=tmp_path).api_token.get_secret_value() == token
     monkeypatch.setenv("PREDICTOR_API_TOKEN", "from-the-environment")
     assert Settings(home=tmp_path).api_token.get_secret_value() == "from-the-environment"
-

@@ -159,10 +159,15 @@ def test_a_site_catalog_adds_algorithms_to_the_bundled_one(tmp_path, store):
     settings = Settings(site_catalogs=[site])
     catalog = load_catalog(*settings.catalog_paths)
     assert {"blastx", "tblastx", "mafft", "blastn"} <= set(catalog.algorithms) and catalog.platform("cpu1").threads == 1
-    assert catalog.algorithm("blastx").command("cpu1", {"query": "q.fa", "db": "nr", "ungapped": True}, threads=1)[-1] == "-ungapped"
+    assert (
+        catalog.algorithm("blastx").command("cpu1", {"query": "q.fa", "db": "nr", "ungapped": True}, threads=1)[-1]
+        == "-ungapped"
+    )
     rows = tmp_path / "blastx.csv"
-    rows.write_text("algorithm,platform,wall_seconds,param.query,param.db,feature.query.residues\n"
-                    "blastx,cpu1,4.0,q.fa,nr,300\nblastx,cpu1,6.0,q.fa,nr,600\n")  # fmt: skip
+    rows.write_text(
+        "algorithm,platform,wall_seconds,param.query,param.db,feature.query.residues\n"
+        "blastx,cpu1,4.0,q.fa,nr,300\nblastx,cpu1,6.0,q.fa,nr,600\n"
+    )
     report = ingest_file(rows, store, catalog)
     assert (report.stored, report.rejected) == (2, [])
     oracle = RuntimeOracle(catalog, {}, store.profile_table(), coverage=0.9, limit_quantile=0.95)
@@ -178,15 +183,25 @@ def test_a_site_catalog_redefining_an_entry_differently_is_an_error_naming_both_
     with pytest.raises(CatalogError) as err:
         load_catalog(BUNDLED, changed)
     assert str(err.value).startswith(f"{changed}: algorithms.mafft is already defined, differently, in {BUNDLED}")
-    twice = [site_catalog(tmp_path, {"blastx": BLASTX}, "a.yaml"), site_catalog(tmp_path, {"blastx": {**BLASTX, "description": "b"}}, "b.yaml")]
-    with pytest.raises(CatalogError, match=r"b\.yaml: algorithms\.blastx is already defined, differently, in .*a\.yaml"):
+    twice = [
+        site_catalog(tmp_path, {"blastx": BLASTX}, "a.yaml"),
+        site_catalog(tmp_path, {"blastx": {**BLASTX, "description": "b"}}, "b.yaml"),
+    ]
+    with pytest.raises(
+        CatalogError, match=r"b\.yaml: algorithms\.blastx is already defined, differently, in .*a\.yaml"
+    ):
         load_catalog(BUNDLED, *twice)
 
 
 def test_a_problem_in_a_site_catalog_names_the_site_file(tmp_path):
     site = site_catalog(tmp_path, {"blastx": {**BLASTX, "implementations": {"gpu9": {}}}})
-    with pytest.raises(CatalogError, match=rf"{re.escape(str(site))}: \(top level\): .*algorithms\.blastx\.implementations\.gpu9: unknown platform"):
+    with pytest.raises(
+        CatalogError,
+        match=rf"{re.escape(str(site))}: \(top level\): .*algorithms\.blastx\.implementations\.gpu9: unknown platform",
+    ):
         load_catalog(BUNDLED, site)
-    broken = site_catalog(tmp_path, {"blastx": {**BLASTX, "parameters": {"evalue": {"type": "float", "min": "low"}}}}, "broken.yaml")
+    broken = site_catalog(
+        tmp_path, {"blastx": {**BLASTX, "parameters": {"evalue": {"type": "float", "min": "low"}}}}, "broken.yaml"
+    )
     with pytest.raises(CatalogError, match=rf"{re.escape(str(broken))}: algorithms\.blastx\.parameters\.evalue\.min"):
         load_catalog(BUNDLED, broken)

@@ -32,8 +32,16 @@ def _cached_folder(cache: Path, target: Target = Target.TIME, version: str = "1"
     folder = cache / name / version
     model = LinearRegression().fit(np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]), scale * np.array([1.0, 2.0, 3.0]))
     mlflow.sklearn.save_model(model, str(folder / "model"), serialization_format="skops", skops_trusted_types=[])
-    facts = {"algorithm": PAIR[0], "platform": PAIR[1], "target": target.value, "name": name, "version": version,
-             "tags": {"features": json.dumps(["a", "b"])}, "registered_at": None, "fit_seconds": None}  # fmt: skip
+    facts = {
+        "algorithm": PAIR[0],
+        "platform": PAIR[1],
+        "target": target.value,
+        "name": name,
+        "version": version,
+        "tags": {"features": json.dumps(["a", "b"])},
+        "registered_at": None,
+        "fit_seconds": None,
+    }
     (folder / "champion.json").write_text(json.dumps(facts))
     (folder.parent / "current.json").write_text(json.dumps({"version": version}))
     return folder
@@ -44,7 +52,13 @@ def test_a_champion_loaded_once_loads_again_without_mlflow(tmp_path: Path) -> No
     first = ChampionSource("sqlite:///unused.db", tmp_path / "cache").cached([PAIR])[PAIR]
     assert first.champion.flavor == "sklearn" and len(list(folder.glob("loaded-*.pickle"))) == 1
     expected = float(first.champion.model.predict(np.array([[2.0, 3.0]]))[0])
-    again = subprocess.run([sys.executable, "-c", LOAD_AGAIN, str(tmp_path / "cache")], capture_output=True, text=True, timeout=120, check=True)
+    again = subprocess.run(
+        [sys.executable, "-c", LOAD_AGAIN, str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     prediction, skops, mlflow_loaded = again.stdout.split()
     assert float(prediction) == expected and (skops, mlflow_loaded) == ("False", "False")
 
@@ -66,8 +80,15 @@ def test_time_and_memory_champions_of_a_pair_are_cached_apart(tmp_path: Path) ->
     _cached_folder(cache, Target.MEMORY, version="4", scale=1e6)
     memory = source.cached([PAIR], Target.MEMORY)[PAIR].champion
     time = source.cached([PAIR])[PAIR].champion
-    assert (memory.name, memory.version, time.name, time.version) == ("memory-mafft-cpu1", "4", "runtime-mafft-cpu1", "1")
+    assert (memory.name, memory.version, time.name, time.version) == (
+        "memory-mafft-cpu1",
+        "4",
+        "runtime-mafft-cpu1",
+        "1",
+    )
     one = np.array([[1.0, 1.0]])
     assert memory.model.predict(one)[0] == pytest.approx(3e6) and time.model.predict(one)[0] == pytest.approx(3.0)
     source.forget(PAIR, Target.MEMORY)
-    assert source.cached([PAIR], Target.MEMORY) == {} and source.cached_version(PAIR) == "1", "forgetting memory keeps time"
+    assert source.cached([PAIR], Target.MEMORY) == {} and source.cached_version(PAIR) == "1", (
+        "forgetting memory keeps time"
+    )

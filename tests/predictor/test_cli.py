@@ -11,9 +11,22 @@ from predictor import __version__
 MAFFT_JOB = {"algorithm": "mafft", "platforms": ["cpu1"], "files": {"input": "fam"}}
 FAMILY = {"grid": {"n_sequences": [4], "length": [40], "mutation_rate": [0.2]}}
 COMMANDS = [
-    ["ingest"], ["profile"], ["sweep"], ["train"], ["report"], ["serve"], ["predict"], ["export"], ["describe"],
-    ["simulate"], ["compare"], ["algorithms"], ["models", "list"], ["probe", "plan"], ["probe", "run"],
-]  # fmt: skip
+    ["ingest"],
+    ["profile"],
+    ["sweep"],
+    ["train"],
+    ["report"],
+    ["serve"],
+    ["predict"],
+    ["export"],
+    ["describe"],
+    ["simulate"],
+    ["compare"],
+    ["algorithms"],
+    ["models", "list"],
+    ["probe", "plan"],
+    ["probe", "run"],
+]
 
 
 def test_version_is_the_package_version(runner):
@@ -31,9 +44,11 @@ def test_help_names_values_not_python_types(runner, command):
 
 def test_repeatable_options_show_what_to_give(runner):
     shown = {
-        "ingest": ["FILE", "<file>...", "COLUMN=FIELD"], "profile": ["NAME=VALUE"], "train": ["ALGORITHM", "MODEL"],
+        "ingest": ["FILE", "<file>...", "COLUMN=FIELD"],
+        "profile": ["NAME=VALUE"],
+        "train": ["ALGORITHM", "MODEL"],
         "predict": ["NAME=VALUE", "PLATFORM"],
-    }  # fmt: skip
+    }
     for command, metavars in shown.items():
         text = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).stdout
         assert all(m in text for m in metavars), (command, text)
@@ -51,7 +66,9 @@ def test_algorithms_lists_parameters_with_types_defaults_choices_and_platforms(r
 def test_algorithms_of_an_unknown_one_is_one_error_line(runner):
     result = runner.invoke(app, ["algorithms", "--algorithm", "blastx"])
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: unknown algorithm 'blastx'; known: blastn") and result.stderr.count("\n") == 1
+    assert (
+        result.stderr.startswith("error: unknown algorithm 'blastx'; known: blastn") and result.stderr.count("\n") == 1
+    )
 
 
 def test_models_list_on_a_fresh_home_says_there_are_none(runner):
@@ -64,10 +81,22 @@ def test_models_list_on_a_fresh_home_says_there_are_none(runner):
     ("plan", "problem"),
     [
         ("[1, 2", "plan.yaml:1:6: cannot read plan: expected ',' or ']'"),
-        ({"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "algorithm": "blastx"}]}, "jobs.blastx: unknown algorithm 'blastx'"),
-        ({"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "platforms": ["gpu9"]}]}, "jobs.mafft: unknown platform 'gpu9'"),
-        ({"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "grid": {"colour": [1]}}]}, "jobs.mafft: unknown parameter(s) colour"),
-        ({"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "files": {}}]}, "jobs.mafft: required parameter(s) input set neither"),
+        (
+            {"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "algorithm": "blastx"}]},
+            "jobs.blastx: unknown algorithm 'blastx'",
+        ),
+        (
+            {"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "platforms": ["gpu9"]}]},
+            "jobs.mafft: unknown platform 'gpu9'",
+        ),
+        (
+            {"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "grid": {"colour": [1]}}]},
+            "jobs.mafft: unknown parameter(s) colour",
+        ),
+        (
+            {"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "files": {}}]},
+            "jobs.mafft: required parameter(s) input set neither",
+        ),
         ({"inputs": {"fam": {**FAMILY, "options": {"bogus": 1}}}, "jobs": [MAFFT_JOB]}, "inputs.fam: cannot generate"),
     ],
     ids=["yaml", "algorithm", "platform", "parameter", "required", "generator"],

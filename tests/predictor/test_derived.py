@@ -63,13 +63,21 @@ def test_invalid_derived_features_are_named(tmp_path: Path, derived: dict, probl
 
 def test_bundled_derived_features_name_features_the_extractors_give():
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
-    assert {name for name, algo in catalog.algorithms.items() if algo.derived} >= {"blastn", "blastp", "tblastn", "hmmsearch"}
+    assert {name for name, algo in catalog.algorithms.items() if algo.derived} >= {
+        "blastn",
+        "blastp",
+        "tblastn",
+        "hmmsearch",
+    }
     for algo in catalog.algorithms.values():
         for derived in algo.derived.values():
             for operand in derived.product:
                 param, _, feature = operand.partition(".")
                 if feature:
-                    assert feature in get_extractor(algo.parameters[param].extractor).feature_names, (algo.name, operand)
+                    assert feature in get_extractor(algo.parameters[param].extractor).feature_names, (
+                        algo.name,
+                        operand,
+                    )
 
 
 def test_given_features_get_each_derived_feature_whose_operands_are_there(tmp_path: Path):
@@ -77,9 +85,15 @@ def test_given_features_get_each_derived_feature_whose_operands_are_there(tmp_pa
         tmp_path, {"space": {"product": ["a.residues", "b.residues"]}, "scaled": {"product": ["a.residues", "n"]}}
     ).algorithm("job")
     known = {"a.residues": 4.0, "n": 3.0}
-    assert known_derived_features(algorithm, known) == {"scaled": 12.0}  # space lacks b.residues: left to the model to name
-    assert known_derived_features(algorithm, {**known, "b.residues": 2.0, "scaled": 1.0}) == {"space": 8.0}  # given wins
-    columns = known_derived_features(algorithm, {"a.residues": np.array([1.0, 2.0]), "b.residues": np.array([3.0, 4.0])})
+    assert known_derived_features(algorithm, known) == {
+        "scaled": 12.0
+    }  # space lacks b.residues: left to the model to name
+    assert known_derived_features(algorithm, {**known, "b.residues": 2.0, "scaled": 1.0}) == {
+        "space": 8.0
+    }  # given wins
+    columns = known_derived_features(
+        algorithm, {"a.residues": np.array([1.0, 2.0]), "b.residues": np.array([3.0, 4.0])}
+    )
     assert columns["space"].tolist() == [3.0, 8.0]
 
 

@@ -64,7 +64,9 @@ def _bundled(algorithm: str, platform: str) -> TrainingSet:
     return training_set_from_frame(frame.rename(columns=lambda c: c.removeprefix("feature.")), algorithm, platform)
 
 
-MEMBERS = [m for m in available_models() if not NEEDS[m].features]  # members that read named features need a job's history
+MEMBERS = [
+    m for m in available_models() if not NEEDS[m].features
+]  # members that read named features need a job's history
 
 
 @pytest.mark.parametrize("name", MEMBERS)
@@ -72,7 +74,9 @@ def test_every_member_answers_within_the_invariant_over_fuzzed_features(name: st
     ts = _training_set()
     oracle = _oracle(catalog, _champion(name, ts))
     rows = np.vstack([ts.X.to_numpy()[:20], _fuzzed_rows(300, seed=len(name))])
-    answers = oracle.estimate_jobs([oracle.prepare("blastn", {}, ["cpu-small"], dict(zip(NAMES, r, strict=True))) for r in rows])
+    answers = oracle.estimate_jobs(
+        [oracle.prepare("blastn", {}, ["cpu-small"], dict(zip(NAMES, r, strict=True))) for r in rows]
+    )
     served = [a["cpu-small"] for a in answers if not a["cpu-small"].fallback]
     assert len(served) > 250, f"{name}: too many rows fell back to the profile table"
     floor = float(ts.y.min())
@@ -83,7 +87,9 @@ def test_every_member_answers_within_the_invariant_over_fuzzed_features(name: st
     columns = oracle.estimate_matrix("blastn", NAMES, rows, ["cpu-small"])[0]
     by_jobs = [a["cpu-small"].seconds if not a["cpu-small"].fallback else None for a in answers]
     assert [s is None for s in columns.seconds] == [s is None for s in by_jobs]
-    assert [s for s in columns.seconds if s is not None] == pytest.approx([s for s in by_jobs if s is not None], rel=1e-9)
+    assert [s for s in columns.seconds if s is not None] == pytest.approx(
+        [s for s in by_jobs if s is not None], rel=1e-9
+    )
     assert columns.extrapolating == [a["cpu-small"].extrapolating for a in answers]
 
 
@@ -97,7 +103,9 @@ def test_a_job_far_outside_the_training_data_is_flagged_and_answered_by_the_powe
     truth = 0.01 * 50_000**0.8 * 500**0.3
     assert truth / 3 < far.seconds < truth * 3  # the power law extrapolates; the flat trees would say ~1/20 of it
     near = oracle.estimate("blastn", {}, ["cpu-small"], {"a": 1_100.0, "b": 500.0, "c": 0.5})["cpu-small"]
-    assert near.extrapolating and np.log(far.upper / far.lower) > 1.2 * np.log(near.upper / near.lower)  # the farther out, the wider
+    assert near.extrapolating and np.log(far.upper / far.lower) > 1.2 * np.log(
+        near.upper / near.lower
+    )  # the farther out, the wider
 
 
 def test_a_hole_inside_the_ranges_is_flagged_without_naming_a_feature(catalog: Catalog) -> None:
@@ -151,7 +159,9 @@ def test_no_limit_is_above_a_hundred_times_its_estimate_however_poor_the_champio
     """A champion whose residuals span 10^4 (a partial sweep) once served 4.8 s with a limit of 254,206 s (issue 30, item 8)."""
     ts = _training_set()
     champion = _champion("linear_log", ts)
-    champion.tags["residual_log_quantiles"] = json.dumps({str(q): 9.0 * (q - 0.5) * 2 for q in (0.01, 0.05, 0.5, 0.95, 0.99)})
+    champion.tags["residual_log_quantiles"] = json.dumps(
+        {str(q): 9.0 * (q - 0.5) * 2 for q in (0.01, 0.05, 0.5, 0.95, 0.99)}
+    )
     envelope = TrainingEnvelope.fit(ts.X.iloc[:6], ts.y[:6])  # too few runs to measure the law beyond its range
     assert envelope.law_quantiles == {}
     oracle = _oracle(catalog, dataclasses.replace(champion, envelope=envelope))
@@ -178,14 +188,27 @@ def test_limits_beyond_the_trained_sizes_hold_near_their_nominal_rate() -> None:
     ts = _bundled("blastp", "cpu1")
     size = ts.X["query.bytes"].to_numpy()
     small = size <= np.quantile(size, 0.7, method="lower")
-    train = TrainingSet("blastp", "cpu1", ts.X[small].reset_index(drop=True), ts.y[small], ts.feature_names,
-                        [r for r, k in zip(ts.run_ids, small, strict=True) if k])  # fmt: skip
+    train = TrainingSet(
+        "blastp",
+        "cpu1",
+        ts.X[small].reset_index(drop=True),
+        ts.y[small],
+        ts.feature_names,
+        [r for r, k in zip(ts.run_ids, small, strict=True) if k],
+    )
     plan = FoldPlan.create(train.run_ids, 5, 0, groups=train.jobs)
     _, quantiles = candidate_numbers(train, plan, cross_validate("lightgbm_log", train, plan), 0.9)
-    champion = Champion("blastp", "cpu1", "runtime-blastp-cpu1", "1", "sklearn", train.feature_names,
-                        make_model("lightgbm_log", seed=0).fit(train.X, train.y),
-                        {"residual_log_quantiles": json.dumps({str(k): v for k, v in quantiles.items()})},
-                        TrainingEnvelope.fit(train.X, train.y))  # fmt: skip
+    champion = Champion(
+        "blastp",
+        "cpu1",
+        "runtime-blastp-cpu1",
+        "1",
+        "sklearn",
+        train.feature_names,
+        make_model("lightgbm_log", seed=0).fit(train.X, train.y),
+        {"residual_log_quantiles": json.dumps({str(k): v for k, v in quantiles.items()})},
+        TrainingEnvelope.fit(train.X, train.y),
+    )
     oracle = RuntimeOracle(load_catalog(BUNDLED_DATA / "catalog.yaml"), {}, coverage=0.9, limit_quantile=0.95)
     oracle.swap({("blastp", "cpu1"): serve_model(champion)})
     column = oracle.estimate_matrix("blastp", ts.feature_names, ts.X[~small].to_numpy(), ["cpu1"])[0]
@@ -199,7 +222,9 @@ def test_the_reason_names_exactly_the_features_out_of_domain(catalog: Catalog) -
     """One list of features out: what ``out_of_domain`` holds is what ``reason`` names, row by row (issue 30, item 8)."""
     ts = _training_set()
     oracle = _oracle(catalog, _champion("linear_log", ts))
-    answers = oracle.estimate_jobs([oracle.prepare("blastn", {}, ["cpu-small"], dict(zip(NAMES, r, strict=True))) for r in _fuzzed_rows(200, 2)])
+    answers = oracle.estimate_jobs(
+        [oracle.prepare("blastn", {}, ["cpu-small"], dict(zip(NAMES, r, strict=True))) for r in _fuzzed_rows(200, 2)]
+    )
     out = [a["cpu-small"] for a in answers if a["cpu-small"].extrapolating]
     assert len(out) > 100
     for e in out:

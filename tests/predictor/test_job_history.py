@@ -17,10 +17,20 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
-def rec(key: str, submit: float, start: float | None = None, end: float | None = None, user: str = "ann", **kw) -> JobRecord:
+def rec(
+    key: str, submit: float, start: float | None = None, end: float | None = None, user: str = "ann", **kw
+) -> JobRecord:
     """A job of cluster c1 submitted, started and ended at seconds after T0."""
-    return JobRecord(key=key, cluster=kw.pop("cluster", "c1"), user=user, submit_at=at(submit), seq=kw.pop("seq", 0),
-                     start_at=None if start is None else at(start), end_at=None if end is None else at(end), **kw)  # fmt: skip
+    return JobRecord(
+        key=key,
+        cluster=kw.pop("cluster", "c1"),
+        user=user,
+        submit_at=at(submit),
+        seq=kw.pop("seq", 0),
+        start_at=None if start is None else at(start),
+        end_at=None if end is None else at(end),
+        **kw,
+    )
 
 
 def state(history: JobHistory, seconds: float, user: str = "ann", before_seq: int | None = None) -> UserHistory:
@@ -41,29 +51,46 @@ def test_recording_is_idempotent_and_fills_in_start_and_end(store: MeasurementSt
     history.record([rec("j1", 0)])  # a record knowing less erases nothing
     assert list(state(history, 100).recent) == [60.0]
     with store.engine.connect() as conn:
-        rows = conn.exec_driver_sql("SELECT key, min_cpus, time_limit_s, partition, state FROM job_history ORDER BY key").all()
+        rows = conn.exec_driver_sql(
+            "SELECT key, min_cpus, time_limit_s, partition, state FROM job_history ORDER BY key"
+        ).all()
     assert [tuple(r) for r in rows] == [("j1", 4, 600.0, "batch", "COMPLETED"), ("j2", None, None, None, None)]
 
 
 def test_user_state_counts_only_what_was_known_at_the_instant(store: MeasurementStore) -> None:
     history = JobHistory(store.engine)
-    history.record([
-        rec("a", 0, start=10, end=110, min_cpus=2),  # finished at 110
-        rec("b", 50, start=50, end=80),  # finished at 80
-        rec("c", 100, start=105, end=125, min_cpus=4),
-        rec("d", 100, start=None, end=101),  # cancelled before it started: a submission only
-        rec("e", 130, start=131, min_cpus=8),  # still running (no end yet)
-        rec("z", 0, start=0, end=1, user="bob"),  # another user
-        rec("y", 0, start=0, end=1, cluster="c2"),  # another cluster
-    ])  # fmt: skip
+    history.record(
+        [
+            rec("a", 0, start=10, end=110, min_cpus=2),  # finished at 110
+            rec("b", 50, start=50, end=80),  # finished at 80
+            rec("c", 100, start=105, end=125, min_cpus=4),
+            rec("d", 100, start=None, end=101),  # cancelled before it started: a submission only
+            rec("e", 130, start=131, min_cpus=8),  # still running (no end yet)
+            rec("z", 0, start=0, end=1, user="bob"),  # another user
+            rec("y", 0, start=0, end=1, cluster="c2"),  # another cluster
+        ]
+    )
     s = state(history, 100)
     assert (s.submitted, s.last_submit, s.running, s.running_procs, s.finished, s.finished_total, list(s.recent)) == (
-        4, at(100).timestamp(), 1, 2, 1, 30.0, [30.0]
-    )  # fmt: skip
+        4,
+        at(100).timestamp(),
+        1,
+        2,
+        1,
+        30.0,
+        [30.0],
+    )
     s = state(history, 100, before_seq=0)  # c and d have seq 0: not before a job of seq 0 submitted at 100
     assert (s.submitted, s.last_submit) == (2, at(50).timestamp())
     s = state(history, 200)
-    assert (s.submitted, s.running, s.running_procs, s.finished, s.finished_total, list(s.recent)) == (5, 1, 8, 3, 150.0, [20.0, 100.0, 30.0])
+    assert (s.submitted, s.running, s.running_procs, s.finished, s.finished_total, list(s.recent)) == (
+        5,
+        1,
+        8,
+        3,
+        150.0,
+        [20.0, 100.0, 30.0],
+    )
     assert state(history, -1) == UserHistory()
     assert history.first_submit("c1") == at(0) and history.first_submit("nowhere") is None
 
@@ -77,7 +104,11 @@ def test_naive_times_are_refused(store: MeasurementStore) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value", "problem"),
-    [("user", "u" * 201, "over the store's limit of 200"), ("work_dir", "/a\x00b", "NUL"), ("min_cpus", 2**63, "64-bit")],
+    [
+        ("user", "u" * 201, "over the store's limit of 200"),
+        ("work_dir", "/a\x00b", "NUL"),
+        ("min_cpus", 2**63, "64-bit"),
+    ],
 )
 def test_a_value_the_table_cannot_hold_is_refused_by_name(field: str, value: object, problem: str) -> None:
     with pytest.raises(ValueError, match=f"job k: {field}: .*{problem}"):

@@ -15,9 +15,15 @@ def test_a_request_is_whole_mebibytes_rounded_up_so_it_covers_the_bytes() -> Non
 
 @pytest.mark.parametrize(
     ("text", "cpus", "nodes", "expected"),
-    [("3500", 1, 1, 3500 * MIB), ("4000Mn", 4, 2, 8000 * MIB), ("2Gc", 4, 1, 8 * 1024**3), ("123456K", 1, 1, 123456 * 1024),
-     ("1.5G", 1, 1, 1536 * MIB), ("0", 1, 1, 0)],
-)  # fmt: skip
+    [
+        ("3500", 1, 1, 3500 * MIB),
+        ("4000Mn", 4, 2, 8000 * MIB),
+        ("2Gc", 4, 1, 8 * 1024**3),
+        ("123456K", 1, 1, 123456 * 1024),
+        ("1.5G", 1, 1, 1536 * MIB),
+        ("0", 1, 1, 0),
+    ],
+)
 def test_sacct_and_sbatch_forms_are_read_for_the_whole_job(text: str, cpus: int, nodes: int, expected: int) -> None:
     assert parse_slurm_memory(text, cpus=cpus, nodes=nodes) == expected
 

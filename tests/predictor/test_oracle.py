@@ -44,7 +44,9 @@ def champion(model, platform: str = "cpu-small", version: str = "1", quantiles: 
 
 
 def oracle(catalog: Catalog, *champions: Champion, profile=None) -> RuntimeOracle:
-    return RuntimeOracle(catalog, {(c.algorithm, c.platform): c for c in champions}, profile, coverage=0.9, limit_quantile=0.95)
+    return RuntimeOracle(
+        catalog, {(c.algorithm, c.platform): c for c in champions}, profile, coverage=0.9, limit_quantile=0.95
+    )
 
 
 def features(i: float) -> dict[str, float]:
@@ -74,7 +76,8 @@ def test_fast_path_gives_the_numbers_of_predict(name):
 
 
 @pytest.mark.parametrize(
-    ("name", "private"), [("linear", "linear_model_base"), ("lad_log", "linear_model_base"), ("lightgbm_log", "booster_rows")]
+    ("name", "private"),
+    [("linear", "linear_model_base"), ("lad_log", "linear_model_base"), ("lightgbm_log", "booster_rows")],
 )
 def test_without_the_private_api_the_member_leaves_the_fast_path(name, private, monkeypatch):
     """What the test above catches: losing a private API of predictor.thirdparty sends its members to the generic path."""
@@ -127,7 +130,9 @@ def test_intervals_and_limits_come_from_the_residual_quantiles(catalog):
     o = oracle(catalog, champion(Counting(), quantiles=QUANTILES), champion(Counting(), "gpu-a100"))
     e = o.estimate("blastn", {}, None, features(2))
     cpu, gpu = e["cpu-small"], e["gpu-a100"]
-    assert cpu.lower == pytest.approx(cpu.seconds * math.exp(-0.2)) and cpu.upper == pytest.approx(cpu.seconds * math.exp(0.4))
+    assert cpu.lower == pytest.approx(cpu.seconds * math.exp(-0.2)) and cpu.upper == pytest.approx(
+        cpu.seconds * math.exp(0.4)
+    )
     assert cpu.limit == pytest.approx(cpu.seconds * math.exp(0.4)) and (cpu.coverage, cpu.limit_quantile) == (0.9, 0.95)
     assert (gpu.lower, gpu.upper, gpu.limit, gpu.coverage) == (None, None, None, None)
     narrow = o.estimate_jobs([o.prepare("blastn", {}, ["cpu-small"], features(2))], coverage=0.5, limit_quantile=0.5)[0]
@@ -156,7 +161,9 @@ def test_fallbacks_say_why(catalog):
     o = oracle(catalog, champion(Counting()), profile={("blastn", "gpu-a100"): (12.5, 4)})
     e = o.estimate("blastn", {}, None, {"a": 1.0})
     assert e["cpu-small"].seconds is None and "features missing for the model: b, c" in e["cpu-small"].reason
-    assert e["gpu-a100"].fallback and e["gpu-a100"].seconds == 12.5 and "median of 4 measured runs" in e["gpu-a100"].reason
+    assert (
+        e["gpu-a100"].fallback and e["gpu-a100"].seconds == 12.5 and "median of 4 measured runs" in e["gpu-a100"].reason
+    )
 
 
 def test_non_finite_answers_become_fallbacks(catalog):
@@ -185,33 +192,56 @@ def test_feature_extraction_honours_the_time_budget(catalog, tmp_path):
 MIB = 1024**2
 
 
-def memory_champion(model, platform: str = "cpu-small", version: str = "1", quantiles: dict | None = None, names=None, envelope=None) -> Champion:
+def memory_champion(
+    model, platform: str = "cpu-small", version: str = "1", quantiles: dict | None = None, names=None, envelope=None
+) -> Champion:
     """A peak-memory champion (bytes) as training registers it under its own name."""
     tags = {"residual_log_quantiles": json.dumps(quantiles)} if quantiles else {}
-    return Champion("blastn", platform, f"memory-blastn-{platform}", version, "sklearn", names or NAMES, model, tags, envelope)
+    return Champion(
+        "blastn", platform, f"memory-blastn-{platform}", version, "sklearn", names or NAMES, model, tags, envelope
+    )
 
 
-def memory_oracle(catalog: Catalog, time: list[Champion], memory: list[Champion], profile=None, memory_limit_quantile=None) -> RuntimeOracle:
+def memory_oracle(
+    catalog: Catalog, time: list[Champion], memory: list[Champion], profile=None, memory_limit_quantile=None
+) -> RuntimeOracle:
     return RuntimeOracle(
-        catalog, {(c.algorithm, c.platform): c for c in time}, profile, coverage=0.9, limit_quantile=0.95,
-        memory_limit_quantile=memory_limit_quantile, memory_champions={(c.algorithm, c.platform): c for c in memory},
-    )  # fmt: skip
+        catalog,
+        {(c.algorithm, c.platform): c for c in time},
+        profile,
+        coverage=0.9,
+        limit_quantile=0.95,
+        memory_limit_quantile=memory_limit_quantile,
+        memory_champions={(c.algorithm, c.platform): c for c in memory},
+    )
 
 
 def test_a_memory_champion_fills_the_memory_fields_and_its_absence_leaves_them_null(catalog):
     o = memory_oracle(
-        catalog, [champion(Counting(), quantiles=QUANTILES), champion(Counting(), "gpu-a100", quantiles=QUANTILES)],
+        catalog,
+        [champion(Counting(), quantiles=QUANTILES), champion(Counting(), "gpu-a100", quantiles=QUANTILES)],
         [memory_champion(Counting(MIB), quantiles={0.05: -0.1, 0.5: 0.0, 0.95: 0.2})],
-    )  # fmt: skip
+    )
     e = o.estimate("blastn", {}, None, features(2))
     cpu, gpu = e["cpu-small"], e["gpu-a100"]
     assert cpu.memory == pytest.approx(sum(features(2).values()) * MIB)
     assert cpu.memory_limit == pytest.approx(cpu.memory * math.exp(0.2)) and cpu.memory <= cpu.memory_limit
-    assert cpu.memory_lower == pytest.approx(cpu.memory * math.exp(-0.1)) and cpu.memory_upper == pytest.approx(cpu.memory_limit)
-    assert (cpu.memory_model_name, cpu.memory_model_version, cpu.memory_limit_quantile) == ("memory-blastn-cpu-small", "1", 0.95)
+    assert cpu.memory_lower == pytest.approx(cpu.memory * math.exp(-0.1)) and cpu.memory_upper == pytest.approx(
+        cpu.memory_limit
+    )
+    assert (cpu.memory_model_name, cpu.memory_model_version, cpu.memory_limit_quantile) == (
+        "memory-blastn-cpu-small",
+        "1",
+        0.95,
+    )
     assert cpu.limit == pytest.approx(cpu.seconds * math.exp(0.4)), "the time answer is unchanged"
-    assert gpu.seconds is not None and (gpu.memory, gpu.memory_limit, gpu.memory_model_name, gpu.memory_limit_quantile) == (None,) * 4
-    median = o.estimate_jobs([o.prepare("blastn", {}, ["cpu-small"], features(2))], memory_limit_quantile=0.5)[0]["cpu-small"]
+    assert (
+        gpu.seconds is not None
+        and (gpu.memory, gpu.memory_limit, gpu.memory_model_name, gpu.memory_limit_quantile) == (None,) * 4
+    )
+    median = o.estimate_jobs([o.prepare("blastn", {}, ["cpu-small"], features(2))], memory_limit_quantile=0.5)[0][
+        "cpu-small"
+    ]
     assert median.memory_limit == pytest.approx(median.memory_upper), "a limit is never below the interval's upper end"
 
 
@@ -220,22 +250,34 @@ def test_the_memory_limit_has_its_own_quantile_overridable_per_call(catalog):
     a call may move either alone; matrices answer as jobs do."""
     memory_quantiles = {0.05: -0.1, 0.5: 0.0, 0.95: 0.2, 0.99: 0.5}
     o = memory_oracle(
-        catalog, [champion(Counting(), quantiles=QUANTILES)], [memory_champion(Counting(MIB), quantiles=memory_quantiles)],
+        catalog,
+        [champion(Counting(), quantiles=QUANTILES)],
+        [memory_champion(Counting(MIB), quantiles=memory_quantiles)],
         memory_limit_quantile=0.99,
-    )  # fmt: skip
+    )
     job = o.prepare("blastn", {}, ["cpu-small"], features(2))
     served = o.estimate_jobs([job])[0]["cpu-small"]
     assert served.memory_limit == pytest.approx(served.memory * math.exp(0.5)) and served.memory_limit_quantile == 0.99
     assert served.limit == pytest.approx(served.seconds * math.exp(0.4)) and served.limit_quantile == 0.95
     at_95 = o.estimate_jobs([job], memory_limit_quantile=0.95)[0]["cpu-small"]
     assert at_95.memory_limit == pytest.approx(at_95.memory * math.exp(0.2)) and at_95.memory_limit_quantile == 0.95
-    assert served.memory_limit >= at_95.memory_limit and at_95.limit == served.limit, "the same job: 0.99 is at least 0.95"
+    assert served.memory_limit >= at_95.memory_limit and at_95.limit == served.limit, (
+        "the same job: 0.99 is at least 0.95"
+    )
     time_moved = o.estimate_jobs([job], limit_quantile=0.5)[0]["cpu-small"]
-    assert time_moved.memory_limit == served.memory_limit and time_moved.limit_quantile == 0.5, "the time quantile alone"
+    assert time_moved.memory_limit == served.memory_limit and time_moved.limit_quantile == 0.5, (
+        "the time quantile alone"
+    )
     row = [[features(2)[n] for n in NAMES]]
     (column,) = o.estimate_matrix("blastn", NAMES, row, ["cpu-small"], memory_limit_quantile=0.95)
-    assert column.memory_limit == [at_95.memory_limit] and column.memory_limit_quantile == 0.95 and column.limit == [served.limit]
-    same = memory_oracle(catalog, [], [memory_champion(Counting(MIB), quantiles=memory_quantiles)]).estimate_jobs([job])[0]["cpu-small"]
+    assert (
+        column.memory_limit == [at_95.memory_limit]
+        and column.memory_limit_quantile == 0.95
+        and column.limit == [served.limit]
+    )
+    same = memory_oracle(catalog, [], [memory_champion(Counting(MIB), quantiles=memory_quantiles)]).estimate_jobs(
+        [job]
+    )[0]["cpu-small"]
     assert same.memory_limit_quantile == 0.95, "without its own quantile the memory limit takes the walltime limit's"
 
 
@@ -247,7 +289,9 @@ def test_memory_is_served_beside_a_fallback_time_and_matrices_agree_with_jobs(ca
     rows = [[features(i)[n] for n in NAMES] for i in range(4)]
     (column,) = o.estimate_matrix("blastn", NAMES, rows, ["cpu-small"])
     jobs = o.estimate_jobs([o.prepare("blastn", {}, ["cpu-small"], features(i)) for i in range(4)])
-    assert column.memory == [j["cpu-small"].memory for j in jobs] and column.memory_model_name == "memory-blastn-cpu-small"
+    assert (
+        column.memory == [j["cpu-small"].memory for j in jobs] and column.memory_model_name == "memory-blastn-cpu-small"
+    )
     missing = o.estimate("blastn", {}, ["cpu-small"], {"a": 1.0})["cpu-small"]
     assert missing.memory is None, "a memory champion whose features are missing answers nothing"
 
@@ -262,7 +306,9 @@ def test_a_job_outside_the_memory_champions_envelope_extrapolates(catalog):
     for job, expected in ((inside, False), (outside, True)):
         e = o.estimate("blastn", {}, ["cpu-small"], job)["cpu-small"]
         assert e.extrapolating is expected and ("a" in e.out_of_domain) is expected, e
-    column = o.estimate_matrix("blastn", NAMES, [[inside[n] for n in NAMES], [outside[n] for n in NAMES]], ["cpu-small"])[0]
+    column = o.estimate_matrix(
+        "blastn", NAMES, [[inside[n] for n in NAMES], [outside[n] for n in NAMES]], ["cpu-small"]
+    )[0]
     assert column.extrapolating == [False, True] and column.out_of_domain[1] == ["a"]
 
 

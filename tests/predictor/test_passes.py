@@ -49,5 +49,7 @@ def test_an_unexpected_failure_keeps_its_traceback(caplog: pytest.LogCaptureFixt
 def test_a_failure_of_another_kind_ends_the_loop() -> None:
     stop = threading.Event()
     with pytest.raises(ValueError, match="odd"):
-        every_interval(_steps(ValueError("odd"), 2, stop=stop), 0.0, stop, what="test pass", log=log, retry_on=(OSError,))
+        every_interval(
+            _steps(ValueError("odd"), 2, stop=stop), 0.0, stop, what="test pass", log=log, retry_on=(OSError,)
+        )
     assert not stop.is_set()  # the second pass never ran

@@ -20,7 +20,9 @@ from tests.pgserver import PostgresServer
 T0 = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
 
 
-def run(run_id: str, algorithm: str = "blastn", platform: str = "cpu-small", wall: float = 10.0, **extra) -> Measurement:
+def run(
+    run_id: str, algorithm: str = "blastn", platform: str = "cpu-small", wall: float = 10.0, **extra
+) -> Measurement:
     extra.setdefault("recorded_at", T0)
     return Measurement(run_id=run_id, algorithm=algorithm, platform=platform, wall_seconds=wall, **extra)
 
@@ -70,7 +72,14 @@ def test_round_trip_keeps_types_json_and_aware_utc_times(store: MeasurementStore
         algorithm="blastn",
         platform="gpu-a100",
         machine="node-07",
-        params={"query": "q.fa", "evalue": 1e-5, "threads": 8, "ungapped": True, "tags": ["a", None], "nested": {"k": 1}},
+        params={
+            "query": "q.fa",
+            "evalue": 1e-5,
+            "threads": 8,
+            "ungapped": True,
+            "tags": ["a", None],
+            "nested": {"k": 1},
+        },
         features={"query_length": 1234.0, "db_bytes": 5.5e9},
         wall_seconds=12.75,
         cpu_seconds=95.5,
@@ -95,12 +104,14 @@ def test_naive_times_are_taken_as_utc(store: MeasurementStore) -> None:
 
 
 def test_count_and_measurements_filter(store: MeasurementStore) -> None:
-    store.add([
-        run("a", wall=1.0),
-        run("b", platform="gpu-a100", wall=2.0),
-        run("c", algorithm="mafft", wall=3.0),
-        run("failed", wall=4.0, exit_status=137),
-    ])  # fmt: skip
+    store.add(
+        [
+            run("a", wall=1.0),
+            run("b", platform="gpu-a100", wall=2.0),
+            run("c", algorithm="mafft", wall=3.0),
+            run("failed", wall=4.0, exit_status=137),
+        ]
+    )
     assert store.count() == 4
     assert store.count(algorithm="blastn") == 3
     assert store.count(algorithm="blastn", platform="cpu-small") == 2
@@ -153,16 +164,31 @@ def test_concurrent_writers_store_every_run_exactly_once(store_url: str, store: 
 
 
 def test_frame_has_one_row_per_measurement_and_feature_columns(store: MeasurementStore) -> None:
-    store.add([
-        run("a", wall=1.5, features={"query_length": 100.0}, params={"evalue": 0.1}, max_rss_kb=2048),
-        run("b", wall=2.5, features={"db_bytes": 7.0}, cpu_seconds=2.0),
-        run("failed", exit_status=1, features={"other": 1.0}),
-    ])  # fmt: skip
+    store.add(
+        [
+            run("a", wall=1.5, features={"query_length": 100.0}, params={"evalue": 0.1}, max_rss_kb=2048),
+            run("b", wall=2.5, features={"db_bytes": 7.0}, cpu_seconds=2.0),
+            run("failed", exit_status=1, features={"other": 1.0}),
+        ]
+    )
     frame = store.frame()
     assert list(frame.columns) == [
-        "run_id", "algorithm", "platform", "machine", "wall_seconds", "cpu_seconds", "max_rss_kb",
-        "exit_status", "censored", "cache_state", "source", "recorded_at", "db_bytes", "query_length", "params",
-    ]  # fmt: skip
+        "run_id",
+        "algorithm",
+        "platform",
+        "machine",
+        "wall_seconds",
+        "cpu_seconds",
+        "max_rss_kb",
+        "exit_status",
+        "censored",
+        "cache_state",
+        "source",
+        "recorded_at",
+        "db_bytes",
+        "query_length",
+        "params",
+    ]
     assert frame["run_id"].tolist() == ["a", "b"]
     assert frame["query_length"].tolist()[0] == 100.0 and pd.isna(frame["query_length"].tolist()[1])
     assert frame["db_bytes"].dtype == "float64" and frame["max_rss_kb"].dtype == "float64"
@@ -176,13 +202,15 @@ def test_frame_has_one_row_per_measurement_and_feature_columns(store: Measuremen
 
 
 def test_pairs_and_profile_table_use_successful_runs(store: MeasurementStore) -> None:
-    store.add([
-        run("a1", wall=10.0),
-        run("a2", wall=20.0),
-        run("a-failed", wall=1000.0, exit_status=2),
-        run("g1", platform="gpu-a100", wall=4.0),
-        run("m-failed", algorithm="mafft", exit_status=1),
-    ])  # fmt: skip
+    store.add(
+        [
+            run("a1", wall=10.0),
+            run("a2", wall=20.0),
+            run("a-failed", wall=1000.0, exit_status=2),
+            run("g1", platform="gpu-a100", wall=4.0),
+            run("m-failed", algorithm="mafft", exit_status=1),
+        ]
+    )
     assert store.pairs() == [("blastn", "cpu-small"), ("blastn", "gpu-a100")]
     assert store.profile_table() == {("blastn", "cpu-small"): (15.0, 2), ("blastn", "gpu-a100"): (4.0, 1)}
 
@@ -200,17 +228,21 @@ UNREADABLE_FEATURES = {
 }
 
 
-def test_a_stored_row_that_cannot_be_read_is_set_aside_once_and_the_others_are_read(store: MeasurementStore, caplog) -> None:
+def test_a_stored_row_that_cannot_be_read_is_set_aside_once_and_the_others_are_read(
+    store: MeasurementStore, caplog
+) -> None:
     """Issue 30 item 5: one row whose features were not JSON made every read, so every worker pass, fail."""
     store.add([run("good-1"), run("good-2")])
     poisons = UNREADABLE_FEATURES[store.dialect]
     with store.engine.begin() as conn:
         for i, features in enumerate(poisons):
-            conn.execute(text(
-                "INSERT INTO measurements (run_id, algorithm, platform, machine, params, features, wall_seconds, exit_status,"
-                f" censored, cache_state, source, recorded_at, context) VALUES ('bad-{i}', 'blastn', 'cpu-small', 'm', '{{}}',"
-                f" {features}, 5.0, 0, false, 'unknown', 'production', '2026-03-01 12:00:00', '{{}}')"
-            ))  # fmt: skip
+            conn.execute(
+                text(
+                    "INSERT INTO measurements (run_id, algorithm, platform, machine, params, features, wall_seconds, exit_status,"
+                    f" censored, cache_state, source, recorded_at, context) VALUES ('bad-{i}', 'blastn', 'cpu-small', 'm', '{{}}',"
+                    f" {features}, 5.0, 0, false, 'unknown', 'production', '2026-03-01 12:00:00', '{{}}')"
+                )
+            )
     with caplog.at_level("WARNING", logger="predictor.store.store"):
         assert sorted(store.frame()["run_id"]) == ["good-1", "good-2"]
         assert [m.run_id for m in store.measurements()] == ["good-1", "good-2"] and store.measurement("bad-0") is None
@@ -218,7 +250,10 @@ def test_a_stored_row_that_cannot_be_read_is_set_aside_once_and_the_others_are_r
     with store.engine.connect() as conn:
         aside = conn.execute(text("SELECT run_id, reason, row FROM measurements_set_aside ORDER BY run_id")).all()
     assert [r.run_id for r in aside] == [f"bad-{i}" for i in range(len(poisons))]
-    assert aside[-1].reason == "features holds a value that is not a number" and 'big' in json.loads(aside[-1].row)["features"]
+    assert (
+        aside[-1].reason == "features holds a value that is not a number"
+        and "big" in json.loads(aside[-1].row)["features"]
+    )
     assert aside[0].reason.startswith("features is not " + ("JSON" if store.dialect == "sqlite" else "a JSON object"))
     assert store.count() == 2 and store.profile_table() == {("blastn", "cpu-small"): (10.0, 2)}
 
@@ -252,11 +287,13 @@ def test_large_batches_report_every_run(store: MeasurementStore) -> None:
 
 
 def test_censored_runs_are_stored_and_read_with_finished_ones_for_training(store: MeasurementStore) -> None:
-    store.add([
-        run("done", wall=5.0),
-        run("timed-out", wall=60.0, exit_status=124, censored=True),
-        run("failed", wall=1.0, exit_status=1),
-    ])  # fmt: skip
+    store.add(
+        [
+            run("done", wall=5.0),
+            run("timed-out", wall=60.0, exit_status=124, censored=True),
+            run("failed", wall=1.0, exit_status=1),
+        ]
+    )
     assert [m.run_id for m in store.measurements()] == ["done"]
     informative = store.measurements(with_censored=True)
     assert sorted(m.run_id for m in informative) == ["done", "timed-out"]
@@ -270,7 +307,9 @@ def test_served_estimates_are_kept_once_per_run_and_joined_with_measurements(sto
     from predictor.domain import ServedEstimate
 
     def served(run_id: str, seconds: float) -> ServedEstimate:
-        return ServedEstimate(run_id=run_id, algorithm="blastn", platform="cpu-small", seconds=seconds, limit=2 * seconds)
+        return ServedEstimate(
+            run_id=run_id, algorithm="blastn", platform="cpu-small", seconds=seconds, limit=2 * seconds
+        )
 
     assert store.add_served([served("r1", 4.0), served("r2", 8.0), served("r3", 1.0)]) == 3
     assert store.add_served([served("r1", 99.0)]) == 0  # the first estimate recorded for a run stays
@@ -284,11 +323,22 @@ def test_served_estimates_are_kept_once_per_run_and_joined_with_measurements(sto
 
 def test_decisions_are_listed_newest_first(store: MeasurementStore) -> None:
     for n, decision in enumerate(("promoted", "kept")):
-        store.add_decision({
-            "decided_at": T0 + timedelta(minutes=n), "algorithm": "mafft", "platform": "cpu1", "decision": decision,
-            "trigger": "manual", "challenger": "mean", "incumbent": "linear_log", "version": str(n + 1),
-            "serving_version": "1", "n_rows": 10, "reason": "test", "details": {"rae": 1.0},
-        })  # fmt: skip
+        store.add_decision(
+            {
+                "decided_at": T0 + timedelta(minutes=n),
+                "algorithm": "mafft",
+                "platform": "cpu1",
+                "decision": decision,
+                "trigger": "manual",
+                "challenger": "mean",
+                "incumbent": "linear_log",
+                "version": str(n + 1),
+                "serving_version": "1",
+                "n_rows": 10,
+                "reason": "test",
+                "details": {"rae": 1.0},
+            }
+        )
     rows = store.decisions("mafft")
     assert [r["decision"] for r in rows] == ["kept", "promoted"] and rows[0]["details"] == {"rae": 1.0}
     assert store.decisions(platform="gpu") == []

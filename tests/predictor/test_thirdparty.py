@@ -43,7 +43,9 @@ def private_names(path: Path) -> list[str]:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in LIBRARIES:
             bound.update(alias.asname or alias.name for alias in node.names)
             names = [node.module, *(alias.name for alias in node.names)]
-            found += [f"{node.module}: {name}" for name in names if any(part.startswith("_") for part in name.split("."))]
+            found += [
+                f"{node.module}: {name}" for name in names if any(part.startswith("_") for part in name.split("."))
+            ]
         elif isinstance(node, ast.Import):
             libraries = [a for a in node.names if a.name.split(".")[0] in LIBRARIES]
             bound.update(a.asname or a.name.split(".")[0] for a in libraries)

@@ -12,8 +12,17 @@ from data.datagen import write_family_fasta
 from predictor.settings import Settings
 from tests.scheduler.served import TOKEN, seed_profile
 
-SLEEP = {"parameters": {"seconds": {"type": "float", "required": True, "min": 0}}, "implementations": {"cpu1": {"command": ["sleep", "{seconds}"]}}}
-PLAN = {"seed": 3, "repeats": 1, "timeout_s": 600, "inputs": {}, "jobs": [{"algorithm": "sleep", "platforms": ["cpu1"], "files": {}, "grid": {"seconds": [1, 300]}}]}
+SLEEP = {
+    "parameters": {"seconds": {"type": "float", "required": True, "min": 0}},
+    "implementations": {"cpu1": {"command": ["sleep", "{seconds}"]}},
+}
+PLAN = {
+    "seed": 3,
+    "repeats": 1,
+    "timeout_s": 600,
+    "inputs": {},
+    "jobs": [{"algorithm": "sleep", "platforms": ["cpu1"], "files": {}, "grid": {"seconds": [1, 300]}}],
+}
 
 
 def sleep_site(root: Path) -> Settings:
@@ -23,8 +32,17 @@ def sleep_site(root: Path) -> Settings:
     inputs = root / "inputs"
     inputs.mkdir()
     write_family_fasta(inputs / "f.fa", n_sequences=8, length=120, mutation_rate=0.2, alphabet="protein", seed=1)
-    settings = Settings(home=root / "home", data_roots=[inputs], api_token=TOKEN, api_reload_interval_s=0, site_catalogs=[site],
-                        probe_plan=plan, probe_rule="coverage", probe_budget_s=3600, probe_cap_s=600)  # fmt: skip
+    settings = Settings(
+        home=root / "home",
+        data_roots=[inputs],
+        api_token=TOKEN,
+        api_reload_interval_s=0,
+        site_catalogs=[site],
+        probe_plan=plan,
+        probe_rule="coverage",
+        probe_budget_s=3600,
+        probe_cap_s=600,
+    )
     seed_profile(settings)
     return settings
 

@@ -91,7 +91,9 @@ def test_no_job_is_killed_and_processors_are_never_oversubscribed(policy):
     assert all(j.status == "done" for j in result.jobs)
     runs = {s.job: s.end - s.start for s in result.segments}
     assert all(runs[j.id] == j.true_times["pool"] for j in w.jobs)  # every job ran its whole logged time
-    events = sorted([(s.start, s.share * SLOTS) for s in result.segments] + [(s.end, -s.share * SLOTS) for s in result.segments])
+    events = sorted(
+        [(s.start, s.share * SLOTS) for s in result.segments] + [(s.end, -s.share * SLOTS) for s in result.segments]
+    )
     level = 0.0
     for _, change in sorted(events, key=lambda e: (e[0], e[1])):
         level += change
@@ -123,8 +125,12 @@ def test_the_quantile_correction_climbs_the_served_quantiles_then_tsafrirs_steps
     assert planned_end(job, run, "p", 700.0, "quantile", served) == 1000.0  # past them all: Tsafrir's +15 min, capped
     assert planned_end(job, run, "p", 1200.0, "quantile", served) == 1260.0  # past the kill limit: due any minute
     assert planned_end(job, run, "p", 120.0, "quantile", lambda _j, _p: (150.0, 2000.0)) == 150.0
-    assert planned_end(job, run, "p", 200.0, "quantile", lambda _j, _p: (150.0, 2000.0)) == 1000.0  # capped by the request
-    assert planned_end(job, run, "p", 120.0, "quantile", lambda _j, _p: ()) == 160.0  # no interval served: Tsafrir's step
+    assert (
+        planned_end(job, run, "p", 200.0, "quantile", lambda _j, _p: (150.0, 2000.0)) == 1000.0
+    )  # capped by the request
+    assert (
+        planned_end(job, run, "p", 120.0, "quantile", lambda _j, _p: ()) == 160.0
+    )  # no interval served: Tsafrir's step
     assert planned_end(job, run, "p", 120.0, "quantile") == 160.0  # a source without quantiles (requests, last two)
 
 
@@ -133,10 +139,14 @@ def test_the_correction_replans_around_a_job_that_outlives_its_estimate():
     # Tsafrir's step puts A's end at 160, so B's reservation is at 160 and C (to 181) may not backfill;
     # raised straight to A's request (1000), B waits until 1000 and C slips in at once.
     w = log([("A", 0, 2, 500, 1000), ("B", 150, 4, 10, 10), ("C", 151, 2, 30, 30)])
-    told = TableOracle({job_key("log", j.params): {"pool": 100.0 if j.id == "A" else j.true_times["pool"]} for j in w.jobs}, "told")
+    told = TableOracle(
+        {job_key("log", j.params): {"pool": 100.0 if j.id == "A" else j.true_times["pool"]} for j in w.jobs}, "told"
+    )
     assert starts(w, "easy:correction=tsafrir", oracle=told)["C"] == 510  # after B (500-510)
     assert starts(w, "easy:correction=requested", oracle=told)["C"] == 151
-    assert starts(w, "easy:correction=quantile", oracle=told)["C"] == 510  # the table serves no interval: Tsafrir's steps
+    assert (
+        starts(w, "easy:correction=quantile", oracle=told)["C"] == 510
+    )  # the table serves no interval: Tsafrir's steps
 
 
 def test_profile_finds_the_earliest_window_and_reservations_take_slots():

@@ -64,7 +64,10 @@ def test_heft_as_a_policy_and_as_edf_s_rank(policy: str):
     times = {"a": {"cpu": 10, "gpu": 1}, "b": {"cpu": 4, "gpu": 4}, "c": {"cpu": 2, "gpu": 8}}
     s = kit.scheduler(times, [("C", "cpu"), ("G", "gpu")], policy)
     orders = s.submit([kit.job(name) for name in times], 0.0)
-    assert (kit.kinds(orders), s.state.plan) == ([("start", "a", "G"), ("start", "c", "C")], {"G": ["b"]})  # b deferred: ends at 5
+    assert (kit.kinds(orders), s.state.plan) == (
+        [("start", "a", "G"), ("start", "c", "C")],
+        {"G": ["b"]},
+    )  # b deferred: ends at 5
 
 
 def test_edf_by_fastest_time_is_the_weaker_order_here():
@@ -88,7 +91,9 @@ def test_kpb_keeps_each_job_among_its_fastest_machines():
 
 def test_the_local_search_never_worsens_a_schedule():
     rng = np.random.default_rng(3)
-    cases = [tiny(rng) for _ in range(150)] + [(generate(kind, 60, 6, s).times, np.zeros(6)) for kind in ("related", "unrelated") for s in range(3)]
+    cases = [tiny(rng) for _ in range(150)] + [
+        (generate(kind, 60, 6, s).times, np.zeros(6)) for kind in ("related", "unrelated") for s in range(3)
+    ]
     assert cases
     for times, ready in cases:
         start = np.array([rng.choice(np.flatnonzero(np.isfinite(row))) for row in times])
@@ -98,7 +103,10 @@ def test_the_local_search_never_worsens_a_schedule():
         assert checked_makespan(times, ready, assign) <= before + 1e-9
         assert load == pytest.approx(loads(times, ready, assign))  # the incremental loads stay exact
         found = improve(times, ready, start, budget=0.02, rng=rng)
-        assert found.makespan == pytest.approx(checked_makespan(times, ready, found.assign)) and found.makespan <= before + 1e-9
+        assert (
+            found.makespan == pytest.approx(checked_makespan(times, ready, found.assign))
+            and found.makespan <= before + 1e-9
+        )
 
 
 def test_the_search_reaches_the_optimum_of_small_instances():
@@ -135,7 +143,9 @@ def test_the_bounds_by_hand():
     assert preemptive_related_bound(np.array([6.0, 3.0, 3.0]), np.array([2.0, 1.0])) == 4.0
     related = np.array([6.0, 3.0, 3.0])[:, None] / np.array([2.0, 1.0])[None, :]
     assert batch_lower_bound(related, np.zeros(2)) == pytest.approx(4.0)
-    assert batch_lower_bound(np.array([[2.0], [2.0]]), np.array([7.0])) == pytest.approx(11.0, rel=1e-6)  # ready + all work
+    assert batch_lower_bound(np.array([[2.0], [2.0]]), np.array([7.0])) == pytest.approx(
+        11.0, rel=1e-6
+    )  # ready + all work
 
 
 def test_the_milp_finds_the_brute_force_optimum():
@@ -173,14 +183,24 @@ def test_the_strong_ga_never_ends_worse_than_the_heuristics_it_starts_from():
 
     instance = generate("unrelated", 30, 4, 2)
     problem = Problem(
-        compute=instance.times, requires=np.zeros((30, 0), dtype=bool), size=np.zeros(0), source=np.zeros(0, dtype=np.intp),
-        remote_to_store=np.ones((0, 0)), store_to_node=np.ones((0, 4)), remote_to_node=np.ones((0, 4)),
-    )  # fmt: skip
-    best = min(checked_makespan(instance.times, instance.ready, a) for a in heuristic_plans(instance.times, instance.ready).values())
+        compute=instance.times,
+        requires=np.zeros((30, 0), dtype=bool),
+        size=np.zeros(0),
+        source=np.zeros(0, dtype=np.intp),
+        remote_to_store=np.ones((0, 0)),
+        store_to_node=np.ones((0, 4)),
+        remote_to_node=np.ones((0, 4)),
+    )
+    best = min(
+        checked_makespan(instance.times, instance.ready, a)
+        for a in heuristic_plans(instance.times, instance.ready).values()
+    )
     strong = evolve_strong(problem, Settings(generations=5), np.random.default_rng(0), polish=0.01)
     assert checked_makespan(instance.times, instance.ready, strong.best.nodes[0]) == pytest.approx(strong.makespan)
     assert strong.makespan <= best
-    assert evolve(problem, Settings(generations=5), np.random.default_rng(0)).makespan > strong.makespan  # the paper's GA, unseeded
+    assert (
+        evolve(problem, Settings(generations=5), np.random.default_rng(0)).makespan > strong.makespan
+    )  # the paper's GA, unseeded
     # the paper's model, with data objects: never worse than jobs-LL with the fast replication it is seeded with
     paper = paper_instance(Setup(jobs=20, nodes=4, stores=4), 0)
     strong = evolve_strong(paper, Settings(generations=3), np.random.default_rng(0), polish=0.01)

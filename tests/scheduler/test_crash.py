@@ -26,17 +26,25 @@ class Server(Killable):
     """``predictor serve`` as a child process that can be killed without warning."""
 
     def __init__(self, home: Path) -> None:
-        self.env = {**os.environ, "PREDICTOR_HOME": str(home), "PREDICTOR_API_TOKEN": TOKEN,
-                    "PREDICTOR_API_RELOAD_INTERVAL_S": "0", "PREDICTOR_API_REGISTRY_WAIT_S": "1",
-                    "PREDICTOR_SCHEDULER_LEASE_S": "3"}  # fmt: skip  # the restart takes over the killed one's lease after 3 s
+        self.env = {
+            **os.environ,
+            "PREDICTOR_HOME": str(home),
+            "PREDICTOR_API_TOKEN": TOKEN,
+            "PREDICTOR_API_RELOAD_INTERVAL_S": "0",
+            "PREDICTOR_API_REGISTRY_WAIT_S": "1",
+            "PREDICTOR_SCHEDULER_LEASE_S": "3",
+        }  # the restart takes over the killed one's lease after 3 s
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "predictor", "serve", "--port", str(self.port)], env=self.env, cwd=PROJECT_ROOT,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [sys.executable, "-m", "predictor", "serve", "--port", str(self.port)],
+            env=self.env,
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_until_ready(f"{self.base}/readyz", process=self.proc)
 
 
@@ -72,7 +80,9 @@ class ResourceManager(threading.Thread):
                         self.running[order["job"]] = (order["machine"], time.monotonic())
             for job, (machine, since) in list(self.running.items()):
                 if time.monotonic() - since > 0.2:
-                    reply = call("POST", f"{self.base}/v1/jobs/{job}/events", json={"event": "ended", "machine": machine})
+                    reply = call(
+                        "POST", f"{self.base}/v1/jobs/{job}/events", json={"event": "ended", "machine": machine}
+                    )
                     if reply is not None and reply.status_code in (200, 422):  # 422: its end was already applied
                         del self.running[job]
                         self.done.add(job)
@@ -87,7 +97,12 @@ def test_kill_mid_stream_then_restart(tmp_path):
     rm = ResourceManager(server.base)
     try:
         for name, platform in (("m1", "cpu1"), ("m2", "cpu2"), ("m3", "cpu2")):
-            assert call("POST", f"{server.base}/v1/machines/{name}/events", json={"event": "gained", "platform": platform}).status_code == 200
+            assert (
+                call(
+                    "POST", f"{server.base}/v1/machines/{name}/events", json={"event": "gained", "platform": platform}
+                ).status_code
+                == 200
+            )
         rm.start()
         acknowledged: set[str] = set()
         killed = False
@@ -96,7 +111,9 @@ def test_kill_mid_stream_then_restart(tmp_path):
             deadline = time.monotonic() + 180  # a restart included
             while name not in acknowledged:
                 assert time.monotonic() < deadline, f"{name} was not acknowledged within 180 s"
-                answer = call("POST", f"{server.base}/v1/jobs", json={"id": name, "algorithm": "mafft", "features": FEATURES})
+                answer = call(
+                    "POST", f"{server.base}/v1/jobs", json={"id": name, "algorithm": "mafft", "features": FEATURES}
+                )
                 if answer is not None and answer.status_code == 200:
                     acknowledged.add(name)
                 elif server.proc.poll() is not None:
@@ -104,7 +121,9 @@ def test_kill_mid_stream_then_restart(tmp_path):
                 else:
                     time.sleep(0.1)
             if i >= JOBS // 2 and not killed:  # from half way, at the first moment some jobs wait and some run
-                statuses = Counter(call("GET", f"{server.base}/v1/jobs/j{k:03d}").json()["status"] for k in range(i + 1))
+                statuses = Counter(
+                    call("GET", f"{server.base}/v1/jobs/j{k:03d}").json()["status"] for k in range(i + 1)
+                )
                 if statuses["pending"] > 0 and statuses["running"] > 0:
                     threading.Thread(target=lambda: (time.sleep(0.05), server.kill()), daemon=True).start()
                     killed = True
@@ -114,11 +133,15 @@ def test_kill_mid_stream_then_restart(tmp_path):
         rm.halt.set()
         rm.join(timeout=10)
         assert killed
-        jobs = {name: call("GET", f"{server.base}/v1/jobs/{name}").json() for name in (f"j{i:03d}" for i in range(JOBS))}
+        jobs = {
+            name: call("GET", f"{server.base}/v1/jobs/{name}").json() for name in (f"j{i:03d}" for i in range(JOBS))
+        }
         assert {j["status"] for j in jobs.values()} == {"done"}
         assert all(j["attempts"] == 1 for j in jobs.values())
         every = call("GET", f"{server.base}/v1/orders", params={"limit": 10_000}).json()["orders"]
-        assert Counter((o["job"], o["kind"]) for o in every if o["kind"] == "start") == Counter({(n, "start"): 1 for n in jobs})
+        assert Counter((o["job"], o["kind"]) for o in every if o["kind"] == "start") == Counter(
+            {(n, "start"): 1 for n in jobs}
+        )
         assert len({o["seq"] for o in rm.seen}) == len(rm.seen) == len(every)
     finally:
         rm.halt.set()

@@ -53,8 +53,9 @@ def test_link_bandwidth_is_shared_equally_by_concurrent_transfers():
     # 100 B/s for two transfers: 50 B/s each until t=10, when the 500 B one is done; the other's last 1000 B go at 100 B/s
     w = grid_workload(
         [task("small", {"a1": 5.0, "b1": 5.0}, {"f": 500}), task("big", {"a1": 5.0, "b1": 5.0}, {"g": 1500})],
-        {"A": ["A1"], "B": ["B1"]}, bandwidth=100.0,
-    )  # fmt: skip
+        {"A": ["A1"], "B": ["B1"]},
+        bandwidth=100.0,
+    )
     result = run(w, "storage-affinity")
     assert [(job, end) for job, _, _, end, _ in runs(result)] == [("big", 25.0), ("small", 15.0)]
     assert compute(result).makespan == 25.0
@@ -75,8 +76,10 @@ def test_storage_affinity_sends_the_task_to_the_site_that_holds_its_data():
     # FIFO order would put t1 on A1 (first idle); its 1000 B are at site B, so Storage Affinity puts it on B1
     w = grid_workload(
         [task("t1", {"a1": 5.0, "b1": 5.0}, {"f1": 1000}), task("t2", {"a1": 5.0, "b1": 5.0}, {"f2": 1000})],
-        {"A": ["A1"], "B": ["B1"]}, bandwidth=100.0, stored={"B": {"f1": 1000}},
-    )  # fmt: skip
+        {"A": ["A1"], "B": ["B1"]},
+        bandwidth=100.0,
+        stored={"B": {"f1": 1000}},
+    )
     result = run(w, "storage-affinity")
     # t1 runs at once (no transfer); t2 fetches 1000 B alone on the link: 10 s, then 5 s
     assert runs(result) == [("t1", "B1", 0.0, 5.0, "done"), ("t2", "A1", 0.0, 15.0, "done")]
@@ -87,8 +90,10 @@ def test_storage_affinity_replicates_only_where_the_task_has_data():
     # t1 (data at site A) starts on A1, idle longest; A2 (4x faster) gets a replica, B1 none (no affinity at B)
     w = grid_workload(
         [task("t1", {"a1": 40.0, "a2": 10.0, "b1": 10.0}, {"f": 1000})],
-        {"A": ["A1", "A2"], "B": ["B1"]}, bandwidth=100.0, stored={"A": {"f": 1000}},
-    )  # fmt: skip
+        {"A": ["A1", "A2"], "B": ["B1"]},
+        bandwidth=100.0,
+        stored={"A": {"f": 1000}},
+    )
     result = run(w, "storage-affinity")
     assert runs(result) == [("t1", "A1", 0.0, 10.0, "cancelled"), ("t1", "A2", 0.0, 10.0, "done")]
     assert result.orders == {"start": 1, "replicate": 1, "cancel": 1}
@@ -97,9 +102,7 @@ def test_storage_affinity_replicates_only_where_the_task_has_data():
 def test_wqr_replicates_when_no_task_waits_and_cancels_the_loser():
     # one task, two idle processors: the original and a replica fetch 1000 B at 500 B/s each (2 s), then compute
     # 10 s (fast) and 40 s (slow): the fast copy wins at 12 and the slow one, 10 s into its computation, is cancelled
-    w = grid_workload(
-        [task("t", {"f1": 10.0, "s1": 40.0}, {"f": 1000})], {"A": ["F1"], "B": ["S1"]}, bandwidth=1000.0
-    )  # fmt: skip
+    w = grid_workload([task("t", {"f1": 10.0, "s1": 40.0}, {"f": 1000})], {"A": ["F1"], "B": ["S1"]}, bandwidth=1000.0)
     result = run(w, "wqr")
     assert runs(result) == [("t", "F1", 0.0, 12.0, "done"), ("t", "S1", 0.0, 12.0, "cancelled")]
     assert result.orders == {"start": 1, "replicate": 1, "cancel": 1}
@@ -145,8 +148,10 @@ def test_xsufferage_maps_the_task_that_would_suffer_most_first():
     # t_near A 12 / B 12 (sufferage 0). t_far takes A1, then t_near takes B1.
     w = grid_workload(
         [task("t_near", {"a1": 10.0, "b1": 10.0}, {"g": 100}), task("t_far", {"a1": 10.0, "b1": 10.0}, {"f": 1000})],
-        {"A": ["A1"], "B": ["B1"]}, bandwidth=100.0, stored={"A": {"f": 1000}},
-    )  # fmt: skip
+        {"A": ["A1"], "B": ["B1"]},
+        bandwidth=100.0,
+        stored={"A": {"f": 1000}},
+    )
     result = run(w, "xsufferage", "oracle")
     assert [(job, machine) for job, machine, *_ in runs(result)] == [("t_far", "A1"), ("t_near", "B1")]
 
@@ -192,7 +197,11 @@ def test_the_makespan_bound_counts_inputs_the_home_link_must_carry():
 
     # Two tasks of 1 s each on two sites, 1000 + 500 bytes over a 100 B/s link: the link needs 15 s,
     # a shared input counts once, and an input a data server already holds not at all.
-    jobs = [task("a", {"a1": 1.0}, {"f": 1000}), task("b", {"b1": 1.0}, {"g": 500}), task("c", {"a1": 1.0}, {"f": 1000})]
+    jobs = [
+        task("a", {"a1": 1.0}, {"f": 1000}),
+        task("b", {"b1": 1.0}, {"g": 500}),
+        task("c", {"a1": 1.0}, {"f": 1000}),
+    ]
     w = grid_workload(jobs, {"A": ["A1"], "B": ["B1"]}, bandwidth=100.0)
     assert makespan_lower_bound(w) == 15.0
     for policy in DATA_AWARE:

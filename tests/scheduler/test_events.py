@@ -102,8 +102,12 @@ def test_lost_machine_back_before_its_replacement_started_resumes_without_orders
 
 def test_end_close_to_estimate_follows_the_plan_without_a_pass():
     observed = []
-    s = scheduler({"A": {"fast": 10}, "B": {"fast": 5}}, [("F", "fast")], policy="edf:objective=flowtime",
-                  on_observation=lambda j, r, m, w: observed.append((j.id, m.id, w)))  # fmt: skip
+    s = scheduler(
+        {"A": {"fast": 10}, "B": {"fast": 5}},
+        [("F", "fast")],
+        policy="edf:objective=flowtime",
+        on_observation=lambda j, r, m, w: observed.append((j.id, m.id, w)),
+    )
     s.submit([job("A"), job("B")], 0)  # shortest first: B, then A planned at 5
     passes = s.passes
     assert kinds(s.job_ended("B", "F", 5.5)) == [("start", "A", "F")]
@@ -122,7 +126,9 @@ def test_failure_drops_dependents_and_stops_streaming_consumers():
     notes = []
     times = {"P": {"a": 10}, "C": {"b": 10}, "D": {"a": 1}, "E": {"a": 1}}
     s = scheduler(times, [("A", "a"), ("B", "b")], on_notify=lambda j, text: notes.append((j.id, text)))
-    orders = s.submit([job("P"), job("C", stream_from="P"), job("D", depends_on=("P",)), job("E", depends_on=("D",))], 0)
+    orders = s.submit(
+        [job("P"), job("C", stream_from="P"), job("D", depends_on=("P",)), job("E", depends_on=("D",))], 0
+    )
     assert kinds(orders) == [("start", "P", "A"), ("start", "C", "B")]
     assert kinds(s.job_failed("P", "A", 3, "segfault")) == [("cancel", "C", "B")]
     status = {j: s.state.jobs[j].status for j in "PCDE"}

@@ -82,11 +82,22 @@ def test_vectorised_evaluation_equals_the_plain_loop(seed):
     rng = np.random.default_rng(seed)
     setup = Setup(jobs=25, nodes=6, stores=4, remotes=3, objects=12, per_job=(0, 4))
     base = generate(setup, seed)
-    speeds = rng.uniform(0.5, 2.0, setup.nodes)  # heterogeneous nodes, some busy at the start, one job unrunnable on node 0
+    speeds = rng.uniform(
+        0.5, 2.0, setup.nodes
+    )  # heterogeneous nodes, some busy at the start, one job unrunnable on node 0
     compute_ = base.compute * speeds
     compute_[0, 0] = np.inf
-    problem = Problem(compute_, base.requires, base.size, base.source, base.remote_to_store, base.store_to_node,
-                      base.remote_to_node, ready=rng.uniform(0, 500, setup.nodes), clock=0.0)  # fmt: skip
+    problem = Problem(
+        compute_,
+        base.requires,
+        base.size,
+        base.source,
+        base.remote_to_store,
+        base.store_to_node,
+        base.remote_to_node,
+        ready=rng.uniform(0, 500, setup.nodes),
+        clock=0.0,
+    )
     population = random_population(problem, 30, rng)
     population.stores[::3] = problem.no_replica  # some objects not replicated
     expected = [evaluate_reference(problem, *(s[i] for s in population)) for i in range(30)]
@@ -95,7 +106,9 @@ def test_vectorised_evaluation_equals_the_plain_loop(seed):
     fifo = np.tile(np.arange(problem.jobs), (5, 1))
     ll = timeline(problem, fifo, None, population.stores[:5])
     assert np.all(ll.nodes[:, 0] != 0)
-    assert np.allclose(ll.makespan, [evaluate_reference(problem, fifo[i], ll.nodes[i], population.stores[i]) for i in range(5)])
+    assert np.allclose(
+        ll.makespan, [evaluate_reference(problem, fifo[i], ll.nodes[i], population.stores[i]) for i in range(5)]
+    )
 
 
 def _is_order_crossover(child: np.ndarray, first: np.ndarray, second: np.ndarray) -> bool:
@@ -143,11 +156,15 @@ def test_assignment_crossover_and_reversal_mutation():
 
 def test_elitism_keeps_the_best_and_evolution_is_seeded():
     problem = generate(Setup(jobs=30, nodes=5, stores=5, objects=15), 0)
-    runs = [evolve(problem, Settings(parents=4, children=12, generations=30), np.random.default_rng(7)) for _ in range(2)]
+    runs = [
+        evolve(problem, Settings(parents=4, children=12, generations=30), np.random.default_rng(7)) for _ in range(2)
+    ]
     history = runs[0].history
     assert len(history) == 31 and (np.diff(history) <= 0).all()
     assert runs[0].makespan == history[-1] == evaluate(problem, runs[0].best)[0]
-    assert runs[1].makespan == runs[0].makespan and all((x == y).all() for x, y in zip(runs[0].best, runs[1].best, strict=True))
+    assert runs[1].makespan == runs[0].makespan and all(
+        (x == y).all() for x, y in zip(runs[0].best, runs[1].best, strict=True)
+    )
     # a generation of children all worse than the elite: the elite takes the last parent's place, first in line
     kids = random_population(problem, 6, np.random.default_rng(1))
     elite = random_population(problem, 1, np.random.default_rng(2))
@@ -160,15 +177,33 @@ def test_ga_beats_the_greedy_baselines_on_a_paper_like_instance():
     problem = generate(Setup(jobs=40, nodes=10, stores=10), 3)
     ga = evolve(problem, Settings(generations=40), np.random.default_rng(0)).makespan
     rng = np.random.default_rng(0)
-    best_greedy = min(greedy(problem, jobs, rep, rng, runs=5).makespan.mean() for jobs in ("ll", "rand") for rep in ("none", "rand"))
+    best_greedy = min(
+        greedy(problem, jobs, rep, rng, runs=5).makespan.mean() for jobs in ("ll", "rand") for rep in ("none", "rand")
+    )
     assert ga < best_greedy
 
 
 def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="requires has shape"):
-        Problem(HAND.compute, HAND.requires[:, :1], HAND.size, HAND.source, HAND.remote_to_store, HAND.store_to_node, HAND.remote_to_node)
+        Problem(
+            HAND.compute,
+            HAND.requires[:, :1],
+            HAND.size,
+            HAND.source,
+            HAND.remote_to_store,
+            HAND.store_to_node,
+            HAND.remote_to_node,
+        )
     with pytest.raises(ValueError, match="bandwidths must be positive"):
-        Problem(HAND.compute, HAND.requires, HAND.size, HAND.source, HAND.remote_to_store * 0, HAND.store_to_node, HAND.remote_to_node)
+        Problem(
+            HAND.compute,
+            HAND.requires,
+            HAND.size,
+            HAND.source,
+            HAND.remote_to_store * 0,
+            HAND.store_to_node,
+            HAND.remote_to_node,
+        )
     with pytest.raises(ValueError, match="order and nodes must be 1 x 3"):
         timeline(HAND, np.array([[0, 1, 2]]), np.array([[0, 1]]), np.array([[0, 0]]))
     with pytest.raises(ValueError, match="parents"):
@@ -221,7 +256,13 @@ def test_jobs_ll_policy_in_the_simulator():
 def test_ga_window_and_applicability():
     # window=1: one job per pass, to where it ends soonest, and a pass runs on arrival or when a machine frees:
     # x -> A 0-2 (B idle: nothing else is in the window); at 2, y -> A 2-5 (B would end at 8); at 5, z -> A 5-15 (B: 16)
-    assert placed(run("ga:window=1,generations=5")) == {"x": ("A", 0.0, 2.0), "y": ("A", 2.0, 5.0), "z": ("A", 5.0, 15.0)}
-    assert {"ga", "jobs-ll-rep-none", "jobs-ll-rep-rand", "jobs-rand-rep-none", "jobs-rand-rep-rand"} <= set(applicable_policies(()))
+    assert placed(run("ga:window=1,generations=5")) == {
+        "x": ("A", 0.0, 2.0),
+        "y": ("A", 2.0, 5.0),
+        "z": ("A", 5.0, 15.0),
+    }
+    assert {"ga", "jobs-ll-rep-none", "jobs-ll-rep-rand", "jobs-rand-rep-none", "jobs-rand-rep-rand"} <= set(
+        applicable_policies(())
+    )
     with pytest.raises(ValueError, match="one-slot jobs"):
         run("ga:generations=1", size=2)

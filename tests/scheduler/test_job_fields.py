@@ -16,12 +16,34 @@ from simulator.workload import JobSpec
 
 JOB_FIELDS = {f.name: f for f in fields(Job)}
 EVERY_FIELD_SET = Job(
-    id="j1", algorithm="blastn", submit=5.0, params={"query": "q.fa", "evalue": 0.1}, features={"residues": 300.0},
-    deadline=900.0, priority=3, depends_on=("j0",), stream_from="j0", size=2, platforms=("type2", "type6"),
-    checkpoint=frozenset({"type6", "type2"}), data="nt", inputs=(("q.fa", 300),), memory=2**30, seq=7,
-    estimates={"type2": 12.5, "type6": None}, planned_memory={"type6": 3 * 2**31}, status=JobStatus.DONE, runs={"m1": Run("m1", 6.0, 1, 12.5)},
-    progress=0.5, attempts=2, planned_machine="m2", planned_start=20.0, started=6.0, ended=19.0, message="ok",
-)  # fmt: skip
+    id="j1",
+    algorithm="blastn",
+    submit=5.0,
+    params={"query": "q.fa", "evalue": 0.1},
+    features={"residues": 300.0},
+    deadline=900.0,
+    priority=3,
+    depends_on=("j0",),
+    stream_from="j0",
+    size=2,
+    platforms=("type2", "type6"),
+    checkpoint=frozenset({"type6", "type2"}),
+    data="nt",
+    inputs=(("q.fa", 300),),
+    memory=2**30,
+    seq=7,
+    estimates={"type2": 12.5, "type6": None},
+    planned_memory={"type6": 3 * 2**31},
+    status=JobStatus.DONE,
+    runs={"m1": Run("m1", 6.0, 1, 12.5)},
+    progress=0.5,
+    attempts=2,
+    planned_machine="m2",
+    planned_start=20.0,
+    started=6.0,
+    ended=19.0,
+    message="ok",
+)
 
 
 def test_the_sample_job_sets_every_field() -> None:
@@ -45,14 +67,20 @@ def test_a_job_with_every_field_set_comes_back_from_the_store(store: Measurement
     state.add_job(EVERY_FIELD_SET)
     SchedulerStore(store.engine).save(state, [], now=0.0)
     loaded = SchedulerStore(store.engine).load().jobs["j1"]
-    assert {name: getattr(loaded, name) for name in STORED_FIELDS} == {name: getattr(EVERY_FIELD_SET, name) for name in STORED_FIELDS}
+    assert {name: getattr(loaded, name) for name in STORED_FIELDS} == {
+        name: getattr(EVERY_FIELD_SET, name) for name in STORED_FIELDS
+    }
 
 
 def test_a_workload_job_spec_gives_every_asked_field_with_the_job_s_type() -> None:
     spec_fields = {f.name: f.type for f in fields(JobSpec)}
-    assert ASKED_FIELDS and {name: spec_fields.get(name) for name in ASKED_FIELDS} == {name: JOB_FIELDS[name].type for name in ASKED_FIELDS}
+    assert ASKED_FIELDS and {name: spec_fields.get(name) for name in ASKED_FIELDS} == {
+        name: JOB_FIELDS[name].type for name in ASKED_FIELDS
+    }
     spec = JobSpec(**{name: getattr(EVERY_FIELD_SET, name) for name in ASKED_FIELDS}, true_times={"type2": 10.0})
-    assert {name: getattr(spec.job(), name) for name in ASKED_FIELDS} == {name: getattr(EVERY_FIELD_SET, name) for name in ASKED_FIELDS}
+    assert {name: getattr(spec.job(), name) for name in ASKED_FIELDS} == {
+        name: getattr(EVERY_FIELD_SET, name) for name in ASKED_FIELDS
+    }
 
 
 def test_the_api_schemas_name_job_fields() -> None:

@@ -71,12 +71,22 @@ class SchedulerProcess:
     def __init__(self, home: Path, store_url: str, log: Path) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "PREDICTOR_HOME": str(home), "PREDICTOR_STORE_URL": store_url, "PREDICTOR_API_TOKEN": TOKEN,
-               "PREDICTOR_API_RELOAD_INTERVAL_S": "0", "PREDICTOR_API_REGISTRY_WAIT_S": "1", "PREDICTOR_SCHEDULER_LEASE_S": "3"}  # fmt: skip
+        env = {
+            **os.environ,
+            "PREDICTOR_HOME": str(home),
+            "PREDICTOR_STORE_URL": store_url,
+            "PREDICTOR_API_TOKEN": TOKEN,
+            "PREDICTOR_API_RELOAD_INTERVAL_S": "0",
+            "PREDICTOR_API_REGISTRY_WAIT_S": "1",
+            "PREDICTOR_SCHEDULER_LEASE_S": "3",
+        }
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "predictor", "scheduler", "--port", str(self.port)], env=env, cwd=PROJECT_ROOT,
-            stdout=log.open("w"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [sys.executable, "-m", "predictor", "scheduler", "--port", str(self.port)],
+            env=env,
+            cwd=PROJECT_ROOT,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
         wait_until_ready(f"{self.base}/readyz", timeout=120, process=self.proc)
 
     def runs(self) -> bool:
@@ -109,15 +119,22 @@ def test_two_scheduler_processes_one_runs_the_other_takes_over_after_sigkill(pos
         standby = httpx.get(f"{second.base}/v1/jobs", timeout=10)
         assert standby.status_code == 503 and "stands by" in standby.json()["detail"]
         assert first.post("/v1/machines/m1/events", {"event": "gained", "platform": "cpu2"}).status_code == 200
-        started = first.post("/v1/jobs", [{"id": "a", "algorithm": "mafft", "features": FEATURES},
-                                          {"id": "b", "algorithm": "mafft", "features": FEATURES}])  # fmt: skip
+        started = first.post(
+            "/v1/jobs",
+            [
+                {"id": "a", "algorithm": "mafft", "features": FEATURES},
+                {"id": "b", "algorithm": "mafft", "features": FEATURES},
+            ],
+        )
         assert started.status_code == 200, started.text
         first.proc.send_signal(signal.SIGKILL)
         first.proc.wait(timeout=30)
         killed = time.monotonic()
         assert eventually(second.runs, timeout=30)
         took = time.monotonic() - killed
-        assert took < 3 + 5, f"the standby took {took:.1f} s to take over a lease of 3 s"  # lease time, plus its renewal rhythm
+        assert took < 3 + 5, (
+            f"the standby took {took:.1f} s to take over a lease of 3 s"
+        )  # lease time, plus its renewal rhythm
         assert second.post("/v1/jobs/a/events", {"event": "ended", "machine": "m1"}).status_code == 200
         assert second.post("/v1/jobs", {"id": "c", "algorithm": "mafft", "features": FEATURES}).status_code == 200
         second.post("/v1/jobs/b/events", {"event": "ended", "machine": "m1"})

@@ -17,7 +17,9 @@ from tests.scheduler import kit
 TWO = Cluster({"a": PlatformSpec("a"), "b": PlatformSpec("b")}, [MachineSpec("A", "a"), MachineSpec("B", "b")])
 
 
-def workload(times: dict[str, dict[str, float]], cluster: Cluster = TWO, submit: dict[str, float] | None = None, **extra) -> Workload:
+def workload(
+    times: dict[str, dict[str, float]], cluster: Cluster = TWO, submit: dict[str, float] | None = None, **extra
+) -> Workload:
     """Jobs in the order of ``times`` (the queue order), all at 0 unless ``submit`` says otherwise."""
     submit = submit or {}
     jobs = [JobSpec(n, submit.get(n, 0.0), "algo", t, params={"name": n}, **extra.get(n, {})) for n, t in times.items()]
@@ -64,9 +66,15 @@ EXPECTED = {
     ("sufferage", "FOUR"): [("w", "B", 0, 8), ("x", "B", 8, 27), ("y", "A", 0, 11), ("z", "A", 11, 29)],
 }
 MAKESPANS = {
-    ("mct", "THREE"): 11, ("minmin", "THREE"): 11, ("maxmin", "THREE"): 10, ("sufferage", "THREE"): 11,
-    ("mct", "FOUR"): 31, ("minmin", "FOUR"): 36, ("maxmin", "FOUR"): 35, ("sufferage", "FOUR"): 29,
-}  # fmt: skip
+    ("mct", "THREE"): 11,
+    ("minmin", "THREE"): 11,
+    ("maxmin", "THREE"): 10,
+    ("sufferage", "THREE"): 11,
+    ("mct", "FOUR"): 31,
+    ("minmin", "FOUR"): 36,
+    ("maxmin", "FOUR"): 35,
+    ("sufferage", "FOUR"): 29,
+}
 
 
 @pytest.mark.parametrize(("policy", "instance"), sorted(EXPECTED))
@@ -77,7 +85,9 @@ def test_assignments_and_makespans_by_hand(policy: str, instance: str):
     makespan = compute(result).makespan
     assert makespan == MAKESPANS[(policy, instance)]
     # bounds: THREE max(10, 15 / 2) = 10 (Max-Min reaches it); FOUR max(19, 50 / 2) = 25
-    assert makespan >= makespan_lower_bound(w) == pytest.approx({"THREE": 10, "FOUR": 27.875}[instance], rel=1e-6)  # FOUR: the LP bound
+    assert (
+        makespan >= makespan_lower_bound(w) == pytest.approx({"THREE": 10, "FOUR": 27.875}[instance], rel=1e-6)
+    )  # FOUR: the LP bound
 
 
 @pytest.mark.parametrize("policy", ["mct", "minmin", "maxmin", "sufferage"])
@@ -95,7 +105,9 @@ def test_a_job_is_deferred_for_a_busy_fast_machine(policy: str):
 def test_many_slot_machines_take_jobs_by_size():
     # M has 2 slots (platform a), N one (b). big needs 2 slots, so only M; Min-Min: s1 M3|N5 -> M (0-3), lanes 0, 3;
     # s2 M3|N5 -> M (0-3), lanes 3, 3; big waits for both lanes: M (3-7). Makespan 7.
-    cluster = Cluster({"a": PlatformSpec("a"), "b": PlatformSpec("b")}, [MachineSpec("M", "a", 2), MachineSpec("N", "b")])
+    cluster = Cluster(
+        {"a": PlatformSpec("a"), "b": PlatformSpec("b")}, [MachineSpec("M", "a", 2), MachineSpec("N", "b")]
+    )
     times = {"big": {"a": 4}, "s1": {"a": 3, "b": 5}, "s2": {"a": 3, "b": 5}}
     result = run(workload(times, cluster, big={"size": 2}), "minmin")
     assert segments(result) == [("big", "M", 3, 7), ("s1", "M", 0, 3), ("s2", "M", 0, 3)]
@@ -110,4 +122,9 @@ def test_without_estimates_jobs_start_on_free_machines(policy: str):
 
 def test_registered_for_plain_workloads():
     assert {"mct", "minmin", "maxmin", "sufferage"} <= set(applicable_policies(()))
-    assert [make_policy(n).name for n in ("mct", "minmin", "maxmin", "sufferage")] == ["mct", "minmin", "maxmin", "sufferage"]
+    assert [make_policy(n).name for n in ("mct", "minmin", "maxmin", "sufferage")] == [
+        "mct",
+        "minmin",
+        "maxmin",
+        "sufferage",
+    ]

@@ -45,7 +45,10 @@ def service(store: MeasurementStore, catalog, clock: Clock) -> SchedulerService:
 def memory_view(s: SchedulerService) -> dict:
     state = s.state
     return {
-        "jobs": {j.id: (j.status, j.memory, j.planned_memory, {m: r.memory for m, r in j.runs.items()}) for j in state.jobs.values()},
+        "jobs": {
+            j.id: (j.status, j.memory, j.planned_memory, {m: r.memory for m, r in j.runs.items()})
+            for j in state.jobs.values()
+        },
         "machines": {m.id: (m.node_memory, m.memory_used, m.used) for m in state.machines.values()},
     }
 
@@ -55,15 +58,26 @@ def test_memory_survives_a_restart_and_still_limits_placement(store, catalog):
     first = service(store, catalog, clock)
     first.machine_event("cpu-1", "gained", platform="cpu-small", slots=4, node_memory=8 * GIB)
     first.machine_event("gpu-1", "gained", platform="gpu-a100")  # no memory size
-    first.submit([Job(id="big", algorithm="mafft", submit=0, memory=5 * GIB), Job(id="guess", algorithm="blastn", submit=0, platforms=("cpu-small",))])
+    first.submit(
+        [
+            Job(id="big", algorithm="mafft", submit=0, memory=5 * GIB),
+            Job(id="guess", algorithm="blastn", submit=0, platforms=("cpu-small",)),
+        ]
+    )
     before = memory_view(first)
     assert before["jobs"]["big"] == (JobStatus.RUNNING, 5 * GIB, {}, {"cpu-1": 5 * GIB})  # above 2**32: 64-bit columns
     assert before["jobs"]["guess"] == (JobStatus.RUNNING, None, {"cpu-small": 1.5 * GIB + 1}, {"cpu-1": 1.5 * GIB + 1})
     assert before["machines"]["cpu-1"] == (8 * GIB, [6.5 * GIB + 1], 2) and before["machines"]["gpu-1"] == (None, [], 0)
     with store.engine.connect() as conn:  # stored as the columns, not only in memory
         assert conn.execute(select(sched_jobs.c.memory).where(sched_jobs.c.id == "big")).scalar_one() == 5 * GIB
-        assert conn.execute(select(sched_machines.c.node_memory).where(sched_machines.c.id == "cpu-1")).scalar_one() == 8 * GIB
-        assert sorted(conn.execute(select(sched_runs.c.job_id, sched_runs.c.memory)).all()) == [("big", 5 * GIB), ("guess", 1.5 * GIB + 1)]
+        assert (
+            conn.execute(select(sched_machines.c.node_memory).where(sched_machines.c.id == "cpu-1")).scalar_one()
+            == 8 * GIB
+        )
+        assert sorted(conn.execute(select(sched_runs.c.job_id, sched_runs.c.memory)).all()) == [
+            ("big", 5 * GIB),
+            ("guess", 1.5 * GIB + 1),
+        ]
     second = service(store, catalog, clock)
     assert memory_view(second) == before
     # after the restart the memory still counts: 1.5 GiB is free, a 2 GiB job waits though 2 slots are free
@@ -81,10 +95,16 @@ def test_a_job_no_node_has_memory_for_waits_while_a_smaller_one_backfills(store,
     s.machine_event("cpu-1", "gained", platform="cpu-small", slots=4, node_memory=8 * GIB)
     s.submit([Job(id="holder", algorithm="blastn", submit=0, memory=5 * GIB, platforms=("cpu-small",))])
     clock.now += 1
-    s.submit([Job(id="huge", algorithm="blastn", submit=0, memory=6 * GIB, platforms=("cpu-small",)),
-              Job(id="small", algorithm="mafft", submit=0, memory=1 * GIB)])  # fmt: skip
+    s.submit(
+        [
+            Job(id="huge", algorithm="blastn", submit=0, memory=6 * GIB, platforms=("cpu-small",)),
+            Job(id="small", algorithm="mafft", submit=0, memory=1 * GIB),
+        ]
+    )
     huge, small = s.job("huge"), s.job("small")
-    assert huge.status is JobStatus.PENDING and s.state.machines["cpu-1"].free >= 2, "slots are free: memory holds it back"
+    assert huge.status is JobStatus.PENDING and s.state.machines["cpu-1"].free >= 2, (
+        "slots are free: memory holds it back"
+    )
     assert huge.planned_start == 1_100.0, "reserved for when the holder's 5 GiB come back"
     assert small.status is JobStatus.RUNNING
     restarted = service(store, catalog, clock)
@@ -100,15 +120,25 @@ def test_a_job_without_memory_is_planned_with_the_oracle_s_limit_and_a_user_s_me
     s = service(store, catalog, clock)
     s.machine_event("cpu-1", "gained", platform="cpu-small", slots=4, node_memory=GIB)  # smaller than the 1.5 GiB limit
     s.machine_event("gpu-1", "gained", platform="gpu-a100")
-    guessed, asked, unknown = s.submit([
-        Job(id="guessed", algorithm="blastn", submit=0, platforms=("cpu-small",)),
-        Job(id="asked", algorithm="blastn", submit=0, memory=GIB // 2, platforms=("cpu-small",)),
-        Job(id="unknown", algorithm="mafft", submit=0),
-    ])  # fmt: skip
-    assert (guessed.memory, guessed.planned_memory, guessed.status) == (None, {"cpu-small": 1.5 * GIB + 1}, JobStatus.PENDING)
+    guessed, asked, unknown = s.submit(
+        [
+            Job(id="guessed", algorithm="blastn", submit=0, platforms=("cpu-small",)),
+            Job(id="asked", algorithm="blastn", submit=0, memory=GIB // 2, platforms=("cpu-small",)),
+            Job(id="unknown", algorithm="mafft", submit=0),
+        ]
+    )
+    assert (guessed.memory, guessed.planned_memory, guessed.status) == (
+        None,
+        {"cpu-small": 1.5 * GIB + 1},
+        JobStatus.PENDING,
+    )
     assert (asked.memory, asked.planned_memory, asked.status) == (GIB // 2, {}, JobStatus.RUNNING)
-    assert (unknown.memory, unknown.planned_memory, unknown.status) == (None, {}, JobStatus.RUNNING), "no memory champion: None"
-    both = s.submit([Job(id="both", algorithm="blastn", submit=0)])[0]  # its limit is cpu-small's; the GPU has no memory size
+    assert (unknown.memory, unknown.planned_memory, unknown.status) == (None, {}, JobStatus.RUNNING), (
+        "no memory champion: None"
+    )
+    both = s.submit([Job(id="both", algorithm="blastn", submit=0)])[
+        0
+    ]  # its limit is cpu-small's; the GPU has no memory size
     assert both.planned_memory == {"cpu-small": 1.5 * GIB + 1} and both.runs.keys() == {"gpu-1"}
 
 
@@ -145,4 +175,8 @@ def test_a_policy_that_does_not_plan_memory_is_refused_a_machine_with_node_memor
 
 
 def test_the_policies_that_plan_memory_say_so():
-    assert {name for name in ("fcfs", "easy", "conservative", "edf") if make_policy(name).plans_memory} == {"fcfs", "easy", "conservative"}
+    assert {name for name in ("fcfs", "easy", "conservative", "edf") if make_policy(name).plans_memory} == {
+        "fcfs",
+        "easy",
+        "conservative",
+    }

@@ -19,7 +19,10 @@ Row = tuple[str, float, int, float]  # id, submit, processors, run (= request)
 
 def log(rows: list[Row], nodes: int, per_node: int, mode: str) -> Workload:
     """Jobs on one machine of ``nodes`` x ``per_node`` slots, as nodes (``packed``) or one pool (``pooled``)."""
-    jobs = [JobSpec(n, t, "log", {"m": run}, params={"job": n, "requested_time": run}, size=size) for n, t, size, run in rows]
+    jobs = [
+        JobSpec(n, t, "log", {"m": run}, params={"job": n, "requested_time": run}, size=size)
+        for n, t, size, run in rows
+    ]
     machine = MachineSpec("m", "m", nodes * per_node, node_slots=per_node if mode == "packed" else 0)
     return Workload("toy", jobs, Cluster({"m": PlatformSpec("m")}, [machine]))
 
@@ -85,7 +88,9 @@ def test_a_packed_job_never_exceeds_a_nodes_slots_and_holds_what_it_needs(policy
     result = run(w, policy, "last_two_mean")
     occupancy_never_exceeds_nodes(result, 4)
     size = {name: s for name, _, s, _ in rows}
-    assert all(sorted((sl for _, sl in s.nodes), reverse=True) == list(node_needs(size[s.job], {}, 4)) for s in result.segments)
+    assert all(
+        sorted((sl for _, sl in s.nodes), reverse=True) == list(node_needs(size[s.job], {}, 4)) for s in result.segments
+    )
 
 
 def test_easys_reservation_is_on_nodes_a_job_that_fits_the_pool_but_not_the_nodes_is_not_backfilled():
@@ -93,9 +98,25 @@ def test_easys_reservation_is_on_nodes_a_job_that_fits_the_pool_but_not_the_node
     # H needs a whole node: reserved on node 1 at 50. C (2 processors, 200 s) would fit the pool beside H's
     # reservation (2 of 6 slots left at 50) but only node 1 has 2 free slots: it is not backfilled. F (1) fits the
     # slot left on node 2 and is.
-    rows = [("A", 0, 4, 100), ("B", 0, 2, 50), ("D", 0, 3, 1000), ("E", 0, 3, 1000), ("H", 1, 4, 10), ("C", 2, 2, 200), ("F", 3, 1, 200)]
+    rows = [
+        ("A", 0, 4, 100),
+        ("B", 0, 2, 50),
+        ("D", 0, 3, 1000),
+        ("E", 0, 3, 1000),
+        ("H", 1, 4, 10),
+        ("C", 2, 2, 200),
+        ("F", 3, 1, 200),
+    ]
     for policy in ("easy", "conservative"):
-        assert starts(run(log(rows, 4, 4, "packed"), policy)) == {"A": 0, "B": 0, "D": 0, "E": 0, "H": 50, "C": 60, "F": 3}
+        assert starts(run(log(rows, 4, 4, "packed"), policy)) == {
+            "A": 0,
+            "B": 0,
+            "D": 0,
+            "E": 0,
+            "H": 50,
+            "C": 60,
+            "F": 3,
+        }
     assert starts(run(log(rows, 4, 4, "pooled"), "easy")) == {"A": 0, "B": 0, "D": 0, "E": 0, "H": 1, "C": 11, "F": 11}
 
 
@@ -111,7 +132,11 @@ def pooled_log(seed: int, n: int = 120, slots: int = 16) -> Workload:
         t += rng.expovariate(1 / 20)
         seconds = rng.choice([5, 20, 60, 200, 600])
         params = {"job": i, "user": i % 7, "requested_time": seconds * rng.choice([1, 1, 2, 5])}
-        jobs.append(JobSpec(f"j{i}", round(t), "log", {"pool": seconds}, params=params, size=rng.choice([1, 1, 2, 3, 4, 6, 8, 12])))
+        jobs.append(
+            JobSpec(
+                f"j{i}", round(t), "log", {"pool": seconds}, params=params, size=rng.choice([1, 1, 2, 3, 4, 6, 8, 12])
+            )
+        )
     return Workload("toy", jobs, Cluster({"pool": PlatformSpec("pool")}, [MachineSpec("pool", "pool", slots)]))
 
 

@@ -37,7 +37,13 @@ PLAN = {
     "seed": 7,
     "repeats": 1,
     "timeout_s": 60,
-    "inputs": {"fam": {"generator": "family", "alphabet": "protein", "grid": {"n_sequences": [4, 8, 12, 16], "length": [40], "mutation_rate": [0.2]}}},
+    "inputs": {
+        "fam": {
+            "generator": "family",
+            "alphabet": "protein",
+            "grid": {"n_sequences": [4, 8, 12, 16], "length": [40], "mutation_rate": [0.2]},
+        }
+    },
     "jobs": [{"algorithm": "mafft", "platforms": ["cpu2"], "files": {"input": "fam"}}],
 }
 
@@ -45,8 +51,15 @@ PLAN = {
 def _settings(root: Path, **probe) -> Settings:
     plan = root / "plan.yaml"
     plan.write_text(yaml.safe_dump(PLAN))
-    return Settings(home=root / "home", data_roots=[root], api_token=TOKEN, api_reload_interval_s=0, probe_plan=plan,
-                    probe_workdir=root / "inputs", **probe)  # fmt: skip
+    return Settings(
+        home=root / "home",
+        data_roots=[root],
+        api_token=TOKEN,
+        api_reload_interval_s=0,
+        probe_plan=plan,
+        probe_workdir=root / "inputs",
+        **probe,
+    )
 
 
 @pytest.fixture
@@ -71,8 +84,14 @@ def _orders(base: str, after: int) -> list[dict]:
 def _execute(settings: Settings, order: dict) -> None:
     """What an executor does with a PROBE order: run the profile wrapper's command (as the Slurm bridge's script does)."""
     probe = order["probe"]
-    command = profile_probe_command(load_catalog(*settings.catalog_paths), probe["run_id"], probe["algorithm"], probe["platform"],
-                                    probe["params"], probe["cap_s"])  # fmt: skip
+    command = profile_probe_command(
+        load_catalog(*settings.catalog_paths),
+        probe["run_id"],
+        probe["algorithm"],
+        probe["platform"],
+        probe["params"],
+        probe["cap_s"],
+    )
     env = {**os.environ, "PREDICTOR_HOME": str(settings.home), "PYTHONPATH": str(PROJECT_ROOT)}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -89,7 +108,11 @@ def test_an_idle_machine_probes_within_budget_and_a_real_job_cancels_the_probe_i
     (ordered,) = _orders(base, 0)
     probe = ordered["probe"]
     assert probe["algorithm"] == "mafft" and probe["platform"] == "cpu2" and probe["cap_s"] == CAP_S
-    assert probe["run_id"] == ordered["job"] and probe["run_id"].startswith("probe-") and Path(probe["params"]["input"]).is_file()
+    assert (
+        probe["run_id"] == ordered["job"]
+        and probe["run_id"].startswith("probe-")
+        and Path(probe["params"]["input"]).is_file()
+    )
 
     _execute(settings, ordered)  # the real program, through the profile wrapper, stored by it
     measured = store.measurement(probe["run_id"])
@@ -102,13 +125,22 @@ def test_an_idle_machine_probes_within_budget_and_a_real_job_cancels_the_probe_i
     follow = after_end[0]
     assert follow["job"] != ordered["job"], "a measured candidate is not probed again"
 
-    _post(base, "/v1/jobs", [{"id": "j1", "algorithm": "mafft", "features": FEATURES}, {"id": "j2", "algorithm": "mafft", "features": FEATURES}])
+    _post(
+        base,
+        "/v1/jobs",
+        [
+            {"id": "j1", "algorithm": "mafft", "features": FEATURES},
+            {"id": "j2", "algorithm": "mafft", "features": FEATURES},
+        ],
+    )
     taken = _orders(base, follow["seq"])
     assert sorted(o["machine"] for o in taken if o["kind"] == "start") == ["m1", "m2"]
     assert [(o["job"], o["machine"]) for o in taken if o["kind"] == "cancel_probe"] == [(follow["job"], "m1")]
     cancel = next(o for o in taken if o["kind"] == "cancel_probe")
     start_on_m1 = next(o for o in taken if o["kind"] == "start" and o["machine"] == "m1")
-    assert cancel["issued_at"] == start_on_m1["issued_at"] and cancel["seq"] < start_on_m1["seq"], "same step, the machine freed first"
+    assert cancel["issued_at"] == start_on_m1["issued_at"] and cancel["seq"] < start_on_m1["seq"], (
+        "same step, the machine freed first"
+    )
     assert cancel["attempt"] == follow["attempt"] and not [o for o in taken if o["kind"] == "probe"]
 
     late = inbox.add_event("probe_ended", machine="m1", job=follow["job"], payload={"attempt": follow["attempt"]})
@@ -138,7 +170,9 @@ def test_a_probe_killed_at_its_cap_is_capped_and_a_restarted_service_keeps_its_p
     clock = Clock()
 
     def start() -> SchedulerService:
-        return SchedulerService(store, FixedSeconds(), catalog, clock=clock, prober=idle_prober(settings, store, catalog))
+        return SchedulerService(
+            store, FixedSeconds(), catalog, clock=clock, prober=idle_prober(settings, store, catalog)
+        )
 
     first = start()
     orders = first.machine_event("m1", "gained", platform="cpu2") + first.machine_event("m2", "gained", platform="cpu2")
@@ -146,16 +180,28 @@ def test_a_probe_killed_at_its_cap_is_capped_and_a_restarted_service_keeps_its_p
     assert first.machine_event("m3", "gained", platform="cpu2") == [], "two caps fill the budget"
 
     again = start()  # a restart: the running probes and the budget they hold are read back
-    assert again.prober is not None and {m: r.token for m, r in again.prober.running.items()} == {"m1": orders[0].attempt, "m2": orders[1].attempt}
+    assert again.prober is not None and {m: r.token for m, r in again.prober.running.items()} == {
+        "m1": orders[0].attempt,
+        "m2": orders[1].attempt,
+    }
     assert again.start_probes() == []
 
     (order,) = [o for o in again.orders() if o["kind"] == "probe" and o["machine_id"] == "m1"]
     probe = order["probe"]
-    command = profile_probe_command(catalog, probe["probe"], probe["algorithm"], probe["platform"], probe["params"], probe["cap_s"])
-    env = {**os.environ, "PREDICTOR_STORE_URL": store_url, "PREDICTOR_HOME": str(settings.home), "PYTHONPATH": str(PROJECT_ROOT)}
+    command = profile_probe_command(
+        catalog, probe["probe"], probe["algorithm"], probe["platform"], probe["params"], probe["cap_s"]
+    )
+    env = {
+        **os.environ,
+        "PREDICTOR_STORE_URL": store_url,
+        "PREDICTOR_HOME": str(settings.home),
+        "PYTHONPATH": str(PROJECT_ROOT),
+    }
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
     measured = store.measurement(probe["probe"])
-    assert done.returncode != 0 and measured is not None and measured.censored and measured.source.value == "probe", done.stdout
+    assert done.returncode != 0 and measured is not None and measured.censored and measured.source.value == "probe", (
+        done.stdout
+    )
     clock.now += cap
     cursor = again.orders()[-1]["seq"]
     again.db.add_event("probe_ended", machine="m1", job=order["job_id"], payload={"attempt": order["attempt"]})
@@ -170,14 +216,18 @@ def test_a_probe_never_reported_ended_is_closed_after_its_cap_and_killed(tmp_pat
     settings = _settings(tmp_path, probe_budget_s=3600.0, probe_cap_s=10.0)
     catalog = load_catalog(*settings.catalog_paths)
     clock = Clock()
-    service = SchedulerService(store, FixedSeconds(), catalog, clock=clock, prober=idle_prober(settings, store, catalog))
+    service = SchedulerService(
+        store, FixedSeconds(), catalog, clock=clock, prober=idle_prober(settings, store, catalog)
+    )
     (first,) = service.machine_event("m1", "gained", platform="cpu2")
     clock.now += 10.0 + OVERDUE_S  # at its cap plus the grace: not yet lost
     assert service.start_probes() == []
     clock.now += 1.0
     cancel, again = service.start_probes()
     assert (cancel.kind.value, cancel.attempt, cancel.reason) == ("cancel_probe", first.attempt, "overdue: lost")
-    assert again.kind.value == "probe" and again.machine == "m1" and again.job != first.job, "not retried on the machine that lost it"
+    assert again.kind.value == "probe" and again.machine == "m1" and again.job != first.job, (
+        "not retried on the machine that lost it"
+    )
     assert service.prober is not None and [r.outcome for r in service.prober.records] == ["failed"]
 
 
@@ -186,4 +236,6 @@ def test_the_settings_know_every_acquisition_rule() -> None:
 
 
 def test_a_migrated_store_has_the_probes_columns(store: MeasurementStore) -> None:
-    assert {c["name"] for c in inspect(store.engine).get_columns("sched_probes")} == {c.name for c in sched_probes.columns}
+    assert {c["name"] for c in inspect(store.engine).get_columns("sched_probes")} == {
+        c.name for c in sched_probes.columns
+    }

@@ -27,7 +27,9 @@ def cluster(*machines: tuple[str, str]) -> Cluster:
 
 
 def run(workload: Workload, policy) -> SimResult:
-    return simulate(workload, make_policy(policy) if isinstance(policy, str) else policy, parse_estimates("oracle").oracle(workload))
+    return simulate(
+        workload, make_policy(policy) if isinstance(policy, str) else policy, parse_estimates("oracle").oracle(workload)
+    )
 
 
 def placed(result: SimResult) -> dict[str, tuple[str, float, float]]:
@@ -37,7 +39,9 @@ def placed(result: SimResult) -> dict[str, tuple[str, float, float]]:
 
 def test_greedy1_gives_the_contended_fast_machine_to_the_job_with_the_largest_benefit():
     # A loses 2 s without F (10 vs 12), B loses 20 (10 vs 30): B takes F although A came first.
-    w = Workload("benefit", [spec("A", 0, {"f": 10, "s": 12}), spec("B", 0, {"f": 10, "s": 30})], cluster(("F", "f"), ("S", "s")))
+    w = Workload(
+        "benefit", [spec("A", 0, {"f": 10, "s": 12}), spec("B", 0, {"f": 10, "s": 30})], cluster(("F", "f"), ("S", "s"))
+    )
     assert placed(run(w, "greedy1")) == {"B": ("F", 0, 10), "A": ("S", 0, 12)}  # mean completion 11
     assert placed(run(w, "fcfs")) == {"A": ("F", 0, 10), "B": ("S", 0, 30)}  # mean completion 20
 
@@ -69,7 +73,10 @@ def test_greedy3_explores_an_unknown_machine_type_then_exploits_what_it_learned(
     w = Workload("explore", jobs, cluster(("F", "f"), ("S", "s")))
     policy = make_policy("greedy3")
     assert placed(run(w, policy)) == {"J1": ("F", 0, 10), "J2": ("S", 15, 35), "J3": ("F", 40, 50)}
-    assert {key: mean.value for key, mean in policy.profile.walls.items()} == {("algo", "f", False): 10, ("algo", "s", False): 20}
+    assert {key: mean.value for key, mean in policy.profile.walls.items()} == {
+        ("algo", "f", False): 10,
+        ("algo", "s", False): 20,
+    }
     assert [machine for machine, _, _ in placed(run(w, "greedy1")).values()] == ["F", "F", "F"]
 
 
@@ -103,7 +110,10 @@ def test_affinity_penalty_counts_the_cache_the_machine_would_lose(data, expected
 
 
 def test_bad_options_are_clear_errors():
-    assert parse_warm_gain("blastn@type6:0.21; blastp@type2:0.125") == {("blastn", "type6"): 0.21, ("blastp", "type2"): 0.125}
+    assert parse_warm_gain("blastn@type6:0.21; blastp@type2:0.125") == {
+        ("blastn", "type6"): 0.21,
+        ("blastp", "type2"): 0.125,
+    }
     for text in ("blastn:0.2", "blastn@type6", "blastn@type6:x", "blastn@type6:1.5"):
         with pytest.raises(ValueError):
             parse_warm_gain(text)
@@ -116,7 +126,17 @@ def test_bad_options_are_clear_errors():
 @pytest.mark.parametrize("policy", ["affinity", "greedy1", "greedy2", "greedy3", "greedy2:warm_gain=blastn@type6:0.21"])
 def test_cli_simulates_the_ncbi_workload_with_each_policy(policy, tmp_path, monkeypatch):
     monkeypatch.setenv("PREDICTOR_HOME", str(tmp_path / "home"))
-    args = ["simulate", "--workload", "ncbi:hours=0.02,per_type=2", "--policy", policy, "--estimates", "oracle", "--json", "--no-chart"]
+    args = [
+        "simulate",
+        "--workload",
+        "ncbi:hours=0.02,per_type=2",
+        "--policy",
+        policy,
+        "--estimates",
+        "oracle",
+        "--json",
+        "--no-chart",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.stdout)

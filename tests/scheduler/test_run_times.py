@@ -18,7 +18,13 @@ from simulator.workloads import ncbi
 def small_workload() -> Workload:
     cluster = Cluster({"a": PlatformSpec("a"), "b": PlatformSpec("b")}, [MachineSpec("A", "a"), MachineSpec("B", "b")])
     jobs = [
-        JobSpec(f"j{i}", float(i), "algo", {"a": 10.0 + i, "b": 20.0 + i}, params={"n": i, "requested_time": 3600 if i else -1})
+        JobSpec(
+            f"j{i}",
+            float(i),
+            "algo",
+            {"a": 10.0 + i, "b": 20.0 + i},
+            params={"n": i, "requested_time": 3600 if i else -1},
+        )
         for i in range(3)
     ]
     return Workload("small", jobs, cluster)
@@ -84,4 +90,8 @@ def test_an_extrapolating_estimate_is_planned_with_its_limit() -> None:
 
     inside = Estimate(platform="cpu", seconds=10.0, upper=12.0, limit=15.0)
     outside = Estimate(platform="gpu", seconds=10.0, upper=30.0, limit=40.0, extrapolating=True)
-    assert seconds({"cpu": inside, "gpu": outside, "none": Estimate(platform="none")}) == {"cpu": 10.0, "gpu": 40.0, "none": None}
+    assert seconds({"cpu": inside, "gpu": outside, "none": Estimate(platform="none")}) == {
+        "cpu": 10.0,
+        "gpu": 40.0,
+        "none": None,
+    }

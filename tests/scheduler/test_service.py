@@ -24,7 +24,11 @@ class FixedOracle:
     """Seconds per (algorithm, platform), whatever the parameters."""
 
     def estimate(self, algorithm, params=None, platforms=None, features=None) -> dict[str, Estimate]:
-        return {p: Estimate(platform=p, seconds=s) for (a, p), s in SECONDS.items() if a == algorithm and (platforms is None or p in platforms)}
+        return {
+            p: Estimate(platform=p, seconds=s)
+            for (a, p), s in SECONDS.items()
+            if a == algorithm and (platforms is None or p in platforms)
+        }
 
 
 class Clock:
@@ -42,7 +46,16 @@ def service(store: MeasurementStore, catalog, clock: Clock) -> SchedulerService:
 def snapshot(s: SchedulerService) -> dict[str, Any]:
     state = s.state
     return {
-        "jobs": {j.id: (j.status, j.attempts, j.planned_machine, j.planned_start, {m: (r.start, r.attempt) for m, r in j.runs.items()}) for j in state.jobs.values()},
+        "jobs": {
+            j.id: (
+                j.status,
+                j.attempts,
+                j.planned_machine,
+                j.planned_start,
+                {m: (r.start, r.attempt) for m, r in j.runs.items()},
+            )
+            for j in state.jobs.values()
+        },
         "machines": {m.id: (m.online, m.used, sorted(m.running), m.busy_until) for m in state.machines.values()},
         "pending": list(state.pending),
         "plan": {m: q for m, q in state.plan.items() if q},
@@ -61,7 +74,9 @@ def test_restart_keeps_every_job_run_plan_and_order(store, catalog):
     before, orders = snapshot(first), first.orders()
     # blastn waits for the GPU (10 s there, 100 s on the CPU); mafft follows j0 on the CPU
     assert {(o["kind"], o["job_id"], o["machine_id"], o["attempt"]) for o in orders} == {
-        ("start", "j0", "gpu-1", 1), ("start", "j1", "gpu-1", 1), ("start", "m", "cpu-1", 1),
+        ("start", "j0", "gpu-1", 1),
+        ("start", "j1", "gpu-1", 1),
+        ("start", "m", "cpu-1", 1),
     }
     assert before["jobs"]["j4"][2:4] == ("gpu-1", 1040.0)
     second = service(store, catalog, clock)
@@ -74,7 +89,9 @@ def test_dependencies_and_failures_survive_a_restart(store, catalog):
     clock = Clock()
     first = service(store, catalog, clock)
     first.machine_event("gpu-1", "gained", platform="gpu-a100")
-    first.submit([Job(id="a", algorithm="blastn", submit=0), Job(id="b", algorithm="blastn", submit=0, depends_on=("a",))])
+    first.submit(
+        [Job(id="a", algorithm="blastn", submit=0), Job(id="b", algorithm="blastn", submit=0, depends_on=("a",))]
+    )
     second = service(store, catalog, clock)
     clock.now += 1
     second.job_event("a", "failed", machine="gpu-1", reason="out of memory")
@@ -113,23 +130,34 @@ def test_resource_manager_through_the_database_alone(store, catalog, store_url):
     rm = MeasurementStore(store_url)  # another connection pool, as another process would have
     try:
         with rm.engine.begin() as conn:
-            conn.execute(insert(sched_events), [
-                {"kind": "gained", "machine_id": "gpu-1", "payload": {"platform": "gpu-a100"}},
-                {"kind": "gained", "machine_id": "cpu-1", "payload": {"platform": "cpu-small"}},
-                {"kind": "exploded", "machine_id": "cpu-1", "payload": {}},
-            ])  # fmt: skip
+            conn.execute(
+                insert(sched_events),
+                [
+                    {"kind": "gained", "machine_id": "gpu-1", "payload": {"platform": "gpu-a100"}},
+                    {"kind": "gained", "machine_id": "cpu-1", "payload": {"platform": "cpu-small"}},
+                    {"kind": "exploded", "machine_id": "cpu-1", "payload": {}},
+                ],
+            )
         s.submit([Job(id=f"j{i}", algorithm="blastn", submit=0) for i in range(3)])
         cursor, started = 0, []
         for _ in range(10):
             clock.now += 20
             s.sync()
             with rm.engine.begin() as conn:
-                rows = conn.execute(select(sched_orders).where(sched_orders.c.seq > cursor).order_by(sched_orders.c.seq)).mappings().all()
+                rows = (
+                    conn.execute(select(sched_orders).where(sched_orders.c.seq > cursor).order_by(sched_orders.c.seq))
+                    .mappings()
+                    .all()
+                )
                 for row in rows:
                     cursor = row["seq"]
                     if row["kind"] == "start":
                         started.append(row["job_id"])
-                        conn.execute(insert(sched_events).values(kind="ended", job_id=row["job_id"], machine_id=row["machine_id"], payload={}))
+                        conn.execute(
+                            insert(sched_events).values(
+                                kind="ended", job_id=row["job_id"], machine_id=row["machine_id"], payload={}
+                            )
+                        )
         assert sorted(started) == ["j0", "j1", "j2"]
         assert all(s.job(j).status is JobStatus.DONE for j in started)
         with rm.engine.connect() as conn:
@@ -166,7 +194,10 @@ def test_the_database_refuses_an_order_issued_twice(store, catalog):
     "jobs",
     [
         [Job(id="a", algorithm="blastn", submit=0, depends_on=("a",))],
-        [Job(id="a", algorithm="blastn", submit=0, depends_on=("b",)), Job(id="b", algorithm="blastn", submit=0, stream_from="a")],
+        [
+            Job(id="a", algorithm="blastn", submit=0, depends_on=("b",)),
+            Job(id="b", algorithm="blastn", submit=0, stream_from="a"),
+        ],
     ],
 )
 def test_dependency_cycles_are_refused(store, catalog, jobs):
@@ -178,9 +209,14 @@ def test_dependency_cycles_are_refused(store, catalog, jobs):
 
 def test_diamond_dependencies_are_fine(store, catalog):
     s = service(store, catalog, Clock())
-    s.submit([Job(id="a", algorithm="blastn", submit=0), Job(id="b", algorithm="blastn", submit=0, depends_on=("a",)),
-              Job(id="c", algorithm="blastn", submit=0, depends_on=("a",)),
-              Job(id="d", algorithm="blastn", submit=0, depends_on=("b", "c"))])  # fmt: skip
+    s.submit(
+        [
+            Job(id="a", algorithm="blastn", submit=0),
+            Job(id="b", algorithm="blastn", submit=0, depends_on=("a",)),
+            Job(id="c", algorithm="blastn", submit=0, depends_on=("a",)),
+            Job(id="d", algorithm="blastn", submit=0, depends_on=("b", "c")),
+        ]
+    )
     assert set(s.state.pending) == {"a", "b", "c", "d"}
 
 
@@ -205,7 +241,10 @@ def outcomes(store: MeasurementStore) -> dict[str, str | None]:
     [
         ("[1, 2]", "payload must be a JSON object, got list"),
         ('{"platform": "gpu-a100", "healthy": 5}', "payload.healthy: Input should be a valid list"),
-        ('{"platform": "gpu-a100", "slots": 3000000000}', "payload.slots: Input should be less than or equal to 1000000"),
+        (
+            '{"platform": "gpu-a100", "slots": 3000000000}',
+            "payload.slots: Input should be less than or equal to 1000000",
+        ),
         ('{"platform": "gpu-a100", "slots": "2"}', "payload.slots: Input should be a valid integer"),
         ("not json", "payload is not JSON"),
     ],
@@ -225,19 +264,27 @@ def test_a_poisoned_inbox_row_is_rejected_and_later_events_still_apply(store, ca
     assert s.job("a").status is JobStatus.RUNNING  # the routes' calls go on
 
 
-def test_an_inbox_row_of_bytes_that_are_not_utf8_is_set_aside_once_and_the_rows_behind_it_apply(store, catalog, store_url, caplog):
+def test_an_inbox_row_of_bytes_that_are_not_utf8_is_set_aside_once_and_the_rows_behind_it_apply(
+    store, catalog, store_url, caplog
+):
     """Issue 30 item 5: such a row (SQLite keeps any bytes in a text column) stopped the inbox, a traceback a second."""
     if not store_url.startswith("sqlite"):
         pytest.skip("PostgreSQL refuses bytes that are not UTF-8 in a text column when they are inserted")
     s = service(store, catalog, Clock())
-    inbox_rows(store_url, """('gained', CAST(X'ff00fe' AS TEXT), '{"platform": "gpu-a100"}')""", """('gained', 'good', '{"platform": "gpu-a100"}')""")
+    inbox_rows(
+        store_url,
+        """('gained', CAST(X'ff00fe' AS TEXT), '{"platform": "gpu-a100"}')""",
+        """('gained', 'good', '{"platform": "gpu-a100"}')""",
+    )
     with caplog.at_level("WARNING", logger="scheduler.store"):
         assert s.sync() == 1 and s.sync() == 0  # the good row applied; the bad one not retried
     assert set(s.state.machines) == {"good"} and s.inbox_error is None
     with store.engine.connect() as conn:
         seen = dict(conn.execute(text("SELECT seq, outcome FROM sched_events ORDER BY seq")).all())
     assert list(seen.values()) == ["rejected: machine_id is not UTF-8 text", "applied"], seen
-    assert [r.getMessage() for r in caplog.records] == [f"inbox event {min(seen)} set aside: rejected: machine_id is not UTF-8 text"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"inbox event {min(seen)} set aside: rejected: machine_id is not UTF-8 text"
+    ]
 
 
 class ExplodingPolicy(Policy):
@@ -257,7 +304,9 @@ class ExplodingPolicy(Policy):
 def test_any_exception_while_applying_an_inbox_row_rejects_that_row_only(store, catalog, store_url):
     s = SchedulerService(store, FixedOracle(), catalog, policy=ExplodingPolicy(), clock=Clock())
     inbox_rows(
-        store_url, """('gained', 'boom', '{"platform": "gpu-a100"}')""", """('gained', 'gpu-1', '{"platform": "gpu-a100"}')"""
+        store_url,
+        """('gained', 'boom', '{"platform": "gpu-a100"}')""",
+        """('gained', 'gpu-1', '{"platform": "gpu-a100"}')""",
     )
     s.sync()
     seen = outcomes(store)

@@ -31,10 +31,14 @@ def service(tmp_path: Path) -> Iterator[tuple[str, Settings, Path]]:
     inputs.mkdir()
     rules = tmp_path / "rules.yaml"
     rules.write_text("partitions: {debug: cpu1}\n")
-    settings = Settings(home=tmp_path / "home", data_roots=[inputs], api_token=TOKEN, api_reload_interval_s=0, slurm_rules=rules)
+    settings = Settings(
+        home=tmp_path / "home", data_roots=[inputs], api_token=TOKEN, api_reload_interval_s=0, slurm_rules=rules
+    )
     seed_profile(settings)
     for i in range(JOBS):
-        write_family_fasta(inputs / f"f{i}.fa", n_sequences=8 + 4 * i, length=120, mutation_rate=0.2, alphabet="protein", seed=i)
+        write_family_fasta(
+            inputs / f"f{i}.fa", n_sequences=8 + 4 * i, length=120, mutation_rate=0.2, alphabet="protein", seed=i
+        )
     with serve_app(create_app(settings)) as url:
         yield url, settings, inputs
 
@@ -45,9 +49,12 @@ class Bridge(Killable):
     def __init__(self, cluster: SlurmCluster, settings: Settings, log: Path) -> None:
         self.log = log
         self.env = {
-            **os.environ, "SLURM_CONF": str(cluster.conf), "PREDICTOR_HOME": str(settings.home),
-            "PREDICTOR_SLURM_RULES": str(settings.slurm_rules), "PYTHONPATH": str(PROJECT_ROOT),
-        }  # fmt: skip
+            **os.environ,
+            "SLURM_CONF": str(cluster.conf),
+            "PREDICTOR_HOME": str(settings.home),
+            "PREDICTOR_SLURM_RULES": str(settings.slurm_rules),
+            "PYTHONPATH": str(PROJECT_ROOT),
+        }
 
     def start(self) -> None:
         command = [sys.executable, "-m", "predictor", "slurm", "bridge", "--interval", "0.3", "--slots", "1"]
@@ -59,12 +66,16 @@ def _done(base: str) -> int:
     return len(httpx.get(f"{base}/v1/jobs", params={"status": "done"}, timeout=10).json()["jobs"])
 
 
-def test_the_bridge_runs_the_plan_on_slurm_and_survives_a_kill(slurm_cluster: SlurmCluster, service: tuple[str, Settings, Path]) -> None:
+def test_the_bridge_runs_the_plan_on_slurm_and_survives_a_kill(
+    slurm_cluster: SlurmCluster, service: tuple[str, Settings, Path]
+) -> None:
     base, settings, inputs = service
     bridge = Bridge(slurm_cluster, settings, settings.home / "bridge.log")
     bridge.start()
     try:
-        jobs = [{"id": f"b{i}", "algorithm": "mafft", "params": {"input": str(inputs / f"f{i}.fa")}} for i in range(JOBS)]
+        jobs = [
+            {"id": f"b{i}", "algorithm": "mafft", "params": {"input": str(inputs / f"f{i}.fa")}} for i in range(JOBS)
+        ]
         answer = httpx.post(f"{base}/v1/jobs", json=jobs, headers=AUTH, timeout=30)
         assert answer.status_code == 200, answer.text
         assert eventually(lambda: _done(base) >= 2, 120)
@@ -85,7 +96,9 @@ def test_the_bridge_runs_the_plan_on_slurm_and_survives_a_kill(slurm_cluster: Sl
         assert words["Name"] not in ran, f"{words['Name']} ran twice in Slurm"
         ran[words["Name"]] = words
     assert {name: w["JobState"] for name, w in ran.items()} == {f"sched-{j['id']}": "COMPLETED" for j in jobs}
-    assert all(ran[f"sched-{o['job']}"]["NodeList"] == o["machine"] == slurm_cluster.node for o in starts)  # the planned node
+    assert all(
+        ran[f"sched-{o['job']}"]["NodeList"] == o["machine"] == slurm_cluster.node for o in starts
+    )  # the planned node
     started = [ran[f"sched-{o['job']}"]["StartTime"] for o in starts]
     assert started == sorted(started)  # Slurm started them in the order the scheduler did (one slot)
     engine = create_engine(settings.resolved_store_url)

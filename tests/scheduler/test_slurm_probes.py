@@ -34,7 +34,9 @@ def service(tmp_path: Path) -> Iterator[tuple[str, Settings, Path]]:
 def test_a_probe_runs_on_slurm_and_is_scancelled_when_a_real_job_comes(slurm_cluster: SlurmCluster, service) -> None:
     base, settings, inputs = service
     bridge = Bridge(slurm_cluster, settings, settings.home / "bridge.log")
-    bridge.env["PREDICTOR_SITE_CATALOGS"] = json.dumps([str(p) for p in settings.site_catalogs])  # the probe's profile wrapper needs it
+    bridge.env["PREDICTOR_SITE_CATALOGS"] = json.dumps(
+        [str(p) for p in settings.site_catalogs]
+    )  # the probe's profile wrapper needs it
     store = MeasurementStore(settings.resolved_store_url)
     bridge.start()
     try:
@@ -44,28 +46,52 @@ def test_a_probe_runs_on_slurm_and_is_scancelled_when_a_real_job_comes(slurm_clu
         name = f"predictor-probe-{long['attempt']}"
         assert eventually(lambda: f"{name}|RUNNING" in slurm_cluster.run("squeue", "-h", "--format=%j|%T").stdout, 60)
 
-        answer = httpx.post(f"{base}/v1/jobs", json={"id": "real", "algorithm": "mafft", "params": {"input": str(inputs / "f.fa")}}, headers=AUTH, timeout=30)
+        answer = httpx.post(
+            f"{base}/v1/jobs",
+            json={"id": "real", "algorithm": "mafft", "params": {"input": str(inputs / "f.fa")}},
+            headers=AUTH,
+            timeout=30,
+        )
         assert answer.status_code == 200, answer.text
-        assert eventually(lambda: httpx.get(f"{base}/v1/jobs/real", timeout=10).json()["status"] == "done", 120), bridge.log.read_text()[-3000:]
-        assert eventually(lambda: probe_of(base, 1) is not None, 60)  # ordered before the long one, or after the real job
+        assert eventually(lambda: httpx.get(f"{base}/v1/jobs/real", timeout=10).json()["status"] == "done", 120), (
+            bridge.log.read_text()[-3000:]
+        )
+        assert eventually(
+            lambda: probe_of(base, 1) is not None, 60
+        )  # ordered before the long one, or after the real job
         short = probe_of(base, 1)
-        assert short is not None and eventually(lambda: store.measurement(short["job"]) is not None, 120), bridge.log.read_text()[-3000:]
+        assert short is not None and eventually(lambda: store.measurement(short["job"]) is not None, 120), (
+            bridge.log.read_text()[-3000:]
+        )
     finally:
         bridge.stop()
     (cancel,) = orders(base, "cancel_probe")
     (start,) = orders(base, "start")
-    assert cancel["attempt"] == long["attempt"] and cancel["issued_at"] == start["issued_at"] and cancel["seq"] < start["seq"]
+    assert (
+        cancel["attempt"] == long["attempt"]
+        and cancel["issued_at"] == start["issued_at"]
+        and cancel["seq"] < start["seq"]
+    )
     names = (f"predictor-probe-{short['attempt']}", name, "sched-real")
-    assert eventually(lambda: all(f"Name={n} " in slurm_cluster.jobcomp.read_text() for n in names), 30), slurm_cluster.jobcomp.read_text()
+    assert eventually(lambda: all(f"Name={n} " in slurm_cluster.jobcomp.read_text() for n in names), 30), (
+        slurm_cluster.jobcomp.read_text()
+    )
     ran = {}
     for line in slurm_cluster.jobcomp.read_text().splitlines():
         words = dict(w.split("=", 1) for w in line.split() if "=" in w)
         ran[words.get("Name")] = words
     assert ran[f"predictor-probe-{short['attempt']}"]["JobState"] == "COMPLETED"
     measured = store.measurement(short["job"])
-    assert measured is not None and measured.source.value == "probe" and measured.succeeded and measured.wall_seconds >= 1.0
+    assert (
+        measured is not None
+        and measured.source.value == "probe"
+        and measured.succeeded
+        and measured.wall_seconds >= 1.0
+    )
     assert ran[name]["JobState"] == "CANCELLED", "scancel'ed when the real job came, long before its 300 s"
     assert ran["sched-real"]["JobState"] == "COMPLETED" and ran["sched-real"]["NodeList"] == slurm_cluster.node
     assert store.measurement(long["job"]) is None, "a cancelled probe leaves no measurement"
-    assert len(orders(base, "probe")) == 2, "no candidate is left: the long one is not retried on the node that refused it"
+    assert len(orders(base, "probe")) == 2, (
+        "no candidate is left: the long one is not retried on the node that refused it"
+    )
     store.dispose()

@@ -31,8 +31,16 @@ def test_only_true_and_false_are_flags(word: str) -> None:
     ("parse", "text", "message"),
     [
         (parse_policy, "lottery", "unknown policy 'lottery'; known: affinity, batch-search, conservative, easy, edf, "),
-        (parse_policy, "edf:objective=bogus", "policy 'edf': option 'objective' expects one of makespan, flowtime, got 'bogus'"),
-        (parse_policy, "edf:threshold=2", "policy 'edf' has no option 'threshold'; its options: objective, rank, deferral, power"),
+        (
+            parse_policy,
+            "edf:objective=bogus",
+            "policy 'edf': option 'objective' expects one of makespan, flowtime, got 'bogus'",
+        ),
+        (
+            parse_policy,
+            "edf:threshold=2",
+            "policy 'edf' has no option 'threshold'; its options: objective, rank, deferral, power",
+        ),
         (parse_policy, "edf:objective", "policy 'edf' takes no bare value ('objective'); give KEY=VALUE"),
         (parse_policy, "edf:power=true,power", "policy 'edf': option 'power' is not KEY=VALUE"),
         (parse_policy, "edf:power=true,power=false", "policy 'edf': option 'power' is given twice"),
@@ -50,5 +58,7 @@ def test_errors_name_the_part_at_fault(parse, text: str, message: str) -> None:
 
 def test_a_list_of_specs_keeps_each_spec_s_options_together() -> None:
     assert split_specs("edf:objective=makespan,deferral=false, fcfs,noisy:0.5,") == [
-        "edf:objective=makespan,deferral=false", "fcfs", "noisy:0.5"
-    ]  # fmt: skip
+        "edf:objective=makespan,deferral=false",
+        "fcfs",
+        "noisy:0.5",
+    ]

@@ -32,7 +32,9 @@ def grid_workload(nodes: list[Node], apps: list[Application], seconds: float = 1
         for name, arch, os, mhz, procs, load, path in nodes
     ]
     specs = [
-        JobSpec(f"{app.job}.t{t}", 0.0, "suite", {m.id: seconds for m in machines}, params={"grid": app.params(), "task": t})
+        JobSpec(
+            f"{app.job}.t{t}", 0.0, "suite", {m.id: seconds for m in machines}, params={"grid": app.params(), "task": t}
+        )
         for app in apps
         for t in range(app.tasks)
     ]

@@ -46,17 +46,25 @@ def measurements(inputs: Path, memory_on: tuple[str, ...] = (), suffix: str = ""
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
     out = []
     for i, (n, length) in enumerate((n, m) for n in (4, 8, 16, 32, 48) for m in (50, 100, 200, 400)):
-        path = write_family_fasta(inputs / f"f{i}.fa", n_sequences=n, length=length, mutation_rate=0.2, alphabet="protein", seed=i)
+        path = write_family_fasta(
+            inputs / f"f{i}.fa", n_sequences=n, length=length, mutation_rate=0.2, alphabet="protein", seed=i
+        )
         params = {"input": str(path)}
         features = job_features(catalog.algorithm("mafft"), params)
         for platform, speed in (("cpu1", 1.0), ("cpu2", 0.6)):
             rss = round(peak_bytes(features) * (1 + 0.1 * math.sin(i)) / 1024) if platform in memory_on else None
             out.append(
                 Measurement(
-                    run_id=f"{platform}-{i}{suffix}", algorithm="mafft", platform=platform, params=params, features=features,
-                    wall_seconds=speed * (0.05 + 2e-6 * n * n * length), max_rss_kb=rss, source=Source.PROBE,
+                    run_id=f"{platform}-{i}{suffix}",
+                    algorithm="mafft",
+                    platform=platform,
+                    params=params,
+                    features=features,
+                    wall_seconds=speed * (0.05 + 2e-6 * n * n * length),
+                    max_rss_kb=rss,
+                    source=Source.PROBE,
                 )
-            )  # fmt: skip
+            )
     return out
 
 
@@ -120,7 +128,9 @@ def features_of(base: str) -> Callable[[str], dict[str, float]]:
     """The features the service extracts from one of the generated inputs."""
 
     def features(name: str) -> dict[str, float]:
-        body = httpx.post(f"{base}/v1/predict", json={"algorithm": "mafft", "params": {"input": name}, "platforms": ["cpu1"]}).json()
+        body = httpx.post(
+            f"{base}/v1/predict", json={"algorithm": "mafft", "params": {"input": name}, "platforms": ["cpu1"]}
+        ).json()
         return body["estimates"][0]["features"]
 
     return features

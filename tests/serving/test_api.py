@@ -63,10 +63,18 @@ def test_a_platform_that_cannot_run_the_algorithm_gets_its_reason_on_every_route
     assert set(estimates) == {"hpc2n", "cpu1"} and estimates["cpu1"]["seconds"] > 0
     assert estimates["hpc2n"]["seconds"] is None and reason in estimates["hpc2n"]["reason"]
     alone = post(base, {"algorithm": "mafft", "features": {"input.sequences": 4.0}, "platforms": ["hpc2n"]}).json()
-    assert [(e["platform"], e["seconds"]) for e in alone["estimates"]] == [("hpc2n", None)] and reason in alone["estimates"][0]["reason"]
-    batch = httpx.post(f"{base}/v1/predict/batch", json={"jobs": [{"algorithm": "mafft", "params": {"input": "f0.fa"}, "platforms": ["hpc2n"]}]})
+    assert [(e["platform"], e["seconds"]) for e in alone["estimates"]] == [("hpc2n", None)] and reason in alone[
+        "estimates"
+    ][0]["reason"]
+    batch = httpx.post(
+        f"{base}/v1/predict/batch",
+        json={"jobs": [{"algorithm": "mafft", "params": {"input": "f0.fa"}, "platforms": ["hpc2n"]}]},
+    )
     assert reason in batch.json()["results"][0]["estimates"][0]["reason"]
-    matrix = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": ["input.sequences"], "rows": [[4.0], [8.0]], "platforms": ["hpc2n"]})
+    matrix = httpx.post(
+        f"{base}/v1/predict/matrix",
+        json={"algorithm": "mafft", "columns": ["input.sequences"], "rows": [[4.0], [8.0]], "platforms": ["hpc2n"]},
+    )
     (column,) = matrix.json()["estimates"]
     assert column["platform"] == "hpc2n" and column["seconds"] == [None, None] and reason in column["reason"]
 
@@ -79,7 +87,11 @@ def test_a_platform_that_cannot_run_the_algorithm_gets_its_reason_on_every_route
         ({"algorithm": "mafft", "params": {"input": "../home/store.db"}}, 403, "leads outside the data roots (inputs)"),
         ({"algorithm": "mafft", "params": {"input": "/etc/passwd"}}, 403, "leads outside the data roots (inputs)"),
         ({"algorithm": "mafft", "params": {"input": "escape.fa"}}, 403, "leads outside the data roots (inputs)"),
-        ({"algorithm": "mafft", "params": {"input": "missing.fa"}}, 422, "no file (nor database prefix) 'missing.fa' under the data roots (inputs)"),
+        (
+            {"algorithm": "mafft", "params": {"input": "missing.fa"}},
+            422,
+            "no file (nor database prefix) 'missing.fa' under the data roots (inputs)",
+        ),
         ({"algorithm": "mafft", "params": {"input": "x" * 300 + ".fa"}}, 422, "File name too long"),
         ({"algorithm": "mafft", "params": {"input": 42}}, 422, "must be a non-empty text path"),
         ({"algorithm": "mafft", "params": {"input": "junk.fa"}}, 422, "inputs/junk.fa"),
@@ -102,8 +114,12 @@ def test_bad_input_gets_a_precise_4xx(served, body, status, fragment):
 
 def test_a_bad_file_fails_only_its_own_job_of_a_batch(served):
     base, inputs = served
-    jobs = [{"algorithm": "mafft", "params": {"input": "f0.fa"}}, {"algorithm": "mafft", "params": {"input": "y" * 256}},
-            {"algorithm": "mafft", "params": {"input": "missing.fa"}}, {"algorithm": "mafft", "params": {"input": 7}}]  # fmt: skip
+    jobs = [
+        {"algorithm": "mafft", "params": {"input": "f0.fa"}},
+        {"algorithm": "mafft", "params": {"input": "y" * 256}},
+        {"algorithm": "mafft", "params": {"input": "missing.fa"}},
+        {"algorithm": "mafft", "params": {"input": 7}},
+    ]
     answer = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs})
     assert answer.status_code == 200, answer.text
     results = answer.json()["results"]
@@ -117,7 +133,8 @@ def test_malformed_json_and_non_finite_features(served):
     raw = httpx.post(f"{base}/v1/predict", content=b"{not json", headers={"content-type": "application/json"})
     assert raw.status_code == 422
     nan = httpx.post(
-        f"{base}/v1/predict", content=b'{"algorithm": "mafft", "features": {"input.sequences": NaN}}',
+        f"{base}/v1/predict",
+        content=b'{"algorithm": "mafft", "features": {"input.sequences": NaN}}',
         headers={"content-type": "application/json"},
     )
     assert nan.status_code == 422, nan.text

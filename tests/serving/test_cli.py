@@ -33,22 +33,39 @@ def test_predict_table_shows_interval_limit_and_slurm_walltimes(invoke, trained:
     assert table.exit_code == 0, table.output
     header = next(line for line in table.stdout.splitlines() if "platform" in line)
     assert [c.strip() for c in header.strip("┃ ").split("┃")] == [
-        "platform", "seconds", "walltime", "lower", "upper", "limit", "limit walltime", "model", "memory", "memory limit",
+        "platform",
+        "seconds",
+        "walltime",
+        "lower",
+        "upper",
+        "limit",
+        "limit walltime",
+        "model",
+        "memory",
+        "memory limit",
         "memory model",
-    ]  # fmt: skip
+    ]
     for platform, e in estimates.items():
         assert e["walltime"] == slurm_walltime(e["seconds"]) and e["limit_walltime"] == slurm_walltime(e["limit"])
         row = next(line for line in table.stdout.splitlines() if line.startswith(f"│ {platform} "))
         cells = [c.strip() for c in row.strip("│ ").split("│")]
-        assert cells[1:7] == [f"{e['seconds']:.3f}", e["walltime"], f"{e['lower']:.3f}", f"{e['upper']:.3f}",
-                              f"{e['limit']:.3f}", e["limit_walltime"]]  # fmt: skip
+        assert cells[1:7] == [
+            f"{e['seconds']:.3f}",
+            e["walltime"],
+            f"{e['lower']:.3f}",
+            f"{e['upper']:.3f}",
+            f"{e['limit']:.3f}",
+            e["limit_walltime"],
+        ]
         assert cells[8:] == ["-", "-", "-"] and e["memory"] is None, "no memory champion: no memory"
 
 
 def test_predict_over_http_gives_the_walltimes_the_api_gives(invoke, base: str):
     remote = invoke("predict", "--algorithm", "mafft", "--param", "input=f7.fa", "--url", base, "--json")
     assert remote.exit_code == 0, remote.output
-    api = httpx.post(f"{base}/v1/predict", json={"algorithm": "mafft", "params": {"input": "f7.fa"}}).json()["estimates"]
+    api = httpx.post(f"{base}/v1/predict", json={"algorithm": "mafft", "params": {"input": "f7.fa"}}).json()[
+        "estimates"
+    ]
     assert len(api) == 2
     for e in api:
         shown = json.loads(remote.stdout)[e["platform"]]
@@ -90,10 +107,16 @@ def test_models_list_shows_each_champion_from_the_registry_and_from_the_service(
 def test_report_without_an_algorithm_covers_every_trained_one(invoke):
     result = invoke("report")
     assert result.exit_code == 0, result.output
-    assert "mafft: training session" in result.stdout and "mafft on cpu1" in result.stdout and "mafft on cpu2" in result.stdout
+    assert (
+        "mafft: training session" in result.stdout
+        and "mafft on cpu1" in result.stdout
+        and "mafft on cpu2" in result.stdout
+    )
 
 
-@pytest.mark.parametrize("args", [["--platform", "gpu9"], ["--algorithm", "mafft", "--platform", "gpu9"]], ids=["all", "mafft"])
+@pytest.mark.parametrize(
+    "args", [["--platform", "gpu9"], ["--algorithm", "mafft", "--platform", "gpu9"]], ids=["all", "mafft"]
+)
 def test_report_on_an_unknown_platform_fails_clearly(invoke, args: list[str]):
     result = invoke("report", *args)
     assert result.exit_code == 2, result.output

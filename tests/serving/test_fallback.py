@@ -25,10 +25,17 @@ def served(store_url: str, tmp_path: Path) -> Iterator[tuple[str, MeasurementSto
     """An API without champions over a store holding three sane runs and absurd ones stored before they were refused."""
     store = MeasurementStore(store_url)
     store.migrate()
-    sane = [Measurement(run_id=f"ok-{s}", algorithm="clustalo", platform="cpu1", wall_seconds=s, source=Source.PROBE) for s in (1.0, 2.0, 3.0)]
-    absurd = [Measurement(run_id=f"absurd-{s:g}", algorithm="clustalo", platform="cpu1", wall_seconds=s) for s in ABSURD]
+    sane = [
+        Measurement(run_id=f"ok-{s}", algorithm="clustalo", platform="cpu1", wall_seconds=s, source=Source.PROBE)
+        for s in (1.0, 2.0, 3.0)
+    ]
+    absurd = [
+        Measurement(run_id=f"absurd-{s:g}", algorithm="clustalo", platform="cpu1", wall_seconds=s) for s in ABSURD
+    ]
     store.add(sane + absurd)
-    settings = Settings(home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url, api_token=TOKEN, api_reload_interval_s=0)
+    settings = Settings(
+        home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url, api_token=TOKEN, api_reload_interval_s=0
+    )
     with serve_app(create_app(settings)) as url:
         yield url, store
     store.dispose()
@@ -63,5 +70,10 @@ def test_an_implausible_run_time_is_refused_and_nothing_is_stored(served, second
     (rejected,) = answer.json()["rejected"]
     assert rejected["field"] == "wall_seconds" and "over a year" in rejected["message"]
     assert store.count() == before and store.measurement("too-long") is None
-    year = httpx.post(f"{base}/v1/observations", json={**body, "run_id": "a-year", "wall_seconds": MAX_WALL_SECONDS}, headers=AUTH, timeout=30)
+    year = httpx.post(
+        f"{base}/v1/observations",
+        json={**body, "run_id": "a-year", "wall_seconds": MAX_WALL_SECONDS},
+        headers=AUTH,
+        timeout=30,
+    )
     assert year.status_code == 200 and year.json()["stored"] == ["a-year"], year.text

@@ -15,7 +15,9 @@ from tests.serving.conftest import Home
         ("cut.fa", b">s1\nACDEFGHIKL\n>s2\nACDEF", "cut mid-record"),
     ],
 )
-def test_a_fasta_without_sequence_or_cut_short_is_422(base: str, trained: Home, name: str, content: bytes, problem: str):
+def test_a_fasta_without_sequence_or_cut_short_is_422(
+    base: str, trained: Home, name: str, content: bytes, problem: str
+):
     (trained.inputs / name).write_bytes(content)
     response = httpx.post(f"{base}/v1/predict", json={"algorithm": "mafft", "params": {"input": name}}, timeout=60)
     assert response.status_code == 422, response.text

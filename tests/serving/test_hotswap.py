@@ -73,7 +73,9 @@ def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home
         for t in threads:
             t.join()
         assert reload.status_code == 200, reload.text
-        assert sorted(reload.json()["changed"]) == ["mafft/cpu1", "mafft/cpu2"] and reload.json()["source"] == "registry"
+        assert (
+            sorted(reload.json()["changed"]) == ["mafft/cpu1", "mafft/cpu2"] and reload.json()["source"] == "registry"
+        )
         assert all(status == 200 for status, _ in seen) and len(seen) > after_reload
         assert {v for _, vs in seen for v in vs} <= {"1", "2"}
         assert all(vs == {"2"} for _, vs in seen[after_reload + 4 :])  # the few in flight at the swap may still say 1
@@ -160,7 +162,9 @@ def test_a_registry_that_never_answers_makes_reload_a_503_within_the_timeout(hom
         silent = home.settings.model_copy(update={"mlflow_tracking_uri": uri, "api_registry_timeout_s": 1.0})
         with serve_app(create_app(silent)) as base:
             assert httpx.get(f"{base}/readyz").json()["status"] == "degraded"
-            reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH, timeout=60)  # MLflow's own defaults: ~8 minutes
+            reload = httpx.post(
+                f"{base}/v1/models/reload", headers=AUTH, timeout=60
+            )  # MLflow's own defaults: ~8 minutes
             assert reload.status_code == 503, reload.text
             assert "unavailable" in reload.json()["detail"] and reload.headers["retry-after"]
             assert versions(base) == served
@@ -174,7 +178,9 @@ def test_an_emptied_registry_serves_the_cached_champions_and_is_degraded(home, t
     with serve_app(create_app(emptied)) as base:
         ready = httpx.get(f"{base}/readyz").json()
         assert ready["status"] == "degraded" and ready["champions"] == 2, ready
-        assert any("does not know runtime-mafft-cpu1" in r and "from the disk cache" in r for r in ready["reasons"]), ready
+        assert any("does not know runtime-mafft-cpu1" in r and "from the disk cache" in r for r in ready["reasons"]), (
+            ready
+        )
         estimates = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
         assert {e["model_version"] for e in estimates} == served and not any(e["fallback"] for e in estimates)
     with serve_app(create_app(home.settings)) as base:  # the registry is back
@@ -225,8 +231,15 @@ def logged() -> Iterator[list[str]]:
 def _bare(tmp_path: Path, tracking_uri: str) -> Settings:
     """A home without champions whose registry is at ``tracking_uri``."""
     (tmp_path / "inputs").mkdir()
-    return Settings(home=tmp_path / "home", data_roots=[tmp_path / "inputs"], api_token=TOKEN, api_reload_interval_s=0,
-                    mlflow_tracking_uri=tracking_uri, api_registry_wait_s=5.0, api_registry_timeout_s=2.0)  # fmt: skip
+    return Settings(
+        home=tmp_path / "home",
+        data_roots=[tmp_path / "inputs"],
+        api_token=TOKEN,
+        api_reload_interval_s=0,
+        mlflow_tracking_uri=tracking_uri,
+        api_registry_wait_s=5.0,
+        api_registry_timeout_s=2.0,
+    )
 
 
 @pytest.mark.parametrize("scheme", ["http", "postgresql+psycopg"])
@@ -238,7 +251,9 @@ def test_a_registry_down_shows_at_once_and_never_its_password(tmp_path: Path, lo
     with serve_app(create_app(_bare(tmp_path, uri))) as base:
         ready = httpx.get(f"{base}/readyz").json()
         assert time.monotonic() - started < 30
-        assert ready["registry_error"] and ready["registry_error"].startswith(f"model registry {scheme}://user:***@127.0.0.1:")
+        assert ready["registry_error"] and ready["registry_error"].startswith(
+            f"model registry {scheme}://user:***@127.0.0.1:"
+        )
         reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH, timeout=60)
         assert reload.status_code == 503 and "user:***@" in reload.json()["detail"]
         texts = [ready, reload.text, *logged]
@@ -250,7 +265,10 @@ def test_a_registry_down_shows_at_once_and_never_its_password(tmp_path: Path, lo
     ("text", "redacted"),
     [
         ("http://user:secret@host:5000/api", "http://user:***@host:5000/api"),
-        ("API request to https://u:p@ss@h/x failed; see postgresql+psycopg://a:b@db/m", "API request to https://u:***@h/x failed; see postgresql+psycopg://a:***@db/m"),
+        (
+            "API request to https://u:p@ss@h/x failed; see postgresql+psycopg://a:b@db/m",
+            "API request to https://u:***@h/x failed; see postgresql+psycopg://a:***@db/m",
+        ),
         ("http://host:5000/x?to=a@b and http://user@host", "http://host:5000/x?to=a@b and http://user@host"),
     ],
 )

@@ -73,10 +73,18 @@ def test_a_body_read_by_pydantic_core_gets_the_answer_fastapi_gives(base, case, 
 
 
 def test_the_cases_cover_answers_and_errors(base):
-    statuses = {httpx.post(f"{base}/standard/batch", content=body, headers=JSON).status_code for body in BODIES.values()}
+    statuses = {
+        httpx.post(f"{base}/standard/batch", content=body, headers=JSON).status_code for body in BODIES.values()
+    }
     assert statuses == {200, 400, 422}
 
 
 def test_a_body_that_is_not_declared_json_is_refused_alike(base):
-    answers = [httpx.post(f"{base}/{way}/batch", content=BODIES["a batch"], headers={"content-type": "text/plain"}) for way in ("standard", "fast")]
-    assert answers[0].status_code == 422 and (answers[1].status_code, answers[1].text) == (answers[0].status_code, answers[0].text)
+    answers = [
+        httpx.post(f"{base}/{way}/batch", content=BODIES["a batch"], headers={"content-type": "text/plain"})
+        for way in ("standard", "fast")
+    ]
+    assert answers[0].status_code == 422 and (answers[1].status_code, answers[1].text) == (
+        answers[0].status_code,
+        answers[0].text,
+    )

@@ -33,13 +33,27 @@ def _observations(home: Home, n: int) -> list[dict]:
     out = []
     for i in range(n):
         size, length = 6 + 3 * (i % 13), 60 + 25 * (i % 11)
-        path = write_family_fasta(home.inputs / f"new{i}.fa", n_sequences=size, length=length, mutation_rate=0.2,
-                                  alphabet="protein", seed=100 + i)  # fmt: skip
+        path = write_family_fasta(
+            home.inputs / f"new{i}.fa",
+            n_sequences=size,
+            length=length,
+            mutation_rate=0.2,
+            alphabet="protein",
+            seed=100 + i,
+        )
         features = job_features(catalog.algorithm("mafft"), {"input": str(path)})
         for platform, speed in (("cpu1", 1.0), ("cpu2", 0.6)):
             seconds = SLOWER * speed * (0.05 + 2e-6 * size * size * length)
-            out.append({"run_id": f"new-{platform}-{i}", "algorithm": "mafft", "platform": platform,
-                        "params": {"input": path.name}, "features": features, "wall_seconds": seconds})  # fmt: skip
+            out.append(
+                {
+                    "run_id": f"new-{platform}-{i}",
+                    "algorithm": "mafft",
+                    "platform": platform,
+                    "params": {"input": path.name},
+                    "features": features,
+                    "wall_seconds": seconds,
+                }
+            )
     return out
 
 
@@ -49,12 +63,23 @@ def _versions(base: str) -> dict[str, str]:
 
 def _worker(home: Home) -> subprocess.CompletedProcess[str]:
     env = {
-        **os.environ, "PREDICTOR_HOME": str(home.settings.home), "PREDICTOR_DATA_ROOTS": f'["{home.inputs}"]',
-        "PREDICTOR_CV_FOLDS": "3", "PREDICTOR_TRAIN_MODELS": '["linear_log"]', "PREDICTOR_RETRAIN_MIN_NEW_RUNS": "10",
-        "PREDICTOR_WORKER_NICE": "0", "PREDICTOR_WORKER_N_JOBS": "1",
-    }  # fmt: skip
-    return subprocess.run([sys.executable, "-m", "predictor", "worker", "--once"], env=env, cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+        **os.environ,
+        "PREDICTOR_HOME": str(home.settings.home),
+        "PREDICTOR_DATA_ROOTS": f'["{home.inputs}"]',
+        "PREDICTOR_CV_FOLDS": "3",
+        "PREDICTOR_TRAIN_MODELS": '["linear_log"]',
+        "PREDICTOR_RETRAIN_MIN_NEW_RUNS": "10",
+        "PREDICTOR_WORKER_NICE": "0",
+        "PREDICTOR_WORKER_N_JOBS": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "predictor", "worker", "--once"],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_observations_posted_to_the_api_retrain_and_swap_the_served_model(home: Home) -> None:

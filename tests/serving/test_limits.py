@@ -20,13 +20,17 @@ from tests.serving.conftest import Home
 @pytest.fixture(scope="module")
 def strict(trained: Home) -> Iterator[str]:
     """The same champions behind tight limits: 4 KB bodies, 3 jobs a call, a feature budget no file read fits in."""
-    settings = trained.settings.model_copy(update={"api_max_body_bytes": 4000, "api_max_batch": 3, "api_feature_budget_s": 1e-9})
+    settings = trained.settings.model_copy(
+        update={"api_max_body_bytes": 4000, "api_max_batch": 3, "api_feature_budget_s": 1e-9}
+    )
     with serve_app(create_app(settings)) as url:
         yield url
 
 
 def test_declared_oversized_body_is_413_before_reading_it(strict):
-    response = httpx.post(f"{strict}/v1/predict", content=b"{" + b" " * 5000 + b"}", headers={"content-type": "application/json"})
+    response = httpx.post(
+        f"{strict}/v1/predict", content=b"{" + b" " * 5000 + b"}", headers={"content-type": "application/json"}
+    )
     assert response.status_code == 413
     assert response.json() == {"detail": "request body of 5002 bytes is over the limit of 4000 bytes"}
     assert httpx.get(f"{strict}/healthz").status_code == 200
@@ -43,8 +47,16 @@ def test_streamed_oversized_body_is_413(strict):
     ("path", "body", "fragment"),
     [
         ("/v1/predict/batch", {"jobs": [{"algorithm": "mafft"}] * 4}, "batch of 4 jobs is over the limit of 3"),
-        ("/v1/predict/matrix", {"algorithm": "mafft", "columns": ["a"], "rows": [[1.0]] * 4}, "4 rows are over the limit of 3"),
-        ("/v1/observations", [{"algorithm": "mafft", "platform": "cpu1", "wall_seconds": 1.0}] * 4, "4 observations are over the limit of 3"),
+        (
+            "/v1/predict/matrix",
+            {"algorithm": "mafft", "columns": ["a"], "rows": [[1.0]] * 4},
+            "4 rows are over the limit of 3",
+        ),
+        (
+            "/v1/observations",
+            [{"algorithm": "mafft", "platform": "cpu1", "wall_seconds": 1.0}] * 4,
+            "4 observations are over the limit of 3",
+        ),
     ],
 )
 def test_oversized_batches_are_413(strict, auth, path, body, fragment):
@@ -59,7 +71,9 @@ def test_feature_budget_spent_is_422_and_features_still_work(strict, features_of
     assert "budget" in response.json()["detail"] and "features" in response.json()["detail"]
     given = httpx.post(f"{strict}/v1/predict", json={"algorithm": "mafft", "features": features_of("f19.fa")})
     assert given.status_code == 200 and given.json()["estimates"][0]["seconds"] > 0
-    batch = httpx.post(f"{strict}/v1/predict/batch", json={"jobs": [{"algorithm": "mafft", "params": {"input": "f1.fa"}}]}).json()
+    batch = httpx.post(
+        f"{strict}/v1/predict/batch", json={"jobs": [{"algorithm": "mafft", "params": {"input": "f1.fa"}}]}
+    ).json()
     assert batch["results"][0]["error"]["status"] == 422 and "budget" in batch["results"][0]["error"]["detail"]
 
 
@@ -112,10 +126,17 @@ def test_a_request_head_that_trickles_in_or_never_comes_is_refused_with_408(tmp_
     settings = Settings(home=tmp_path / "home", api_reload_interval_s=0, api_header_timeout_s=1.0)
     with serve_app(create_app(settings)) as base:
         host, port = base.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=10) as slow, socket.create_connection((host, int(port)), timeout=10) as silent:
+        with (
+            socket.create_connection((host, int(port)), timeout=10) as slow,
+            socket.create_connection((host, int(port)), timeout=10) as silent,
+        ):
             slow.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")
             answer, took = _answer_within(slow, 8.0, trickle=b"x-slow: a\r\n")
-            assert answer.startswith(b"HTTP/1.1 408 Request Timeout") and b"did not arrive within 1 s" in answer and took < 4
+            assert (
+                answer.startswith(b"HTTP/1.1 408 Request Timeout")
+                and b"did not arrive within 1 s" in answer
+                and took < 4
+            )
             answer, took = _answer_within(silent, 8.0)
             assert answer.startswith(b"HTTP/1.1 408 Request Timeout") and took < 4
         with socket.create_connection((host, int(port)), timeout=10) as split:

@@ -25,8 +25,17 @@ from tests.serving.test_predict import _same_answer
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 JOB = {"algorithm": "mafft", "params": {"input": "f13.fa"}}
-MEMORY = ("memory", "memory_lower", "memory_upper", "memory_limit", "memory_limit_quantile", "memory_slurm", "memory_limit_slurm",
-          "memory_model_name", "memory_model_version")  # fmt: skip
+MEMORY = (
+    "memory",
+    "memory_lower",
+    "memory_upper",
+    "memory_limit",
+    "memory_limit_quantile",
+    "memory_slurm",
+    "memory_limit_slurm",
+    "memory_model_name",
+    "memory_model_version",
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,22 +61,33 @@ def predict(base: str, payload: dict) -> dict[str, dict]:
 def expected_limit(memory: float, home: Home, quantile: float | None = None) -> float:
     """The memory limit the memory champion's residual quantiles give: at the memory limit's quantile (the service's
     unless ``quantile``), never below the interval's upper end (as the time limit is)."""
-    version = registry_client(home.settings.resolved_tracking_uri).get_model_version_by_alias("memory-mafft-cpu1", CHAMPION_ALIAS)
+    version = registry_client(home.settings.resolved_tracking_uri).get_model_version_by_alias(
+        "memory-mafft-cpu1", CHAMPION_ALIAS
+    )
     levels = {float(k): v for k, v in json.loads(version.tags["residual_log_quantiles"]).items()}
     upper = quantile_at(levels, (1 + home.settings.interval_coverage) / 2)
     quantile = home.settings.memory_limit_quantile if quantile is None else quantile
     return memory * math.exp(max(quantile_at(levels, quantile), upper, 0.0))
 
 
-def test_a_pair_with_both_champions_answers_memory_and_its_limit_and_one_without_answers_null(base: str, home: Home) -> None:
+def test_a_pair_with_both_champions_answers_memory_and_its_limit_and_one_without_answers_null(
+    base: str, home: Home
+) -> None:
     estimates = predict(base, JOB)
     both, time_only = estimates["cpu1"], estimates["cpu2"]
     assert both["seconds"] > 0 and time_only["seconds"] > 0 and not both["fallback"] and not time_only["fallback"]
     assert both["memory"] == pytest.approx(peak_bytes(both["features"]), rel=0.15)
     assert 0 < both["memory_lower"] <= both["memory"] <= both["memory_upper"] <= both["memory_limit"]
-    assert both["memory_limit"] > both["memory"] and both["memory_limit"] == pytest.approx(expected_limit(both["memory"], home), rel=1e-9)
-    assert both["memory_slurm"] == slurm_memory(both["memory"]) and both["memory_limit_slurm"] == slurm_memory(both["memory_limit"])
-    assert both["memory_limit_slurm"].endswith("M") and int(both["memory_limit_slurm"][:-1]) * 1024**2 >= both["memory_limit"]
+    assert both["memory_limit"] > both["memory"] and both["memory_limit"] == pytest.approx(
+        expected_limit(both["memory"], home), rel=1e-9
+    )
+    assert both["memory_slurm"] == slurm_memory(both["memory"]) and both["memory_limit_slurm"] == slurm_memory(
+        both["memory_limit"]
+    )
+    assert (
+        both["memory_limit_slurm"].endswith("M")
+        and int(both["memory_limit_slurm"][:-1]) * 1024**2 >= both["memory_limit"]
+    )
     assert (both["memory_model_name"], both["memory_model_version"]) == ("memory-mafft-cpu1", "1")
     assert (both["memory_limit_quantile"], both["limit_quantile"]) == (0.99, 0.95), "each limit at its own quantile"
     assert both["extrapolating"] is False
@@ -78,8 +98,12 @@ def test_a_pair_with_both_champions_answers_memory_and_its_limit_and_one_without
 def test_batches_and_matrices_carry_memory_as_a_job_alone_does(base: str) -> None:
     features = predict(base, JOB)["cpu1"]["features"]
     far = {**features, "input.residues": features["input.residues"] * 50}
-    jobs = [JOB, {"algorithm": "mafft", "features": features}, {"algorithm": "mafft", "features": far},
-            {"algorithm": "mafft", "features": {"x": 1.0}}]  # fmt: skip
+    jobs = [
+        JOB,
+        {"algorithm": "mafft", "features": features},
+        {"algorithm": "mafft", "features": far},
+        {"algorithm": "mafft", "features": {"x": 1.0}},
+    ]
     results = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs}).json()["results"]
     for job, result in zip(jobs, results, strict=True):
         _same_answer(result["estimates"], list(predict(base, job).values()))
@@ -90,11 +114,21 @@ def test_batches_and_matrices_carry_memory_as_a_job_alone_does(base: str) -> Non
     lean = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs[:2], "fields": ["memory_limit"]}).json()["results"]
     for item in lean:
         cpu1, cpu2 = item["estimates"]
-        assert set(cpu1) == {"platform", "seconds", "walltime", "limit_walltime", "memory_limit", "memory_slurm", "memory_limit_slurm"}
+        assert set(cpu1) == {
+            "platform",
+            "seconds",
+            "walltime",
+            "limit_walltime",
+            "memory_limit",
+            "memory_slurm",
+            "memory_limit_slurm",
+        }
         assert cpu1["memory_limit"] > 0 and cpu2["memory_limit"] is None and cpu2["memory_limit_slurm"] is None
     names = sorted(features)
-    matrix = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": names,
-                                                           "rows": [[features[n] for n in names], [far[n] for n in names]]})  # fmt: skip
+    matrix = httpx.post(
+        f"{base}/v1/predict/matrix",
+        json={"algorithm": "mafft", "columns": names, "rows": [[features[n] for n in names], [far[n] for n in names]]},
+    )
     assert matrix.status_code == 200, matrix.text
     columns = {c["platform"]: c for c in matrix.json()["estimates"]}
     alone = predict(base, {"algorithm": "mafft", "features": features})["cpu1"]
@@ -106,9 +140,18 @@ def test_batches_and_matrices_carry_memory_as_a_job_alone_does(base: str) -> Non
 
 def test_the_models_readiness_and_client_show_the_memory_champion(base: str) -> None:
     models = httpx.get(f"{base}/v1/models").json()
-    assert sorted((m["platform"], m["target"]) for m in models) == [("cpu1", "memory"), ("cpu1", "time"), ("cpu2", "time")]
+    assert sorted((m["platform"], m["target"]) for m in models) == [
+        ("cpu1", "memory"),
+        ("cpu1", "time"),
+        ("cpu2", "time"),
+    ]
     memory = next(m for m in models if m["target"] == "memory")
-    assert memory["name"] == "memory-mafft-cpu1" and memory["origin"] == "registry" and memory["intervals"] and memory["live"] is None
+    assert (
+        memory["name"] == "memory-mafft-cpu1"
+        and memory["origin"] == "registry"
+        and memory["intervals"]
+        and memory["live"] is None
+    )
     ready = httpx.get(f"{base}/readyz").json()
     assert ready["status"] == "ready" and (ready["champions"], ready["memory_champions"]) == (2, 1)
     assert 'predictor_predictions_total{model="memory-mafft-cpu1",version="1"}' in httpx.get(f"{base}/metrics").text
@@ -116,7 +159,10 @@ def test_the_models_readiness_and_client_show_the_memory_champion(base: str) -> 
         estimates = client.predict("mafft", {"input": "f13.fa"})
     api = predict(base, JOB)
     assert estimates["cpu1"].memory_limit == pytest.approx(api["cpu1"]["memory_limit"])
-    assert (estimates["cpu1"].memory_slurm, estimates["cpu1"].memory_limit_slurm) == (api["cpu1"]["memory_slurm"], api["cpu1"]["memory_limit_slurm"])
+    assert (estimates["cpu1"].memory_slurm, estimates["cpu1"].memory_limit_slurm) == (
+        api["cpu1"]["memory_slurm"],
+        api["cpu1"]["memory_limit_slurm"],
+    )
     assert estimates["cpu1"].limit_walltime == api["cpu1"]["limit_walltime"]
     assert (estimates["cpu2"].memory, estimates["cpu2"].memory_limit_slurm) == (None, None)
 
@@ -125,28 +171,50 @@ def test_the_memory_limit_quantile_can_be_asked_per_request_on_every_route(base:
     """Issue 31: ``memory_limit_quantile`` moves the memory limit alone; at 0.99 (the default) it is at least the 0.95 one."""
     served = predict(base, JOB)["cpu1"]
     at_95 = predict(base, {**JOB, "memory_limit_quantile": 0.95})["cpu1"]
-    assert at_95["memory_limit_quantile"] == 0.95 and at_95["memory_limit"] == pytest.approx(expected_limit(at_95["memory"], home, 0.95))
+    assert at_95["memory_limit_quantile"] == 0.95 and at_95["memory_limit"] == pytest.approx(
+        expected_limit(at_95["memory"], home, 0.95)
+    )
     assert served["memory_limit"] >= at_95["memory_limit"] and served["memory"] == at_95["memory"]
-    assert (at_95["limit"], at_95["limit_quantile"]) == (served["limit"], served["limit_quantile"]), "the walltime limit stays"
+    assert (at_95["limit"], at_95["limit_quantile"]) == (served["limit"], served["limit_quantile"]), (
+        "the walltime limit stays"
+    )
     features = served["features"]
-    batch = httpx.post(f"{base}/v1/predict/batch", json={"jobs": [JOB, {"algorithm": "mafft", "features": features}],
-                                                         "memory_limit_quantile": 0.95}).json()["results"]  # fmt: skip
+    batch = httpx.post(
+        f"{base}/v1/predict/batch",
+        json={"jobs": [JOB, {"algorithm": "mafft", "features": features}], "memory_limit_quantile": 0.95},
+    ).json()["results"]
     assert [r["estimates"][0]["memory_limit"] for r in batch] == pytest.approx([at_95["memory_limit"]] * 2, rel=1e-12)
     assert [r["estimates"][0]["memory_limit_quantile"] for r in batch] == [0.95, 0.95]
     names = sorted(features)
-    matrix = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": names, "rows": [[features[n] for n in names]],
-                                                           "memory_limit_quantile": 0.95}).json()  # fmt: skip
+    matrix = httpx.post(
+        f"{base}/v1/predict/matrix",
+        json={
+            "algorithm": "mafft",
+            "columns": names,
+            "rows": [[features[n] for n in names]],
+            "memory_limit_quantile": 0.95,
+        },
+    ).json()
     cpu1 = next(c for c in matrix["estimates"] if c["platform"] == "cpu1")
-    assert cpu1["memory_limit"][0] == pytest.approx(at_95["memory_limit"], rel=1e-12) and cpu1["memory_limit_quantile"] == 0.95
+    assert (
+        cpu1["memory_limit"][0] == pytest.approx(at_95["memory_limit"], rel=1e-12)
+        and cpu1["memory_limit_quantile"] == 0.95
+    )
     with PredictorClient(base) as client:
-        assert client.predict("mafft", {"input": "f13.fa"}, memory_limit_quantile=0.95)["cpu1"].memory_limit == pytest.approx(at_95["memory_limit"])
+        assert client.predict("mafft", {"input": "f13.fa"}, memory_limit_quantile=0.95)[
+            "cpu1"
+        ].memory_limit == pytest.approx(at_95["memory_limit"])
 
 
 @pytest.mark.parametrize("value", [0, 1, 1.5, -0.1, "high", True])
-@pytest.mark.parametrize(("path", "body"), [
-    ("/v1/predict", JOB), ("/v1/predict/batch", {"jobs": [JOB]}),
-    ("/v1/predict/matrix", {"algorithm": "mafft", "columns": ["input.sequences"], "rows": [[40.0]]}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/predict", JOB),
+        ("/v1/predict/batch", {"jobs": [JOB]}),
+        ("/v1/predict/matrix", {"algorithm": "mafft", "columns": ["input.sequences"], "rows": [[40.0]]}),
+    ],
+)
 def test_a_bad_memory_limit_quantile_is_a_422(base: str, path: str, body: dict, value: object) -> None:
     refused = httpx.post(f"{base}{path}", json={**body, "memory_limit_quantile": value})
     assert refused.status_code == 422 and "memory_limit_quantile" in refused.text, refused.text
@@ -168,24 +236,42 @@ def test_the_cli_table_shows_the_memory_columns_locally_and_through_the_service(
         table = runner.invoke(app, ["predict", "--algorithm", "mafft", *args])
         assert table.exit_code == 0, table.output
         header = next(line for line in table.stdout.splitlines() if "platform" in line)
-        assert [c.strip() for c in header.strip("┃ ").split("┃")][-4:] == ["model", "memory", "memory limit", "memory model"]
-        assert _cells(table.stdout, "cpu1")[-3:] == [api["cpu1"]["memory_slurm"], api["cpu1"]["memory_limit_slurm"], "memory-mafft-cpu1 v1"]
+        assert [c.strip() for c in header.strip("┃ ").split("┃")][-4:] == [
+            "model",
+            "memory",
+            "memory limit",
+            "memory model",
+        ]
+        assert _cells(table.stdout, "cpu1")[-3:] == [
+            api["cpu1"]["memory_slurm"],
+            api["cpu1"]["memory_limit_slurm"],
+            "memory-mafft-cpu1 v1",
+        ]
         assert _cells(table.stdout, "cpu2")[-3:] == ["-", "-", "-"]
         as_json = runner.invoke(app, ["predict", "--algorithm", "mafft", *args, "--json"])
         shown = json.loads(as_json.stdout)
-        assert shown["cpu1"]["memory_limit_slurm"] == api["cpu1"]["memory_limit_slurm"] and shown["cpu2"]["memory"] is None
+        assert (
+            shown["cpu1"]["memory_limit_slurm"] == api["cpu1"]["memory_limit_slurm"] and shown["cpu2"]["memory"] is None
+        )
 
 
-def test_the_disk_cache_serves_the_memory_champion_when_the_registry_is_down(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_disk_cache_serves_the_memory_champion_when_the_registry_is_down(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     with serve_app(create_app(home.settings)) as base:  # a reachable registry fills the cache
         served = predict(base, JOB)["cpu1"]
-    dead = home.settings.model_copy(update={"mlflow_tracking_uri": f"http://127.0.0.1:{free_port()}", "api_registry_wait_s": 5.0})
+    dead = home.settings.model_copy(
+        update={"mlflow_tracking_uri": f"http://127.0.0.1:{free_port()}", "api_registry_wait_s": 5.0}
+    )
     with serve_app(create_app(dead)) as base:
         ready = httpx.get(f"{base}/readyz").json()
         assert ready["source"] == "cache" and (ready["champions"], ready["memory_champions"]) == (2, 1), ready
         cached = predict(base, JOB)["cpu1"]
-        assert (cached["memory_model_version"], cached["memory_limit_slurm"]) == (served["memory_model_version"], served["memory_limit_slurm"])
+        assert (cached["memory_model_version"], cached["memory_limit_slurm"]) == (
+            served["memory_model_version"],
+            served["memory_limit_slurm"],
+        )
         origins = {(m["target"], m["origin"]) for m in httpx.get(f"{base}/v1/models").json()}
         assert origins == {("time", "cache"), ("memory", "cache")}
 

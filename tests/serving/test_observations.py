@@ -25,7 +25,9 @@ def run(run_id: str | None = None, **fields) -> dict:
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def service(request: pytest.FixtureRequest, trained: Home, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, MeasurementStore]]:
+def service(
+    request: pytest.FixtureRequest, trained: Home, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, MeasurementStore]]:
     """An API over an empty store on each backend (the registry of ``trained``), and that store to check what landed."""
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('observations') / 'store.db'}"
@@ -106,11 +108,18 @@ def test_a_censored_observation_is_stored_as_a_bound_and_counted(service, tag):
     response = post(base, [run(f"{tag}killed", wall_seconds=600.0, exit_status=137, censored=True), run(f"{tag}done")])
     assert response.status_code == 200 and sorted(response.json()["stored"]) == [f"{tag}done", f"{tag}killed"]
     stored = {m.run_id: m for m in store.measurements(with_censored=True) if m.run_id.startswith(tag)}
-    assert stored[f"{tag}killed"].censored and stored[f"{tag}killed"].wall_seconds == 600.0 and not stored[f"{tag}done"].censored
+    assert (
+        stored[f"{tag}killed"].censored
+        and stored[f"{tag}killed"].wall_seconds == 600.0
+        and not stored[f"{tag}done"].censored
+    )
     assert store.count(informative_only=True) == before + 2
     zero = post(base, run(f"{tag}zero", wall_seconds=0.0, censored=True))
     assert zero.status_code == 422 and zero.json()["rejected"][0]["field"] == "censored"
-    assert "wall_seconds > 0" in zero.json()["rejected"][0]["message"] and mine(store, tag) == [f"{tag}done", f"{tag}killed"]
+    assert "wall_seconds > 0" in zero.json()["rejected"][0]["message"] and mine(store, tag) == [
+        f"{tag}done",
+        f"{tag}killed",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -145,7 +154,9 @@ def test_nan_and_infinity_are_422(service):
     before = store.count()
     for number in (b"NaN", b"Infinity", b"-Infinity"):
         raw = b'{"algorithm": "mafft", "platform": "cpu1", "wall_seconds": ' + number + b"}"
-        response = httpx.post(f"{base}/v1/observations", content=raw, headers={**AUTH, "content-type": "application/json"})
+        response = httpx.post(
+            f"{base}/v1/observations", content=raw, headers={**AUTH, "content-type": "application/json"}
+        )
         assert response.status_code == 422, response.text
     assert store.count() == before
 
@@ -213,7 +224,13 @@ def test_times_out_of_range_once_in_utc_are_rejected_entries_not_500(service, ta
 
 @pytest.mark.parametrize(
     "fields",
-    [{"wall_seconds": True}, {"cpu_seconds": False}, {"exit_status": True}, {"recorded_at": 0}, {"features": {"x": True}}],
+    [
+        {"wall_seconds": True},
+        {"cpu_seconds": False},
+        {"exit_status": True},
+        {"recorded_at": 0},
+        {"features": {"x": True}},
+    ],
 )
 def test_booleans_are_not_numbers_and_numbers_are_not_times(service, tag, fields):
     base, store = service
@@ -240,4 +257,6 @@ def test_observations_naming_inputs_get_their_features_or_are_rejected(service, 
     assert all("give the run's features" in r["message"] for r in response.json()["rejected"])
     stored = {m.run_id.removeprefix(tag): m.features for m in store.measurements() if m.run_id.startswith(tag)}
     assert stored["given"] == given
-    assert stored["read"]["input.sequences"] == 4 and stored["read"]["retree"] == 2  # read from f0.fa under the root (defaults too)
+    assert (
+        stored["read"]["input.sequences"] == 4 and stored["read"]["retree"] == 2
+    )  # read from f0.fa under the root (defaults too)

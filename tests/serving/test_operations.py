@@ -68,15 +68,32 @@ def test_openapi_documents_every_route_with_examples(base):
     spec = httpx.get(f"{base}/openapi.json").json()
     routes = {(path, method) for path, item in spec["paths"].items() for method in item}
     assert {
-        ("/v1/predict", "post"), ("/v1/predict/batch", "post"), ("/v1/predict/matrix", "post"), ("/v1/observations", "post"),
-        ("/v1/algorithms", "get"), ("/v1/platforms", "get"), ("/v1/models", "get"), ("/v1/models/reload", "post"),
-        ("/healthz", "get"), ("/readyz", "get"), ("/metrics", "get"),
-    } <= routes  # fmt: skip
+        ("/v1/predict", "post"),
+        ("/v1/predict/batch", "post"),
+        ("/v1/predict/matrix", "post"),
+        ("/v1/observations", "post"),
+        ("/v1/algorithms", "get"),
+        ("/v1/platforms", "get"),
+        ("/v1/models", "get"),
+        ("/v1/models/reload", "post"),
+        ("/healthz", "get"),
+        ("/readyz", "get"),
+        ("/metrics", "get"),
+    } <= routes
     schemas = spec["components"]["schemas"]
     for name in ("SinglePredictRequest", "BatchPredictRequest", "MatrixPredictRequest", "ObservationIn"):
         assert schemas[name].get("examples"), name
-    for name in ("PredictResponse", "BatchPredictResponse", "MatrixPredictResponse", "ObservationsResponse", "ModelOut",
-                 "AlgorithmOut", "PlatformOut", "ReadyOut", "ReloadResponse"):  # fmt: skip
+    for name in (
+        "PredictResponse",
+        "BatchPredictResponse",
+        "MatrixPredictResponse",
+        "ObservationsResponse",
+        "ModelOut",
+        "AlgorithmOut",
+        "PlatformOut",
+        "ReadyOut",
+        "ReloadResponse",
+    ):
         assert schemas[name].get("examples"), name
     secured = spec["paths"]["/v1/observations"]["post"]
     assert secured["security"] and "401" in secured["responses"] and "413" in secured["responses"]
@@ -108,11 +125,17 @@ def test_the_docs_page_and_its_assets_come_from_the_service_itself(base):
         assert asset.startswith("/") and not asset.startswith("//"), asset
         answer = httpx.get(f"{base}{asset}")
         assert answer.status_code == 200 and len(answer.content) > 100, asset
-    assert httpx.get(f"{base}/docs-assets/swagger-ui-bundle.js").headers["content-type"].startswith(("text/javascript", "application/javascript"))
+    assert (
+        httpx.get(f"{base}/docs-assets/swagger-ui-bundle.js")
+        .headers["content-type"]
+        .startswith(("text/javascript", "application/javascript"))
+    )
     assert httpx.get(f"{base}/redoc").status_code == 404  # ReDoc only exists on a CDN: not offered
 
 
 def test_the_api_reports_the_installed_package_version(base):
     declared = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert declared == "0.2.0"
-    assert httpx.get(f"{base}/openapi.json").json()["info"]["version"] == metadata.version("runtime-predictor") == declared
+    assert (
+        httpx.get(f"{base}/openapi.json").json()["info"]["version"] == metadata.version("runtime-predictor") == declared
+    )

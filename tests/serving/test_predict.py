@@ -28,7 +28,9 @@ def test_estimates_carry_an_interval_and_a_walltime_limit(base):
 
 def test_estimates_give_seconds_and_limit_as_slurm_walltimes(base):
     body = predict(base, {"algorithm": "mafft", "params": {"input": "f7.fa"}}).json()
-    batch = httpx.post(f"{base}/v1/predict/batch", json={"jobs": [{"algorithm": "mafft", "params": {"input": "f7.fa"}}]}).json()
+    batch = httpx.post(
+        f"{base}/v1/predict/batch", json={"jobs": [{"algorithm": "mafft", "params": {"input": "f7.fa"}}]}
+    ).json()
     estimates = body["estimates"] + batch["results"][0]["estimates"]
     assert len(estimates) == 4
     for e in estimates:
@@ -75,9 +77,13 @@ def test_the_service_default_coverage_has_the_same_bound():
 
 
 def test_features_plus_parameters_match_the_file_path(base, features_of):
-    from_file = predict(base, {"algorithm": "mafft", "params": {"input": "f5.fa", "retree": 1}, "platforms": ["cpu1"]}).json()
+    from_file = predict(
+        base, {"algorithm": "mafft", "params": {"input": "f5.fa", "retree": 1}, "platforms": ["cpu1"]}
+    ).json()
     given = {k: v for k, v in features_of("f5.fa").items() if k.startswith("input.")}
-    from_features = predict(base, {"algorithm": "mafft", "params": {"retree": 1}, "features": given, "platforms": ["cpu1"]}).json()
+    from_features = predict(
+        base, {"algorithm": "mafft", "params": {"retree": 1}, "features": given, "platforms": ["cpu1"]}
+    ).json()
     assert from_features["estimates"][0]["seconds"] == pytest.approx(from_file["estimates"][0]["seconds"])
 
 
@@ -86,7 +92,9 @@ def test_missing_features_fall_back_with_the_reason(base):
     e = body["estimates"][0]
     assert "features missing for the model" in e["reason"] and "input.bytes" in e["reason"]
     assert e["fallback"] and e["model_name"] == "profile-table" and "median of 20 measured runs" in e["reason"]
-    assert e["seconds"] == pytest.approx(statistics.median(0.05 + 2e-6 * n * n * m for n in (4, 8, 16, 32, 48) for m in (50, 100, 200, 400)))
+    assert e["seconds"] == pytest.approx(
+        statistics.median(0.05 + 2e-6 * n * n * m for n in (4, 8, 16, 32, 48) for m in (50, 100, 200, 400))
+    )
 
 
 def test_huge_features_never_give_a_500(base, features_of):
@@ -125,7 +133,9 @@ def _same_answer(batched: list[dict], alone: list[dict]) -> None:
     for b, a in zip(batched, alone, strict=True):
         assert {k: v for k, v in b.items() if k not in numbers} == {k: v for k, v in a.items() if k not in numbers}
         assert [b[k] is None for k in numbers] == [a[k] is None for k in numbers]
-        assert [b[k] for k in numbers if a[k] is not None] == pytest.approx([a[k] for k in numbers if a[k] is not None], rel=1e-12)
+        assert [b[k] for k in numbers if a[k] is not None] == pytest.approx(
+            [a[k] for k in numbers if a[k] is not None], rel=1e-12
+        )
 
 
 def test_alike_jobs_of_a_batch_get_the_answers_they_would_get_alone(base, features_of):
@@ -150,19 +160,33 @@ def test_alike_jobs_of_a_batch_get_the_answers_they_would_get_alone(base, featur
     for job, result in zip(jobs, results, strict=True):
         alone = predict(base, {**job, "coverage": 0.7})
         if alone.status_code != 200:
-            assert result["estimates"] is None and result["error"] == {"status": alone.status_code, "detail": alone.json()["detail"]}
+            assert result["estimates"] is None and result["error"] == {
+                "status": alone.status_code,
+                "detail": alone.json()["detail"],
+            }
             continue
         assert result["error"] is None
         _same_answer(result["estimates"], alone.json()["estimates"])
 
 
 def test_a_batch_answers_only_the_fields_asked(base, features_of):
-    jobs = [{"algorithm": "mafft", "features": features_of("f5.fa")}, {"algorithm": "mafft", "params": {"input": "f5.fa"}}]
+    jobs = [
+        {"algorithm": "mafft", "features": features_of("f5.fa")},
+        {"algorithm": "mafft", "params": {"input": "f5.fa"}},
+    ]
     full = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs}).json()["results"]
     lean = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs, "fields": ["limit"]}).json()["results"]
     assert full[0]["estimates"] and lean[0]["estimates"]
     for whole, limited in zip(full, lean, strict=True):
-        kept = ("platform", "seconds", "limit", "walltime", "limit_walltime", "memory_slurm", "memory_limit_slurm")  # the Slurm strings are required
+        kept = (
+            "platform",
+            "seconds",
+            "limit",
+            "walltime",
+            "limit_walltime",
+            "memory_slurm",
+            "memory_limit_slurm",
+        )  # the Slurm strings are required
         assert [set(e) for e in limited["estimates"]] == [set(kept)] * 2
         assert [{k: e[k] for k in kept} for e in whole["estimates"]] == limited["estimates"]
     refused = httpx.post(f"{base}/v1/predict/batch", json={"jobs": jobs, "fields": ["secret"]})
@@ -176,7 +200,10 @@ def test_matrix_answers_columns_equal_to_single_predictions(base, features_of):
     assert body["rows"] == 3 and [e["platform"] for e in body["estimates"]] == ["cpu1", "cpu2"]
     for e in body["estimates"]:
         singles = [
-            predict(base, {"algorithm": "mafft", "features": dict(zip(names, row, strict=True)), "platforms": [e["platform"]]}).json()["estimates"][0]
+            predict(
+                base,
+                {"algorithm": "mafft", "features": dict(zip(names, row, strict=True)), "platforms": [e["platform"]]},
+            ).json()["estimates"][0]
             for row in rows
         ]
         assert e["seconds"] == pytest.approx([s["seconds"] for s in singles])
@@ -187,7 +214,11 @@ def test_matrix_answers_columns_equal_to_single_predictions(base, features_of):
 @pytest.mark.parametrize(
     ("body", "status", "fragment"),
     [
-        ({"algorithm": "mafft", "columns": ["a", "b"], "rows": [[1.0]]}, 422, "row 0 has 1 values but there are 2 columns"),
+        (
+            {"algorithm": "mafft", "columns": ["a", "b"], "rows": [[1.0]]},
+            422,
+            "row 0 has 1 values but there are 2 columns",
+        ),
         ({"algorithm": "mafft", "columns": ["a", "a"], "rows": [[1.0, 2.0]]}, 422, "distinct"),
         ({"algorithm": "mafft", "columns": ["a"], "rows": []}, 422, "rows"),
         ({"algorithm": "nope", "columns": ["a"], "rows": [[1.0]]}, 404, "unknown algorithm"),
@@ -202,7 +233,9 @@ def test_bad_matrices_get_a_precise_4xx(base, body, status, fragment):
 
 
 def test_matrix_without_the_model_features_falls_back_for_every_row(base):
-    body = httpx.post(f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": ["x"], "rows": [[1.0], [2.0]]}).json()
+    body = httpx.post(
+        f"{base}/v1/predict/matrix", json={"algorithm": "mafft", "columns": ["x"], "rows": [[1.0], [2.0]]}
+    ).json()
     assert [e["platform"] for e in body["estimates"]] == ["cpu1", "cpu2"]
     for e in body["estimates"]:
         assert e["fallback"] and e["seconds"][0] == e["seconds"][1] > 0 and "features missing: " not in e["reason"]

@@ -48,7 +48,12 @@ def test_a_machine_is_registered_with_its_node_memory_and_a_bad_one_is_a_422(bas
     for bad in (0, -1, "8G", 1.5, True, MAX_MEMORY + 1):
         answer = post(base, "/v1/machines/bad/events", {"event": "gained", "platform": "cpu1", "node_memory": bad})
         assert answer.status_code == 422, (bad, answer.text)
-    assert post(base, "/v1/machines/big/events", {"event": "gained", "platform": "cpu2", "node_memory": 64 * 2**30}).status_code == 200
+    assert (
+        post(
+            base, "/v1/machines/big/events", {"event": "gained", "platform": "cpu2", "node_memory": 64 * 2**30}
+        ).status_code
+        == 200
+    )
     store = MeasurementStore(home.settings.resolved_store_url)
     with store.engine.connect() as conn:
         rows = dict(conn.execute(select(sched_machines.c.id, sched_machines.c.node_memory)).all())
@@ -66,14 +71,30 @@ def test_a_bad_job_memory_is_a_422(base: str) -> None:
 def test_a_job_without_memory_is_planned_with_the_served_limit_and_a_user_s_memory_is_kept(base: str) -> None:
     served = {e["platform"]: e for e in httpx.post(f"{base}/v1/predict", json=JOB, timeout=60).json()["estimates"]}
     assert served["cpu1"]["memory_limit"] > 30 * MIB and served["cpu2"]["memory_limit"] is None
-    assert post(base, "/v1/machines/tight/events", {"event": "gained", "platform": "cpu1", "slots": 4, "node_memory": 16 * MIB}).status_code == 200
-    answer = post(base, "/v1/jobs", [{**JOB, "id": "guessed", "platforms": ["cpu1"]}, {**JOB, "id": "asked", "platforms": ["cpu1"], "memory": 8 * MIB},
-                                     {**JOB, "id": "both"}])  # fmt: skip
+    assert (
+        post(
+            base,
+            "/v1/machines/tight/events",
+            {"event": "gained", "platform": "cpu1", "slots": 4, "node_memory": 16 * MIB},
+        ).status_code
+        == 200
+    )
+    answer = post(
+        base,
+        "/v1/jobs",
+        [
+            {**JOB, "id": "guessed", "platforms": ["cpu1"]},
+            {**JOB, "id": "asked", "platforms": ["cpu1"], "memory": 8 * MIB},
+            {**JOB, "id": "both"},
+        ],
+    )
     assert answer.status_code == 200, answer.text
     jobs = {j["id"]: j for j in answer.json()["jobs"]}
     limit = math.ceil(served["cpu1"]["memory_limit"])
     assert (jobs["guessed"]["memory"], jobs["guessed"]["planned_memory"]) == (None, {"cpu1": limit})
-    assert (jobs["both"]["memory"], jobs["both"]["planned_memory"]) == (None, {"cpu1": limit}), "cpu2 has no memory champion"
+    assert (jobs["both"]["memory"], jobs["both"]["planned_memory"]) == (None, {"cpu1": limit}), (
+        "cpu2 has no memory champion"
+    )
     assert (jobs["asked"]["memory"], jobs["asked"]["planned_memory"]) == (8 * MIB, {})
     assert jobs["guessed"]["status"] == "pending", "its limit is above the machine's 16 MiB, though 3 slots are free"
     assert jobs["asked"]["status"] == "running" and [r["machine"] for r in jobs["asked"]["runs"]] == ["tight"]

@@ -100,7 +100,9 @@ def test_bad_requests_get_precise_answers(base, path, body, status, detail):
 @pytest.fixture
 def served_on(store_url: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """The scheduler API over a store of each backend: (base URL, store URL)."""
-    settings = Settings(home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url, api_token=TOKEN, api_reload_interval_s=0)
+    settings = Settings(
+        home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url, api_token=TOKEN, api_reload_interval_s=0
+    )
     with serve_app(create_app(settings)) as url:
         yield url, store_url
 
@@ -132,7 +134,9 @@ def test_readiness_says_degraded_while_the_inbox_is_stuck(served_on):
         assert eventually(lambda: httpx.get(f"{base}/readyz").json()["status"] == "degraded")
         ready = httpx.get(f"{base}/readyz").json()
         assert any(r.startswith("scheduler inbox stuck") and "read-only" in r for r in ready["reasons"]), ready
-        assert httpx.get(f"{base}/v1/orders").status_code == 200 and httpx.get(f"{base}/v1/jobs/ghost").status_code == 404
+        assert (
+            httpx.get(f"{base}/v1/orders").status_code == 200 and httpx.get(f"{base}/v1/jobs/ghost").status_code == 404
+        )
         with store.engine.begin() as conn:
             conn.execute(text("DROP TRIGGER refuse" + (" ON sched_events" if dialect == "postgresql" else "")))
         assert eventually(lambda: httpx.get(f"{base}/readyz").json()["status"] == "ready")
@@ -149,9 +153,14 @@ def test_an_order_cursor_beyond_the_32_bit_column_is_a_422(served_on):
 
 
 def test_a_bad_job_of_a_list_is_rejected_alone(base):
-    listed = [job("ok-1"), {"id": "long", "algorithm": "mafft", "params": {"input": "y" * 256}},
-              job("needs-long", depends_on=["long"]), job("needs-needer", stream_from="needs-long"),
-              {"id": "ghost-algo", "algorithm": "nope", "features": {}}, job("ok-2", depends_on=["ok-1"])]  # fmt: skip
+    listed = [
+        job("ok-1"),
+        {"id": "long", "algorithm": "mafft", "params": {"input": "y" * 256}},
+        job("needs-long", depends_on=["long"]),
+        job("needs-needer", stream_from="needs-long"),
+        {"id": "ghost-algo", "algorithm": "nope", "features": {}},
+        job("ok-2", depends_on=["ok-1"]),
+    ]
     answer = post(base, "/v1/jobs", listed)
     assert answer.status_code == 200, answer.text
     assert [j["id"] for j in answer.json()["jobs"]] == ["ok-1", "ok-2"]
@@ -169,7 +178,9 @@ def test_a_bad_job_of_a_list_is_rejected_alone(base):
 def test_the_queue_is_listed_by_status_a_page_at_a_time(base):
     post(base, "/v1/jobs", [job("q-1", platforms=["cpu1"]), job("q-2", platforms=["cpu1"])])
     everything = httpx.get(f"{base}/v1/jobs", params={"limit": 1000}).json()["jobs"]
-    assert [j["seq"] for j in everything] == sorted(j["seq"] for j in everything) and {"q-1", "q-2"} <= {j["id"] for j in everything}
+    assert [j["seq"] for j in everything] == sorted(j["seq"] for j in everything) and {"q-1", "q-2"} <= {
+        j["id"] for j in everything
+    }
     pending = httpx.get(f"{base}/v1/jobs", params={"status": ["pending", "running"], "limit": 1}).json()
     assert len(pending["jobs"]) == 1 and pending["jobs"][0]["status"] in ("pending", "running")
     assert pending["cursor"] == pending["jobs"][0]["seq"]

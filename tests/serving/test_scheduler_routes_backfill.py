@@ -16,7 +16,11 @@ from tests.serving.test_scheduler_routes import job, post
 
 def test_a_conservative_scheduler_serves_every_waiting_jobs_predicted_start(tmp_path: Path):
     settings = Settings(
-        home=tmp_path / "home", data_roots=[tmp_path], api_token=TOKEN, api_reload_interval_s=0, scheduler_policy="conservative"
+        home=tmp_path / "home",
+        data_roots=[tmp_path],
+        api_token=TOKEN,
+        api_reload_interval_s=0,
+        scheduler_policy="conservative",
     )
     seed_profile(settings)
     with serve_app(create_app(settings)) as url:

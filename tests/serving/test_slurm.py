@@ -42,24 +42,38 @@ def test_the_route_maps_estimates_and_tags_a_job(slurm_api: str, trained: Home) 
     asked = _job(trained, comment="user words", directives="algorithm=mafft input=f7.fa", time_limit=30)
     answer = httpx.post(f"{slurm_api}/v1/slurm/estimate", json=asked).json()
     assert (answer["algorithm"], answer["platform"]) == ("mafft", "cpu1")
-    assert answer["time_min"] == 1 and answer["time_limit"] is None  # seconds-long estimate: one minute; the limit left alone
+    assert (
+        answer["time_min"] == 1 and answer["time_limit"] is None
+    )  # seconds-long estimate: one minute; the limit left alone
     assert answer["comment"].startswith("user words predictor: algorithm=mafft platform=cpu1 estimate=")
-    assert f"input={trained.inputs / 'f7.fa'}" in answer["comment"] and f"version={answer['model_version']}" in answer["comment"]
+    assert (
+        f"input={trained.inputs / 'f7.fa'}" in answer["comment"]
+        and f"version={answer['model_version']}" in answer["comment"]
+    )
     assert answer["estimate"].startswith("00:00:")
     text = httpx.post(f"{slurm_api}/v1/slurm/estimate", params={"format": "text"}, json=asked)
     assert text.headers["content-type"].startswith("text/plain")
     assert text.text.splitlines()[:2] == ["time_min=1", f"comment={answer['comment']}"]
-    raised = httpx.post(f"{slurm_api}/v1/slurm/estimate", json=_job(trained, name="align-7", environment="input=f7.fa", raise_missing_limit=True))
+    raised = httpx.post(
+        f"{slurm_api}/v1/slurm/estimate",
+        json=_job(trained, name="align-7", environment="input=f7.fa", raise_missing_limit=True),
+    )
     assert raised.json()["time_limit"] >= raised.json()["time_min"] >= 1  # the served limit, for a job without one
 
 
 def test_without_a_model_the_route_tags_the_job_and_sets_no_time_min(slurm_api: str, trained: Home) -> None:
     """No champion for clustalo: nothing to set, but the tag, so the job's run is learned from when it ends."""
-    answer = httpx.post(f"{slurm_api}/v1/slurm/estimate", json=_job(trained, directives="algorithm=clustalo input=f7.fa"))
+    answer = httpx.post(
+        f"{slurm_api}/v1/slurm/estimate", json=_job(trained, directives="algorithm=clustalo input=f7.fa")
+    )
     body = answer.json()
     assert answer.status_code == 200 and body["time_min"] is None and body["seconds"] is None and body["reason"]
     assert body["comment"] == f"predictor: algorithm=clustalo platform=cpu1 input={trained.inputs / 'f7.fa'}"
-    text = httpx.post(f"{slurm_api}/v1/slurm/estimate", params={"format": "text"}, json=_job(trained, directives="algorithm=clustalo input=f7.fa"))
+    text = httpx.post(
+        f"{slurm_api}/v1/slurm/estimate",
+        params={"format": "text"},
+        json=_job(trained, directives="algorithm=clustalo input=f7.fa"),
+    )
     assert text.text == f"comment={body['comment']}\n"
 
 
@@ -67,7 +81,9 @@ def test_the_route_leaves_jobs_that_are_not_ours_and_refuses_bad_words(slurm_api
     assert httpx.post(f"{slurm_api}/v1/slurm/estimate", json=_job(trained)).status_code == 204
     unknown = httpx.post(f"{slurm_api}/v1/slurm/estimate", json=_job(trained, directives="algorithm=nosuch"))
     assert unknown.status_code == 422 and "unknown algorithm 'nosuch'" in unknown.json()["detail"]
-    outside = httpx.post(f"{slurm_api}/v1/slurm/estimate", json=_job(trained, directives="algorithm=mafft input=/etc/passwd"))
+    outside = httpx.post(
+        f"{slurm_api}/v1/slurm/estimate", json=_job(trained, directives="algorithm=mafft input=/etc/passwd")
+    )
     assert outside.status_code == 403
 
 
@@ -87,7 +103,9 @@ def _script(folder: Path, trained: Home) -> Path:
     return path
 
 
-def test_sbatch_goes_through_the_plugin_to_the_api(plugin: SlurmCluster, slurm_api: str, trained: Home, tmp_path: Path) -> None:
+def test_sbatch_goes_through_the_plugin_to_the_api(
+    plugin: SlurmCluster, slurm_api: str, trained: Home, tmp_path: Path
+) -> None:
     plugin.set_plugin(render_plugin(slurm_api, 1.0, raise_missing_limit=False))
     script = _script(tmp_path, trained)
     tagged = plugin.submit("--hold", "--time=30", "--comment=mine", str(script))
@@ -100,11 +118,15 @@ def test_sbatch_goes_through_the_plugin_to_the_api(plugin: SlurmCluster, slurm_a
     plugin.set_plugin(render_plugin(slurm_api, 1.0, raise_missing_limit=True))
     raised = plugin.submit("--hold", str(script))
     limit = plugin.show(raised)["TimeLimit"]
-    assert limit != "00:05:00" and limit >= plugin.show(raised)["TimeMin"]  # the served limit, not the partition's default
+    assert (
+        limit != "00:05:00" and limit >= plugin.show(raised)["TimeMin"]
+    )  # the served limit, not the partition's default
     plugin.run("scancel", tagged, untouched, raised)
 
 
-def test_with_the_api_down_or_hanging_jobs_go_in_unchanged_within_the_timeout(plugin: SlurmCluster, trained: Home, tmp_path: Path) -> None:
+def test_with_the_api_down_or_hanging_jobs_go_in_unchanged_within_the_timeout(
+    plugin: SlurmCluster, trained: Home, tmp_path: Path
+) -> None:
     script = _script(tmp_path, trained)
     log = plugin.root / "log" / "slurmctld.log"
     with socket.socket() as probe:  # a port nothing listens on: connection refused
@@ -144,12 +166,27 @@ def served_log() -> Iterator[list[logging.LogRecord]]:
 @pytest.mark.parametrize(
     ("fields", "reason"),
     [
-        ({"directives": "algorithm=mafft input=f7\x00.fa"}, "directives: Value error, must be one line of text: control character '\\x00'"),
-        ({"directives": "algorithm=mafft input=f7.fa", "work_dir": "/tmp/a\x00b"}, "work_dir: Value error, must be one line"),
+        (
+            {"directives": "algorithm=mafft input=f7\x00.fa"},
+            "directives: Value error, must be one line of text: control character '\\x00'",
+        ),
+        (
+            {"directives": "algorithm=mafft input=f7.fa", "work_dir": "/tmp/a\x00b"},
+            "work_dir: Value error, must be one line",
+        ),
         ({"comment": "mine predictor: algorithm=mafft input=f7.fa\x00"}, "comment: Value error, must be one line"),
-        ({"directives": "algorithm=mafft input=" + "a" * 5000}, "params.input: String should have at most 4096 characters"),
-        ({"directives": "algorithm=mafft input=f7.fa", "name": "n" * 5000}, "name: String should have at most 4096 characters"),
-        ({"directives": "algorithm=mafft input=f7.fa", "time_limit": True}, "time_limit: Input should be a valid integer"),
+        (
+            {"directives": "algorithm=mafft input=" + "a" * 5000},
+            "params.input: String should have at most 4096 characters",
+        ),
+        (
+            {"directives": "algorithm=mafft input=f7.fa", "name": "n" * 5000},
+            "name: String should have at most 4096 characters",
+        ),
+        (
+            {"directives": "algorithm=mafft input=f7.fa", "time_limit": True},
+            "time_limit: Input should be a valid integer",
+        ),
     ],
 )
 def test_the_open_route_refuses_hostile_text_with_a_422_and_logs_no_traceback(
@@ -169,8 +206,13 @@ def test_a_comment_cannot_add_lines_to_the_text_answer(slurm_api: str, trained: 
     """Issue 30, item 6: a newline in the comment is refused, so no value adds a ``time_min=`` or ``time_limit=`` line."""
     asked = _job(trained, comment=INJECTED, directives="algorithm=mafft input=f7.fa")
     text = httpx.post(f"{slurm_api}/v1/slurm/estimate", params={"format": "text"}, json=asked)
-    assert text.status_code == 422 and "comment: Value error, must be one line of text: control character '\\n'" in text.json()["detail"]
-    plain = httpx.post(f"{slurm_api}/v1/slurm/estimate", params={"format": "text"}, json={**asked, "comment": "hi time_min=99999"})
+    assert (
+        text.status_code == 422
+        and "comment: Value error, must be one line of text: control character '\\n'" in text.json()["detail"]
+    )
+    plain = httpx.post(
+        f"{slurm_api}/v1/slurm/estimate", params={"format": "text"}, json={**asked, "comment": "hi time_min=99999"}
+    )
     keys = [line.partition("=")[0] for line in plain.text.splitlines()]
     assert plain.status_code == 200 and keys == ["time_min", "comment", "estimate"]
 
@@ -194,7 +236,13 @@ def _run_plugin(api: str, tmp_path: Path, comment: str, script: str = "") -> tup
     plugin, driver = tmp_path / "job_submit.lua", tmp_path / "driver.lua"
     plugin.write_text(render_plugin(api, 2.0, raise_missing_limit=True))
     driver.write_text(LUA_DRIVER)
-    done = subprocess.run(["lua5.1", str(driver), str(plugin), comment, str(tmp_path), script], capture_output=True, text=True, timeout=30, check=True)
+    done = subprocess.run(
+        ["lua5.1", str(driver), str(plugin), comment, str(tmp_path), script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     return done.stdout.splitlines(), done.stderr
 
 
@@ -230,14 +278,20 @@ class Canned(ThreadingHTTPServer):
 @pytest.mark.parametrize(
     ("answer", "expected", "logged"),
     [
-        ("time_min=5\ncomment=hi\ntime_min=99999\ntime_limit=1\nx predictor: a=b\n", ["nil", "4294967294", "mine"], "time_min given twice"),
+        (
+            "time_min=5\ncomment=hi\ntime_min=99999\ntime_limit=1\nx predictor: a=b\n",
+            ["nil", "4294967294", "mine"],
+            "time_min given twice",
+        ),
         ("time_min=5 time_limit=1\ncomment=ok\n", ["nil", "4294967294", "mine"], "time_min is not a whole number"),
         ("time_min=5\nmem=12G\ncomment=ok\n", ["nil", "4294967294", "mine"], "mem is not megabytes (e.g. 3500M)"),
         ("time_min=5\ngarbage\n", ["nil", "4294967294", "mine"], "a line is not key=value"),
         ("time_min=5\ntime_limit=9\ncomment=ok a=b\nfuture=1\n", ["5", "9", "ok a=b"], ""),
     ],
 )
-def test_the_plugin_reads_each_expected_field_once_or_changes_nothing(tmp_path: Path, answer: str, expected: list[str], logged: str) -> None:
+def test_the_plugin_reads_each_expected_field_once_or_changes_nothing(
+    tmp_path: Path, answer: str, expected: list[str], logged: str
+) -> None:
     """Issue 30, item 6: a field given twice, a limit that is not a number or a stray line leaves the job as submitted."""
     canned = Canned()
     canned.body = answer
@@ -250,7 +304,9 @@ def test_the_plugin_reads_each_expected_field_once_or_changes_nothing(tmp_path: 
     assert (f"the API's answer is malformed ({logged})" in log) if logged else log == ""
 
 
-def test_the_plugin_leaves_a_job_whose_comment_would_inject_fields_unchanged(slurm_api: str, trained: Home, tmp_path: Path) -> None:
+def test_the_plugin_leaves_a_job_whose_comment_would_inject_fields_unchanged(
+    slurm_api: str, trained: Home, tmp_path: Path
+) -> None:
     """Issue 30, item 6, end to end: the injecting comment goes through the real plugin and API and sets nothing."""
     script = SCRIPT.format(input=trained.inputs / "f12.fa")
     job, log = _run_plugin(slurm_api, tmp_path, INJECTED, script)
@@ -266,7 +322,9 @@ def test_the_plugin_sets_memory_only_for_a_job_that_asked_for_none(plugin: Slurm
     canned.body = "mem=120M\ncomment=tagged\n"
     try:
         plugin.set_plugin(render_plugin(canned.url, 2.0, raise_missing_limit=False, raise_missing_memory=True))
-        bare, given, per_cpu = (plugin.submit("--hold", *args, "--wrap", "true") for args in ([], ["--mem=70M"], ["--mem-per-cpu=30M"]))
+        bare, given, per_cpu = (
+            plugin.submit("--hold", *args, "--wrap", "true") for args in ([], ["--mem=70M"], ["--mem-per-cpu=30M"])
+        )
         assert [plugin.show(job)["MinMemoryNode"] for job in (bare, given)] == ["120M", "70M"]
         assert "MinMemoryCPU=30M" in plugin.run("scontrol", "show", "job", "-o", per_cpu).stdout
         assert plugin.show(bare)["Comment"] == "tagged"
@@ -307,7 +365,12 @@ def test_with_a_memory_model_sbatch_gets_the_served_memory_limit_unless_the_user
     api, inputs = memory_api
     script = tmp_path / "align.sh"
     script.write_text(SCRIPT.format(input=inputs / "f12.fa"))
-    asked = {"name": "align.sh", "partition": "debug", "directives": f"algorithm=mafft input={inputs / 'f12.fa'}", "raise_missing_memory": True}
+    asked = {
+        "name": "align.sh",
+        "partition": "debug",
+        "directives": f"algorithm=mafft input={inputs / 'f12.fa'}",
+        "raise_missing_memory": True,
+    }
     answer = httpx.post(f"{api}/v1/slurm/estimate", json=asked).json()
     assert answer["memory_limit"] > 30 * MIB and answer["memory"] == slurm_memory(answer["memory_limit"])
     given = httpx.post(f"{api}/v1/slurm/estimate", json={**asked, "memory_given": True}).json()

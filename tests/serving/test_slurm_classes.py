@@ -56,14 +56,21 @@ def _class_runs(count: int) -> list[Measurement]:
     for i in range(count):
         last = float(rng.uniform(60, 3600))
         features = {name: float(rng.uniform(1, 10)) for name in FEATURE_NAMES} | {
-            "history.last1": last, "history.last2_mean": last, "history.last3_mean": last, "request.time": 4 * last,
-        }  # fmt: skip
+            "history.last1": last,
+            "history.last2_mean": last,
+            "history.last3_mean": last,
+            "request.time": 4 * last,
+        }
         out.append(
             Measurement(
-                run_id=f"class-{i}", algorithm=f"{CLUSTER}-debug", platform="cpu1", features=features,
-                wall_seconds=last * float(rng.uniform(0.9, 1.1)), source=Source.IMPORT,
+                run_id=f"class-{i}",
+                algorithm=f"{CLUSTER}-debug",
+                platform="cpu1",
+                features=features,
+                wall_seconds=last * float(rng.uniform(0.9, 1.1)),
+                source=Source.IMPORT,
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -73,9 +80,15 @@ def class_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassHome]:
     (root / "site.yaml").write_text(SITE_CATALOG)
     (root / "rules.yaml").write_text(RULES)
     settings = Settings(
-        home=root / "home", site_catalogs=[root / "site.yaml"], slurm_rules=root / "rules.yaml", slurm_cluster=CLUSTER,
-        cv_folds=3, api_token=TOKEN, api_reload_interval_s=0, data_roots=[root],
-    )  # fmt: skip
+        home=root / "home",
+        site_catalogs=[root / "site.yaml"],
+        slurm_rules=root / "rules.yaml",
+        slurm_cluster=CLUSTER,
+        cv_folds=3,
+        api_token=TOKEN,
+        api_reload_interval_s=0,
+        data_roots=[root],
+    )
     store = MeasurementStore(settings.resolved_store_url)
     store.migrate()
     store.add(_class_runs(60))
@@ -86,7 +99,15 @@ def class_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassHome]:
 
 
 def _job(**fields: object) -> dict[str, object]:
-    return {"name": "run.sh", "partition": "debug", "time_limit": 600, "min_cpus": 2, "user_id": 1000, "user_name": "ana", **fields}
+    return {
+        "name": "run.sh",
+        "partition": "debug",
+        "time_limit": 600,
+        "min_cpus": 2,
+        "user_id": 1000,
+        "user_name": "ana",
+        **fields,
+    }
 
 
 def _record(settings: Settings, user: str, runs: list[float]) -> None:
@@ -95,12 +116,20 @@ def _record(settings: Settings, user: str, runs: list[float]) -> None:
     now = datetime.now(UTC)
     records = [
         JobRecord(
-            key=f"t-{user}-{i}", cluster=CLUSTER, user=user, submit_at=now - timedelta(hours=5 - i), seq=i, time_limit_s=36000.0,
-            min_cpus=2, start_at=now - timedelta(hours=5 - i), end_at=now - timedelta(hours=5 - i) + timedelta(seconds=run),
-            partition="debug", state="COMPLETED",
+            key=f"t-{user}-{i}",
+            cluster=CLUSTER,
+            user=user,
+            submit_at=now - timedelta(hours=5 - i),
+            seq=i,
+            time_limit_s=36000.0,
+            min_cpus=2,
+            start_at=now - timedelta(hours=5 - i),
+            end_at=now - timedelta(hours=5 - i) + timedelta(seconds=run),
+            partition="debug",
+            state="COMPLETED",
         )
         for i, run in enumerate(runs)
-    ]  # fmt: skip
+    ]
     JobHistory(store.engine).record(records)
     store.dispose()
 
@@ -118,7 +147,9 @@ def test_a_job_naming_no_program_is_estimated_by_its_class_from_its_users_histor
     assert body["seconds"] < limit and body["time_min"] == -(-limit // 60)
     assert body["comment"].startswith(f"predictor: algorithm={CLUSTER}-debug platform=cpu1 estimate=")
     assert httpx.post(estimate, json=_job(time_limit=10)).json()["time_min"] == 10  # never above the user's limit
-    assert httpx.post(estimate, json=_job(user_name="bo", user_id=1001)).status_code == 204  # another user's history is not ana's
+    assert (
+        httpx.post(estimate, json=_job(user_name="bo", user_id=1001)).status_code == 204
+    )  # another user's history is not ana's
     assert httpx.post(estimate, json=_job(account="secret")).status_code == 204  # excluded account
     _record(class_home.settings, "mallory", [1200.0])
     assert httpx.post(estimate, json=_job(user_name="mallory")).status_code == 204  # excluded user
@@ -162,7 +193,9 @@ def plugin(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
     slurm_cluster.set_plugin(PASS_THROUGH)
 
 
-def test_sbatch_of_an_unmapped_job_gets_time_min_from_its_users_followed_history(plugin: SlurmCluster, class_home: ClassHome, tmp_path: Path) -> None:
+def test_sbatch_of_an_unmapped_job_gets_time_min_from_its_users_followed_history(
+    plugin: SlurmCluster, class_home: ClassHome, tmp_path: Path
+) -> None:
     """A new user's job goes in untouched and is learned from when it ends; their next job gets a time_min; a job of an
     excluded account is left alone."""
     settings = class_home.settings
@@ -174,11 +207,18 @@ def test_sbatch_of_an_unmapped_job_gets_time_min_from_its_users_followed_history
     store = MeasurementStore(settings.resolved_store_url)
     try:
         follower = Follower(
-            plugin.jobcomp, tmp_path / "cursor.json", store, load_catalog(*settings.catalog_paths), load_rules(settings.slurm_rules),
-            cluster=CLUSTER, comments=Slurm(str(plugin.conf)).comments,
-        )  # fmt: skip
+            plugin.jobcomp,
+            tmp_path / "cursor.json",
+            store,
+            load_catalog(*settings.catalog_paths),
+            load_rules(settings.slurm_rules),
+            cluster=CLUSTER,
+            comments=Slurm(str(plugin.conf)).comments,
+        )
         follower.poll()
-        learned = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False) if "slurm_job" in m.context}
+        learned = {
+            m.context["slurm_job"]: m for m in store.measurements(successful_only=False) if "slurm_job" in m.context
+        }
         assert learned[first].algorithm == f"{CLUSTER}-debug" and learned[first].features["request.time"] == 600.0
     finally:
         store.dispose()
@@ -229,16 +269,43 @@ def test_the_plugin_sends_the_jobs_submit_time_context_with_unset_counts_as_null
     required(shutil.which("lua5.1") is not None, "lua5.1 not installed", "`make test` installs it (make system-deps)")
     keeper = Keeper()
     try:
-        (tmp_path / "job_submit.lua").write_text(render_plugin(f"http://127.0.0.1:{keeper.server_address[1]}", 2.0, raise_missing_limit=False))
+        (tmp_path / "job_submit.lua").write_text(
+            render_plugin(f"http://127.0.0.1:{keeper.server_address[1]}", 2.0, raise_missing_limit=False)
+        )
         (tmp_path / "driver.lua").write_text(CONTEXT_DRIVER)
-        subprocess.run(["lua5.1", str(tmp_path / "driver.lua"), str(tmp_path / "job_submit.lua")], capture_output=True, timeout=30, check=True)
+        subprocess.run(
+            ["lua5.1", str(tmp_path / "driver.lua"), str(tmp_path / "job_submit.lua")],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        )
     finally:
         keeper.shutdown()
         keeper.server_close()
     (body,) = keeper.bodies
-    sent = {key: body[key] for key in ("user_id", "user_name", "group_id", "account", "qos", "min_cpus", "min_nodes", "pn_min_memory", "array_inx")}
+    sent = {
+        key: body[key]
+        for key in (
+            "user_id",
+            "user_name",
+            "group_id",
+            "account",
+            "qos",
+            "min_cpus",
+            "min_nodes",
+            "pn_min_memory",
+            "array_inx",
+        )
+    }
     assert sent == {
-        "user_id": 1000, "user_name": "ana", "group_id": 100, "account": "proj", "qos": "normal", "min_cpus": 4, "min_nodes": None,
-        "pn_min_memory": None, "array_inx": "1-3%2",
-    }  # fmt: skip
+        "user_id": 1000,
+        "user_name": "ana",
+        "group_id": 100,
+        "account": "proj",
+        "qos": "normal",
+        "min_cpus": 4,
+        "min_nodes": None,
+        "pn_min_memory": None,
+        "array_inx": "1-3%2",
+    }
     assert (body["name"], body["partition"], body["time_limit"]) == ("run.sh", "debug", 30)

@@ -49,11 +49,21 @@ def test_feature_names_the_algorithm_does_not_have_are_refused(service, tag) -> 
     """1,000 made-up names were stored and widened every export; now the observation is rejected, naming a few."""
     base, store = service
     junk = {f"junk{i:04d}": 1.0 for i in range(999)}
-    answer = post(base, [run(f"{tag}junk", features={"input.sequences": 4.0, **junk}), run(f"{tag}good", features={"input.sequences": 4.0})])
+    answer = post(
+        base,
+        [
+            run(f"{tag}junk", features={"input.sequences": 4.0, **junk}),
+            run(f"{tag}good", features={"input.sequences": 4.0}),
+        ],
+    )
     assert answer.status_code == 200, answer.text
     (rejected,) = answer.json()["rejected"]
     assert (rejected["index"], rejected["field"]) == (0, "features")
-    assert rejected["message"].startswith("unknown feature(s) junk0000, junk0001, junk0002, junk0003, junk0004 and 994 more; known: ")
+    assert rejected["message"].startswith(
+        "unknown feature(s) junk0000, junk0001, junk0002, junk0003, junk0004 and 994 more; known: "
+    )
     assert "input.sequences" in rejected["message"] and len(rejected["message"]) < 1000
     assert mine(store, tag) == [f"{tag}good"]
-    assert {m.run_id: set(m.features) for m in store.measurements() if m.run_id.startswith(tag)} == {f"{tag}good": {"input.sequences"}}
+    assert {m.run_id: set(m.features) for m in store.measurements() if m.run_id.startswith(tag)} == {
+        f"{tag}good": {"input.sequences"}
+    }

@@ -20,7 +20,9 @@ def _reload(base: str, token: str | None) -> int:
     return httpx.post(f"{base}/v1/models/reload", headers=headers, timeout=30).status_code
 
 
-def test_first_start_generates_and_prints_the_token_later_starts_reuse_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_first_start_generates_and_prints_the_token_later_starts_reuse_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.delenv("PREDICTOR_API_TOKEN", raising=False)
     home = tmp_path / "home"
     env = {"PREDICTOR_HOME": str(home)}
@@ -36,7 +38,9 @@ def test_first_start_generates_and_prints_the_token_later_starts_reuse_it(tmp_pa
 
     with serve_cli(env, PROJECT_ROOT, output=second) as base:
         port = int(base.rsplit(":", 1)[1])
-        with PredictorClient.for_settings(Settings(home=home, api_port=port)) as client:  # the client reads the token too
+        with PredictorClient.for_settings(
+            Settings(home=home, api_port=port)
+        ) as client:  # the client reads the token too
             assert client.reload()["champions"] == 0
     assert token_path(home).read_text().strip() == token
     assert token not in second.read_text() and "generated" not in second.read_text()
@@ -47,6 +51,8 @@ def test_an_explicit_token_wins_over_the_generated_one(tmp_path: Path):
     home.mkdir()
     token_path(home).write_text("generated-one\n")
     log = tmp_path / "serve.log"
-    with serve_cli({"PREDICTOR_HOME": str(home), "PREDICTOR_API_TOKEN": "explicit-one"}, PROJECT_ROOT, output=log) as base:
+    with serve_cli(
+        {"PREDICTOR_HOME": str(home), "PREDICTOR_API_TOKEN": "explicit-one"}, PROJECT_ROOT, output=log
+    ) as base:
         assert _reload(base, "explicit-one") == 200 and _reload(base, "generated-one") == 401
     assert "generated" not in log.read_text()

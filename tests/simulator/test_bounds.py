@@ -37,7 +37,9 @@ def test_a_late_long_job_dominates_and_the_bound_counts_from_the_first_submit():
 def test_size_excludes_small_machines_and_weights_the_work():
     # A has 4 slots, B 1: a size-2 job cannot use b (1 s there), so its best is 10 on a.
     # fastest run 10; the LP puts all 3 jobs x 2 slots x 10 s on a's 4 slots: 15 (B's slot is no use to them)
-    cluster = Cluster({"a": PlatformSpec("a"), "b": PlatformSpec("b")}, [MachineSpec("A", "a", 4), MachineSpec("B", "b")])
+    cluster = Cluster(
+        {"a": PlatformSpec("a"), "b": PlatformSpec("b")}, [MachineSpec("A", "a", 4), MachineSpec("B", "b")]
+    )
     w = Workload("w", [spec(f"j{i}", 0, {"a": 10, "b": 1}, size=2) for i in range(3)], cluster)
     assert makespan_lower_bound(w) == pytest.approx(15, rel=1e-6)
 
@@ -57,9 +59,11 @@ def test_allowed_platforms_failures_and_warm_caches_shorten_or_restrict_the_best
 def test_machines_that_join_later_count_as_capacity():
     # a third slot (new machine C of platform a) joins: every job runs on a only, so the LP spreads 9 s over a's 2 slots
     w = Workload(
-        "w", [spec("x", 0, {"a": 4}), spec("y", 0, {"a": 3}), spec("z", 0, {"a": 2})], TWO,
+        "w",
+        [spec("x", 0, {"a": 4}), spec("y", 0, {"a": 3}), spec("z", 0, {"a": 2})],
+        TWO,
         machine_events=[MachineEvent(1, "C", "gained", platform="a")],
-    )  # fmt: skip
+    )
     assert makespan_lower_bound(w) == pytest.approx(4.5, rel=1e-6)
 
 

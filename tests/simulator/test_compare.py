@@ -27,9 +27,11 @@ def catalog():
 def grid(workload: str, catalog, policies=(), estimates=(), seeds: int = 1):
     """``compare.run_grid`` on specs, as the CLI parses them."""
     return compare.run_grid(
-        parse_workload(workload, catalog), seeds=seeds, policies={p: parse_policy(p) for p in policies},
+        parse_workload(workload, catalog),
+        seeds=seeds,
+        policies={p: parse_policy(p) for p in policies},
         estimates={e: parse_estimates(e) for e in estimates},
-    )  # fmt: skip
+    )
 
 
 def test_one_row_per_policy_estimates_and_seed(catalog):
@@ -38,7 +40,10 @@ def test_one_row_per_policy_estimates_and_seed(catalog):
     assert set(zip(runs["policy"], runs["estimates"], runs["seed"])) == {
         (p, e, s) for p in ("fcfs", "edf") for e in ("oracle", "noisy:0.5") for s in (0, 1)
     }
-    assert runs.groupby("seed")["workload"].first().tolist() == ["ncbi-0.02h-s0", "ncbi-0.02h-s1"]  # seeds make new workloads
+    assert runs.groupby("seed")["workload"].first().tolist() == [
+        "ncbi-0.02h-s0",
+        "ncbi-0.02h-s1",
+    ]  # seeds make new workloads
     assert (runs["makespan_ratio"] >= 1.0).all()  # no schedule beats the lower bound
     assert (runs["done"] == runs["jobs"]).all()
 
@@ -58,13 +63,22 @@ def test_fig11_makespans_against_the_lower_bound(catalog):
     assert (simulated["half_width"] == 0.0).all() and (simulated["runs"] == 2).all()  # identical runs: zero-width CI
     header, rows = compare.table(summary.reset_index(), ["makespan", "makespan_ratio"], "makespan")
     assert header == ["estimates", "policy", "makespan", "makespan_ratio"]
-    assert rows == [["oracle", edf, "5.000 ± 0.000", "1.071 ± 0.000"], ["oracle", "fcfs", "7.000 ± 0.000", "1.500 ± 0.000"]]
+    assert rows == [
+        ["oracle", edf, "5.000 ± 0.000", "1.071 ± 0.000"],
+        ["oracle", "fcfs", "7.000 ± 0.000", "1.500 ± 0.000"],
+    ]
 
 
 def test_t_interval_by_hand():
     # Values 1, 2, 3: mean 2, sample sd 1, half-width t(0.975, 2) / sqrt(3) = 4.3027 / 1.7321 = 2.4841; one run: none.
-    runs = pd.DataFrame({"policy": ["a"] * 3 + ["b"], "estimates": ["oracle"] * 4, "seed": [0, 1, 2, 0],
-                         "makespan": [1.0, 2.0, 3.0, 5.0]})  # fmt: skip
+    runs = pd.DataFrame(
+        {
+            "policy": ["a"] * 3 + ["b"],
+            "estimates": ["oracle"] * 4,
+            "seed": [0, 1, 2, 0],
+            "makespan": [1.0, 2.0, 3.0, 5.0],
+        }
+    )
     summary = compare.summarize(runs).set_index("policy")
     assert summary.loc["a", "mean"] == 2.0 and summary.loc["a", "half_width"] == pytest.approx(2.4841, abs=1e-4)
     assert summary.loc["a", "low"] == pytest.approx(2.0 - 2.4841, abs=1e-4)
@@ -89,9 +103,22 @@ def test_policies_and_estimates_resolution(catalog, monkeypatch):
 def test_cli_writes_csvs_and_plot(runner, tmp_path):
     out = tmp_path / "cmp"
     result = runner.invoke(
-        app, ["compare", "--workload", NCBI, "--policies", "fcfs,edf", "--seeds", "2", "--out", str(out),
-              "--metric", "makespan_ratio", "--markdown"],
-    )  # fmt: skip
+        app,
+        [
+            "compare",
+            "--workload",
+            NCBI,
+            "--policies",
+            "fcfs,edf",
+            "--seeds",
+            "2",
+            "--out",
+            str(out),
+            "--metric",
+            "makespan_ratio",
+            "--markdown",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "| estimates | policy | makespan | makespan_ratio | mean_completion |" in result.stdout
     runs = pd.read_csv(out / "ncbi_hours_0.02_per_type_1-runs.csv")

@@ -22,18 +22,24 @@ def schedule(result: SimResult) -> set[tuple[str, str, float, float, str]]:
 def test_fig11_fcfs_takes_seven_units():
     result = run(fig11(), "fcfs")
     assert schedule(result) == {
-        ("T1", "N1", 0, 2, "done"), ("T2", "N2", 0, 3, "done"), ("T3", "N3", 0, 3, "done"),
-        ("T4", "N1", 2, 4, "done"), ("T5", "N2", 3, 7, "done"),
-    }  # fmt: skip
+        ("T1", "N1", 0, 2, "done"),
+        ("T2", "N2", 0, 3, "done"),
+        ("T3", "N3", 0, 3, "done"),
+        ("T4", "N1", 2, 4, "done"),
+        ("T5", "N2", 3, 7, "done"),
+    }
     assert compute(result).makespan == 7
 
 
 def test_fig11_known_run_times_take_five_units():
     result = run(fig11(), "edf:objective=makespan")
     assert schedule(result) == {
-        ("T5", "N1", 0, 4, "done"), ("T2", "N2", 0, 3, "done"), ("T3", "N3", 0, 3, "done"),
-        ("T1", "N2", 3, 5, "done"), ("T4", "N3", 3, 5, "done"),
-    }  # fmt: skip
+        ("T5", "N1", 0, 4, "done"),
+        ("T2", "N2", 0, 3, "done"),
+        ("T3", "N3", 0, 3, "done"),
+        ("T1", "N2", 3, 5, "done"),
+        ("T4", "N3", 3, 5, "done"),
+    }
     assert compute(result).makespan == 5
 
 
@@ -67,9 +73,11 @@ def test_fig13_fastest_platform_only_is_worse_and_deferral_best(policy, expected
 def test_fig14_cancels_and_restarts_for_a_high_priority_job(policy):
     result = run(fig14(), policy)
     assert schedule(result) == {
-        ("T1", "R1", 0, 3, "done"), ("T2", "R2", 0, 1, "cancelled"), ("T3", "R2", 1, 4, "done"),
+        ("T1", "R1", 0, 3, "done"),
+        ("T2", "R2", 0, 1, "cancelled"),
+        ("T3", "R2", 1, 4, "done"),
         ("T2", "R1", 3, 6, "done"),
-    }  # fmt: skip
+    }
     metrics = compute(result)
     assert metrics.makespan == 6 and metrics.wasted_seconds == 1 and metrics.interrupted == 1
 

@@ -11,7 +11,14 @@ from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Work
 def user_jobs(runs: list[tuple[float, float, float]], user: int = 7, fails: tuple[int, ...] = ()) -> Workload:
     """One-slot machine; job i (submit, run, request) of ``user``; jobs in ``fails`` end with an error."""
     jobs = [
-        JobSpec(f"j{i}", submit, "log", {"p": run}, params={"job": i, "user": user, "requested_time": request}, fails=i in fails)
+        JobSpec(
+            f"j{i}",
+            submit,
+            "log",
+            {"p": run},
+            params={"job": i, "user": user, "requested_time": request},
+            fails=i in fails,
+        )
         for i, (submit, run, request) in enumerate(runs)
     ]
     return Workload("toy", jobs, Cluster({"p": PlatformSpec("p")}, [MachineSpec("m", "p")]))

@@ -15,7 +15,9 @@ from simulator.scenarios import parse_estimates
 from simulator.simulate import simulate
 from simulator.workloads import ncbi
 
-OPTIONS = LearningOptions(models=("mean", "linear", "linear_log", "isotonic"), folds=3, min_new_runs=10, min_new_fraction=0.5)
+OPTIONS = LearningOptions(
+    models=("mean", "linear", "linear_log", "isotonic"), folds=3, min_new_runs=10, min_new_fraction=0.5
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +43,9 @@ def test_finished_jobs_are_stored_and_due_pairs_retrained_during_the_run(run) ->
     assert len(done) == len(workload.jobs) > 100
     assert oracle.store.count() == len(workload.history) + len(done)
     later = [d for d in oracle.log.decisions if d["trigger"] != "history"]
-    assert later and all(" new runs since version " in d["trigger"] or d["trigger"].startswith("live RAE") for d in later)
+    assert later and all(
+        " new runs since version " in d["trigger"] or d["trigger"].startswith("live RAE") for d in later
+    )
     moved = [pair for pair, version in oracle.book.alias.items() if version is not first[pair]]
     assert moved, "no champion was refreshed or replaced as runs arrived"
     assert oracle.log.retrains == len(oracle.log.decisions) and oracle.log.train_seconds > 0
@@ -59,7 +63,9 @@ def test_the_scheduler_was_served_the_oracle_s_answers(run) -> None:
 def test_the_spec_names_its_options_and_refuses_unknown_ones() -> None:
     workload = ncbi.generate(hours=0.02, seed=0, per_type=1, types=("type2",), history_runs=5)
     oracle = parse_estimates("service:models=mean+linear,folds=3,min_new_runs=5").oracle(workload)
-    assert isinstance(oracle, LearningOracle) and oracle.options.models == ("mean", "linear") and oracle.options.folds == 3
+    assert (
+        isinstance(oracle, LearningOracle) and oracle.options.models == ("mean", "linear") and oracle.options.folds == 3
+    )
     with pytest.raises(ValueError, match="estimates 'service' has no option 'fold'; its options: models, folds"):
         parse_estimates("service:fold=3").oracle(workload)
 

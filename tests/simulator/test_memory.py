@@ -25,11 +25,15 @@ def log(rows: list[Row], nodes: int, per_node: int, node_memory: int | None, mod
     """Jobs on one machine of ``nodes`` x ``per_node`` slots with ``node_memory`` bytes each; each job's memory is
     both what it plans with and its true peak."""
     jobs = [
-        JobSpec(n, t, "log", {"m": run}, params={"job": n, "requested_time": run}, size=size, memory=mem, true_memory=mem)
+        JobSpec(
+            n, t, "log", {"m": run}, params={"job": n, "requested_time": run}, size=size, memory=mem, true_memory=mem
+        )
         for n, t, size, run, mem in rows
     ]
     pooled_memory = None if node_memory is None else node_memory * (nodes if mode == "pooled" else 1)
-    machine = MachineSpec("m", "m", nodes * per_node, node_slots=per_node if mode == "packed" else 0, node_memory=pooled_memory)
+    machine = MachineSpec(
+        "m", "m", nodes * per_node, node_slots=per_node if mode == "packed" else 0, node_memory=pooled_memory
+    )
     return Workload("toy", jobs, Cluster({"m": PlatformSpec("m")}, [machine]))
 
 
@@ -67,7 +71,9 @@ def node_memory_never_exceeded(result: SimResult, w: Workload, size: int) -> Non
     events = []
     for s in result.segments:
         each = memory[s.job] / sum(slots for _, slots in s.nodes)
-        events += [(s.end, -slots * each, node) for node, slots in s.nodes] + [(s.start, slots * each, node) for node, slots in s.nodes]
+        events += [(s.end, -slots * each, node) for node, slots in s.nodes] + [
+            (s.start, slots * each, node) for node, slots in s.nodes
+        ]
     used: dict[int, float] = {}
     for _, change, node in sorted(events):  # ends before starts at one instant
         used[node] = used.get(node, 0.0) + change
@@ -109,7 +115,12 @@ def test_hpc2n_on_its_nodes_without_memory_gives_the_figures_measured_before_mem
     # docs/results/backfilling.md, "On the nodes": EASY with requests on Seth's nodes, measured before jobs had memory
     w = swf.replay(trace("hpc2n.swf"), nodes="packed")
     m = compute(simulate(w, make_policy("easy"), parse_estimates("requested").oracle(w)))
-    assert (round(m.avebsld, 1), round(m.mean_waiting), m.max_waiting, round(m.utilisation, 3)) == (20.3, 3831, 81284.0, 0.457)
+    assert (round(m.avebsld, 1), round(m.mean_waiting), m.max_waiting, round(m.utilisation, 3)) == (
+        20.3,
+        3831,
+        81284.0,
+        0.457,
+    )
 
 
 def test_hpc2n_memory_is_per_processor_times_processors_and_nodes_have_the_machine_file_s() -> None:
@@ -134,7 +145,9 @@ def killed(rows: list[tuple[str, float, float, int, int]], retry: RetryPolicy | 
         JobSpec(n, 0.0, "log", {"m": r}, params={"job": n, "requested_time": limit}, memory=mem, true_memory=peak)
         for n, r, limit, mem, peak in rows
     ]
-    w = Workload("toy", jobs, Cluster({"m": PlatformSpec("m")}, [MachineSpec("m", "m", 4, node_slots=4, node_memory=8 * GB)]))
+    w = Workload(
+        "toy", jobs, Cluster({"m": PlatformSpec("m")}, [MachineSpec("m", "m", 4, node_slots=4, node_memory=8 * GB)])
+    )
     return simulate(w, make_policy("easy"), LimitOracle(("m",)), enforce=True, retry=retry)
 
 
@@ -153,11 +166,17 @@ def test_a_timed_out_job_gets_more_time_only_unless_everything_is_doubled() -> N
     both = killed(rows, RetryPolicy("double-both"))
     assert [j.requested for j in both.jobs] == [60.0, 120.0]
     assert [s.outcome for s in killed(rows, None).segments] == [TIMEOUT]  # enforced, not retried
-    assert [s.outcome for s in killed([("U", 100.0, 60.0, GB, GB)], RetryPolicy("failed-only", retries=0)).segments] == [TIMEOUT]
+    assert [
+        s.outcome for s in killed([("U", 100.0, 60.0, GB, GB)], RetryPolicy("failed-only", retries=0)).segments
+    ] == [TIMEOUT]
 
 
 def test_without_enforcement_no_job_is_killed() -> None:
-    jobs = [JobSpec("A", 0.0, "log", {"m": 100.0}, params={"job": "A", "requested_time": 10.0}, memory=GB, true_memory=2 * GB)]
+    jobs = [
+        JobSpec(
+            "A", 0.0, "log", {"m": 100.0}, params={"job": "A", "requested_time": 10.0}, memory=GB, true_memory=2 * GB
+        )
+    ]
     w = Workload("toy", jobs, Cluster({"m": PlatformSpec("m")}, [MachineSpec("m", "m", 1)]))
     assert [s.outcome for s in simulate(w, make_policy("easy"), LimitOracle(("m",))).segments] == ["done"]
 

@@ -13,7 +13,9 @@ from simulator import memory_limits as ml
 MB = 2**20
 
 
-def job(id: int, submit: float, end: float, peak_mb: float, user: int = 1, procs: int = 1, run: float = 3600.0) -> ml.MemoryJob:
+def job(
+    id: int, submit: float, end: float, peak_mb: float, user: int = 1, procs: int = 1, run: float = 3600.0
+) -> ml.MemoryJob:
     return ml.MemoryJob(id, user, procs, submit, end, run, 7200.0, peak_mb * MB)
 
 
@@ -29,7 +31,13 @@ def test_a_limit_is_set_only_from_jobs_that_had_ended_at_its_submission() -> Non
 
 def test_last_runs_takes_the_quantile_of_the_class_s_window_plus_the_offset() -> None:
     jobs = [job(1, 0, 1, 100), job(2, 2, 3, 400), job(3, 4, 5, 200), job(4, 6, 7, 50, procs=2), job(5, 8, 9, 50)]
-    assert [round(v / MB) for v in ml.replay(jobs, ml.LastRuns(k=2, offset=0.1, scope="class"), FALLBACK)] == [1024, 110, 440, 512, 440]
+    assert [round(v / MB) for v in ml.replay(jobs, ml.LastRuns(k=2, offset=0.1, scope="class"), FALLBACK)] == [
+        1024,
+        110,
+        440,
+        512,
+        440,
+    ]
     assert [round(v / MB) for v in ml.replay(jobs, ml.LastRuns(k=10, scope="user", quantile=0.5), FALLBACK)][-1] == 150
 
 
@@ -63,8 +71,15 @@ def test_the_online_learner_and_sizey_answer_once_their_class_has_history() -> N
 def test_memory_jobs_read_per_processor_kb_and_skip_unknown_memory(tmp_path: Path) -> None:
     log = tmp_path / "toy.swf"
     log.write_text(
-        "1 0 10 100 4 -1 2048 4 200 4096 1 7 1 -1 -1 1 -1 -1\n"
-        "2 5 10 100 2 -1 -1 2 200 -1 1 7 1 -1 -1 1 -1 -1\n"
+        "1 0 10 100 4 -1 2048 4 200 4096 1 7 1 -1 -1 1 -1 -1\n2 5 10 100 2 -1 -1 2 200 -1 1 7 1 -1 -1 1 -1 -1\n"
     )
     (only,) = ml.memory_jobs(read_swf(log))
-    assert (only.id, only.user, only.procs, only.end, only.peak, only.requested, only.peak_total) == (1, 7, 4, 110.0, 2048 * 1024, 4096 * 1024, 4 * 2048 * 1024)
+    assert (only.id, only.user, only.procs, only.end, only.peak, only.requested, only.peak_total) == (
+        1,
+        7,
+        4,
+        110.0,
+        2048 * 1024,
+        4096 * 1024,
+        4 * 2048 * 1024,
+    )

@@ -36,10 +36,16 @@ def write_log(path: Path, seed: int, jobs: int = 240, future_factor: float = 1.0
 def user_log(runs: list[tuple[float, float, float]]) -> Workload:
     """One user's jobs (submit, run, request) on a one-slot machine, with the request as a feature."""
     jobs = [
-        JobSpec(f"j{i}", submit, "log", {"p": run}, params={"job": i, "user": 1, "requested_time": request},
-                features={"request.time": request, "request.procs": 1.0})
+        JobSpec(
+            f"j{i}",
+            submit,
+            "log",
+            {"p": run},
+            params={"job": i, "user": 1, "requested_time": request},
+            features={"request.time": request, "request.procs": 1.0},
+        )
         for i, (submit, run, request) in enumerate(runs)
-    ]  # fmt: skip
+    ]
     return Workload("toy", jobs, Cluster({"p": PlatformSpec("p")}, [MachineSpec("m", "p")]))
 
 
@@ -82,7 +88,12 @@ def test_the_online_source_learns_a_known_asymmetric_target_on_a_hand_made_log()
 
 def test_the_sc15_preset_learns_seconds_and_weights_by_area():
     options = parse_estimates("sc15").options
-    assert options is not None and (options.log, options.area, options.under, options.over) == (False, True, "squared", "absolute")
+    assert options is not None and (options.log, options.area, options.under, options.over) == (
+        False,
+        True,
+        "squared",
+        "absolute",
+    )
     quantile = parse_estimates("online:plan=quantile,level=0.75").options
     assert quantile is not None and (quantile.plan, quantile.level) == ("quantile", 0.75)
 
@@ -92,12 +103,17 @@ def test_a_choice_never_reads_the_jobs_after_its_window(tmp_path: Path):
     same = write_log(tmp_path / "a.swf", seed=1)
     other = write_log(tmp_path / "b.swf", seed=1, future_factor=10.0)
     windows = [swf.replay(p, train_fraction=0.15, stop_fraction=0.3) for p in (same, other)]
-    assert [(j.params, j.true_times, j.features) for j in windows[0].jobs] == [(j.params, j.true_times, j.features) for j in windows[1].jobs]
+    assert [(j.params, j.true_times, j.features) for j in windows[0].jobs] == [
+        (j.params, j.true_times, j.features) for j in windows[1].jobs
+    ]
     grid = candidates("easy")[:6]
     choices = [choose([w], "easy", grid=grid) for w in windows]
     assert choices[0].scores == choices[1].scores and choices[0].chosen == choices[1].chosen
     # while the whole replays after the 30 % history do differ
-    assert replay_config(swf.replay(same), "easy", grid[0]).metrics != replay_config(swf.replay(other), "easy", grid[0]).metrics
+    assert (
+        replay_config(swf.replay(same), "easy", grid[0]).metrics
+        != replay_config(swf.replay(other), "easy", grid[0]).metrics
+    )
 
 
 def test_the_guard_keeps_the_serving_configuration_unless_a_candidate_wins_by_the_margin(tmp_path: Path):

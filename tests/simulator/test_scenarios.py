@@ -20,8 +20,14 @@ def catalog():
 
 
 def test_estimate_specs_become_sources() -> None:
-    assert parse_estimates("oracle") == Truth() and parse_estimates("none") == Blind() and parse_estimates("requested") == Requested()
-    assert parse_estimates("noisy") == Noisy(0.5) and parse_estimates("noisy:0.25") == Noisy(0.25)  # a bare value: sigma
+    assert (
+        parse_estimates("oracle") == Truth()
+        and parse_estimates("none") == Blind()
+        and parse_estimates("requested") == Requested()
+    )
+    assert parse_estimates("noisy") == Noisy(0.5) and parse_estimates("noisy:0.25") == Noisy(
+        0.25
+    )  # a bare value: sigma
     assert parse_estimates("model") == Fitted() and parse_estimates("model:lightgbm_log") == Fitted("lightgbm_log")
     service = parse_estimates("service:models=mean+linear,folds=3")
     assert isinstance(service, Service) and service.options.models == ("mean", "linear") and service.options.folds == 3

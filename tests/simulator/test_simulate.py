@@ -12,7 +12,9 @@ from simulator.simulate import simulate
 from simulator.workload import Cluster, JobSpec, MachineEvent, MachineSpec, PlatformSpec, Workload
 from simulator.workloads.figures import fig11, fig14
 
-TWO = Cluster({"a": PlatformSpec("a", 100.0), "b": PlatformSpec("b", 50.0)}, [MachineSpec("A", "a"), MachineSpec("B", "b")])
+TWO = Cluster(
+    {"a": PlatformSpec("a", 100.0), "b": PlatformSpec("b", 50.0)}, [MachineSpec("A", "a"), MachineSpec("B", "b")]
+)
 
 
 def spec(name: str, submit: float, times: dict[str, float], **extra) -> JobSpec:
@@ -39,11 +41,16 @@ def test_deadlines_tardiness_and_energy_per_platform():
 
 def test_outage_with_healthy_return_cancels_the_replacement_run():
     w = Workload(
-        "outage", [spec("j", 0, {"a": 10, "b": 30})], TWO,
+        "outage",
+        [spec("j", 0, {"a": 10, "b": 30})],
+        TWO,
         machine_events=[MachineEvent(2, "A", "lost"), MachineEvent(5, "A", "gained")],
-    )  # fmt: skip
+    )
     result = simulate(w, make_policy("edf"), parse_estimates("oracle").oracle(w))
-    assert {(s.machine, s.start, s.end, s.outcome) for s in result.segments} == {("B", 2, 5, "cancelled"), ("A", 0, 10, "done")}
+    assert {(s.machine, s.start, s.end, s.outcome) for s in result.segments} == {
+        ("B", 2, 5, "cancelled"),
+        ("A", 0, 10, "done"),
+    }
     assert result.offline == {"A": [(2, 5)]}
     m = compute(result)
     assert m.done == 1 and m.wasted_seconds == 3 and m.utilisation == pytest.approx(13 / (10 + 7))
@@ -51,9 +58,11 @@ def test_outage_with_healthy_return_cancels_the_replacement_run():
 
 def test_outage_that_kills_jobs_runs_them_again():
     w = Workload(
-        "crash", [spec("j", 0, {"a": 10, "b": 30})], TWO,
+        "crash",
+        [spec("j", 0, {"a": 10, "b": 30})],
+        TWO,
         machine_events=[MachineEvent(2, "A", "lost", healthy=False), MachineEvent(5, "A", "gained")],
-    )  # fmt: skip
+    )
     result = simulate(w, make_policy("edf"), parse_estimates("oracle").oracle(w))
     outcomes = sorted((s.machine, s.start, s.end, s.outcome) for s in result.segments)
     assert outcomes == [("A", 0, 2, "lost"), ("A", 5, 15, "done"), ("B", 2, 5, "cancelled")]
@@ -61,7 +70,10 @@ def test_outage_that_kills_jobs_runs_them_again():
 
 def test_end_reported_late_when_the_machine_was_unreachable():
     w = Workload(
-        "late", [spec("j", 0, {"a": 3})], TWO, machine_events=[MachineEvent(1, "A", "lost"), MachineEvent(8, "A", "gained")]
+        "late",
+        [spec("j", 0, {"a": 3})],
+        TWO,
+        machine_events=[MachineEvent(1, "A", "lost"), MachineEvent(8, "A", "gained")],
     )
     result = simulate(w, make_policy("edf"), parse_estimates("oracle").oracle(w))
     assert [(s.machine, s.end, s.outcome) for s in result.segments] == [("A", 8, "done")]
@@ -69,18 +81,23 @@ def test_end_reported_late_when_the_machine_was_unreachable():
 
 def test_new_machine_joins_mid_run():
     w = Workload(
-        "join", [spec("j", 0, {"a": 100, "c": 10}), spec("k", 1, {"a": 5})],
+        "join",
+        [spec("j", 0, {"a": 100, "c": 10}), spec("k", 1, {"a": 5})],
         Cluster({"a": PlatformSpec("a"), "c": PlatformSpec("c")}, [MachineSpec("A", "a")]),
         machine_events=[MachineEvent(3, "C", "gained", platform="c")],
-    )  # fmt: skip
+    )
     result = simulate(w, make_policy("edf"), parse_estimates("oracle").oracle(w))
     assert sorted((s.job, s.machine, s.start, s.end, s.outcome) for s in result.segments) == [
-        ("j", "A", 0, 3, "cancelled"), ("j", "C", 3, 13, "done"), ("k", "A", 3, 8, "done"),
-    ]  # fmt: skip
+        ("j", "A", 0, 3, "cancelled"),
+        ("j", "C", 3, 13, "done"),
+        ("k", "A", 3, 8, "done"),
+    ]
 
 
 def test_failure_drops_the_dependent_job():
-    w = Workload("fail", [spec("p", 0, {"a": 4}, fails=True, fail_at=0.5), spec("q", 0, {"a": 1}, depends_on=("p",))], TWO)
+    w = Workload(
+        "fail", [spec("p", 0, {"a": 4}, fails=True, fail_at=0.5), spec("q", 0, {"a": 1}, depends_on=("p",))], TWO
+    )
     result = simulate(w, make_policy("edf"), parse_estimates("oracle").oracle(w))
     assert {j.id: j.status for j in result.jobs} == {"p": "failed", "q": "dropped"}
     assert [(s.end, s.outcome) for s in result.segments] == [(2, "failed")]

@@ -96,8 +96,7 @@ def test_machines_file_and_node_requests_parse():
 
 def test_machine_files_give_node_memory_and_replays_read_memory_only_when_asked(tmp_path):
     (tmp_path / "toy.swf").write_text(
-        "1 0 0 100 3 -1 2048 3 200 4096 1 7 1 -1 -1 1 -1 -1\n"
-        "2 5 0 100 2 -1 -1 2 200 -1 1 7 1 -1 -1 1 -1 -1\n"
+        "1 0 0 100 3 -1 2048 3 200 4096 1 7 1 -1 -1 1 -1 -1\n2 5 0 100 2 -1 -1 2 200 -1 1 7 1 -1 -1 1 -1 -1\n"
     )
     (tmp_path / "toy.swf.machines").write_text("0\tnodes\t4\t2\t1\t1048576\n")
     assert swf.read_machines(tmp_path / "toy.swf.machines")[0].node_memory == 2**30
@@ -107,4 +106,6 @@ def test_machine_files_give_node_memory_and_replays_read_memory_only_when_asked(
     assert asked.cluster.machines[0].node_memory == 2**30  # per node when packed
     assert [(j.memory, j.true_memory) for j in asked.jobs] == [(3 * 4096 * 1024, 3 * 2048 * 1024), (None, None)]
     pooled = swf.replay(tmp_path / "toy.swf", train_fraction=0.0, memory="ignored")
-    assert pooled.cluster.machines[0].node_memory == 4 * 2**30 and pooled.jobs[0].memory is None  # the pool's whole memory
+    assert (
+        pooled.cluster.machines[0].node_memory == 4 * 2**30 and pooled.jobs[0].memory is None
+    )  # the pool's whole memory

@@ -30,17 +30,31 @@ def test_censored_long_runs_raise_the_served_limit(tmp_path) -> None:
     def run(platform: str, i: int, censored: bool = False) -> Measurement:
         wall = 2 * _law(length[i], count[i]) if censored else seconds[i]
         features = {"input.length": length[i], "input.sequences": count[i]}
-        return Measurement(run_id=f"{platform}-{i:02d}", algorithm="align", platform=platform, features=features,
-                           wall_seconds=wall, exit_status=137 if censored else 0, censored=censored)  # fmt: skip
+        return Measurement(
+            run_id=f"{platform}-{i:02d}",
+            algorithm="align",
+            platform=platform,
+            features=features,
+            wall_seconds=wall,
+            exit_status=137 if censored else 0,
+            censored=censored,
+        )
 
     store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
     store.migrate()
-    store.add([run(p, i) for p in ("kept", "dropped") for i in range(40)] + [run("kept", i, censored=True) for i in range(40, 50)])
+    store.add(
+        [run(p, i) for p in ("kept", "dropped") for i in range(40)]
+        + [run("kept", i, censored=True) for i in range(40, 50)]
+    )
     assert store.count("align", "kept", informative_only=True) == 50 and len(store.measurements("align", "kept")) == 40
     settings = Settings(
-        home=tmp_path, mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", mlflow_artifact_root=tmp_path / "artifacts",
-        cv_folds=5, selection_metric="rae", n_jobs=1,
-    )  # fmt: skip
+        home=tmp_path,
+        mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        mlflow_artifact_root=tmp_path / "artifacts",
+        cv_folds=5,
+        selection_metric="rae",
+        n_jobs=1,
+    )
     outcomes = run_training(settings, store, models=["linear_log"])
     assert [(o.platform, o.serving) for o in outcomes] == [("dropped", "linear_log"), ("kept", "linear_log")]
     kept, dropped = (served_champion(settings, "align", p) for p in ("kept", "dropped"))

@@ -41,4 +41,3 @@ def test_the_default_zoo_lets_no_convergence_warning_escape(clustalo: list[Train
             if name == "sparse_lad_log":
                 counted += model.regressor_[-1].lasso_warnings_
     assert counted > 0  # the lasso path did warn here: counted, not printed
-

@@ -70,7 +70,15 @@ def stopped() -> TrainingSet:
     x = 10 ** rng.uniform(0, 3, 60)
     truth = x**1.2 * rng.lognormal(0, 0.3, 60)
     limit = np.sort(truth)[-15]
-    return TrainingSet("a", "p", pd.DataFrame({"x": x}), np.minimum(truth, limit), ["x"], [f"r{i:02d}" for i in range(60)], truth >= limit)
+    return TrainingSet(
+        "a",
+        "p",
+        pd.DataFrame({"x": x}),
+        np.minimum(truth, limit),
+        ["x"],
+        [f"r{i:02d}" for i in range(60)],
+        truth >= limit,
+    )
 
 
 def test_members_that_ignore_censoring_fit_the_finished_runs_only(stopped: TrainingSet) -> None:
@@ -80,8 +88,10 @@ def test_members_that_ignore_censoring_fit_the_finished_runs_only(stopped: Train
         kept = train[~stopped.censored[train]]
         by_hand = make_model("linear_log").fit(stopped.X.iloc[kept], stopped.y[kept]).predict(stopped.X.iloc[test])
         np.testing.assert_allclose(result.predictions[test], by_hand, err_msg=f"fold {fold}")
-    np.testing.assert_allclose(refit("linear_log", stopped).predict(stopped.X), make_model("linear_log").fit(
-        stopped.X[stopped.finished], stopped.y[stopped.finished]).predict(stopped.X))  # fmt: skip
+    np.testing.assert_allclose(
+        refit("linear_log", stopped).predict(stopped.X),
+        make_model("linear_log").fit(stopped.X[stopped.finished], stopped.y[stopped.finished]).predict(stopped.X),
+    )
 
 
 def test_members_that_learn_from_censoring_get_it(stopped: TrainingSet) -> None:
@@ -106,5 +116,11 @@ def test_every_row_is_predicted_and_metrics_score_finished_rows_against_finished
     assert {k: result.metrics[k] for k in expected} == expected
     bounds = stopped.censored
     assert result.metrics["censored_rows"] == 15
-    assert result.metrics["censored_underestimate"] == pytest.approx((result.predictions[bounds] < stopped.y[bounds]).mean())
-    assert all(m["censored_rows"] == bounds[test].sum() for m, (_, test) in zip(result.fold_metrics, plan.splits()) if bounds[test].any())
+    assert result.metrics["censored_underestimate"] == pytest.approx(
+        (result.predictions[bounds] < stopped.y[bounds]).mean()
+    )
+    assert all(
+        m["censored_rows"] == bounds[test].sum()
+        for m, (_, test) in zip(result.fold_metrics, plan.splits())
+        if bounds[test].any()
+    )

@@ -64,6 +64,7 @@ def test_unusable_pairs_are_refused() -> None:
 def test_load_training_sets_from_a_store(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     store = MeasurementStore(f"sqlite:///{tmp_path / 's.db'}")
     store.migrate()
+
     def run(run_id: str, algorithm: str, platform: str, n: float) -> Measurement:
         features = {"n": n, "gc": 0.5}
         return Measurement(run_id=run_id, algorithm=algorithm, platform=platform, features=features, wall_seconds=2 * n)
@@ -86,8 +87,18 @@ def test_load_training_sets_from_a_store(tmp_path: Path, caplog: pytest.LogCaptu
 def test_censored_runs_join_the_set_with_a_mask_aligned_with_y() -> None:
     frame = _frame().assign(censored=False)
     frame.loc[frame["run_id"] == "r4", "censored"] = True  # exit 1 and censored: stopped, its time a bound
-    extra = pd.DataFrame({"run_id": ["r0"], "algorithm": ["a"], "platform": ["p"], "exit_status": [0], "censored": [True],
-                          "wall_seconds": [80.0], "size": [6.0], "params": [{}]})  # fmt: skip
+    extra = pd.DataFrame(
+        {
+            "run_id": ["r0"],
+            "algorithm": ["a"],
+            "platform": ["p"],
+            "exit_status": [0],
+            "censored": [True],
+            "wall_seconds": [80.0],
+            "size": [6.0],
+            "params": [{}],
+        }
+    )
     ts = training_set_from_frame(pd.concat([frame, extra], ignore_index=True), "a", "p")
     assert ts.run_ids == ["r0", "r1", "r2", "r3", "r4"]
     np.testing.assert_array_equal(ts.y, [80.0, 10.0, 20.0, 30.0, 99.0])
@@ -102,7 +113,9 @@ def test_without_censored_runs_the_mask_is_all_false() -> None:
 
 
 def test_censored_runs_do_not_count_towards_the_minimum() -> None:
-    frame = _frame().assign(censored=[False, False, True, True, False])  # r2 finished but censored, r4 failed but censored
+    frame = _frame().assign(
+        censored=[False, False, True, True, False]
+    )  # r2 finished but censored, r4 failed but censored
     frame = frame[frame["run_id"] != "r5"]
     with pytest.raises(DatasetError, match=r"a on p: 2 successful run\(s\) \(and 2 censored\), need at least 3"):
         training_set_from_frame(frame, "a", "p")
@@ -111,9 +124,24 @@ def test_censored_runs_do_not_count_towards_the_minimum() -> None:
 def test_load_training_sets_reads_censored_runs(tmp_path: Path) -> None:
     store = MeasurementStore(f"sqlite:///{tmp_path / 's.db'}")
     store.migrate()
-    runs = [Measurement(run_id=f"a{i}", algorithm="a", platform="p", features={"n": float(i)}, wall_seconds=2.0 * i) for i in range(1, 4)]
-    runs.append(Measurement(run_id="a9", algorithm="a", platform="p", features={"n": 9.0}, wall_seconds=5.0, exit_status=137, censored=True))
-    runs.append(Measurement(run_id="a8", algorithm="a", platform="p", features={"n": 8.0}, wall_seconds=5.0, exit_status=1))
+    runs = [
+        Measurement(run_id=f"a{i}", algorithm="a", platform="p", features={"n": float(i)}, wall_seconds=2.0 * i)
+        for i in range(1, 4)
+    ]
+    runs.append(
+        Measurement(
+            run_id="a9",
+            algorithm="a",
+            platform="p",
+            features={"n": 9.0},
+            wall_seconds=5.0,
+            exit_status=137,
+            censored=True,
+        )
+    )
+    runs.append(
+        Measurement(run_id="a8", algorithm="a", platform="p", features={"n": 8.0}, wall_seconds=5.0, exit_status=1)
+    )
     store.add(runs)
     (ts,) = load_training_sets(store)
     assert ts.run_ids == ["a1", "a2", "a3", "a9"] and ts.censored.tolist() == [False, False, False, True]

@@ -71,7 +71,10 @@ def test_an_ensemble_that_leads_by_chance_is_not_selected(tmp_path) -> None:
     fresh_X, fresh_y = _noisy_runs(3000, 10_008)
     fresh = {m: np.maximum(refit(m, ts).predict(fresh_X), 0.0) for m in {*weights, best.model_name}}
     prior = np.full(len(fresh_y), y.mean())
-    assert compute_metrics(fresh_y, blend(fresh, weights), prior)["rae"] > compute_metrics(fresh_y, fresh[best.model_name], prior)["rae"]
+    assert (
+        compute_metrics(fresh_y, blend(fresh, weights), prior)["rae"]
+        > compute_metrics(fresh_y, fresh[best.model_name], prior)["rae"]
+    )
     assert not leads(ensemble, results, ts, "rae", 0.9)  # ...by a lead that chance explains, and new runs undo
     settings = Settings(home=tmp_path, train_models=members, cv_folds=5, seed=0, n_jobs=1)
     (outcome,) = train(settings, [ts], tracker=MemoryTracker(0.9), champions=MemoryChampions(), dry_run=True)

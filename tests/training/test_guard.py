@@ -34,11 +34,32 @@ def _incumbent(composition: dict[str, int], trained: list[str] | None, predict=N
 
 def test_the_first_champion_is_promoted_and_force_overrides_the_guard() -> None:
     y, prior, jobs, ids = _rows()
-    first = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"mean": 1}, challenger_predictions=prior,
-                  incumbent=None, incumbent_predictions=None, settings=GUARD)  # fmt: skip
+    first = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=None,
+        challenger={"mean": 1},
+        challenger_predictions=prior,
+        incumbent=None,
+        incumbent_predictions=None,
+        settings=GUARD,
+    )
     assert (first.verdict, first.serve, first.register_challenger) == (Verdict.PROMOTED, Serve.CHALLENGER, True)
-    forced = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"mean": 1}, challenger_predictions=prior,
-                   incumbent=_incumbent({"linear_log": 1}, ids), incumbent_predictions=y, settings=GUARD, force=True)  # fmt: skip
+    forced = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=None,
+        challenger={"mean": 1},
+        challenger_predictions=prior,
+        incumbent=_incumbent({"linear_log": 1}, ids),
+        incumbent_predictions=y,
+        settings=GUARD,
+        force=True,
+    )
     assert forced.verdict is Verdict.FORCED and forced.serve is Serve.CHALLENGER and "forced" in forced.reason
 
 
@@ -47,16 +68,46 @@ def test_a_challenger_takes_over_only_with_a_lead_the_bootstrap_trusts() -> None
     rng = np.random.default_rng(1)
     good, rough = y * rng.lognormal(0, 0.05, len(y)), y * rng.lognormal(0, 0.5, len(y))
     incumbent = _incumbent({"lad": 1}, ids)
-    better = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"svr_log": 1}, challenger_predictions=good,
-                   incumbent=incumbent, incumbent_predictions=rough, settings=GUARD)  # fmt: skip
+    better = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=None,
+        challenger={"svr_log": 1},
+        challenger_predictions=good,
+        incumbent=incumbent,
+        incumbent_predictions=rough,
+        settings=GUARD,
+    )
     assert better.verdict is Verdict.PROMOTED and better.serve is Serve.CHALLENGER
     assert better.details["high"] < 0 and better.reason.startswith("svr_log beats lad: RAE -")
-    tie = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"svr_log": 1}, challenger_predictions=good * 1.001,
-                incumbent=incumbent, incumbent_predictions=good, settings=GUARD)  # fmt: skip
+    tie = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=None,
+        challenger={"svr_log": 1},
+        challenger_predictions=good * 1.001,
+        incumbent=incumbent,
+        incumbent_predictions=good,
+        settings=GUARD,
+    )
     assert tie.verdict is Verdict.KEPT and tie.serve is None and tie.register_challenger
     assert "no runs since version 1 was trained" in tie.reason
-    margin = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"svr_log": 1}, challenger_predictions=good,
-                   incumbent=incumbent, incumbent_predictions=rough, settings=GuardSettings(margin=500.0, n_resamples=500))  # fmt: skip
+    margin = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=None,
+        challenger={"svr_log": 1},
+        challenger_predictions=good,
+        incumbent=incumbent,
+        incumbent_predictions=rough,
+        settings=GuardSettings(margin=500.0, n_resamples=500),
+    )
     assert margin.verdict is Verdict.KEPT  # a lead must exceed the margin
 
 
@@ -64,8 +115,18 @@ def test_a_losing_challenger_leaves_the_incumbent_refreshed_when_runs_arrived() 
     y, prior, jobs, ids = _rows()
     X = y[:, None]
     incumbent = _incumbent({"lad": 1}, ids[:40], predict=lambda rows: rows[:, 0] * 1.10)  # trained on fewer runs
-    decision = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=X, challenger={"mean": 1}, challenger_predictions=prior,
-                     incumbent=incumbent, incumbent_predictions=y * 1.02, settings=GUARD)  # fmt: skip
+    decision = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=X,
+        challenger={"mean": 1},
+        challenger_predictions=prior,
+        incumbent=incumbent,
+        incumbent_predictions=y * 1.02,
+        settings=GUARD,
+    )
     assert decision.verdict is Verdict.REFRESHED and decision.serve is Serve.INCUMBENT and decision.register_challenger
     assert decision.reason.startswith("mean does not beat lad") and "on 20 new run(s)" in decision.reason
 
@@ -74,13 +135,32 @@ def test_a_refresh_shown_worse_than_the_served_version_is_not_promoted() -> None
     y, prior, jobs, ids = _rows()
     X = y[:, None]
     served = _incumbent({"lad": 1}, ids[:30], predict=lambda rows: rows[:, 0])  # perfect on the new runs
-    worse = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=X, challenger={"lad": 1}, challenger_predictions=y * 2.0,
-                  incumbent=served, incumbent_predictions=None, settings=GUARD)  # fmt: skip
+    worse = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=X,
+        challenger={"lad": 1},
+        challenger_predictions=y * 2.0,
+        incumbent=served,
+        incumbent_predictions=None,
+        settings=GUARD,
+    )
     assert worse.verdict is Verdict.KEPT and worse.serve is None and not worse.register_challenger
     assert "refresh is worse" in worse.reason and worse.details["refresh_low"] > 0
-    few = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=X, challenger={"lad": 1}, challenger_predictions=y * 2.0,
-                incumbent=_incumbent({"lad": 1}, ids[:58], lambda rows: rows[:, 0]), incumbent_predictions=None,
-                settings=GUARD)  # fmt: skip
+    few = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=X,
+        challenger={"lad": 1},
+        challenger_predictions=y * 2.0,
+        incumbent=_incumbent({"lad": 1}, ids[:58], lambda rows: rows[:, 0]),
+        incumbent_predictions=None,
+        settings=GUARD,
+    )
     assert few.verdict is Verdict.KEPT and few.serve is None and "2 new job(s) are too few to compare" in few.reason
 
 
@@ -88,20 +168,54 @@ def test_a_refresh_the_guard_cannot_compare_or_that_disagrees_wildly_is_not_prom
     """Issue 30 item 3: an uncomparable refresh was promoted unchecked; new runs far from what serves are flagged."""
     y, prior, jobs, ids = _rows()
     X = y[:, None]
-    unscorable = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=None, challenger={"lad": 1}, challenger_predictions=y,
-                       incumbent=_incumbent({"lad": 1}, ids[:30], lambda rows: rows[:, 0]), incumbent_predictions=None,
-                       settings=GUARD)  # fmt: skip
+    unscorable = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=None,
+        challenger={"lad": 1},
+        challenger_predictions=y,
+        incumbent=_incumbent({"lad": 1}, ids[:30], lambda rows: rows[:, 0]),
+        incumbent_predictions=None,
+        settings=GUARD,
+    )
     assert unscorable.verdict is Verdict.KEPT and "cannot be compared" in unscorable.reason
-    unknown = judge(y=y, priors=prior, jobs=jobs, run_ids=ids, X=X, challenger={"lad": 1}, challenger_predictions=y * 2.0,
-                    incumbent=_incumbent({"lad": 1}, None, lambda rows: rows[:, 0]), incumbent_predictions=None,
-                    settings=GUARD)  # fmt: skip
-    assert unknown.verdict is Verdict.KEPT and "refresh is worse" in unknown.reason  # every run compared, none waved through
-    one_input = np.concatenate([y, np.full(300, 3600.0)])  # one input run 300 times at 3,600 s where ~its size was served
-    many = judge(y=one_input, priors=np.full(len(one_input), one_input.mean()), jobs=np.concatenate([jobs, np.full(300, 999)]),
-                 run_ids=[*ids, *(f"slow{i}" for i in range(300))], X=np.concatenate([X, np.full((300, 1), 0.26)]),
-                 challenger={"lad": 1}, challenger_predictions=one_input, incumbent=_incumbent({"lad": 1}, ids, lambda rows: rows[:, 0]),
-                 incumbent_predictions=None, settings=GUARD)  # fmt: skip
-    assert many.verdict is Verdict.KEPT and many.serve is None and many.reason.startswith("flagged: the 300 new run(s) of 1 job(s)")
+    unknown = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=X,
+        challenger={"lad": 1},
+        challenger_predictions=y * 2.0,
+        incumbent=_incumbent({"lad": 1}, None, lambda rows: rows[:, 0]),
+        incumbent_predictions=None,
+        settings=GUARD,
+    )
+    assert (
+        unknown.verdict is Verdict.KEPT and "refresh is worse" in unknown.reason
+    )  # every run compared, none waved through
+    one_input = np.concatenate(
+        [y, np.full(300, 3600.0)]
+    )  # one input run 300 times at 3,600 s where ~its size was served
+    many = judge(
+        y=one_input,
+        priors=np.full(len(one_input), one_input.mean()),
+        jobs=np.concatenate([jobs, np.full(300, 999)]),
+        run_ids=[*ids, *(f"slow{i}" for i in range(300))],
+        X=np.concatenate([X, np.full((300, 1), 0.26)]),
+        challenger={"lad": 1},
+        challenger_predictions=one_input,
+        incumbent=_incumbent({"lad": 1}, ids, lambda rows: rows[:, 0]),
+        incumbent_predictions=None,
+        settings=GUARD,
+    )
+    assert (
+        many.verdict is Verdict.KEPT
+        and many.serve is None
+        and many.reason.startswith("flagged: the 300 new run(s) of 1 job(s)")
+    )
     assert many.details["flag_disagreement"] == pytest.approx(3600 / 0.26)
 
 
@@ -132,7 +246,11 @@ def test_in_memory_the_guard_runs_the_same_pipeline(memory_settings: Settings) -
     assert newcomer.decision.verdict is Verdict.KEPT and newcomer.registered == ["3"] and newcomer.version == "2"
     assert book.alias[("tool", "cpu", Target.TIME)].champion.tags["model_kind"] == "linear_log"
     dry = session(["mean"], force=True, dry_run=True)
-    assert dry.decision.verdict is Verdict.FORCED and dry.registered == [] and len(book.versions[("tool", "cpu", Target.TIME)]) == 3
+    assert (
+        dry.decision.verdict is Verdict.FORCED
+        and dry.registered == []
+        and len(book.versions[("tool", "cpu", Target.TIME)]) == 3
+    )
     forced = session(["mean"], force=True)
     assert forced.decision.verdict is Verdict.FORCED and forced.version == "4"
     assert book.alias[("tool", "cpu", Target.TIME)].champion.tags["model_kind"] == "mean"
@@ -141,7 +259,9 @@ def test_in_memory_the_guard_runs_the_same_pipeline(memory_settings: Settings) -
 def _store_runs(store: MeasurementStore, n: int, seed: int) -> None:
     data = _power_law_set(n, seed)
     store.add(
-        Measurement(run_id=r, algorithm="mafft", platform="cpu1", features={"input.residues": float(x)}, wall_seconds=float(t))
+        Measurement(
+            run_id=r, algorithm="mafft", platform="cpu1", features={"input.residues": float(x)}, wall_seconds=float(t)
+        )
         for r, x, t in zip(data.run_ids, data.X["input.size"], data.y, strict=True)
     )
 
@@ -160,7 +280,9 @@ def test_the_cli_keeps_the_champion_from_the_mean_unless_forced(tmp_path) -> Non
     kept = runner.invoke(app, ["train", "--model", "mean"], env=env)
     assert kept.exit_code == 0 and "kept" in kept.output and "mean does not beat linear_log" in kept.output, kept.output
     forced = runner.invoke(app, ["train", "--model", "mean", "--promote"], env=env)
-    assert forced.exit_code == 0 and "forced" in forced.output and "guard was overridden" in forced.output, forced.output
+    assert forced.exit_code == 0 and "forced" in forced.output and "guard was overridden" in forced.output, (
+        forced.output
+    )
     history = runner.invoke(app, ["models", "history"], env=env)
     assert history.exit_code == 0, history.output
     decisions = [row["decision"] for row in store.decisions()]
@@ -175,9 +297,13 @@ def test_make_run_again_on_unchanged_data_trains_nothing_and_says_how_to_force(t
     env = {"PREDICTOR_HOME": str(tmp_path / "home"), "PREDICTOR_CV_FOLDS": "3", "PREDICTOR_N_JOBS": "1"}
     data = _power_law_set(40, seed=3)
     runs = tmp_path / "runs.csv"
-    runs.write_text("run_id,algorithm,platform,wall_seconds,feature.input.residues\n" + "".join(
-        f"{r},mafft,cpu1,{t:.6f},{x:.3f}\n" for r, x, t in zip(data.run_ids, data.X["input.size"], data.y, strict=True)
-    ))  # fmt: skip
+    runs.write_text(
+        "run_id,algorithm,platform,wall_seconds,feature.input.residues\n"
+        + "".join(
+            f"{r},mafft,cpu1,{t:.6f},{x:.3f}\n"
+            for r, x, t in zip(data.run_ids, data.X["input.size"], data.y, strict=True)
+        )
+    )
     runner = CliRunner()
 
     def make_run() -> str:
@@ -191,14 +317,18 @@ def test_make_run_again_on_unchanged_data_trains_nothing_and_says_how_to_force(t
 
     def versions() -> list[str]:
         registry = registry_client(settings.resolved_tracking_uri)
-        return sorted(str(v.version) for v in registry.search_model_versions(f"name='{registered_name('mafft', 'cpu1')}'"))
+        return sorted(
+            str(v.version) for v in registry.search_model_versions(f"name='{registered_name('mafft', 'cpu1')}'")
+        )
 
     first = make_run()
     assert versions() == ["1"], first
     again = make_run()  # the same file: every row a duplicate, the same zoo
     assert versions() == ["1"], again  # nothing new was registered
     assert "mafft/cpu1 promoted: no champion served before" in first, first
-    assert "mafft/cpu1 unchanged: same runs, members and settings" in again and "not trained (--force retrains)" in again, again
+    assert (
+        "mafft/cpu1 unchanged: same runs, members and settings" in again and "not trained (--force retrains)" in again
+    ), again
     assert "fold 1/3" not in again  # no member was cross-validated
     store = MeasurementStore(settings.resolved_store_url)
     assert [row["decision"] for row in store.decisions()] == ["promoted"]  # the skipped session recorded no decision
@@ -215,15 +345,31 @@ def test_a_member_that_raises_is_left_out_and_training_goes_on(memory_settings: 
     register("broken_for_test")(Broken)
     try:
         book = MemoryChampions()
-        outcome = train(memory_settings, [_power_law_set(60)], models=["broken_for_test", "linear_log"],
-                        tracker=MemoryTracker(0.9), champions=book)[0]  # fmt: skip
+        outcome = train(
+            memory_settings,
+            [_power_law_set(60)],
+            models=["broken_for_test", "linear_log"],
+            tracker=MemoryTracker(0.9),
+            champions=book,
+        )[0]
         assert outcome.challenger == "linear_log" and outcome.decision.verdict is Verdict.PROMOTED
         assert "broken_for_test" not in outcome.metrics and outcome.version == "1"
-        served = train(memory_settings, [_power_law_set(60)], models=["linear_log"], tracker=MemoryTracker(0.9),
-                       champions=book, force=True)[0]  # fmt: skip
+        served = train(
+            memory_settings,
+            [_power_law_set(60)],
+            models=["linear_log"],
+            tracker=MemoryTracker(0.9),
+            champions=book,
+            force=True,
+        )[0]
         assert served.version == "2"
-        incumbent_broken = train(memory_settings, [_power_law_set(60)], models=["broken_for_test"],
-                                 tracker=MemoryTracker(0.9), champions=book)  # fmt: skip
+        incumbent_broken = train(
+            memory_settings,
+            [_power_law_set(60)],
+            models=["broken_for_test"],
+            tracker=MemoryTracker(0.9),
+            champions=book,
+        )
         assert incumbent_broken == []  # every chosen member failed: nothing judged, nothing registered
     finally:
         ZOO.pop("broken_for_test")
@@ -235,11 +381,17 @@ def test_a_pair_judged_on_the_same_runs_and_settings_is_not_trained_again(memory
     data = _power_law_set(40)
     first = train(memory_settings, [data], models=["linear_log"], tracker=tracker, champions=book)[0]
     again = train(memory_settings, [_power_law_set(40)], models=["linear_log"], tracker=tracker, champions=book)[0]
-    assert again.decision.verdict is Verdict.UNCHANGED and again.version == first.version == "1" and again.registered == []
+    assert (
+        again.decision.verdict is Verdict.UNCHANGED and again.version == first.version == "1" and again.registered == []
+    )
     assert "not trained (--force retrains)" in again.decision.reason
     other_members = train(memory_settings, [data], models=["linear_log", "mean"], tracker=tracker, champions=book)[0]
     assert other_members.decision.verdict is not Verdict.UNCHANGED  # another zoo is another session
     more = train(memory_settings, [_power_law_set(45)], models=["linear_log"], tracker=tracker, champions=book)[0]
-    assert more.decision.verdict is Verdict.KEPT and "5 new job(s) are too few to compare" in more.decision.reason  # judged again
-    forced = train(memory_settings, [_power_law_set(45)], models=["linear_log"], tracker=tracker, champions=book, force=True)[0]
+    assert (
+        more.decision.verdict is Verdict.KEPT and "5 new job(s) are too few to compare" in more.decision.reason
+    )  # judged again
+    forced = train(
+        memory_settings, [_power_law_set(45)], models=["linear_log"], tracker=tracker, champions=book, force=True
+    )[0]
     assert forced.decision.verdict is Verdict.FORCED

@@ -22,15 +22,28 @@ from training.tracking import MlflowTracker
 
 def _settings(home: Path) -> Settings:
     """Settings of a tracking store and artifact root of their own under ``home``."""
-    return Settings(home=home, mlflow_tracking_uri=f"sqlite:///{home / 'mlflow.db'}", mlflow_artifact_root=home / "artifacts",
-                    cv_folds=3, n_jobs=1)  # fmt: skip
+    return Settings(
+        home=home,
+        mlflow_tracking_uri=f"sqlite:///{home / 'mlflow.db'}",
+        mlflow_artifact_root=home / "artifacts",
+        cv_folds=3,
+        n_jobs=1,
+    )
 
 
 def _training_set(algorithm: str, n: int = 12) -> TrainingSet:
     """``n`` runs of ``algorithm`` on cpu whose seconds grow with the input's size."""
     rng = np.random.default_rng(0)
-    runs = [Measurement(run_id=f"{algorithm}-{i}", algorithm=algorithm, platform="cpu", features={"input.size": float(size)},
-                        wall_seconds=0.01 * float(size)) for i, size in enumerate(rng.uniform(10, 1000, n))]  # fmt: skip
+    runs = [
+        Measurement(
+            run_id=f"{algorithm}-{i}",
+            algorithm=algorithm,
+            platform="cpu",
+            features={"input.size": float(size)},
+            wall_seconds=0.01 * float(size),
+        )
+        for i, size in enumerate(rng.uniform(10, 1000, n))
+    ]
     frame = pd.DataFrame([{**m.model_dump(exclude={"features"}), **m.features} for m in runs])
     return training_set_from_frame(frame, algorithm, "cpu")
 
@@ -54,8 +67,14 @@ def test_tracking_and_registering_leave_mlflows_process_wide_uris_as_they_were(t
 
 def test_two_trackers_of_two_stores_in_one_process_each_write_to_their_own(tmp_path: Path) -> None:
     first, second = _settings(tmp_path / "first"), _settings(tmp_path / "second")
-    books = {s.resolved_tracking_uri: (MlflowTracker(s), MlflowChampions(s.resolved_tracking_uri)) for s in (first, second)}
-    for settings, algorithm in ((first, "alpha"), (second, "beta"), (first, "gamma")):  # the second built last, used between
+    books = {
+        s.resolved_tracking_uri: (MlflowTracker(s), MlflowChampions(s.resolved_tracking_uri)) for s in (first, second)
+    }
+    for settings, algorithm in (
+        (first, "alpha"),
+        (second, "beta"),
+        (first, "gamma"),
+    ):  # the second built last, used between
         tracker, book = books[settings.resolved_tracking_uri]
         train(settings, [_training_set(algorithm)], models=["mean"], tracker=tracker, champions=book)
     for settings, algorithms in ((first, ["alpha", "gamma"]), (second, ["beta"])):

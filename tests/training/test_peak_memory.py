@@ -33,7 +33,9 @@ def peak_kb(size: np.ndarray | float) -> np.ndarray | float:
     return 20_000 + 300 * size
 
 
-def runs(n: int, *, start: int = 0, seed: int = 0, oom_kb: float | None = None, measured: bool = True) -> list[Measurement]:
+def runs(
+    n: int, *, start: int = 0, seed: int = 0, oom_kb: float | None = None, measured: bool = True
+) -> list[Measurement]:
     """``n`` runs of tool on cpu; those whose peak would pass ``oom_kb`` are killed there (censored at the limit)."""
     rng = np.random.default_rng(seed)
     out = []
@@ -41,16 +43,25 @@ def runs(n: int, *, start: int = 0, seed: int = 0, oom_kb: float | None = None, 
         size = float(rng.uniform(10, 1000))
         kb = float(peak_kb(size) * rng.lognormal(0, 0.02))
         killed = oom_kb is not None and kb > oom_kb
-        out.append(Measurement(
-            run_id=f"r{i:04d}", algorithm="tool", platform="cpu", features={"input.size": size},
-            wall_seconds=0.01 * size, max_rss_kb=int(oom_kb if killed else kb) if measured else None,
-            exit_status=137 if killed else 0, censored=killed,
-        ))  # fmt: skip
+        out.append(
+            Measurement(
+                run_id=f"r{i:04d}",
+                algorithm="tool",
+                platform="cpu",
+                features={"input.size": size},
+                wall_seconds=0.01 * size,
+                max_rss_kb=int(oom_kb if killed else kb) if measured else None,
+                exit_status=137 if killed else 0,
+                censored=killed,
+            )
+        )
     return out
 
 
 def test_a_memory_set_holds_the_bytes_of_the_runs_that_measured_them() -> None:
-    frame = pd.DataFrame([{**m.model_dump(exclude={"features"}), **m.features} for m in runs(12) + runs(3, start=12, measured=False)])
+    frame = pd.DataFrame(
+        [{**m.model_dump(exclude={"features"}), **m.features} for m in runs(12) + runs(3, start=12, measured=False)]
+    )
     time, memory = (training_set_from_frame(frame, "tool", "cpu", target) for target in Target)
     assert (time.target, memory.target) == (Target.TIME, Target.MEMORY)
     assert len(time) == 15 and len(memory) == 12 and memory.run_ids == [f"r{i:04d}" for i in range(12)]
@@ -69,10 +80,15 @@ def test_a_run_killed_for_memory_is_a_lower_bound_on_its_peak() -> None:
 
 
 def test_members_that_read_a_requested_time_estimate_run_times_only() -> None:
-    assert applicable("requested_time", ["request.time"], 10) and not applicable("requested_time", ["request.time"], 10, Target.MEMORY)
+    assert applicable("requested_time", ["request.time"], 10) and not applicable(
+        "requested_time", ["request.time"], 10, Target.MEMORY
+    )
     history = ["history.last2_mean", "history.last1", "request.time"]
     assert not applicable("last_two_mean", history, 10, Target.MEMORY) and applicable("mean", [], 3, Target.MEMORY)
-    with_request = [m.model_copy(update={"features": {**m.features, "request.time": 60.0 * (i % 4 + 1)}}) for i, m in enumerate(runs(12))]
+    with_request = [
+        m.model_copy(update={"features": {**m.features, "request.time": 60.0 * (i % 4 + 1)}})
+        for i, m in enumerate(runs(12))
+    ]
     frame = pd.DataFrame([{**m.model_dump(exclude={"features"}), **m.features} for m in with_request])
     settings = Settings(cv_folds=3)
     sets = {target: training_set_from_frame(frame, "tool", "cpu", target) for target in Target}
@@ -93,8 +109,13 @@ class Trained:
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
     """40 runs with a peak memory and 5 without, trained for peak memory, then for run time, then for memory again."""
     home = tmp_path_factory.mktemp("memory")
-    settings = Settings(home=home, mlflow_tracking_uri=f"sqlite:///{home / 'mlflow.db'}", mlflow_artifact_root=home / "artifacts",
-                        cv_folds=5, n_jobs=1)  # fmt: skip
+    settings = Settings(
+        home=home,
+        mlflow_tracking_uri=f"sqlite:///{home / 'mlflow.db'}",
+        mlflow_artifact_root=home / "artifacts",
+        cv_folds=5,
+        n_jobs=1,
+    )
     store = MeasurementStore(f"sqlite:///{home / 'store.db'}")
     store.migrate()
     store.add(runs(40) + runs(5, start=40, seed=1, measured=False))
@@ -109,10 +130,19 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
 
 def test_a_memory_champion_is_registered_under_its_own_name_and_predicts_bytes(trained: Trained) -> None:
     [outcome] = trained.memory
-    assert (outcome.target, outcome.decision.verdict, outcome.version, outcome.n_rows) == (Target.MEMORY, Verdict.PROMOTED, "1", 40)
+    assert (outcome.target, outcome.decision.verdict, outcome.version, outcome.n_rows) == (
+        Target.MEMORY,
+        Verdict.PROMOTED,
+        "1",
+        40,
+    )
     client = registry_client(trained.settings.resolved_tracking_uri)
     version = client.get_model_version_by_alias(registered_name("tool", "cpu", Target.MEMORY), CHAMPION_ALIAS)
-    assert version.name == "memory-tool-cpu" and version.tags["target"] == "memory" and version.tags["role"] == CHAMPION_ALIAS
+    assert (
+        version.name == "memory-tool-cpu"
+        and version.tags["target"] == "memory"
+        and version.tags["role"] == CHAMPION_ALIAS
+    )
     assert "residual_log_quantiles" in version.tags and "interval_coverage" in version.tags
     assert ENVELOPE_ARTIFACT in {a.path for a in client.list_artifacts(version.run_id)}
     model = load_registered(trained.settings.resolved_tracking_uri, version.name, version.version)
@@ -123,9 +153,15 @@ def test_a_memory_champion_is_registered_under_its_own_name_and_predicts_bytes(t
 
 def test_time_and_memory_have_a_champion_each(trained: Trained) -> None:
     [time] = trained.time
-    assert (time.target, time.version, time.n_rows) == (Target.TIME, "1", 45)  # run time also learns from the 5 unmeasured runs
+    assert (time.target, time.version, time.n_rows) == (
+        Target.TIME,
+        "1",
+        45,
+    )  # run time also learns from the 5 unmeasured runs
     assert [v.name for v in list_champions(trained.settings.resolved_tracking_uri, Target.TIME)] == ["runtime-tool-cpu"]
-    assert [v.name for v in list_champions(trained.settings.resolved_tracking_uri, Target.MEMORY)] == ["memory-tool-cpu"]
+    assert [v.name for v in list_champions(trained.settings.resolved_tracking_uri, Target.MEMORY)] == [
+        "memory-tool-cpu"
+    ]
     model = load_registered(trained.settings.resolved_tracking_uri, "runtime-tool-cpu", time.version)
     assert model.predict(pd.DataFrame({"input.size": [500.0]}))[0] == pytest.approx(5.0, rel=0.05)  # seconds, not bytes
 
@@ -141,7 +177,9 @@ def test_memory_sessions_are_tracked_apart_and_tagged_with_their_target(trained:
     session = latest_session(trained.settings, "tool", target=Target.MEMORY)
     assert session.target is Target.MEMORY and {r.model for r in session.rows} >= set(MODELS)
     assert fold_plan_path(trained.settings, "tool", "cpu", Target.MEMORY).exists()
-    assert fold_plan_path(trained.settings, "tool", "cpu", Target.MEMORY) != fold_plan_path(trained.settings, "tool", "cpu")
+    assert fold_plan_path(trained.settings, "tool", "cpu", Target.MEMORY) != fold_plan_path(
+        trained.settings, "tool", "cpu"
+    )
 
 
 def test_the_same_memory_runs_are_not_trained_again_and_decisions_say_their_target(trained: Trained) -> None:
@@ -157,8 +195,13 @@ def test_training_one_target_on_sets_of_the_other_is_refused(trained: Trained) -
 
 
 def test_a_champion_that_learns_from_killed_runs_answers_at_least_their_bound(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
-                        mlflow_artifact_root=tmp_path / "artifacts", cv_folds=5, n_jobs=1)  # fmt: skip
+    settings = Settings(
+        home=tmp_path,
+        mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        mlflow_artifact_root=tmp_path / "artifacts",
+        cv_folds=5,
+        n_jobs=1,
+    )
     store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
     store.migrate()
     store.add(runs(60, oom_kb=200_000))  # inputs above ~600 units are killed at 200 MB

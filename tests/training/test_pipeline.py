@@ -62,7 +62,9 @@ def _measurements(start: int = 0, n: int = 40, seed: int = 3) -> list[Measuremen
     if start:
         return runs
     runs.append(
-        Measurement(run_id="failed", algorithm="align", platform="fast", features=failed, wall_seconds=1e6, exit_status=1)
+        Measurement(
+            run_id="failed", algorithm="align", platform="fast", features=failed, wall_seconds=1e6, exit_status=1
+        )
     )
     runs += [Measurement(run_id=f"tiny-{i}", algorithm="search", platform="fast", wall_seconds=1) for i in range(2)]
     return runs
@@ -157,7 +159,15 @@ def test_each_candidate_logs_its_out_of_fold_predictions(trained: Trained) -> No
     folder = mlflow.artifacts.download_artifacts(run_id=row.run_id, tracking_uri=trained.settings.resolved_tracking_uri)
     table = pd.read_csv(f"{folder}/{OUT_OF_FOLD}", dtype={"run_id": str})
     plan = FoldPlan.load(f"{folder}/folds.csv")
-    assert list(table.columns) == ["run_id", "job", "fold", "measured_seconds", "predicted_seconds", "prior_seconds", "censored"]
+    assert list(table.columns) == [
+        "run_id",
+        "job",
+        "fold",
+        "measured_seconds",
+        "predicted_seconds",
+        "prior_seconds",
+        "censored",
+    ]
     assert table.groupby("job")["fold"].nunique().max() == 1  # repeats of a job share a fold
     assert table["run_id"].tolist() == plan.run_ids and (table["fold"].to_numpy() == plan.folds).all()
     recomputed = compute_metrics(table["measured_seconds"], table["predicted_seconds"], table["prior_seconds"])
@@ -193,7 +203,10 @@ def test_new_runs_refresh_the_champion_and_keep_the_old_version(trained: Trained
     for outcome in trained.second:
         assert "refreshed minus served on 20 new run(s)" in outcome.decision.reason
         assert outcome.n_rows == 60
-    assert [v.name for v in list_champions(trained.settings.resolved_tracking_uri)] == ["runtime-align-fast", "runtime-align-slow"]
+    assert [v.name for v in list_champions(trained.settings.resolved_tracking_uri)] == [
+        "runtime-align-fast",
+        "runtime-align-slow",
+    ]
 
 
 def test_a_worse_challenger_is_registered_but_does_not_take_the_alias(trained: Trained) -> None:
@@ -315,7 +328,9 @@ def test_report_sets_the_champion_against_the_runner_up(trained: Trained) -> Non
 def test_a_run_without_out_of_fold_predictions_is_named(trained: Trained) -> None:
     session = latest_session(trained.settings, "align", "fast")
     with pytest.raises(FileNotFoundError, match=f"run {session.run_id} has no {OUT_OF_FOLD}"):
-        load_out_of_fold(trained.settings.resolved_tracking_uri, session.run_id)  # the session's parent run logs no candidate files
+        load_out_of_fold(
+            trained.settings.resolved_tracking_uri, session.run_id
+        )  # the session's parent run logs no candidate files
 
 
 def test_report_command_prints_the_table(trained: Trained) -> None:

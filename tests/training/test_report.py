@@ -8,7 +8,15 @@ from training.report import _row
 
 
 def _child(run_id: str, model: str, role: str | None = None) -> Run:
-    info = RunInfo(run_id=run_id, experiment_id="1", user_id="u", status="FINISHED", start_time=0, end_time=1, lifecycle_stage="active")
+    info = RunInfo(
+        run_id=run_id,
+        experiment_id="1",
+        user_id="u",
+        status="FINISHED",
+        start_time=0,
+        end_time=1,
+        lifecycle_stage="active",
+    )
     params = [Param("role", role)] if role else []
     return Run(info, RunData(tags=[RunTag("platform", "cpu1"), RunTag("model_kind", model)], params=params))
 
@@ -17,7 +25,11 @@ def test_one_row_is_the_champion_when_a_session_logs_a_member_twice() -> None:
     """An ensemble is logged as the session's challenger and, with the serving weights, as the incumbent: only the run
     that serves is marked, and the incumbent's row says what it is."""
     parent = {"champion.cpu1": "ensemble", "champion_run.cpu1": "b"}
-    rows = [_row(_child("a", "ensemble"), parent), _row(_child("b", "ensemble", role="incumbent"), parent), _row(_child("c", "mlp"), parent)]
+    rows = [
+        _row(_child("a", "ensemble"), parent),
+        _row(_child("b", "ensemble", role="incumbent"), parent),
+        _row(_child("c", "mlp"), parent),
+    ]
     assert [r.champion for r in rows] == [False, True, False]
     assert [r.model for r in rows] == ["ensemble", "ensemble (incumbent)", "mlp"]
 

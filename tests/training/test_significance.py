@@ -83,7 +83,13 @@ def test_the_same_seed_gives_the_same_interval() -> None:
     ],
 )
 def test_bad_input_is_refused_clearly(kwargs: dict, message: str) -> None:
-    args = {"y_true": np.ones(3), "y_prior": np.ones(3), "pred_a": np.ones(3), "pred_b": np.ones(3), "groups": [0, 1, 2]}
+    args = {
+        "y_true": np.ones(3),
+        "y_prior": np.ones(3),
+        "pred_a": np.ones(3),
+        "pred_b": np.ones(3),
+        "groups": [0, 1, 2],
+    }
     with pytest.raises(ValueError, match=message):
         paired_bootstrap(**{**args, **kwargs})
 
@@ -94,8 +100,12 @@ def test_censored_rows_are_left_out() -> None:
     a, b = y * rng.lognormal(0, 0.1, len(y)), y * rng.lognormal(0, 0.3, len(y))
     # Two more rows, censored: B predicts them wildly; as bounds they must not sway the comparison.
     found = paired_bootstrap(
-        [*y, 500.0, 600.0], [*prior, 1.0, 1.0], [*a, 1.0, 1.0], [*b, 5000.0, 6000.0], [*groups, 99, 99],
+        [*y, 500.0, 600.0],
+        [*prior, 1.0, 1.0],
+        [*a, 1.0, 1.0],
+        [*b, 5000.0, 6000.0],
+        [*groups, 99, 99],
         censored=[False] * len(y) + [True, True],
-    )  # fmt: skip
+    )
     expected = paired_bootstrap(y, prior, a, b, groups)
     assert found == expected

@@ -73,9 +73,13 @@ def test_supplied_test_set_reproduces_weka(classifier: str, data: tuple) -> None
     X_train, y_train, X_test, y_test = data
     model = make_model(MEMBERS[classifier]).fit(X_train, y_train)
     predictions = model.predict(X_test)
-    np.testing.assert_allclose(predictions, weka_predictions(f"{classifier}.predictions.txt"), atol=PREDICTION_TOLERANCE)
+    np.testing.assert_allclose(
+        predictions, weka_predictions(f"{classifier}.predictions.txt"), atol=PREDICTION_TOLERANCE
+    )
     prior = np.full_like(y_test, y_train.mean())
-    assert_stats(compute_metrics(y_test, predictions, prior), weka_stats(f"{classifier}.test.txt", "Error on test data"))
+    assert_stats(
+        compute_metrics(y_test, predictions, prior), weka_stats(f"{classifier}.test.txt", "Error on test data")
+    )
     in_sample = compute_metrics(y_train, model.predict(X_train), np.full_like(y_train, y_train.mean()))
     assert_stats(in_sample, weka_stats(f"{classifier}.test.txt", "Error on training data"))
 
@@ -84,7 +88,9 @@ def test_rae_is_relative_to_the_training_mean_not_the_test_mean(data: tuple) -> 
     X_train, y_train, X_test, y_test = data
     predictions = make_model("linear").fit(X_train, y_train).predict(X_test)
     printed = weka_stats("LinearRegression.test.txt", "Error on test data")["rae"]
-    assert compute_metrics(y_test, predictions, np.full_like(y_test, y_test.mean()))["rae"] != pytest.approx(printed, abs=0.1)
+    assert compute_metrics(y_test, predictions, np.full_like(y_test, y_test.mean()))["rae"] != pytest.approx(
+        printed, abs=0.1
+    )
 
 
 def test_leave_one_out_pools_each_folds_prior_as_weka(data: tuple) -> None:

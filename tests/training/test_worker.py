@@ -20,10 +20,15 @@ def _runs(n: int, start: int = 0, speed: float = 1.0, seed: int = 0) -> list[Mea
     rng = np.random.default_rng(seed)
     size = rng.uniform(10, 1000, n)
     return [
-        Measurement(run_id=f"r{start + i:04d}", algorithm="tool", platform="cpu", features={"input.size": float(x)},
-                    wall_seconds=float(speed * 0.01 * x * rng.lognormal(0, 0.05)))
+        Measurement(
+            run_id=f"r{start + i:04d}",
+            algorithm="tool",
+            platform="cpu",
+            features={"input.size": float(x)},
+            wall_seconds=float(speed * 0.01 * x * rng.lognormal(0, 0.05)),
+        )
         for i, x in enumerate(size)
-    ]  # fmt: skip
+    ]
 
 
 @pytest.fixture
@@ -36,11 +41,20 @@ def store(tmp_path) -> MeasurementStore:
 
 @pytest.fixture
 def settings(tmp_path) -> Settings:
-    return Settings(home=tmp_path, cv_folds=5, n_jobs=1, train_models=["linear_log"], retrain_min_new_runs=10,
-                    retrain_min_new_fraction=0.25, drift_min_runs=10)  # fmt: skip
+    return Settings(
+        home=tmp_path,
+        cv_folds=5,
+        n_jobs=1,
+        train_models=["linear_log"],
+        retrain_min_new_runs=10,
+        retrain_min_new_fraction=0.25,
+        drift_min_runs=10,
+    )
 
 
-def test_a_pair_without_a_champion_is_due_then_trained_and_recorded(settings: Settings, store: MeasurementStore) -> None:
+def test_a_pair_without_a_champion_is_due_then_trained_and_recorded(
+    settings: Settings, store: MeasurementStore
+) -> None:
     book, tracker = MemoryChampions(), MemoryTracker(0.9)
     store.add(_runs(40))
     assert [t.reason for t in due(settings, store, book)] == ["no champion; 40 runs"]
@@ -68,25 +82,43 @@ def test_drifting_live_error_triggers_a_retrain(settings: Settings, store: Measu
     store.add(_runs(40))
     retrain_due(settings, store, book=book, tracker=tracker)
     runs = _runs(5, start=40, speed=4.0, seed=3)  # the program got 4x slower; too few runs to trigger on count
-    served = [ServedEstimate(run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / 4, model_version="1")
-              for m in runs]  # fmt: skip
+    served = [
+        ServedEstimate(run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / 4, model_version="1")
+        for m in runs
+    ]
     store.add(runs, served=served)
     assert due(settings, store, book) == []  # 5 runs: fewer than drift_min_runs
     more = _runs(5, start=45, speed=4.0, seed=4)
-    store.add(more, served=[ServedEstimate(run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / 4,
-                                           model_version="1") for m in more])  # fmt: skip
+    store.add(
+        more,
+        served=[
+            ServedEstimate(
+                run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / 4, model_version="1"
+            )
+            for m in more
+        ],
+    )
     (trigger,) = due(settings, store, book)
     assert trigger.reason.startswith("live RAE ") and "over 10 runs" in trigger.reason
 
 
-def test_the_worker_reads_the_champions_of_its_settings_not_mlflows_default(settings: Settings, store: MeasurementStore, tmp_path) -> None:
+def test_the_worker_reads_the_champions_of_its_settings_not_mlflows_default(
+    settings: Settings, store: MeasurementStore, tmp_path
+) -> None:
     """A worker process whose MLflow default points elsewhere (a stale ./mlflow.db in its folder) still judges the real champions."""
-    settings = settings.model_copy(update={"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'registry.db'}", "mlflow_artifact_root": tmp_path / "artifacts"})
+    settings = settings.model_copy(
+        update={
+            "mlflow_tracking_uri": f"sqlite:///{tmp_path / 'registry.db'}",
+            "mlflow_artifact_root": tmp_path / "artifacts",
+        }
+    )
     store.add(_runs(40))
     assert [o.version for o in retrain_due(settings, store)] == ["1"]
     with mlflow_uris(f"sqlite:///{tmp_path / 'elsewhere.db'}"):
         store.add(_runs(9, start=40, seed=1))
-        assert retrain_due(settings, store) == []  # 9 new runs on version 1: not due (the empty default registry has no champion)
+        assert (
+            retrain_due(settings, store) == []
+        )  # 9 new runs on version 1: not due (the empty default registry has no champion)
 
 
 def test_one_input_run_300_times_far_slower_is_flagged_not_served(settings: Settings, store_url: str) -> None:
@@ -104,25 +136,33 @@ def test_one_input_run_300_times_far_slower_is_flagged_not_served(settings: Sett
         row = store.decisions()[0]
         assert row["decision"] == "kept" and row["reason"].startswith("flagged: the 300 new run(s) of 1 job(s)")
         assert row["details"]["flag_disagreement"] > 100
-        served = book.alias[("tool", "cpu", Target.TIME)].champion.model.predict(pd.DataFrame({"input.size": [one.features["input.size"]]}))
+        served = book.alias[("tool", "cpu", Target.TIME)].champion.model.predict(
+            pd.DataFrame({"input.size": [one.features["input.size"]]})
+        )
         assert served[0] < 100  # still what the 40 runs say, not 3,600 s
     finally:
         store.dispose()
 
 
-def test_a_run_whose_features_are_not_json_is_set_aside_and_the_pass_trains_the_rest(settings: Settings, store_url: str) -> None:
+def test_a_run_whose_features_are_not_json_is_set_aside_and_the_pass_trains_the_rest(
+    settings: Settings, store_url: str
+) -> None:
     """Issue 30 item 5: one such row made every worker pass fail, for every pair."""
     store = MeasurementStore(store_url)
     store.migrate()
     try:
         store.add(_runs(40))
-        features = "'not json'" if store.dialect == "sqlite" else "'[1, 2]'"  # PostgreSQL's json column refuses the first
+        features = (
+            "'not json'" if store.dialect == "sqlite" else "'[1, 2]'"
+        )  # PostgreSQL's json column refuses the first
         with store.engine.begin() as conn:
-            conn.execute(text(
-                "INSERT INTO measurements (run_id, algorithm, platform, machine, params, features, wall_seconds, exit_status,"
-                f" censored, cache_state, source, recorded_at, context) VALUES ('poison', 'tool', 'cpu', 'm', '{{}}', {features},"
-                " 5.0, 0, false, 'unknown', 'production', '2026-03-01 12:00:00', '{}')"
-            ))  # fmt: skip
+            conn.execute(
+                text(
+                    "INSERT INTO measurements (run_id, algorithm, platform, machine, params, features, wall_seconds, exit_status,"
+                    f" censored, cache_state, source, recorded_at, context) VALUES ('poison', 'tool', 'cpu', 'm', '{{}}', {features},"
+                    " 5.0, 0, false, 'unknown', 'production', '2026-03-01 12:00:00', '{}')"
+                )
+            )
         book, tracker = MemoryChampions(), MemoryTracker(0.9)
         (outcome,) = retrain_due(settings, store, book=book, tracker=tracker)
         assert outcome.decision.verdict is Verdict.PROMOTED and outcome.n_rows == 40
@@ -137,21 +177,35 @@ def _measured(runs: list[Measurement], per_unit_kb: float = 300.0) -> list[Measu
     return [m.model_copy(update={"max_rss_kb": int(20_000 + per_unit_kb * m.features["input.size"])}) for m in runs]
 
 
-def test_each_target_is_due_by_its_own_runs_and_gets_its_own_champion(settings: Settings, store: MeasurementStore) -> None:
+def test_each_target_is_due_by_its_own_runs_and_gets_its_own_champion(
+    settings: Settings, store: MeasurementStore
+) -> None:
     book, tracker = MemoryChampions(), MemoryTracker(0.9)
     store.add(_runs(10) + _measured(_runs(30, start=10, seed=1)))  # 40 runs, 30 of them with a peak memory
     assert [(t.target, t.reason) for t in due(settings, store, book)] == [
-        (Target.TIME, "no champion; 40 runs"), (Target.MEMORY, "no champion; 30 runs"),
-    ]  # fmt: skip
+        (Target.TIME, "no champion; 40 runs"),
+        (Target.MEMORY, "no champion; 30 runs"),
+    ]
     outcomes = retrain_due(settings, store, book=book, tracker=tracker)
-    assert [(o.target, o.decision.verdict, o.n_rows) for o in outcomes] == [(Target.TIME, Verdict.PROMOTED, 40), (Target.MEMORY, Verdict.PROMOTED, 30)]
-    assert [(r["target"], r["trigger"]) for r in store.decisions()] == [("memory", "worker: no champion; 30 runs"), ("time", "worker: no champion; 40 runs")]
+    assert [(o.target, o.decision.verdict, o.n_rows) for o in outcomes] == [
+        (Target.TIME, Verdict.PROMOTED, 40),
+        (Target.MEMORY, Verdict.PROMOTED, 30),
+    ]
+    assert [(r["target"], r["trigger"]) for r in store.decisions()] == [
+        ("memory", "worker: no champion; 30 runs"),
+        ("time", "worker: no champion; 40 runs"),
+    ]
     assert set(book.alias) == {("tool", "cpu", Target.TIME), ("tool", "cpu", Target.MEMORY)}
     assert book.champions(Target.MEMORY)[("tool", "cpu")].name == "memory-tool-cpu"
     store.add(_runs(10, start=40, seed=2))  # new runs without a peak memory: run time is due, memory is not
-    assert [(t.target, t.reason) for t in due(settings, store, book)] == [(Target.TIME, "10 new runs since version 1 (40 runs)")]
+    assert [(t.target, t.reason) for t in due(settings, store, book)] == [
+        (Target.TIME, "10 new runs since version 1 (40 runs)")
+    ]
     store.add(_measured(_runs(10, start=50, seed=3)))
     assert [(t.target, t.reason) for t in due(settings, store, book)] == [
-        (Target.TIME, "20 new runs since version 1 (40 runs)"), (Target.MEMORY, "10 new runs since version 1 (30 runs)"),
-    ]  # fmt: skip
-    assert [(t.target, t.reason) for t in due(settings, store, book, [Target.MEMORY])] == [(Target.MEMORY, "10 new runs since version 1 (30 runs)")]
+        (Target.TIME, "20 new runs since version 1 (40 runs)"),
+        (Target.MEMORY, "10 new runs since version 1 (30 runs)"),
+    ]
+    assert [(t.target, t.reason) for t in due(settings, store, book, [Target.MEMORY])] == [
+        (Target.MEMORY, "10 new runs since version 1 (30 runs)")
+    ]

@@ -21,12 +21,30 @@ HEADER = "|".join(SACCT_COLUMNS)
 
 def _row(**cells: str) -> str:
     base = {
-        "JobID": "7", "JobName": "align", "State": "COMPLETED", "Elapsed": "00:01:05", "Timelimit": "00:10:00",
-        "ReqCPUS": "2", "ReqMem": "4000M", "Partition": "debug", "Comment": "", "ExitCode": "0:0", "NodeList": "n1",
-        "Start": "2026-03-01T10:00:00", "End": "2026-03-01T10:01:05", "Submit": "2026-03-01T09:59:00", "WorkDir": "/w",
-        "User": "ana", "Cluster": "c1", "Group": "lab", "Account": "proj", "QOS": "normal", "ReqNodes": "1", "NNodes": "1",
+        "JobID": "7",
+        "JobName": "align",
+        "State": "COMPLETED",
+        "Elapsed": "00:01:05",
+        "Timelimit": "00:10:00",
+        "ReqCPUS": "2",
+        "ReqMem": "4000M",
+        "Partition": "debug",
+        "Comment": "",
+        "ExitCode": "0:0",
+        "NodeList": "n1",
+        "Start": "2026-03-01T10:00:00",
+        "End": "2026-03-01T10:01:05",
+        "Submit": "2026-03-01T09:59:00",
+        "WorkDir": "/w",
+        "User": "ana",
+        "Cluster": "c1",
+        "Group": "lab",
+        "Account": "proj",
+        "QOS": "normal",
+        "ReqNodes": "1",
+        "NNodes": "1",
         "MaxRSS": "",
-    }  # fmt: skip
+    }
     base.update(cells)
     return "|".join(base[c] for c in SACCT_COLUMNS)
 
@@ -78,17 +96,34 @@ def test_jobcomp_lines_become_jobs() -> None:
 
 def test_the_submit_time_context_is_read_from_sacct_and_the_completion_log() -> None:
     """Issue 29: user, group, account, QOS, nodes, memory in MB per node and the array task, as the history keeps them."""
-    lines = [HEADER, _row(JobID="40_2", ReqMem="2G", ReqNodes="3"), _row(JobID="8", ReqMem="500Mc", ReqNodes="", NNodes="2")]
+    lines = [
+        HEADER,
+        _row(JobID="40_2", ReqMem="2G", ReqNodes="3"),
+        _row(JobID="8", ReqMem="500Mc", ReqNodes="", NNodes="2"),
+    ]
     (_, first), (_, per_cpu) = read_sacct(lines)
     assert isinstance(first, SlurmJob) and isinstance(per_cpu, SlurmJob)
     assert (first.user, first.group, first.account, first.qos, first.req_nodes) == ("ana", "lab", "proj", "normal", 3)
     assert (first.req_mem_mb, first.array_job, first.array_task) == (2048, "40", "2")
-    assert (per_cpu.req_mem_mb, per_cpu.req_nodes, per_cpu.array_job) == (1000, 2, None)  # 500 MB per CPU x 2 CPUs; allocated nodes
-    line = "JobId=5 UserId=bo(1001) GroupId=lab(100) Name=x JobState=COMPLETED Partition=debug TimeLimit=5 " \
+    assert (per_cpu.req_mem_mb, per_cpu.req_nodes, per_cpu.array_job) == (
+        1000,
+        2,
+        None,
+    )  # 500 MB per CPU x 2 CPUs; allocated nodes
+    line = (
+        "JobId=5 UserId=bo(1001) GroupId=lab(100) Name=x JobState=COMPLETED Partition=debug TimeLimit=5 "
         "StartTime=2026-11-26T12:45:35 EndTime=2026-11-26T12:46:40 NodeCnt=2 ProcCnt=4 Tres=cpu=4,mem=1000M,node=2 Account=proj QOS="
+    )
     ((_, job),) = read_jobcomp([line])
     assert isinstance(job, SlurmJob)
-    assert (job.user, job.group, job.account, job.qos, job.req_nodes, job.req_mem_mb) == ("bo", "lab", "proj", None, 2, 1000)
+    assert (job.user, job.group, job.account, job.qos, job.req_nodes, job.req_mem_mb) == (
+        "bo",
+        "lab",
+        "proj",
+        None,
+        2,
+        1000,
+    )
 
 
 def test_squeue_lines_become_waiting_and_running_jobs() -> None:
@@ -100,17 +135,38 @@ def test_squeue_lines_become_waiting_and_running_jobs() -> None:
         "43|RUNNING|bo|lab|proj|debug|normal|soon|2|1|2026-11-26T12:40:00|2026-11-26T12:41:00|/w|bad limit\n"
     )
     pending, running = read_squeue(text)
-    assert (pending.job_id, pending.state, pending.user, pending.name, pending.time_limit, pending.req_cpus) == ("41", "PENDING", "ana", "name | with bar", 3600.0, 4)
-    assert pending.start is None and pending.submit == datetime(2026, 11, 26, 12, 45, 34, tzinfo=UTC) and pending.end is None
-    assert (running.state, running.start, running.time_limit, running.account) == ("RUNNING", datetime(2026, 11, 26, 12, 41, tzinfo=UTC), None, None)
+    assert (pending.job_id, pending.state, pending.user, pending.name, pending.time_limit, pending.req_cpus) == (
+        "41",
+        "PENDING",
+        "ana",
+        "name | with bar",
+        3600.0,
+        4,
+    )
+    assert (
+        pending.start is None
+        and pending.submit == datetime(2026, 11, 26, 12, 45, 34, tzinfo=UTC)
+        and pending.end is None
+    )
+    assert (running.state, running.start, running.time_limit, running.account) == (
+        "RUNNING",
+        datetime(2026, 11, 26, 12, 41, tzinfo=UTC),
+        None,
+        None,
+    )
 
 
 def test_a_jobs_peak_memory_is_the_largest_maxrss_of_its_steps() -> None:
     """Issue 31: sacct writes MaxRSS on step lines only (without -X); the job line gets the largest, in KiB."""
     lines = [
-        HEADER, _row(JobID="7", State="OUT_OF_MEMORY", ExitCode="0:125"), _row(JobID="7.batch", MaxRSS="51200K"),
-        _row(JobID="7.0", MaxRSS="1.5G"), _row(JobID="8"), _row(JobID="8.batch", MaxRSS=""), _row(JobID="9.batch", MaxRSS="lots"),
-    ]  # fmt: skip
+        HEADER,
+        _row(JobID="7", State="OUT_OF_MEMORY", ExitCode="0:125"),
+        _row(JobID="7.batch", MaxRSS="51200K"),
+        _row(JobID="7.0", MaxRSS="1.5G"),
+        _row(JobID="8"),
+        _row(JobID="8.batch", MaxRSS=""),
+        _row(JobID="9.batch", MaxRSS="lots"),
+    ]
     parsed = dict(read_sacct(lines))
     oom, plain, bad = parsed[2], parsed[5], parsed[7]
     assert isinstance(oom, SlurmJob) and oom.state == "OUT_OF_MEMORY" and oom.max_rss_kb == 1536 * 1024

@@ -30,7 +30,13 @@ REPORT = re.compile(r"(\d+) jobs: (\d+) stored, (\d+) already stored")
 def _finished(cluster: SlurmCluster, fasta: Path, count: int, name: str) -> list[str]:
     """``count`` tagged jobs run to completion (in the completion log)."""
     jobs = [
-        cluster.submit(f"--job-name={name}-{i}", "--comment", f"predictor: algorithm=mafft input={fasta} estimate=2", "--wrap", "true")
+        cluster.submit(
+            f"--job-name={name}-{i}",
+            "--comment",
+            f"predictor: algorithm=mafft input={fasta} estimate=2",
+            "--wrap",
+            "true",
+        )
         for i in range(count)
     ]
     assert eventually(lambda: all(j in cluster.completions() for j in jobs), 60)
@@ -42,9 +48,14 @@ def test_follow_stores_new_completions_once_and_reads_on_from_its_cursor(
 ) -> None:
     def follower() -> Follower:
         return Follower(
-            slurm_cluster.jobcomp, tmp_path / "cursor.json", store, catalog, Rules(partitions={"debug": "cpu-small"}),
-            cluster=slurm_cluster.name, comments=Slurm(str(slurm_cluster.conf)).comments,
-        )  # fmt: skip
+            slurm_cluster.jobcomp,
+            tmp_path / "cursor.json",
+            store,
+            catalog,
+            Rules(partitions={"debug": "cpu-small"}),
+            cluster=slurm_cluster.name,
+            comments=Slurm(str(slurm_cluster.conf)).comments,
+        )
 
     first_jobs = _finished(slurm_cluster, fasta, 2, "follow-a")
     first = follower().poll()
@@ -84,12 +95,27 @@ def test_a_killed_follow_process_reads_on_after_a_restart(
     (tmp_path / "rules.yaml").write_text("partitions: {debug: cpu-small}\n")
     cursor_path = tmp_path / "home" / "slurm-follow.json"
     env = {
-        **os.environ, "SLURM_CONF": str(slurm_cluster.conf), "PREDICTOR_HOME": str(tmp_path / "home"), "PYTHONPATH": str(PROJECT),
-        "PREDICTOR_STORE_URL": store_url, "PREDICTOR_CATALOG_PATH": str(tmp_path / "catalog.yaml"),
-        "PREDICTOR_SLURM_RULES": str(tmp_path / "rules.yaml"), "PREDICTOR_SLURM_CLUSTER": slurm_cluster.name,
+        **os.environ,
+        "SLURM_CONF": str(slurm_cluster.conf),
+        "PREDICTOR_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": str(PROJECT),
+        "PREDICTOR_STORE_URL": store_url,
+        "PREDICTOR_CATALOG_PATH": str(tmp_path / "catalog.yaml"),
+        "PREDICTOR_SLURM_RULES": str(tmp_path / "rules.yaml"),
+        "PREDICTOR_SLURM_CLUSTER": slurm_cluster.name,
         "PYTHONUNBUFFERED": "1",
-    }  # fmt: skip
-    command = [sys.executable, "-m", "predictor", "slurm", "follow", "--log", str(slurm_cluster.jobcomp), "--interval", "0.5"]
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "predictor",
+        "slurm",
+        "follow",
+        "--log",
+        str(slurm_cluster.jobcomp),
+        "--interval",
+        "0.5",
+    ]
 
     first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -120,7 +146,9 @@ def test_a_killed_follow_process_reads_on_after_a_restart(
         second.wait(timeout=30)
         reader.join(timeout=30)
     jobs, stored, _ = (sum(column) for column in zip(*_reports(said), strict=True))
-    assert stored == 2, said  # kill-b's jobs; kill-a's, if read again (a kill between commit and cursor), were not stored again
+    assert stored == 2, (
+        said
+    )  # kill-b's jobs; kill-a's, if read again (a kill between commit and cursor), were not stored again
     assert 2 <= jobs <= after_cursor, (said, after_cursor)  # it read on from its saved cursor, not from the log's start
     rows = _rows_per_job(store)
     assert all(rows[job] == 1 for job in stored_first + stored_second), rows
@@ -134,9 +162,15 @@ def test_follow_records_the_queue_as_its_users_history_and_their_ends_after(
     counts them; once they end, their ends are read from the completion log."""
     slurm = Slurm(str(slurm_cluster.conf))
     follower = Follower(
-        slurm_cluster.jobcomp, tmp_path / "cursor.json", store, catalog, Rules(), cluster="q", comments=slurm.comments,
+        slurm_cluster.jobcomp,
+        tmp_path / "cursor.json",
+        store,
+        catalog,
+        Rules(),
+        cluster="q",
+        comments=slurm.comments,
         queue=slurm.queue,
-    )  # fmt: skip
+    )
     follower.poll()  # earlier tests' jobs, ended: the history this test counts from
     user = slurm_cluster.run("id", "-un").stdout.strip()
     history = JobHistory(store.engine)
@@ -153,4 +187,8 @@ def test_follow_records_the_queue_as_its_users_history_and_their_ends_after(
     assert eventually(lambda: {running, waiting} <= set(slurm_cluster.completions()), 60)
     follower.poll()
     after = history.user_state("q", user, datetime.now(UTC))
-    assert (after.submitted, after.running, after.finished) == (before.submitted + 2, before.running, before.finished + 1)
+    assert (after.submitted, after.running, after.finished) == (
+        before.submitted + 2,
+        before.running,
+        before.finished + 1,
+    )

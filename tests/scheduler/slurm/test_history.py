@@ -23,18 +23,44 @@ LATER = datetime(2026, 3, 2, tzinfo=UTC)
 def test_every_ended_job_is_its_users_history_and_an_excluded_users_is_not(
     tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    path = _sacct(tmp_path, [
-        {"JobID": "1", "JobName": "unmapped"},  # 60 s, ended 10:01
-        {"JobID": "2", "State": "TIMEOUT", "Elapsed": "00:10:40", "Start": "2026-03-01T10:02:00", "End": "2026-03-01T10:12:40"},
-        {"JobID": "3", "State": "CANCELLED by 7", "Elapsed": "00:00:00", "Start": "None", "End": "2026-03-01T10:03:00"},
-        {"JobID": "4", "State": "FAILED", "ExitCode": "1:0", "Start": "2026-03-01T10:20:00", "End": "2026-03-01T10:20:30"},
-        {"JobID": "5", "State": "RUNNING", "End": "Unknown"},  # running as sacct ran: recorded so, its end to come
-        {"JobID": "6", "User": "eve", "Comment": f"predictor: algorithm=mafft input={fasta.name}"},
-        {"JobID": "7", "Account": "secret"},
-        {"JobID": "8", "Account": "a" * 300},  # more than its column holds: left out of the history, said in a warning
-        {"JobID": "9", "JobName": "n" * 300},  # a long name is cut
-    ])  # fmt: skip
-    rules = Rules(partitions={"debug": "cpu-small"}, exclude=Exclude(users=frozenset({"eve"}), accounts=frozenset({"secret"})))
+    path = _sacct(
+        tmp_path,
+        [
+            {"JobID": "1", "JobName": "unmapped"},  # 60 s, ended 10:01
+            {
+                "JobID": "2",
+                "State": "TIMEOUT",
+                "Elapsed": "00:10:40",
+                "Start": "2026-03-01T10:02:00",
+                "End": "2026-03-01T10:12:40",
+            },
+            {
+                "JobID": "3",
+                "State": "CANCELLED by 7",
+                "Elapsed": "00:00:00",
+                "Start": "None",
+                "End": "2026-03-01T10:03:00",
+            },
+            {
+                "JobID": "4",
+                "State": "FAILED",
+                "ExitCode": "1:0",
+                "Start": "2026-03-01T10:20:00",
+                "End": "2026-03-01T10:20:30",
+            },
+            {"JobID": "5", "State": "RUNNING", "End": "Unknown"},  # running as sacct ran: recorded so, its end to come
+            {"JobID": "6", "User": "eve", "Comment": f"predictor: algorithm=mafft input={fasta.name}"},
+            {"JobID": "7", "Account": "secret"},
+            {
+                "JobID": "8",
+                "Account": "a" * 300,
+            },  # more than its column holds: left out of the history, said in a warning
+            {"JobID": "9", "JobName": "n" * 300},  # a long name is cut
+        ],
+    )
+    rules = Rules(
+        partitions={"debug": "cpu-small"}, exclude=Exclude(users=frozenset({"eve"}), accounts=frozenset({"secret"}))
+    )
     report = ingest_slurm(path, store, catalog, rules, file_format="sacct", cluster="c1")
     assert report.stored == 0 and [s.message for s in report.skipped].count("excluded by the rule file") == 2
     history = JobHistory(store.engine)
@@ -50,21 +76,48 @@ def test_every_ended_job_is_its_users_history_and_an_excluded_users_is_not(
 CLASSES = "  c1-debug:\n    parameters: {}\n    implementations: {cpu-small: {}}\n"
 
 
-def test_a_job_class_run_is_stored_with_the_features_of_its_submit_time(tmp_path: Path, store: MeasurementStore) -> None:
+def test_a_job_class_run_is_stored_with_the_features_of_its_submit_time(
+    tmp_path: Path, store: MeasurementStore
+) -> None:
     (tmp_path / "catalog.yaml").write_text(CATALOG_YAML + CLASSES)
     catalog = load_catalog(tmp_path / "catalog.yaml")
-    path = _sacct(tmp_path, [
-        {"JobID": "11", "JobName": "first", "ReqCPUS": "4"},
-        {"JobID": "12", "JobName": "second", "Submit": "2026-03-01T10:05:00", "Start": "2026-03-01T10:05:00", "End": "2026-03-01T10:06:00"},
-        {"JobID": "13", "Partition": "other"},  # no class of its partition, none of the cluster: history only (after 11: seq)
-    ])  # fmt: skip
+    path = _sacct(
+        tmp_path,
+        [
+            {"JobID": "11", "JobName": "first", "ReqCPUS": "4"},
+            {
+                "JobID": "12",
+                "JobName": "second",
+                "Submit": "2026-03-01T10:05:00",
+                "Start": "2026-03-01T10:05:00",
+                "End": "2026-03-01T10:06:00",
+            },
+            {
+                "JobID": "13",
+                "Partition": "other",
+            },  # no class of its partition, none of the cluster: history only (after 11: seq)
+        ],
+    )
     report = ingest_slurm(path, store, catalog, Rules(), file_format="sacct", cluster="c1")
-    assert report.stored == 2 and [s.message for s in report.skipped] == ["no rule or predictor: words name its algorithm"]
+    assert report.stored == 2 and [s.message for s in report.skipped] == [
+        "no rule or predictor: words name its algorithm"
+    ]
     runs = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False)}
     assert {(m.algorithm, m.platform) for m in runs.values()} == {("c1-debug", "cpu-small")}
     first, second = runs["11"].features, runs["12"].features
-    assert (first["history.finished_jobs"], first["request.time"], first["request.procs"], first["history.last1"]) == (0, 600, 4, 600)
-    assert (second["history.finished_jobs"], second["history.last1"], second["user.submitted_jobs"]) == (2, 60, 2)  # 11 and 13
+    assert (first["history.finished_jobs"], first["request.time"], first["request.procs"], first["history.last1"]) == (
+        0,
+        600,
+        4,
+        600,
+    )
+    assert (second["history.finished_jobs"], second["history.last1"], second["user.submitted_jobs"]) == (
+        2,
+        60,
+        2,
+    )  # 11 and 13
     submitted = datetime(2026, 3, 1, 10, 5, tzinfo=UTC).astimezone()
     asked = Submission(cluster="c1", user="ana", submit=submitted, time_limit_s=600.0, procs=1, seq=12)
-    assert second == submit_features(JobHistory(store.engine), asked, submitted.tzinfo)  # what the route computes, at that time
+    assert second == submit_features(
+        JobHistory(store.engine), asked, submitted.tzinfo
+    )  # what the route computes, at that time

@@ -22,31 +22,54 @@ RULES = Rules(partitions={"debug": "cpu-small"})
 
 def _sacct(tmp_path: Path, rows: list[dict[str, str]]) -> Path:
     base = {
-        "JobID": "", "JobName": "job", "State": "COMPLETED", "Elapsed": "00:01:00", "Timelimit": "00:10:00", "ReqCPUS": "1",
-        "ReqMem": "1000M", "Partition": "debug", "Comment": "", "ExitCode": "0:0", "NodeList": "n1",
-        "Start": "2026-03-01T10:00:00", "End": "2026-03-01T10:01:00", "Submit": "2026-03-01T09:59:00", "WorkDir": str(tmp_path),
-        "User": "ana", "Cluster": "c", "Group": "lab", "Account": "proj", "QOS": "normal", "ReqNodes": "1", "NNodes": "1",
+        "JobID": "",
+        "JobName": "job",
+        "State": "COMPLETED",
+        "Elapsed": "00:01:00",
+        "Timelimit": "00:10:00",
+        "ReqCPUS": "1",
+        "ReqMem": "1000M",
+        "Partition": "debug",
+        "Comment": "",
+        "ExitCode": "0:0",
+        "NodeList": "n1",
+        "Start": "2026-03-01T10:00:00",
+        "End": "2026-03-01T10:01:00",
+        "Submit": "2026-03-01T09:59:00",
+        "WorkDir": str(tmp_path),
+        "User": "ana",
+        "Cluster": "c",
+        "Group": "lab",
+        "Account": "proj",
+        "QOS": "normal",
+        "ReqNodes": "1",
+        "NNodes": "1",
         "MaxRSS": "",
-    }  # fmt: skip
+    }
     lines = ["|".join(SACCT_COLUMNS)] + ["|".join({**base, **row}[c] for c in SACCT_COLUMNS) for row in rows]
     path = tmp_path / "sacct.txt"
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def test_sacct_jobs_become_finished_censored_and_failed_runs(tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path) -> None:
+def test_sacct_jobs_become_finished_censored_and_failed_runs(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path
+) -> None:
     tag = f"predictor: algorithm=mafft input={fasta.name}"
-    path = _sacct(tmp_path, [
-        {"JobID": "1", "Comment": f"my words {tag} estimate=50 limit=90 model=m version=3"},
-        {"JobID": "1.batch", "Comment": tag},
-        {"JobID": "2", "State": "TIMEOUT", "Elapsed": "00:10:00", "Comment": tag, "ExitCode": "0:15"},
-        {"JobID": "3", "State": "CANCELLED by 0", "Elapsed": "00:00:30", "Comment": tag},
-        {"JobID": "4", "State": "FAILED", "ExitCode": "3:0", "Comment": tag},
-        {"JobID": "5", "State": "CANCELLED by 0", "Elapsed": "00:00:00", "Start": "None", "Comment": tag},
-        {"JobID": "6", "JobName": "somebody-else"},
-        {"JobID": "7", "Comment": "predictor: algorithm=nosuch"},
-        {"JobID": "8", "State": "RUNNING", "Comment": tag},
-    ])  # fmt: skip
+    path = _sacct(
+        tmp_path,
+        [
+            {"JobID": "1", "Comment": f"my words {tag} estimate=50 limit=90 model=m version=3"},
+            {"JobID": "1.batch", "Comment": tag},
+            {"JobID": "2", "State": "TIMEOUT", "Elapsed": "00:10:00", "Comment": tag, "ExitCode": "0:15"},
+            {"JobID": "3", "State": "CANCELLED by 0", "Elapsed": "00:00:30", "Comment": tag},
+            {"JobID": "4", "State": "FAILED", "ExitCode": "3:0", "Comment": tag},
+            {"JobID": "5", "State": "CANCELLED by 0", "Elapsed": "00:00:00", "Start": "None", "Comment": tag},
+            {"JobID": "6", "JobName": "somebody-else"},
+            {"JobID": "7", "Comment": "predictor: algorithm=nosuch"},
+            {"JobID": "8", "State": "RUNNING", "Comment": tag},
+        ],
+    )
     report = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1")
     assert (report.rows, report.stored, report.duplicates) == (8, 4, 0)
     assert sorted(s.message for s in report.skipped) == sorted(
@@ -76,12 +99,17 @@ def test_a_run_killed_for_memory_is_censored_at_least_at_its_request(
     """Issue 31: OUT_OF_MEMORY is a lower bound on time and memory (at least the request it was killed at); a timed-out
     run's MaxRSS is a lower bound too; a finished run's is its peak."""
     tag = f"predictor: algorithm=mafft input={fasta.name}"
-    path = _sacct(tmp_path, [
-        {"JobID": "1", "State": "OUT_OF_MEMORY", "ExitCode": "0:125", "ReqMem": "50M", "Comment": tag},
-        {"JobID": "1.batch", "MaxRSS": "40000K", "Comment": tag},
-        {"JobID": "2", "State": "TIMEOUT", "Comment": tag}, {"JobID": "2.batch", "MaxRSS": "300M", "Comment": tag},
-        {"JobID": "3", "Comment": tag}, {"JobID": "3.0", "MaxRSS": "2000K", "Comment": tag},
-    ])  # fmt: skip
+    path = _sacct(
+        tmp_path,
+        [
+            {"JobID": "1", "State": "OUT_OF_MEMORY", "ExitCode": "0:125", "ReqMem": "50M", "Comment": tag},
+            {"JobID": "1.batch", "MaxRSS": "40000K", "Comment": tag},
+            {"JobID": "2", "State": "TIMEOUT", "Comment": tag},
+            {"JobID": "2.batch", "MaxRSS": "300M", "Comment": tag},
+            {"JobID": "3", "Comment": tag},
+            {"JobID": "3.0", "MaxRSS": "2000K", "Comment": tag},
+        ],
+    )
     report = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1")
     assert (report.stored, report.rejected) == (3, [])
     runs = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False)}
@@ -114,17 +142,26 @@ def finished_jobs(slurm_cluster: SlurmCluster) -> dict[str, str]:
     time.sleep(2)  # ran a while (a job cancelled in its first second shows no elapsed time: skipped as never run)
     slurm_cluster.run("scancel", jobs["CANCELLED"])
     slurm_cluster.wait_state(jobs["TIMEOUT"], ("RUNNING",))
-    slurm_cluster.run("scontrol", "update", f"JobId={jobs['TIMEOUT']}", "TimeLimit=0")  # times out at the next 30 s check
+    slurm_cluster.run(
+        "scontrol", "update", f"JobId={jobs['TIMEOUT']}", "TimeLimit=0"
+    )  # times out at the next 30 s check
     assert eventually(lambda: all(j in slurm_cluster.completions() for j in jobs.values()), 90)
     return jobs
 
 
 def _rules(fasta: Path) -> Rules:
-    return Rules(partitions={"debug": "cpu-small"}, rules=[Rule(name="align-*", algorithm="mafft", params={"input": str(fasta)})])
+    return Rules(
+        partitions={"debug": "cpu-small"}, rules=[Rule(name="align-*", algorithm="mafft", params={"input": str(fasta)})]
+    )
 
 
 def test_a_real_slurms_jobs_are_read_from_sacct_and_the_completion_log_alike(
-    slurm_cluster: SlurmCluster, finished_jobs: dict[str, str], store: MeasurementStore, catalog: Catalog, fasta: Path, tmp_path: Path
+    slurm_cluster: SlurmCluster,
+    finished_jobs: dict[str, str],
+    store: MeasurementStore,
+    catalog: Catalog,
+    fasta: Path,
+    tmp_path: Path,
 ) -> None:
     states = slurm_cluster.completions()
     assert {state: states[job] for state, job in finished_jobs.items()} == {s: s for s in finished_jobs}
@@ -135,10 +172,21 @@ def test_a_real_slurms_jobs_are_read_from_sacct_and_the_completion_log_alike(
     assert (from_sacct.stored, len(from_sacct.rejected)) == (4, 0)
     runs = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False)}
     outcome = {state: (runs[job].exit_status, runs[job].censored) for state, job in finished_jobs.items()}
-    assert outcome == {"COMPLETED": (0, False), "FAILED": (3, False), "CANCELLED": (2, False), "TIMEOUT": (outcome["TIMEOUT"][0], True)}
+    assert outcome == {
+        "COMPLETED": (0, False),
+        "FAILED": (3, False),
+        "CANCELLED": (2, False),
+        "TIMEOUT": (outcome["TIMEOUT"][0], True),
+    }
     assert all(m.algorithm == "mafft" and m.machine == slurm_cluster.node and m.features for m in runs.values())
     assert 0 < runs[finished_jobs["COMPLETED"]].wall_seconds < 30
     log = tmp_path / "jobcomp.txt"
-    log.write_text("".join(line + "\n" for line in slurm_cluster.jobcomp.read_text().splitlines() if line.split()[0] in {f"JobId={j}" for j in finished_jobs.values()}))
+    log.write_text(
+        "".join(
+            line + "\n"
+            for line in slurm_cluster.jobcomp.read_text().splitlines()
+            if line.split()[0] in {f"JobId={j}" for j in finished_jobs.values()}
+        )
+    )
     from_log = ingest_slurm(log, store, catalog, _rules(fasta), file_format="jobcomp", cluster=slurm_cluster.name)
     assert (from_log.rows, from_log.stored, from_log.duplicates) == (4, 0, 4)  # the same runs, by the same ids

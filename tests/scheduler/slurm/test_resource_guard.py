@@ -27,7 +27,9 @@ from tests.slurmserver import NODE_MEMORY_MB, SlurmCluster
 
 RULES = Rules(partitions={"debug": "cpu1"})
 Parts = tuple[Follower, ResourceGuard, MeasurementStore]
-ALLOCATE = "sleep 2; python3 -c 'import time; b = bytearray({mb} * 2**20); b[::4096] = b\"1\" * len(b[::4096]); time.sleep(3)'"
+ALLOCATE = (
+    "sleep 2; python3 -c 'import time; b = bytearray({mb} * 2**20); b[::4096] = b\"1\" * len(b[::4096]); time.sleep(3)'"
+)
 """A job that runs two seconds, then holds ``mb`` MiB, touched, for three."""
 
 
@@ -42,7 +44,13 @@ def _parts(cluster: SlurmCluster, home: Home, tmp_path: Path) -> Iterator[Parts]
     store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
     store.migrate()
     slurm = Slurm(str(cluster.conf))
-    guard = ResourceGuard(slurm, oracle_uppers(build_oracle(catalog, home.settings, {})), tmp_path / "guard.jsonl", cluster=cluster.name, max_requeues=1)
+    guard = ResourceGuard(
+        slurm,
+        oracle_uppers(build_oracle(catalog, home.settings, {})),
+        tmp_path / "guard.jsonl",
+        cluster=cluster.name,
+        max_requeues=1,
+    )
     yield _follower(cluster, tmp_path, store, guard), guard, store
     store.dispose()
 
@@ -84,15 +92,23 @@ def _job(cluster: SlurmCluster, home: Home, *args: str) -> str:
 def _decided(follower: Follower, guard: ResourceGuard, job: str) -> list[GuardDecision]:
     """The guard's decisions about ``job`` once the last is final: passes until no requeue is left started (a job still
     COMPLETING when its end is read is requeued on a later pass)."""
-    assert eventually(lambda: follower.poll() is not None and [d for d in guard.history() if d.job_id == job][-1].action != "requeue", 60)
+    assert eventually(
+        lambda: follower.poll() is not None and [d for d in guard.history() if d.job_id == job][-1].action != "requeue",
+        60,
+    )
     return [d for d in guard.history() if d.job_id == job]
 
 
 def _runs(store: MeasurementStore, job: str) -> list[Measurement]:
-    return sorted((m for m in store.measurements(successful_only=False) if m.context["slurm_job"] == job), key=lambda m: m.recorded_at)
+    return sorted(
+        (m for m in store.measurements(successful_only=False) if m.context["slurm_job"] == job),
+        key=lambda m: m.recorded_at,
+    )
 
 
-def test_a_timed_out_job_is_requeued_once_with_a_larger_limit(guard_parts: Parts, slurm_cluster: SlurmCluster, home: Home) -> None:
+def test_a_timed_out_job_is_requeued_once_with_a_larger_limit(
+    guard_parts: Parts, slurm_cluster: SlurmCluster, home: Home
+) -> None:
     follower, guard, store = guard_parts
     job = _job(slurm_cluster, home)
     _time_out(slurm_cluster, job)
@@ -112,7 +128,9 @@ def test_a_timed_out_job_is_requeued_once_with_a_larger_limit(guard_parts: Parts
     assert len(_runs(store, job)) == 2
 
 
-def test_a_requeue_left_half_done_is_finished_by_the_next_guard(guard_parts: Parts, slurm_cluster: SlurmCluster, home: Home) -> None:
+def test_a_requeue_left_half_done_is_finished_by_the_next_guard(
+    guard_parts: Parts, slurm_cluster: SlurmCluster, home: Home
+) -> None:
     follower, guard, _ = guard_parts
     job = _job(slurm_cluster, home)
     _time_out(slurm_cluster, job)
@@ -122,7 +140,9 @@ def test_a_requeue_left_half_done_is_finished_by_the_next_guard(guard_parts: Par
     line = [x for x in slurm_cluster.jobcomp.read_text().splitlines() if x.startswith(f"JobId={job} ")][-1]
     ((_, ended),) = read_jobcomp([line])
     assert isinstance(ended, SlurmJob)
-    started = GuardDecision(run_id_of(ended, slurm_cluster.name), job, "requeue", "killed half way", 0.0, 120.0, 0.99, "now")
+    started = GuardDecision(
+        run_id_of(ended, slurm_cluster.name), job, "requeue", "killed half way", 0.0, 120.0, 0.99, "now"
+    )
     old_line = {k: v for k, v in started.__dict__.items() if k not in ("resource", "old_memory_mb", "new_memory_mb")}
     guard.decisions.write_text(json.dumps(old_line) + "\n")
     slurm_cluster.run("scontrol", "requeuehold", job)
@@ -141,7 +161,9 @@ def test_a_job_killed_for_memory_is_stored_censored_and_requeued_with_more_memor
     the memory (no memory model: the fixed factor) and the same time limit, and completes."""
     follower, guard, store = memory_parts
     cluster = slurm_memory_cluster
-    job = cluster.submit("--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80))
+    job = cluster.submit(
+        "--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80)
+    )
     assert eventually(lambda: cluster.completions().get(job) == "OUT_OF_MEMORY", 60)
     decisions = _decided(follower, guard, job)
     (killed,) = _runs(store, job)
@@ -153,7 +175,10 @@ def test_a_job_killed_for_memory_is_stored_censored_and_requeued_with_more_memor
     assert eventually(lambda: cluster.completions().get(job) == "COMPLETED", 60)
     follower.poll()
     assert [(m.censored, m.exit_status) for m in _runs(store, job)] == [(True, killed.exit_status), (False, 0)]
-    assert [d.action for d in guard.history() if d.job_id == job] == ["requeue", "requeued"]  # a completed run: no decision
+    assert [d.action for d in guard.history() if d.job_id == job] == [
+        "requeue",
+        "requeued",
+    ]  # a completed run: no decision
 
 
 def test_a_timed_out_job_keeps_its_memory(memory_parts: Parts, slurm_memory_cluster: SlurmCluster, home: Home) -> None:
@@ -177,14 +202,18 @@ def test_a_memory_estimate_past_the_request_is_the_new_request_capped_by_the_nod
     cluster = slurm_memory_cluster
     memory = {0.99: 40 * MIB, 0.999: 5000 * MIB}
 
-    def uppers(mapping: JobMapping, quantile: float) -> Estimate | None:  # the oracle's memory limits, as a memory model gives them
+    def uppers(
+        mapping: JobMapping, quantile: float
+    ) -> Estimate | None:  # the oracle's memory limits, as a memory model gives them
         return Estimate(platform=mapping.platform, seconds=10.0, limit=20.0, memory_limit=memory.get(quantile))
 
     guard = ResourceGuard(Slurm(str(cluster.conf)), uppers, tmp_path / "guard.jsonl", cluster=cluster.name)
     store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
     store.migrate()
     follower = _follower(cluster, tmp_path, store, guard)
-    job = cluster.submit("--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80))
+    job = cluster.submit(
+        "--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80)
+    )
     assert eventually(lambda: cluster.completions().get(job) == "OUT_OF_MEMORY", 60)
     requeue = _decided(follower, guard, job)[0]
     store.dispose()
@@ -194,12 +223,16 @@ def test_a_memory_estimate_past_the_request_is_the_new_request_capped_by_the_nod
     assert eventually(lambda: cluster.completions().get(job) == "COMPLETED", 60)
 
 
-def test_a_preempted_job_is_requeued_with_neither_changed(memory_parts: Parts, slurm_memory_cluster: SlurmCluster, home: Home) -> None:
+def test_a_preempted_job_is_requeued_with_neither_changed(
+    memory_parts: Parts, slurm_memory_cluster: SlurmCluster, home: Home
+) -> None:
     """Issue 31: a job of partition debug cancelled by a job of the higher-tier partition urgent (PreemptMode=CANCEL)
     ends PREEMPTED; nothing of it ran out, so it is requeued with its time limit and memory as they were."""
     follower, guard, _ = memory_parts
     cluster = slurm_memory_cluster
-    job = cluster.submit("--job-name=low", "-c", "2", "--mem=60M", "--time=3", "--comment", _tag(home), "--wrap", "sleep 600")
+    job = cluster.submit(
+        "--job-name=low", "-c", "2", "--mem=60M", "--time=3", "--comment", _tag(home), "--wrap", "sleep 600"
+    )
     cluster.wait_state(job, ("RUNNING",))
     cluster.submit("--partition=urgent", "-c", "1", "--wrap", "sleep 3")
     assert eventually(lambda: cluster.completions().get(job) == "PREEMPTED", 60)
@@ -211,13 +244,17 @@ def test_a_preempted_job_is_requeued_with_neither_changed(memory_parts: Parts, s
     cluster.run("scancel", job)
 
 
-def test_after_a_node_failure_the_guard_leaves_the_requeue_to_slurm(memory_parts: Parts, slurm_memory_cluster: SlurmCluster) -> None:
+def test_after_a_node_failure_the_guard_leaves_the_requeue_to_slurm(
+    memory_parts: Parts, slurm_memory_cluster: SlurmCluster
+) -> None:
     """Issue 31: a node set DOWN under two running jobs ends both NODE_FAIL; Slurm requeues the requeueable one itself
     and refuses to requeue the one submitted --no-requeue: the guard declines both, saying which. (Last in the module:
     the node comes back by itself, ReturnToService=2.)"""
     follower, guard, _ = memory_parts
     cluster = slurm_memory_cluster
-    requeueable, kept_out = (cluster.submit("--job-name=failing", *args, "--wrap", "sleep 600") for args in ([], ["--no-requeue"]))
+    requeueable, kept_out = (
+        cluster.submit("--job-name=failing", *args, "--wrap", "sleep 600") for args in ([], ["--no-requeue"])
+    )
     for job in (requeueable, kept_out):
         cluster.wait_state(job, ("RUNNING",))
     cluster.run("scontrol", "update", f"NodeName={cluster.node}", "State=DOWN", "Reason=guard-test")
@@ -225,5 +262,11 @@ def test_after_a_node_failure_the_guard_leaves_the_requeue_to_slurm(memory_parts
     back, refused = (_decided(follower, guard, job)[-1] for job in (requeueable, kept_out))
     assert back.action == "declined" and "back in the queue already" in back.reason
     assert refused.action == "declined" and "Slurm refuses to requeue it" in refused.reason
-    assert eventually(lambda: set(cluster.run("sinfo", "-h", "-N", "-o", "%T").stdout.split()) == {"idle"} or cluster.state(requeueable) == "RUNNING", 60)
+    assert eventually(
+        lambda: (
+            set(cluster.run("sinfo", "-h", "-N", "-o", "%T").stdout.split()) == {"idle"}
+            or cluster.state(requeueable) == "RUNNING"
+        ),
+        60,
+    )
     cluster.run("scancel", requeueable)

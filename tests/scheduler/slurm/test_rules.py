@@ -31,7 +31,9 @@ def classes(tmp_path: Path) -> Catalog:
 def test_a_job_is_estimated_by_its_partitions_class_else_the_clusters(classes: Catalog) -> None:
     rules = Rules(partitions={"debug": "gpu-a100"})
     assert class_of(rules, classes, "site", "debug") == JobMapping("site-debug", "gpu-a100")  # the rule file's platform
-    assert class_of(Rules(), classes, "site", "debug") == JobMapping("site-debug", "cpu-small")  # else the class's first
+    assert class_of(Rules(), classes, "site", "debug") == JobMapping(
+        "site-debug", "cpu-small"
+    )  # else the class's first
     assert class_of(rules, classes, "site", "long") == JobMapping("site-all", "gpu-a100")
     assert class_of(rules, classes, "site", None) == JobMapping("site-all", "gpu-a100")
     assert class_of(rules, classes, "other", "debug") is None  # the catalog has no class of that cluster

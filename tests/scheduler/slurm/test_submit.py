@@ -25,7 +25,11 @@ MAPPING = JobMapping("mafft", "cpu1")
 def test_memory_is_set_only_where_the_user_gave_none_and_the_site_asks(
     memory_limit: float | None, seconds: float | None, given: bool, raise_missing: bool, expected: str | None
 ) -> None:
-    estimate = Estimate(platform="cpu1", seconds=seconds, limit=None if seconds is None else 120.0, memory_limit=memory_limit)
-    advice = advise(JobFacts(), MAPPING, estimate, time_limit=30, memory_given=given, raise_missing_memory=raise_missing)
+    estimate = Estimate(
+        platform="cpu1", seconds=seconds, limit=None if seconds is None else 120.0, memory_limit=memory_limit
+    )
+    advice = advise(
+        JobFacts(), MAPPING, estimate, time_limit=30, memory_given=given, raise_missing_memory=raise_missing
+    )
     assert advice.memory == expected
     assert advice.time_limit is None  # the time limit is the user's

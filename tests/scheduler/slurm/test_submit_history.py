@@ -23,9 +23,13 @@ SAMPLE = 2_000
 def submission(log: SwfLog, job: SwfJob) -> Submission:
     """The job as the service is asked about it at its submit time."""
     return Submission(
-        cluster=log.name, user=str(job.user), submit=datetime.fromtimestamp(log.start_time + job.submit, UTC),
-        time_limit_s=None if job.requested_time == -1 else job.requested_time, procs=job.procs, seq=job.line,
-    )  # fmt: skip
+        cluster=log.name,
+        user=str(job.user),
+        submit=datetime.fromtimestamp(log.start_time + job.submit, UTC),
+        time_limit_s=None if job.requested_time == -1 else job.requested_time,
+        procs=job.procs,
+        seq=job.line,
+    )
 
 
 def sample(log: SwfLog, rng: random.Random) -> list[int]:
@@ -55,8 +59,10 @@ def test_live_features_equal_the_replay_on_a_real_log(store: MeasurementStore, n
 
 def moved(rec: JobRecord, after: datetime, rng: random.Random) -> JobRecord:
     """The record with every time later than ``after`` moved to another time still later than it."""
+
     def move(t: datetime | None) -> datetime | None:
         return t if t is None or t <= after else after + timedelta(seconds=rng.randint(1, 10**6))
+
     start, end = move(rec.start_at), move(rec.end_at)
     if start is not None and end is not None and end < start:
         start, end = end, start
@@ -75,8 +81,16 @@ def test_nothing_that_ended_after_the_submit_changes_a_feature(store: Measuremen
     for i in picked[:10]:
         ask = submission(log, log.jobs[i])
         altered = [moved(r, ask.submit, rng) for r in records if r.submit_at <= ask.submit]
-        later = [replace(r, key=f"extra-{r.key}", submit_at=ask.submit + timedelta(seconds=rng.randint(1, 10**5)),
-                         start_at=None, end_at=None) for r in records[:200]]  # fmt: skip
+        later = [
+            replace(
+                r,
+                key=f"extra-{r.key}",
+                submit_at=ask.submit + timedelta(seconds=rng.randint(1, 10**5)),
+                start_at=None,
+                end_at=None,
+            )
+            for r in records[:200]
+        ]
         with store.engine.begin() as conn:
             conn.exec_driver_sql("DELETE FROM job_history")
         history.record([*altered, *later])  # jobs submitted after it removed, others added, ends moved
