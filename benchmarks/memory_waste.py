@@ -16,7 +16,7 @@ scored on the runs after it. Sources:
   quantiles scored on its second half). The champions are not retrained during the scored part, where the two
   online sources learn from every run: a handicap the service's worker would lift.
 
-Each setting is chosen as in ``benchmarks/peak_memory.py limits``: the least waste with at most 1 % of runs over
+Each setting is chosen by ``benchmarks/peak_memory.py``'s ``choose``: the least waste with at most 1 % of runs over
 their limit, else the fewest over. Waste is each run's limit above its peak times its wall time (GB-seconds).
 """
 
@@ -30,16 +30,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from peak_memory import MAX_OVER, choose
 
 from simulator import memory_limits as ml
 
-MAX_OVER = 0.01
 NODE_MEMORY = 24 * 10**9  # this machine's memory, shared by its two cores (data/measurements/PROVENANCE.md)
 NODE_CORES = 2
 QUANTILES = (0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
@@ -87,22 +87,6 @@ class Fixed:
 
     def ended(self, job: ml.MemoryJob) -> None:
         return None
-
-
-def choose(
-    jobs: Sequence[ml.MemoryJob], split: int, makers: Sequence[Callable[[], ml.Source]], fallback: ml.Source
-) -> tuple[str, list[float]]:
-    """The setting with the least waste and at most 1 % over on the past (else the fewest over), and its limits."""
-    best: tuple[tuple[float, float], str, list[float]] | None = None
-    for make in makers:
-        source = make()
-        limits = ml.replay(jobs, source, fallback)
-        past = ml.score(jobs[:split], limits[:split])
-        key = (0.0, past.waste_gbh) if past.over_share <= MAX_OVER else (1.0, past.over_share)
-        if best is None or key < best[0]:
-            best = (key, source.name, limits)
-    assert best is not None
-    return best[1], best[2]
 
 
 def service_limits(
@@ -188,7 +172,7 @@ def main() -> None:
         ],  # type: ignore[arg-type]
     }
     for family, makers in families.items():
-        name, limits = choose(jobs, split, makers, fallback)
+        name, limits, _ = choose(jobs, split, makers, fallback)
         rows.append(row(jobs, split, family, name.replace("per user", "per program and platform"), limits))
     with tempfile.TemporaryDirectory(prefix="memory-waste-") as tmp:
         cpu = _cpu_with_children()
