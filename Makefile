@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DATASETS := $(wildcard data/measurements/*.csv)
 # pytest-xdist workers: the machine's two cores. Each worker starts its own session servers (tests/conftest.py).
 WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
 
 .PHONY: install system-deps tools run lint format check test docs bench clean
 

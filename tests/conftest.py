@@ -111,20 +111,12 @@ def _is_server(item: pytest.Item, root: Path) -> bool:
     return False
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's loadgroup reads the xdist_group marks
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark ``server`` the tests that start real servers or real programs (:func:`_is_server`), and keep every test
-    of a real Slurm on one worker (:data:`ONE_WORKER`)."""
+    """Mark ``server`` the tests that start real servers or real programs (:func:`_is_server`)."""
     for item in items:
         if _is_server(item, config.rootpath):
             item.add_marker(pytest.mark.server)
-        if any(name in item.fixturenames for name in ONE_WORKER):
-            item.add_marker(pytest.mark.xdist_group(name="slurm"))
-
-
-ONE_WORKER = ("slurm_cluster", "slurm_memory_cluster")
-"""Fixtures whose tests share one pytest-xdist worker (with ``--dist loadgroup``): two test Slurms on one host would
-share the cgroup hierarchy and the slurmstepd processes that ``stop()`` finds by job id."""
 
 
 _HOME = pytest.StashKey[Path]()
