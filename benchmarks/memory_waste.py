@@ -100,13 +100,12 @@ def service_limits(
     env = dict(os.environ, PREDICTOR_HOME=str(home))
     for command in (["ingest", str(csv)], ["train", "--target", "memory"]):
         subprocess.run([sys.executable, "-m", "predictor", *command], env=env, check=True, stdout=subprocess.DEVNULL)
-    os.environ["PREDICTOR_HOME"] = str(home)
     from predictor.catalog import load_catalog
     from predictor.oracle import build_oracle
     from predictor.settings import Settings
     from predictor.store import MeasurementStore
 
-    settings = Settings()
+    settings = Settings(home=home)
     oracle = build_oracle(
         load_catalog(*settings.catalog_paths), settings, MeasurementStore(settings.resolved_store_url).profile_table()
     )
