@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -61,6 +62,47 @@ class Job:
     features: dict[str, float]
 
 
+@dataclass(frozen=True)
+class JobQuery:
+    """One job as an oracle is asked about it: ``params`` ({} when none were given), the ``platforms`` to restrict the
+    answer to (None: every eligible one), and ``features`` that replace reading its input files (None: read them)."""
+
+    algorithm: str
+    params: dict[str, Any]
+    platforms: list[str] | None = None
+    features: dict[str, float] | None = None
+
+    def allows(self, platform: str) -> bool:
+        """Whether the answer may hold ``platform``."""
+        return self.platforms is None or platform in self.platforms
+
+    def among(self, answers: Mapping[str, Estimate]) -> dict[str, Estimate]:
+        """``answers`` restricted to the platforms asked about, in their order."""
+        return {p: e for p, e in answers.items() if self.allows(p)}
+
+
+class Oracle(ABC):
+    """Estimated wall seconds of one job on each eligible platform: what the API, the scheduler and the simulator ask.
+
+    :class:`RuntimeOracle` serves the champions; a simulation plugs in others (:mod:`scheduler.run_times`). Each
+    answers :meth:`answer`; :meth:`estimate` is the one way callers ask.
+    """
+
+    def estimate(
+        self,
+        algorithm: str,
+        params: dict[str, Any] | None = None,
+        platforms: list[str] | None = None,
+        features: dict[str, float] | None = None,
+    ) -> dict[str, Estimate]:
+        """Platform -> the job's estimate, on each platform it can run on (among ``platforms`` when given)."""
+        return self.answer(JobQuery(algorithm, params or {}, platforms, features))
+
+    @abstractmethod
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
+        """What :meth:`estimate` answers for ``job``."""
+
+
 class ScoredColumns(EstimateColumns):
     """The columns of estimates and what the oracle scored them on: per row the features beyond their trained range,
     and the feature rows the champion was called on (``used``, its columns ``feature_names``; None for a fallback)."""
@@ -101,7 +143,7 @@ def serve_model(champion: Champion, examples: np.ndarray | None = None) -> Serve
     return ServedModel(champion, rows, path, quantiles)
 
 
-class RuntimeOracle:
+class RuntimeOracle(Oracle):
     """Estimates a job's wall seconds (and peak memory) on each eligible platform, with an interval and a limit.
 
     ``profile_table`` maps (algorithm, platform) to (median seconds, count) and answers, marked as fallback,
@@ -202,15 +244,9 @@ class RuntimeOracle:
             found = self._with_given(self.catalog.algorithm(algorithm), params, features)
         return Job(algorithm, eligible, found)
 
-    def estimate(
-        self,
-        algorithm: str,
-        params: dict[str, Any] | None = None,
-        platforms: list[str] | None = None,
-        features: dict[str, float] | None = None,
-    ) -> dict[str, Estimate]:
-        """Estimate one job on each eligible platform; ``features`` skips reading its input files."""
-        return self.estimate_jobs([self.prepare(algorithm, params, platforms, features)])[0]
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
+        """Estimate one job on each eligible platform; given ``features`` skip reading its input files."""
+        return self.estimate_jobs([self.prepare(job.algorithm, job.params, job.platforms, job.features)])[0]
 
     def estimate_jobs(
         self,

@@ -1,7 +1,7 @@
 """The one interface through which the scheduler sees run times, and the oracles a simulation can plug in.
 
-The service passes :class:`predictor.oracle.RuntimeOracle` (models); a simulation
-passes a table of true times, the same with lognormal error, the users' requested
+Every oracle is a :class:`predictor.oracle.Oracle`. The service passes :class:`predictor.oracle.RuntimeOracle`
+(models); a simulation passes a table of true times, the same with lognormal error, the users' requested
 times, fitted-model predictions, or no estimates at all.
 """
 
@@ -13,26 +13,15 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from predictor.domain import Estimate
+from predictor.oracle import JobQuery, Oracle
 
 if TYPE_CHECKING:
     from scheduler.state import Job, Machine, Run
 
 _NORMAL = NormalDist()
-
-
-class Oracle(Protocol):
-    """Estimated wall seconds of one job on each eligible platform (``predictor.oracle.RuntimeOracle`` fits)."""
-
-    def estimate(
-        self,
-        algorithm: str,
-        params: dict[str, Any] | None = None,
-        platforms: list[str] | None = None,
-        features: dict[str, float] | None = None,
-    ) -> dict[str, Estimate]: ...
 
 
 class QuantileOracle(ABC):
@@ -68,30 +57,20 @@ def job_key(algorithm: str, params: Mapping[str, Any] | None) -> str:
     return f"{algorithm}|{json.dumps(params or {}, sort_keys=True, default=str)}"
 
 
-class TableOracle:
+class TableOracle(Oracle):
     """Answers from a table {job key: {platform: seconds or None}}; ``label`` names where the numbers came from."""
 
     def __init__(self, table: Mapping[str, Mapping[str, float | None]], label: str) -> None:
         self.table = table
         self.label = label
 
-    def estimate(
-        self,
-        algorithm: str,
-        params: dict[str, Any] | None = None,
-        platforms: list[str] | None = None,
-        features: dict[str, float] | None = None,
-    ) -> dict[str, Estimate]:
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
         """The row of the job; a job missing from the table is an error."""
-        row = self.table[job_key(algorithm, params)]
-        return {
-            p: Estimate(platform=p, seconds=s, model_name=self.label)
-            for p, s in row.items()
-            if platforms is None or p in platforms
-        }
+        row = self.table[job_key(job.algorithm, job.params)]
+        return {p: Estimate(platform=p, seconds=s, model_name=self.label) for p, s in row.items() if job.allows(p)}
 
 
-class NoisyOracle:
+class NoisyOracle(Oracle):
     """Another oracle's estimates times a lognormal factor exp(sigma * z), the same for the same job and platform."""
 
     def __init__(self, inner: Oracle, sigma: float, seed: int = 0) -> None:
@@ -101,17 +80,11 @@ class NoisyOracle:
         self.sigma = sigma
         self.seed = seed
 
-    def estimate(
-        self,
-        algorithm: str,
-        params: dict[str, Any] | None = None,
-        platforms: list[str] | None = None,
-        features: dict[str, float] | None = None,
-    ) -> dict[str, Estimate]:
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
         """Scale each available estimate by its own deterministic error factor."""
-        key = job_key(algorithm, params)
+        key = job_key(job.algorithm, job.params)
         out = {}
-        for p, e in self.inner.estimate(algorithm, params, platforms, features).items():
+        for p, e in self.inner.answer(job).items():
             if e.seconds is not None:
                 e = e.model_copy(
                     update={"seconds": e.seconds * self.factor(key, p), "model_name": f"noisy:{self.sigma}"}
@@ -126,24 +99,15 @@ class NoisyOracle:
         return math.exp(self.sigma * _NORMAL.inv_cdf(u))
 
 
-class BlindOracle:
+class BlindOracle(Oracle):
     """Which platforms can run a job, and no run times: the scheduler schedules without estimates."""
 
     def __init__(self, inner: Oracle) -> None:
         self.inner = inner
 
-    def estimate(
-        self,
-        algorithm: str,
-        params: dict[str, Any] | None = None,
-        platforms: list[str] | None = None,
-        features: dict[str, float] | None = None,
-    ) -> dict[str, Estimate]:
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
         """The inner oracle's platforms, every estimate withheld."""
-        return {
-            p: Estimate(platform=p, reason="no estimates")
-            for p in self.inner.estimate(algorithm, params, platforms, features)
-        }
+        return {p: Estimate(platform=p, reason="no estimates") for p in self.inner.answer(job)}
 
 
 def seconds(estimates: Mapping[str, Estimate]) -> dict[str, float | None]:

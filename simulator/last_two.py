@@ -14,6 +14,7 @@ from collections import deque
 from typing import Any
 
 from predictor.domain import Estimate
+from predictor.oracle import JobQuery, Oracle
 from scheduler.run_times import TerminationOracle, job_key
 from scheduler.state import Job, requested_seconds
 from simulator.workload import Workload
@@ -21,7 +22,7 @@ from simulator.workload import Workload
 LABEL = "last_two_mean"
 
 
-class LastTwoMeanOracle(TerminationOracle):
+class LastTwoMeanOracle(Oracle, TerminationOracle):
     """The user's last two run times, averaged and capped by the request; each job's first answer is kept."""
 
     def __init__(self, workload: Workload) -> None:
@@ -29,22 +30,16 @@ class LastTwoMeanOracle(TerminationOracle):
         self.recent: dict[Any, deque[float]] = {}  # user -> run times of their last terminated jobs, newest last
         self.served: dict[str, dict[str, Estimate]] = {}
 
-    def estimate(
-        self,
-        algorithm: str,
-        params: dict[str, Any] | None = None,
-        platforms: list[str] | None = None,
-        features: dict[str, float] | None = None,
-    ) -> dict[str, Estimate]:
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
         """The same seconds on every platform the job can run on; a job asked again gets its first answer."""
-        key = job_key(algorithm, params)
+        key = job_key(job.algorithm, job.params)
         answer = self.served.get(key)
         if answer is None:
-            value = self._predict(params or {}, features or {})
+            value = self._predict(job.params, job.features or {})
             answer = self.served[key] = {
                 p: Estimate(platform=p, seconds=value, model_name=LABEL) for p in self.eligible[key]
             }
-        return {p: e for p, e in answer.items() if platforms is None or p in platforms}
+        return job.among(answer)
 
     def terminated(self, job: Job, wall: float) -> None:
         """A job of the user ended (done or failed) after ``wall`` seconds: it becomes the user's latest run."""

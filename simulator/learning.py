@@ -19,7 +19,7 @@ from predictor.catalog import Catalog
 from predictor.domain import Estimate, Measurement, ServedEstimate, Source
 from predictor.intervals import scaled
 from predictor.oracle import Job as OracleJob
-from predictor.oracle import RuntimeOracle, ServedModel, serve_model
+from predictor.oracle import JobQuery, Oracle, RuntimeOracle, ServedModel, serve_model
 from predictor.settings import Settings
 from scheduler.run_times import ObservingOracle, QuantileOracle, job_key
 from scheduler.state import Job, Machine, Run
@@ -78,7 +78,7 @@ class LearningLog:
     decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
-class LearningOracle(QuantileOracle, ObservingOracle):
+class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
     """Estimates from the service's champions, retrained as simulated jobs end (see the module docstring)."""
 
     def __init__(self, workload: Workload, settings: Settings, options: LearningOptions = LearningOptions()) -> None:
@@ -122,24 +122,18 @@ class LearningOracle(QuantileOracle, ObservingOracle):
         self.store.add(workload.history)
         self._retrain(dict.fromkeys(self.store.pairs(), "history"))
 
-    def estimate(
-        self,
-        algorithm: str,
-        params: dict[str, Any] | None = None,
-        platforms: list[str] | None = None,
-        features: dict[str, float] | None = None,
-    ) -> dict[str, Estimate]:
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
         """What the service serves for the job on each platform it can run on; the first answer is remembered.
 
         Answers are computed a chunk of upcoming jobs at a time, one model call per pair, and kept until
         the pair's served model changes: the numbers are those one call per job would give. Planning with
         the ``limit`` hands the scheduler the limit as the seconds (the service still scores its points).
         """
-        key = job_key(algorithm, params)
-        answer = {p: self._answer(algorithm, p, key) for p in self.eligible[key] if platforms is None or p in platforms}
+        key = job_key(job.algorithm, job.params)
+        answer = {p: self._pair_answer(job.algorithm, p, key) for p in self.eligible[key] if job.allows(p)}
         if key not in self.served:
             self.served[key] = answer
-            self.served_by[key] = {p: self.oracle.models.get((algorithm, p)) for p in answer}
+            self.served_by[key] = {p: self.oracle.models.get((job.algorithm, p)) for p in answer}
         if self.options.plan == "limit":
             return {
                 p: e.model_copy(update={"seconds": e.limit}) if e.limit is not None else e for p, e in answer.items()
@@ -168,7 +162,7 @@ class LearningOracle(QuantileOracle, ObservingOracle):
         self.ladders[(key, platform)] = ladder
         return ladder
 
-    def _answer(self, algorithm: str, platform: str, key: str) -> Estimate:
+    def _pair_answer(self, algorithm: str, platform: str, key: str) -> Estimate:
         """The served model's estimate of job ``key`` on ``platform``, computing it with the next chunk of jobs if needed."""
         pair = (algorithm, platform)
         model = self.oracle.models.get(pair)

@@ -19,6 +19,7 @@ import numpy as np
 from features.history import FEATURE_NAMES
 from models.online import AsymmetricOnlineRegressor, Side
 from predictor.domain import Estimate
+from predictor.oracle import JobQuery, Oracle
 from scheduler.run_times import QuantileOracle, TerminationOracle, job_key
 from scheduler.state import Job, requested_seconds
 from simulator.workload import Workload
@@ -53,7 +54,7 @@ class OnlineOptions:
 SC15 = OnlineOptions(under="squared", over="absolute", area=True, log=False)
 
 
-class OnlineOracle(QuantileOracle, TerminationOracle):
+class OnlineOracle(Oracle, QuantileOracle, TerminationOracle):
     """Each job's first answer from the online member, which learns every job that terminates (module docstring)."""
 
     def __init__(self, workload: Workload, options: OnlineOptions = OnlineOptions()) -> None:
@@ -83,19 +84,13 @@ class OnlineOracle(QuantileOracle, TerminationOracle):
         else:
             self.model.begin(len(FEATURE_NAMES))
 
-    def estimate(
-        self,
-        algorithm: str,
-        params: dict[str, Any] | None = None,
-        platforms: list[str] | None = None,
-        features: dict[str, float] | None = None,
-    ) -> dict[str, Estimate]:
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
         """The same answer on every platform the job can run on; a job asked again gets its first answer."""
-        key = job_key(algorithm, params)
+        key = job_key(job.algorithm, job.params)
         answer = self.served.get(key)
         if answer is None:
-            answer = self.served[key] = self._answer(key, params or {}, features or {})
-        return {p: e for p, e in answer.items() if platforms is None or p in platforms}
+            answer = self.served[key] = self._first_answer(key, job.params, job.features or {})
+        return job.among(answer)
 
     def terminated(self, job: Job, wall: float) -> None:
         """A job ended (done or failed) after ``wall`` seconds: one update of the member."""
@@ -105,7 +100,7 @@ class OnlineOracle(QuantileOracle, TerminationOracle):
         """The job's point scaled by the residual quantiles of :data:`LADDER` at its submission, ascending."""
         return self.ladders.get(job_key(job.algorithm, job.params), ())
 
-    def _answer(self, key: str, params: dict[str, Any], features: dict[str, float]) -> dict[str, Estimate]:
+    def _first_answer(self, key: str, params: dict[str, Any], features: dict[str, float]) -> dict[str, Estimate]:
         """The point (or quantile) and the ladder above it, capped by the request; the same on every platform. Before
         the member has learned a run, the request (as EASY plans without estimates)."""
         request = requested_seconds(params)

@@ -12,9 +12,10 @@ that ran out (issue 31's resource guard).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 from predictor.domain import Estimate
+from predictor.oracle import JobQuery, Oracle
 from scheduler.state import requested_seconds
 from simulator.workload import JobSpec
 
@@ -68,7 +69,7 @@ class RetryPolicy:
         )
 
 
-class LimitOracle:
+class LimitOracle(Oracle):
     """Plans each job with its own time limit (a resource manager without a predictor): a retry's raised limit too."""
 
     label = "limit"
@@ -76,13 +77,9 @@ class LimitOracle:
     def __init__(self, platforms: tuple[str, ...]) -> None:
         self.platforms = platforms
 
-    def estimate(
-        self,
-        algorithm: str,
-        params: dict[str, Any] | None = None,
-        platforms: list[str] | None = None,
-        features: dict[str, float] | None = None,
-    ) -> dict[str, Estimate]:
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
         """The time limit on each platform the job may use."""
-        seconds = requested_seconds(params or {})
-        return {p: Estimate(platform=p, seconds=seconds, model_name=self.label) for p in platforms or self.platforms}
+        seconds = requested_seconds(job.params)
+        return {
+            p: Estimate(platform=p, seconds=seconds, model_name=self.label) for p in job.platforms or self.platforms
+        }

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from predictor.domain import Estimate
+from predictor.oracle import JobQuery, Oracle
 from predictor.store import MeasurementStore
 from predictor.store.scheduler_tables import sched_events, sched_jobs, sched_machines, sched_runs
 from scheduler.service import EventError, SchedulerService
@@ -19,15 +20,17 @@ SECONDS = {("blastn", "cpu-small"): 100.0, ("blastn", "gpu-a100"): 10.0, ("mafft
 MEMORY_LIMITS = {("blastn", "cpu-small"): 1.5 * GIB + 0.5}  # the one pair with a memory champion
 
 
-class MemoryOracle:
+class MemoryOracle(Oracle):
     """Seconds per (algorithm, platform), and a memory limit where :data:`MEMORY_LIMITS` has one."""
 
-    def estimate(self, algorithm, params=None, platforms=None, features=None) -> dict[str, Estimate]:
-        return {
-            p: Estimate(platform=p, seconds=s, memory_limit=MEMORY_LIMITS.get((a, p)))
-            for (a, p), s in SECONDS.items()
-            if a == algorithm and (platforms is None or p in platforms)
-        }
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
+        return job.among(
+            {
+                p: Estimate(platform=p, seconds=s, memory_limit=MEMORY_LIMITS.get((a, p)))
+                for (a, p), s in SECONDS.items()
+                if a == job.algorithm
+            }
+        )
 
 
 class Clock:

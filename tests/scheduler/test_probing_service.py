@@ -18,6 +18,7 @@ from data.acquisition import RULES
 from data.probe import profile_probe_command
 from predictor.catalog import load_catalog
 from predictor.domain import Estimate
+from predictor.oracle import JobQuery, Oracle
 from predictor.settings import PROJECT_ROOT, ProbeRule, Settings
 from predictor.store import MeasurementStore
 from predictor.store.scheduler_tables import sched_probes
@@ -153,10 +154,10 @@ def test_an_idle_machine_probes_within_budget_and_a_real_job_cancels_the_probe_i
     store.dispose()
 
 
-class FixedSeconds:
+class FixedSeconds(Oracle):
     """Every job takes 2 s on cpu2 (the scheduler's estimates; probes do not depend on them)."""
 
-    def estimate(self, algorithm, params=None, platforms=None, features=None) -> dict[str, Estimate]:
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
         return {"cpu2": Estimate(platform="cpu2", seconds=2.0)}
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from predictor.domain import Estimate
+from predictor.oracle import JobQuery, Oracle
 from predictor.store import MeasurementStore
 from predictor.store.scheduler_tables import sched_events, sched_orders
 from scheduler.policy import Policy
@@ -20,15 +21,11 @@ from scheduler.state import Job, JobStatus
 SECONDS = {("blastn", "cpu-small"): 100.0, ("blastn", "gpu-a100"): 10.0, ("mafft", "cpu-small"): 5.0}
 
 
-class FixedOracle:
+class FixedOracle(Oracle):
     """Seconds per (algorithm, platform), whatever the parameters."""
 
-    def estimate(self, algorithm, params=None, platforms=None, features=None) -> dict[str, Estimate]:
-        return {
-            p: Estimate(platform=p, seconds=s)
-            for (a, p), s in SECONDS.items()
-            if a == algorithm and (platforms is None or p in platforms)
-        }
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
+        return job.among({p: Estimate(platform=p, seconds=s) for (a, p), s in SECONDS.items() if a == job.algorithm})
 
 
 class Clock:
