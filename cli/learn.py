@@ -168,7 +168,11 @@ def report(
     ] = False,
     target: Annotated[Target | None, typer.Option(help="Only this target (default: run time and peak memory).")] = None,
 ) -> None:
-    """Seed 001's Table 2 for the latest training session per platform and target, and the champion's lead over the runner-up."""
+    """Table 2 of Brandstätter-Müller et al. (2011) for the latest training session per platform and target, and the
+    champion's lead over the runner-up.
+
+    The paper: "Improving job scheduling on a heterogeneous cluster by predicting job execution times using heuristics".
+    """
     from training.report import NoSession, latest_session, tracked_algorithms
 
     settings = load_settings()

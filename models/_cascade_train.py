@@ -1,4 +1,5 @@
-"""Cascade2's two training phases (``../shared/reference/cascade2.md``) on cached activations, in PyTorch.
+"""Cascade2's two training phases (as FANN 2.2.0's ``src/fann_cascade.c`` runs them) on cached activations, in
+PyTorch.
 
 Activations are kept neuron-major: ``At`` is (neurons x patterns) with the inputs, the
 bias (ones) and every installed hidden neuron, so a candidate block's net input is one

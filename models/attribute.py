@@ -11,7 +11,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 
 class SimpleLinearRegression(RegressorMixin, BaseEstimator):
-    """Seed 001 Table 2's ``SimpleLinRegr.``: Weka's SimpleLinearRegression, y = a + b * x on the best single attribute.
+    """Weka's SimpleLinearRegression, y = a + b * x on the best single attribute (``SimpleLinRegr.`` in Table 2 of
+    Brandstätter-Müller et al. (2011), *Improving job scheduling on a heterogeneous cluster by predicting job
+    execution times using heuristics*).
 
     Every attribute gets its least-squares line; the one with the smallest training squared error
     wins (the first on ties). Constant attributes are skipped; with none left it predicts the mean.
@@ -42,7 +44,8 @@ class SimpleLinearRegression(RegressorMixin, BaseEstimator):
 
 
 class BestAttributeIsotonic(RegressorMixin, BaseEstimator):
-    """Seed 001 Table 2's ``IsotonicRegr.``: Weka's IsotonicRegression, a monotone step function of the best attribute.
+    """Weka's IsotonicRegression, a monotone step function of the best attribute (``IsotonicRegr.`` in Table 2 of
+    Brandstätter-Müller et al. 2011).
 
     Each attribute is tried increasing and decreasing (pool-adjacent-violators, ties pooled); the
     fit with the smallest training squared error wins. As in Weka, a new value takes the level of

@@ -1,4 +1,6 @@
-"""Baselines a learned model must beat: the profile table (seed 000) and job-history predictors (Tsafrir et al. 2007)."""
+"""Baselines a learned model must beat: the profile table of Kontothanassis & Goddeau (2004), *A case study of
+profile driven scheduling for a heterogeneous cluster of workstations*, and job-history predictors (Tsafrir et al.
+2007)."""
 
 from __future__ import annotations
 
@@ -47,11 +49,12 @@ def _parameter_columns(X: np.ndarray, names: list[str]) -> list[int]:
 
 
 class JobTypeMean(RegressorMixin, BaseEstimator):
-    """Seed 000's profile table: the mean wall time of each job type on the platform (one platform per training set).
+    """Kontothanassis & Goddeau 2004's profile table: the mean wall time of each job type on the platform (one
+    platform per training set).
 
     A job type is a distinct combination of the ``group_columns`` values; by default the plain
-    parameters, as seed 000 keys its table by executable and database: every column whose name has no
-    dot, which under the project's feature naming are the parameters (and one-hot categoricals), not
+    parameters, as Kontothanassis & Goddeau 2004 key their table by executable and database: every column whose
+    name has no dot, which under the project's feature naming are the parameters (and one-hot categoricals), not
     the ``<file>.<feature>`` sizes of inputs. A derived feature has a plain name too but is a size
     (``search_space``: query times database residues), and keyed by it every job would be a type of
     its own, so a plain column the inputs determine that is nearly as varied as they are (more than

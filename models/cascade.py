@@ -28,11 +28,12 @@ BOUNDED_TARGET_SHARE = 0.8
 
 
 class CascadeNetRegressor(RegressorMixin, BaseEstimator):
-    """A network that grows its own hidden units by Cascade2 (seed 001: FANN's cascade-grown network).
+    """A network that grows its own hidden units by Cascade2 (FANN's cascade-grown network).
 
-    Seed 001's facility moved from Weka's MLP to FANN's Cascade2 so that no one picks a
-    network size per algorithm. This is Cascade2 as ``../shared/reference/cascade2.md``
-    specifies it, with FANN 2.2.0's defaults: a shortcut network whose output weights
+    The facility of Brandstätter-Müller et al. (2011), *Improving job scheduling on a heterogeneous cluster by
+    predicting job execution times using heuristics*, moved from Weka's MLP to FANN's Cascade2 so that no one picks
+    a network size per algorithm. This is Cascade2 as FANN 2.2.0 (the Fast Artificial Neural Network library, its
+    ``src/fann_cascade.c``) implements it, with its defaults: a shortcut network whose output weights
     train with iRPROP-; a pool of candidates (``activation_functions`` x
     ``activation_steepnesses`` x ``candidate_groups``) trained together as one batched
     tensor to fit the residual; the winner installed with frozen incoming weights and

@@ -14,7 +14,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 
 class EarlyStoppedNetwork(RegressorMixin, BaseEstimator):
-    """A fixed network (seed 001's MultilayerPerceptron) whose number of L-BFGS iterations held-out rows choose.
+    """A fixed network (the MultilayerPerceptron of Brandstätter-Müller et al. (2011), *Improving job scheduling on a
+    heterogeneous cluster by predicting job execution times using heuristics*) whose number of L-BFGS iterations
+    held-out rows choose.
 
     A pair has a hundred to a thousand runs: full-batch L-BFGS fits such a network far better than
     minibatch Adam, whose early stopping on a fifth of a hundred rows stops too soon (on the bundled

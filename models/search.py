@@ -18,7 +18,8 @@ class SubsampledGridSearch(RegressorMixin, BaseEstimator):
 
     Kernel methods cost O(rows^2) or more per fit, so tuning on a subsample keeps a grid affordable
     on thousands of runs while the served model still learns from every run. This is how the zoo
-    tunes seed 001's epsilon-SVR "cost", "gamma" and "epsilon" (its Figs 4-5).
+    tunes the epsilon-SVR "cost", "gamma" and "epsilon" of Brandstätter-Müller et al. (2011), *Improving job
+    scheduling on a heterogeneous cluster by predicting job execution times using heuristics* (its Figs 4-5).
     """
 
     def __init__(

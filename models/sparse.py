@@ -53,8 +53,9 @@ def bic_support(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
 class SparseMedianRegression(RegressorMixin, BaseEstimator):
     """Least absolute deviations on the features a BIC-chosen lasso keeps (a relaxed lasso with a median refit).
 
-    Weka's LinearRegression drops attributes before it fits (seed 001, Table 2); here the lasso
-    path chooses which, BIC how many, and the median line is refitted on those alone without
+    Weka's LinearRegression drops attributes before it fits (Brandstätter-Müller et al. (2011), *Improving job
+    scheduling on a heterogeneous cluster by predicting job execution times using heuristics*, Table 2); here the
+    lasso path chooses which, BIC how many, and the median line is refitted on those alone without
     shrinkage. Attributes that vary only by chance (a file's GC content when a tool's time does
     not depend on it) mostly drop out instead of bending the line; a few slow runs cannot bend it either.
     ``lasso_warnings_`` counts the lasso path's convergence warnings (regressors dropped, early stops).

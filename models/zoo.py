@@ -228,7 +228,9 @@ def lightgbm_log() -> TransformedTargetRegressor:
 def lad() -> Pipeline:
     """Least absolute deviations on standardised features: a linear model that a few slow outlier runs do not drag.
 
-    It is what Weka's SMOreg fits with its linear kernel and tiny epsilon, minus the penalty (seed 001, Table 2).
+    It is what Weka's SMOreg fits with its linear kernel and tiny epsilon, minus the penalty (Brandstätter-Müller
+    et al. (2011), *Improving job scheduling on a heterogeneous cluster by predicting job execution times using
+    heuristics*, Table 2).
     """
     return _standardised(median_line())
 
@@ -267,7 +269,8 @@ def quadratic_log() -> TransformedTargetRegressor:
 
 @register("profile_mean")
 def profile_mean() -> JobTypeMean:
-    """Baseline: the profile table's mean per job type (seed 000)."""
+    """Baseline: the profile table's mean per job type (Kontothanassis & Goddeau (2004), *A case study of profile
+    driven scheduling for a heterogeneous cluster of workstations*)."""
     return JobTypeMean()
 
 
@@ -285,7 +288,7 @@ def requested_time() -> HistoryBaseline:
 
 @register("simple_linear")
 def simple_linear() -> SimpleLinearRegression:
-    """Weka's SimpleLinearRegression on raw seconds (seed 001, Table 2)."""
+    """Weka's SimpleLinearRegression on raw seconds (Brandstätter-Müller et al. 2011, Table 2)."""
     return SimpleLinearRegression()
 
 
@@ -297,7 +300,7 @@ def simple_linear_log() -> TransformedTargetRegressor:
 
 @register("isotonic")
 def isotonic() -> BestAttributeIsotonic:
-    """Weka's IsotonicRegression on raw seconds (seed 001, Table 2)."""
+    """Weka's IsotonicRegression on raw seconds (Brandstätter-Müller et al. 2011, Table 2)."""
     return BestAttributeIsotonic()
 
 
@@ -309,7 +312,7 @@ def isotonic_log() -> TransformedTargetRegressor:
 
 @register("svr")
 def svr() -> Pipeline:
-    """epsilon-SVR on raw seconds (seed 001's tuned LibSVM, Figs 4-5)."""
+    """epsilon-SVR on raw seconds (the tuned LibSVM of Brandstätter-Müller et al. 2011, Figs 4-5)."""
     return _svr(log=False)
 
 
@@ -321,7 +324,8 @@ def svr_log() -> Pipeline:
 
 @register("mlp", min_rows=20)
 def mlp() -> TransformedTargetRegressor:
-    """Fixed-size network on raw seconds (seed 001's MultilayerPerceptron, Table 2's winner, Figs 2-3)."""
+    """Fixed-size network on raw seconds (the MultilayerPerceptron of Brandstätter-Müller et al. 2011, Table 2's
+    winner, Figs 2-3)."""
     return _mlp(log=False)
 
 
@@ -333,7 +337,8 @@ def mlp_log() -> TransformedTargetRegressor:
 
 @register("cascade")
 def cascade() -> CascadeNetRegressor:
-    """Cascade2-grown network on raw seconds (seed 001's FANN network), sized by held-out error."""
+    """Cascade2-grown network on raw seconds (the FANN network of Brandstätter-Müller et al. 2011), sized by
+    held-out error."""
     return CascadeNetRegressor()
 
 

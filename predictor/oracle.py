@@ -147,7 +147,8 @@ class RuntimeOracle(Oracle):
     """Estimates a job's wall seconds (and peak memory) on each eligible platform, with an interval and a limit.
 
     ``profile_table`` maps (algorithm, platform) to (median seconds, count) and answers, marked as fallback,
-    where no model exists (seed 000's profile table). ``coverage`` is the nominal coverage of intervals (both
+    where no model exists (the profile table of Kontothanassis & Goddeau (2004), *A case study of profile driven
+    scheduling for a heterogeneous cluster of workstations*). ``coverage`` is the nominal coverage of intervals (both
     targets), ``limit_quantile`` the quantile of the walltime limit and ``memory_limit_quantile`` that of the memory
     limit (None: the walltime limit's), each overridable per call. ``memory_champions`` are the pairs' peak-memory
     champions, where there are some.

@@ -1,4 +1,6 @@
-"""Weka-style regression metrics (seed 001, Table 2) plus the relative errors a scheduler cares about.
+"""Weka-style regression metrics (those of Table 2 of Brandstätter-Müller et al. (2011), *Improving job scheduling on
+a heterogeneous cluster by predicting job execution times using heuristics*) plus the relative errors a scheduler
+cares about.
 
 ``y_prior`` is what the baseline would have said for each row: under cross-validation
 the mean of that row's training fold (its finished runs), as Weka computes RAE and RRSE.

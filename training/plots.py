@@ -1,4 +1,6 @@
-"""Figures logged with each candidate: predicted vs measured, relative error per sample (seed 001, Figs 2-5), growth."""
+"""Figures logged with each candidate: predicted vs measured, relative error per sample (as in Figs 2-5 of
+Brandstätter-Müller et al. (2011), *Improving job scheduling on a heterogeneous cluster by predicting job execution
+times using heuristics*), growth."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The seed 001 Table-2-style comparison of every candidate of an algorithm's latest training session of a target, from MLflow."""
+"""Every candidate of an algorithm's latest training session of a target, from MLflow, compared as in Table 2 of
+Brandstätter-Müller et al. (2011), *Improving job scheduling on a heterogeneous cluster by predicting job execution
+times using heuristics*."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ from predictor.settings import Settings
 from training.significance import Difference, paired_bootstrap
 from training.tracking import all_pages, experiment_name, load_out_of_fold
 
-# Column label of each metric shown: Weka's (seed 001, Table 2, plus RRSE), what a scheduler cares about,
-# and the coverage the intervals achieved out of fold.
+# Column label of each metric shown: Weka's (Brandstätter-Müller et al. 2011, Table 2, plus RRSE), what a scheduler
+# cares about, and the coverage the intervals achieved out of fold.
 REPORT_METRICS: dict[str, str] = {
     "cc": "CC",
     "mae": "MAE",
