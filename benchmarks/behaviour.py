@@ -19,6 +19,15 @@ trained registry) on a free 127.0.0.1 port, waits at most ``--ready-timeout`` se
 README's request (POST /v1/predict, mafft on ``samples/family-40x300.fa``, which the API resolves under the
 checkout's ``data/``) and GET /v1/models, records both answers' exact text, and stops the server by its PID.
 
+``--backfill-limit N`` and ``--backfill-only WORD...`` pass ``--limit N`` and ``--only WORD...`` to the log replay
+(``backfill_traces_hpc2n``): the first N jobs after the history, the rows whose label holds one of the words (its
+learned rows, ``--backfill-only service``, train as the replay goes and take hours on the whole log). The arguments
+are recorded as ``options`` (compared, so two recordings of different prefixes or rows differ there); a prefix is
+compared with a prefix only.
+
+    .venv/bin/python benchmarks/behaviour.py --checkout /work/baseline --only backfill_traces_hpc2n \
+        --backfill-limit 300 --backfill-only service --out before-learned.json
+
 ``--table BEFORE [AFTER]`` prints a few headline figures per benchmark as a markdown table (the results page's).
 ``--compare`` prints, per benchmark, whether every recorded value is identical, the differing ones side by side, and
 exits 1 on any difference. Left out of the comparison, by name, because they measure this machine and not the
@@ -124,14 +133,17 @@ def stdout_figures(text: str) -> list[str]:
     return [re.sub(r"\(\s*\d+\.\d s\)$", "", line).rstrip() for line in lines]
 
 
-def run_benchmark(bench: Benchmark, checkout: Path, traces: Path, python: str, timeout: float) -> dict[str, Any]:
-    """Run one benchmark in ``checkout``: its recorded outputs (and stdout figures), wall and CPU seconds. Past
-    ``timeout`` seconds its process group is stopped and what it wrote so far is kept, with ``complete`` false."""
+def run_benchmark(
+    bench: Benchmark, checkout: Path, traces: Path, python: str, timeout: float, options: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Run one benchmark in ``checkout`` (``options``: more arguments, recorded): its recorded outputs (and stdout
+    figures), wall and CPU seconds. Past ``timeout`` seconds its process group is stopped and what it wrote so far
+    is kept, with ``complete`` false."""
     with tempfile.TemporaryDirectory(prefix=f"behaviour-{bench.name}-") as tmp:
         out = Path(tmp)
         script = out / bench.script  # RESULTS beside it: out / "results"
         shutil.copyfile(checkout / "benchmarks" / bench.script, script)
-        argv = [python, str(script), *(a.format(out=out, traces=traces) for a in bench.args)]
+        argv = [python, str(script), *(a.format(out=out, traces=traces) for a in bench.args), *options]
         began, cpu = time.perf_counter(), children_cpu()
         child = subprocess.Popen(
             argv,
@@ -157,6 +169,8 @@ def run_benchmark(bench: Benchmark, checkout: Path, traces: Path, python: str, t
             "wall_seconds": round(wall, 1),
             "cpu_seconds": round(cpu, 1),
         }
+        if options:
+            recorded["options"] = list(options)
         recorded["outputs"] = read_outputs(out)
         if complete and not recorded["outputs"] and not bench.stdout:
             raise RuntimeError(f"{bench.name} wrote no JSON or CSV under {out}: nothing to compare")
@@ -258,11 +272,14 @@ def record(args: argparse.Namespace) -> None:
         if result["commit"] != commit:
             raise SystemExit(f"{args.out} records {result['commit']}, not {commit}")
     result.update(checkout=str(checkout), commit=commit, imports=imported)
+    options = {"backfill_traces_hpc2n": backfill_options(args)}
     for bench in BENCHMARKS:
         if args.only is not None and bench.name not in args.only:
             continue
         print(f"{bench.name} ...", flush=True)
-        result["benchmarks"][bench.name] = run_benchmark(bench, checkout, traces, args.python, args.timeout)
+        result["benchmarks"][bench.name] = run_benchmark(
+            bench, checkout, traces, args.python, args.timeout, options.get(bench.name, ())
+        )
         print(f"{bench.name}: {result['benchmarks'][bench.name]['wall_seconds']:.0f} s", flush=True)
         args.out.write_text(json.dumps(result, indent=1))  # after each, so a long run keeps what it has
     if args.serve_home:
@@ -271,6 +288,12 @@ def record(args: argparse.Namespace) -> None:
         result["api"]["wall_seconds"] = round(time.perf_counter() - began, 1)
         print(f"api: predict {result['api']['predict_status']}, models {result['api']['models_status']}", flush=True)
     args.out.write_text(json.dumps(result, indent=1))
+
+
+def backfill_options(args: argparse.Namespace) -> tuple[str, ...]:
+    """The log replay's ``--limit`` and ``--only`` from ``--backfill-limit`` and ``--backfill-only`` (none: all)."""
+    limit = ("--limit", str(args.backfill_limit)) if args.backfill_limit is not None else ()
+    return (*limit, *(("--only", *args.backfill_only) if args.backfill_only else ()))
 
 
 def leaves(value: Any, path: str = "") -> dict[str, Any]:
@@ -392,6 +415,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--serve-home", type=Path, help="PREDICTOR_HOME of a trained registry: also record the API's answers"
+    )
+    parser.add_argument(
+        "--backfill-limit", type=int, help="the log replay: only the first N jobs after the history (default: all)"
+    )
+    parser.add_argument(
+        "--backfill-only", nargs="+", help="the log replay: only the rows whose label holds one of these words"
     )
     parser.add_argument("--table", type=Path, nargs="+", help="BEFORE [AFTER]: print the headline figures as markdown")
     parser.add_argument("--timeout", type=float, default=4 * 3600.0, help="seconds before a benchmark is stopped")
