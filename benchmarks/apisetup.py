@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from predictor.client import wait_until_ready
+from serving.client import wait_until_ready
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS = sorted((ROOT / "data" / "measurements").glob("*.csv"))

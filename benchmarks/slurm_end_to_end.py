@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from data.datagen import write_family_fasta
-from predictor.client import wait_until_ready
 from predictor.store import MeasurementStore
+from serving.client import wait_until_ready
 from tests.livesrv import eventually, free_port
 from tests.slurmserver import SlurmCluster
 

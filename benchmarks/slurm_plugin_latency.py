@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scheduler.slurm.plugin import render_plugin
-from serving import create_app
+from scheduler.slurm.settings import SlurmSettings
+from serving.app import create_app
 from tests.livesrv import Silent, serve_app
 from tests.serving.conftest import train_home
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
@@ -84,7 +85,7 @@ def main() -> None:
     cluster.start()
     jobs: list[str] = []
     try:
-        with serve_app(create_app(home.settings.model_copy(update={"slurm_rules": rules}))) as url:
+        with serve_app(create_app(home.settings, api=home.api, slurm=SlurmSettings(rules=rules))) as url:
             on_text = render_plugin(url, args.timeout, raise_missing_limit=False)
             off, on = [], []
             for _ in range(args.submissions // BLOCK):

@@ -36,10 +36,11 @@ from predictor.domain import Measurement, Source
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from serving import create_app
+from scheduler.slurm.settings import SlurmSettings
+from serving.app import create_app
 from tests.livesrv import serve_app
 from tests.pgserver import throwaway_database
-from tests.serving.conftest import train_home
+from tests.serving.conftest import api_settings, train_home
 from training.pipeline import run_training
 
 WARM_UP = 30
@@ -76,9 +77,7 @@ def trained(root: Path, seed: int) -> Settings:
         f"algorithms:\n  {CLASS}:\n    parameters: {{}}\n    implementations: {{cpu1: {{}}}}\n"
     )
     (root / "rules.yaml").write_text("partitions: {batch: cpu1}\n")
-    settings = home.settings.model_copy(
-        update={"site_catalogs": [root / "site.yaml"], "slurm_rules": root / "rules.yaml", "slurm_cluster": CLUSTER}
-    )
+    settings = home.settings.model_copy(update={"site_catalogs": [root / "site.yaml"]})
     store = MeasurementStore(settings.resolved_store_url)
     store.add(class_runs(200, seed))
     run_training(settings, store, algorithms=[CLASS], models=["linear_log"])
@@ -104,7 +103,9 @@ def timed(url: str, body: dict[str, object]) -> tuple[float, str]:
     return took, text.splitlines()[0]
 
 
-def measure(settings: Settings, url: str, users: int, calls: int, seed: int, inputs: Path) -> dict[str, object]:
+def measure(
+    settings: Settings, slurm: SlurmSettings, url: str, users: int, calls: int, seed: int, inputs: Path
+) -> dict[str, object]:
     """The route over the store at ``url``: class jobs of known users and catalog jobs, alternating."""
     rng = random.Random(seed + 2)
     catalog_job = {
@@ -115,7 +116,7 @@ def measure(settings: Settings, url: str, users: int, calls: int, seed: int, inp
         "time_limit": 30,
     }
     took: dict[str, list[float]] = {"class_job": [], "catalog_job": []}
-    with serve_app(create_app(settings.model_copy(update={"store_url": url}))) as api:
+    with serve_app(create_app(settings.model_copy(update={"store_url": url}), api=api_settings(), slurm=slurm)) as api:
         for i in range(calls + WARM_UP):
             user = f"u{rng.randrange(users)}"
             class_job = {
@@ -177,10 +178,11 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory(prefix="slurm-route-") as work:
         settings = trained(Path(work), args.seed)
+        slurm = SlurmSettings(rules=Path(work) / "rules.yaml", cluster=CLUSTER)
         for backend in args.backends.split(","):
             with database(backend, Path(work)) as url:
                 result[backend] = measure(
-                    settings, loaded(url, records), args.users, args.calls, args.seed, Path(work) / "inputs"
+                    settings, slurm, loaded(url, records), args.users, args.calls, args.seed, Path(work) / "inputs"
                 )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -15,10 +15,10 @@ from typer.core import TyperArgument, TyperCommand
 
 if TYPE_CHECKING:
     from predictor.catalog import Catalog
-    from predictor.client import PredictorClient
     from predictor.oracle import RuntimeOracle
     from predictor.settings import Settings
     from predictor.store import MeasurementStore
+    from serving.client import PredictorClient
 
 T = TypeVar("T")
 console = Console(soft_wrap=True)
@@ -116,7 +116,7 @@ def from_service(url: str, ask: Callable[[PredictorClient], T]) -> T:
     """``ask`` a running service; an error answer, no answer or a foreign one is one CLI error line naming the URL."""
     import httpx
 
-    from predictor.client import PredictorClient, PredictorError
+    from serving.client import PredictorClient, PredictorError
 
     try:
         with PredictorClient(url) as client:

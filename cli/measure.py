@@ -60,6 +60,7 @@ def ingest(
     from predictor.catalog import load_catalog
     from scheduler.slurm.ingest import ingest_slurm
     from scheduler.slurm.rules import RulesError, load_rules
+    from scheduler.slurm.settings import SlurmSettings
 
     settings = load_settings()
     catalog = load_catalog(*settings.catalog_paths)
@@ -80,14 +81,14 @@ def ingest(
                     raise IngestError(
                         "Slurm jobs are mapped by PREDICTOR_SLURM_RULES and their own words, not --algorithm/--platform/--machine"
                     )
-                rules = load_rules(settings.slurm_rules)
+                slurm = SlurmSettings()
                 report = ingest_slurm(
                     path,
                     store,
                     catalog,
-                    rules,
+                    load_rules(slurm.rules),
                     file_format=kind,
-                    cluster=settings.slurm_cluster,
+                    cluster=slurm.cluster,
                     rejects_dir=rejects_dir,
                 )
             else:

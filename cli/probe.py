@@ -53,6 +53,7 @@ def _probing(
     from features import FeatureError
     from predictor.catalog import load_catalog
     from predictor.settings import BUNDLED_DATA
+    from scheduler.settings import ProbeSettings
 
     if rule not in RULES:
         raise typer.BadParameter(f"{rule!r} is not a rule; choose {', '.join(RULES)}", param_hint="--rule")
@@ -63,7 +64,7 @@ def _probing(
             load_catalog(*settings.catalog_paths),
             sweep_plan,
             open_store(settings),
-            workdir or settings.resolved_probe_workdir,
+            workdir or ProbeSettings().resolved_workdir(settings),
             rule,
         )
     except (PlanError, FeatureError, KeyError, MissingProgram) as exc:

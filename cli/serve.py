@@ -24,6 +24,7 @@ from cli.common import (
 
 if TYPE_CHECKING:
     from predictor.settings import Settings
+    from serving.settings import ApiSettings
 
 commands = typer.Typer()
 
@@ -44,11 +45,12 @@ def serve(
     """Serve the HTTP API with uvicorn (one process with the scheduler, unless PREDICTOR_SCHEDULER_EMBEDDED=false, or N workers)."""
     import uvicorn
 
-    from serving import create_app
+    from serving.app import create_app
     from serving.server import serve_workers, server_options
 
-    settings = _with_token(load_settings())
-    host, port, workers = host or settings.api_host, port or settings.api_port, workers or settings.api_workers
+    settings = load_settings()
+    api = _with_token(settings)
+    host, port, workers = host or api.host, port or api.port, workers or api.workers
     typer.echo(f"serving on http://{host}:{port}  (docs: http://{host}:{port}/docs)")
     typer.echo(
         f"try: curl -s -X POST http://{host}:{port}/v1/predict -H 'content-type: application/json' "
@@ -56,10 +58,10 @@ def serve(
     )
     if workers > 1:
         typer.echo(f"{workers} workers; the scheduler is not served here: run `predictor scheduler` beside them")
-        serve_workers(settings, host, port, workers)
+        serve_workers(settings, api, host, port, workers)
         return
     uvicorn.run(
-        create_app(settings), host=host, port=port, log_level="info", access_log=False, **server_options(settings)
+        create_app(settings, api=api), host=host, port=port, log_level="info", access_log=False, **server_options(api)
     )  # the app logs each request
 
 
@@ -80,12 +82,14 @@ def scheduler(
     """Run the one scheduler of the database, with its routes on their own port; a second one stands by."""
     import uvicorn
 
+    from scheduler.settings import SchedulerSettings
     from scheduler.store import SchedulerStore
-    from serving import create_app
+    from serving.app import create_app
     from serving.server import server_options
 
-    settings = _with_token(load_settings())
-    host, port = host or settings.api_host, port or settings.scheduler_port
+    settings = load_settings()
+    api, scheduling = _with_token(settings), SchedulerSettings()
+    host, port = host or api.host, port or scheduling.port
     store = open_store(settings)
     lease = SchedulerStore(store.engine).lease()
     store.dispose()
@@ -97,12 +101,12 @@ def scheduler(
         typer.echo(f"another scheduler holds the lease ({lease['holder']}): standing by to take over when it stops")
     typer.echo(f"scheduler on http://{host}:{port}  (jobs: http://{host}:{port}/v1/jobs)")
     uvicorn.run(
-        create_app(settings, scheduler=True),
+        create_app(settings, api=api, scheduling=scheduling, scheduler=True),
         host=host,
         port=port,
         log_level="info",
         access_log=False,
-        **server_options(settings),
+        **server_options(api),
     )
 
 
@@ -164,14 +168,16 @@ def queue(
     print_table(table)
 
 
-def _with_token(settings: Settings) -> Settings:
-    """``settings`` with an API token: PREDICTOR_API_TOKEN or the one under HOME, generated (and printed) on first start."""
+def _with_token(settings: Settings) -> ApiSettings:
+    """The API's settings with a token: PREDICTOR_API_TOKEN or the one under HOME, generated (and printed) on first start."""
     from pydantic import SecretStr
 
     from predictor.apitoken import ensure_token, token_path
+    from serving.settings import ApiSettings
 
-    if settings.api_token is not None:
-        return settings
+    api = ApiSettings.of(settings)
+    if api.token is not None:
+        return api
     token, created = ensure_token(settings.resolved_home)
     if created:
         path = token_path(settings.resolved_home)
@@ -182,7 +188,7 @@ def _with_token(settings: Settings) -> Settings:
         typer.echo(
             f'send it as: -H "Authorization: Bearer $(cat {path})"  (PREDICTOR_API_TOKEN, if set, is used instead)'
         )
-    return settings.model_copy(update={"api_token": SecretStr(token)})
+    return api.model_copy(update={"token": SecretStr(token)})
 
 
 @commands.command()

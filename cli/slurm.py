@@ -55,10 +55,11 @@ def follow(
     from scheduler.slurm.follow import Follower, FollowPass
     from scheduler.slurm.resource_guard import ResourceGuard, oracle_uppers
     from scheduler.slurm.rules import RulesError, load_rules
+    from scheduler.slurm.settings import SlurmSettings
 
-    settings = load_settings()
+    settings, slurm = load_settings(), SlurmSettings()
     try:
-        rules = load_rules(settings.slurm_rules)
+        rules = load_rules(slurm.rules)
     except RulesError as exc:
         raise fail(str(exc)) from None
     catalog = load_catalog(*settings.catalog_paths)
@@ -68,7 +69,7 @@ def follow(
             Slurm(),
             oracle_uppers(local_oracle(settings, catalog)),
             settings.resolved_home / "slurm-guard.jsonl",
-            cluster=settings.slurm_cluster,
+            cluster=slurm.cluster,
             max_requeues=max_requeues,
         )
     follower = Follower(
@@ -77,7 +78,7 @@ def follow(
         open_store(settings),
         catalog,
         rules,
-        cluster=settings.slurm_cluster,
+        cluster=slurm.cluster,
         comments=Slurm().comments,
         guard=resource_guard,
         queue=Slurm().queue,
@@ -126,12 +127,10 @@ def install_plugin(
     """Write the job_submit.lua plugin (slurm.conf needs JobSubmitPlugins=lua); slurmctld picks up a changed file itself."""
     from scheduler.slurm.plugin import install_plugin as write_plugin
     from scheduler.slurm.plugin import plugin_path, render_plugin
+    from serving.settings import ApiSettings
 
-    settings = load_settings()
     try:
-        text = render_plugin(
-            api or f"http://{settings.api_host}:{settings.api_port}", timeout, raise_missing_limit, raise_missing_memory
-        )
+        text = render_plugin(api or ApiSettings().url, timeout, raise_missing_limit, raise_missing_memory)
     except ValueError as exc:
         raise fail(str(exc)) from None
     if stdout:
@@ -168,12 +167,13 @@ def bridge(
     from predictor.catalog import load_catalog
     from scheduler.slurm.control import Slurm
     from scheduler.slurm.rules import RulesError, load_rules
+    from scheduler.slurm.settings import SlurmSettings
     from scheduler.slurm_bridge import BridgeStep, SlurmBridge
     from scheduler.store import SchedulerStore
 
     settings = load_settings()
     try:
-        rules = load_rules(settings.slurm_rules)
+        rules = load_rules(SlurmSettings().rules)
     except RulesError as exc:
         raise fail(str(exc)) from None
     if not rules.partitions:

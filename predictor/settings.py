@@ -11,18 +11,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from predictor.apitoken import read_token
 from predictor.intervals import MAX_COVERAGE
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_DATA = PROJECT_ROOT / "data"
 Executor = Literal["local", "ray"]
-ProbeRule = Literal[
-    "uncertainty", "coverage"
-]  # data.acquisition.RULES (tests/scheduler/test_probing_service.py keeps them equal)
 
 
 class Settings(BaseSettings):
@@ -42,14 +38,6 @@ class Settings(BaseSettings):
     )
     data_roots: list[Path] = Field(
         default_factory=lambda: [BUNDLED_DATA], description="Folders API clients may name input files under."
-    )
-    api_host: str = "127.0.0.1"
-    api_port: int = 8000
-    api_workers: int = Field(
-        default=1, ge=1, description="API worker processes `predictor serve` runs behind its port."
-    )
-    api_token: SecretStr | None = Field(
-        default=None, description="Bearer token for write and admin endpoints (default: the one generated under HOME)."
     )
     cv_folds: int = Field(default=10, ge=2)
     seed: int = 20261122
@@ -107,80 +95,9 @@ class Settings(BaseSettings):
     memory_limit_quantile: float = Field(
         default=0.99, gt=0, lt=1, description="Quantile of the peak-memory limit (a memory request)."
     )
-    scheduler_policy: str = Field(
-        default="edf",
-        description="The embedded scheduler's policy spec, e.g. edf, easy:order=sjbf or conservative (its predicted starts).",
-    )
-    api_max_body_bytes: int = Field(default=4 << 20, gt=0, description="Largest request body the API reads.")
-    api_max_header_bytes: int = Field(
-        default=32 << 10, gt=0, description="Largest request line plus headers the API reads (431 beyond)."
-    )
-    api_header_timeout_s: float = Field(
-        default=10.0, gt=0, description="How long a request line plus headers may take to arrive (408 beyond)."
-    )
-    api_max_batch: int = Field(default=1000, gt=0, description="Most jobs or observations in one API call.")
-    api_feature_budget_s: float = Field(
-        default=5.0, gt=0, description="Feature-extraction time budget per API request."
-    )
-    api_reload_interval_s: float = Field(
-        default=30.0, ge=0, description="How often the API polls the champion aliases (0: never)."
-    )
-    api_registry_wait_s: float = Field(
-        default=15.0,
-        gt=0,
-        description="How long the API waits for the registry at start before serving cached champions.",
-    )
-    api_registry_timeout_s: float = Field(
-        default=10.0,
-        gt=0,
-        description="How long one request to the model registry may take (no retries); a reload waits no longer for the registry.",
-    )
-    scheduler_embedded: bool = Field(
-        default=True,
-        description="Whether `predictor serve` (one worker) runs the scheduler in its process; off when it runs as `predictor scheduler`.",
-    )
-    scheduler_port: int = Field(
-        default=8001, description="Port `predictor scheduler` serves the scheduler's routes on."
-    )
-    scheduler_lease_s: float = Field(
-        default=15.0,
-        gt=0,
-        description="Lease time of the one scheduler: a standby takes over this long after its holder stops.",
-    )
-    probe_plan: Path | None = Field(
-        default=None, description="Sweep plan whose jobs the scheduler probes idle machines with (unset: no probing)."
-    )
-    probe_budget_s: float = Field(
-        default=600.0, ge=0, description="Machine-seconds of probes each platform may run per clock hour."
-    )
-    probe_cap_s: float = Field(
-        default=120.0, gt=0, description="Longest one probe may run: killed there, stored censored."
-    )
-    probe_rule: ProbeRule = Field(
-        default="coverage",
-        description="Acquisition rule that ranks the probe plan's candidates (coverage: measured on real runs, docs/results/probing.md).",
-    )
-    probe_workdir: Path | None = Field(
-        default=None,
-        description="Where the probes' inputs are made, read by every machine (default HOME/sweep-inputs).",
-    )
-    api_log_level: str = Field(default="info", description="Level of the API's structured JSON logs.")
-    slurm_rules: Path | None = Field(
-        default=None, description="Rule file mapping Slurm jobs to algorithms and platforms (docs/slurm.md)."
-    )
-    slurm_cluster: str = Field(
-        default="slurm", min_length=1, max_length=40, description="The Slurm cluster's name in the run ids of its jobs."
-    )
     model_cache_dir: Path | None = Field(
         default=None, description="Local copies of the champions (default HOME/champion-cache)."
     )
-
-    @model_validator(mode="after")
-    def _generated_token(self) -> Settings:
-        """Without ``PREDICTOR_API_TOKEN``, the token ``predictor serve`` generated under the home, if it did."""
-        if self.api_token is None and (token := read_token(self.home)) is not None:
-            self.api_token = SecretStr(token)
-        return self
 
     @cached_property
     def resolved_home(self) -> Path:
@@ -205,10 +122,6 @@ class Settings(BaseSettings):
     @property
     def resolved_artifact_root(self) -> Path:
         return (self.mlflow_artifact_root or self.resolved_home / "mlartifacts").expanduser().resolve()
-
-    @property
-    def resolved_probe_workdir(self) -> Path:
-        return (self.probe_workdir or self.resolved_home / "sweep-inputs").expanduser().resolve()
 
     @property
     def resolved_model_cache(self) -> Path:

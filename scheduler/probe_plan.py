@@ -21,6 +21,7 @@ from predictor.catalog import Catalog
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from scheduler.probing import IdleProber, ProbeBudget, ProbeJob
+from scheduler.settings import ProbeSettings
 
 Pair = tuple[str, str]
 
@@ -97,12 +98,14 @@ class PlanCandidates:
         return candidate.run_id(self.seed)
 
 
-def idle_prober(settings: Settings, store: MeasurementStore, catalog: Catalog) -> IdleProber | None:
-    """The scheduler service's prober as the settings ask: the probe plan's pairs, each platform with the same budget
-    and cap; None without a plan or a budget (no probing)."""
-    if settings.probe_plan is None or settings.probe_budget_s <= 0:
+def idle_prober(
+    settings: Settings, probing: ProbeSettings, store: MeasurementStore, catalog: Catalog
+) -> IdleProber | None:
+    """The scheduler service's prober as the probe settings ask: the probe plan's pairs, each platform with the same
+    budget and cap; None without a plan or a budget (no probing)."""
+    if probing.plan is None or probing.budget_s <= 0:
         return None
-    plan = load_plan(settings.probe_plan)
-    source = PlanCandidates.from_plan(plan, catalog, store, settings.resolved_probe_workdir, rule=settings.probe_rule)
-    budget = ProbeBudget(settings.probe_budget_s, settings.probe_cap_s)
+    plan = load_plan(probing.plan)
+    source = PlanCandidates.from_plan(plan, catalog, store, probing.resolved_workdir(settings), rule=probing.rule)
+    budget = ProbeBudget(probing.budget_s, probing.cap_s)
     return IdleProber(source, dict.fromkeys(source.platforms, budget))

@@ -1,5 +1,2 @@
-"""The HTTP API: a FastAPI app factory, routers per resource, payload schemas."""
-
-from serving.app import create_app
-
-__all__ = ["create_app"]
+"""The HTTP API: a FastAPI app factory (:mod:`serving.app`), routers per resource, payload schemas, and a client of
+the API (:mod:`serving.client`). Importing the package loads none of them, so the client stays light."""

@@ -11,11 +11,15 @@ from starlette.concurrency import run_in_threadpool
 
 from predictor import __version__
 from predictor.settings import Settings
+from scheduler.settings import ProbeSettings, SchedulerSettings
+from scheduler.slurm.settings import SlurmSettings
 from serving import docs, errors
 from serving.limits import BodyLimit
 from serving.metrics import Metrics
-from serving.routers import catalog, health, models, observations, predict, slurm
-from serving.routers import scheduler as scheduling
+from serving.routers import catalog, health, models, observations, predict
+from serving.routers import scheduler as scheduler_routes
+from serving.routers import slurm as slurm_routes
+from serving.settings import ApiSettings
 from serving.state import build_state, close_state
 from serving.telemetry import Telemetry, configure_logging
 
@@ -32,16 +36,29 @@ models, answers) that reference counting frees when it is answered; at Python's 
 per batch for nothing, a tenth of the batch's CPU time."""
 
 
-def create_app(settings: Settings | None = None, *, scheduler: bool | None = None) -> FastAPI:
-    """Build the API; nothing is loaded until the app starts. ``scheduler``: whether this process runs the scheduler
-    (while it holds the database's lease; default ``PREDICTOR_SCHEDULER_EMBEDDED``)."""
+def create_app(
+    settings: Settings | None = None,
+    *,
+    api: ApiSettings | None = None,
+    scheduling: SchedulerSettings | None = None,
+    probing: ProbeSettings | None = None,
+    slurm: SlurmSettings | None = None,
+    scheduler: bool | None = None,
+) -> FastAPI:
+    """Build the API; nothing is loaded until the app starts. Each component's settings not given are read from the
+    environment (the API's token: ``PREDICTOR_API_TOKEN``, else the one under the home). ``scheduler``: whether this
+    process runs the scheduler (while it holds the database's lease; default ``PREDICTOR_SCHEDULER_EMBEDDED``)."""
     settings = settings or Settings()
+    api = api or ApiSettings.of(settings)
+    scheduling = scheduling or SchedulerSettings()
+    probing = probing or ProbeSettings()
+    slurm = slurm or SlurmSettings()
     metrics = Metrics()
-    log = configure_logging(settings.api_log_level)
+    log = configure_logging(api.log_level)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.service = await run_in_threadpool(build_state, settings, metrics)
+        app.state.service = await run_in_threadpool(build_state, settings, api, scheduling, probing, slurm, metrics)
         gc.freeze()  # what startup loaded (MLflow, scikit-learn, models) lives on: keep full collections from rescanning it
         before = gc.get_threshold()
         gc.set_threshold(YOUNG_GC_THRESHOLD, *before[1:])
@@ -62,13 +79,13 @@ def create_app(settings: Settings | None = None, *, scheduler: bool | None = Non
         docs_url=None,  # served from the package's files by serving.docs, never from a CDN
         redoc_url=None,
     )
-    app.state.settings = settings  # for the server around it (serving.server.server_options)
-    app.state.run_scheduler = settings.scheduler_embedded if scheduler is None else scheduler
+    app.state.api = api  # for the server around it (serving.server.server_options)
+    app.state.run_scheduler = scheduling.embedded if scheduler is None else scheduler
     app.state.scheduler = None  # the LeasedScheduler once the scheduler router's lifespan starts it
-    for module in (health, catalog, models, predict, observations, scheduling, slurm):
+    for module in (health, catalog, models, predict, observations, scheduler_routes, slurm_routes):
         app.include_router(module.router)
     errors.install(app)
     docs.install(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=api.max_body_bytes)
     app.add_middleware(Telemetry, metrics=metrics)  # outermost of ours: sees every answer, 413s included
     return app

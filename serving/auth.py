@@ -17,7 +17,7 @@ async def require_token(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)], state: State
 ) -> None:
     """Let the request through only with the configured token; with none configured, writes are disabled (403)."""
-    expected = state.settings.api_token
+    expected = state.api.token
     if expected is None:
         raise HTTPException(403, "write and admin endpoints are disabled: the service has no PREDICTOR_API_TOKEN")
     challenge = {"www-authenticate": "Bearer"}

@@ -41,7 +41,7 @@ def check_job(catalog: Catalog, algorithm: str, platforms: list[str] | None) -> 
 
 def deadline(state: ServiceState) -> float:
     """When this request's feature-extraction budget runs out (``time.monotonic`` clock)."""
-    return time.monotonic() + state.settings.api_feature_budget_s
+    return time.monotonic() + state.api.feature_budget_s
 
 
 def prepare(state: ServiceState, job: PredictRequest, until: float) -> Job:
@@ -54,7 +54,7 @@ def prepare(state: ServiceState, job: PredictRequest, until: float) -> Job:
         if job.features is None:
             budget = until - time.monotonic()
             if budget <= 0:
-                budget_s = state.settings.api_feature_budget_s
+                budget_s = state.api.feature_budget_s
                 raise JobRejected(
                     422, f"the feature-extraction budget of {budget_s} s for this request is spent; send features"
                 )

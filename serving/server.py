@@ -24,6 +24,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from predictor.settings import Settings
 from serving.metrics import MULTIPROC_ENV
+from serving.settings import ApiSettings
 from serving.telemetry import LOGGER_NAME
 
 HEAD_END = b"\r\n\r\n"
@@ -122,15 +123,15 @@ class BoundedHead(HttpToolsProtocol):
         self._refused = self.loop.call_later(LINGER_S, self.transport.close)
 
 
-def server_options(settings: Settings) -> dict[str, Any]:
+def server_options(api: ApiSettings) -> dict[str, Any]:
     """uvicorn options the API is served with (``predictor serve`` and the tests' live servers alike)."""
     return {
-        "http": partial(BoundedHead, head_timeout_s=settings.api_header_timeout_s),
-        "h11_max_incomplete_event_size": settings.api_max_header_bytes,
+        "http": partial(BoundedHead, head_timeout_s=api.header_timeout_s),
+        "h11_max_incomplete_event_size": api.max_header_bytes,
     }
 
 
-def serve_workers(settings: Settings, host: str, port: int, workers: int) -> None:
+def serve_workers(settings: Settings, api: ApiSettings, host: str, port: int, workers: int) -> None:
     """Serve the API from ``workers`` processes behind one port, none running the scheduler (it runs as
     ``predictor scheduler``); their Prometheus metrics are summed through the client library's multiprocess mode."""
     import uvicorn
@@ -149,5 +150,5 @@ def serve_workers(settings: Settings, host: str, port: int, workers: int) -> Non
         log_level="info",
         access_log=False,
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
-        **server_options(settings),
+        **server_options(api),
     )

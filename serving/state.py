@@ -1,4 +1,5 @@
-"""What the routes share, built once in the app's lifespan: settings, catalog, store, oracle, watcher, metrics."""
+"""What the routes share, built once in the app's lifespan: settings (the core's and each served component's), catalog,
+store, oracle, watcher, metrics."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from predictor.champion_source import ChampionSource, bound_registry_requests
 from predictor.oracle import RuntimeOracle
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
+from scheduler.settings import ProbeSettings, SchedulerSettings
+from scheduler.slurm.settings import SlurmSettings
 from serving.hotswap import ChampionWatcher
 from serving.metrics import Metrics
+from serving.settings import ApiSettings
 
 
 @dataclass
@@ -18,6 +22,10 @@ class ServiceState:
     """The loaded service: the routes read it, the lifespan builds and closes it."""
 
     settings: Settings
+    api: ApiSettings
+    scheduling: SchedulerSettings
+    probing: ProbeSettings
+    slurm: SlurmSettings
     catalog: Catalog
     store: MeasurementStore
     oracle: RuntimeOracle
@@ -25,12 +33,19 @@ class ServiceState:
     metrics: Metrics
 
 
-def build_state(settings: Settings, metrics: Metrics) -> ServiceState:
+def build_state(
+    settings: Settings,
+    api: ApiSettings,
+    scheduling: SchedulerSettings,
+    probing: ProbeSettings,
+    slurm: SlurmSettings,
+    metrics: Metrics,
+) -> ServiceState:
     """Load the catalog, open and migrate the store, and start following the champions (cache fallback included)."""
     catalog = load_catalog(*settings.catalog_paths)
     store = MeasurementStore(settings.resolved_store_url)
     store.migrate()
-    bound_registry_requests(settings.api_registry_timeout_s)
+    bound_registry_requests(api.registry_timeout_s)
     oracle = RuntimeOracle(
         catalog,
         {},
@@ -41,14 +56,14 @@ def build_state(settings: Settings, metrics: Metrics) -> ServiceState:
     )
     watcher = ChampionWatcher(
         oracle,
-        ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache, settings.api_registry_timeout_s),
+        ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache, api.registry_timeout_s),
         [(a, p) for a, algo in catalog.algorithms.items() for p in algo.platforms],
-        interval_s=settings.api_reload_interval_s,
+        interval_s=api.reload_interval_s,
         profile_table=store.profile_table,
         metrics=metrics,
     )
-    watcher.start(wait_s=settings.api_registry_wait_s)
-    return ServiceState(settings, catalog, store, oracle, watcher, metrics)
+    watcher.start(wait_s=api.registry_wait_s)
+    return ServiceState(settings, api, scheduling, probing, slurm, catalog, store, oracle, watcher, metrics)
 
 
 def close_state(state: ServiceState) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import uvicorn
 from fastapi import FastAPI
 
-from predictor.client import wait_until_ready
+from serving.client import wait_until_ready
 from serving.server import server_options
 from tests import tiers
 
@@ -43,7 +43,7 @@ def serve_app(app: FastAPI, ready_path: str = "/readyz") -> Iterator[str]:
     tiers.starting("uvicorn")
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **server_options(app.state.settings))
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **server_options(app.state.api))
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

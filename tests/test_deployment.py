@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from data.export import export_csv
-from predictor.client import wait_until_ready
 from predictor.settings import PROJECT_ROOT
 from predictor.store import MeasurementStore
+from serving.client import wait_until_ready
 from tests.livesrv import eventually, free_port
 from tests.serving.conftest import TOKEN, Home, measurements
 from tests.serving.test_learning_loop import _observations

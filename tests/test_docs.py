@@ -18,7 +18,7 @@ import pytest
 import yaml
 from mkdocs.exceptions import PluginError
 
-from predictor.settings import Settings
+from scheduler.settings import SchedulerSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docs" / "hooks"))
@@ -71,6 +71,19 @@ def test_the_settings_hook_refuses_a_table_that_misses_or_invents_a_setting() ->
     assert settings_table.on_page_markdown("anything", page("other.md"), None, None) == "anything"
 
 
+def test_the_settings_hook_refuses_a_setting_in_another_components_table_or_a_reader_left_out() -> None:
+    """The tables are grouped per component (cli/settings.py): a row moved to another group's table, or a group whose
+    section no longer names a command that reads it, fails the build."""
+    text = (ROOT / "docs" / "site.md").read_text()
+    port = next(line for line in text.splitlines() if line.startswith("| `PREDICTOR_SCHEDULER_PORT`"))
+    moved = text.replace(port + "\n", "", 1).replace("| `PREDICTOR_HOME`", port + "\n| `PREDICTOR_HOME`", 1)
+    with pytest.raises(PluginError, match="in another component's table: PREDICTOR_SCHEDULER_PORT"):
+        settings_table.on_page_markdown(moved, page("site.md"), None, None)
+    unnamed = text.replace("`predictor slurm bridge`", "the bridge")
+    with pytest.raises(PluginError, match="SlurmSettings does not name predictor slurm bridge"):
+        settings_table.on_page_markdown(unnamed, page("site.md"), None, None)
+
+
 def _pages() -> str:
     """The text of every docs page (not the linked benchmark outputs), the README and the Makefile."""
     pages = [p for p in (ROOT / "docs").rglob("*.md") if "files" not in p.relative_to(ROOT / "docs").parts]
@@ -92,7 +105,7 @@ def test_the_docs_give_each_port_one_use_and_count_the_catalog() -> None:
     apis = set(re.findall(r"predictor serve --port (\d+)", text)) | set(
         re.findall(r"127\.0\.0\.1:(\d+)/(?:v1|readyz|docs|metrics)", text)
     )
-    scheduler = str(Settings().scheduler_port)
+    scheduler = str(SchedulerSettings().port)
     assert len(previews) == 1 and not previews & apis and scheduler not in previews | apis, (previews, apis)
     algorithms = yaml.safe_load((ROOT / "data" / "catalog.yaml").read_text())["algorithms"]
     assert f"lists {len(algorithms)} algorithms" in (ROOT / "docs" / "own-programs.md").read_text()

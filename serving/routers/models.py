@@ -71,7 +71,7 @@ async def reload(state: State) -> ReloadResponse:
     The registry gets ``PREDICTOR_API_REGISTRY_TIMEOUT_S`` per request (no retries); when it cannot be asked,
     the answer is a 503 saying why, and the champions served stay as they are.
     """
-    refresh = await run_in_threadpool(state.watcher.refresh, state.settings.api_registry_timeout_s)
+    refresh = await run_in_threadpool(state.watcher.refresh, state.api.registry_timeout_s)
     status = state.watcher.status
     if refresh.error is not None:
         served = f"still serving {len(state.oracle.models)} champions (from {status.source})"

@@ -43,7 +43,7 @@ async def record(body: ObservationIn | list[ObservationIn], state: State) -> JSO
     200 when anything was stored or already known; 422 when every observation was rejected (the body says why).
     """
     items = body if isinstance(body, list) else [body]
-    limit = state.settings.api_max_batch
+    limit = state.api.max_batch
     if len(items) > limit:
         raise HTTPException(413, f"{len(items)} observations are over the limit of {limit} per call")
     if not items:

@@ -56,7 +56,7 @@ async def predict_batch(request: BatchPredictRequest, state: State) -> Response:
 
     ``fields`` trims each estimate to the fields named (``platform``, ``seconds`` and the walltimes always come).
     """
-    limit = state.settings.api_max_batch
+    limit = state.api.max_batch
     if len(request.jobs) > limit:
         raise HTTPException(413, f"batch of {len(request.jobs)} jobs is over the limit of {limit}")
     return Response(await run_in_threadpool(answer_batch, state, request), media_type="application/json")
@@ -70,7 +70,7 @@ async def predict_batch(request: BatchPredictRequest, state: State) -> Response:
 )
 async def predict_matrix(request: MatrixPredictRequest, state: State) -> Response:
     """The lean batch: up to ``PREDICTOR_API_MAX_BATCH`` rows, one model call per platform, answers as one list per field."""
-    limit = state.settings.api_max_batch
+    limit = state.api.max_batch
     if len(request.rows) > limit:
         raise HTTPException(413, f"{len(request.rows)} rows are over the limit of {limit}")
     return Response(await run_in_threadpool(_predict_matrix, state, request), media_type="application/json")

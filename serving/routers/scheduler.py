@@ -64,15 +64,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         return
     state: ServiceState = app.state.service
-    policy = make_policy(state.settings.scheduler_policy)
-    prober = await run_in_threadpool(idle_prober, state.settings, state.store, state.catalog)  # makes the plan's inputs
+    policy = make_policy(state.scheduling.policy)
+    # the prober makes the plan's inputs
+    prober = await run_in_threadpool(idle_prober, state.settings, state.probing, state.store, state.catalog)
 
     def build(fence: Fence) -> SchedulerService:
         return SchedulerService(state.store, state.oracle, state.catalog, policy=policy, fence=fence, prober=prober)
 
-    leased = LeasedScheduler(
-        SchedulerStore(state.store.engine), build, ttl_s=state.settings.scheduler_lease_s, poll_s=POLL_S
-    )
+    leased = LeasedScheduler(SchedulerStore(state.store.engine), build, ttl_s=state.scheduling.lease_s, poll_s=POLL_S)
     await run_in_threadpool(leased.start)
     app.state.scheduler = leased
     try:
@@ -124,8 +123,8 @@ async def submit(body: JobIn | list[JobIn], state: State, service: Scheduler) ->
     items = body if isinstance(body, list) else [body]
     if not items:
         raise HTTPException(422, "no jobs given")
-    if len(items) > state.settings.api_max_batch:
-        raise HTTPException(413, f"{len(items)} jobs are over the limit of {state.settings.api_max_batch} per call")
+    if len(items) > state.api.max_batch:
+        raise HTTPException(413, f"{len(items)} jobs are over the limit of {state.api.max_batch} per call")
     answer = await run_in_threadpool(_submit, state, service, items, isinstance(body, list))
     status = 422 if answer.rejected and not answer.jobs else 200
     return JSONResponse(answer.model_dump(mode="json"), status_code=status)

@@ -1,4 +1,5 @@
-"""The generated API token: created once with owner-only permissions, read back by the settings, overridden by the env."""
+"""The generated API token: created once with owner-only permissions (read back by the API's settings:
+tests/serving/test_settings.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from predictor.apitoken import ensure_token, read_token, token_path
-from predictor.settings import Settings
 
 
 def test_a_fresh_home_gets_an_owner_only_token_once(tmp_path: Path):
@@ -25,12 +25,3 @@ def test_an_empty_token_file_is_refused_not_used(tmp_path: Path):
     assert read_token(tmp_path) is None
     with pytest.raises(ValueError, match="api-token is empty: delete it"):
         ensure_token(tmp_path)
-
-
-def test_settings_read_the_generated_token_and_the_environment_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv("PREDICTOR_API_TOKEN", raising=False)
-    assert Settings(home=tmp_path).api_token is None
-    token, _ = ensure_token(tmp_path)
-    assert Settings(home=tmp_path).api_token.get_secret_value() == token
-    monkeypatch.setenv("PREDICTOR_API_TOKEN", "from-the-environment")
-    assert Settings(home=tmp_path).api_token.get_secret_value() == "from-the-environment"

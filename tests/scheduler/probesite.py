@@ -10,7 +10,8 @@ import yaml
 
 from data.datagen import write_family_fasta
 from predictor.settings import Settings
-from tests.scheduler.served import TOKEN, seed_profile
+from scheduler.settings import ProbeSettings
+from tests.scheduler.served import seed_profile
 
 SLEEP = {
     "parameters": {"seconds": {"type": "float", "required": True, "min": 0}},
@@ -25,26 +26,16 @@ PLAN = {
 }
 
 
-def sleep_site(root: Path) -> Settings:
+def sleep_site(root: Path) -> tuple[Settings, ProbeSettings]:
     """Settings probing with the two sleeps (coverage rule, an hour's budget, a 600 s cap), the profile table seeded."""
     (site := root / "site.yaml").write_text(yaml.safe_dump({"algorithms": {"sleep": SLEEP}}))
     (plan := root / "plan.yaml").write_text(yaml.safe_dump(PLAN))
     inputs = root / "inputs"
     inputs.mkdir()
     write_family_fasta(inputs / "f.fa", n_sequences=8, length=120, mutation_rate=0.2, alphabet="protein", seed=1)
-    settings = Settings(
-        home=root / "home",
-        data_roots=[inputs],
-        api_token=TOKEN,
-        api_reload_interval_s=0,
-        site_catalogs=[site],
-        probe_plan=plan,
-        probe_rule="coverage",
-        probe_budget_s=3600,
-        probe_cap_s=600,
-    )
+    settings = Settings(home=root / "home", data_roots=[inputs], site_catalogs=[site])
     seed_profile(settings)
-    return settings
+    return settings, ProbeSettings(plan=plan, rule="coverage", budget_s=3600, cap_s=600)
 
 
 def orders(base: str, kind: str) -> list[dict]:

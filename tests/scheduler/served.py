@@ -1,14 +1,21 @@
-"""What the scheduler's tests over a served API share: the token, a job's features and measured runs to seed a store."""
+"""What the scheduler's tests over a served API share: the token and the API's settings, a job's features and measured
+runs to seed a store."""
 
 from __future__ import annotations
 
 from predictor.domain import Measurement, Source
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
+from serving.settings import ApiSettings
 
 TOKEN = "sched-token"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 FEATURES = {"input.sequences": 20.0, "input.mean_length": 250.0}
+
+
+def served_api(**changes: object) -> ApiSettings:
+    """The API's settings the scheduler's tests serve with: their token, the champions loaded once (no polling)."""
+    return ApiSettings(token=TOKEN, reload_interval_s=0, **changes)  # type: ignore[arg-type]
 
 
 def seed_profile(settings: Settings) -> None:

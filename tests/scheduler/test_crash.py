@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from predictor.client import wait_until_ready
 from predictor.settings import PROJECT_ROOT, Settings
+from serving.client import wait_until_ready
 from tests.livesrv import Killable, free_port
 from tests.scheduler.served import AUTH, FEATURES, TOKEN, seed_profile
 

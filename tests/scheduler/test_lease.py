@@ -13,12 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from predictor.client import wait_until_ready
 from predictor.settings import PROJECT_ROOT, Settings
 from scheduler.leader import LeasedScheduler
 from scheduler.service import SchedulerService
 from scheduler.state import Job
 from scheduler.store import Fence, LeaseLost, SchedulerStore
+from serving.client import wait_until_ready
 from tests.livesrv import eventually, free_port
 from tests.scheduler.served import AUTH, FEATURES, TOKEN, seed_profile
 from tests.scheduler.test_service import FixedOracle

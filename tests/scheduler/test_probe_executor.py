@@ -16,10 +16,10 @@ import pytest
 from predictor.settings import PROJECT_ROOT, Settings
 from predictor.store import MeasurementStore
 from scheduler.processes import group_alive
-from serving import create_app
+from serving.app import create_app
 from tests.livesrv import Killable, eventually, serve_app
 from tests.scheduler.probesite import orders, probe_of, sleep_site
-from tests.scheduler.served import AUTH, FEATURES
+from tests.scheduler.served import AUTH, FEATURES, served_api
 
 pytestmark = pytest.mark.e2e
 
@@ -48,8 +48,8 @@ class Executor(Killable):
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, Settings]]:
-    settings = sleep_site(tmp_path)
-    with serve_app(create_app(settings)) as url:
+    settings, probing = sleep_site(tmp_path)
+    with serve_app(create_app(settings, api=served_api(), probing=probing)) as url:
         yield url, settings
 
 

@@ -19,17 +19,18 @@ from data.probe import profile_probe_command
 from predictor.catalog import load_catalog
 from predictor.domain import Estimate
 from predictor.oracle import JobQuery, Oracle
-from predictor.settings import PROJECT_ROOT, ProbeRule, Settings
+from predictor.settings import PROJECT_ROOT, Settings
 from predictor.store import MeasurementStore
 from predictor.store.scheduler_tables import sched_probes
 from scheduler.probe_plan import idle_prober
 from scheduler.probing import OVERDUE_S
 from scheduler.service import SchedulerService
+from scheduler.settings import ProbeRule, ProbeSettings
 from scheduler.store import SchedulerStore
-from serving import create_app
+from serving.app import create_app
 from tests.livesrv import serve_app
 from tests.required import required_tools
-from tests.scheduler.served import AUTH, FEATURES, TOKEN, seed_profile
+from tests.scheduler.served import AUTH, FEATURES, seed_profile, served_api
 from tests.scheduler.test_service import Clock
 
 pytestmark = pytest.mark.tools
@@ -49,26 +50,18 @@ PLAN = {
 }
 
 
-def _settings(root: Path, **probe) -> Settings:
+def _settings(root: Path, **probe: float) -> tuple[Settings, ProbeSettings]:
     plan = root / "plan.yaml"
     plan.write_text(yaml.safe_dump(PLAN))
-    return Settings(
-        home=root / "home",
-        data_roots=[root],
-        api_token=TOKEN,
-        api_reload_interval_s=0,
-        probe_plan=plan,
-        probe_workdir=root / "inputs",
-        **probe,
-    )
+    return Settings(home=root / "home", data_roots=[root]), ProbeSettings(plan=plan, workdir=root / "inputs", **probe)
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, Settings]]:
     required_tools("mafft")
-    settings = _settings(tmp_path, probe_budget_s=1.5 * CAP_S, probe_cap_s=CAP_S)  # room for one probe's cap at a time
+    settings, probing = _settings(tmp_path, budget_s=1.5 * CAP_S, cap_s=CAP_S)  # room for one probe's cap at a time
     seed_profile(settings)
-    with serve_app(create_app(settings)) as url:
+    with serve_app(create_app(settings, api=served_api(), probing=probing)) as url:
         yield url, settings
 
 
@@ -164,7 +157,7 @@ class FixedSeconds(Oracle):
 def test_a_probe_killed_at_its_cap_is_capped_and_a_restarted_service_keeps_its_probes(tmp_path: Path, store_url: str):
     required_tools("mafft")
     cap = 1e-3  # MAFFT cannot finish in a millisecond: the profile wrapper kills it
-    settings = _settings(tmp_path, probe_budget_s=2.5 * cap, probe_cap_s=cap)
+    settings, probing = _settings(tmp_path, budget_s=2.5 * cap, cap_s=cap)
     store = MeasurementStore(store_url)
     store.migrate()
     catalog = load_catalog(*settings.catalog_paths)
@@ -172,7 +165,7 @@ def test_a_probe_killed_at_its_cap_is_capped_and_a_restarted_service_keeps_its_p
 
     def start() -> SchedulerService:
         return SchedulerService(
-            store, FixedSeconds(), catalog, clock=clock, prober=idle_prober(settings, store, catalog)
+            store, FixedSeconds(), catalog, clock=clock, prober=idle_prober(settings, probing, store, catalog)
         )
 
     first = start()
@@ -214,11 +207,11 @@ def test_a_probe_killed_at_its_cap_is_capped_and_a_restarted_service_keeps_its_p
 
 def test_a_probe_never_reported_ended_is_closed_after_its_cap_and_killed(tmp_path: Path, store: MeasurementStore):
     required_tools("mafft")
-    settings = _settings(tmp_path, probe_budget_s=3600.0, probe_cap_s=10.0)
+    settings, probing = _settings(tmp_path, budget_s=3600.0, cap_s=10.0)
     catalog = load_catalog(*settings.catalog_paths)
     clock = Clock()
     service = SchedulerService(
-        store, FixedSeconds(), catalog, clock=clock, prober=idle_prober(settings, store, catalog)
+        store, FixedSeconds(), catalog, clock=clock, prober=idle_prober(settings, probing, store, catalog)
     )
     (first,) = service.machine_event("m1", "gained", platform="cpu2")
     clock.now += 10.0 + OVERDUE_S  # at its cap plus the grace: not yet lost

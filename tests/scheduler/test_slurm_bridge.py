@@ -15,9 +15,10 @@ from sqlalchemy import create_engine, text
 
 from data.datagen import write_family_fasta
 from predictor.settings import PROJECT_ROOT, Settings
-from serving import create_app
+from scheduler.slurm.settings import SlurmSettings
+from serving.app import create_app
 from tests.livesrv import Killable, eventually, serve_app
-from tests.scheduler.served import AUTH, TOKEN, seed_profile
+from tests.scheduler.served import AUTH, seed_profile, served_api
 from tests.slurmserver import SlurmCluster
 
 JOBS = 6
@@ -25,34 +26,33 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[tuple[str, Settings, Path]]:
+def service(tmp_path: Path) -> Iterator[tuple[str, Settings, SlurmSettings, Path]]:
     """The API with its embedded scheduler (estimates from the profile table), a rule file and MAFFT inputs."""
     inputs = tmp_path / "inputs"
     inputs.mkdir()
     rules = tmp_path / "rules.yaml"
     rules.write_text("partitions: {debug: cpu1}\n")
-    settings = Settings(
-        home=tmp_path / "home", data_roots=[inputs], api_token=TOKEN, api_reload_interval_s=0, slurm_rules=rules
-    )
+    settings = Settings(home=tmp_path / "home", data_roots=[inputs])
     seed_profile(settings)
     for i in range(JOBS):
         write_family_fasta(
             inputs / f"f{i}.fa", n_sequences=8 + 4 * i, length=120, mutation_rate=0.2, alphabet="protein", seed=i
         )
-    with serve_app(create_app(settings)) as url:
-        yield url, settings, inputs
+    slurm = SlurmSettings(rules=rules)
+    with serve_app(create_app(settings, api=served_api(), slurm=slurm)) as url:
+        yield url, settings, slurm, inputs
 
 
 class Bridge(Killable):
     """``predictor slurm bridge`` as a child process that can be killed without warning."""
 
-    def __init__(self, cluster: SlurmCluster, settings: Settings, log: Path) -> None:
+    def __init__(self, cluster: SlurmCluster, settings: Settings, slurm: SlurmSettings, log: Path) -> None:
         self.log = log
         self.env = {
             **os.environ,
             "SLURM_CONF": str(cluster.conf),
             "PREDICTOR_HOME": str(settings.home),
-            "PREDICTOR_SLURM_RULES": str(settings.slurm_rules),
+            "PREDICTOR_SLURM_RULES": str(slurm.rules),
             "PYTHONPATH": str(PROJECT_ROOT),
         }
 
@@ -67,10 +67,10 @@ def _done(base: str) -> int:
 
 
 def test_the_bridge_runs_the_plan_on_slurm_and_survives_a_kill(
-    slurm_cluster: SlurmCluster, service: tuple[str, Settings, Path]
+    slurm_cluster: SlurmCluster, service: tuple[str, Settings, SlurmSettings, Path]
 ) -> None:
-    base, settings, inputs = service
-    bridge = Bridge(slurm_cluster, settings, settings.home / "bridge.log")
+    base, settings, slurm, inputs = service
+    bridge = Bridge(slurm_cluster, settings, slurm, settings.home / "bridge.log")
     bridge.start()
     try:
         jobs = [

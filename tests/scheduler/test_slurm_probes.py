@@ -12,10 +12,11 @@ import pytest
 
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
-from serving import create_app
+from scheduler.slurm.settings import SlurmSettings
+from serving.app import create_app
 from tests.livesrv import eventually, serve_app
 from tests.scheduler.probesite import orders, probe_of, sleep_site
-from tests.scheduler.served import AUTH
+from tests.scheduler.served import AUTH, served_api
 from tests.scheduler.test_slurm_bridge import Bridge
 from tests.slurmserver import SlurmCluster
 
@@ -23,17 +24,18 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[tuple[str, Settings, Path]]:
+def service(tmp_path: Path) -> Iterator[tuple[str, Settings, SlurmSettings, Path]]:
     """The API with its scheduler probing idle cpu1 machines with two sleeps, and a MAFFT input for real work."""
     (rules := tmp_path / "rules.yaml").write_text("partitions: {debug: cpu1}\n")
-    settings = sleep_site(tmp_path).model_copy(update={"slurm_rules": rules})
-    with serve_app(create_app(settings)) as url:
-        yield url, settings, tmp_path / "inputs"
+    settings, probing = sleep_site(tmp_path)
+    slurm = SlurmSettings(rules=rules)
+    with serve_app(create_app(settings, api=served_api(), probing=probing, slurm=slurm)) as url:
+        yield url, settings, slurm, tmp_path / "inputs"
 
 
 def test_a_probe_runs_on_slurm_and_is_scancelled_when_a_real_job_comes(slurm_cluster: SlurmCluster, service) -> None:
-    base, settings, inputs = service
-    bridge = Bridge(slurm_cluster, settings, settings.home / "bridge.log")
+    base, settings, slurm, inputs = service
+    bridge = Bridge(slurm_cluster, settings, slurm, settings.home / "bridge.log")
     bridge.env["PREDICTOR_SITE_CATALOGS"] = json.dumps(
         [str(p) for p in settings.site_catalogs]
     )  # the probe's profile wrapper needs it

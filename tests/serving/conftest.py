@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -18,7 +18,8 @@ from predictor.jobfeatures import job_features
 from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
 from predictor.settings import BUNDLED_DATA, Settings
 from predictor.store import MeasurementStore
-from serving import create_app
+from serving.app import create_app
+from serving.settings import ApiSettings
 from tests.livesrv import serve_app
 from training.pipeline import run_training
 
@@ -32,12 +33,18 @@ def peak_bytes(features: dict[str, float]) -> float:
     return 30 * MIB + 2048 * features["input.residues"]
 
 
+def api_settings(**changes: object) -> ApiSettings:
+    """The API's settings the tests serve with: their token, the champions loaded once (no polling)."""
+    return ApiSettings(token=TOKEN, reload_interval_s=0, **changes)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class Home:
-    """A trained service home: its settings (token set) and the folder of input files under the data root."""
+    """A trained service home: its settings, the API's (token set) and the folder of input files under the data root."""
 
     settings: Settings
     inputs: Path
+    api: ApiSettings = field(default_factory=api_settings)
 
 
 def measurements(inputs: Path, memory_on: tuple[str, ...] = (), suffix: str = "") -> list[Measurement]:
@@ -92,7 +99,7 @@ def train_home(root: Path, models: list[str], memory_on: tuple[str, ...] = ()) -
     run-time champions."""
     inputs = root / "inputs"
     inputs.mkdir(parents=True, exist_ok=True)
-    settings = Settings(home=root / "home", data_roots=[inputs], cv_folds=3, api_token=TOKEN, api_reload_interval_s=0)
+    settings = Settings(home=root / "home", data_roots=[inputs], cv_folds=3)
     store = MeasurementStore(settings.resolved_store_url)
     store.migrate()
     store.add(measurements(inputs, memory_on))
@@ -114,7 +121,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Home:
 @pytest.fixture(scope="session")
 def base(trained: Home) -> Iterator[str]:
     """The API over ``trained``, on 127.0.0.1, for the whole session."""
-    with serve_app(create_app(trained.settings)) as url:
+    with serve_app(create_app(trained.settings, api=trained.api)) as url:
         yield url
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from predictor.client import PredictorClient, PredictorError
 from predictor.domain import Measurement
+from serving.client import PredictorClient, PredictorError
 from tests.livesrv import free_port
 from tests.serving.conftest import TOKEN
 

@@ -11,7 +11,8 @@ import pytest
 from predictor.domain import MAX_WALL_SECONDS, Measurement, Source
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
-from serving import create_app
+from serving.app import create_app
+from serving.settings import ApiSettings
 from tests.livesrv import serve_app
 
 TOKEN = "fallback-token"
@@ -33,10 +34,8 @@ def served(store_url: str, tmp_path: Path) -> Iterator[tuple[str, MeasurementSto
         Measurement(run_id=f"absurd-{s:g}", algorithm="clustalo", platform="cpu1", wall_seconds=s) for s in ABSURD
     ]
     store.add(sane + absurd)
-    settings = Settings(
-        home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url, api_token=TOKEN, api_reload_interval_s=0
-    )
-    with serve_app(create_app(settings)) as url:
+    settings = Settings(home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url)
+    with serve_app(create_app(settings, api=ApiSettings(token=TOKEN, reload_interval_s=0))) as url:
         yield url, store
     store.dispose()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.fuzz_api import fuzz, summary
-from serving import create_app
+from serving.app import create_app
 from tests.livesrv import serve_app
 from tests.serving.conftest import TOKEN, Home
 
@@ -24,7 +24,9 @@ EXAMPLES = 10
 def fuzzed(trained: Home, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The trained champions behind an app with a store of its own, so fuzzed observations touch no other test."""
     store = Path(tmp_path_factory.mktemp("fuzz")) / "store.db"
-    with serve_app(create_app(trained.settings.model_copy(update={"store_url": f"sqlite:///{store}"}))) as url:
+    with serve_app(
+        create_app(trained.settings.model_copy(update={"store_url": f"sqlite:///{store}"}), api=trained.api)
+    ) as url:
         yield url
 
 

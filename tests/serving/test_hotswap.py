@@ -18,10 +18,10 @@ import pytest
 from predictor.registry import CHAMPION_ALIAS, redact_uri, registered_name, registry_client
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
-from serving import create_app
+from serving.app import create_app
 from serving.telemetry import LOGGER_NAME, JsonFormatter
 from tests.livesrv import eventually, free_port, serve_app
-from tests.serving.conftest import TOKEN, Home, train_home
+from tests.serving.conftest import TOKEN, Home, api_settings, train_home
 from training.pipeline import run_training
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
@@ -45,7 +45,7 @@ def versions(base: str) -> set[str]:
 
 
 def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home):
-    with serve_app(create_app(home.settings)) as base:
+    with serve_app(create_app(home.settings, api=home.api)) as base:
         before = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
         assert versions(base) == {"1"}
         retrain(home, "mean")
@@ -89,14 +89,14 @@ def test_reload_swaps_the_moved_champion_while_requests_keep_being_answered(home
 
 def test_the_poller_follows_the_alias_without_being_asked_nor_touching_mlflows_global_uris(home, tmp_path):
     # an empty cache: every champion is downloaded while MLflow's global URIs point elsewhere
-    settings = home.settings.model_copy(update={"api_reload_interval_s": 0.2, "model_cache_dir": tmp_path / "cache"})
+    settings = home.settings.model_copy(update={"model_cache_dir": tmp_path / "cache"})
     client = registry_client(settings.resolved_tracking_uri)
     elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"  # what the process around the service points MLflow at
     previous = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
     mlflow.set_tracking_uri(elsewhere)
     mlflow.set_registry_uri(elsewhere)
     try:
-        with serve_app(create_app(settings)) as base:
+        with serve_app(create_app(settings, api=api_settings(reload_interval_s=0.2))) as base:
             current = versions(base)
             assert current in ({"1"}, {"2"}), current  # loaded from the registry, not a fallback
             target = "1" if current == {"2"} else "2"
@@ -113,12 +113,10 @@ def test_the_poller_follows_the_alias_without_being_asked_nor_touching_mlflows_g
 
 def test_unreachable_registry_at_start_serves_the_disk_cache_and_says_so(home, monkeypatch):
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    with serve_app(create_app(home.settings)) as base:  # a reachable registry fills the cache
+    with serve_app(create_app(home.settings, api=home.api)) as base:  # a reachable registry fills the cache
         served = versions(base)
-    dead = home.settings.model_copy(
-        update={"mlflow_tracking_uri": f"http://127.0.0.1:{free_port()}", "api_registry_wait_s": 5.0}
-    )
-    with serve_app(create_app(dead)) as base:
+    dead = home.settings.model_copy(update={"mlflow_tracking_uri": f"http://127.0.0.1:{free_port()}"})
+    with serve_app(create_app(dead, api=api_settings(registry_wait_s=5.0))) as base:
         ready = httpx.get(f"{base}/readyz").json()
         assert ready["status"] == "degraded" and ready["source"] == "cache" and ready["champions"] == 2
         assert "unavailable" in ready["registry_error"]
@@ -156,11 +154,11 @@ def silent_registry() -> Iterator[str]:
 
 
 def test_a_registry_that_never_answers_makes_reload_a_503_within_the_timeout(home):
-    with serve_app(create_app(home.settings)) as base:  # a reachable registry fills the cache
+    with serve_app(create_app(home.settings, api=home.api)) as base:  # a reachable registry fills the cache
         served = versions(base)
     with silent_registry() as uri:
-        silent = home.settings.model_copy(update={"mlflow_tracking_uri": uri, "api_registry_timeout_s": 1.0})
-        with serve_app(create_app(silent)) as base:
+        silent = home.settings.model_copy(update={"mlflow_tracking_uri": uri})
+        with serve_app(create_app(silent, api=api_settings(registry_timeout_s=1.0))) as base:
             assert httpx.get(f"{base}/readyz").json()["status"] == "degraded"
             reload = httpx.post(
                 f"{base}/v1/models/reload", headers=AUTH, timeout=60
@@ -171,11 +169,11 @@ def test_a_registry_that_never_answers_makes_reload_a_503_within_the_timeout(hom
 
 
 def test_an_emptied_registry_serves_the_cached_champions_and_is_degraded(home, tmp_path):
-    with serve_app(create_app(home.settings)) as base:  # served once: the disk cache has them
+    with serve_app(create_app(home.settings, api=home.api)) as base:  # served once: the disk cache has them
         served = versions(base)
     # the registry file gone (as after `mv mlflow.db elsewhere` and a restart): MLflow makes a new, empty one there
     emptied = home.settings.model_copy(update={"mlflow_tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"})
-    with serve_app(create_app(emptied)) as base:
+    with serve_app(create_app(emptied, api=home.api)) as base:
         ready = httpx.get(f"{base}/readyz").json()
         assert ready["status"] == "degraded" and ready["champions"] == 2, ready
         assert any("does not know runtime-mafft-cpu1" in r and "from the disk cache" in r for r in ready["reasons"]), (
@@ -183,7 +181,7 @@ def test_an_emptied_registry_serves_the_cached_champions_and_is_degraded(home, t
         )
         estimates = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
         assert {e["model_version"] for e in estimates} == served and not any(e["fallback"] for e in estimates)
-    with serve_app(create_app(home.settings)) as base:  # the registry is back
+    with serve_app(create_app(home.settings, api=home.api)) as base:  # the registry is back
         assert httpx.get(f"{base}/readyz").json()["status"] == "ready"
 
 
@@ -191,7 +189,7 @@ def test_champions_that_cannot_be_loaded_anywhere_make_the_service_not_ready(hom
     settings = home.settings
     with (
         moved_away(settings.resolved_artifact_root, settings.resolved_model_cache),
-        serve_app(create_app(settings), ready_path="/healthz") as base,
+        serve_app(create_app(settings, api=home.api), ready_path="/healthz") as base,
     ):
         ready = httpx.get(f"{base}/readyz")
         assert ready.status_code == 503 and ready.json()["status"] == "not_ready" and ready.json()["champions"] == 0
@@ -204,7 +202,7 @@ def test_a_withdrawn_champion_is_removed_and_not_brought_back_from_the_cache(hom
     client = registry_client(home.settings.resolved_tracking_uri)
     name = registered_name("mafft", "cpu2")
     version = client.get_model_version_by_alias(name, CHAMPION_ALIAS).version
-    with serve_app(create_app(home.settings)) as base:
+    with serve_app(create_app(home.settings, api=home.api)) as base:
         client.delete_registered_model_alias(name, CHAMPION_ALIAS)
         try:
             reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH).json()
@@ -231,15 +229,7 @@ def logged() -> Iterator[list[str]]:
 def _bare(tmp_path: Path, tracking_uri: str) -> Settings:
     """A home without champions whose registry is at ``tracking_uri``."""
     (tmp_path / "inputs").mkdir()
-    return Settings(
-        home=tmp_path / "home",
-        data_roots=[tmp_path / "inputs"],
-        api_token=TOKEN,
-        api_reload_interval_s=0,
-        mlflow_tracking_uri=tracking_uri,
-        api_registry_wait_s=5.0,
-        api_registry_timeout_s=2.0,
-    )
+    return Settings(home=tmp_path / "home", data_roots=[tmp_path / "inputs"], mlflow_tracking_uri=tracking_uri)
 
 
 @pytest.mark.parametrize("scheme", ["http", "postgresql+psycopg"])
@@ -248,7 +238,9 @@ def test_a_registry_down_shows_at_once_and_never_its_password(tmp_path: Path, lo
     a PostgreSQL registry's failure shows within the connect timeout (MLflow alone retries for about 100 s)."""
     uri = f"{scheme}://user:s3cret@127.0.0.1:{free_port()}/mlflow"
     started = time.monotonic()
-    with serve_app(create_app(_bare(tmp_path, uri))) as base:
+    with serve_app(
+        create_app(_bare(tmp_path, uri), api=api_settings(registry_wait_s=5.0, registry_timeout_s=2.0))
+    ) as base:
         ready = httpx.get(f"{base}/readyz").json()
         assert time.monotonic() - started < 30
         assert ready["registry_error"] and ready["registry_error"].startswith(

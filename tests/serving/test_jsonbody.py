@@ -8,10 +8,10 @@ import httpx
 import pytest
 from fastapi import APIRouter, FastAPI, Response
 
-from predictor.settings import Settings
 from serving import errors
 from serving.jsonbody import FastJsonRoute
 from serving.schemas.predict import BatchPredictRequest, MatrixPredictRequest
+from serving.settings import ApiSettings
 from tests.livesrv import serve_app
 
 JSON = {"content-type": "application/json"}
@@ -55,7 +55,7 @@ def _echo(router: APIRouter) -> APIRouter:
 def base() -> Iterator[str]:
     """One app with the echo routes twice: read by FastAPI (``/standard``) and by pydantic-core (``/fast``)."""
     app = FastAPI()
-    app.state.settings = Settings()
+    app.state.api = ApiSettings()
     app.include_router(_echo(APIRouter(prefix="/standard")))
     app.include_router(_echo(APIRouter(prefix="/fast", route_class=FastJsonRoute)))
     app.get("/ready")(lambda: {})  # noqa: PIE807  # FastAPI reads the endpoint's signature: dict has none

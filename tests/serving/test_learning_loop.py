@@ -14,9 +14,9 @@ from data.datagen import write_family_fasta
 from predictor.catalog import load_catalog
 from predictor.jobfeatures import job_features
 from predictor.settings import BUNDLED_DATA, PROJECT_ROOT
-from serving import create_app
+from serving.app import create_app
 from tests.livesrv import serve_app
-from tests.serving.conftest import TOKEN, Home, train_home
+from tests.serving.conftest import TOKEN, Home, api_settings, train_home
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 SLOWER = 3.0  # the new runs take three times what the served champions learnt: their estimates are off
@@ -83,8 +83,8 @@ def _worker(home: Home) -> subprocess.CompletedProcess[str]:
 
 
 def test_observations_posted_to_the_api_retrain_and_swap_the_served_model(home: Home) -> None:
-    settings = home.settings.model_copy(update={"api_reload_interval_s": 0.5})
-    with serve_app(create_app(settings)) as base:
+    settings = home.settings
+    with serve_app(create_app(settings, api=api_settings(reload_interval_s=0.5))) as base:
         assert _versions(base) == {"cpu1": "1", "cpu2": "1"}
         job = {"algorithm": "mafft", "params": {"input": "f5.fa"}, "platforms": ["cpu1"]}
         before = httpx.post(f"{base}/v1/predict", json=job).json()["estimates"][0]["seconds"]

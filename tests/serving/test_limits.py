@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from predictor.settings import PROJECT_ROOT, Settings
-from serving import create_app
+from serving.app import create_app
+from serving.settings import ApiSettings
 from tests.livesrv import serve_app, serve_cli
 from tests.serving.conftest import Home
 
@@ -20,10 +21,8 @@ from tests.serving.conftest import Home
 @pytest.fixture(scope="module")
 def strict(trained: Home) -> Iterator[str]:
     """The same champions behind tight limits: 4 KB bodies, 3 jobs a call, a feature budget no file read fits in."""
-    settings = trained.settings.model_copy(
-        update={"api_max_body_bytes": 4000, "api_max_batch": 3, "api_feature_budget_s": 1e-9}
-    )
-    with serve_app(create_app(settings)) as url:
+    api = trained.api.model_copy(update={"max_body_bytes": 4000, "max_batch": 3, "feature_budget_s": 1e-9})
+    with serve_app(create_app(trained.settings, api=api)) as url:
         yield url
 
 
@@ -123,8 +122,8 @@ def _answer_within(sock: socket.socket, seconds: float, trickle: bytes = b"") ->
 def test_a_request_head_that_trickles_in_or_never_comes_is_refused_with_408(tmp_path):
     """Issue 30, item 7: a head sent a header every 0.2 s, or a connection that sends nothing, is answered 408 once
     PREDICTOR_API_HEADER_TIMEOUT_S has passed; a head that arrives in time is served."""
-    settings = Settings(home=tmp_path / "home", api_reload_interval_s=0, api_header_timeout_s=1.0)
-    with serve_app(create_app(settings)) as base:
+    settings = Settings(home=tmp_path / "home")
+    with serve_app(create_app(settings, api=ApiSettings(reload_interval_s=0, header_timeout_s=1.0))) as base:
         host, port = base.removeprefix("http://").split(":")
         with (
             socket.create_connection((host, int(port)), timeout=10) as slow,

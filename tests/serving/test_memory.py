@@ -13,14 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from predictor.client import PredictorClient
 from predictor.domain import Target
 from predictor.intervals import quantile_at
 from predictor.memsize import slurm_memory
 from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
-from serving import create_app
+from serving.app import create_app
+from serving.client import PredictorClient
 from tests.livesrv import free_port, serve_app
-from tests.serving.conftest import TOKEN, Home, measurements, peak_bytes, train_home, train_memory
+from tests.serving.conftest import TOKEN, Home, api_settings, measurements, peak_bytes, train_home, train_memory
 from tests.serving.test_predict import _same_answer
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
@@ -48,7 +48,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
 
 @pytest.fixture(scope="module")
 def base(home: Home) -> Iterator[str]:
-    with serve_app(create_app(home.settings)) as url:
+    with serve_app(create_app(home.settings, api=home.api)) as url:
         yield url
 
 
@@ -259,12 +259,10 @@ def test_the_disk_cache_serves_the_memory_champion_when_the_registry_is_down(
     home: Home, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    with serve_app(create_app(home.settings)) as base:  # a reachable registry fills the cache
+    with serve_app(create_app(home.settings, api=home.api)) as base:  # a reachable registry fills the cache
         served = predict(base, JOB)["cpu1"]
-    dead = home.settings.model_copy(
-        update={"mlflow_tracking_uri": f"http://127.0.0.1:{free_port()}", "api_registry_wait_s": 5.0}
-    )
-    with serve_app(create_app(dead)) as base:
+    dead = home.settings.model_copy(update={"mlflow_tracking_uri": f"http://127.0.0.1:{free_port()}"})
+    with serve_app(create_app(dead, api=api_settings(registry_wait_s=5.0))) as base:
         ready = httpx.get(f"{base}/readyz").json()
         assert ready["source"] == "cache" and (ready["champions"], ready["memory_champions"]) == (2, 1), ready
         cached = predict(base, JOB)["cpu1"]
@@ -277,7 +275,7 @@ def test_the_disk_cache_serves_the_memory_champion_when_the_registry_is_down(
 
 
 def test_the_hot_swap_follows_memory_champions_in_and_out(home: Home) -> None:
-    with serve_app(create_app(home.settings)) as base:
+    with serve_app(create_app(home.settings, api=home.api)) as base:
         before = predict(base, JOB)
         cpu2_runs = [m for m in measurements(home.inputs, ("cpu2",), suffix="-memory") if m.platform == "cpu2"]
         train_memory(home, ["mean"], cpu2_runs)  # a new version on cpu1 (the mean), a first one on cpu2

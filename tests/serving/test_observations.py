@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from predictor.store import MeasurementStore
-from serving import create_app
+from serving.app import create_app
 from tests.livesrv import serve_app
 from tests.serving.conftest import TOKEN, Home
 
@@ -36,7 +36,7 @@ def service(
         url = server.url(server.create_database())
     settings = trained.settings.model_copy(update={"store_url": url})
     store = MeasurementStore(url)
-    with serve_app(create_app(settings)) as base:
+    with serve_app(create_app(settings, api=trained.api)) as base:
         yield base, store
     store.dispose()
 
@@ -168,8 +168,8 @@ def test_the_token_is_required(service, tag, trained):
     assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
     assert post(base, run(f"{tag}t"), headers={"authorization": "Basic dXNlcjpwdw=="}).status_code == 401
     assert mine(store, tag) == []
-    closed = trained.settings.model_copy(update={"api_token": None})
-    with serve_app(create_app(closed)) as url:
+    closed = trained.api.model_copy(update={"token": None})
+    with serve_app(create_app(trained.settings, api=closed)) as url:
         refused = post(url, run(f"{tag}t"))
         assert refused.status_code == 403 and "PREDICTOR_API_TOKEN" in refused.json()["detail"]
 

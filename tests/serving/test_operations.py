@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from predictor.settings import PROJECT_ROOT
-from serving import create_app
+from serving.app import create_app
 from serving.telemetry import LOGGER_NAME, JsonFormatter
 from tests.livesrv import serve_app
 
@@ -100,7 +100,7 @@ def test_openapi_documents_every_route_with_examples(base):
 
 
 def test_an_unexpected_error_is_a_logged_json_500_with_the_request_id(trained, log_lines):
-    app = create_app(trained.settings)
+    app = create_app(trained.settings, api=trained.api)
 
     def boom() -> None:
         raise RuntimeError("kaboom")

@@ -15,7 +15,8 @@ from sqlalchemy import select
 from predictor.store import MeasurementStore
 from predictor.store.scheduler_tables import sched_machines
 from scheduler.service import MAX_MEMORY
-from serving import create_app
+from scheduler.settings import SchedulerSettings
+from serving.app import create_app
 from tests.livesrv import serve_app
 from tests.serving.conftest import TOKEN, Home, train_home, train_memory
 
@@ -35,8 +36,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
 
 @pytest.fixture(scope="module")
 def base(home: Home) -> Iterator[str]:
-    settings = home.settings.model_copy(update={"scheduler_policy": "easy"})
-    with serve_app(create_app(settings)) as url:
+    with serve_app(create_app(home.settings, api=home.api, scheduling=SchedulerSettings(policy="easy"))) as url:
         yield url
 
 

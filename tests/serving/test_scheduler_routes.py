@@ -11,9 +11,9 @@ from sqlalchemy import text
 
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
-from serving import create_app
+from serving.app import create_app
 from tests.livesrv import eventually, serve_app
-from tests.scheduler.served import AUTH, FEATURES, TOKEN, seed_profile
+from tests.scheduler.served import AUTH, FEATURES, seed_profile, served_api
 from tests.scheduler.test_service import REFUSE_UPDATES, inbox_rows
 
 
@@ -21,9 +21,9 @@ from tests.scheduler.test_service import REFUSE_UPDATES, inbox_rows
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root: Path = tmp_path_factory.mktemp("sched-api")
     # The registry's first answer is awaited (MLflow creating its database runs Alembic, which must not overlap another migration).
-    settings = Settings(home=root / "home", data_roots=[root], api_token=TOKEN, api_reload_interval_s=0)
+    settings = Settings(home=root / "home", data_roots=[root])
     seed_profile(settings)
-    with serve_app(create_app(settings)) as url:
+    with serve_app(create_app(settings, api=served_api())) as url:
         yield url
 
 
@@ -100,10 +100,8 @@ def test_bad_requests_get_precise_answers(base, path, body, status, detail):
 @pytest.fixture
 def served_on(store_url: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """The scheduler API over a store of each backend: (base URL, store URL)."""
-    settings = Settings(
-        home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url, api_token=TOKEN, api_reload_interval_s=0
-    )
-    with serve_app(create_app(settings)) as url:
+    settings = Settings(home=tmp_path / "home", data_roots=[tmp_path], store_url=store_url)
+    with serve_app(create_app(settings, api=served_api())) as url:
         yield url, store_url
 
 

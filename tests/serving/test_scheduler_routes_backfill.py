@@ -8,22 +8,17 @@ import httpx
 import pytest
 
 from predictor.settings import Settings
-from serving import create_app
+from scheduler.settings import SchedulerSettings
+from serving.app import create_app
 from tests.livesrv import serve_app
-from tests.scheduler.served import TOKEN, seed_profile
+from tests.scheduler.served import seed_profile, served_api
 from tests.serving.test_scheduler_routes import job, post
 
 
 def test_a_conservative_scheduler_serves_every_waiting_jobs_predicted_start(tmp_path: Path):
-    settings = Settings(
-        home=tmp_path / "home",
-        data_roots=[tmp_path],
-        api_token=TOKEN,
-        api_reload_interval_s=0,
-        scheduler_policy="conservative",
-    )
+    settings = Settings(home=tmp_path / "home", data_roots=[tmp_path])
     seed_profile(settings)
-    with serve_app(create_app(settings)) as url:
+    with serve_app(create_app(settings, api=served_api(), scheduling=SchedulerSettings(policy="conservative"))) as url:
         post(url, "/v1/machines/fast/events", {"event": "gained", "platform": "cpu2"})
         answer = post(url, "/v1/jobs", [job(name, platforms=["cpu2"]) for name in ("p-1", "p-2", "p-3")])
         assert answer.status_code == 200, answer.text

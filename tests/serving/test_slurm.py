@@ -17,7 +17,8 @@ import pytest
 
 from predictor.memsize import MIB, slurm_memory
 from scheduler.slurm.plugin import render_plugin
-from serving import create_app
+from scheduler.slurm.settings import SlurmSettings
+from serving.app import create_app
 from serving.telemetry import LOGGER_NAME
 from tests.livesrv import Silent, serve_app
 from tests.required import required
@@ -30,7 +31,7 @@ def slurm_api(trained: Home, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     """The trained API with a rule file: partition debug runs on cpu1, jobs named align-* are mafft."""
     rules = tmp_path_factory.mktemp("rules") / "rules.yaml"
     rules.write_text('partitions: {debug: cpu1}\nrules:\n  - name: "align-*"\n    algorithm: mafft\n')
-    with serve_app(create_app(trained.settings.model_copy(update={"slurm_rules": rules}))) as url:
+    with serve_app(create_app(trained.settings, api=trained.api, slurm=SlurmSettings(rules=rules))) as url:
         yield url
 
 
@@ -353,7 +354,7 @@ def memory_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     train_memory(home, ["linear"])
     rules = tmp_path_factory.mktemp("memory-rules") / "rules.yaml"
     rules.write_text("partitions: {debug: cpu1}\n")
-    with serve_app(create_app(home.settings.model_copy(update={"slurm_rules": rules}))) as url:
+    with serve_app(create_app(home.settings, api=home.api, slurm=SlurmSettings(rules=rules))) as url:
         yield url, home.inputs
 
 

@@ -29,10 +29,11 @@ from scheduler.slurm.control import Slurm
 from scheduler.slurm.follow import Follower
 from scheduler.slurm.plugin import render_plugin
 from scheduler.slurm.rules import load_rules
-from serving import create_app
+from scheduler.slurm.settings import SlurmSettings
+from serving.app import create_app
 from tests.livesrv import eventually, serve_app
 from tests.required import required
-from tests.serving.conftest import TOKEN
+from tests.serving.conftest import api_settings
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
 from training.pipeline import run_training
 
@@ -46,6 +47,7 @@ class ClassHome:
     """A service home whose catalog has the job class ``site-debug``, with a champion trained on runs of it."""
 
     settings: Settings
+    slurm: SlurmSettings
     url: str
 
 
@@ -82,11 +84,7 @@ def class_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassHome]:
     settings = Settings(
         home=root / "home",
         site_catalogs=[root / "site.yaml"],
-        slurm_rules=root / "rules.yaml",
-        slurm_cluster=CLUSTER,
         cv_folds=3,
-        api_token=TOKEN,
-        api_reload_interval_s=0,
         data_roots=[root],
     )
     store = MeasurementStore(settings.resolved_store_url)
@@ -94,8 +92,9 @@ def class_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassHome]:
     store.add(_class_runs(60))
     run_training(settings, store, algorithms=[f"{CLUSTER}-debug"], models=["linear_log"])
     store.dispose()
-    with serve_app(create_app(settings)) as url:
-        yield ClassHome(settings, url)
+    slurm = SlurmSettings(rules=root / "rules.yaml", cluster=CLUSTER)
+    with serve_app(create_app(settings, api=api_settings(), slurm=slurm)) as url:
+        yield ClassHome(settings, slurm, url)
 
 
 def _job(**fields: object) -> dict[str, object]:
@@ -160,7 +159,7 @@ def test_with_job_classes_off_only_catalog_jobs_are_estimated(class_home: ClassH
     _record(class_home.settings, "cy", [1200.0, 1500.0])
     estimate = f"{class_home.url}/v1/slurm/estimate"
     assert httpx.post(estimate, json=_job(user_name="cy")).status_code == 200
-    rules = class_home.settings.slurm_rules
+    rules = class_home.slurm.rules
     assert rules is not None
     try:
         rules.write_text(RULES + "job_classes: false\n")  # read again when it changes
@@ -211,7 +210,7 @@ def test_sbatch_of_an_unmapped_job_gets_time_min_from_its_users_followed_history
             tmp_path / "cursor.json",
             store,
             load_catalog(*settings.catalog_paths),
-            load_rules(settings.slurm_rules),
+            load_rules(class_home.slurm.rules),
             cluster=CLUSTER,
             comments=Slurm(str(plugin.conf)).comments,
         )

@@ -9,8 +9,9 @@ import httpx
 import pytest
 
 from predictor.apitoken import token_path
-from predictor.client import PredictorClient
 from predictor.settings import PROJECT_ROOT, Settings
+from serving.client import PredictorClient
+from serving.settings import ApiSettings
 from tests.livesrv import serve_cli
 
 
@@ -39,7 +40,7 @@ def test_first_start_generates_and_prints_the_token_later_starts_reuse_it(
     with serve_cli(env, PROJECT_ROOT, output=second) as base:
         port = int(base.rsplit(":", 1)[1])
         with PredictorClient.for_settings(
-            Settings(home=home, api_port=port)
+            ApiSettings.of(Settings(home=home), port=port)
         ) as client:  # the client reads the token too
             assert client.reload()["champions"] == 0
     assert token_path(home).read_text().strip() == token

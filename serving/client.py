@@ -21,7 +21,7 @@ from urllib.parse import quote
 import httpx
 
 from predictor.domain import AnsweredEstimate, Measurement
-from predictor.settings import Settings
+from serving.settings import ApiSettings
 
 
 def wait_until_ready(url: str, *, timeout: float = 180.0, process: subprocess.Popen | None = None) -> None:
@@ -30,7 +30,7 @@ def wait_until_ready(url: str, *, timeout: float = 180.0, process: subprocess.Po
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode} before it was ready: {process.args}")
+            raise RuntimeError(f"server exited with {process.returncode} before it was ready: {process.args!r}")
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(url, timeout=2).status_code == 200:
                 return
@@ -64,10 +64,11 @@ class PredictorClient:
         self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport)
 
     @classmethod
-    def for_settings(cls, settings: Settings, **options: Any) -> PredictorClient:
-        """A client of the service ``settings`` describe, with its token (``PREDICTOR_API_TOKEN``, else the generated one)."""
-        token = settings.api_token.get_secret_value() if settings.api_token else None
-        return cls(f"http://{settings.api_host}:{settings.api_port}", token=token, **options)
+    def for_settings(cls, api: ApiSettings, **options: Any) -> PredictorClient:
+        """A client of the API ``api`` describes, with its token (``PREDICTOR_API_TOKEN``, else the generated one: build
+        ``api`` with :meth:`ApiSettings.of <serving.settings.ApiSettings.of>`)."""
+        token = api.token.get_secret_value() if api.token else None
+        return cls(api.url, token=token, **options)
 
     def close(self) -> None:
         self._http.close()
