@@ -105,7 +105,7 @@ def demand_weight(
     squared = ((pool[:, None, :] - users[None, :, :]) ** 2).sum(axis=2)
     density = np.exp(-squared / (2 * bandwidth**2)).sum(axis=1)
     top = density.max()
-    return DEMAND_FLOOR * (1.0 + (density / top if top > 0 else 0.0))
+    return DEMAND_FLOOR * (1.0 + (density / top if top > 0 else np.zeros_like(density)))
 
 
 def estimated_cost(

@@ -16,6 +16,7 @@ import gzip
 import itertools
 import subprocess
 import tempfile
+from io import BufferedIOBase
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -84,8 +85,8 @@ def _lengths(rng: np.random.Generator, n: int, mean: float, sd: float) -> np.nda
     return np.maximum(1, np.rint(raw)).astype(np.int64)
 
 
-def _format_records(residues: np.ndarray, lengths: np.ndarray, first_id: int, line_width: int) -> np.ndarray:
-    """FASTA text of consecutive records ``>seq<id>`` whose sequences are ``residues`` split by ``lengths``."""
+def _format_records(residues: np.ndarray, lengths: np.ndarray, first_id: int, line_width: int) -> memoryview:
+    """FASTA text, as bytes, of consecutive records ``>seq<id>``: the sequences ``residues`` split by ``lengths``."""
     n = len(lengths)
     headers = b"".join(b">seq%d\n" % i for i in range(first_id, first_id + n))
     header_lengths = len(">seq\n") + np.char.str_len(np.arange(first_id, first_id + n).astype(str))
@@ -110,7 +111,7 @@ def _format_records(residues: np.ndarray, lengths: np.ndarray, first_id: int, li
     out[header_pos] = np.frombuffer(headers, np.uint8)
     out[newline_pos] = ord("\n")
     out[is_residue] = residues
-    return out
+    return out.data
 
 
 def _batches(lengths: np.ndarray) -> list[tuple[int, int]]:
@@ -120,10 +121,10 @@ def _batches(lengths: np.ndarray) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def _open_output(path: Path, gzip_output: bool) -> BinaryIO:
+def _open_output(path: Path, gzip_output: bool) -> BufferedIOBase:
     """The output stream: plain, or gzip at level 1 (fast; the content is what matters)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    return gzip.open(path, "wb", compresslevel=1) if gzip_output else open(path, "wb")  # type: ignore[return-value]
+    return gzip.open(path, "wb", compresslevel=1) if gzip_output else open(path, "wb")
 
 
 def write_fasta(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import csv
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,7 +256,7 @@ class _ParquetTable:
         self._file.close()
 
 
-READERS = {".csv": _CsvTable, ".parquet": _ParquetTable, ".pq": _ParquetTable}
+READERS: dict[str, Callable[[Path], _Table]] = {".csv": _CsvTable, ".parquet": _ParquetTable, ".pq": _ParquetTable}
 
 
 def _targets(path: Path, header: list[str], mapping: dict[str, str]) -> list[str | None]:
@@ -268,8 +268,8 @@ def _targets(path: Path, header: list[str], mapping: dict[str, str]) -> list[str
         )
     targets: list[str | None] = []
     for column in header:
-        target = mapping.get(column, column)
-        targets.append(None if target in REJECT_COLUMNS and column not in mapping else target)
+        mapped = mapping.get(column, column)
+        targets.append(None if mapped in REJECT_COLUMNS and column not in mapping else mapped)
     unknown = [t for t in targets if t is not None and _kind(t) is None]
     if unknown:
         raise IngestError(

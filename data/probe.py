@@ -68,7 +68,7 @@ def restrict(plan: Plan, algorithm: str, platform: str) -> Plan:
             f"the plan has no job of {algorithm} on {platform}; it has {', '.join(f'{a}@{p}' for a, p in pairs_of(plan))}"
         )
     needed = {name for job in jobs for name in job.files.values()}
-    needed |= {plan.inputs[name].source for name in needed if plan.inputs[name].source}
+    needed |= {source for name in needed if (source := plan.inputs[name].source)}
     inputs = {name: spec for name, spec in plan.inputs.items() if name in needed}
     return plan.model_copy(update={"jobs": jobs, "inputs": inputs, "repeats": 1})
 

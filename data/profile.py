@@ -111,7 +111,7 @@ def run_measured(
         done, status, usage = os.wait4(pid, os.WNOHANG if deadline else 0)
         if done:
             break
-        if time.perf_counter() >= deadline:  # type: ignore[operator]
+        if deadline is not None and time.perf_counter() >= deadline:
             os.killpg(group, signal.SIGKILL)
             done, status, usage = os.wait4(pid, 0)
             timed_out = True

@@ -150,7 +150,7 @@ def history_records(log: SwfLog) -> list[JobRecord]:
             time_limit_s=None if job.requested_time == UNKNOWN else job.requested_time,
             min_cpus=job.procs,
             submit_at=_at(log, job.submit),
-            start_at=None if job.end is None else _at(log, job.start),
+            start_at=None if job.start is None or job.end is None else _at(log, job.start),
             end_at=None if job.end is None else _at(log, job.end),
             state=STATUS_NAMES.get(job.status),
         )

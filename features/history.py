@@ -75,7 +75,7 @@ def history_features(jobs: Sequence[SwfJob], start_time: float = 0.0, tz: tzinfo
     """Features of every job (same order as ``jobs``) from what was known at its submit time."""
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].submit)
     users: dict[int, UserHistory] = {}
-    starts: list[tuple[float, int]] = []  # (start, index) of submitted jobs not yet started
+    starts: list[tuple[float, int, float]] = []  # (start, index, end) of submitted jobs not yet started
     ends: list[tuple[float, int]] = []  # (end, index) of started jobs not yet finished
     out: list[dict[str, float]] = [{} for _ in jobs]
     first_submit = jobs[order[0]].submit if jobs else 0.0
@@ -89,8 +89,9 @@ def history_features(jobs: Sequence[SwfJob], start_time: float = 0.0, tz: tzinfo
         )
         user.submitted += 1
         user.last_submit = job.submit
-        if job.end is not None:
-            heapq.heappush(starts, (job.start, i))
+        start, end = job.start, job.end
+        if start is not None and end is not None:  # a known end implies a known start
+            heapq.heappush(starts, (start, i, end))
     return out
 
 
@@ -98,16 +99,16 @@ def _advance(
     now: float,
     jobs: Sequence[SwfJob],
     users: dict[int, UserHistory],
-    starts: list[tuple[float, int]],
+    starts: list[tuple[float, int, float]],
     ends: list[tuple[float, int]],
 ) -> None:
     """Apply every start, then every end, at or before ``now``; ends in end order."""
     while starts and starts[0][0] <= now:
-        _, i = heapq.heappop(starts)
+        _, i, end = heapq.heappop(starts)
         user = users[jobs[i].user]
         user.running += 1
         user.running_procs += jobs[i].procs or 0
-        heapq.heappush(ends, (jobs[i].end, i))
+        heapq.heappush(ends, (end, i))
     while ends and ends[0][0] <= now:
         _, i = heapq.heappop(ends)
         user = users[jobs[i].user]
@@ -161,4 +162,5 @@ def features_at(
 
 def _mean(values: list[float | None]) -> float | None:
     """Mean of the values, or None when one is unknown."""
-    return None if None in values else sum(values) / len(values)  # type: ignore[arg-type]
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if len(known) == len(values) else None

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import UTC, timedelta, timezone, tzinfo
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from features.base import FeatureError
@@ -194,7 +195,7 @@ def _parse_job(text: str, line: int) -> SwfJob:
             f"has {len(tokens)} fields; expected {len(STANDARD_FIELDS)} (standard SWF) or "
             f"{len(STANDARD_FIELDS) + len(EXTENDED_FIELDS)} (standard + {', '.join(EXTENDED_FIELDS)})",
         )
-    values = {name: _value(name, token) for name, token in zip(STANDARD_FIELDS, tokens)}
+    values: dict[str, Any] = {name: _value(name, token) for name, token in zip(STANDARD_FIELDS, tokens)}
     if values["status"] not in STATUSES:
         raise _LineError("status", f"unknown status {values['status']}; expected one of {STATUSES}")
     extended = tokens[len(STANDARD_FIELDS) :]

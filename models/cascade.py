@@ -117,18 +117,18 @@ class CascadeNetRegressor(RegressorMixin, BaseEstimator):
     def fit(self, X: ArrayLike, y: ArrayLike) -> CascadeNetRegressor:
         """Grow and train the network on ``X`` and ``y`` (one target, or several as columns)."""
         growth = self._growth()
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
-        self._single_output = y.ndim == 1
-        Y = y.reshape(len(y), -1)
+        rows, target = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        self._single_output = target.ndim == 1
+        Y = target.reshape(len(target), -1)
         self.n_outputs_ = Y.shape[1]
-        self.x_mean_, self.x_scale_ = _column_scaling(X) if self.scale_inputs else _identity(X.shape[1])
+        self.x_mean_, self.x_scale_ = _column_scaling(rows) if self.scale_inputs else _identity(rows.shape[1])
         self.y_offset_, self.y_scale_ = self._target_scaling(Y) if self.scale_target else _identity(Y.shape[1])
         rng = check_random_state(self.random_state)
-        order = rng.permutation(len(X))
+        order = rng.permutation(len(rows))
         generator = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
-        n_val = self._n_validation(len(X))
+        n_val = self._n_validation(len(rows))
         val, train = order[:n_val], np.sort(order[n_val:])
-        inputs = torch.from_numpy((X - self.x_mean_) / self.x_scale_).to(DTYPE)
+        inputs = torch.from_numpy((rows - self.x_mean_) / self.x_scale_).to(DTYPE)
         targets = torch.from_numpy((Y - self.y_offset_) / self.y_scale_).to(DTYPE)
         with _threads(self.n_threads):
             net, curve = grow(inputs[train], targets[train], inputs[val], targets[val], growth, generator)

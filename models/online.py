@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -131,7 +132,8 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
         cumulative = np.cumsum(self.residual_counts_) / total
         centres = (HISTOGRAM_EDGES[:-1] + HISTOGRAM_EDGES[1:]) / 2.0
         return {
-            float(level): float(centres[min(np.searchsorted(cumulative, level), len(centres) - 1)]) for level in levels
+            float(level): float(centres[min(int(np.searchsorted(cumulative, level)), len(centres) - 1)])
+            for level in levels
         }
 
     def __sklearn_tags__(self) -> Any:
@@ -252,7 +254,7 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
             self._increment = 1.0
 
 
-def _sample_weights(sample_weight: object, n_rows: int) -> np.ndarray:
+def _sample_weights(sample_weight: ArrayLike | None, n_rows: int) -> np.ndarray:
     """One finite, non-negative weight per row (all 1 when None)."""
     if sample_weight is None:
         return np.ones(n_rows)
