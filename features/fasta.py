@@ -28,16 +28,18 @@ sees them; a gzip file read only in part is not checked for its ending.
 
 from __future__ import annotations
 
+import gzip
 import math
 import time
 from dataclasses import dataclass
+from io import FileIO
 from pathlib import Path
-from typing import BinaryIO, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from features.base import CostClass
-from features.textio import BadInput, feature_errors, fill, is_binary, open_input, read_buffer
+from features.textio import BadInput, Stream, feature_errors, fill, is_binary, open_input, read_buffer
 
 _CHUNK_BYTES = 1 << 23  # full-scan read size: amortises per-chunk calls; memory stays a few times this
 _SNIFF_BYTES = 1 << 16  # prefix checked for binary content and the leading '>'
@@ -239,10 +241,10 @@ def _features(size: int, tally: _Tally, scale: float | None) -> dict[str, float]
     sequences = tally.sequences * factor
     residues = tally.residues * factor
     mean = residues / sequences if sequences else 0.0
-    if tally.complete:
+    if tally.min_length is not None and tally.max_length is not None:  # set with the first complete record
         c, s = tally.complete, tally.length_sum
         variance = max(0, c * tally.length_squares - s * s) / (c * c)
-        low, high, std = float(tally.min_length), float(tally.max_length), math.sqrt(variance)  # type: ignore[arg-type]
+        low, high, std = float(tally.min_length), float(tally.max_length), math.sqrt(variance)
     else:
         low, high, std = mean, mean, 0.0
     nucleotide = tally.letters > 0 and tally.non_nucleotide_letters <= (1 - _MIN_NUCLEOTIDE) * tally.letters
@@ -275,7 +277,7 @@ def _check_start(buf: bytearray, n: int) -> int:
     return len(head) - len(body)
 
 
-def _read_start(stream: BinaryIO, buf: bytearray) -> int:
+def _read_start(stream: Stream, buf: bytearray) -> int:
     """Fill ``buf`` from the start of the input, check it is FASTA and blank the space before the first '>'."""
     n = fill(stream, buf)
     first = _check_start(buf, n)
@@ -315,7 +317,7 @@ class FastaExtractor:
             size = path.stat().st_size
             if self.mode == "full":
                 return self._full(stream, size, compressed, budgeted=True)
-            if compressed:
+            if isinstance(stream, gzip.GzipFile):  # compressed
                 return self._sampled_prefix(stream, raw, size)
             if size <= self.sample_blocks * self.block_bytes:
                 return self._full(stream, size, compressed, budgeted=False)
@@ -324,7 +326,7 @@ class FastaExtractor:
     def _out_of_time(self, started: float) -> bool:
         return self.time_budget_s is not None and time.monotonic() - started > self.time_budget_s
 
-    def _full(self, stream: BinaryIO, size: int, compressed: bool, budgeted: bool) -> dict[str, float]:
+    def _full(self, stream: Stream, size: int, compressed: bool, budgeted: bool) -> dict[str, float]:
         """Exact features from every byte of ``stream``; over the time budget (if ``budgeted``) is an error."""
         started = time.monotonic()
         tally = _Tally()
@@ -341,7 +343,7 @@ class FastaExtractor:
         _check_records(tally, in_order=True)
         return _features(size, tally, None)
 
-    def _sampled_blocks(self, stream: BinaryIO, size: int) -> dict[str, float]:
+    def _sampled_blocks(self, stream: Stream, size: int) -> dict[str, float]:
         """Estimated features from ``sample_blocks`` blocks spread evenly over a plain file."""
         started = time.monotonic()
         tally = _Tally()
@@ -368,7 +370,7 @@ class FastaExtractor:
         _check_records(tally, in_order=False)
         return _features(size, tally, size / tally.scanned)
 
-    def _sampled_prefix(self, stream: BinaryIO, raw: BinaryIO, size: int) -> dict[str, float]:
+    def _sampled_prefix(self, stream: gzip.GzipFile, raw: FileIO, size: int) -> dict[str, float]:
         """Features from the first blocks of a gzip stream, scaled by the compressed bytes they used."""
         started = time.monotonic()
         tally = _Tally()
@@ -379,7 +381,7 @@ class FastaExtractor:
         while True:
             scanner.feed(buf, n)
             blocks += 1
-            if n < len(buf) or not stream.peek(1):  # type: ignore[attr-defined]
+            if n < len(buf) or not stream.peek(1):
                 scanner.check_ending()
                 scanner.finish()
                 _check_records(tally, in_order=True)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from features.base import CostClass
-from features.textio import BadInput, feature_errors, fill, is_binary, open_input, read_buffer
+from features.textio import BadInput, Stream, feature_errors, fill, is_binary, open_input, read_buffer
 
 FEATURE_NAMES: tuple[str, ...] = (
     "bytes",
@@ -126,7 +126,7 @@ class FastqExtractor:
         }
 
 
-def _scan(stream: BinaryIO, buf: bytearray) -> _Tally:
+def _scan(stream: Stream, buf: bytearray) -> _Tally:
     """Tally every record of the stream, chunk by chunk through ``buf``, carrying an incomplete record to the next chunk."""
     tally = _Tally()
     n = fill(stream, buf)

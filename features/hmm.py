@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import BinaryIO, ClassVar
+from typing import ClassVar
 
 from features.base import CostClass
-from features.textio import BadInput, feature_errors, is_binary, open_input
+from features.textio import BadInput, Stream, feature_errors, is_binary, open_input
 
 FEATURE_NAMES: tuple[str, ...] = ("bytes", "models", "total_length", "mean_length", "max_length", "is_nucleotide")
 _CHUNK_BYTES = 1 << 23
@@ -49,7 +49,7 @@ class HmmExtractor:
         }
 
 
-def _scan(stream: BinaryIO) -> tuple[list[int], bool]:
+def _scan(stream: Stream) -> tuple[list[int], bool]:
     """Model lengths and whether the alphabet is nucleotide, checking every model on the way."""
     lengths: list[int] = []
     alphabets: set[bool] = set()

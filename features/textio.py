@@ -6,14 +6,15 @@ import gzip
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from io import FileIO
 from pathlib import Path
-from typing import BinaryIO
 
 from features.base import FeatureError
 
 GZIP_MAGIC = b"\x1f\x8b"
 _TEXT = bytes([9, 10, 13, *range(32, 127)])
 _MAX_NON_PRINTABLE = 0.1  # fraction of non-text bytes in a prefix above which input is binary
+Stream = gzip.GzipFile | FileIO  # an input as read: the gzip stream over the file, or the file itself
 SMALL_INPUT = 1 << 17  # glibc's default mmap threshold: smaller buffers come from the heap (see read_buffer)
 
 
@@ -34,12 +35,12 @@ def read_buffer(size: int, compressed: bool, most: int) -> bytearray:
     return bytearray(min(most, exact) if not compressed and exact <= SMALL_INPUT else most)
 
 
-def fill(stream: BinaryIO, buf: bytearray) -> int:
+def fill(stream: Stream, buf: bytearray) -> int:
     """Read into ``buf`` until it is full or the stream ends; returns the bytes read."""
     view = memoryview(buf)
     n = 0
     while n < len(buf):
-        got = stream.readinto(view[n:])  # type: ignore[attr-defined]
+        got = stream.readinto(view[n:])
         if not got:
             break
         n += got
@@ -52,7 +53,7 @@ def is_binary(head: bytes) -> bool:
 
 
 @contextmanager
-def open_input(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO, bool]]:
+def open_input(path: Path) -> Iterator[tuple[Stream, FileIO, bool]]:
     """Open ``path`` for reading: (text stream, raw file, whether gzip), decompressing by magic bytes."""
     if path.is_dir():
         raise BadInput("is a directory, not a file")
@@ -62,7 +63,7 @@ def open_input(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO, bool]]:
         if raw.read(2) == GZIP_MAGIC:
             raw.seek(0)
             with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
-                yield stream, raw, True  # type: ignore[misc]
+                yield stream, raw, True
         else:
             raw.seek(0)
             yield raw, raw, False
