@@ -77,7 +77,7 @@ class JobQuery:
         return self.platforms is None or platform in self.platforms
 
     def among(self, answers: Mapping[str, Estimate]) -> dict[str, Estimate]:
-        """``answers`` restricted to the platforms asked about, in their order."""
+        """``answers`` restricted to the platforms asked about (in the order of ``answers``)."""
         return {p: e for p, e in answers.items() if self.allows(p)}
 
 
