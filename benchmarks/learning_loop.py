@@ -56,7 +56,7 @@ from data.ingest import ingest_file
 from predictor.catalog import load_catalog
 from predictor.domain import Measurement, ServedEstimate
 from predictor.oracle import Job, RuntimeOracle, serve_model
-from predictor.settings import BUNDLED_DATA, Settings
+from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
 from scheduler.run_times import Oracle
 from scheduler.specs import make_policy
@@ -68,6 +68,7 @@ from simulator.workload import Workload
 from training.dataset import load_training_sets
 from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
 from training.pipeline import train
+from training.settings import WorkerSettings
 from training.worker import why_due
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -87,7 +88,7 @@ class Service:
         answer = self.oracle.estimate_jobs([Job(m.algorithm, (m.platform,), m.features)])[0][m.platform]
         return answer.seconds if not answer.fallback else None
 
-    def train(self, settings: Settings, pairs: Sequence[tuple[str, str]]) -> None:
+    def train(self, settings: WorkerSettings, pairs: Sequence[tuple[str, str]]) -> None:
         wanted = set(pairs)
         sets = [
             ts for ts in load_training_sets(self.store, {a for a, _ in wanted}) if (ts.algorithm, ts.platform) in wanted
@@ -112,7 +113,7 @@ def bundled_runs(catalog_path: Path) -> list[Measurement]:
     return sorted(runs, key=lambda m: m.recorded_at)
 
 
-def service(settings: Settings, runs: Sequence[Measurement]) -> Service:
+def service(settings: WorkerSettings, runs: Sequence[Measurement]) -> Service:
     store = MemoryMeasurements()
     store.add(runs)
     catalog = load_catalog(settings.catalog_path)
@@ -127,7 +128,7 @@ def service(settings: Settings, runs: Sequence[Measurement]) -> Service:
 
 
 def prequential(args: argparse.Namespace) -> dict:
-    settings = Settings(
+    settings = WorkerSettings(
         home=Path(tempfile.mkdtemp()), n_jobs=args.jobs, retrain_min_new_runs=20, retrain_min_new_fraction=0.25
     )
     runs = bundled_runs(settings.catalog_path)

@@ -51,7 +51,7 @@ from models.zoo import applicable
 from predictor.catalog import load_catalog
 from predictor.domain import Estimate, Measurement
 from predictor.oracle import RuntimeOracle
-from predictor.settings import BUNDLED_DATA, Settings
+from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
 from scheduler.slurm.submit_history import Submission, submit_features
@@ -61,6 +61,7 @@ from training.dataset import TrainingSet, load_training_sets
 from training.folds import FoldPlan
 from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
 from training.pipeline import train
+from training.settings import TrainingSettings
 
 MODELS = ("mean", "requested_time", "last_two_mean", "linear_log", "tobit_log", "lightgbm_log", "online_log")
 METHODS = ("service", "request", "last two")
@@ -84,7 +85,7 @@ def run_id(log: SwfLog, job: int) -> str:
 
 
 def champions(
-    past: Iterable[Measurement], settings: Settings, models: Sequence[str], progress: Callable[[str], None]
+    past: Iterable[Measurement], settings: TrainingSettings, models: Sequence[str], progress: Callable[[str], None]
 ) -> tuple[MemoryChampions, MemoryMeasurements, list[dict[str, Any]]]:
     """Train the past's job classes with the project's pipeline; the champions, the past, and what each pair chose."""
     memory = MemoryMeasurements()
@@ -434,7 +435,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         "jobs": len(log.jobs),
     }
     with tempfile.TemporaryDirectory() as work:
-        settings = Settings(home=Path(work) / "home", n_jobs=args.n_jobs, seed=args.seed)
+        settings = TrainingSettings(home=Path(work) / "home", n_jobs=args.n_jobs, seed=args.seed)
         if args.selection_metric:
             settings = settings.model_copy(update={"selection_metric": check_selection_metric(args.selection_metric)})
         result["selection_metric"] = settings.selection_metric

@@ -74,11 +74,11 @@ def prequential(ts: TrainingSet, member: str) -> float | None:
 def ncbi_first_training(seed: int, hours: float) -> dict[str, Any]:
     """The NCBI-like day's first training (seed ``seed``) without and with ``online_log``: what each pair serves."""
     from predictor.domain import Measurement, Source
-    from predictor.settings import Settings
     from simulator.learning import SIMULATION_MODELS
     from simulator.workloads import ncbi
     from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
     from training.pipeline import train
+    from training.settings import TrainingSettings
 
     w = ncbi.generate(hours=hours, seed=seed)
     store = MemoryMeasurements()
@@ -88,7 +88,7 @@ def ncbi_first_training(seed: int, hours: float) -> dict[str, Any]:
     ranks: dict[str, int] = {}
     cpu: dict[str, float] = {}
     for label, members in (("without", SIMULATION_MODELS), ("with", (*SIMULATION_MODELS, "online_log"))):
-        settings = Settings().model_copy(update={"cv_folds": 5, "train_models": list(members), "n_jobs": 1})
+        settings = TrainingSettings().model_copy(update={"cv_folds": 5, "train_models": list(members), "n_jobs": 1})
         started = time.process_time()
         outcomes = train(settings, sets, tracker=MemoryTracker(settings.interval_coverage), champions=MemoryChampions())
         cpu[label] = time.process_time() - started
@@ -111,7 +111,7 @@ def ncbi_first_training(seed: int, hours: float) -> dict[str, Any]:
         for platform in [sorted(j.true_times)[i % len(j.true_times)]]
     ]
     store.add(day)
-    settings = Settings().model_copy(
+    settings = TrainingSettings().model_copy(
         update={"cv_folds": 5, "train_models": [*SIMULATION_MODELS, "online_log"], "n_jobs": 1}
     )
     started = time.process_time()

@@ -40,7 +40,6 @@ import pandas as pd
 
 from data.ingest import ingest_file
 from predictor.catalog import load_catalog
-from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from training.crossval import check_plan
 from training.dataset import TrainingSet, load_training_sets
@@ -48,6 +47,7 @@ from training.folds import FoldPlan
 from training.metrics import compute_metrics
 from training.pipeline import fold_plan_path, run_training
 from training.report import latest_session
+from training.settings import TrainingSettings
 from training.significance import Difference, paired_bootstrap
 from training.tracking import OUT_OF_FOLD, load_out_of_fold
 
@@ -179,7 +179,9 @@ def repeats_row(ts: TrainingSet, priors: np.ndarray) -> Row:
     )
 
 
-def compare(settings: Settings, ts: TrainingSet, peers: dict[str, tuple[str, Peer]], work: Path, jobs: int) -> Pair:
+def compare(
+    settings: TrainingSettings, ts: TrainingSet, peers: dict[str, tuple[str, Peer]], work: Path, jobs: int
+) -> Pair:
     """The zoo's candidates from the latest session and every peer on the pair's saved fold plan."""
     plan = FoldPlan.load(fold_plan_path(settings, ts.algorithm, ts.platform))
     check_plan(ts, plan)
@@ -280,7 +282,7 @@ def main() -> None:
     if args.reuse and args.home is None:
         parser.error("--reuse needs --home")
     home = args.home or Path(tempfile.mkdtemp(prefix="peers-"))
-    settings = Settings(home=home, cv_folds=args.folds, n_jobs=args.jobs)
+    settings = TrainingSettings(home=home, cv_folds=args.folds, n_jobs=args.jobs)
     store = MeasurementStore(settings.resolved_store_url)
     store.migrate()
     if not args.reuse:

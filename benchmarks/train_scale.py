@@ -33,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.rayclus
 
 from apisetup import DATASETS, ROOT, cli, rss_kb
 
-from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from tests.raycluster import local_cluster
 from training.dataset import TrainingSet, load_training_sets
 from training.memory import MemoryChampions, MemoryTracker
 from training.pipeline import train
+from training.settings import TrainingSettings
 
 
 def bundled_sets(work: Path) -> list[TrainingSet]:
@@ -105,7 +105,9 @@ class PeakMemory:
             self.peak = max(self.peak, sum(rss_kb(pid) for pid in self.roots))
 
 
-def timed(sets: list[TrainingSet], settings: Settings, models: list[str], memory: bool, roots: list[int]) -> Run:
+def timed(
+    sets: list[TrainingSet], settings: TrainingSettings, models: list[str], memory: bool, roots: list[int]
+) -> Run:
     """Train ``sets`` once with ``settings`` (in-memory tracking with ``memory``, else MLflow under the settings' home)."""
     fits = [0]
     tracking = {"tracker": MemoryTracker(settings.interval_coverage), "champions": MemoryChampions()} if memory else {}
@@ -122,7 +124,7 @@ def trainings(
     sets: list[TrainingSet], models: list[str], folds: int, home: Path, memory: bool, local: list[int], ray: list[int]
 ) -> list[Run]:
     """The same training on each local process count, then on a local Ray cluster of each worker-process count."""
-    base = Settings(home=home, cv_folds=folds)
+    base = TrainingSettings(home=home, cv_folds=folds)
     runs = []
     for n in local:
         runs.append(timed(sets, base.model_copy(update={"n_jobs": n}), models, memory, []))

@@ -23,9 +23,9 @@ import pandas as pd
 from joblib.externals.loky import get_reusable_executor
 
 from predictor.registry import registry_client
-from predictor.settings import Settings
 from training.dataset import TrainingSet
 from training.pipeline import TrainingOutcome, train
+from training.settings import TrainingSettings
 
 
 def generated_runs(rows: int, seed: int) -> TrainingSet:
@@ -73,7 +73,7 @@ def _cpu_seconds() -> float:
 def timed_training(data: TrainingSet, n_jobs: int, folds: int) -> tuple[Timing, list[TrainingOutcome]]:
     """Time one training of the default zoo on ``data`` in a fresh backend; worker processes end with it."""
     with tempfile.TemporaryDirectory(prefix="train-speed-") as home:
-        settings = Settings(home=Path(home), cv_folds=folds, n_jobs=n_jobs)
+        settings = TrainingSettings(home=Path(home), cv_folds=folds, n_jobs=n_jobs)
         registry_client(
             settings.resolved_tracking_uri
         ).search_experiments()  # create the backend's tables before the clock starts

@@ -67,8 +67,9 @@ def train(
     from training.guard import Verdict
     from training.pipeline import count_steps, decision_row
     from training.pipeline import train as train_sets
+    from training.settings import TrainingSettings
 
-    settings = load_settings()
+    settings = TrainingSettings()
     store = open_store(settings)
     _check_train_choices(algorithm, model, {a for a, _ in store.pairs()}, lambda: load_catalog(*settings.catalog_paths))
     training_sets = load_training_sets(store, algorithm, target=target)
@@ -174,8 +175,9 @@ def report(
     The paper: "Improving job scheduling on a heterogeneous cluster by predicting job execution times using heuristics".
     """
     from training.report import NoSession, latest_session, tracked_algorithms
+    from training.settings import TrainingSettings
 
-    settings = load_settings()
+    settings = TrainingSettings()
     if live:
         _live_report(settings, algorithm, platform)
         return
@@ -275,7 +277,9 @@ def worker(
     from training.worker import run
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    settings = load_settings()
+    from training.settings import WorkerSettings
+
+    settings = WorkerSettings()
 
     def said(outcomes) -> None:
         for o in outcomes:

@@ -2,7 +2,8 @@
 
 Every command reads the core's :class:`~predictor.settings.Settings` (the home, the store, the registry, the catalog);
 each component keeps its knobs in a class beside it, read from the environment names they always had
-(``PREDICTOR_API_PORT`` is :attr:`ApiSettings.port <serving.settings.ApiSettings.port>`). ``docs/site.md`` documents
+(``PREDICTOR_API_PORT`` is :attr:`ApiSettings.port <serving.settings.ApiSettings.port>`); training's classes extend the
+core's, since its functions read both together. ``docs/site.md`` documents
 them grouped the same way, checked by docs/hooks/settings_table.py, and tests/cli/test_settings.py fails when a settings
 class of the project is missing here. ``cli.app`` does not import this module: each command imports the classes it
 builds when it runs (``predictor --help`` stays fast).
@@ -18,6 +19,7 @@ from predictor.settings import Settings
 from scheduler.settings import ProbeSettings, SchedulerSettings
 from scheduler.slurm.settings import SlurmSettings
 from serving.settings import ApiSettings
+from training.settings import TrainingSettings, WorkerSettings
 
 
 @dataclass(frozen=True)
@@ -55,14 +57,23 @@ GROUPS: tuple[Group, ...] = (
             "predictor ingest",
         ),
     ),
+    Group(
+        TrainingSettings,
+        "Training and the champion guard",
+        ("predictor train", "predictor report", "predictor worker", "predictor simulate", "predictor compare"),
+    ),
+    Group(WorkerSettings, "Retrain worker", ("predictor worker", "predictor simulate", "predictor compare")),
 )
-"""The settings groups in the order docs/site.md lists them."""
+"""The settings groups in the order docs/site.md lists them. Training's classes extend the core's (its functions read
+both together), so a group holds the fields its class adds: :func:`env_names`."""
 
 
 def env_names(settings: type[BaseSettings]) -> list[str]:
-    """The environment variables ``settings`` reads, one per field, in declaration order."""
+    """The environment variables of the fields ``settings`` declares itself (not those of a settings class it extends),
+    in declaration order."""
     prefix = settings.model_config.get("env_prefix", "")
-    return [f"{prefix}{name}".upper() for name in settings.model_fields]
+    inherited = {name for base in settings.__mro__[1:] if issubclass(base, BaseSettings) for name in base.model_fields}
+    return [f"{prefix}{name}".upper() for name in settings.model_fields if name not in inherited]
 
 
 def reads(command: str) -> list[type[BaseSettings]]:

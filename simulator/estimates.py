@@ -167,12 +167,12 @@ class Service:
     options: LearningOptions | None = None
 
     def oracle(self, workload: Workload, seed: int = 0) -> Oracle:
-        from predictor.settings import Settings
         from simulator.learning import LearningOptions, LearningOracle
+        from training.settings import WorkerSettings
 
         if not workload.history:
             raise ValueError(f"workload {workload.name} has no history for the service to start from")
-        return LearningOracle(workload, Settings(seed=seed), self.options or LearningOptions())
+        return LearningOracle(workload, WorkerSettings(seed=seed), self.options or LearningOptions())
 
 
 @dataclass(frozen=True)

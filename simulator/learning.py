@@ -20,13 +20,13 @@ from predictor.domain import Estimate, Measurement, ServedEstimate, Source
 from predictor.intervals import scaled
 from predictor.oracle import Job as OracleJob
 from predictor.oracle import JobQuery, Oracle, RuntimeOracle, ServedModel, serve_model
-from predictor.settings import Settings
 from scheduler.run_times import ObservingOracle, QuantileOracle, job_key
 from scheduler.state import Job, Machine, Run
 from simulator.workload import Workload
 from training.dataset import load_training_sets
 from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
 from training.pipeline import decision_row, train
+from training.settings import WorkerSettings
 from training.worker import why_due
 
 # Members that fit in milliseconds to a second on thousands of rows: a simulation retrains hundreds of times.
@@ -81,7 +81,9 @@ class LearningLog:
 class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
     """Estimates from the service's champions, retrained as simulated jobs end (see the module docstring)."""
 
-    def __init__(self, workload: Workload, settings: Settings, options: LearningOptions = LearningOptions()) -> None:
+    def __init__(
+        self, workload: Workload, settings: WorkerSettings, options: LearningOptions = LearningOptions()
+    ) -> None:
         self.settings = settings.model_copy(
             update={
                 "cv_folds": options.folds,

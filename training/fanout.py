@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from joblib import Parallel, delayed
 from sklearn.base import RegressorMixin
 
-from predictor.settings import Executor
 from training.crossval import FoldFit, fit_fold, refit
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
+from training.settings import Executor
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from training.ensemble import cross_validated_ensemble, fixed_ensemble, leads
 from training.fanout import Failed, Fit, Refit, run_fits
 from training.folds import FoldPlan
 from training.guard import Decision, GuardSettings, Incumbent, Serve, Verdict, judge, label
+from training.settings import TrainingSettings
 from training.tracking import Candidate, MlflowTracker
 
 log = logging.getLogger(__name__)
@@ -196,7 +197,7 @@ class Pick:
         return out
 
 
-def guard_settings(settings: Settings) -> GuardSettings:
+def guard_settings(settings: TrainingSettings) -> GuardSettings:
     """The guard's thresholds from the service settings."""
     return GuardSettings(
         metric=settings.selection_metric,
@@ -209,7 +210,7 @@ def guard_settings(settings: Settings) -> GuardSettings:
 
 
 def count_steps(
-    settings: Settings, training_sets: Sequence[TrainingSet], *, models: Sequence[str] | None = None
+    settings: TrainingSettings, training_sets: Sequence[TrainingSet], *, models: Sequence[str] | None = None
 ) -> int:
     """How many times :func:`train` with the same arguments will call ``progress`` at least: once per fold fit, once per pair.
 
@@ -220,7 +221,7 @@ def count_steps(
 
 
 def run_training(
-    settings: Settings,
+    settings: TrainingSettings,
     store: MeasurementFrames,
     *,
     algorithms: Iterable[str] | None = None,
@@ -235,7 +236,7 @@ def run_training(
 
 
 def train(
-    settings: Settings,
+    settings: TrainingSettings,
     training_sets: Sequence[TrainingSet],
     *,
     models: Sequence[str] | None = None,
@@ -335,7 +336,7 @@ def _with_incumbents_members(names: list[str], incumbent: Incumbent | None, ts: 
     return names + [m for m in _members(list(incumbent.composition), ts) if m not in names]
 
 
-def session_fingerprint(settings: Settings, ts: TrainingSet, members: Sequence[str]) -> str:
+def session_fingerprint(settings: TrainingSettings, ts: TrainingSet, members: Sequence[str]) -> str:
     """What decides a pair's training session: its data, the members, and the settings selection and the guard read."""
     config = [
         list(members),
@@ -370,7 +371,7 @@ def _unchanged(ts: TrainingSet, incumbent: Incumbent) -> TrainingOutcome:
 
 
 def _judge(
-    settings: Settings,
+    settings: TrainingSettings,
     tracker: Tracker,
     session: Any,
     index: int,
@@ -420,7 +421,7 @@ def _judge(
 
 
 def _incumbent_result(
-    settings: Settings,
+    settings: TrainingSettings,
     tracker: Tracker,
     session: Any,
     ts: TrainingSet,
@@ -442,7 +443,7 @@ def _incumbent_result(
 
 
 def _log_ensemble(
-    settings: Settings,
+    settings: TrainingSettings,
     tracker: Tracker,
     session: Any,
     ts: TrainingSet,
@@ -459,7 +460,7 @@ def _log_ensemble(
 
 
 def _cross_validate_all(
-    settings: Settings, pairs: Sequence[PairTraining], progress: Progress | None
+    settings: TrainingSettings, pairs: Sequence[PairTraining], progress: Progress | None
 ) -> Iterator[tuple[int, str, CVResult | None]]:
     """Every fold fit of each pair's members (the ones that apply to it, as they are when the first is asked for), in parallel.
 
@@ -502,7 +503,7 @@ def _cross_validate_all(
 
 
 def _fits(
-    settings: Settings, fits: Sequence[Fit], pairs: Sequence[PairTraining]
+    settings: TrainingSettings, fits: Sequence[Fit], pairs: Sequence[PairTraining]
 ) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
     """``fits`` of ``pairs`` made by the executor the settings choose (local processes or a Ray cluster), as they finish."""
     sets, plans = [pair.ts for pair in pairs], [pair.plan for pair in pairs]
@@ -518,7 +519,7 @@ def _fits(
 
 
 def _register_all(
-    settings: Settings,
+    settings: TrainingSettings,
     book: ChampionBook,
     pairs: Sequence[PairTraining],
     picks: Sequence[Pick],
@@ -639,7 +640,7 @@ def decision_row(outcome: TrainingOutcome, trigger: str) -> dict[str, Any]:
     }
 
 
-def _save_plan(settings: Settings, ts: TrainingSet) -> FoldPlan:
+def _save_plan(settings: TrainingSettings, ts: TrainingSet) -> FoldPlan:
     """The set's seeded fold plan (repeats of one job, i.e. equal feature rows, in one fold), written where peer tools find it."""
     plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed, groups=ts.jobs)
     path = fold_plan_path(settings, ts.algorithm, ts.platform, ts.target)
@@ -648,7 +649,7 @@ def _save_plan(settings: Settings, ts: TrainingSet) -> FoldPlan:
     return plan
 
 
-def _n_folds(settings: Settings, ts: TrainingSet) -> int:
+def _n_folds(settings: TrainingSettings, ts: TrainingSet) -> int:
     """Folds of the set's plan: the setting, or one per run when there are fewer runs."""
     return min(settings.cv_folds, len(ts))
 

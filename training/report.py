@@ -11,6 +11,7 @@ import mlflow
 from predictor.domain import Target
 from predictor.registry import registry_client
 from predictor.settings import Settings
+from training.settings import TrainingSettings
 from training.significance import Difference, paired_bootstrap
 from training.tracking import all_pages, experiment_name, load_out_of_fold
 
@@ -75,7 +76,7 @@ def tracked_algorithms(settings: Settings, target: Target = Target.TIME) -> list
 
 
 def latest_session(
-    settings: Settings, algorithm: str, platform: str | None = None, target: Target = Target.TIME
+    settings: TrainingSettings, algorithm: str, platform: str | None = None, target: Target = Target.TIME
 ) -> SessionReport:
     """Read the candidates of ``algorithm``'s latest finished session of ``target`` (only ``platform``'s, if given)."""
     client = registry_client(settings.resolved_tracking_uri)

@@ -41,6 +41,7 @@ from training.crossval import CVResult, inner_attribute
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 from training.intervals import cross_fitted_coverage
+from training.settings import TrainingSettings
 
 # What a served zoo member needs installed; named here so MLflow need not infer it (slow: a subprocess per model).
 MODEL_REQUIREMENTS = ("scikit-learn", "lightgbm", "numpy", "pandas", "scipy", "skops")
@@ -98,7 +99,7 @@ def ensure_experiment(
 @contextmanager
 def training_sessions(
     client: mlflow.MlflowClient,
-    settings: Settings,
+    settings: TrainingSettings,
     algorithms: Sequence[str],
     models: Sequence[str],
     target: Target = Target.TIME,
@@ -333,7 +334,7 @@ def _trusted_types(model: RegressorMixin) -> list[str]:
 class MlflowTracker:
     """Training tracked in MLflow: an experiment per algorithm and target, a parent run per session, a child run per candidate."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: TrainingSettings) -> None:
         self.settings = settings
         self.client = registry_client(settings.resolved_tracking_uri)
 

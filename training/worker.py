@@ -28,11 +28,11 @@ from typing import Any, Protocol
 from predictor.domain import Target
 from predictor.live import LiveWindows, live_metrics
 from predictor.passes import every_interval
-from predictor.settings import Settings
 from training.dataset import MeasurementFrames, load_training_sets, target_rows
 from training.folds import MIN_ROWS
 from training.guard import Incumbent
 from training.pipeline import ChampionBook, Progress, Tracker, TrainingOutcome, decision_row, train
+from training.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class WorkerStore(MeasurementFrames, LiveWindows, Protocol):
 
 
 def due(
-    settings: Settings, store: WorkerStore, book: ChampionBook, targets: Sequence[Target] = tuple(Target)
+    settings: WorkerSettings, store: WorkerStore, book: ChampionBook, targets: Sequence[Target] = tuple(Target)
 ) -> list[Trigger]:
     """Every (pair, target) of the store that is due for training, and why (see the module docstring)."""
     triggers = []
@@ -71,7 +71,7 @@ def due(
 
 
 def why_due(
-    settings: Settings,
+    settings: WorkerSettings,
     store: WorkerStore,
     algorithm: str,
     platform: str,
@@ -99,7 +99,7 @@ def _runs(store: WorkerStore, algorithm: str, platform: str, target: Target) -> 
 
 
 def _drift(
-    settings: Settings, store: WorkerStore, algorithm: str, platform: str, version: str, cv_rae: float | None
+    settings: WorkerSettings, store: WorkerStore, algorithm: str, platform: str, version: str, cv_rae: float | None
 ) -> str | None:
     """Why the live error of ``version`` drifted from its cross-validated RAE, or None."""
     if cv_rae is None or not cv_rae > 0:
@@ -115,7 +115,7 @@ def _drift(
 
 
 def retrain_due(
-    settings: Settings,
+    settings: WorkerSettings,
     store: WorkerStore,
     *,
     book: ChampionBook | None = None,
@@ -158,7 +158,7 @@ def retrain_due(
 
 
 def run(
-    settings: Settings,
+    settings: WorkerSettings,
     store: WorkerStore,
     *,
     once: bool = False,

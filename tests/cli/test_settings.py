@@ -18,18 +18,20 @@ PACKAGES = ("predictor", "features", "models", "data", "training", "scheduler", 
 
 
 def settings_classes(root: Path = ROOT) -> set[str]:
-    """Every class of the project's packages that derives from pydantic-settings' ``BaseSettings``, as ``module.Class``
-    (read from the source: importing every module would load the whole project)."""
-    found = set()
+    """Every class of the project's packages that derives from pydantic-settings' ``BaseSettings``, directly or through
+    another such class, as ``module.Class`` (read from the source: importing every module would load the project)."""
+    classes = []  # (module.Class, its name, the names of its bases)
     for package in PACKAGES:
         for path in (root / package).rglob("*.py"):
             module = ".".join(path.relative_to(root).with_suffix("").parts)
             for node in ast.walk(ast.parse(path.read_text())):
-                bases = [
-                    b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in getattr(node, "bases", [])
-                ]
-                if isinstance(node, ast.ClassDef) and "BaseSettings" in bases:
-                    found.add(f"{module}.{node.name}")
+                if isinstance(node, ast.ClassDef):
+                    bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+                    classes.append((f"{module}.{node.name}", node.name, bases))
+    names, found = {"BaseSettings"}, set()
+    while grown := [(full, name) for full, name, bases in classes if bases & names and full not in found]:
+        found |= {full for full, _ in grown}
+        names |= {name for _, name in grown}
     return found
 
 

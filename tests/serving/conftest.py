@@ -22,6 +22,7 @@ from serving.app import create_app
 from serving.settings import ApiSettings
 from tests.livesrv import serve_app
 from training.pipeline import run_training
+from training.settings import TrainingSettings
 
 TOKEN = "test-token-5f1c"
 QUANTILES = {"0.01": -0.5, "0.05": -0.3, "0.25": -0.1, "0.5": 0.0, "0.75": 0.1, "0.95": 0.3, "0.99": 0.6}
@@ -42,7 +43,7 @@ def api_settings(**changes: object) -> ApiSettings:
 class Home:
     """A trained service home: its settings, the API's (token set) and the folder of input files under the data root."""
 
-    settings: Settings
+    settings: TrainingSettings
     inputs: Path
     api: ApiSettings = field(default_factory=api_settings)
 
@@ -99,7 +100,7 @@ def train_home(root: Path, models: list[str], memory_on: tuple[str, ...] = ()) -
     run-time champions."""
     inputs = root / "inputs"
     inputs.mkdir(parents=True, exist_ok=True)
-    settings = Settings(home=root / "home", data_roots=[inputs], cv_folds=3)
+    settings = TrainingSettings(home=root / "home", data_roots=[inputs], cv_folds=3)
     store = MeasurementStore(settings.resolved_store_url)
     store.migrate()
     store.add(measurements(inputs, memory_on))

@@ -36,6 +36,7 @@ from tests.required import required
 from tests.serving.conftest import api_settings
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
 from training.pipeline import run_training
+from training.settings import TrainingSettings
 
 CLUSTER = "site"
 SITE_CATALOG = f"algorithms:\n  {CLUSTER}-debug:\n    parameters: {{}}\n    implementations: {{cpu1: {{}}}}\n"
@@ -46,7 +47,7 @@ RULES = "partitions: {debug: cpu1}\nexclude: {accounts: [secret], users: [mallor
 class ClassHome:
     """A service home whose catalog has the job class ``site-debug``, with a champion trained on runs of it."""
 
-    settings: Settings
+    settings: TrainingSettings
     slurm: SlurmSettings
     url: str
 
@@ -81,7 +82,7 @@ def class_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassHome]:
     root = tmp_path_factory.mktemp("classes")
     (root / "site.yaml").write_text(SITE_CATALOG)
     (root / "rules.yaml").write_text(RULES)
-    settings = Settings(
+    settings = TrainingSettings(
         home=root / "home",
         site_catalogs=[root / "site.yaml"],
         cv_folds=3,

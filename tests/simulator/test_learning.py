@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from predictor.settings import Settings
 from scheduler.run_times import job_key
 from scheduler.specs import make_policy
 from simulator.learning import LearningOptions, LearningOracle
@@ -14,6 +13,7 @@ from simulator.metrics import compute
 from simulator.scenarios import parse_estimates
 from simulator.simulate import simulate
 from simulator.workloads import ncbi
+from training.settings import WorkerSettings
 
 OPTIONS = LearningOptions(
     models=("mean", "linear", "linear_log", "isotonic"), folds=3, min_new_runs=10, min_new_fraction=0.5
@@ -23,7 +23,7 @@ OPTIONS = LearningOptions(
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     workload = ncbi.generate(hours=0.25, seed=1, per_type=2, types=("type1", "type2", "type6"), history_runs=12)
-    oracle = LearningOracle(workload, Settings(home=tmp_path_factory.mktemp("learning")), OPTIONS)
+    oracle = LearningOracle(workload, WorkerSettings(home=tmp_path_factory.mktemp("learning")), OPTIONS)
     first = dict(oracle.book.alias)
     result = simulate(workload, make_policy("edf"), oracle, estimates="service")
     return workload, oracle, first, result

@@ -9,12 +9,12 @@ import pytest
 from benchmarks.censored_runs import stopped_at_a_limit
 from predictor.domain import Measurement
 from predictor.intervals import scaled
-from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from tests.training.kit import served_champion
 from training.crossval import cross_validate
 from training.folds import FoldPlan
 from training.pipeline import run_training
+from training.settings import TrainingSettings
 
 
 def _law(length: np.ndarray, count: np.ndarray) -> np.ndarray:
@@ -47,7 +47,7 @@ def test_censored_long_runs_raise_the_served_limit(tmp_path) -> None:
         + [run("kept", i, censored=True) for i in range(40, 50)]
     )
     assert store.count("align", "kept", informative_only=True) == 50 and len(store.measurements("align", "kept")) == 40
-    settings = Settings(
+    settings = TrainingSettings(
         home=tmp_path,
         mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
         mlflow_artifact_root=tmp_path / "artifacts",

@@ -53,12 +53,12 @@ def test_an_ensemble_that_leads_by_chance_is_not_selected(tmp_path) -> None:
     """60 noisy runs, eight members: greedy selection blends three whose nested RAE edges out the best member's
     (94.2 against 94.9), and on 3,000 new runs from the same law the blend is worse (89.1 against 83.6). Training picks
     the member: the ensemble is a candidate only when its lead is beyond chance (issue 30, item 16)."""
-    from predictor.settings import Settings
     from training.crossval import cross_validate, refit
     from training.ensemble import leads
     from training.memory import MemoryChampions, MemoryTracker
     from training.metrics import compute_metrics
     from training.pipeline import train
+    from training.settings import TrainingSettings
 
     members = ["mean", "linear", "linear_log", "lad_log", "quadratic_log", "isotonic_log", "lightgbm", "lightgbm_log"]
     X, y = _noisy_runs(60, 8)
@@ -76,6 +76,6 @@ def test_an_ensemble_that_leads_by_chance_is_not_selected(tmp_path) -> None:
         > compute_metrics(fresh_y, fresh[best.model_name], prior)["rae"]
     )
     assert not leads(ensemble, results, ts, "rae", 0.9)  # ...by a lead that chance explains, and new runs undo
-    settings = Settings(home=tmp_path, train_models=members, cv_folds=5, seed=0, n_jobs=1)
+    settings = TrainingSettings(home=tmp_path, train_models=members, cv_folds=5, seed=0, n_jobs=1)
     (outcome,) = train(settings, [ts], tracker=MemoryTracker(0.9), champions=MemoryChampions(), dry_run=True)
     assert outcome.challenger == best.model_name

@@ -11,12 +11,12 @@ from typer.testing import CliRunner
 from cli.app import app
 from predictor.domain import Measurement, Target
 from predictor.registry import registered_name, registry_client
-from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from training.dataset import TrainingSet, load_training_sets
 from training.guard import GuardSettings, Incumbent, Serve, Verdict, judge
 from training.memory import MemoryChampions, MemoryTracker
 from training.pipeline import train
+from training.settings import TrainingSettings
 
 GUARD = GuardSettings(n_resamples=500)
 
@@ -228,11 +228,11 @@ def _power_law_set(n: int, seed: int = 0, start: int = 0) -> TrainingSet:
 
 
 @pytest.fixture
-def memory_settings(tmp_path) -> Settings:
-    return Settings(home=tmp_path, cv_folds=5, n_jobs=1)
+def memory_settings(tmp_path) -> TrainingSettings:
+    return TrainingSettings(home=tmp_path, cv_folds=5, n_jobs=1)
 
 
-def test_in_memory_the_guard_runs_the_same_pipeline(memory_settings: Settings) -> None:
+def test_in_memory_the_guard_runs_the_same_pipeline(memory_settings: TrainingSettings) -> None:
     book, tracker = MemoryChampions(), MemoryTracker(0.9)
     data = _power_law_set(60)
 
@@ -313,7 +313,7 @@ def test_make_run_again_on_unchanged_data_trains_nothing_and_says_how_to_force(t
         assert trained.exit_code == 0, trained.output
         return trained.output
 
-    settings = Settings(home=tmp_path / "home")
+    settings = TrainingSettings(home=tmp_path / "home")
 
     def versions() -> list[str]:
         registry = registry_client(settings.resolved_tracking_uri)
@@ -335,7 +335,7 @@ def test_make_run_again_on_unchanged_data_trains_nothing_and_says_how_to_force(t
     store.dispose()
 
 
-def test_a_member_that_raises_is_left_out_and_training_goes_on(memory_settings: Settings) -> None:
+def test_a_member_that_raises_is_left_out_and_training_goes_on(memory_settings: TrainingSettings) -> None:
     from models.zoo import NEEDS, ZOO, register
 
     class Broken(DummyRegressor):
@@ -376,7 +376,7 @@ def test_a_member_that_raises_is_left_out_and_training_goes_on(memory_settings: 
         NEEDS.pop("broken_for_test")
 
 
-def test_a_pair_judged_on_the_same_runs_and_settings_is_not_trained_again(memory_settings: Settings) -> None:
+def test_a_pair_judged_on_the_same_runs_and_settings_is_not_trained_again(memory_settings: TrainingSettings) -> None:
     book, tracker = MemoryChampions(), MemoryTracker(0.9)
     data = _power_law_set(40)
     first = train(memory_settings, [data], models=["linear_log"], tracker=tracker, champions=book)[0]

@@ -11,18 +11,18 @@ import pandas as pd
 
 from predictor.domain import Measurement
 from predictor.registry import registry_client
-from predictor.settings import Settings
 from predictor.thirdparty import mlflow_set_uris
 from training.champions import MlflowChampions, list_champions
 from training.dataset import TrainingSet, training_set_from_frame
 from training.pipeline import train
 from training.report import latest_session
+from training.settings import TrainingSettings
 from training.tracking import MlflowTracker
 
 
-def _settings(home: Path) -> Settings:
-    """Settings of a tracking store and artifact root of their own under ``home``."""
-    return Settings(
+def _settings(home: Path) -> TrainingSettings:
+    """TrainingSettings of a tracking store and artifact root of their own under ``home``."""
+    return TrainingSettings(
         home=home,
         mlflow_tracking_uri=f"sqlite:///{home / 'mlflow.db'}",
         mlflow_artifact_root=home / "artifacts",

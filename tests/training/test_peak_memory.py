@@ -16,13 +16,13 @@ import pytest
 from models.zoo import applicable
 from predictor.domain import Measurement, Target
 from predictor.registry import CHAMPION_ALIAS, ENVELOPE_ARTIFACT, registered_name, registry_client
-from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from training.champions import list_champions, load_registered
 from training.dataset import DatasetError, load_training_sets, training_set_from_frame
 from training.guard import Verdict
 from training.pipeline import TrainingOutcome, count_steps, decision_row, fold_plan_path, run_training, train
 from training.report import latest_session, tracked_algorithms
+from training.settings import TrainingSettings
 from training.tracking import experiment_name
 
 MODELS = ("mean", "linear", "linear_log")
@@ -90,7 +90,7 @@ def test_members_that_read_a_requested_time_estimate_run_times_only() -> None:
         for i, m in enumerate(runs(12))
     ]
     frame = pd.DataFrame([{**m.model_dump(exclude={"features"}), **m.features} for m in with_request])
-    settings = Settings(cv_folds=3)
+    settings = TrainingSettings(cv_folds=3)
     sets = {target: training_set_from_frame(frame, "tool", "cpu", target) for target in Target}
     assert count_steps(settings, [sets[Target.TIME]], models=["mean", "requested_time"]) == 2 * 3 + 1
     assert count_steps(settings, [sets[Target.MEMORY]], models=["mean", "requested_time"]) == 1 * 3 + 1
@@ -98,7 +98,7 @@ def test_members_that_read_a_requested_time_estimate_run_times_only() -> None:
 
 @dataclass
 class Trained:
-    settings: Settings
+    settings: TrainingSettings
     store: MeasurementStore
     memory: list[TrainingOutcome]
     time: list[TrainingOutcome]
@@ -109,7 +109,7 @@ class Trained:
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
     """40 runs with a peak memory and 5 without, trained for peak memory, then for run time, then for memory again."""
     home = tmp_path_factory.mktemp("memory")
-    settings = Settings(
+    settings = TrainingSettings(
         home=home,
         mlflow_tracking_uri=f"sqlite:///{home / 'mlflow.db'}",
         mlflow_artifact_root=home / "artifacts",
@@ -195,7 +195,7 @@ def test_training_one_target_on_sets_of_the_other_is_refused(trained: Trained) -
 
 
 def test_a_champion_that_learns_from_killed_runs_answers_at_least_their_bound(tmp_path: Path) -> None:
-    settings = Settings(
+    settings = TrainingSettings(
         home=tmp_path,
         mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
         mlflow_artifact_root=tmp_path / "artifacts",

@@ -19,7 +19,6 @@ from models.zoo import NEEDS
 from predictor.domain import Measurement
 from predictor.intervals import QUANTILE_LEVELS
 from predictor.registry import registry_client
-from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from tests.training.kit import served_champion
 from training.champions import best_candidate, list_champions, registered_name
@@ -34,6 +33,7 @@ from training.pipeline import (
     run_training,
 )
 from training.report import REPORT_METRICS, NoSession, champion_lead, latest_session
+from training.settings import TrainingSettings
 from training.tracking import OUT_OF_FOLD, Candidate, load_out_of_fold
 
 SPEED = {"fast": 1.0, "slow": 3.0}
@@ -72,7 +72,7 @@ def _measurements(start: int = 0, n: int = 40, seed: int = 3) -> list[Measuremen
 
 @dataclass
 class Trained:
-    settings: Settings
+    settings: TrainingSettings
     store: MeasurementStore
     first: list[TrainingOutcome]
     unchanged: list[TrainingOutcome]
@@ -91,7 +91,7 @@ class Trained:
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Trained:
     """Two training sessions over one store and one tracking database: four models, then two."""
     home = tmp_path_factory.mktemp("training")
-    settings = Settings(
+    settings = TrainingSettings(
         home=home,
         mlflow_tracking_uri=f"sqlite:///{home / 'mlflow.db'}",
         mlflow_artifact_root=home / "artifacts",

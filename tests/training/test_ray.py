@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from predictor.settings import Settings
 from tests.raycluster import ray_cluster
 from training.dataset import TrainingSet
 from training.memory import MemoryChampions, MemoryTracker
 from training.pipeline import train
+from training.settings import TrainingSettings
 
 MODELS = ["mean", "linear_log", "lightgbm_log", "quadratic_log"]
 
@@ -26,7 +26,7 @@ def sets() -> list[TrainingSet]:
     return out
 
 
-def outcomes(settings: Settings) -> dict[tuple[str, str], tuple[str, str | None, dict[str, dict[str, float]]]]:
+def outcomes(settings: TrainingSettings) -> dict[tuple[str, str], tuple[str, str | None, dict[str, dict[str, float]]]]:
     """Each pair's challenger, what serves after the decision, and every candidate's metrics, under ``settings``."""
     done = train(settings, sets(), models=MODELS, tracker=MemoryTracker(0.9), champions=MemoryChampions())
     return {(o.algorithm, o.platform): (o.challenger, o.serving, o.metrics) for o in done}
@@ -34,7 +34,7 @@ def outcomes(settings: Settings) -> dict[tuple[str, str], tuple[str, str | None,
 
 @pytest.mark.e2e
 def test_ray_cluster_gives_the_champions_and_metrics_of_local_processes(tmp_path):
-    base = Settings(home=tmp_path / "home", cv_folds=5, seed=5)
+    base = TrainingSettings(home=tmp_path / "home", cv_folds=5, seed=5)
     local = outcomes(base.model_copy(update={"n_jobs": 2}))
     with ray_cluster(workers=1) as address:
         on_ray = outcomes(base.model_copy(update={"executor": "ray", "ray_address": address}))

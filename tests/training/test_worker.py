@@ -8,11 +8,11 @@ import pytest
 from sqlalchemy import text
 
 from predictor.domain import Measurement, ServedEstimate, Target
-from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from predictor.thirdparty import mlflow_uris
 from training.guard import Verdict
 from training.memory import MemoryChampions, MemoryTracker
+from training.settings import WorkerSettings
 from training.worker import due, retrain_due
 
 
@@ -40,8 +40,8 @@ def store(tmp_path) -> MeasurementStore:
 
 
 @pytest.fixture
-def settings(tmp_path) -> Settings:
-    return Settings(
+def settings(tmp_path) -> WorkerSettings:
+    return WorkerSettings(
         home=tmp_path,
         cv_folds=5,
         n_jobs=1,
@@ -53,7 +53,7 @@ def settings(tmp_path) -> Settings:
 
 
 def test_a_pair_without_a_champion_is_due_then_trained_and_recorded(
-    settings: Settings, store: MeasurementStore
+    settings: WorkerSettings, store: MeasurementStore
 ) -> None:
     book, tracker = MemoryChampions(), MemoryTracker(0.9)
     store.add(_runs(40))
@@ -64,7 +64,7 @@ def test_a_pair_without_a_champion_is_due_then_trained_and_recorded(
     assert due(settings, store, book) == []  # nothing new since
 
 
-def test_new_runs_trigger_only_past_both_thresholds(settings: Settings, store: MeasurementStore) -> None:
+def test_new_runs_trigger_only_past_both_thresholds(settings: WorkerSettings, store: MeasurementStore) -> None:
     book, tracker = MemoryChampions(), MemoryTracker(0.9)
     store.add(_runs(40))
     retrain_due(settings, store, book=book, tracker=tracker)
@@ -76,7 +76,7 @@ def test_new_runs_trigger_only_past_both_thresholds(settings: Settings, store: M
     assert outcomes[0].decision.verdict is Verdict.REFRESHED and outcomes[0].version == "2" and outcomes[0].n_rows == 50
 
 
-def test_drifting_live_error_triggers_a_retrain(settings: Settings, store: MeasurementStore) -> None:
+def test_drifting_live_error_triggers_a_retrain(settings: WorkerSettings, store: MeasurementStore) -> None:
     settings = settings.model_copy(update={"retrain_min_new_runs": 100})  # only the drift can trigger here
     book, tracker = MemoryChampions(), MemoryTracker(0.9)
     store.add(_runs(40))
@@ -103,7 +103,7 @@ def test_drifting_live_error_triggers_a_retrain(settings: Settings, store: Measu
 
 
 def test_the_worker_reads_the_champions_of_its_settings_not_mlflows_default(
-    settings: Settings, store: MeasurementStore, tmp_path
+    settings: WorkerSettings, store: MeasurementStore, tmp_path
 ) -> None:
     """A worker process whose MLflow default points elsewhere (a stale ./mlflow.db in its folder) still judges the real champions."""
     settings = settings.model_copy(
@@ -121,7 +121,7 @@ def test_the_worker_reads_the_champions_of_its_settings_not_mlflows_default(
         )  # 9 new runs on version 1: not due (the empty default registry has no champion)
 
 
-def test_one_input_run_300_times_far_slower_is_flagged_not_served(settings: Settings, store_url: str) -> None:
+def test_one_input_run_300_times_far_slower_is_flagged_not_served(settings: WorkerSettings, store_url: str) -> None:
     """Issue 30 item 3: 300 runs of one input at 3,600 s were refreshed in unchecked ("too few to compare") and served."""
     store = MeasurementStore(store_url)
     store.migrate()
@@ -145,7 +145,7 @@ def test_one_input_run_300_times_far_slower_is_flagged_not_served(settings: Sett
 
 
 def test_a_run_whose_features_are_not_json_is_set_aside_and_the_pass_trains_the_rest(
-    settings: Settings, store_url: str
+    settings: WorkerSettings, store_url: str
 ) -> None:
     """Issue 30 item 5: one such row made every worker pass fail, for every pair."""
     store = MeasurementStore(store_url)
@@ -178,7 +178,7 @@ def _measured(runs: list[Measurement], per_unit_kb: float = 300.0) -> list[Measu
 
 
 def test_each_target_is_due_by_its_own_runs_and_gets_its_own_champion(
-    settings: Settings, store: MeasurementStore
+    settings: WorkerSettings, store: MeasurementStore
 ) -> None:
     book, tracker = MemoryChampions(), MemoryTracker(0.9)
     store.add(_runs(10) + _measured(_runs(30, start=10, seed=1)))  # 40 runs, 30 of them with a peak memory
