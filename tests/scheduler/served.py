@@ -15,7 +15,7 @@ FEATURES = {"input.sequences": 20.0, "input.mean_length": 250.0}
 
 def served_api(**changes: object) -> ApiSettings:
     """The API's settings the scheduler's tests serve with: their token, the champions loaded once (no polling)."""
-    return ApiSettings(token=TOKEN, reload_interval_s=0, **changes)  # type: ignore[arg-type]
+    return ApiSettings(**{"token": TOKEN, "reload_interval_s": 0, **changes})  # type: ignore[arg-type]
 
 
 def seed_profile(settings: Settings) -> None:

@@ -36,7 +36,7 @@ def peak_bytes(features: dict[str, float]) -> float:
 
 def api_settings(**changes: object) -> ApiSettings:
     """The API's settings the tests serve with: their token, the champions loaded once (no polling)."""
-    return ApiSettings(token=TOKEN, reload_interval_s=0, **changes)  # type: ignore[arg-type]
+    return ApiSettings(**{"token": TOKEN, "reload_interval_s": 0, **changes})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
