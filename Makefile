@@ -44,9 +44,9 @@ format: install
 	BIN=$(BIN) ./scripts/format.sh
 
 # The quick loop: lint, layers and the tests that start no server and run no external program (not marked
-# `server`, tests/conftest.py). Minutes; docs/development.md has the figures.
+# `server`) and are not long (not marked `slow`; both lists in tests/conftest.py). docs/development.md has the figures.
 check: lint
-	$(PYTEST) -m "not server"
+	$(PYTEST) -m "not server and not slow"
 
 # Everything, as CI runs it (.ci/run): the system's servers and tools installed, the docs built, every test.
 test: install system-deps docs lint

@@ -1,8 +1,10 @@
 """Shared fixtures (a session PostgreSQL server, a session Slurm cluster, a fresh store URL per test on SQLite and
-PostgreSQL, a small catalog, the CLI) and the two tiers: ``server`` marks the tests that start real servers or tools.
+PostgreSQL, a small catalog, the CLI) and the tiers: ``server`` marks the tests that start real servers or tools,
+``slow`` the unit tests that take long without one.
 
-`make check` runs ``pytest -n 2 -m "not server"``, `make test` everything with ``-n 2`` (pytest-xdist): each worker
-is a process of its own with its own session servers, its own temp folders and its own ``PREDICTOR_HOME``.
+`make check` runs ``pytest -n 2 -m "not server and not slow"``, `make test` everything with ``-n 2`` (pytest-xdist):
+each worker is a process of its own with its own session servers, its own temp folders, its own ``PREDICTOR_HOME``
+and one BLAS/OpenMP thread.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from threadpoolctl import threadpool_limits
 from typer.testing import CliRunner
 
 from predictor.catalog import Catalog, load_catalog
@@ -93,39 +96,108 @@ SERVERS = {
 """What starts a real server, and which: the tests it concerns are marked ``server`` (out of `make check`). A test
 missing here that starts one fails in `make check` (the starters call :func:`tests.tiers.starting`)."""
 
+SLOW = {
+    # the same keys as SERVERS ("<file>", "<file>::<test>", "<file>::<test>[<params>]", "<file>::<fixture>")
+    "tests/models/test_estimator_checks.py": "scikit-learn's check_estimator on every zoo member (the MLPs the most)",
+    "tests/models/test_network.py::test_passes_check_estimator": "scikit-learn's check_estimator on the network",
+    "tests/models/test_network.py::test_the_zoo_members_reproduce_for_a_seed": "three fits of the MLP member",
+    "tests/models/test_network.py::test_a_seed_fixes_the_fit": "three fits of a network to its full length",
+    "tests/predictor/test_envelope.py::test_every_member_answers_within_the_invariant_over_fuzzed_features[mlp]": (
+        "the MLP member fitted and fuzzed"
+    ),
+    "tests/predictor/test_envelope.py::test_every_member_answers_within_the_invariant_over_fuzzed_features[mlp_log]": (
+        "the MLP member fitted and fuzzed"
+    ),
+    "tests/predictor/test_champion_cache.py::test_a_champion_loaded_once_loads_again_without_mlflow": (
+        "a new Python process loads the champion"
+    ),
+    "tests/predictor/test_store.py::test_concurrent_migrations_take_turns": "six Python processes migrating at once",
+    "tests/training/test_pipeline.py::trained": "two training sessions of four and two models through MLflow",
+    "tests/training/test_peak_memory.py::trained": "three training sessions through MLflow",
+    "tests/training/test_mlflow_clients.py": "trackers and registries on fresh MLflow databases",
+    "tests/training/test_convergence.py": "the default zoo fitted on a bundled dataset",
+    "tests/training/test_guard.py::test_the_cli_keeps_the_champion_from_the_mean_unless_forced": "`train` runs",
+    "tests/training/test_guard.py::test_make_run_again_on_unchanged_data_trains_nothing_and_says_how_to_force": (
+        "`train` runs"
+    ),
+    "tests/training/test_censored.py::test_censored_long_runs_raise_the_served_limit": "training through MLflow",
+    "tests/training/test_worker.py::test_the_worker_reads_the_champions_of_its_settings_not_mlflows_default": (
+        "the worker trains through MLflow"
+    ),
+    "tests/cli/test_learn.py::trained": "a home trained through the CLI, for each test",
+    "tests/cli/test_plan.py::test_a_choice_is_recorded_and_the_next_one_starts_from_it": "two plan choices",
+    "tests/serving/conftest.py::trained": "the API tests' trained home",
+    "tests/simulator/test_learning.py::run": "a simulated run that retrains through the pipeline as jobs end",
+    "tests/simulator/test_plan_choice.py::test_a_candidate_better_on_one_window_alone_is_not_promoted": (
+        "replays of every candidate configuration"
+    ),
+    "tests/simulator/test_plan_choice.py::test_the_online_source_learns_a_known_asymmetric_target_on_a_hand_made_log": (
+        "an online learner over a long log"
+    ),
+    "tests/simulator/test_plan_choice.py::test_the_guard_keeps_the_serving_configuration_unless_a_candidate_wins_by_the_margin": (
+        "replays of every candidate configuration"
+    ),
+    "tests/simulator/test_memory.py::test_without_memory_the_hpc2n_replay_is_unchanged_and_ignoring_memory_overcommits": (
+        "replays of the real HPC2N log"
+    ),
+    "tests/simulator/test_memory.py::test_hpc2n_on_its_nodes_without_memory_gives_the_figures_measured_before_memory": (
+        "a replay of the real HPC2N log"
+    ),
+    "tests/simulator/test_compare.py::test_one_row_per_policy_estimates_and_seed": "a comparison in subprocesses",
+    "tests/data/test_swf_ingest.py::real_store": "both real logs imported",
+    "tests/test_registries.py::test_importing_the_comparison_alone_fills_the_policy_registry": "a new Python process",
+    "tests/test_docs.py::test_a_broken_link_fails_the_strict_build": "a strict mkdocs build of the site",
+    "tests/data/test_describe.py::test_cli_describes_the_bundled_dataset": "plots of the bundled dataset",
+}
+"""Unit tests that start no server but take long (training through MLflow, scikit-learn's checks, replays of the
+real logs, new Python processes): marked ``slow``, out of `make check`, still in `make test`."""
 
-def _is_server(item: pytest.Item, root: Path) -> bool:
-    """Whether ``item`` starts a real server or real programs: a marker of :data:`SERVER_MARKERS`, its test or
-    module in :data:`SERVERS`, or a fixture of its closure listed there (by the file defining it)."""
-    if any(item.get_closest_marker(name) for name in SERVER_MARKERS):
-        return True
+
+def _listed(item: pytest.Item, root: Path, listing: dict[str, str]) -> bool:
+    """Whether ``item`` is in ``listing`` (:data:`SERVERS` or :data:`SLOW`): its test (with or without its
+    parameters) or module, or a fixture of its closure (by the file defining it)."""
     test = item.nodeid.split("[")[0]
-    if test in SERVERS or test.split("::")[0] in SERVERS:
+    if item.nodeid in listing or test in listing or test.split("::")[0] in listing:
         return True
     closure = getattr(item, "_fixtureinfo", None)  # test functions have one (pytest's own, private but long stable)
     for name in item.fixturenames:
         for definition in closure.name2fixturedefs.get(name, ())[-1:] if closure else ():  # the one the test gets
             source = inspect.getsourcefile(definition.func)
-            if source is not None and f"{Path(source).relative_to(root).as_posix()}::{name}" in SERVERS:
+            if source is not None and f"{Path(source).relative_to(root).as_posix()}::{name}" in listing:
                 return True
     return False
 
 
+def _is_server(item: pytest.Item, root: Path) -> bool:
+    """Whether ``item`` starts a real server or real programs: a marker of :data:`SERVER_MARKERS`, or listed in
+    :data:`SERVERS`."""
+    return any(item.get_closest_marker(name) for name in SERVER_MARKERS) or _listed(item, root, SERVERS)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark ``server`` the tests that start real servers or real programs (:func:`_is_server`)."""
+    """Mark ``server`` the tests that start real servers or real programs (:func:`_is_server`), ``slow`` those of
+    :data:`SLOW`."""
     for item in items:
         if _is_server(item, config.rootpath):
             item.add_marker(pytest.mark.server)
+        if _listed(item, config.rootpath, SLOW):
+            item.add_marker(pytest.mark.slow)
 
 
 _HOME = pytest.StashKey[Path]()
+THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+"""The thread counts of OpenBLAS, OpenMP (PyTorch, LightGBM) and MKL, set to one unless the environment says."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Give this process (a pytest-xdist worker, or the one process) its own ``PREDICTOR_HOME``: code that builds
     ``Settings()`` without a home (a simulator's learning oracle, say) writes there, not into ``.predictor`` of the
-    checkout that another worker shares."""
+    checkout that another worker shares. And one BLAS/OpenMP thread, here and in the programs it starts: the workers
+    are the parallelism, and a second thread per worker on two cores only spins (a network's fits took 3.6x the CPU)."""
+    for variable in THREADS:
+        os.environ.setdefault(variable, "1")
+    threadpool_limits(int(os.environ["OPENBLAS_NUM_THREADS"]))  # numpy's OpenBLAS is loaded already
     home = Path(tempfile.mkdtemp(prefix="predictor-home-"))
     config.stash[_HOME] = home
     os.environ["PREDICTOR_HOME"] = str(home)
