@@ -15,7 +15,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
 from cli import learn, measure, plan, probe, serve, simulate, slurm
-from cli.common import err_console
+from cli.common import err_console, settings_error
 from predictor import __version__
 
 
@@ -23,7 +23,8 @@ class OneLineErrors(TyperGroup):
     """The top group: a bad option, value or command is one ``error:`` line, as every command's own errors are."""
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
-        """Run the command line; click's boxed usage error becomes one line naming the command's --help, exit status 2."""
+        """Run the command line; click's boxed usage error becomes one line naming the command's --help, and a
+        ``PREDICTOR_*`` value a settings class refuses one line naming the variable; exit status 2."""
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
         except NoArgsIsHelpError as exc:
@@ -36,6 +37,11 @@ class OneLineErrors(TyperGroup):
         except typer.Abort:
             err_console.print("aborted")
             code = 1
+        except Exception as exc:  # a bad PREDICTOR_* value is one line too; anything else stays its traceback
+            if (refused := settings_error(exc)) is None:
+                raise
+            err_console.print(f"[red]error:[/red] {escape(refused)}")
+            code = 2
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -42,6 +43,24 @@ def load_settings() -> Settings:
     from predictor.settings import Settings
 
     return Settings()
+
+
+def settings_error(exc: BaseException) -> str | None:
+    """One line for ``PREDICTOR_*`` values a settings class of :data:`cli.settings.GROUPS` refused (each variable and
+    why, never its value: it may be a token); None for any other error, which stays the error it is."""
+    validation = sys.modules.get("pydantic_core")  # loaded by whoever built the settings; not imported here (slow)
+    if validation is None or not isinstance(exc, validation.ValidationError):
+        return None
+    from cli.settings import GROUPS
+
+    refused = next((g.settings for g in GROUPS if g.settings.__name__ == exc.title), None)
+    if refused is None:
+        return None
+    prefix = str(refused.model_config.get("env_prefix", ""))
+    reasons = [
+        f"{(prefix + str(e['loc'][0])).upper() if e['loc'] else refused.__name__}: {e['msg']}" for e in exc.errors()
+    ]
+    return "; ".join(reasons)
 
 
 def parse_pairs(items: list[str] | None, what: str) -> dict[str, str]:

@@ -39,3 +39,44 @@ def test_a_bad_option_or_command_is_one_error_line(runner: CliRunner) -> None:
             result.output,
         )
         assert "╭" not in result.output
+
+
+def test_a_bad_setting_is_one_error_line_naming_its_variable(runner: CliRunner) -> None:
+    for env, args, says in [
+        ({"PREDICTOR_CV_FOLDS": "abc"}, ["train"], "error: PREDICTOR_CV_FOLDS: Input should be a valid integer"),
+        (
+            {"PREDICTOR_CV_FOLDS": "1"},
+            ["report"],
+            "error: PREDICTOR_CV_FOLDS: Input should be greater than or equal to 2",
+        ),
+        ({"PREDICTOR_SLURM_CLUSTER": "x", "PREDICTOR_PROBE_RULE": "nope"}, ["probe", "plan", "--help"], None),
+        (
+            {"PREDICTOR_API_MAX_BATCH": "x", "PREDICTOR_API_TOKEN": "s3cret"},
+            ["serve"],
+            "error: PREDICTOR_API_MAX_BATCH",
+        ),
+    ]:
+        result = runner.invoke(app, args, prog_name="predictor", env=env)
+        if says is None:  # help reads no settings: a bad value it never builds does not stop it
+            assert result.exit_code == 0, result.output
+            continue
+        assert result.exit_code == 2 and result.stderr.startswith(says) and result.stderr.count("\n") == 1, (
+            env,
+            result.output,
+        )
+        assert "╭" not in result.output and "s3cret" not in result.output
+
+
+def test_an_error_that_is_not_a_setting_keeps_its_traceback() -> None:
+    from pydantic import BaseModel, ValidationError
+
+    from cli.common import settings_error
+
+    class Job(BaseModel):
+        cores: int
+
+    try:
+        Job(cores="many")  # type: ignore[arg-type]
+    except ValidationError as exc:
+        assert settings_error(exc) is None
+    assert settings_error(ValueError("PREDICTOR_CV_FOLDS")) is None
