@@ -105,7 +105,6 @@ def train(
         err_console.print(
             "[yellow]--promote:[/yellow] the champion guard was overridden; every pair's best candidate was promoted"
         )
-    metric = settings.selection_metric
     title = "Dry run: what training would do (nothing registered)" if dry_run else "Champions"
     table = Table(title=title + TITLED[target])
     for column in (
@@ -113,7 +112,7 @@ def train(
         "platform",
         "target",
         "best candidate",
-        metric.upper(),
+        "forward score",
         "decision",
         "serving",
         "version",
@@ -125,7 +124,7 @@ def train(
             o.platform,
             o.target.value,
             o.challenger,
-            f"{o.metrics[o.challenger].get(metric, float('nan')):.2f}",
+            f"{o.metric.upper()} {o.metrics[o.challenger].get(o.metric, float('nan')):.2f}",
             o.decision.verdict.value,
             o.serving or "-",
             o.version or "-",

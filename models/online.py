@@ -108,6 +108,20 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
         return self._seconds(self._design(X) @ self.coef_)
 
+    def predict_then_learn(self, X: np.ndarray, y: np.ndarray, learn: np.ndarray | None = None) -> np.ndarray:
+        """Seconds for each row, in order, each answered before it is learned (the rows ``learn`` marks; all by default):
+        what the member serves when every run teaches it as it ends. O(features) per row."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
+        y = np.asarray(y, dtype=float)
+        mask = np.ones(len(y), dtype=bool) if learn is None else np.asarray(learn, dtype=bool)
+        answers = np.empty(len(y))
+        for i, (row, seconds, taught) in enumerate(zip(X, y.tolist(), mask.tolist(), strict=True)):
+            answers[i] = self.predict_one(row)
+            if taught:
+                self.learn_one(row, seconds)
+        return answers
+
     def begin(self, n_features: int) -> AsymmetricOnlineRegressor:
         """Start afresh, having learned nothing, for rows of ``n_features`` (an online source with no history yet)."""
         self.n_features_in_ = n_features

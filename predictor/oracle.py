@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import ConfigDict, TypeAdapter
 
 from features import get_extractor
+from features.history import REQUEST_TIME
 from predictor.catalog import Algorithm, Catalog
 from predictor.domain import Estimate, EstimateColumns, Target
 from predictor.envelope import Check
@@ -375,6 +376,7 @@ def _model_columns(
     """A time champion's answers for the rows of ``matrix``, as columns."""
     champion = model.champion
     answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
+    _capped_at_request(answers, champion.feature_names, matrix)
     lists = {key: _finite_list(column, finite) for key, column in answers.items()}
     intervals = {"coverage": coverage, "limit_quantile": limit_quantile} if len(answers) > 1 else {}
     outside = check.outside.tolist() if check is not None else [False] * len(matrix)
@@ -528,6 +530,23 @@ def _scored(
     return answers, finite, check
 
 
+def _capped_at_request(answers: dict[str, np.ndarray], names: Sequence[str], X: np.ndarray) -> None:
+    """Cap every run-time answer at the job's own request (``request.time``, where the rows carry a positive one, as a
+    job class's do): the job is killed there, so it cannot run longer, and no limit served for it may ask for more
+    than its user did."""
+    if REQUEST_TIME not in names:
+        return
+    request = X[:, list(names).index(REQUEST_TIME)]
+    known = np.isfinite(request) & (request > 0)
+    if not known.any():
+        return
+    for key in ("seconds", "upper", "limit"):
+        if key in answers:
+            answers[key] = np.where(known, np.minimum(answers[key], request), answers[key])
+    if "lower" in answers:
+        answers["lower"] = np.minimum(answers["lower"], answers["seconds"])
+
+
 def _predict(
     model: ServedModel,
     rows: list[dict[str, float]],
@@ -540,6 +559,7 @@ def _predict(
     names = champion.feature_names
     X = _feature_rows(names, rows)
     answers, finite, check = _scored(model, X, coverage, limit_quantile)
+    _capped_at_request(answers, names, X)
     fixed: dict[str, Any] = {
         "platform": champion.platform,
         "model_name": champion.name,

@@ -235,6 +235,14 @@ class MemoryMeasurements:
     def add_decision(self, row: dict[str, Any]) -> None:
         self.decision_rows.append(row)
 
+    def decisions(
+        self, algorithm: str | None = None, platform: str | None = None, limit: int = 100, target: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The newest ``limit`` decisions, newest first, as :meth:`MeasurementStore.decisions` filters them."""
+        wanted = (("algorithm", algorithm), ("platform", platform), ("target", target))
+        found = (r for r in reversed(self.decision_rows) if all(v is None or r.get(k) == v for k, v in wanted))
+        return list(itertools.islice(found, limit))
+
     def _select(self, algorithm: str | None, platform: str | None) -> Iterator[dict[str, Any]]:
         for (a, p), rows in self._rows.items():
             if algorithm in (None, a) and platform in (None, p):

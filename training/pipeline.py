@@ -19,7 +19,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,7 +29,7 @@ from sklearn.base import RegressorMixin
 
 from models import available_models, make_model
 from models.ensemble import ENSEMBLE, AveragedRegressor
-from models.zoo import applicable
+from models.zoo import applicable, is_rule
 from predictor.domain import Target
 from predictor.settings import Settings
 from training.champions import MlflowChampions, best_candidate, check_selection_metric
@@ -38,7 +38,7 @@ from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
 from training.ensemble import cross_validated_ensemble, fixed_ensemble, leads
 from training.fanout import Failed, Fit, Refit, run_fits
 from training.folds import FoldPlan
-from training.guard import Decision, GuardSettings, Incumbent, Serve, Verdict, judge, label
+from training.guard import Decision, GuardSettings, Incumbent, RunsSeen, Serve, Verdict, judge, label
 from training.settings import TrainingSettings
 from training.tracking import Candidate, MlflowTracker
 
@@ -143,6 +143,7 @@ class TrainingOutcome:
     n_rows: int
     serving_run: str | None = None
     target: Target = Target.TIME
+    metric: str = "rae"  # the forward-validation metric that judged the pair
 
 
 def fold_plan_path(settings: Settings, algorithm: str, platform: str, target: Target = Target.TIME) -> Path:
@@ -197,10 +198,10 @@ class Pick:
         return out
 
 
-def guard_settings(settings: TrainingSettings) -> GuardSettings:
-    """The guard's thresholds from the service settings."""
+def guard_settings(settings: TrainingSettings, metric: str | None = None) -> GuardSettings:
+    """The guard's thresholds from the service settings, judging by ``metric`` (the selection metric when None)."""
     return GuardSettings(
-        metric=settings.selection_metric,
+        metric=metric or settings.selection_metric,
         margin=settings.guard_margin,
         confidence=settings.guard_confidence,
         min_new_jobs=settings.guard_min_new_jobs,
@@ -217,7 +218,7 @@ def count_steps(
     Members the serving champions need for their comparison are fitted too and add steps.
     """
     chosen = _models(models if models is not None else settings.train_models)
-    return sum(len(names) * _n_folds(settings, ts) + 1 for ts in training_sets if (names := _members(chosen, ts)))
+    return sum(len(names) * _plan(settings, ts).n_folds + 1 for ts in training_sets if (names := _members(chosen, ts)))
 
 
 def run_training(
@@ -264,6 +265,7 @@ def train(
     """
     chosen = _models(models if models is not None else settings.train_models)
     check_selection_metric(settings.selection_metric)
+    check_selection_metric(settings.job_class_metric)
     if others := sorted(
         {f"{ts.algorithm}/{ts.platform} ({ts.target.value})" for ts in training_sets if ts.target is not target}
     ):
@@ -289,7 +291,7 @@ def train(
             and incumbent is not None
             and incumbent.judged == session_fingerprint(settings, ts, chosen)
         ):
-            unchanged.append(_unchanged(ts, incumbent))
+            unchanged.append(_unchanged(ts, incumbent, selection_metric(settings, ts)))
         else:
             judged.append((ts, names, incumbent))
     pairs = [
@@ -308,8 +310,8 @@ def train(
                 pair.candidates.append(
                     tracker.log_candidate(session, ts, pair.plan, result, make_model(name, seed=settings.seed))
                 )
-            if not any(n in pair.results for n in chosen) and pair.complete:
-                log.warning("skipping %s on %s: every chosen member failed", ts.algorithm, ts.platform)
+            if not pair.results and pair.complete:
+                log.warning("skipping %s on %s: every member failed", ts.algorithm, ts.platform)
                 pair.members = []  # judged by nobody; never matches again
             elif pair.members and pair.complete:
                 pick = _judge(settings, tracker, session, index, pair, chosen, force)
@@ -322,6 +324,7 @@ def train(
             pair = pairs[pick.set_index]
             ts = pair.ts
             outcome = _outcome(pick, ts, pair.incumbent, registered.get(pick.set_index, []), dry_run)
+            outcome = replace(outcome, metric=selection_metric(settings, ts))
             tracker.note(sessions[ts.algorithm], _session_tags(outcome))
             if not dry_run and outcome.version is not None:
                 book.remember(ts.algorithm, ts.platform, session_fingerprint(settings, ts, chosen), target)
@@ -343,6 +346,8 @@ def session_fingerprint(settings: TrainingSettings, ts: TrainingSet, members: Se
         settings.cv_folds,
         settings.seed,
         settings.selection_metric,
+        settings.job_class_metric,
+        settings.forward_start,
         settings.interval_coverage,
         settings.guard_margin,
         settings.guard_confidence,
@@ -352,7 +357,7 @@ def session_fingerprint(settings: TrainingSettings, ts: TrainingSet, members: Se
     return hashlib.sha256(f"{ts.fingerprint}|{json.dumps(config)}".encode()).hexdigest()
 
 
-def _unchanged(ts: TrainingSet, incumbent: Incumbent) -> TrainingOutcome:
+def _unchanged(ts: TrainingSet, incumbent: Incumbent, metric: str) -> TrainingOutcome:
     """The outcome of a pair not trained again: the same session already judged it, and its champion stays."""
     reason = f"same runs, members and settings as the session that judged version {incumbent.version}: not trained (--force retrains)"
     decision = Decision(Verdict.UNCHANGED, None, False, incumbent.label, incumbent.label, reason)
@@ -367,6 +372,7 @@ def _unchanged(ts: TrainingSet, incumbent: Incumbent) -> TrainingOutcome:
         metrics={incumbent.label: dict(incumbent.metrics)},
         n_rows=len(ts),
         target=ts.target,
+        metric=metric,
     )
 
 
@@ -379,22 +385,38 @@ def _judge(
     chosen: Sequence[str],
     force: bool,
 ) -> Pick:
-    """Pick the best candidate of ``pair`` (set ``index``) among the ``chosen`` members (and their ensemble, if it leads
-    beyond chance); let the guard judge."""
+    """Pick the best learned candidate of ``pair`` (set ``index``) among the ``chosen`` members (and their ensemble, if it
+    leads beyond chance) and the best of the site's rules that apply; let the guard judge them and the incumbent.
+
+    With ``force`` the challenger is the best of the ``chosen`` members, rule or not, and the guard is overridden.
+    """
     ts, plan, results, incumbent = pair.ts, pair.plan, pair.results, pair.incumbent
+    metric = selection_metric(settings, ts)
     found = {c.model_name: c for c in pair.candidates}
-    order = [*chosen, ENSEMBLE]
+    order = [*pair.members, ENSEMBLE]
     names = [n for n in chosen if n in results]
-    challengers = [found[n] for n in names]
     weights: Counter[str] = Counter()
+    leading: list[Candidate] = []
     if len(names) > 1:
-        ensemble, weights = cross_validated_ensemble([results[n] for n in names], ts, plan, settings.selection_metric)
+        ensemble, weights = cross_validated_ensemble([results[n] for n in names], ts, plan, metric)
         results = {**results, ENSEMBLE: ensemble}
         found[ENSEMBLE] = _log_ensemble(settings, tracker, session, ts, plan, ensemble, weights)
-        if leads(ensemble, [results[n] for n in names], ts, settings.selection_metric, settings.guard_confidence):
-            challengers.append(found[ENSEMBLE])  # a lead chance can explain would not carry over to new runs
-    best = best_candidate(sorted(challengers, key=lambda c: order.index(c.model_name)), settings.selection_metric)
-    challenger_members = dict(weights) if best.model_name == ENSEMBLE else {best.model_name: 1}
+        if leads(ensemble, [results[n] for n in names], ts, metric, settings.guard_confidence):
+            leading.append(found[ENSEMBLE])  # a lead chance can explain would not carry over to new runs
+
+    def best(candidates: list[Candidate]) -> Candidate | None:
+        ranked = sorted(candidates, key=lambda c: order.index(c.model_name))
+        return best_candidate(ranked, metric) if ranked else None
+
+    rule = best([found[n] for n in pair.members if n in results and is_rule(n)])
+    learned = best([found[n] for n in names if not is_rule(n)] + leading)
+    if force:
+        challenger = best([found[n] for n in names] + leading)
+    else:
+        challenger = learned or rule
+    if challenger is None:
+        raise ValueError(f"{ts.algorithm} on {ts.platform}: no candidate to judge")
+    challenger_members = dict(weights) if challenger.model_name == ENSEMBLE else {challenger.model_name: 1}
     incumbent_candidate, incumbent_predictions, X = None, None, None
     if incumbent is not None and all(m in results for m in incumbent.composition):
         incumbent_candidate, incumbent_predictions = _incumbent_result(
@@ -402,22 +424,50 @@ def _judge(
         )
         if set(incumbent.feature_names) <= set(ts.X.columns):
             X = ts.X[incumbent.feature_names].to_numpy(dtype="float64")
-    done = ts.finished  # the guard compares on finished runs: a censored run's time is only a bound
+    # the guard compares on finished runs a fold scored: a censored run's time is only a bound
+    finished = ts.finished
+    done = finished & plan.scored
     decision = judge(
         y=ts.y[done],
-        priors=results[best.model_name].priors[done],
+        priors=results[challenger.model_name].priors[done],
         jobs=ts.jobs[done],
         run_ids=[r for r, keep in zip(ts.run_ids, done, strict=True) if keep],
         X=None if X is None else X[done],
         challenger=challenger_members,
-        challenger_predictions=results[best.model_name].predictions[done],
+        challenger_predictions=results[challenger.model_name].predictions[done],
         incumbent=incumbent,
         incumbent_predictions=None if incumbent_predictions is None else incumbent_predictions[done],
-        settings=guard_settings(settings),
+        settings=guard_settings(settings, metric),
         force=force,
+        rule=None if rule is None else {rule.model_name: 1},
+        rule_predictions=None if rule is None else results[rule.model_name].predictions[done],
+        every_run=RunsSeen(
+            ts.y[finished], ts.jobs[finished], [r for r, f in zip(ts.run_ids, finished, strict=True) if f]
+        ),
     )
+    served = found[_served_name(decision, challenger, rule)]
     members = dict(incumbent.composition) if incumbent is not None else {}
-    return Pick(index, best, challenger_members, incumbent_candidate, members, decision, list(found.values()))
+    return Pick(
+        index, served, _members_of(served, weights), incumbent_candidate, members, decision, list(found.values())
+    )
+
+
+def _served_name(decision: Decision, challenger: Candidate, rule: Candidate | None) -> str:
+    """The candidate the guard's decision names as its challenger: the learned one, or the rule that replaced it."""
+    if rule is not None and decision.challenger == rule.model_name:
+        return rule.model_name
+    return challenger.model_name
+
+
+def _members_of(candidate: Candidate, weights: Counter[str]) -> dict[str, int]:
+    """A candidate's composition: the ensemble's weights, or the one member."""
+    return dict(weights) if candidate.model_name == ENSEMBLE else {candidate.model_name: 1}
+
+
+def selection_metric(settings: TrainingSettings, ts: TrainingSet) -> str:
+    """The metric that judges ``ts``: the job-class metric for a set that carries its users' requests (a job class),
+    else the selection metric."""
+    return settings.job_class_metric if ts.carries_requests else settings.selection_metric
 
 
 def _incumbent_result(
@@ -614,6 +664,7 @@ def _session_tags(outcome: TrainingOutcome) -> dict[str, str]:
         f"champion.{p}": outcome.serving or "",
         f"challenger.{p}": outcome.challenger,
         f"guard.{p}": outcome.decision.verdict.value,
+        f"metric.{p}": outcome.metric,
         f"guard_reason.{p}": outcome.decision.reason[:4000],
         f"champion_version.{p}": outcome.version or "",
         f"champion_run.{p}": outcome.serving_run or "",
@@ -641,22 +692,25 @@ def decision_row(outcome: TrainingOutcome, trigger: str) -> dict[str, Any]:
 
 
 def _save_plan(settings: TrainingSettings, ts: TrainingSet) -> FoldPlan:
-    """The set's seeded fold plan (repeats of one job, i.e. equal feature rows, in one fold), written where peer tools find it."""
-    plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed, groups=ts.jobs)
+    """The set's forward plan (its runs in the order they ended, :meth:`FoldPlan.forward_chain`), written where peer
+    tools find it."""
+    plan = _plan(settings, ts)
     path = fold_plan_path(settings, ts.algorithm, ts.platform, ts.target)
     path.parent.mkdir(parents=True, exist_ok=True)
     plan.save(path)
     return plan
 
 
-def _n_folds(settings: TrainingSettings, ts: TrainingSet) -> int:
-    """Folds of the set's plan: the setting, or one per run when there are fewer runs."""
-    return min(settings.cv_folds, len(ts))
+def _plan(settings: TrainingSettings, ts: TrainingSet) -> FoldPlan:
+    """The set's forward plan: its runs in the order they ended, cut as the settings say."""
+    return FoldPlan.forward_chain(ts.run_ids, ts.ended, settings.cv_folds, settings.forward_start)
 
 
 def _members(chosen: Sequence[str], ts: TrainingSet) -> list[str]:
-    """The chosen members that apply to ``ts`` (its features, its number of runs, its target)."""
-    return [name for name in chosen if applicable(name, ts.feature_names, len(ts), ts.target)]
+    """The chosen members that apply to ``ts`` (its features, its number of runs, its target), then the site's rules
+    that apply and are not among them: a rule is always a candidate."""
+    names = [*chosen, *(name for name in available_models() if is_rule(name) and name not in chosen)]
+    return [name for name in names if applicable(name, ts.feature_names, len(ts), ts.target)]
 
 
 def _models(models: Sequence[str] | None) -> list[str]:

@@ -1,4 +1,4 @@
-"""Is one model's lead over another real? A paired bootstrap over jobs of the difference in RAE and RRSE.
+"""Is one model's lead over another real? A paired bootstrap over jobs of the difference in RAE, RRSE and MALE.
 
 Two models scored on the same folds differ partly by chance: which jobs happened to be measured,
 and how noisy their repeats were. Resampling whole jobs (all repeats of a job together, as the fold
@@ -15,10 +15,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from training.metrics import absolute_log_errors
+
 
 @dataclass(frozen=True)
 class Difference:
-    """Metric of model A minus metric of model B (in % points; negative: A is better), with a bootstrap interval.
+    """Metric of model A minus metric of model B (RAE and RRSE in % points, MALE in hundredths of ln; negative: A is
+    better), with a bootstrap interval.
 
     ``share_a_better`` is the share of resamples in which A's metric is the lower one.
     """
@@ -42,9 +45,9 @@ def paired_bootstrap(
     seed: int = 0,
     censored: ArrayLike | None = None,
 ) -> dict[str, Difference]:
-    """RAE and RRSE differences of predictions ``pred_a`` and ``pred_b`` of ``y_true``, resampling ``groups`` (jobs).
+    """RAE, RRSE and MALE differences of predictions ``pred_a`` and ``pred_b`` of ``y_true``, resampling ``groups`` (jobs).
 
-    Both metrics are computed as :func:`training.metrics.compute_metrics` does (against each row's
+    Each metric is computed as :func:`training.metrics.compute_metrics` does (RAE and RRSE against each row's
     ``y_prior``) on every resample; the interval holds the central ``level`` share of the differences.
     Rows flagged ``censored`` are left out, as the metrics leave them out: their time is only a bound.
     """
@@ -68,7 +71,18 @@ def paired_bootstrap(
     n_groups = int(group_of_row.max()) + 1
     # Per job: sums of absolute and squared errors of A, of B and of the prior; a resample adds them up by its counts.
     columns = np.stack(
-        [np.abs(a - y), np.abs(b - y), np.abs(prior - y), (a - y) ** 2, (b - y) ** 2, (prior - y) ** 2], axis=1
+        [
+            np.abs(a - y),
+            np.abs(b - y),
+            np.abs(prior - y),
+            (a - y) ** 2,
+            (b - y) ** 2,
+            (prior - y) ** 2,
+            absolute_log_errors(y, a),
+            absolute_log_errors(y, b),
+            np.ones_like(y),
+        ],
+        axis=1,
     )
     per_group = np.zeros((n_groups, columns.shape[1]))
     np.add.at(per_group, group_of_row, columns)
@@ -76,7 +90,7 @@ def paired_bootstrap(
     observed = per_group.sum(axis=0)[None, :]
     tails = (1.0 - level) / 2.0
     result = {}
-    for metric, scores in (("rae", _rae), ("rrse", _rrse)):
+    for metric, scores in (("rae", _rae), ("rrse", _rrse), ("male", _male)):
         now = scores(observed)[0]
         drawn = scores(counts @ per_group)
         drawn = drawn[np.isfinite(drawn)]
@@ -91,6 +105,13 @@ def _rae(sums: np.ndarray) -> np.ndarray:
     """RAE of A minus RAE of B (% points) from rows of summed errors; NaN where the prior made no error."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return 100.0 * (sums[:, 0] - sums[:, 1]) / sums[:, 2]
+
+
+def _male(sums: np.ndarray) -> np.ndarray:
+    """Mean absolute log error of A minus that of B, in hundredths of ln (near 0, about % points of relative error, the
+    unit of the others), from rows of summed errors and counts."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 100.0 * (sums[:, 6] - sums[:, 7]) / sums[:, 8]
 
 
 def _rrse(sums: np.ndarray) -> np.ndarray:

@@ -135,11 +135,11 @@ def candidate_numbers(
     training_set: TrainingSet, plan: FoldPlan, result: CVResult, coverage: float
 ) -> tuple[dict[str, float], dict[float, float]]:
     """A candidate's metrics (with ``interval_coverage``, cross-fitted) and its residual log-ratio quantiles."""
-    ts = training_set
-    quantiles = residual_log_quantiles(ts.y, result.predictions, ts.censored)
+    ts, rows = training_set, result.scored
+    quantiles = residual_log_quantiles(ts.y[rows], result.predictions[rows], ts.censored[rows])
     metrics = {
         **result.metrics,
-        "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan.folds, coverage, ts.censored),
+        "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan, coverage, ts.censored),
     }
     return metrics, quantiles
 
@@ -273,9 +273,10 @@ def _write_artifacts(
     plan.save(folder / "folds.csv")
     out_of_fold_table(ts, plan, result).to_csv(folder / OUT_OF_FOLD, index=False)
     title = f"{result.model_name}: {ts.algorithm} on {ts.platform}"
+    rows = result.scored
     figures = {
-        "pred_vs_actual.svg": plots.pred_vs_actual(ts.y, result.predictions, title),
-        "relative_errors.svg": plots.relative_errors(ts.y, result.predictions, title),
+        "pred_vs_actual.svg": plots.pred_vs_actual(ts.y[rows], result.predictions[rows], title),
+        "relative_errors.svg": plots.relative_errors(ts.y[rows], result.predictions[rows], title),
     }
     if result.curves:
         figures["learning_curve.svg"] = plots.learning_curves(result.curves, title)
