@@ -63,8 +63,10 @@ def train(
     """
     from cli.progress import progress
     from predictor.catalog import load_catalog
+    from training.champions import MlflowChampions
     from training.dataset import load_training_sets
     from training.guard import Verdict
+    from training.live_members import refresh_live_members
     from training.pipeline import count_steps, decision_row
     from training.pipeline import train as train_sets
     from training.settings import TrainingSettings
@@ -85,16 +87,20 @@ def train(
             done = next(steps)  # the serving champions' members and the registrations add steps to the estimate
             update(done, max(done, total), label)
 
+        book = MlflowChampions(settings.resolved_tracking_uri)
         outcomes = train_sets(
             settings,
             training_sets,
             models=model,
             progress=advance,
+            champions=book,
             retrain=force,
             force=promote,
             dry_run=dry_run,
             target=target,
         )
+    if not dry_run:
+        refresh_live_members(store, book, outcomes)
     trigger = "predictor train" + (" --promote" if promote else " --force" if force else "")
     trigger += "" if target is Target.TIME else f" --target {target.value}"
     if not dry_run:

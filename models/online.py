@@ -150,6 +150,39 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
             for level in levels
         }
 
+    def state(self) -> dict[str, Any]:
+        """What it has learned, as plain numbers (JSON-able); with :meth:`get_params`, enough for :meth:`from_state`."""
+        check_is_fitted(self, "coef_")
+        names = getattr(self, "feature_names_in_", None)
+        return {
+            "n_features": int(self.n_features_in_),
+            "feature_names": None if names is None else [str(n) for n in names],
+            "coef": self.coef_.tolist(),
+            "scale": self.scale_.tolist(),
+            "norm": self.norm_,
+            "target_scale": self.target_scale_,
+            "n_seen": self.n_seen_,
+            "residual_counts": self.residual_counts_.tolist(),
+            "increment": self._increment,
+        }
+
+    @classmethod
+    def from_state(cls, params: dict[str, Any], state: dict[str, Any]) -> AsymmetricOnlineRegressor:
+        """The member built with ``params`` that has learned what ``state`` (from :meth:`state`) holds."""
+        model = cls(**params)
+        if state["feature_names"] is not None:
+            model.feature_names_in_ = np.asarray(state["feature_names"], dtype=object)
+        model.n_features_in_ = int(state["n_features"])
+        model._reset(model.n_features_in_)
+        model.coef_ = np.asarray(state["coef"], dtype=float)
+        model.scale_ = np.asarray(state["scale"], dtype=float)
+        model.norm_ = float(state["norm"])
+        model.target_scale_ = float(state["target_scale"])
+        model.n_seen_ = int(state["n_seen"])
+        model.residual_counts_ = np.asarray(state["residual_counts"], dtype=float)
+        model._increment = float(state["increment"])
+        return model
+
     def __sklearn_tags__(self) -> Any:
         """Missing values mean 0 (as in a job without history); one pass of a log-target model fits arbitrary
         (negative) targets poorly, by design."""

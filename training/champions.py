@@ -98,6 +98,18 @@ class MlflowChampions:
             judged=judged,
         )
 
+    def served_model(
+        self, algorithm: str, platform: str, target: Target = Target.TIME
+    ) -> tuple[dict[str, int], str, Any, list[str]] | None:
+        """The composition, version number, fitted model (downloaded) and feature order the alias of the pair's target
+        points at; None when there is none."""
+        incumbent = self.incumbent(algorithm, platform, target)
+        if incumbent is None:
+            return None
+        name = registered_name(algorithm, platform, target)
+        model = load_registered(self.tracking_uri, name, incumbent.version)
+        return dict(incumbent.composition), incumbent.version, model, list(incumbent.feature_names)
+
     def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None:
         """Note on the registered model which training session judged the pair's target last (what lets an unchanged one be skipped)."""
         self.client.set_registered_model_tag(registered_name(algorithm, platform, target), JUDGED_TAG, fingerprint)

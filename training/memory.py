@@ -19,6 +19,7 @@ import pandas as pd
 from sklearn.base import RegressorMixin
 
 from predictor.domain import MAX_WALL_SECONDS, Measurement, ServedEstimate, Target
+from predictor.online import LiveMember
 from predictor.registry import Champion, registered_name
 from predictor.store.store import LIVE_COLUMNS, frame_of, measurement_row
 from training.champions import training_envelope, version_tags
@@ -104,6 +105,15 @@ class MemoryChampions:
     def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None:
         self.judged[(algorithm, platform, target)] = fingerprint
 
+    def served_model(
+        self, algorithm: str, platform: str, target: Target = Target.TIME
+    ) -> tuple[dict[str, int], str, Any, list[str]] | None:
+        """The composition, version number, fitted model and feature order the alias of the pair's target points at."""
+        served = self.alias.get((algorithm, platform, target))
+        if served is None:
+            return None
+        return dict(served.composition), served.number, served.champion.model, list(served.champion.feature_names)
+
     def register(
         self,
         training_set: TrainingSet,
@@ -157,12 +167,16 @@ class MemoryMeasurements:
         self._finished: dict[tuple[str, str], list[float]] = {}  # wall seconds of finished runs per pair
         self._informative: dict[tuple[str, str], int] = {}
         self.decision_rows: list[dict[str, Any]] = []
+        self.live: dict[tuple[str, str, Target], LiveMember] = {}
 
     def add(self, measurements: Iterable[Measurement], served: Iterable[ServedEstimate] = ()) -> None:
-        """Keep new runs (a run id seen before is ignored) and the estimates they were served."""
+        """Keep new runs (a run id seen before is ignored) and the estimates they were served; the live online
+        champions of their pairs learn them, as the store's ``add`` has them do."""
+        new = []
         for m in measurements:
             if m.run_id in self._by_id:
                 continue
+            new.append(m)
             pair = (m.algorithm, m.platform)
             row = self._by_id[m.run_id] = measurement_row(m)
             self._rows.setdefault(pair, []).append(row)
@@ -174,6 +188,24 @@ class MemoryMeasurements:
             if s.run_id not in self._served:
                 self._served[s.run_id] = s
                 self._served_order.setdefault((s.algorithm, s.platform), []).append(s.run_id)
+        if self.live and new:
+            pairs = {(m.algorithm, m.platform) for m in new}
+            for member in self.live.values():
+                if (member.algorithm, member.platform) in pairs:
+                    member.learn(new)
+
+    def set_live_member(self, key: tuple[str, str, Target], member: LiveMember | None) -> None:
+        """Make ``member`` the live online champion of ``key``; None: it has none."""
+        if member is None:
+            self.live.pop(key, None)
+        else:
+            self.live[key] = member
+
+    def live_members(self) -> dict[tuple[str, str, Target], LiveMember]:
+        return dict(self.live)
+
+    def live_revisions(self) -> dict[tuple[str, str, Target], tuple[str, int]]:
+        return {key: (m.version, m.revision) for key, m in self.live.items()}
 
     def pairs(self) -> list[tuple[str, str]]:
         return sorted(self._finished)

@@ -107,6 +107,10 @@ class ChampionBook(Protocol):
 
     def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None: ...
 
+    def served_model(
+        self, algorithm: str, platform: str, target: Target = Target.TIME
+    ) -> tuple[dict[str, int], str, Any, list[str]] | None: ...
+
     def register(
         self,
         training_set: TrainingSet,

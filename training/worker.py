@@ -31,10 +31,12 @@ from typing import Any, Protocol
 
 from predictor.domain import Target
 from predictor.live import LiveWindows, live_metrics
+from predictor.online import LiveMember
 from predictor.passes import every_interval
 from training.dataset import MeasurementFrames, load_training_sets, target_rows
 from training.folds import MIN_ROWS
 from training.guard import Incumbent
+from training.live_members import refresh_live_members
 from training.pipeline import ChampionBook, Progress, Tracker, TrainingOutcome, decision_row, train
 from training.settings import WorkerSettings
 
@@ -63,6 +65,8 @@ class WorkerStore(MeasurementFrames, LiveWindows, Protocol):
     def decisions(
         self, algorithm: str | None = None, platform: str | None = None, limit: int = 100, target: str | None = None
     ) -> list[dict[str, Any]]: ...
+
+    def set_live_member(self, key: tuple[str, str, Target], member: LiveMember | None) -> None: ...
 
 
 def due(
@@ -170,6 +174,7 @@ def retrain_due(
         trained = train(
             settings, sets, models=models, progress=progress, tracker=tracker, champions=book, target=target
         )
+        refresh_live_members(store, book, trained)
         for outcome in trained:
             reason = reasons[(outcome.algorithm, outcome.platform)]
             store.add_decision(decision_row(outcome, f"worker: {reason}"))

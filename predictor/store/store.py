@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from alembic import command
@@ -36,8 +36,12 @@ from sqlalchemy.sql import Select
 from sqlalchemy.types import NullType
 
 from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, ServedEstimate
+from predictor.store import online_members
 from predictor.store.tables import measurements as table
 from predictor.store.tables import model_decisions, served_estimates, set_aside
+
+if TYPE_CHECKING:
+    from predictor.online import LiveMember
 
 log = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -99,8 +103,9 @@ class MeasurementStore:
             conn.commit()
 
     def add(self, measurements: Iterable[Measurement], served: Iterable[ServedEstimate] = ()) -> AddResult:
-        """Store new runs (and the estimates they were served) in one transaction; run_ids already stored or repeated in
-        the batch are duplicates."""
+        """Store new runs (and the estimates they were served) in one transaction, in which the live online champions of
+        their pairs learn them (:mod:`predictor.online`); run_ids already stored or repeated in the batch are
+        duplicates."""
         rows: dict[str, Measurement] = {}
         repeats: list[str] = []
         for m in measurements:
@@ -114,6 +119,7 @@ class MeasurementStore:
             with self._connect_exclusive() as conn:
                 inserted = insert_measurements(conn, rows.values())
                 insert_served(conn, served)
+                online_members.learn_in(conn, (rows[r] for r in inserted))
                 conn.commit()
         return AddResult(
             stored=[run_id for run_id in rows if run_id in inserted],
@@ -203,6 +209,20 @@ class MeasurementStore:
             table_now = {(a, p): (float(median), int(n)) for a, p, median, n in conn.execute(_medians())}
         self._profile = (stamp, table_now)
         return dict(table_now)
+
+    def set_live_member(self, key: online_members.Key, member: LiveMember | None) -> None:
+        """Make ``member`` the live online champion of (algorithm, platform, target) ``key``; None: it has none."""
+        with self._connect_exclusive() as conn:
+            online_members.replace_in(conn, key, member)
+            conn.commit()
+
+    def live_members(self) -> dict[online_members.Key, LiveMember]:
+        """Every live online champion, by (algorithm, platform, target)."""
+        return online_members.read(self.engine)
+
+    def live_revisions(self) -> dict[online_members.Key, tuple[str, int]]:
+        """(version, revision) of every live online champion (see :func:`online_members.revisions`)."""
+        return online_members.revisions(self.engine)
 
     def add_served(self, served: Iterable[ServedEstimate]) -> int:
         """Keep the estimate each run was served (the first one recorded per run_id wins); how many were new."""
