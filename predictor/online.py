@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from models.online import AsymmetricOnlineRegressor
 from predictor.domain import Measurement, Target
+from predictor.registry import Champion
 
 LOG_FLOOR = 1.0e-3  # both sides of a log error are floored here, as training's metrics floor them
 
@@ -111,6 +112,20 @@ class LiveMember:
             scored=int(row["scored"]),
             log_error_sum=float(row["log_error_sum"]),
         )
+
+
+LIVE_REVISION_TAG = "live_revision"  # on a served champion that learns online: the live member's revision it holds
+
+
+def with_live_member(champion: Champion, member: LiveMember) -> Champion:
+    """``champion`` answering with ``member``'s learned numbers (its tags say how far it has learned)."""
+    tags = {**champion.tags, LIVE_REVISION_TAG: str(member.revision), "live_learned": str(member.learned)}
+    return replace(champion, model=member.model, tags=tags)
+
+
+def holds(champion: Champion, member: LiveMember) -> bool:
+    """Whether a served ``champion`` already answers with what ``member`` has learned (same version and revision)."""
+    return champion.version == member.version and champion.tags.get(LIVE_REVISION_TAG) == str(member.revision)
 
 
 def target_value(m: Measurement, target: Target) -> float | None:

@@ -19,7 +19,6 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from predictor.champion_source import (
     ChampionSource,
@@ -29,15 +28,12 @@ from predictor.champion_source import (
     first_line,
 )
 from predictor.domain import Target
+from predictor.online import LiveMember, holds, with_live_member
 from predictor.oracle import Pair, ProfileTable, RuntimeOracle, ServedModel, serve_model
 from predictor.registry import registered_name
 from serving.metrics import Metrics
 from serving.telemetry import LOGGER_NAME
 
-if TYPE_CHECKING:
-    from predictor.online import LiveMember
-
-LIVE_REVISION_TAG = "live_revision"  # on a served champion that learns online: the live member's revision it holds
 LOAD_WAIT_FACTOR = 20  # how many registry waits loading the first champions may take before the cache is served
 
 
@@ -263,13 +259,10 @@ class ChampionWatcher:
 
 def _live_model(existing: ServedModel | None, loaded: LoadedChampion, member: LiveMember) -> ServedModel:
     """The served model of a champion that learns online: its registered version with the live member's numbers, built
-    again only when the member has learned since (its revision, kept in the served champion's tags)."""
-    revision = str(member.revision)
-    held = None if existing is None else (existing.champion.version, existing.champion.tags.get(LIVE_REVISION_TAG))
-    if existing is not None and held == (member.version, revision):
+    again only when the member has learned since."""
+    if existing is not None and holds(existing.champion, member):
         return existing
-    tags = {**loaded.champion.tags, LIVE_REVISION_TAG: revision, "live_learned": str(member.learned)}
-    return serve_model(replace(loaded.champion, model=member.model, tags=tags), loaded.examples)
+    return serve_model(with_live_member(loaded.champion, member), loaded.examples)
 
 
 def _label(pair: Pair, target: Target = Target.TIME) -> str:

@@ -22,6 +22,9 @@ from sklearn.pipeline import Pipeline
 
 from models import make_model
 from models.zoo import learns_from_censored, learns_online
+from predictor.domain import Target
+from predictor.envelope import TrainingEnvelope
+from predictor.served import cap_at_request, served_points
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 from training.metrics import compute_metrics
@@ -123,8 +126,42 @@ def fit_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, fold: i
     return FoldFit(fold, predictions, seconds, tuned, inner_attribute(model, "learning_curve_"))
 
 
-def collect(model_name: str, training_set: TrainingSet, plan: FoldPlan, fits: Sequence[FoldFit]) -> CVResult:
+def fold_envelopes(training_set: TrainingSet, plan: FoldPlan) -> list[TrainingEnvelope]:
+    """Each fold's training envelope, fitted on the finished runs it trains on (without the law's errors, which only
+    widen intervals): what the oracle would have served a learned champion of that fold with
+    (:func:`training.champions.training_envelope` says which have one)."""
+    ts = training_set
+    envelopes = []
+    for fold in range(plan.n_folds):
+        rows = plan.train_rows(fold) & ts.finished
+        envelopes.append(TrainingEnvelope.fit(ts.X[rows], ts.y[rows], law_errors=False))
+    return envelopes
+
+
+def as_served(
+    training_set: TrainingSet, rows: np.ndarray, predictions: np.ndarray, envelope: TrainingEnvelope | None
+) -> np.ndarray:
+    """A fold's predictions of ``rows`` as the oracle would serve them: outside ``envelope`` by its law (None: a rule,
+    served as it answers), floored, and a job class's run time capped at the request."""
+    X = training_set.X.to_numpy(dtype="float64")[rows]
+    points, _ = served_points(predictions, X, envelope)
+    answers = {"seconds": points}
+    if training_set.target is Target.TIME:
+        cap_at_request(answers, training_set.feature_names, X)
+    return answers["seconds"]
+
+
+def collect(
+    model_name: str,
+    training_set: TrainingSet,
+    plan: FoldPlan,
+    fits: Sequence[FoldFit],
+    envelopes: Sequence[TrainingEnvelope | None] | None = None,
+) -> CVResult:
     """Put one model's fold fits together: out-of-fold predictions, priors and metrics per fold and pooled.
+
+    With ``envelopes`` (one per fold; :func:`fold_envelopes`, or None per fold for a rule), each fold's predictions are
+    scored as served (:func:`as_served`).
 
     Each fold's predictions are its scored rows' in row order. The prior of a row is the mean of the finished runs
     its fold trained on, so RAE and RRSE are relative to the baseline that fold would have had, as Weka computes
@@ -141,7 +178,12 @@ def collect(model_name: str, training_set: TrainingSet, plan: FoldPlan, fits: Se
     fold_metrics = []
     for fit in fits:
         test = plan.test_rows(fit.fold)
-        predictions[test] = fit.predictions
+        served = (
+            fit.predictions
+            if envelopes is None
+            else as_served(training_set, test, fit.predictions, envelopes[fit.fold])
+        )
+        predictions[test] = served
         priors[test] = y[plan.train_rows(fit.fold) & ~censored].mean()
         fold_metrics.append(compute_metrics(y[test], predictions[test], priors[test], censored[test]))
     scored = plan.scored

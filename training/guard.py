@@ -45,7 +45,7 @@ from training.significance import paired_bootstrap
 
 Composition = Mapping[str, int]  # zoo member -> weight (one member: weight 1)
 # the bootstrap's difference that moves with each selection metric (same sign)
-BOOTSTRAP_METRIC = {"rae": "rae", "mae": "rae", "rrse": "rrse", "rmse": "rrse", "male": "male", "mdale": "male"}
+BOOTSTRAP_METRIC = {"rae": "rae", "mae": "rae", "rrse": "rrse", "rmse": "rrse", "male": "male", "mdale": "mdale"}
 JUMP_SHARE = 0.05  # more new runs of known inputs than this share, each far from its input's past: a flag
 MIN_JUMP_RUNS = 2  # new runs of one known input that can flag it on their own
 

@@ -139,7 +139,7 @@ class MemoryChampions:
             feature_names=list(ts.feature_names),
             model=model,
             tags={**version_tags(ts, candidate, composition, coverage), "guard_verdict": decision.verdict.value},
-            envelope=training_envelope(ts),
+            envelope=training_envelope(ts, composition),
         )
         version = Version(number, champion, dict(composition), frozenset(ts.run_ids))
         versions.append(version)

@@ -110,7 +110,7 @@ def _finished_metrics(y: np.ndarray, pred: np.ndarray, prior: np.ndarray) -> dic
         "mape": 100.0 * float(ape.mean()) if some else math.nan,
         "median_ape": 100.0 * float(np.median(ape)) if some else math.nan,
         "male": float(log_errors.mean()),
-        "mdale": float(np.median(log_errors)),
+        "mdale": float(np.quantile(log_errors, 0.5, method="lower")),  # the bootstrap's median (training.significance)
         "within_10pct": float((ape <= 0.10).mean()) if some else math.nan,
         "within_25pct": float((ape <= 0.25).mean()) if some else math.nan,
         "within_factor_2": float(((ratio >= 0.5) & (ratio <= 2.0)).mean()) if some else math.nan,

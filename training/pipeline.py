@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,9 +32,10 @@ from models import available_models, make_model
 from models.ensemble import ENSEMBLE, AveragedRegressor
 from models.zoo import applicable, is_rule
 from predictor.domain import Target
+from predictor.envelope import TrainingEnvelope
 from predictor.settings import Settings
-from training.champions import MlflowChampions, best_candidate, check_selection_metric
-from training.crossval import CVResult, FoldFit, collect
+from training.champions import MlflowChampions, best_candidate, check_selection_metric, served_with_envelope
+from training.crossval import CVResult, FoldFit, collect, fold_envelopes
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
 from training.ensemble import cross_validated_ensemble, fixed_ensemble, leads
 from training.fanout import Failed, Fit, Refit, run_fits
@@ -74,6 +76,22 @@ DEFAULT_MODELS: tuple[str, ...] = (
     "online_area_log",
     "cascade",
     "cascade_log",
+)
+
+# A job class's runs (thousands, with the job-history features of features/history.py) are trained with members
+# that fit them in seconds: the site's rules, the power laws, boosted trees and the online learners. The networks and
+# the SVR search cost minutes per fit on such sets, and a replay retrains each class again and again.
+JOB_CLASS_MODELS: tuple[str, ...] = (
+    "mean",
+    "requested_time",
+    "last_two_mean",
+    "linear_log",
+    "tobit_log",
+    "lightgbm_log",
+    "online_log",
+    "online_median_log",
+    "online_area_log",
+    "sc15",
 )
 
 Progress = Callable[[str], None]
@@ -171,6 +189,7 @@ class PairTraining:
     plan: FoldPlan
     incumbent: Incumbent | None
     members: list[str]
+    chosen: list[str]  # the members asked for (the others are the site's rules and the incumbent's)
     results: dict[str, CVResult] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
 
@@ -178,6 +197,18 @@ class PairTraining:
     def complete(self) -> bool:
         """Whether every member still in has its cross-validation."""
         return len(self.results) == len(self.members)
+
+    @cached_property
+    def envelopes(self) -> list[TrainingEnvelope]:
+        """Each fold's training envelope, fitted once for every learned member (:func:`~training.crossval.fold_envelopes`)."""
+        return fold_envelopes(self.ts, self.plan)
+
+    def served_by(self, member: str) -> list[TrainingEnvelope | None]:
+        """The envelope each fold serves ``member`` with: the fold's, or none where its champion would have none
+        (:func:`~training.champions.served_with_envelope`)."""
+        if served_with_envelope(self.ts, {member: 1}):
+            return list(self.envelopes)
+        return [None] * self.plan.n_folds
 
 
 @dataclass(frozen=True)
@@ -221,8 +252,12 @@ def count_steps(
 
     Members the serving champions need for their comparison are fitted too and add steps.
     """
-    chosen = _models(models if models is not None else settings.train_models)
-    return sum(len(names) * _plan(settings, ts).n_folds + 1 for ts in training_sets if (names := _members(chosen, ts)))
+    explicit = models if models is not None else settings.train_models
+    return sum(
+        len(names) * _plan(settings, ts).n_folds + 1
+        for ts in training_sets
+        if (names := _members(_chosen(explicit, ts), ts))
+    )
 
 
 def run_training(
@@ -267,7 +302,9 @@ def train(
     set's best candidate whatever the guard says. Members that do not apply to a set are left out
     of it; ``progress`` is called once per fold fit, as fits finish, and once per judged set.
     """
-    chosen = _models(models if models is not None else settings.train_models)
+    explicit = models if models is not None else settings.train_models
+    if explicit is not None:
+        _models(explicit)  # unknown names are refused before any work
     check_selection_metric(settings.selection_metric)
     check_selection_metric(settings.job_class_metric)
     if others := sorted(
@@ -276,10 +313,11 @@ def train(
         raise ValueError(f"training {target.value} on sets of another target: {', '.join(others)}")
     tracker = tracker or MlflowTracker(settings)
     book = champions or MlflowChampions(settings.resolved_tracking_uri)
-    usable: list[tuple[TrainingSet, list[str]]] = []
+    usable: list[tuple[TrainingSet, list[str], list[str]]] = []
     for ts in sorted(training_sets, key=lambda ts: (ts.algorithm, ts.platform)):
+        chosen = _chosen(explicit, ts)
         if names := _members(chosen, ts):
-            usable.append((ts, names))
+            usable.append((ts, chosen, names))
         else:
             log.warning(
                 "skipping %s on %s: none of the models applies to its %d runs", ts.algorithm, ts.platform, len(ts)
@@ -287,8 +325,8 @@ def train(
     # Largest sets first: their fits cost most, and the last to finish should be a small one.
     usable.sort(key=lambda pair: len(pair[0]), reverse=True)
     unchanged: list[TrainingOutcome] = []
-    judged: list[tuple[TrainingSet, list[str], Incumbent | None]] = []
-    for ts, names in usable:
+    judged: list[tuple[TrainingSet, list[str], list[str], Incumbent | None]] = []
+    for ts, chosen, names in usable:
         incumbent = book.incumbent(ts.algorithm, ts.platform, target)
         if (
             not (force or retrain)
@@ -297,13 +335,14 @@ def train(
         ):
             unchanged.append(_unchanged(ts, incumbent, selection_metric(settings, ts)))
         else:
-            judged.append((ts, names, incumbent))
+            judged.append((ts, chosen, names, incumbent))
     pairs = [
-        PairTraining(ts, _save_plan(settings, ts), incumbent, _with_incumbents_members(names, incumbent, ts))
-        for ts, names, incumbent in judged
+        PairTraining(ts, _save_plan(settings, ts), incumbent, _with_incumbents_members(names, incumbent, ts), chosen)
+        for ts, chosen, names, incumbent in judged
     ]
     picks: list[Pick] = []
-    with tracker.sessions(sorted({pair.ts.algorithm for pair in pairs}), chosen, target) as sessions:
+    every = list(dict.fromkeys(name for pair in pairs for name in pair.chosen))
+    with tracker.sessions(sorted({pair.ts.algorithm for pair in pairs}), every, target) as sessions:
         for index, name, result in _cross_validate_all(settings, pairs, progress):
             pair = pairs[index]
             ts, session = pair.ts, sessions[pair.ts.algorithm]
@@ -318,7 +357,7 @@ def train(
                 log.warning("skipping %s on %s: every member failed", ts.algorithm, ts.platform)
                 pair.members = []  # judged by nobody; never matches again
             elif pair.members and pair.complete:
-                pick = _judge(settings, tracker, session, index, pair, chosen, force)
+                pick = _judge(settings, tracker, session, index, pair, force)
                 picks.append(pick)
                 if progress is not None:
                     progress(f"{ts.algorithm}/{ts.platform} {pick.decision.verdict.value}")
@@ -331,7 +370,7 @@ def train(
             outcome = replace(outcome, metric=selection_metric(settings, ts))
             tracker.note(sessions[ts.algorithm], _session_tags(outcome))
             if not dry_run and outcome.version is not None:
-                book.remember(ts.algorithm, ts.platform, session_fingerprint(settings, ts, chosen), target)
+                book.remember(ts.algorithm, ts.platform, session_fingerprint(settings, ts, pair.chosen), target)
             outcomes.append(outcome)
     return sorted(outcomes, key=lambda o: (o.algorithm, o.platform))
 
@@ -386,7 +425,6 @@ def _judge(
     session: Any,
     index: int,
     pair: PairTraining,
-    chosen: Sequence[str],
     force: bool,
 ) -> Pick:
     """Pick the best learned candidate of ``pair`` (set ``index``) among the ``chosen`` members (and their ensemble, if it
@@ -394,7 +432,7 @@ def _judge(
 
     With ``force`` the challenger is the best of the ``chosen`` members, rule or not, and the guard is overridden.
     """
-    ts, plan, results, incumbent = pair.ts, pair.plan, pair.results, pair.incumbent
+    ts, plan, results, incumbent, chosen = pair.ts, pair.plan, pair.results, pair.incumbent, pair.chosen
     metric = selection_metric(settings, ts)
     found = {c.model_name: c for c in pair.candidates}
     order = [*pair.members, ENSEMBLE]
@@ -553,7 +591,8 @@ def _cross_validate_all(
         found = folds.setdefault(key, [])
         found.append(result)
         if len(found) == plan.n_folds:
-            yield fit.set_index, fit.model_name, collect(fit.model_name, ts, plan, folds.pop(key))
+            served_by = pairs[fit.set_index].served_by(fit.model_name)
+            yield fit.set_index, fit.model_name, collect(fit.model_name, ts, plan, folds.pop(key), served_by)
 
 
 def _fits(
@@ -717,10 +756,21 @@ def _members(chosen: Sequence[str], ts: TrainingSet) -> list[str]:
     return [name for name in names if applicable(name, ts.feature_names, len(ts), ts.target)]
 
 
-def _models(models: Sequence[str] | None) -> list[str]:
-    """The requested zoo members (the registered defaults when None), unknown names refused before any work."""
+def default_members(ts: TrainingSet) -> tuple[str, ...]:
+    """The members a set is trained with when none are named: :data:`JOB_CLASS_MODELS` for a job class (a set that
+    carries its users' requests), else :data:`DEFAULT_MODELS`."""
+    return JOB_CLASS_MODELS if ts.carries_requests else DEFAULT_MODELS
+
+
+def _chosen(explicit: Sequence[str] | None, ts: TrainingSet) -> list[str]:
+    """The members asked for ``ts``: those named, else its defaults."""
+    return _models(explicit if explicit is not None else default_members(ts))
+
+
+def _models(models: Sequence[str]) -> list[str]:
+    """The requested zoo members (registered ones only), unknown names refused before any work."""
     known = available_models()
-    chosen = [m for m in DEFAULT_MODELS if m in known] if models is None else list(models)
+    chosen = list(models)
     unknown = [m for m in chosen if m not in known]
     if unknown or not chosen:
         raise ValueError(f"unknown or no models: {', '.join(unknown) or '(none)'}; known: {', '.join(known)}")

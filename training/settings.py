@@ -36,7 +36,7 @@ class TrainingSettings(Settings):
         description="Forward-validation metric (lower is better) that picks a catalog program's champions.",
     )
     job_class_metric: str = Field(
-        default="male",
+        default="mdale",
         description="Forward-validation metric that picks a job class's champions (sets carrying the users' requests).",
     )
     train_models: list[str] | None = Field(

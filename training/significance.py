@@ -1,4 +1,4 @@
-"""Is one model's lead over another real? A paired bootstrap over jobs of the difference in RAE, RRSE and MALE.
+"""Is one model's lead over another real? A paired bootstrap over jobs of the difference in RAE, RRSE, MALE and MdALE.
 
 Two models scored on the same folds differ partly by chance: which jobs happened to be measured,
 and how noisy their repeats were. Resampling whole jobs (all repeats of a job together, as the fold
@@ -20,8 +20,8 @@ from training.metrics import absolute_log_errors
 
 @dataclass(frozen=True)
 class Difference:
-    """Metric of model A minus metric of model B (RAE and RRSE in % points, MALE in hundredths of ln; negative: A is
-    better), with a bootstrap interval.
+    """Metric of model A minus metric of model B (RAE and RRSE in % points, MALE and MdALE in hundredths of ln; negative:
+    A is better), with a bootstrap interval.
 
     ``share_a_better`` is the share of resamples in which A's metric is the lower one.
     """
@@ -45,10 +45,11 @@ def paired_bootstrap(
     seed: int = 0,
     censored: ArrayLike | None = None,
 ) -> dict[str, Difference]:
-    """RAE, RRSE and MALE differences of predictions ``pred_a`` and ``pred_b`` of ``y_true``, resampling ``groups`` (jobs).
+    """RAE, RRSE, MALE and MdALE differences of predictions ``pred_a`` and ``pred_b`` of ``y_true``, resampling ``groups``
+    (jobs).
 
     Each metric is computed as :func:`training.metrics.compute_metrics` does (RAE and RRSE against each row's
-    ``y_prior``) on every resample; the interval holds the central ``level`` share of the differences.
+    ``y_prior``; MdALE as the lower median) on every resample; the interval holds the central ``level`` share of the differences.
     Rows flagged ``censored`` are left out, as the metrics leave them out: their time is only a bound.
     """
     y, prior, a, b = (np.asarray(v, dtype="float64") for v in (y_true, y_prior, pred_a, pred_b))
@@ -90,15 +91,30 @@ def paired_bootstrap(
     observed = per_group.sum(axis=0)[None, :]
     tails = (1.0 - level) / 2.0
     result = {}
-    for metric, scores in (("rae", _rae), ("rrse", _rrse), ("male", _male)):
-        now = scores(observed)[0]
-        drawn = scores(counts @ per_group)
+    sums = counts @ per_group
+    drawn_by_metric = {metric: (scores(observed)[0], scores(sums)) for metric, scores in SUMMED.items()}
+    ones = np.ones((1, n_groups))
+    medians = [_weighted_medians(absolute_log_errors(y, p), group_of_row, w) for p in (a, b) for w in (ones, counts)]
+    drawn_by_metric["mdale"] = (100.0 * (medians[0][0] - medians[2][0]), 100.0 * (medians[1] - medians[3]))
+    for metric, (now, drawn) in drawn_by_metric.items():
         drawn = drawn[np.isfinite(drawn)]
         low, high = np.quantile(drawn, [tails, 1.0 - tails]) if len(drawn) else (np.nan, np.nan)
         result[metric] = Difference(
             metric, float(now), float(low), float(high), float((drawn < 0).mean()) if len(drawn) else np.nan
         )
     return result
+
+
+def _weighted_medians(values: np.ndarray, group_of_row: np.ndarray, counts: np.ndarray, block: int = 256) -> np.ndarray:
+    """The (lower) median of ``values`` under each resample's weights (a row weighs its group's count), per resample."""
+    order = np.argsort(values, kind="stable")
+    ordered, groups = values[order], group_of_row[order]
+    out = np.empty(len(counts))
+    for start in range(0, len(counts), block):
+        cumulative = np.cumsum(counts[start : start + block][:, groups], axis=1)
+        half = cumulative[:, -1:] / 2.0
+        out[start : start + block] = ordered[np.argmax(cumulative >= half, axis=1)]
+    return out
 
 
 def _rae(sums: np.ndarray) -> np.ndarray:
@@ -118,3 +134,7 @@ def _rrse(sums: np.ndarray) -> np.ndarray:
     """RRSE of A minus RRSE of B (% points) from rows of summed errors; NaN where the prior made no error."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return 100.0 * (np.sqrt(sums[:, 3] / sums[:, 5]) - np.sqrt(sums[:, 4] / sums[:, 5]))
+
+
+# Metrics that are sums over jobs: a resample's value follows from its counts and the per-job sums.
+SUMMED = {"rae": _rae, "rrse": _rrse, "male": _male}

@@ -124,8 +124,7 @@ def test_each_pair_gets_a_champion_chosen_by_rae(trained: Trained) -> None:
             f"no champion served before; {outcome.challenger} beats the rule median"
         )
         assert outcome.metric == "rae"
-        assert outcome.metrics["mean"]["rae"] == pytest.approx(100.0)
-        assert outcome.metrics[outcome.challenger]["rae"] < 20
+        assert outcome.metrics[outcome.challenger]["rae"] < 20 < outcome.metrics["mean"]["rae"]
 
 
 def test_progress_is_reported_once_per_fit(trained: Trained) -> None:
@@ -218,16 +217,17 @@ def test_a_worse_challenger_is_registered_but_does_not_take_the_alias(trained: T
     client = trained.client
     assert [o.platform for o in trained.newcomer] == ["fast", "slow"]
     for outcome in trained.newcomer:
-        # the mean does not beat the site's rule, the measured median, which then stands as the challenger
-        assert outcome.challenger == "median" and outcome.decision.verdict.value == "kept"
-        assert outcome.decision.reason.startswith("mean does not beat the rule median, which serves: RAE ")
-        assert "; median does not beat linear_log: RAE +" in outcome.decision.reason
+        # the mean served as the oracle serves it (the envelope's law beyond it) against the site's rule, the measured
+        # median: the better of the two stands as the challenger, and loses to the power law
+        assert outcome.challenger in ("mean", "median") and outcome.decision.verdict.value == "kept"
+        assert outcome.decision.reason.startswith("mean ") and " the rule median" in outcome.decision.reason
+        assert f"; {outcome.challenger} does not beat linear_log: RAE +" in outcome.decision.reason
         assert outcome.registered == ["3"] and outcome.version == "2" and outcome.serving == "linear_log"
         name = registered_name("align", outcome.platform)
         assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
         challenger = client.get_model_version(name, "3")
         assert challenger.tags["role"] == "challenger" and challenger.tags["guard_verdict"] == "kept"
-        assert challenger.tags["model_kind"] == "median"
+        assert challenger.tags["model_kind"] == outcome.challenger
 
 
 def test_the_oracle_loads_what_training_registered(trained: Trained) -> None:
@@ -305,9 +305,13 @@ def test_only_what_is_served_is_refitted(trained: Trained) -> None:
     assert champion is not None
     assert client.get_run(champion.tags["source_run_id"]).data.metrics["refit_seconds"] > 0
     experiment = trained.client.get_experiment_by_name("runtime/align")
-    rules = trained.client.search_runs([experiment.experiment_id], "tags.model_kind = 'median'")
-    refitted = [run for run in rules if "refit_seconds" in run.data.metrics]
-    assert len(rules) == 8 and len(refitted) == 2  # four sessions; only the newcomer's challengers were registered
+    baselines = [
+        run
+        for kind in ("mean", "median")
+        for run in trained.client.search_runs([experiment.experiment_id], f"tags.model_kind = '{kind}'")
+    ]
+    refitted = [run for run in baselines if "refit_seconds" in run.data.metrics]
+    assert len(baselines) == 16 and len(refitted) == 2  # four sessions; only the newcomer's challengers were registered
 
 
 def test_report_reads_the_latest_session(trained: Trained) -> None:
@@ -317,7 +321,7 @@ def test_report_reads_the_latest_session(trained: Trained) -> None:
     best, baseline = rows["linear_log"], rows["mean"]
     assert best.champion and not baseline.champion and best.target_transform == "log"
     assert set(best.metrics) == set(REPORT_METRICS) and best.fit_seconds > 0
-    assert baseline.metrics["rae"] == pytest.approx(100.0)
+    assert 0 < best.metrics["rae"] < baseline.metrics["rae"]
     with pytest.raises(NoSession, match="no finished training session of 'search'"):
         latest_session(trained.settings, "search")
 
@@ -330,7 +334,7 @@ def test_report_sets_the_champion_against_the_runner_up(trained: Trained) -> Non
     champion = next(r for r in session.rows if r.champion)
     assert lead.runner_up == runner_up.model
     for metric, difference in lead.differences.items():
-        scale = 100.0 if metric == "male" else 1.0  # the bootstrap counts MALE in hundredths of ln
+        scale = 100.0 if metric in ("male", "mdale") else 1.0  # the bootstrap counts log errors in hundredths of ln
         assert difference.observed == pytest.approx(scale * (champion.metrics[metric] - runner_up.metrics[metric]))
         assert difference.low <= difference.observed <= difference.high
 
