@@ -5,6 +5,8 @@ Every finished or censored run is stored beside the estimate it was served befor
 
 - ``rae``: relative absolute error (%) of the served seconds on finished runs, against the window's
   mean run time (100 is no better than always answering that mean);
+- ``male``, ``mdale``: the mean and (lower) median absolute log error of the served seconds on finished runs, as
+  forward validation scores them;
 - ``within_25pct``: share of finished runs served within 25 % of their time;
 - ``underestimate_rate``: share of runs served less than they took (a censored run that ran
   longer than its estimate is a sure underestimate; one stopped before it, unknown, not counted);
@@ -23,7 +25,17 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-LIVE_METRICS = ("runs", "rae", "within_25pct", "underestimate_rate", "limit_exceeded", "interval_coverage")
+LIVE_METRICS = (
+    "runs",
+    "rae",
+    "male",
+    "mdale",
+    "within_25pct",
+    "underestimate_rate",
+    "limit_exceeded",
+    "interval_coverage",
+)
+LOG_FLOOR = 1.0e-3  # both sides of a log error floored here, as forward validation floors them
 
 
 class LiveWindows(Protocol):
@@ -46,9 +58,12 @@ def live_metrics(window: pd.DataFrame) -> dict[str, float]:
     has_limit = ~np.isnan(limit)
     lower, upper = window["lower"].to_numpy(dtype="float64")[done], window["upper"].to_numpy(dtype="float64")[done]
     has_interval = ~np.isnan(lower) & ~np.isnan(upper)
+    log_errors = np.abs(np.log(np.maximum(p, LOG_FLOOR)) - np.log(np.maximum(y, LOG_FLOOR)))
     return {
         "runs": float(len(window)),
         "rae": 100.0 * float(np.abs(p - y).sum()) / spread if spread > 0 else math.nan,
+        "male": float(log_errors.mean()) if len(y) else math.nan,
+        "mdale": float(np.quantile(log_errors, 0.5, method="lower")) if len(y) else math.nan,
         "within_25pct": _share(np.abs(p - y) <= 0.25 * y),
         "underestimate_rate": _share(served < took),
         "limit_exceeded": _share(took[has_limit] > limit[has_limit]),

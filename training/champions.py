@@ -96,6 +96,7 @@ class MlflowChampions:
             n_rows=int(tags["n_rows"]) if "n_rows" in tags else (len(trained) if trained is not None else None),
             metrics={k[3:]: float(v) for k, v in tags.items() if k.startswith("cv_")},
             judged=judged,
+            judged_by=tags.get("judged_by", "rae"),
         )
 
     def served_model(
@@ -153,6 +154,7 @@ class MlflowChampions:
             "role": CHAMPION_ALIAS if alias else "challenger",
             "guard_verdict": decision.verdict.value,
             "guard_reason": decision.reason[:4000],
+            "judged_by": decision.metric,
         }
         uri = log_served_model(self.tracking_uri, candidate, model, ts, refit_seconds=refit_seconds)
         with mlflow_uris(self.tracking_uri):  # register_model takes no URI

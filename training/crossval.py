@@ -126,6 +126,35 @@ def fit_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, fold: i
     return FoldFit(fold, predictions, seconds, tuned, inner_attribute(model, "learning_curve_"))
 
 
+def fit_every_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, *, seed: int = 0) -> list[FoldFit]:
+    """An online member's fits of every fold of a forward plan, in one pass: fitted on the runs no fold scores, it
+    answers then learns each window in turn, so the model fold ``k`` ends with is the one fold ``k + 1`` would fit (its
+    runs learned one by one in the order they ended). The numbers of :func:`fit_fold`, fold by fold, for the work of one.
+    """
+    if plan.scheme != "forward" or not learns_online(model_name):
+        raise ValueError(f"{model_name}: one pass serves only an online member on a forward plan")
+    ts = training_set
+    first = in_time_order(ts, ~plan.scored)
+    started = time.perf_counter()
+    model = _fitted(model_name, ts.X.iloc[first], ts.y[first], ts.censored[first], seed=seed)
+    fits = []
+    for fold in range(plan.n_folds):
+        test = in_time_order(ts, plan.test_rows(fold))
+        answers = model.predict_then_learn(ts.X.iloc[test], ts.y[test], learn=~ts.censored[test])
+        predictions = np.maximum(np.asarray(answers, dtype="float64"), 0.0)[np.argsort(test)]
+        fits.append(FoldFit(fold, predictions, time.perf_counter() - started))
+        started = time.perf_counter()
+    return fits
+
+
+def one_pass(model_name: str, plan: FoldPlan) -> bool:
+    """Whether a member's folds of ``plan`` are fitted in one pass (:func:`fit_every_fold`): an online member (learning
+    each run once, in order) on a forward plan."""
+    if plan.scheme != "forward" or not learns_online(model_name):
+        return False
+    return make_model(model_name).get_params().get("epochs", 1) == 1
+
+
 def fold_envelopes(training_set: TrainingSet, plan: FoldPlan) -> list[TrainingEnvelope]:
     """Each fold's training envelope, fitted on the finished runs it trains on (without the law's errors, which only
     widen intervals): what the oracle would have served a learned champion of that fold with

@@ -30,7 +30,7 @@ from training.crossval import CVResult, FoldFit, collect
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 from training.metrics import compute_metrics
-from training.significance import paired_bootstrap
+from training.significance import BOOTSTRAP_METRIC, paired_bootstrap
 
 
 def greedy_selection(
@@ -95,10 +95,11 @@ def leads(
     ensemble: CVResult, members: Sequence[CVResult], training_set: TrainingSet, metric: str, confidence: float
 ) -> bool:
     """Whether ``ensemble``'s nested predictions beat the best of ``members`` by ``metric`` in at least ``confidence`` of
-    paired bootstrap resamples of the jobs, on the rows the folds scored (RAE's when the bootstrap does not compute
-    ``metric``)."""
+    paired bootstrap resamples of the jobs, on the rows the folds scored (by the bootstrap's difference that moves
+    with ``metric``: :data:`~training.significance.BOOTSTRAP_METRIC`)."""
     best = min(members, key=lambda r: (math.isnan(r.metrics[metric]), r.metrics[metric]))
     ts, rows = training_set, ensemble.scored
+    compared = BOOTSTRAP_METRIC.get(metric, "rae")
     difference = paired_bootstrap(
         ts.y[rows],
         best.priors[rows],
@@ -106,5 +107,6 @@ def leads(
         best.predictions[rows],
         ts.jobs[rows],
         censored=ts.censored[rows],
+        metrics=[compared],
     )
-    return difference.get(metric, difference["rae"]).share_a_better >= confidence
+    return difference[compared].share_a_better >= confidence

@@ -41,11 +41,9 @@ from enum import Enum
 import numpy as np
 
 from models.zoo import is_rule
-from training.significance import paired_bootstrap
+from training.significance import BOOTSTRAP_METRIC, paired_bootstrap
 
 Composition = Mapping[str, int]  # zoo member -> weight (one member: weight 1)
-# the bootstrap's difference that moves with each selection metric (same sign)
-BOOTSTRAP_METRIC = {"rae": "rae", "mae": "rae", "rrse": "rrse", "rmse": "rrse", "male": "male", "mdale": "mdale"}
 JUMP_SHARE = 0.05  # more new runs of known inputs than this share, each far from its input's past: a flag
 MIN_JUMP_RUNS = 2  # new runs of one known input that can flag it on their own
 
@@ -75,6 +73,7 @@ class Incumbent:
     n_rows: int | None = None  # runs it was trained on
     metrics: dict[str, float] = field(default_factory=dict)  # its cross-validated metrics
     judged: str | None = None  # fingerprint of the last training session that judged this pair (see training.pipeline)
+    judged_by: str = "rae"  # the forward-validation metric that judged it: its live error drifts by the same
 
     @property
     def label(self) -> str:
@@ -122,6 +121,7 @@ class Decision:
     incumbent: str | None
     reason: str
     details: dict[str, float] = field(default_factory=dict)
+    metric: str = "rae"  # the forward-validation metric it judged by
 
 
 def label(composition: Composition) -> str:
@@ -357,7 +357,7 @@ def _bound(
     metric = BOOTSTRAP_METRIC.get(settings.metric, "rae")
     level = 2.0 * settings.confidence - 1.0
     difference = paired_bootstrap(
-        y, priors, a, b, list(jobs), n_resamples=settings.n_resamples, level=level, seed=settings.seed
+        y, priors, a, b, list(jobs), n_resamples=settings.n_resamples, level=level, seed=settings.seed, metrics=[metric]
     )[metric]
     return _Bound(metric, difference.observed, difference.low, difference.high)
 

@@ -100,6 +100,7 @@ class MemoryChampions:
             n_rows=len(served.trained_runs),
             metrics=champion.metrics,
             judged=self.judged.get(key),
+            judged_by=champion.tags.get("judged_by", "rae"),
         )
 
     def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None:
@@ -138,7 +139,11 @@ class MemoryChampions:
             flavor="sklearn",
             feature_names=list(ts.feature_names),
             model=model,
-            tags={**version_tags(ts, candidate, composition, coverage), "guard_verdict": decision.verdict.value},
+            tags={
+                **version_tags(ts, candidate, composition, coverage),
+                "guard_verdict": decision.verdict.value,
+                "judged_by": decision.metric,
+            },
             envelope=training_envelope(ts, composition),
         )
         version = Version(number, champion, dict(composition), frozenset(ts.run_ids))

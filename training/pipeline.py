@@ -35,10 +35,10 @@ from predictor.domain import Target
 from predictor.envelope import TrainingEnvelope
 from predictor.settings import Settings
 from training.champions import MlflowChampions, best_candidate, check_selection_metric, served_with_envelope
-from training.crossval import CVResult, FoldFit, collect, fold_envelopes
+from training.crossval import CVResult, FoldFit, collect, fold_envelopes, one_pass
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
 from training.ensemble import cross_validated_ensemble, fixed_ensemble, leads
-from training.fanout import Failed, Fit, Refit, run_fits
+from training.fanout import EVERY_FOLD, Failed, Fit, Refit, run_fits
 from training.folds import FoldPlan
 from training.guard import Decision, GuardSettings, Incumbent, RunsSeen, Serve, Verdict, judge, label
 from training.settings import TrainingSettings
@@ -561,10 +561,14 @@ def _cross_validate_all(
     is None when one of the member's fits raised (logged; the member is left out of that set).
     """
     fits = [
-        Fit(index, name, fold)
+        fit
         for index, pair in enumerate(pairs)
         for name in pair.members
-        for fold in range(pair.plan.n_folds)
+        for fit in (
+            [Fit(index, name, EVERY_FOLD)]
+            if one_pass(name, pair.plan)
+            else [Fit(index, name, fold) for fold in range(pair.plan.n_folds)]
+        )
     ]
     folds: dict[tuple[int, str], list[FoldFit]] = {}
     failed: set[tuple[int, str]] = set()
@@ -572,24 +576,26 @@ def _cross_validate_all(
         key = (fit.set_index, fit.model_name)
         ts, plan = pairs[fit.set_index].ts, pairs[fit.set_index].plan
         if progress is not None:
-            progress(f"{ts.algorithm}/{ts.platform} {fit.model_name} fold {fit.fold + 1}/{plan.n_folds}")
+            done = f"folds 1-{plan.n_folds}" if fit.fold == EVERY_FOLD else f"fold {(fit.fold or 0) + 1}"
+            for _ in range(plan.n_folds if fit.fold == EVERY_FOLD else 1):
+                progress(f"{ts.algorithm}/{ts.platform} {fit.model_name} {done}/{plan.n_folds}")
         if key in failed:
             continue
         if isinstance(result, Failed):
             failed.add(key)
             folds.pop(key, None)
             log.warning(
-                "%s on %s: %s failed on fold %d and is left out: %s",
+                "%s on %s: %s failed on fold %s and is left out: %s",
                 ts.algorithm,
                 ts.platform,
                 fit.model_name,
-                fit.fold + 1,
+                "(all)" if fit.fold == EVERY_FOLD else (fit.fold or 0) + 1,
                 result.error,
             )
             yield fit.set_index, fit.model_name, None
             continue
         found = folds.setdefault(key, [])
-        found.append(result)
+        found.extend(result if isinstance(result, list) else [result])  # type: ignore[list-item]
         if len(found) == plan.n_folds:
             served_by = pairs[fit.set_index].served_by(fit.model_name)
             yield fit.set_index, fit.model_name, collect(fit.model_name, ts, plan, folds.pop(key), served_by)
@@ -597,7 +603,7 @@ def _cross_validate_all(
 
 def _fits(
     settings: TrainingSettings, fits: Sequence[Fit], pairs: Sequence[PairTraining]
-) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
+) -> Iterator[tuple[Fit, FoldFit | list[FoldFit] | Refit | Failed]]:
     """``fits`` of ``pairs`` made by the executor the settings choose (local processes or a Ray cluster), as they finish."""
     sets, plans = [pair.ts for pair in pairs], [pair.plan for pair in pairs]
     return run_fits(

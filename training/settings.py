@@ -77,7 +77,7 @@ class WorkerSettings(TrainingSettings):
     drift_rae_factor: float = Field(
         default=1.5,
         gt=1,
-        description="Retrain when the live RAE exceeds the champion's cross-validated RAE this many times...",
+        description="Retrain when the live error exceeds the champion's forward-validated one this many times...",
     )
     drift_min_runs: int = Field(default=30, ge=1, description="...over at least this many runs served by it.")
     worker_interval_s: float = Field(default=60.0, gt=0, description="How often the retrain worker looks at the store.")

@@ -17,6 +17,9 @@ from numpy.typing import ArrayLike
 
 from training.metrics import absolute_log_errors
 
+# The difference that moves with each selection metric (same sign): the one the guard and the ensemble's check compare.
+BOOTSTRAP_METRIC = {"rae": "rae", "mae": "rae", "rrse": "rrse", "rmse": "rrse", "male": "male", "mdale": "mdale"}
+
 
 @dataclass(frozen=True)
 class Difference:
@@ -44,12 +47,14 @@ def paired_bootstrap(
     level: float = 0.95,
     seed: int = 0,
     censored: ArrayLike | None = None,
+    metrics: Sequence[str] = ("rae", "rrse", "male", "mdale"),
 ) -> dict[str, Difference]:
     """RAE, RRSE, MALE and MdALE differences of predictions ``pred_a`` and ``pred_b`` of ``y_true``, resampling ``groups``
     (jobs).
 
     Each metric is computed as :func:`training.metrics.compute_metrics` does (RAE and RRSE against each row's
-    ``y_prior``; MdALE as the lower median) on every resample; the interval holds the central ``level`` share of the differences.
+    ``y_prior``; MdALE as the lower median) on every resample; only ``metrics`` are computed (the median's resamples
+    cost the most); the interval holds the central ``level`` share of the differences.
     Rows flagged ``censored`` are left out, as the metrics leave them out: their time is only a bound.
     """
     y, prior, a, b = (np.asarray(v, dtype="float64") for v in (y_true, y_prior, pred_a, pred_b))

@@ -8,8 +8,9 @@ pair's target is *due* when
   or not): at least ``retrain_min_new_runs`` of them, and at least ``retrain_min_new_fraction`` of the runs the
   champion was trained on (so a pair of 50 runs retrains after 20 more, one of 5,000 after 500);
 - or its live error drifted: over at least ``drift_min_runs`` runs served by the current version *since the last
-  attempt*, the live RAE exceeds ``drift_rae_factor`` times the version's forward-validated RAE (run time only: the
-  store records served run-time estimates, not served memory).
+  attempt*, its live error on the metric that judged it (RAE; a job class's median log error) exceeds
+  ``drift_rae_factor`` times its forward-validated one (run time only: the store records served run-time estimates,
+  not served memory).
 
 Both count from the last attempt, so a champion the guard keeps while its live error stays high is tried again once
 per ``drift_min_runs`` new runs, not at every check: judging the drift on the whole window again, whose runs the last
@@ -104,7 +105,7 @@ def why_due(
         return f"{new} new runs since {since}"
     if target is not Target.TIME or new <= 0:
         return None
-    return _drift(settings, store, algorithm, platform, incumbent.version, incumbent.metrics.get("rae"), new)
+    return _drift(settings, store, algorithm, platform, incumbent, new)
 
 
 def last_attempt(store: WorkerStore, algorithm: str, platform: str, target: Target) -> int:
@@ -121,27 +122,23 @@ def _runs(store: WorkerStore, algorithm: str, platform: str, target: Target) -> 
 
 
 def _drift(
-    settings: WorkerSettings,
-    store: WorkerStore,
-    algorithm: str,
-    platform: str,
-    version: str,
-    cv_rae: float | None,
-    new: int,
+    settings: WorkerSettings, store: WorkerStore, algorithm: str, platform: str, incumbent: Incumbent, new: int
 ) -> str | None:
-    """Why the live error of ``version`` over the pair's ``new`` runs since the last attempt drifted from its
-    forward-validated RAE, or None."""
-    if cv_rae is None or not cv_rae > 0:
+    """Why the live error of the serving version over the pair's ``new`` runs since the last attempt drifted from its
+    forward-validated error, on the metric that judged it (RAE, or a job class's median log error), or None."""
+    metric = incumbent.judged_by
+    validated = incumbent.metrics.get(metric)
+    if validated is None or not validated > 0:
         return None
     window = store.live_window(algorithm, platform, min(settings.live_window, new))
-    window = window[window["model_version"] == version]
+    window = window[window["model_version"] == incumbent.version]
     if len(window) < settings.drift_min_runs:
         return None
-    live = live_metrics(window)["rae"]
-    if live > settings.drift_rae_factor * cv_rae:
+    live = live_metrics(window)[metric]
+    if live > settings.drift_rae_factor * validated:
         return (
-            f"live RAE {live:.1f} over {len(window)} runs since the last attempt > {settings.drift_rae_factor:g} x "
-            f"forward-validated {cv_rae:.1f}"
+            f"live {metric.upper()} {live:.2f} over {len(window)} runs since the last attempt > "
+            f"{settings.drift_rae_factor:g} x forward-validated {validated:.2f}"
         )
     return None
 
