@@ -57,9 +57,16 @@ LIVE_COLUMNS = (
     "limit",
     "model_version",
     "extrapolating",
+    "memory",
+    "memory_lower",
+    "memory_upper",
+    "memory_limit",
+    "memory_model_version",
     "wall_seconds",
     "censored",
+    "max_rss_kb",
 )
+SERVED_LIVE = LIVE_COLUMNS[1:-3]  # the served estimate's columns of a live window (its run's: the last three)
 
 
 @dataclass
@@ -217,14 +224,10 @@ class MeasurementStore:
         stmt = (
             select(
                 s.run_id,
-                s.seconds,
-                s.lower,
-                s.upper,
-                s.limit,
-                s.model_version,
-                s.extrapolating,
+                *(s[name] for name in SERVED_LIVE),
                 table.c.wall_seconds,
                 table.c.censored,
+                table.c.max_rss_kb,
             )
             .join(table, table.c.run_id == s.run_id)
             .where(s.algorithm == algorithm, s.platform == platform)
@@ -234,7 +237,7 @@ class MeasurementStore:
         )
         with self.engine.connect() as conn:
             rows = [tuple(r) for r in conn.execute(stmt)][::-1]
-        return pd.DataFrame(rows, columns=list(LIVE_COLUMNS))
+        return live_frame(rows)
 
     def served_pairs(self) -> list[tuple[str, str]]:
         """(algorithm, platform) pairs with at least one served estimate recorded, sorted."""
@@ -333,6 +336,13 @@ class MeasurementStore:
                 r["run_id"],
                 r["reason"],
             )
+
+
+def live_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    """A live window from rows of :data:`LIVE_COLUMNS`: the served and measured numbers as floats (NaN where none)."""
+    frame = pd.DataFrame(rows, columns=list(LIVE_COLUMNS))
+    numbers = ["seconds", "lower", "upper", "limit", "memory", "memory_lower", "memory_upper", "memory_limit"]
+    return frame.astype({**dict.fromkeys(numbers, "float64"), "wall_seconds": "float64", "max_rss_kb": "float64"})
 
 
 def _medians() -> Select[Any]:
