@@ -283,9 +283,12 @@ def worker(
     """The retrain worker: retrain pairs with enough new runs or drifting live error, under the champion guard."""
     import logging
 
+    from predictor.addresses import RedactingFormatter
     from training.worker import run
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     from training.settings import WorkerSettings
 
     settings = WorkerSettings()
@@ -313,6 +316,7 @@ def models_list(
 ) -> None:
     """Each (algorithm, platform)'s champion per target: registered version, zoo member, cross-validation metrics and
     the live RAE of the estimates of its target the pair was served (`predictor report --live` shows the rest)."""
+    from predictor.addresses import redact_addresses
     from training.report import REPORT_METRICS
 
     settings = load_settings()
@@ -320,7 +324,8 @@ def models_list(
     if not champions:
         err_console.print("no champions registered; `predictor train` trains and registers them")
         return
-    table = Table(title=f"Champions ({'served by ' + url if url else 'registry ' + settings.resolved_tracking_uri})")
+    where = f"served by {url}" if url else f"registry {settings.resolved_tracking_uri}"
+    table = Table(title=f"Champions ({redact_addresses(where)})")
     metric_columns = (*(REPORT_METRICS[m] for m in MODEL_METRICS), "live RAE%")
     for column in ("algorithm", "platform", "version", "member", *metric_columns, "target"):
         table.add_column(

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from predictor.addresses import redact_addresses, shown_address
 from predictor.atomic import write_bytes_atomically, write_json_atomically
 from predictor.domain import Target
 from predictor.envelope import TrainingEnvelope
@@ -35,7 +36,6 @@ from predictor.registry import (
     ENVELOPE_ARTIFACT,
     Champion,
     check_database,
-    redact_uri,
     registered_name,
     registry_client,
 )
@@ -153,7 +153,7 @@ class ChampionSource:
                 )
         except Exception as exc:
             raise RegistryUnavailable(
-                f"model registry {redact_uri(self.tracking_uri)} unavailable: {first_line(exc)}"
+                f"model registry {shown_address(self.tracking_uri)} unavailable: {first_line(exc)}"
             ) from exc
         return AliasLookup(found, unknown)
 
@@ -352,4 +352,4 @@ def _from_millis(millis: int | None) -> datetime | None:
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (its type when empty), bounded and without passwords, for status pages."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return redact_uri(text)[:300]
+    return redact_addresses(text)[:300]

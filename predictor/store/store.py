@@ -35,6 +35,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import Select
 from sqlalchemy.types import NullType
 
+from predictor.addresses import shown_address
 from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, ServedEstimate
 from predictor.store.tables import measurements as table
 from predictor.store.tables import model_decisions, served_estimates, set_aside
@@ -84,7 +85,9 @@ class MeasurementStore:
         parsed = make_url(url)
         self.dialect = parsed.get_backend_name()
         if self.dialect not in ("sqlite", "postgresql"):
-            raise ValueError(f"unsupported store URL {parsed!r}: use a sqlite:/// or postgresql+psycopg:// URL")
+            raise ValueError(
+                f"unsupported store URL {shown_address(url)}: use a sqlite:/// or postgresql+psycopg:// URL"
+            )
         if self.dialect == "sqlite":
             _make_sqlite_parent(parsed.database)
         self.engine: Engine = create_engine(parsed)
