@@ -6,6 +6,7 @@ import contextlib
 import logging
 import shutil
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -211,6 +212,53 @@ def test_a_withdrawn_champion_is_removed_and_not_brought_back_from_the_cache(hom
         finally:
             client.set_registered_model_alias(name, CHAMPION_ALIAS, version)
     assert home.settings.resolved_model_cache.joinpath(name, "current.json").exists() is False
+
+
+def kinds(base: str) -> dict[str, tuple[str, str | None, str]]:
+    """Platform -> (version, zoo member, origin) of each time champion the service at ``base`` serves."""
+    models = httpx.get(f"{base}/v1/models").json()
+    return {m["platform"]: (m["version"], m["model_kind"], m["origin"]) for m in models if m["target"] == "time"}
+
+
+def test_after_a_registry_restore_a_reused_version_number_serves_the_new_model_not_the_cached_one(tmp_path: Path):
+    """Issue 42, as docs/operations.md's backup and restore go: a backup at version 1; version 2 (svr_log) forced and
+    served; the backup restored; a new version 2 (lad_log) registered. The service, running throughout, and again once
+    restarted, serves the new version 2, not the svr_log model cached (and held) under the same number."""
+    home = train_home(tmp_path / "restore", ["mean"])
+    settings = home.settings
+    mlflow_db = settings.resolved_home / "mlflow.db"
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    with sqlite3.connect(mlflow_db) as live, sqlite3.connect(backup / "mlflow.db") as copy:
+        live.backup(copy)
+    shutil.copytree(settings.resolved_artifact_root, backup / "mlartifacts")
+    with serve_app(create_app(settings, api=home.api)) as base:
+        assert set(kinds(base).values()) == {("1", "mean", "registry")}
+        retrain(home, "svr_log")
+        assert httpx.post(f"{base}/v1/models/reload", headers=AUTH, timeout=120).status_code == 200
+        assert set(kinds(base).values()) == {("2", "svr_log", "registry")}
+        forced = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
+
+        with sqlite3.connect(backup / "mlflow.db") as saved, sqlite3.connect(mlflow_db) as live:
+            saved.backup(live)  # the registry as it was at version 1 (in place: the service keeps its connections)
+        shutil.rmtree(settings.resolved_artifact_root)
+        shutil.copytree(backup / "mlartifacts", settings.resolved_artifact_root)
+        retrain(home, "lad_log")  # registered as version 2 again
+        client = registry_client(settings.resolved_tracking_uri)
+        numbers = [str(v.version) for v in client.search_model_versions(f"name='{registered_name('mafft', 'cpu1')}'")]
+        assert sorted(numbers) == ["1", "2"], "the restored registry numbered the new version 2 again"
+        reload = httpx.post(f"{base}/v1/models/reload", headers=AUTH, timeout=120)
+        assert reload.status_code == 200 and sorted(reload.json()["changed"]) == ["mafft/cpu1", "mafft/cpu2"], (
+            reload.text
+        )
+        assert set(kinds(base).values()) == {("2", "lad_log", "registry")}, "the new version 2, not the held svr_log"
+        served = httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"]
+        assert [e["seconds"] for e in served] != [e["seconds"] for e in forced]
+    with serve_app(create_app(settings, api=home.api)) as base:  # restarted: the cache holds both models numbered 2
+        assert set(kinds(base).values()) == {("2", "lad_log", "registry")}, "the new version 2, not the cached svr_log"
+        assert httpx.post(f"{base}/v1/predict", json=JOB).json()["estimates"] == served
+    cached = sorted(p.name for p in settings.resolved_model_cache.joinpath(registered_name("mafft", "cpu1")).iterdir())
+    assert [name.split("-")[0] for name in cached if name[0].isdigit()] == ["1", "2", "2"], cached
 
 
 @pytest.fixture
