@@ -136,7 +136,7 @@ class ChampionWatcher:
             loaded, kept = self.loaded[target], fresh[target]
             for pair, version in lookup.found.items():
                 current = loaded.get(pair)
-                if current is not None and current.champion.version == version.version:
+                if current is not None and current.key == version.key:  # not the number: a restore reuses numbers
                     kept[pair] = replace(current, origin="registry")
                     continue
                 try:

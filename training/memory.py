@@ -21,7 +21,7 @@ from sklearn.base import RegressorMixin
 from predictor.domain import MAX_WALL_SECONDS, Measurement, ServedEstimate, Target
 from predictor.online import LiveMember
 from predictor.registry import Champion, registered_name
-from predictor.store.store import LIVE_COLUMNS, frame_of, measurement_row
+from predictor.store.store import SERVED_LIVE, frame_of, live_frame, measurement_row
 from training.champions import training_envelope, version_tags
 from training.crossval import CVResult
 from training.dataset import TrainingSet
@@ -248,23 +248,11 @@ class MemoryMeasurements:
             row = self._by_id.get(run_id)
             if row is not None and _informative(row):
                 s = self._served[run_id]
-                found.append(
-                    (
-                        run_id,
-                        s.seconds,
-                        s.lower,
-                        s.upper,
-                        s.limit,
-                        s.model_version,
-                        s.extrapolating,
-                        row["wall_seconds"],
-                        row["censored"],
-                    )
-                )
+                served = tuple(getattr(s, name) for name in SERVED_LIVE)
+                found.append((run_id, *served, row["wall_seconds"], row["censored"], row["max_rss_kb"]))
                 if len(found) == size:
                     break
-        frame = pd.DataFrame(found[::-1], columns=list(LIVE_COLUMNS))
-        return frame.astype({"lower": "float64", "upper": "float64", "limit": "float64"})
+        return live_frame(found[::-1])
 
     def served_pairs(self) -> list[tuple[str, str]]:
         return sorted(self._served_order)

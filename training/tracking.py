@@ -31,9 +31,10 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 from sklearn.base import RegressorMixin
 
 from models.zoo import target_transform
+from predictor.addresses import redact_addresses
 from predictor.domain import Target
 from predictor.intervals import residual_log_quantiles
-from predictor.registry import redact_uri, registry_client
+from predictor.registry import registry_client
 from predictor.settings import Settings
 from predictor.thirdparty import mlflow_uris
 from training import plots
@@ -306,7 +307,7 @@ def load_out_of_fold(tracking_uri: str, run_id: str) -> pd.DataFrame:
     try:
         path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=OUT_OF_FOLD, tracking_uri=tracking_uri)
     except (OSError, MlflowException) as exc:
-        raise FileNotFoundError(f"run {run_id} has no {OUT_OF_FOLD}: {redact_uri(str(exc))}") from exc
+        raise FileNotFoundError(f"run {run_id} has no {OUT_OF_FOLD}: {redact_addresses(str(exc))}") from exc
     table = pd.read_csv(path, dtype={"run_id": str})
     if "censored" not in table:  # written before censored runs were trained on: none of its runs was
         table["censored"] = False

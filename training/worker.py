@@ -9,8 +9,8 @@ pair's target is *due* when
   champion was trained on (so a pair of 50 runs retrains after 20 more, one of 5,000 after 500);
 - or its live error drifted: over at least ``drift_min_runs`` runs served by the current version *since the last
   attempt*, its live error on the metric that judged it (RAE; a job class's median log error) exceeds
-  ``drift_rae_factor`` times its forward-validated one (run time only: the store records served run-time estimates,
-  not served memory).
+  ``drift_rae_factor`` times its forward-validated one (peak memory against the runs' measured peaks, where a memory
+  champion's answer was recorded).
 
 Both count from the last attempt, so a champion the guard keeps while its live error stays high is tried again once
 per ``drift_min_runs`` new runs, not at every check: judging the drift on the whole window again, whose runs the last
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from predictor.domain import Target
-from predictor.live import LiveWindows, live_metrics
+from predictor.live import LiveWindows, live_metrics, served_window
 from predictor.online import LiveMember
 from predictor.passes import every_interval
 from training.dataset import MeasurementFrames, load_training_sets, target_rows
@@ -103,9 +103,9 @@ def why_due(
         if attempted > trained:
             since = f"the last attempt ({attempted} runs; {since} serves)"
         return f"{new} new runs since {since}"
-    if target is not Target.TIME or new <= 0:
+    if new <= 0:
         return None
-    return _drift(settings, store, algorithm, platform, incumbent, new)
+    return _drift(settings, store, algorithm, platform, incumbent, new, target)
 
 
 def last_attempt(store: WorkerStore, algorithm: str, platform: str, target: Target) -> int:
@@ -122,19 +122,25 @@ def _runs(store: WorkerStore, algorithm: str, platform: str, target: Target) -> 
 
 
 def _drift(
-    settings: WorkerSettings, store: WorkerStore, algorithm: str, platform: str, incumbent: Incumbent, new: int
+    settings: WorkerSettings,
+    store: WorkerStore,
+    algorithm: str,
+    platform: str,
+    incumbent: Incumbent,
+    new: int,
+    target: Target,
 ) -> str | None:
-    """Why the live error of the serving version over the pair's ``new`` runs since the last attempt drifted from its
-    forward-validated error, on the metric that judged it (RAE, or a job class's median log error), or None."""
+    """Why the live error of the serving version of ``target`` over the pair's ``new`` runs since the last attempt
+    drifted from its forward-validated error, on the metric that judged it (RAE, or a job class's median log error), or
+    None."""
     metric = incumbent.judged_by
     validated = incumbent.metrics.get(metric)
     if validated is None or not validated > 0:
         return None
-    window = store.live_window(algorithm, platform, min(settings.live_window, new))
-    window = window[window["model_version"] == incumbent.version]
+    window = served_window(store, algorithm, platform, min(settings.live_window, new), target, incumbent.version)
     if len(window) < settings.drift_min_runs:
         return None
-    live = live_metrics(window)[metric]
+    live = live_metrics(window, target)[metric]
     if live > settings.drift_rae_factor * validated:
         return (
             f"live {metric.upper()} {live:.2f} over {len(window)} runs since the last attempt > "

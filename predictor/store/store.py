@@ -35,6 +35,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import Select
 from sqlalchemy.types import NullType
 
+from predictor.addresses import shown_address
 from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, ServedEstimate
 from predictor.store import online_members
 from predictor.store.tables import measurements as table
@@ -61,9 +62,16 @@ LIVE_COLUMNS = (
     "limit",
     "model_version",
     "extrapolating",
+    "memory",
+    "memory_lower",
+    "memory_upper",
+    "memory_limit",
+    "memory_model_version",
     "wall_seconds",
     "censored",
+    "max_rss_kb",
 )
+SERVED_LIVE = LIVE_COLUMNS[1:-3]  # the served estimate's columns of a live window (its run's: the last three)
 
 
 @dataclass
@@ -81,7 +89,9 @@ class MeasurementStore:
         parsed = make_url(url)
         self.dialect = parsed.get_backend_name()
         if self.dialect not in ("sqlite", "postgresql"):
-            raise ValueError(f"unsupported store URL {parsed!r}: use a sqlite:/// or postgresql+psycopg:// URL")
+            raise ValueError(
+                f"unsupported store URL {shown_address(url)}: use a sqlite:/// or postgresql+psycopg:// URL"
+            )
         if self.dialect == "sqlite":
             _make_sqlite_parent(parsed.database)
         self.engine: Engine = create_engine(parsed)
@@ -237,14 +247,10 @@ class MeasurementStore:
         stmt = (
             select(
                 s.run_id,
-                s.seconds,
-                s.lower,
-                s.upper,
-                s.limit,
-                s.model_version,
-                s.extrapolating,
+                *(s[name] for name in SERVED_LIVE),
                 table.c.wall_seconds,
                 table.c.censored,
+                table.c.max_rss_kb,
             )
             .join(table, table.c.run_id == s.run_id)
             .where(s.algorithm == algorithm, s.platform == platform)
@@ -254,7 +260,7 @@ class MeasurementStore:
         )
         with self.engine.connect() as conn:
             rows = [tuple(r) for r in conn.execute(stmt)][::-1]
-        return pd.DataFrame(rows, columns=list(LIVE_COLUMNS))
+        return live_frame(rows)
 
     def served_pairs(self) -> list[tuple[str, str]]:
         """(algorithm, platform) pairs with at least one served estimate recorded, sorted."""
@@ -353,6 +359,13 @@ class MeasurementStore:
                 r["run_id"],
                 r["reason"],
             )
+
+
+def live_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    """A live window from rows of :data:`LIVE_COLUMNS`: the served and measured numbers as floats (NaN where none)."""
+    frame = pd.DataFrame(rows, columns=list(LIVE_COLUMNS))
+    numbers = ["seconds", "lower", "upper", "limit", "memory", "memory_lower", "memory_upper", "memory_limit"]
+    return frame.astype({**dict.fromkeys(numbers, "float64"), "wall_seconds": "float64", "max_rss_kb": "float64"})
 
 
 def _medians() -> Select[Any]:

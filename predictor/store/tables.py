@@ -93,6 +93,13 @@ class ServedEstimateRow(Base):
     extrapolating: Mapped[bool] = mapped_column(Boolean)
     origin: Mapped[str] = mapped_column(String(16))
     served_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # the peak memory served beside the time (migration 0010; None: no memory champion answered, or served before)
+    memory: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_lower: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_upper: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_limit: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_model_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    memory_model_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class ModelDecisionRow(Base):

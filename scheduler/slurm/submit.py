@@ -77,6 +77,7 @@ def advise(
         "limit": None if estimate.limit is None else round(estimate.limit, 1),
         "model": estimate.model_name,
         "version": estimate.model_version,
+        **_memory_words(estimate),
         **mapping.params,
     }
     return SubmitAdvice(
@@ -87,3 +88,17 @@ def advise(
         optional_walltime(estimate.limit),
         memory,
     )
+
+
+def _memory_words(estimate: Estimate) -> dict[str, object]:
+    """The tag's words of the peak memory served (whole bytes, rounded up) and the memory champion that served it; none
+    without a memory estimate."""
+    if estimate.memory is None or not math.isfinite(estimate.memory):
+        return {}
+    limit = estimate.memory_limit
+    return {
+        "memory": math.ceil(estimate.memory),
+        "memory_limit": math.ceil(limit) if limit is not None and math.isfinite(limit) else None,
+        "memory_model": estimate.memory_model_name,
+        "memory_version": estimate.memory_model_version,
+    }
