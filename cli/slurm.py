@@ -79,7 +79,7 @@ def follow(
         catalog,
         rules,
         cluster=slurm.cluster,
-        comments=Slurm().comments,
+        slurmctld=Slurm().held,
         guard=resource_guard,
         queue=Slurm().queue,
     )

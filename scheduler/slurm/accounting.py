@@ -8,9 +8,12 @@ required :data:`SACCT_REQUIRED` and any of :data:`SACCT_OPTIONAL`::
 A job is its allocation line; its steps (``123.batch``, ``123.0``) are not jobs, but Slurm writes ``MaxRSS`` (the
 largest resident set of a step's tasks) on them only, so a job's ``max_rss_kb`` is the largest of its steps' (give
 ``sacct`` without ``-X`` to have them). ``Timelimit`` may be raw minutes (``sacct -c``) or a duration, ``State`` may
-read ``CANCELLED by 0``. The ``jobcomp/filetxt`` log has one job per line as
-``Key=Value`` words (``JobId=5 Name=x JobState=TIMEOUT TimeLimit=5 StartTime=... EndTime=...``); Slurm 22.05 does
-not write the comment there, so a completion read from it carries none unless the caller adds it. ``ReqMem`` (the
+read ``CANCELLED by 0``. The ``jobcomp/filetxt`` log has one job per line, its ``Key=Value`` fields in the fixed order
+Slurm writes them (:data:`JOBCOMP_LINE`: ``JobId=5 UserId=ana(1001) GroupId=... Name=x JobState=TIMEOUT ...
+ExitCode=0:15``), read by that order: the job's name is free text that may hold words such as ``JobId=4242``, so the
+id, user and group are read from the line's start, before the name, and the fields after it from their places after
+the name (a line in any other shape is refused). Slurm 22.05 does not write the comment there, so a completion read
+from it carries none unless the caller adds it. ``ReqMem`` (the
 log's ``mem=`` in ``Tres``, the job's whole memory) is read as megabytes, a per-CPU amount (``c``) times the CPUs.
 The completion log has no ``MaxRSS``, and neither has ``sacct -c``: without slurmdbd a job's peak memory is unknown
 (but for a job killed ``OUT_OF_MEMORY``, whose peak reached its request).
@@ -20,7 +23,7 @@ Times without a zone are the machine's local time, as Slurm prints them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -70,7 +73,23 @@ SQUEUE_FIELDS = (
     "name",
 )
 SQUEUE_FORMAT = "%i|%T|%u|%g|%a|%P|%q|%l|%C|%D|%V|%S|%Z|%j"  # the fields above, the name last (it may hold a '|')
-_JOBCOMP_KEY = re.compile(r"(?:^|\s)([A-Za-z]+)=")
+JOBCOMP_LINE = re.compile(
+    r"JobId=(?P<JobId>\d+) UserId=(?P<UserId>[^\s()]*)\((?P<Uid>\d+)\) GroupId=(?P<GroupId>[^\s()]*)\((?P<Gid>\d+)\) "
+    r"Name=(?P<Name>(?s:.*)) JobState=(?P<JobState>[A-Z_]+) Partition=(?P<Partition>\S*) TimeLimit=(?P<TimeLimit>\S*) "
+    r"StartTime=(?P<StartTime>\S*) EndTime=(?P<EndTime>\S*) NodeList=(?P<NodeList>\S*) NodeCnt=(?P<NodeCnt>\d*) "
+    r"ProcCnt=(?P<ProcCnt>\d*) WorkDir=(?P<WorkDir>(?s:.*?)) ReservationName=(?P<ReservationName>\S*) Tres=(?P<Tres>\S*) "
+    r"Account=(?P<Account>\S*) QOS=(?P<QOS>\S*) WcKey=(?P<WcKey>\S*) Cluster=(?P<Cluster>\S*) "
+    r"SubmitTime=(?P<SubmitTime>\S*) EligibleTime=(?P<EligibleTime>\S*)"
+    r"(?: ArrayJobId=(?P<ArrayJobId>\d+) ArrayTaskId=(?P<ArrayTaskId>\d+))?"
+    r"(?: HetJobId=(?P<HetJobId>\d+) HetJobOffset=(?P<HetJobOffset>\d+))?"
+    r" DerivedExitCode=(?P<DerivedExitCode>\S*) ExitCode=(?P<ExitCode>\S*)\s*"
+)
+"""A ``jobcomp/filetxt`` record as Slurm 22.05 writes it (``jobcomp_filetxt.c``): every field in its place. The name is
+the one free text before the state; read greedily, it ends at the record's last `` JobState=`` that the fixed fields
+follow, so words in a name can never stand for the fields before it (the id, the user) nor after it. Slurm writes the
+name and the working directory raw, line breaks included: such a record spans lines (see :func:`read_jobcomp`)."""
+_JOBCOMP_ID = re.compile(r"JobId=(\d+) ")
+MAX_LINE = 65_536  # characters of one accounting line: a longer one is refused unread
 _MEMORY = re.compile(r"(?:^|,)mem=([^,]+)")
 
 
@@ -192,20 +211,48 @@ def read_squeue(text: str) -> list[SlurmJob]:
     return out
 
 
-def read_jobcomp(lines: Iterable[str], first_line: int = 1) -> Iterator[Parsed]:
-    """Each line of a ``jobcomp/filetxt`` log as a job or a problem (``first_line``: the number of the first given)."""
-    for number, line in enumerate(lines, start=first_line):
+def read_jobcomp(lines: Sequence[str], first_line: int = 1, breaks: Mapping[str, int] | None = None) -> Iterator[Parsed]:
+    """Each record of a ``jobcomp/filetxt`` log as a job or a problem (``first_line``: the number of the first given).
+
+    A record is one line, but for a job of ``breaks`` (job id -> the line breaks its name and working directory hold,
+    as slurmctld tells them): its line and as many after it, read as one record. Without it such a record's lines are
+    read one by one, and a line made of a name's end can claim any job's id and user: the caller confirms the jobs.
+    """
+    index = 0
+    while index < len(lines):
+        number, line = first_line + index, lines[index]
+        found = _JOBCOMP_ID.match(line)
+        span = 1 + (breaks or {}).get(found.group(1), 0) if found else 1
+        index += span
+        if span > 1:
+            line = "\n".join(lines[index - span : index])
         if line.strip():
-            yield number, _parsed(_jobcomp_job, jobcomp_fields(line))
+            try:
+                fields = jobcomp_fields(line)
+            except AccountingError as exc:
+                yield number, exc
+                continue
+            yield number, _parsed(_jobcomp_job, fields)
+
+
+def jobcomp_id(line: str) -> str | None:
+    """The job id a completion line starts with (None: it starts with none, e.g. the rest of a name's line break)."""
+    found = _JOBCOMP_ID.match(line)
+    return found.group(1) if found else None
 
 
 def jobcomp_fields(line: str) -> dict[str, str]:
-    """A completion line's ``Key=Value`` words (a value runs to the next `` Key=``, so it may hold spaces)."""
-    marks = list(_JOBCOMP_KEY.finditer(line))
-    return {
-        m.group(1): line[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(line)].strip()
-        for i, m in enumerate(marks)
-    }
+    """A completion line's fields by :data:`JOBCOMP_LINE` (absent optional ones left out); AccountingError for a line
+    in any other shape."""
+    line = line.rstrip("\r\n")
+    if len(line) > MAX_LINE:
+        raise AccountingError("(line)", f"{len(line)} characters, over {MAX_LINE}: not a completion line")
+    found = JOBCOMP_LINE.fullmatch(line)
+    if found is None:
+        raise AccountingError(
+            "(line)", "not a jobcomp/filetxt line: expected JobId=, UserId=, GroupId=, Name=, JobState=, ... ExitCode= in Slurm's order"
+        )
+    return {key: value.strip() for key, value in found.groupdict().items() if value is not None}
 
 
 def _parsed(read: Callable[[dict[str, str]], SlurmJob], fields: dict[str, str]) -> SlurmJob | AccountingError:

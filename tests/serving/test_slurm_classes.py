@@ -213,7 +213,7 @@ def test_sbatch_of_an_unmapped_job_gets_time_min_from_its_users_followed_history
             load_catalog(*settings.catalog_paths),
             load_rules(class_home.slurm.rules),
             cluster=CLUSTER,
-            comments=Slurm(str(plugin.conf)).comments,
+            slurmctld=Slurm(str(plugin.conf)).held,
         )
         follower.poll()
         learned = {

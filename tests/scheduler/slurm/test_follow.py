@@ -54,7 +54,7 @@ def test_follow_stores_new_completions_once_and_reads_on_from_its_cursor(
             catalog,
             Rules(partitions={"debug": "cpu-small"}),
             cluster=slurm_cluster.name,
-            comments=Slurm(str(slurm_cluster.conf)).comments,
+            slurmctld=Slurm(str(slurm_cluster.conf)).held,
         )
 
     first_jobs = _finished(slurm_cluster, fasta, 2, "follow-a")
@@ -168,7 +168,7 @@ def test_follow_records_the_queue_as_its_users_history_and_their_ends_after(
         catalog,
         Rules(),
         cluster="q",
-        comments=slurm.comments,
+        slurmctld=slurm.held,
         queue=slurm.queue,
     )
     follower.poll()  # earlier tests' jobs, ended: the history this test counts from
