@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -161,7 +160,9 @@ def main() -> None:
                     write_jobs(small, "small", SMALL, 1)
                     write_jobs(big, "big", jobs, 1000)
                     timed_import(source, small, home, folder / "small.log", args.timeout)
-                    wall, cpu, rss, summary = timed_import(source, big, home, folder / f"{label}-{jobs}.log", args.timeout)
+                    wall, cpu, rss, summary = timed_import(
+                        source, big, home, folder / f"{label}-{jobs}.log", args.timeout
+                    )
                     lat = latency(source, home) if "stopped" not in summary else {}
                     rows.append((label, jobs, wall, cpu, rss, summary, lat))
                     print(

@@ -58,7 +58,7 @@ def ingest(
     from data.ingest import IngestError, ingest_file
     from data.swf_ingest import ingest_swf
     from predictor.catalog import load_catalog
-    from scheduler.slurm.ingest import ingest_slurm
+    from scheduler.slurm.ingest import Inputs, ingest_slurm
     from scheduler.slurm.rules import RulesError, load_rules
     from scheduler.slurm.settings import SlurmSettings
 
@@ -90,6 +90,7 @@ def ingest(
                     file_format=kind,
                     cluster=slurm.cluster,
                     rejects_dir=rejects_dir,
+                    inputs=Inputs.of(settings.data_roots, slurm),
                 )
             else:
                 report = ingest_file(path, store, catalog, mapping=mapping, file_format=file_format, **options)

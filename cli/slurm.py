@@ -53,6 +53,7 @@ def follow(
     from predictor.catalog import load_catalog
     from scheduler.slurm.control import Slurm
     from scheduler.slurm.follow import Follower, FollowPass
+    from scheduler.slurm.ingest import Inputs
     from scheduler.slurm.resource_guard import ResourceGuard, oracle_uppers
     from scheduler.slurm.rules import RulesError, load_rules
     from scheduler.slurm.settings import SlurmSettings
@@ -82,6 +83,7 @@ def follow(
         slurmctld=Slurm().held,
         guard=resource_guard,
         queue=Slurm().queue,
+        inputs=Inputs.of(settings.data_roots, slurm),
     )
 
     def report(done: FollowPass) -> None:

@@ -18,6 +18,11 @@ log's ``mem=`` in ``Tres``, the job's whole memory) is read as megabytes, a per-
 The completion log has no ``MaxRSS``, and neither has ``sacct -c``: without slurmdbd a job's peak memory is unknown
 (but for a job killed ``OUT_OF_MEMORY``, whose peak reached its request).
 Times without a zone are the machine's local time, as Slurm prints them.
+
+A line that cannot be a job Slurm ran is refused with its field and why (never a traceback, never stored): a duration
+longer than Slurm's longest, a count or memory size no machine has, a time before 1970 or more than a day ahead of
+this machine's clock (``9999-12-31`` would keep a job running in its user's history for ever), an end before its
+start.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from predictor.memsize import MIB, MemorySizeError, parse_slurm_memory
 from predictor.walltime import parse_walltime
@@ -90,6 +95,9 @@ follow, so words in a name can never stand for the fields before it (the id, the
 name and the working directory raw, line breaks included: such a record spans lines (see :func:`read_jobcomp`)."""
 _JOBCOMP_ID = re.compile(r"JobId=(\d+) ")
 MAX_LINE = 65_536  # characters of one accounting line: a longer one is refused unread
+MAX_COUNT = 2**32 - 3  # Slurm keeps CPUs and nodes in 32 bits (NO_VAL and INFINITE above)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # Slurm keeps times as Unix seconds
+CLOCK_SKEW = timedelta(days=1)  # how far past this machine's clock a time may lie (the cluster's clock may run ahead)
 _MEMORY = re.compile(r"(?:^|,)mem=([^,]+)")
 
 
@@ -211,7 +219,9 @@ def read_squeue(text: str) -> list[SlurmJob]:
     return out
 
 
-def read_jobcomp(lines: Sequence[str], first_line: int = 1, breaks: Mapping[str, int] | None = None) -> Iterator[Parsed]:
+def read_jobcomp(
+    lines: Sequence[str], first_line: int = 1, breaks: Mapping[str, int] | None = None
+) -> Iterator[Parsed]:
     """Each record of a ``jobcomp/filetxt`` log as a job or a problem (``first_line``: the number of the first given).
 
     A record is one line, but for a job of ``breaks`` (job id -> the line breaks its name and working directory hold,
@@ -250,7 +260,8 @@ def jobcomp_fields(line: str) -> dict[str, str]:
     found = JOBCOMP_LINE.fullmatch(line)
     if found is None:
         raise AccountingError(
-            "(line)", "not a jobcomp/filetxt line: expected JobId=, UserId=, GroupId=, Name=, JobState=, ... ExitCode= in Slurm's order"
+            "(line)",
+            "not a jobcomp/filetxt line: expected JobId=, UserId=, GroupId=, Name=, JobState=, ... ExitCode= in Slurm's order",
         )
     return {key: value.strip() for key, value in found.groupdict().items() if value is not None}
 
@@ -267,7 +278,7 @@ def _sacct_job(row: dict[str, str]) -> SlurmJob:
     code, signal = _exit(row.get("ExitCode", "0:0"))
     array_job, _, array_task = row["JobID"].partition("_")  # an array's task: <array job>_<index>
     array_job = array_job if array_task else ""
-    return SlurmJob(
+    job = SlurmJob(
         job_id=_required(row, "JobID"),
         name=row["JobName"],
         state=_state(row["State"]),
@@ -293,6 +304,7 @@ def _sacct_job(row: dict[str, str]) -> SlurmJob:
         array_task=array_task or None,
         max_rss_kb=_max_rss(row.get("MaxRSS", "")),
     )
+    return _possible(job, "Start", "End")
 
 
 def _max_rss(text: str) -> int | None:
@@ -301,8 +313,8 @@ def _max_rss(text: str) -> int | None:
         return None
     try:
         return parse_slurm_memory(text) // 1024
-    except MemorySizeError:
-        raise AccountingError("MaxRSS", f"not a memory size: {text!r}") from None
+    except MemorySizeError as exc:
+        raise AccountingError("MaxRSS", str(exc)) from None
 
 
 def _squeue_job(row: dict[str, str]) -> SlurmJob:
@@ -338,7 +350,7 @@ def _jobcomp_job(f: dict[str, str]) -> SlurmJob:
         raise AccountingError("StartTime", "a completion line needs StartTime and EndTime")
     code, signal = _exit(f.get("ExitCode", "0:0"))
     memory = _MEMORY.search(f.get("Tres", ""))
-    return SlurmJob(
+    job = SlurmJob(
         job_id=_required(f, "JobId"),
         name=f.get("Name", ""),
         state=_state(_required(f, "JobState")),
@@ -362,6 +374,22 @@ def _jobcomp_job(f: dict[str, str]) -> SlurmJob:
         array_job=_array(f.get("ArrayJobId", "")),
         array_task=_array(f.get("ArrayTaskId", "")),
     )
+    return _possible(job, "StartTime", "EndTime")
+
+
+def _possible(job: SlurmJob, start: str, end: str) -> SlurmJob:
+    """``job``, unless it ended before it started or asked for a memory no machine has (AccountingError naming the
+    field)."""
+    if job.start is not None and job.end is not None and job.end < job.start:
+        raise AccountingError(
+            end, f"{job.end.isoformat()} is before its {start} {job.start.isoformat()}: no run ends so"
+        )
+    if job.req_mem:
+        try:
+            parse_slurm_memory(job.req_mem, cpus=job.req_cpus or 1)
+        except MemorySizeError as exc:
+            raise AccountingError("ReqMem", str(exc)) from None
+    return job
 
 
 def _required(row: dict[str, str], key: str) -> str:
@@ -382,8 +410,8 @@ def _state(text: str) -> str:
 def _duration(field: str, text: str, required: bool = False) -> float | None:
     try:
         seconds = parse_walltime(text)
-    except ValueError as exc:
-        raise AccountingError(field, str(exc)) from None
+    except ValueError as exc:  # too many digits for an int included
+        raise AccountingError(field, str(exc)[:200]) from None
     if seconds is None and required:
         raise AccountingError(field, f"missing or unlimited: {text!r}")
     return seconds
@@ -394,7 +422,9 @@ def _count(field: str, text: str) -> int | None:
     if not text:
         return None
     if not text.isdigit():
-        raise AccountingError(field, f"expected a whole number, got {text!r}")
+        raise AccountingError(field, f"expected a whole number, got {text[:40]!r}")
+    if len(text) > 10 or int(text) > MAX_COUNT:
+        raise AccountingError(field, f"{text[:40]!r} is over {MAX_COUNT}, the most Slurm counts")
     return int(text)
 
 
@@ -430,7 +460,11 @@ def _time(field: str, text: str) -> datetime | None:
     if not text or text in ("Unknown", "None", "N/A"):
         return None
     try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise AccountingError(field, f"not a time: {text!r}") from None
-    return value.astimezone(UTC)
+        value = datetime.fromisoformat(text).astimezone(UTC)
+    except (ValueError, OverflowError):  # year 1 in a zone east of UTC is year 0 in UTC
+        raise AccountingError(field, f"not a time: {text[:40]!r}") from None
+    if value < EPOCH:
+        raise AccountingError(field, f"{text} is before 1970: not a time Slurm keeps")
+    if value > datetime.now(UTC) + CLOCK_SKEW:
+        raise AccountingError(field, f"{text} is more than a day ahead of this machine's clock: not a time that was")
+    return value

@@ -41,7 +41,7 @@ from predictor.store.job_history import JobHistory
 from scheduler.slurm.accounting import AccountingError, SlurmJob, jobcomp_id, read_jobcomp
 from scheduler.slurm.control import QueuedJob, SlurmError
 from scheduler.slurm.history import history_records
-from scheduler.slurm.ingest import convert
+from scheduler.slurm.ingest import NO_INPUTS, Inputs, convert
 from scheduler.slurm.resource_guard import RESOURCES, ResourceGuard
 from scheduler.slurm.rules import JobFacts, MappingError, Rules, map_job
 
@@ -85,6 +85,7 @@ class Follower:
         slurmctld: Held | None = None,
         guard: ResourceGuard | None = None,
         queue: Callable[[], list[SlurmJob]] | None = None,
+        inputs: Inputs = NO_INPUTS,
     ) -> None:
         self.log_path = log_path
         self.cursor_path = cursor_path
@@ -95,6 +96,7 @@ class Follower:
         self.slurmctld = slurmctld
         self.guard = guard
         self.queue = queue
+        self.inputs = inputs
         self._queued: dict[str, str] = {}  # job id -> state of the queued jobs recorded, to record only changes
 
     def cursor(self) -> Cursor:
@@ -124,7 +126,15 @@ class Follower:
         ]
         history = JobHistory(self.store.engine)
         history.record(history_records(parsed, self.cluster, self.rules))
-        out = convert(parsed, self.rules, self.catalog, cluster=self.cluster, source=Source.PRODUCTION, history=history)
+        out = convert(
+            parsed,
+            self.rules,
+            self.catalog,
+            cluster=self.cluster,
+            source=Source.PRODUCTION,
+            history=history,
+            inputs=self.inputs,
+        )
         result = self.store.add(out.measurements, out.served)
         if self.guard is not None:
             self._guard(parsed)

@@ -5,7 +5,9 @@ One measurement per run of a job that ran and ended, validated like any row (:fu
 - ``run_id`` ``slurm-<cluster>-<job id>-<start>``: a requeued job's runs are distinct, a run imported twice (from
   ``sacct`` and from the completion log alike) is stored once;
 - ``algorithm``, ``platform`` and ``params`` from :func:`scheduler.slurm.rules.map_job` (the plugin's tag in the
-  comment, else the rules on the job's name and partition); features are read from the input files it names. A
+  comment, else the rules on the job's name and partition); features are read from the input files it names, but
+  only regular files under the data roots, each within a size and a time budget (:class:`Inputs`): a job's words
+  are its user's, and could name a FIFO (a read that never ends), a gzip bomb or any file of the importing user. A
   job neither maps is a run of its job class (:func:`scheduler.slurm.rules.class_of`) when the catalog has one,
   with its history features at its submit time (:func:`scheduler.slurm.submit_history.submit_features`: the jobs read are
   recorded as history first);
@@ -28,17 +30,21 @@ Every ended job but the excluded, mapped or not, is also its user's history (:mo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
 from typing import Literal
 
+from pydantic import ValidationError
+
 from data.ingest import IngestError, IngestReport, Reject, write_rejects
 from features.history import FEATURE_NAMES
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, ServedEstimate, Source
 from predictor.jobfeatures import known_feature_names
+from predictor.paths import PathRefused, resolve_under_roots
 from predictor.records import RowError, validate_record
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
@@ -55,11 +61,36 @@ from scheduler.slurm.accounting import (
 )
 from scheduler.slurm.history import history_records, submission_of
 from scheduler.slurm.rules import JobFacts, MappingError, Rules, class_of, map_job
+from scheduler.slurm.settings import SlurmSettings
 from scheduler.slurm.submit_history import submit_features
 
 SlurmFormat = Literal["sacct", "jobcomp"]
 CANCELLED_EXIT = 2  # as the SWF import stores a cancelled job
 HISTORY_FEATURES = frozenset(FEATURE_NAMES)  # what a job class's runs are described by
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Which input files a job's words may make accounting read: regular files (or a database's) under ``roots``, each
+    of at most ``max_bytes`` and read within ``budget_s`` seconds. A run naming another is rejected, saying why."""
+
+    roots: tuple[Path, ...]
+    max_bytes: int
+    budget_s: float
+
+    @classmethod
+    def of(cls, roots: list[Path], slurm: SlurmSettings) -> Inputs:
+        """The site's: its data roots, Slurm's input budgets."""
+        return cls(tuple(roots), slurm.input_max_bytes, slurm.input_budget_s)
+
+    def locate(self, value: str) -> Path:
+        """The real path of an input ``value`` names; ValueError saying why it is not read."""
+        if not self.roots:
+            raise PathRefused("accounting reads no input files here (no data roots given)")
+        return resolve_under_roots(value, list(self.roots), self.max_bytes)
+
+
+NO_INPUTS = Inputs((), 0, 0.0)  # no input file is read
 
 
 @dataclass
@@ -80,6 +111,7 @@ def convert(
     cluster: str = "slurm",
     source: Source = Source.PRODUCTION,
     history: JobHistory | None = None,
+    inputs: Inputs = NO_INPUTS,
 ) -> Converted:
     """Each parsed line as a measurement (with its served estimate), a skip or a reject; job steps are dropped.
 
@@ -94,9 +126,12 @@ def convert(
             out.rejected.append(Reject(line, job.field, job.message))
             continue
         try:
-            result = measurement_of(job, rules, catalog, cluster=cluster, source=source, history=history)
+            result = measurement_of(job, rules, catalog, cluster=cluster, source=source, history=history, inputs=inputs)
         except (MappingError, RowError) as exc:
             out.rejected.append(Reject(line, getattr(exc, "field", "Comment"), getattr(exc, "message", str(exc))))
+            continue
+        except (ValueError, ArithmeticError) as exc:  # a value no check above foresaw: this line alone is set aside
+            out.rejected.append(Reject(line, "(row)", f"{type(exc).__name__}: {str(exc)[:300]}"))
             continue
         if isinstance(result, str):
             out.skipped.append(Reject(line, "State", result))
@@ -116,6 +151,7 @@ def measurement_of(
     cluster: str = "slurm",
     source: Source = Source.PRODUCTION,
     history: JobHistory | None = None,
+    inputs: Inputs = NO_INPUTS,
 ) -> tuple[Measurement, ServedEstimate | None] | str:
     """The job's run as a measurement and the estimate it was served, or why it is no measurement (a skip)."""
     if rules.exclude.excludes(job.user, job.account, job.partition):
@@ -148,7 +184,7 @@ def measurement_of(
         "context": _context(job, cluster),
         "features": features,
     }
-    measurement = validate_record(record, catalog, source=source)
+    measurement = validate_record(record, catalog, source=source, locate=inputs.locate, budget_s=inputs.budget_s)
     return measurement, _served(run_id, mapping.algorithm, mapping.platform, mapping.served)
 
 
@@ -196,24 +232,37 @@ def _context(job: SlurmJob, cluster: str) -> dict[str, object]:
 
 
 def _served(run_id: str, algorithm: str, platform: str, served: dict[str, str]) -> ServedEstimate | None:
-    """The estimate the tag says was served at submission; None when it says none (or nothing usable)."""
+    """The estimate the tag says was served at submission; None when it says none. RowError (field ``Comment``) for
+    a tag whose estimate or limit is no positive, finite number of seconds, or whose model is not one a service
+    names (``estimate=inf``, ``limit=-5``): the run is refused rather than scored against it."""
+    if "estimate" not in served:
+        return None
     try:
-        seconds = float(served["estimate"])
-        limit = float(served["limit"]) if "limit" in served else None
-    except (KeyError, ValueError):
-        return None
-    if not seconds > 0:
-        return None
-    return ServedEstimate(
-        run_id=run_id,
-        algorithm=algorithm,
-        platform=platform,
-        seconds=seconds,
-        limit=limit,
-        model_name=served.get("model"),
-        model_version=served.get("version"),
-        origin="service",
-    )
+        return ServedEstimate(
+            run_id=run_id,
+            algorithm=algorithm,
+            platform=platform,
+            seconds=_seconds(served, "estimate"),
+            limit=_seconds(served, "limit") if "limit" in served else None,
+            model_name=served.get("model"),
+            model_version=served.get("version"),
+            origin="service",
+        )
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise RowError("Comment", f"the tag's {error['loc'][0]}: {error['msg']}") from None
+
+
+def _seconds(served: dict[str, str], key: str) -> float:
+    """The tag's ``key`` as a positive, finite number of seconds; RowError otherwise."""
+    text = served[key]
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise RowError("Comment", f"the tag's {key}={text[:40]} is no positive, finite number of seconds")
+    return seconds
 
 
 def ingest_slurm(
@@ -226,6 +275,7 @@ def ingest_slurm(
     cluster: str = "slurm",
     source: Source = Source.IMPORT,
     rejects_dir: Path | None = None,
+    inputs: Inputs = NO_INPUTS,
 ) -> IngestReport:
     """Store every finished job of a ``sacct -P`` output file or a ``jobcomp/filetxt`` log; skip and reject as above."""
     path = Path(path)
@@ -242,7 +292,7 @@ def ingest_slurm(
         raise IngestError(f"{path}: no jobs (give `sacct -P -X` output with its header, or a jobcomp/filetxt log)")
     history = JobHistory(store.engine)
     history.record(history_records(parsed, cluster, rules))
-    out = convert(parsed, rules, catalog, cluster=cluster, source=source, history=history)
+    out = convert(parsed, rules, catalog, cluster=cluster, source=source, history=history, inputs=inputs)
     rejects_path = write_rejects(path, ["slurm_line"], [([lines[r.line - 1]], r) for r in out.rejected], rejects_dir)
     result = store.add(out.measurements, out.served)
     return IngestReport(

@@ -23,3 +23,11 @@ class SlurmSettings(BaseSettings):
     cluster: str = Field(
         default="slurm", min_length=1, max_length=40, description="The Slurm cluster's name in the run ids of its jobs."
     )
+    input_max_bytes: int = Field(
+        default=1 << 30,
+        gt=0,
+        description="Largest input file (under the data roots) a job's words make an accounting import read.",
+    )
+    input_budget_s: float = Field(
+        default=5.0, gt=0, description="Seconds an accounting import reads one job's input files at most."
+    )

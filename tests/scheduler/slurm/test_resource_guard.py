@@ -24,6 +24,7 @@ from scheduler.slurm.ingest import run_id_of
 from scheduler.slurm.resource_guard import GuardDecision, ResourceGuard, oracle_uppers
 from scheduler.slurm.rules import JobMapping, Rules
 from tests.livesrv import eventually
+from tests.scheduler.slurm.conftest import readable
 from tests.serving.conftest import Home, train_home
 from tests.slurmserver import NODE_MEMORY_MB, SlurmCluster
 
@@ -53,17 +54,19 @@ def _parts(cluster: SlurmCluster, home: Home, tmp_path: Path) -> Iterator[Parts]
         cluster=cluster.name,
         max_requeues=1,
     )
-    yield _follower(cluster, tmp_path, store, guard), guard, store
+    yield _follower(cluster, tmp_path, store, guard, home.inputs), guard, store
     store.dispose()
 
 
-def _follower(cluster: SlurmCluster, tmp_path: Path, store: MeasurementStore, guard: ResourceGuard) -> Follower:
+def _follower(
+    cluster: SlurmCluster, tmp_path: Path, store: MeasurementStore, guard: ResourceGuard, inputs: Path
+) -> Follower:
     """A follower with ``guard`` that reads on past what earlier tests left in the log (their jobs are not its guard's)."""
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
     slurm = Slurm(str(cluster.conf))
     parts = (cluster.jobcomp, tmp_path / "cursor.json", store, catalog, RULES)
     Follower(*parts, cluster=cluster.name, slurmctld=slurm.held).poll()
-    return Follower(*parts, cluster=cluster.name, slurmctld=slurm.held, guard=guard)
+    return Follower(*parts, cluster=cluster.name, slurmctld=slurm.held, guard=guard, inputs=readable(inputs))
 
 
 @pytest.fixture
