@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand
@@ -126,8 +125,9 @@ def plain(value: object) -> Text:
 
 
 def fail(message: str) -> typer.Exit:
-    """Print ``message`` as one error line; raise what it returns to exit with status 2."""
-    err_console.print(f"[red]error:[/red] {escape(message)}")
+    """Print ``message`` as one error line (literal: no markup read in it, control characters such as a terminal escape
+    in a name someone typed shown as ``\x1b``); raise what it returns to exit with status 2."""
+    err_console.print(Text.assemble(("error:", "red"), " ", plain(message)))
     return typer.Exit(code=2)
 
 

@@ -18,6 +18,7 @@ from cli.common import (
     open_store,
     parse_duration,
     parse_pairs,
+    plain,
     print_table,
     typed_params,
 )
@@ -103,7 +104,7 @@ def ingest(
         for message, count in Counter(s.message for s in report.skipped).items():
             console.print(f"  skipped {count}: {message}")
         for reject in report.rejected[:20]:
-            err_console.print(f"  line {reject.line}, {reject.field}: {reject.message}")
+            err_console.print(plain(f"  line {reject.line}, {reject.field}: {reject.message}"))
         if report.rejected:
             any_rejected = True
             err_console.print(f"  rejected rows written to {report.rejects_path}")

@@ -14,6 +14,7 @@ from cli.common import (
     load_settings,
     local_oracle,
     open_store,
+    plain,
     repeat_passes,
 )
 
@@ -93,7 +94,7 @@ def follow(
                 f"{len(done.rejected)} rejected"
             )
         for reject in done.rejected:
-            err_console.print(f"  line {reject.line}, {reject.field}: {reject.message}")
+            err_console.print(plain(f"  line {reject.line}, {reject.field}: {reject.message}"))
 
     repeat_passes(
         follower.poll,

@@ -129,7 +129,11 @@ class Estimate(BaseModel):
         description="The job lies outside what the model was trained on: a monotone power law answered and the interval is widened.",
     )
     out_of_domain: list[str] = Field(default_factory=list, description="Features beyond their trained range.")
-    reason: str | None = Field(default=None, description="Why there is no model estimate, or why it extrapolates.")
+    reason: str | None = Field(
+        default=None,
+        description="Why there is no model estimate, why it extrapolates, or that an answer was capped at what a "
+        "platform can run (a year; its memory).",
+    )
     features: dict[str, float] = Field(default_factory=dict, description="The features the model used.")
     memory: float | None = Field(
         default=None, description="Estimated peak resident memory, bytes; null when the pair has no memory champion."

@@ -32,7 +32,6 @@ from features import FeatureError
 from predictor.catalog import Algorithm, Catalog, Parameter, Platform
 from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, Source
 from predictor.jobfeatures import budget_options, file_parameters, job_features, known_feature_names
-from predictor.memsize import GIB
 from predictor.store.limits import unstorable
 
 OBJECTS = {"params": "param.", "features": "feature.", "context": "context."}  # object column -> prefix of one entry
@@ -158,7 +157,7 @@ def _typed_fields(fields: dict[str, Any]) -> dict[str, Any]:
 def _check_peak(max_rss_kb: Any, platform: Platform) -> None:
     """RowError for a peak memory above the platform's (its catalog ``memory_gb``, its largest node's): no run there
     reached it, and a model trained on it would serve memory limits no node has."""
-    if isinstance(max_rss_kb, int) and max_rss_kb * 1024 > platform.memory_gb * GIB:
+    if isinstance(max_rss_kb, int) and max_rss_kb * 1024 > platform.memory_bytes:
         raise RowError(
             "max_rss_kb",
             f"{max_rss_kb} KiB is above the memory of a {platform.name} machine ({platform.memory_gb:g} GB): "
