@@ -127,13 +127,19 @@ def install_plugin(
     ] = None,
     stdout: Annotated[bool, typer.Option("--stdout", help="Print it instead of writing it.")] = False,
 ) -> None:
-    """Write the job_submit.lua plugin (slurm.conf needs JobSubmitPlugins=lua); slurmctld picks up a changed file itself."""
+    """Write the job_submit.lua plugin (slurm.conf needs JobSubmitPlugins=lua); slurmctld picks up a changed file itself.
+
+    With PREDICTOR_SLURM_PLUGIN_TOKEN set, the plugin sends it (the API answers jobs from their users' history, by
+    their job class, to the plugin alone) and the file is made readable by slurm.conf's SlurmUser alone."""
+    from scheduler.slurm.plugin import conf_path, plugin_path, render_plugin, slurm_user
     from scheduler.slurm.plugin import install_plugin as write_plugin
-    from scheduler.slurm.plugin import plugin_path, render_plugin
+    from scheduler.slurm.settings import SlurmSettings
     from serving.settings import ApiSettings
 
+    secret = SlurmSettings().plugin_token
+    token = None if secret is None else secret.get_secret_value()
     try:
-        text = render_plugin(api or ApiSettings().url, timeout, raise_missing_limit, raise_missing_memory)
+        text = render_plugin(api or ApiSettings().url, timeout, raise_missing_limit, raise_missing_memory, token)
     except ValueError as exc:
         raise fail(str(exc)) from None
     if stdout:
@@ -141,10 +147,17 @@ def install_plugin(
         return
     destination = dest or plugin_path()
     try:
-        write_plugin(destination, text)
+        owner = None if token is None else slurm_user(conf_path())
+        write_plugin(destination, text, owner)
     except OSError as exc:
-        raise fail(f"cannot write {destination}: {exc.strerror or exc}") from None
+        raise fail(f"cannot write {destination} (or read slurm.conf): {exc.strerror or exc}") from None
+    except KeyError:
+        raise fail(f"slurm.conf's SlurmUser {owner!r} is no user here: cannot give it {destination}") from None
     console.print(f"wrote {destination}; slurm.conf needs JobSubmitPlugins=lua (then `scontrol reconfigure` once)")
+    if token is None:
+        console.print("no PREDICTOR_SLURM_PLUGIN_TOKEN: jobs without a catalog program are not estimated by job class")
+    else:
+        console.print(f"it holds the plugin token: readable by {owner} alone")
 
 
 @slurm_app.command()
