@@ -43,10 +43,11 @@ from scheduler.slurm.submit_history import Submission, submit_features
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, deadline, prepare
+from serving.jsonbody import FastJsonRoute
 from serving.schemas.predict import PredictRequest
 from serving.schemas.slurm import SlurmAdviceOut, SlurmJobIn
 
-router = APIRouter(prefix="/v1/slurm", tags=["slurm"])
+router = APIRouter(prefix="/v1/slurm", tags=["slurm"], route_class=FastJsonRoute)  # open: big bodies off the loop
 TOKEN_HEADER = "X-Predictor-Plugin-Token"
 
 
