@@ -131,8 +131,8 @@ def main() -> None:
     out.write_text(json.dumps({"baseline": args.baseline, "body_bytes": len(HOSTILE), **results}, indent=2) + "\n")
     revision = {"baseline": args.baseline, "current": "this checkout"}
     print(
-        f"\n| revision | request | its time (ms, median) | answer | `/healthz` meanwhile, median / worst (ms) "
-        f"| worst / idle median |"
+        "\n| revision | request | its time (ms, median) | answer | `/healthz` meanwhile, median / worst (ms) "
+        "| worst / idle median |"
     )
     print("| --- | --- | ---: | --- | ---: | ---: |")
     for label, rows in results.items():
