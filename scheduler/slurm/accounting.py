@@ -155,7 +155,8 @@ Parsed = tuple[int, "SlurmJob | AccountingError | None"]  # a line number and it
 
 
 def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
-    """Each data line of ``sacct -P`` output (header first) as a job, a problem, or None for a job step.
+    """Each data line of ``sacct -P`` output (header first) as a job, a problem, or None for a job step, read as they
+    come (a job is given once the line after its steps is read: sacct prints a job's steps right after it).
 
     AccountingError (line 1) when the header lacks a required column.
     """
@@ -171,21 +172,15 @@ def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
             "header",
             f"sacct output lacks columns {', '.join(missing or SACCT_REQUIRED)}; run sacct -P -X -o {','.join(SACCT_COLUMNS)}",
         )
-    out: list[Parsed] = []
-    step_rss: dict[str, int] = {}  # job id -> the largest MaxRSS of its steps, KiB
+    held: list[Parsed] = []  # the last job read and the lines after it, given once its steps are read
+    step_rss: int | None = None  # the largest MaxRSS of its steps, KiB
     for number, line in numbered:
         if not line.strip():
             continue
         cells = line.rstrip("\r\n").split("|")
         if len(cells) != len(header):
-            out.append(
-                (
-                    number,
-                    AccountingError(
-                        "(row)", f"has {len(cells)} fields but the header has {len(header)} (a '|' in a field?)"
-                    ),
-                )
-            )
+            problem = f"has {len(cells)} fields but the header has {len(header)} (a '|' in a field?)"
+            held.append((number, AccountingError("(row)", problem)))
             continue
         row = dict(zip(header, cells, strict=True))
         job_id, step, _ = row["JobID"].partition(".")
@@ -193,17 +188,23 @@ def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
             try:
                 rss = _max_rss(row.get("MaxRSS", ""))
             except AccountingError as exc:
-                out.append((number, exc))
+                held.append((number, exc))
                 continue
-            if rss is not None:
-                step_rss[job_id] = max(rss, step_rss.get(job_id, 0))
-            out.append((number, None))
+            job = held[0][1] if held else None
+            if isinstance(job, SlurmJob) and job.job_id == job_id and rss is not None:
+                step_rss = max(rss, step_rss or 0)
+            held.append((number, None))
             continue
-        out.append((number, _parsed(_sacct_job, row)))
-    for number, job in out:
-        if isinstance(job, SlurmJob) and job.job_id in step_rss:
-            job = replace(job, max_rss_kb=max(step_rss[job.job_id], job.max_rss_kb or 0))
-        yield number, job
+        yield from _with_steps(held, step_rss)
+        held, step_rss = [(number, _parsed(_sacct_job, row))], None
+    yield from _with_steps(held, step_rss)
+
+
+def _with_steps(held: list[Parsed], step_rss: int | None) -> list[Parsed]:
+    """A job read (the first of ``held``) with its steps' largest MaxRSS, and the lines after it, in order."""
+    if held and isinstance(job := held[0][1], SlurmJob) and step_rss is not None:
+        held = [(held[0][0], replace(job, max_rss_kb=max(step_rss, job.max_rss_kb or 0))), *held[1:]]
+    return held
 
 
 def read_squeue(text: str) -> list[SlurmJob]:
