@@ -63,8 +63,10 @@ def train(
     """
     from cli.progress import progress
     from predictor.catalog import load_catalog
+    from training.champions import MlflowChampions
     from training.dataset import load_training_sets
     from training.guard import Verdict
+    from training.live_members import refresh_live_members
     from training.pipeline import count_steps, decision_row
     from training.pipeline import train as train_sets
     from training.settings import TrainingSettings
@@ -85,16 +87,20 @@ def train(
             done = next(steps)  # the serving champions' members and the registrations add steps to the estimate
             update(done, max(done, total), label)
 
+        book = MlflowChampions(settings.resolved_tracking_uri)
         outcomes = train_sets(
             settings,
             training_sets,
             models=model,
             progress=advance,
+            champions=book,
             retrain=force,
             force=promote,
             dry_run=dry_run,
             target=target,
         )
+    if not dry_run:
+        refresh_live_members(store, book, outcomes)
     trigger = "predictor train" + (" --promote" if promote else " --force" if force else "")
     trigger += "" if target is Target.TIME else f" --target {target.value}"
     if not dry_run:
@@ -105,7 +111,6 @@ def train(
         err_console.print(
             "[yellow]--promote:[/yellow] the champion guard was overridden; every pair's best candidate was promoted"
         )
-    metric = settings.selection_metric
     title = "Dry run: what training would do (nothing registered)" if dry_run else "Champions"
     table = Table(title=title + TITLED[target])
     for column in (
@@ -113,7 +118,7 @@ def train(
         "platform",
         "target",
         "best candidate",
-        metric.upper(),
+        "forward score",
         "decision",
         "serving",
         "version",
@@ -125,7 +130,7 @@ def train(
             o.platform,
             o.target.value,
             o.challenger,
-            f"{o.metrics[o.challenger].get(metric, float('nan')):.2f}",
+            f"{o.metric.upper()} {o.metrics[o.challenger].get(o.metric, float('nan')):.2f}",
             o.decision.verdict.value,
             o.serving or "-",
             o.version or "-",
@@ -179,7 +184,7 @@ def report(
 
     settings = TrainingSettings()
     if live:
-        _live_report(settings, algorithm, platform)
+        _live_report(settings, algorithm, platform, target)
         return
     sessions, missing = [], []
     for each in [target] if target else list(Target):
@@ -244,26 +249,35 @@ def _print_session(session: SessionReport, platform: str | None) -> None:
             )
 
 
-def _live_report(settings: Settings, algorithm: str | None, platform: str | None) -> None:
-    """Live error per pair over its latest served runs (see predictor.live)."""
+def _live_report(settings: Settings, algorithm: str | None, platform: str | None, target: Target | None) -> None:
+    """Live error per pair and target over its latest served runs (see predictor.live): run time's, and peak memory's
+    where runs were served a memory estimate and measured their peak."""
     from predictor.live import live_report
 
+    report = live_report(open_store(settings), settings.live_window)
     rows = {
-        pair: values
-        for pair, values in live_report(open_store(settings), settings.live_window).items()
-        if algorithm in (None, pair[0]) and platform in (None, pair[1])
+        (a, p, each): values
+        for each in ([target] if target else list(Target))
+        for (a, p), values in report[each].items()
+        if algorithm in (None, a) and platform in (None, p)
     }
     if not rows:
-        raise fail("no served estimates recorded yet" + "".join(f" for {x}" for x in (algorithm, platform) if x))
+        raise fail(
+            "no served estimates recorded yet"
+            + "".join(f" for {x}" for x in (algorithm, platform, target and target.value) if x)
+        )
     table = Table(title=f"Live error over each pair's latest {settings.live_window} served runs")
-    for column in ("algorithm", "platform", "runs", "RAE%", "in25%", "under", "limit exceeded", "cover"):
-        table.add_column(column, justify="left" if column in ("algorithm", "platform") else "right", no_wrap=True)
-    for (a, p), v in sorted(rows.items()):
+    for column in ("algorithm", "platform", "target", "runs", "RAE%", "in25%", "under", "limit exceeded", "cover"):
+        table.add_column(
+            column, justify="left" if column in ("algorithm", "platform", "target") else "right", no_wrap=True
+        )
+    order = {t: i for i, t in enumerate(Target)}
+    for (a, p, each), v in sorted(rows.items(), key=lambda row: (row[0][0], row[0][1], order[row[0][2]])):
         cells = [
             f"{v[m]:.3g}" if v[m] == v[m] else "-"
             for m in ("rae", "within_25pct", "underestimate_rate", "limit_exceeded", "interval_coverage")
         ]
-        table.add_row(a, p, f"{int(v['runs'])}", *cells)
+        table.add_row(a, p, each.value, f"{int(v['runs'])}", *cells)
     print_table(table)
 
 
@@ -274,9 +288,12 @@ def worker(
     """The retrain worker: retrain pairs with enough new runs or drifting live error, under the champion guard."""
     import logging
 
+    from predictor.addresses import RedactingFormatter
     from training.worker import run
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     from training.settings import WorkerSettings
 
     settings = WorkerSettings()
@@ -302,7 +319,9 @@ MODEL_METRICS = ("rae", "rrse", "median_ape", "within_factor_2", "interval_cover
 def models_list(
     url: Annotated[str | None, typer.Option(help="Ask a running service instead of the local registry.")] = None,
 ) -> None:
-    """Each (algorithm, platform)'s champion per target: registered version, zoo member and cross-validation metrics."""
+    """Each (algorithm, platform)'s champion per target: registered version, zoo member, cross-validation metrics and
+    the live RAE of the estimates of its target the pair was served (`predictor report --live` shows the rest)."""
+    from predictor.addresses import redact_addresses
     from training.report import REPORT_METRICS
 
     settings = load_settings()
@@ -310,8 +329,10 @@ def models_list(
     if not champions:
         err_console.print("no champions registered; `predictor train` trains and registers them")
         return
-    table = Table(title=f"Champions ({'served by ' + url if url else 'registry ' + settings.resolved_tracking_uri})")
-    for column in ("algorithm", "platform", "version", "member", *(REPORT_METRICS[m] for m in MODEL_METRICS), "target"):
+    where = f"served by {url}" if url else f"registry {settings.resolved_tracking_uri}"
+    table = Table(title=f"Champions ({redact_addresses(where)})")
+    metric_columns = (*(REPORT_METRICS[m] for m in MODEL_METRICS), "live RAE%")
+    for column in ("algorithm", "platform", "version", "member", *metric_columns, "target"):
         table.add_column(
             column, justify="left" if column in ("algorithm", "platform", "member", "target") else "right", no_wrap=True
         )
@@ -320,6 +341,8 @@ def models_list(
         champions, key=lambda c: (c["algorithm"], c["platform"], order.get(c.get("target") or "time", len(order)))
     ):
         metrics = [f"{c['metrics'][m]:.4g}" if m in c["metrics"] else "-" for m in MODEL_METRICS]
+        live_rae = (c.get("live") or {}).get("rae")
+        metrics.append("-" if live_rae is None or live_rae != live_rae else f"{live_rae:.4g}")
         table.add_row(
             c["algorithm"],
             c["platform"],
@@ -477,9 +500,11 @@ def _champion(target: Target) -> str:
 
 
 def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
-    """Every champion in the registry, as the API's ``/v1/models`` lists them (algorithm, platform, version, member, metrics)."""
+    """Every champion in the registry, as the API's ``/v1/models`` lists them (algorithm, platform, version, member,
+    metrics, and the live error of its target from the store)."""
     from mlflow.exceptions import MlflowException
 
+    from predictor.live import live_report
     from predictor.registry import cv_metrics
     from training.champions import list_champions
 
@@ -487,6 +512,7 @@ def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
         versions = [(target, v) for target in Target for v in list_champions(settings.resolved_tracking_uri, target)]
     except MlflowException as exc:
         raise fail(f"model registry {settings.resolved_tracking_uri} unavailable: {exc.message}") from None
+    live = live_report(open_store(settings), settings.live_window) if versions else {}
     return [
         {
             "algorithm": v.tags.get("algorithm", "?"),
@@ -495,6 +521,7 @@ def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
             "version": v.version,
             "model_kind": v.tags.get("model_kind"),
             "metrics": cv_metrics(v.tags),
+            "live": live[target].get((v.tags.get("algorithm", "?"), v.tags.get("platform", "?"))) if live else None,
         }
         for target, v in versions
     ]

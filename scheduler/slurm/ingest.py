@@ -34,7 +34,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -260,7 +260,8 @@ def _context(job: SlurmJob, cluster: str) -> dict[str, object]:
 def _served(run_id: str, algorithm: str, platform: str, served: dict[str, str]) -> ServedEstimate | None:
     """The estimate the tag says was served at submission; None when it says none. RowError (field ``Comment``) for
     a tag whose estimate or limit is no positive, finite number of seconds, or whose model is not one a service
-    names (``estimate=inf``, ``limit=-5``): the run is refused rather than scored against it."""
+    names (``estimate=inf``, ``limit=-5``): the run is refused rather than scored against it. Its memory words are
+    kept where they are usable (a job tagged before memory was served has none)."""
     if "estimate" not in served:
         return None
     try:
@@ -273,6 +274,7 @@ def _served(run_id: str, algorithm: str, platform: str, served: dict[str, str]) 
             model_name=served.get("model"),
             model_version=served.get("version"),
             origin="service",
+            **_served_memory(served),
         )
     except ValidationError as exc:
         error = exc.errors()[0]
@@ -289,6 +291,21 @@ def _seconds(served: dict[str, str], key: str) -> float:
     if not (math.isfinite(seconds) and seconds > 0):
         raise RowError("Comment", f"the tag's {key}={text[:40]} is no positive, finite number of seconds")
     return seconds
+
+
+def _served_memory(served: dict[str, str]) -> dict[str, Any]:
+    """The memory the tag says was served (bytes), its limit and model; nothing when its words are not usable."""
+    try:
+        memory = float(served["memory"])
+        limit = float(served["memory_limit"]) if "memory_limit" in served else None
+    except (KeyError, ValueError):
+        return {}
+    if not (math.isfinite(memory) and memory > 0) or (limit is not None and not (math.isfinite(limit) and limit >= 0)):
+        return {}
+    name, version = served.get("memory_model"), served.get("memory_version")
+    if (name is not None and len(name) > 200) or (version is not None and len(version) > 64):
+        return {}
+    return {"memory": memory, "memory_limit": limit, "memory_model_name": name, "memory_model_version": version}
 
 
 def ingest_slurm(

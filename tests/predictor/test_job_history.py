@@ -163,7 +163,7 @@ def test_a_users_state_is_their_summary_after_everything_and_one_pass_before(sto
 
 
 def test_the_summaries_of_jobs_recorded_before_them_are_made_by_the_migration(store: MeasurementStore) -> None:
-    """Issue 41: a store of revision 0009 (jobs recorded, no summaries) migrated: each user's summary is the count."""
+    """Issue 41: a store of revision 0011 (jobs recorded, no summaries) migrated: each user's summary is the count."""
     history = JobHistory(store.engine)
     history.record(_random_jobs(random.Random(7), 200))
     expected = {user: history.user_state("c1", user, at(10_000)) for user in ("ann", "bob", "cy")}
@@ -171,7 +171,7 @@ def test_the_summaries_of_jobs_recorded_before_them_are_made_by_the_migration(st
     config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
     with store.engine.connect() as conn:
         config.attributes["connection"] = conn
-        command.downgrade(config, "0009")
+        command.downgrade(config, "0011")
         conn.commit()
     store.migrate()
     with store.engine.connect() as conn:
