@@ -319,8 +319,9 @@ MODEL_METRICS = ("rae", "rrse", "median_ape", "within_factor_2", "interval_cover
 def models_list(
     url: Annotated[str | None, typer.Option(help="Ask a running service instead of the local registry.")] = None,
 ) -> None:
-    """Each (algorithm, platform)'s champion per target: registered version, zoo member, cross-validation metrics and
-    the live RAE of the estimates of its target the pair was served (`predictor report --live` shows the rest)."""
+    """Each (algorithm, platform)'s champion per target: registered version, zoo member (marked when it is one of the
+    site's simple rules), forward-validation metrics and the live RAE of the estimates of its target the pair was
+    served (`predictor report --live` shows the rest)."""
     from predictor.addresses import redact_addresses
     from training.report import REPORT_METRICS
 
@@ -347,7 +348,7 @@ def models_list(
             c["algorithm"],
             c["platform"],
             str(c["version"]),
-            c.get("model_kind") or "-",
+            (c.get("model_kind") or "-") + (" (rule)" if c.get("rule") else ""),
             *metrics,
             plain(c.get("target") or "time"),
         )
@@ -520,6 +521,7 @@ def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
             "target": target.value,
             "version": v.version,
             "model_kind": v.tags.get("model_kind"),
+            "rule": v.tags.get("rule") == "true",
             "metrics": cv_metrics(v.tags),
             "live": live[target].get((v.tags.get("algorithm", "?"), v.tags.get("platform", "?"))) if live else None,
         }

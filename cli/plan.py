@@ -88,16 +88,18 @@ def _choose_once(
     record: bool,
 ) -> None:
     """One choice on the log as it is now: read the serving configuration, replay, print, record."""
-    from simulator.plan_choice import PlanningConfig, choose, past_windows
+    from simulator.plan_choice import PlanningConfig, choose, past_windows, site_rule
 
     job_class, platform = accounting.stem, f"planning:{family}"
     previous = store.decisions(job_class, platform, limit=1)
-    incumbent = PlanningConfig()
+    incumbent = site_rule(family)
     if previous and isinstance(previous[0].get("details"), dict) and "config" in previous[0]["details"]:
         try:
             incumbent = PlanningConfig.from_record(previous[0]["details"]["config"])
         except (TypeError, ValueError):
-            console.print(f"the last recorded configuration of {job_class} is unreadable: starting from the default")
+            console.print(
+                f"the last recorded configuration of {job_class} is unreadable: starting from the site's rule"
+            )
     try:
         past = past_windows(accounting, 1.0 - window, 1.0, windows, nodes)
         choice = choose(past, family, incumbent, objective=objective, margin=margin)

@@ -123,6 +123,14 @@ class Estimate(BaseModel):
     model_name: str | None = None
     model_version: str | None = None
     flavor: str | None = None
+    member: str | None = Field(
+        default=None, description="The zoo member (or ensemble) the champion is: what answered, learned or a rule."
+    )
+    rule: bool = Field(
+        default=False,
+        description="True when one of the site's simple rules answered (the measured median, the user's request, the "
+        "user's last two runs): no learned member beat it on the runs that came after the ones it trained on.",
+    )
     fallback: bool = Field(default=False, description="True when the profile table's mean answered instead of a model.")
     extrapolating: bool = Field(
         default=False,
@@ -189,6 +197,8 @@ class EstimateColumns(BaseModel):
     model_name: str | None = None
     model_version: str | None = None
     flavor: str | None = None
+    member: str | None = None
+    rule: bool = False
     fallback: bool = False
     reason: str | None = None
     extrapolating: list[bool] | None = Field(

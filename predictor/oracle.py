@@ -389,6 +389,8 @@ def _model_columns(
         model_name=champion.name,
         model_version=champion.version,
         flavor=champion.flavor,
+        member=champion.member,
+        rule=champion.rule,
         extrapolating=outside,
         out_of_domain=beyond,
         feature_names=tuple(champion.feature_names),
@@ -546,6 +548,8 @@ def _predict(
         "model_name": champion.name,
         "model_version": champion.version,
         "flavor": champion.flavor,
+        "member": champion.member,
+        "rule": champion.rule,
     }
     if len(answers) > 1:
         fixed.update(coverage=coverage, limit_quantile=limit_quantile)

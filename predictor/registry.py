@@ -86,8 +86,18 @@ class Champion:
 
     @property
     def metrics(self) -> dict[str, float]:
-        """Cross-validation metrics recorded on the version as ``cv_*`` tags."""
+        """Forward-validation metrics recorded on the version as ``cv_*`` tags."""
         return cv_metrics(self.tags)
+
+    @property
+    def member(self) -> str | None:
+        """The zoo member (or ``ensemble``) the version is, from its ``model_kind`` tag."""
+        return self.tags.get("model_kind")
+
+    @property
+    def rule(self) -> bool:
+        """Whether the version is one of the site's simple rules (its ``rule`` tag, set at registration)."""
+        return self.tags.get("rule") == "true"
 
 
 def cv_metrics(tags: Mapping[str, str]) -> dict[str, float]:

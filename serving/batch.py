@@ -40,6 +40,8 @@ SHARED = frozenset(
         "model_name",
         "model_version",
         "flavor",
+        "member",
+        "rule",
         "fallback",
         "reason",
         "memory_limit_quantile",

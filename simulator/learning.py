@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from predictor.catalog import Catalog
 from predictor.domain import Estimate, Measurement, ServedEstimate, Source, Target
@@ -32,11 +32,25 @@ CHUNK = 512  # upcoming jobs of an algorithm estimated together, in one model ca
 
 @dataclass(frozen=True)
 class LearningOptions:
-    """Which of the service's numbers the scheduler plans with: the point estimate or the ``limit`` (at
-    ``limit_quantile``, the settings' default when None)."""
+    """Which of the service's numbers the scheduler plans with: the point estimate, ``qLEVEL`` (the point scaled by the
+    serving model's residual quantile at LEVEL, e.g. ``q0.75``) or the ``limit`` (at ``limit_quantile``, the settings'
+    default when None)."""
 
-    plan: Literal["point", "limit"] = "point"
+    plan: str = "point"
     limit_quantile: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.plan not in ("point", "limit") and not (self.plan.startswith("q") and _level(self.plan) is not None):
+            raise ValueError(f"plan is point, limit or qLEVEL (0 < LEVEL < 1), got {self.plan!r}")
+
+
+def _level(plan: str) -> float | None:
+    """LEVEL of a ``qLEVEL`` plan, or None when it is not one."""
+    try:
+        level = float(plan[1:])
+    except ValueError:
+        return None
+    return level if 0 < level < 1 else None
 
 
 class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
@@ -48,7 +62,7 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
         if options.limit_quantile is not None:
             settings = settings.model_copy(update={"limit_quantile": options.limit_quantile})
         self.options = options
-        self.loop = ServiceLoop(settings, _catalog(workload))
+        self.loop = ServiceLoop(settings, service_catalog(workload))
         self.oracle = self.loop.oracle
         self.eligible = {job_key(j.algorithm, j.params): tuple(j.true_times) for j in workload.jobs}
         self.queue: dict[str, list[tuple[str, dict[str, float], tuple[str, ...]]]] = {}  # per algorithm, submit order
@@ -99,7 +113,17 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
             return {
                 p: e.model_copy(update={"seconds": e.limit}) if e.limit is not None else e for p, e in answer.items()
             }
+        if self.options.plan != "point":
+            level = _level(self.options.plan)
+            return {p: self._at(key, p, e, level) for p, e in answer.items()}
         return answer
+
+    def _at(self, key: str, platform: str, estimate: Estimate, level: float | None) -> Estimate:
+        """``estimate`` planned at its serving model's residual quantile ``level`` (as it is without quantiles)."""
+        model = self.served_by.get(key, {}).get(platform)
+        if level is None or estimate.seconds is None or model is None or not model.quantiles:
+            return estimate
+        return estimate.model_copy(update={"seconds": float(scaled(estimate.seconds, dict(model.quantiles), level))})
 
     def quantiles(self, job: Job, platform: str) -> tuple[float, ...]:
         """The upper quantiles of the job's first served interval on ``platform``, in seconds ascending: its point
@@ -167,7 +191,7 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
         self.loop.record([measurement], [served] if served is not None else [])
 
 
-def _catalog(workload: Workload) -> Catalog:
+def service_catalog(workload: Workload) -> Catalog:
     """A catalog of the workload's algorithms and platforms (the oracle reads no parameters or commands of it)."""
     platforms = {
         name: {

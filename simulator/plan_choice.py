@@ -1,12 +1,19 @@
-"""The number a scheduler plans with, chosen by replaying the site's own past rather than by prediction error.
+"""How a scheduler plans, chosen by replaying the site's own past rather than by prediction error.
 
 Equal prediction errors schedule differently: what matters to a backfilling scheduler is how the error falls (Gaussier
-et al. 2015). So the *planning configuration* (which loss the scheduler-trained member learns with, which of its
-numbers plans: the point or a quantile of its residuals, how a job that outlives its plan is corrected, in which
-order backfill candidates are tried) is chosen by replaying a window of the site's past jobs under each candidate
-and keeping the one that does best on the site's objective. A guard, like the champion guard, moves off the
-configuration serving now only for a candidate better by ``margin`` on the same window. :func:`choose` is given the
-window and nothing else, so a choice cannot read the jobs it is later scored on.
+et al. 2015). So the *planning configuration* (whose estimates plan: the site's rule, the users' last two runs as
+EASY++ has them (Tsafrir, Etsion & Feitelson 2007), the users' requests, or what the service serves; which of the
+service's numbers: its point or a quantile of its residuals; how a job that outlives its plan is corrected; in which
+order backfill candidates are tried) is chosen by replaying a window of the site's past jobs under each candidate and
+keeping the one that does best on the site's objective. The service's numbers are production's: its learning loop
+(:class:`training.service_loop.ServiceLoop`, the same selection, guard, online members and retrain rule) answers each
+job of the window at its submission and learns each job at the instant the log says it ended, once per window; every
+configuration that plans with the service replays those answers. There is no second learner here.
+
+A guard, like the champion guard, moves off the configuration serving now only for a candidate better by ``margin``
+on the same windows; a site starts from its own rule (EASY++ for backfilling, the requests for EDF), so the service
+plans only where it beat that rule on the site's past. :func:`choose` is given the windows and nothing else, so a
+choice cannot read the jobs it is later scored on.
 """
 
 from __future__ import annotations
@@ -19,21 +26,28 @@ from itertools import product
 from pathlib import Path
 from typing import Literal
 
+from predictor.domain import Estimate, Measurement, ServedEstimate, Source
+from predictor.intervals import scaled
+from predictor.oracle import Job as OracleJob
+from predictor.oracle import JobQuery, Oracle
 from scheduler.planning_times import Correction
+from scheduler.run_times import QuantileOracle, job_key
 from scheduler.specs import make_policy
+from scheduler.state import Job, requested_seconds
+from simulator.estimates import requested
+from simulator.last_two import LastTwoMeanOracle
+from simulator.learning import service_catalog
 from simulator.metrics import Metrics
-from simulator.online import SC15, OnlineOptions, OnlineOracle, with_plan
 from simulator.runner import run
 from simulator.workload import Workload
 from simulator.workloads import swf
+from training.service_loop import ServiceLoop
+from training.settings import WorkerSettings
 
 Family = Literal["easy", "conservative", "edf"]
-LOSSES: dict[str, OnlineOptions] = {  # the loss families the member may learn with (models/online.py)
-    "under-squared": OnlineOptions(under="squared", over="absolute"),  # an under-estimate costs more the larger it is
-    "median": OnlineOptions(under="absolute", over="absolute"),  # both sides linear: the median of log run time
-    "sc15": SC15,  # seconds learned directly, under-estimates squared, over-estimates linear, jobs weighted by area
-}
-NUMBERS = ("point", "q0.75")
+Source_ = Literal["last-two", "requested", "service"]
+SOURCES: tuple[str, ...] = ("last-two", "requested", "service")  # whose estimates plan
+NUMBERS = ("point", "q0.75")  # the service's point, or its point scaled by its residuals' 0.75 quantile
 CORRECTIONS: tuple[Correction, ...] = ("tsafrir", "quantile", "doubling")
 ORDERS = ("fcfs", "sjbf", "saf")
 OBJECTIVES: dict[str, Callable[[Metrics], float]] = {  # lower is better
@@ -45,20 +59,16 @@ OBJECTIVES: dict[str, Callable[[Metrics], float]] = {  # lower is better
 
 @dataclass(frozen=True, order=True)
 class PlanningConfig:
-    """One way to plan: the member's loss, the number that plans, the correction and the backfill order.
+    """One way to plan: whose estimates, which of the service's numbers, the correction and the backfill order.
 
-    The default, what a site serves before any choice, is the anchor's own setup (Gaussier et al. 2015): the SC'15
-    loss, its point, EASY-SJBF, and underestimates corrected by doubling.
+    The default is EASY++ (Tsafrir et al. 2007): the users' last two runs, EASY-SJBF, underestimates corrected as
+    Tsafrir does: what a site that runs backfilling has without the service.
     """
 
-    loss: str = "sc15"
+    source: Source_ = "last-two"
     number: str = "point"
-    correction: Correction = "doubling"
+    correction: Correction = "tsafrir"
     order: str = "sjbf"
-
-    def options(self) -> OnlineOptions:
-        """The online member's options for this configuration."""
-        return with_plan(LOSSES[self.loss], self.number)
 
     def policy(self, family: Family) -> str:
         """The policy spec of ``family`` planned this way (EDF has neither correction nor backfill order)."""
@@ -68,22 +78,36 @@ class PlanningConfig:
             return f"conservative:correction={self.correction}"
         return "edf"
 
+    @property
+    def level(self) -> float | None:
+        """The residual quantile the number plans with (None: the point)."""
+        return None if self.number == "point" else float(self.number[1:])
+
     @classmethod
     def from_record(cls, record: dict[str, str]) -> PlanningConfig:
         """The configuration a decision row's details recorded (:meth:`Choice.decision_row`), checked."""
-        config = cls(**{k: str(record[k]) for k in ("loss", "number", "correction", "order") if k in record})  # type: ignore[arg-type]
-        if config.loss not in LOSSES or config.correction not in CORRECTIONS or config.order not in ORDERS:
+        if set(record) - {"source", "number", "correction", "order"}:
             raise ValueError(f"not a planning configuration: {record}")
-        config.options()  # the number must parse
+        config = cls(**{k: str(v) for k, v in record.items()})  # type: ignore[arg-type]
+        if config.source not in SOURCES or config.correction not in CORRECTIONS or config.order not in ORDERS:
+            raise ValueError(f"not a planning configuration: {record}")
+        if config.number != "point" and (config.source != "service" or config.number not in NUMBERS):
+            raise ValueError(f"not a planning configuration: {record}")
         return config
 
     def label(self, family: Family) -> str:
         """A short name for tables."""
+        whose = {"last-two": "last two", "requested": "requests", "service": "service"}[self.source]
         if family == "edf":
-            return f"{self.loss}, {self.number}"
+            return f"{whose}, {self.number}"
         if family == "conservative":
-            return f"{self.loss}, {self.number}, {self.correction}"
-        return f"{self.loss}, {self.number}, {self.correction}, {self.order}"
+            return f"{whose}, {self.number}, {self.correction}"
+        return f"{whose}, {self.number}, {self.correction}, {self.order}"
+
+
+def site_rule(family: Family) -> PlanningConfig:
+    """What a site plans with before the service: EASY++ for backfilling, the users' requests for EDF."""
+    return PlanningConfig("requested") if family == "edf" else PlanningConfig()
 
 
 def past_windows(
@@ -96,12 +120,113 @@ def past_windows(
 
 
 def candidates(family: Family) -> list[PlanningConfig]:
-    """Every configuration worth replaying for ``family`` (the options a family has no use for left at default)."""
+    """Every configuration worth replaying for ``family`` (the options a family has no use for left at default): the
+    site's rules with the corrections that need no quantiles, the service with its numbers and every correction."""
+    numbers = {"last-two": ("point",), "requested": ("point",), "service": NUMBERS}
     if family == "edf":
-        return [PlanningConfig(loss, number) for loss, number in product(LOSSES, NUMBERS)]
+        return [PlanningConfig(s, n) for s in SOURCES for n in numbers[s]]  # type: ignore[arg-type]
+    corrections = {s: tuple(c for c in CORRECTIONS if s == "service" or c != "quantile") for s in SOURCES}
     if family == "conservative":
-        return [PlanningConfig(loss, number, c) for loss, number, c in product(LOSSES, NUMBERS, CORRECTIONS)]
-    return [PlanningConfig(*combo) for combo in product(LOSSES, NUMBERS, CORRECTIONS, ORDERS)]
+        return [PlanningConfig(s, n, c) for s in SOURCES for n in numbers[s] for c in corrections[s]]  # type: ignore[arg-type]
+    return [
+        PlanningConfig(s, n, c, o)  # type: ignore[arg-type]
+        for s in SOURCES
+        for n, c, o in product(numbers[s], corrections[s], ORDERS)
+    ]
+
+
+class ServedAnswers(Oracle, QuantileOracle):
+    """What the service answered each job of a workload at its submission, planned with ``level``'s quantile (None: the
+    point); the upper quantiles above the planned number for ``correction=quantile``."""
+
+    def __init__(self, answers: dict[str, dict[str, Estimate]], quantiles: dict[str, dict[str, dict[float, float]]]):
+        self.answers, self.quantiles_of = answers, quantiles
+        self.level: float | None = None
+
+    def planned(self, level: float | None) -> ServedAnswers:
+        """The same answers, planning with ``level``."""
+        out = ServedAnswers(self.answers, self.quantiles_of)
+        out.level = level
+        return out
+
+    def answer(self, job: JobQuery) -> dict[str, Estimate]:
+        key = job_key(job.algorithm, job.params)
+        out = {}
+        for platform, estimate in self.answers[key].items():
+            if not job.allows(platform):
+                continue
+            recorded = self.quantiles_of[key].get(platform, {})
+            if self.level is not None and estimate.seconds is not None and recorded:
+                estimate = estimate.model_copy(
+                    update={"seconds": float(scaled(estimate.seconds, recorded, self.level))}
+                )
+            out[platform] = estimate
+        return out
+
+    def quantiles(self, job: Job, platform: str) -> tuple[float, ...]:
+        """The served point scaled by its residual quantiles above the planned level, ascending (capped at the request)."""
+        key = job_key(job.algorithm, job.params)
+        estimate, recorded = self.answers[key].get(platform), self.quantiles_of[key].get(platform, {})
+        if estimate is None or estimate.seconds is None or not recorded:
+            return ()
+        floor = max(self.level or 0.5, 0.5)
+        request = requested_seconds(job.params)
+        ladder = sorted({float(scaled(estimate.seconds, recorded, level)) for level in recorded if level > floor})
+        return tuple(v for v in ladder if request is None or v < request)
+
+
+def service_answers(workload: Workload, settings: WorkerSettings | None = None) -> ServedAnswers:
+    """The service's answers for every job of ``workload``: production's loop, trained on the workload's history, answers
+    each job at its submission and learns each one at the instant the site ended it (``workload.ended``; else its
+    submission plus its run), as the site's accounting brings it."""
+    loop = ServiceLoop(settings or WorkerSettings(), service_catalog(workload))
+    loop.record(workload.history)
+    events = sorted(
+        [(spec.submit, 1, i) for i, spec in enumerate(workload.jobs)]
+        + [
+            (workload.ended.get(spec.id, spec.submit + min(spec.true_times.values())), 0, i)
+            for i, spec in enumerate(workload.jobs)
+        ]
+    )
+    answers: dict[str, dict[str, Estimate]] = {}
+    quantiles: dict[str, dict[str, dict[float, float]]] = {}
+    for _, submitted, i in events:
+        spec = workload.jobs[i]
+        key = job_key(spec.algorithm, spec.params)
+        if submitted:
+            platforms = tuple(spec.true_times)
+            answers[key] = loop.oracle.estimate_jobs([OracleJob(spec.algorithm, platforms, dict(spec.features or {}))])[
+                0
+            ]
+            quantiles[key] = {
+                p: dict(model.quantiles) for p in platforms if (model := loop.oracle.models.get((spec.algorithm, p)))
+            }
+            continue
+        platform, wall = next(iter(spec.true_times.items()))
+        run_id = f"log-{spec.id}"
+        measurement = Measurement(
+            run_id=run_id,
+            algorithm=spec.algorithm,
+            platform=platform,
+            features=dict(spec.features or {}),
+            wall_seconds=wall,
+            exit_status=1 if spec.fails else 0,
+            source=Source.PRODUCTION,
+        )
+        served = answers.get(key, {}).get(platform)
+        record = ServedEstimate.of(run_id, spec.algorithm, served, origin="scheduler") if served is not None else None
+        loop.record([measurement], [record] if record is not None else [])
+    return ServedAnswers(answers, quantiles)
+
+
+def source_oracle(workload: Workload, config: PlanningConfig, answers: ServedAnswers | None) -> Oracle:
+    """The estimates ``config`` plans with on ``workload``: the users' last two runs, their requests, or the service's
+    answers (computed here when not given)."""
+    if config.source == "last-two":
+        return LastTwoMeanOracle(workload)
+    if config.source == "requested":
+        return requested(workload)
+    return (answers or service_answers(workload)).planned(config.level)
 
 
 @dataclass(frozen=True)
@@ -114,10 +239,12 @@ class Replayed:
     wall_seconds: float
 
 
-def replay_config(workload: Workload, family: Family, config: PlanningConfig) -> Replayed:
-    """``workload`` scheduled by ``family`` planned with ``config`` (the member learning as the replay goes)."""
+def replay_config(
+    workload: Workload, family: Family, config: PlanningConfig, answers: ServedAnswers | None = None
+) -> Replayed:
+    """``workload`` scheduled by ``family`` planned with ``config`` (the service's answers given, or computed here)."""
     wall, cpu = time.perf_counter(), time.process_time()
-    oracle = OnlineOracle(workload, config.options())
+    oracle = source_oracle(workload, config, answers)
     _, metrics = run(workload, make_policy(config.policy(family)), oracle, label=config.label(family))
     return Replayed(config, metrics, time.process_time() - cpu, time.perf_counter() - wall)
 
@@ -177,7 +304,7 @@ class Choice:
 def choose(
     windows: Sequence[Workload],
     family: Family,
-    incumbent: PlanningConfig = PlanningConfig(),
+    incumbent: PlanningConfig | None = None,
     *,
     objective: str = "avebsld",
     margin: float = 0.02,
@@ -195,12 +322,16 @@ def choose(
         raise ValueError(f"margin must be in [0, 1), got {margin}")
     if not windows or not all(w.jobs for w in windows):
         raise ValueError("a choice needs at least one window of past jobs, none of them empty")
+    incumbent = incumbent or site_rule(family)
     configs = list(dict.fromkeys([incumbent, *(grid if grid is not None else candidates(family))]))
     raw: dict[PlanningConfig, list[float]] = {c: [] for c in configs}
     cpu = 0.0
     for window in windows:
+        started = time.process_time()
+        answers = service_answers(window) if any(c.source == "service" for c in configs) else None
+        cpu += time.process_time() - started
         for config in configs:
-            replayed = replay_config(window, family, config)
+            replayed = replay_config(window, family, config, answers)
             raw[config].append(OBJECTIVES[objective](replayed.metrics))
             cpu += replayed.cpu_seconds
     scores = {

@@ -133,6 +133,7 @@ class Workload:
     grid: Grid | None = (
         None  # Santos-Neto et al. 2004: sites, their data servers and the home link (capability "sites", simulator/grid.py)
     )
+    ended: dict[str, float] = field(default_factory=dict)  # job id -> when it ended at the site, where a log says
 
 
 @dataclass(frozen=True)

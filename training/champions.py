@@ -173,6 +173,7 @@ def version_tags(
         "target": ts.target.value,
         "features": json.dumps(ts.feature_names),
         "model_kind": candidate.model_name,
+        "rule": "true" if all(is_rule(m) for m in composition) else "false",
         "served_members": json.dumps(dict(composition)),
         "algorithm": ts.algorithm,
         "platform": ts.platform,

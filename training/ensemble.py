@@ -36,7 +36,8 @@ from training.significance import BOOTSTRAP_METRIC, paired_bootstrap
 def greedy_selection(
     predictions: Mapping[str, np.ndarray], y: np.ndarray, priors: np.ndarray, metric: str, *, max_size: int = 10
 ) -> Counter[str]:
-    """How many times forward selection with replacement picks each member, judged by ``metric`` on these rows."""
+    """How many times forward selection with replacement picks each member, judged by ``metric`` on these rows (each
+    member once when no member gets a score there)."""
     chosen: Counter[str] = Counter()
     total = np.zeros_like(y)
     best = math.inf
@@ -48,7 +49,7 @@ def greedy_selection(
         best = scores[name]
         chosen[name] += 1
         total += predictions[name]
-    return chosen
+    return chosen or Counter(dict.fromkeys(predictions, 1))  # no score to tell them apart: each once
 
 
 def blend(predictions: Mapping[str, np.ndarray], weights: Counter[str]) -> np.ndarray:

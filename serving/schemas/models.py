@@ -44,8 +44,13 @@ class ModelOut(BaseModel):
     version: str
     flavor: str
     model_kind: str | None = Field(default=None, description="Zoo member, e.g. lightgbm_log.")
+    rule: bool = Field(
+        default=False,
+        description="Whether the champion is one of the site's simple rules (median, request, last two runs): no "
+        "learned member beat it on the runs that came after the ones it trained on.",
+    )
     features: list[str]
-    metrics: dict[str, float] = Field(description="Cross-validation metrics (Weka-style).")
+    metrics: dict[str, float] = Field(description="Forward-validation metrics (Weka-style, and log errors).")
     registered_at: datetime | None = Field(default=None, description="When training registered this version.")
     fit_seconds: float | None = Field(default=None, description="Seconds the final fit on all rows took.")
     intervals: bool = Field(description="Whether residual quantiles give this model intervals and limits.")
@@ -55,7 +60,8 @@ class ModelOut(BaseModel):
         default=None,
         description="Live error of the estimates of this champion's target its pair was served over its latest runs "
         "(peak memory: those served a memory estimate that measured their peak): runs, rae, within_25pct, "
-        "underestimate_rate, limit_exceeded, interval_coverage (null where nothing applies); null before any.",
+        "underestimate_rate, limit_exceeded, interval_coverage, male, mdale (null where nothing applies); null before "
+        "any.",
     )
 
 

@@ -33,6 +33,8 @@ ESTIMATE_EXAMPLE = {
     "model_name": "runtime-mafft-cpu1",
     "model_version": "3",
     "flavor": "sklearn",
+    "member": "quadratic_log",
+    "rule": False,
     "fallback": False,
     "reason": None,
     "features": {"input.sequences": 40.0, "input.mean_length": 300.0},

@@ -165,6 +165,7 @@ def replay(
     name = path.stem
     history: list[Measurement] = []
     specs: list[JobSpec] = []
+    ended: dict[str, float] = {}
     skipped = 0
     for index, (job, feats) in enumerate(zip(jobs, features)):
         size, fits = eligible(job, clusters)
@@ -193,6 +194,7 @@ def replay(
         params = {"job": job.job, "user": job.user, "requested_time": requested}
         if nodes == "packed" and node_request(job):
             params |= {"node_request": node_request(job), "exclusive": "#excl" in (job.node_request or "")}
+        ended[f"{name}-{job.job}"] = job.end if job.end is not None else job.submit + job.run
         specs.append(
             JobSpec(
                 id=f"{name}-{job.job}",
@@ -210,6 +212,7 @@ def replay(
     t0 = specs[0].submit if specs else 0.0
     for spec in specs:
         spec.submit = (spec.submit - t0) / speedup
+    ended = {key: (end - t0) / speedup for key, end in ended.items()}
     per_node = {c.name: c.cpus_per_node if nodes == "packed" else 0 for c in clusters}
     cluster = Cluster(
         {c.name: PlatformSpec(c.name) for c in clusters},
@@ -229,6 +232,7 @@ def replay(
         specs,
         cluster,
         history=history,
+        ended=ended,
         notes=f"{len(specs)} jobs replayed after {split} history jobs, arrivals x{speedup:g}, clusters {nodes}; {skipped} fit no cluster",
     )
 

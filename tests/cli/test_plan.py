@@ -31,7 +31,7 @@ def test_a_choice_is_recorded_and_the_next_one_starts_from_it(home: Path) -> Non
     assert (
         row["decision"] in ("promoted", "kept")
         and row["n_rows"] > 0
-        and set(row["details"]["config"]) == {"loss", "number", "correction", "order"}
+        and set(row["details"]["config"]) == {"source", "number", "correction", "order"}
     )
     history = runner.invoke(app, ["models", "history", "--algorithm", "site"])
     assert history.exit_code == 0 and "planning:easy" in history.output

@@ -100,9 +100,12 @@ def check(recorded: MeasurementStore | MemoryMeasurements) -> None:
     took, said = [100, 200, 50, 300], [100, 100, 100, 100]
     mean = sum(took) / 4
     rae = 100 * sum(abs(s - t) for s, t in zip(said, took, strict=True)) / sum(abs(t - mean) for t in took)
+    logs = sorted(abs(math.log(s / t)) for s, t in zip(said, took, strict=True))  # 0, ln 2, ln 2, ln 3
     assert memory == {
         "runs": 5.0,
         "rae": pytest.approx(rae),
+        "male": pytest.approx(sum(logs) / 4),
+        "mdale": pytest.approx(logs[1]),  # the lower median
         "within_25pct": 0.25,  # fine
         "underestimate_rate": 0.6,  # over, killed, older
         "limit_exceeded": 0.6,  # over, killed, older

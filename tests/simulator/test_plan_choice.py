@@ -118,8 +118,9 @@ def test_a_choice_never_reads_the_jobs_after_its_window(tmp_path: Path):
 
 def test_the_guard_keeps_the_serving_configuration_unless_a_candidate_wins_by_the_margin(tmp_path: Path):
     window = swf.replay(write_log(tmp_path / "c.swf", seed=4, jobs=400), train_fraction=0.15, stop_fraction=0.6)
-    incumbent = PlanningConfig(order="fcfs")
-    grid = [PlanningConfig(order=order) for order in ("sjbf", "saf")] + [PlanningConfig(number="q0.75", order="saf")]
+    incumbent = PlanningConfig("service", order="fcfs")
+    grid = [PlanningConfig("service", order=order) for order in ("sjbf", "saf")]
+    grid.append(PlanningConfig("service", "q0.75", order="saf"))
     free = choose([window], "easy", incumbent, margin=0.0, grid=grid)
     best = min(free.scores.values())
     assert free.scores[incumbent] == 1.0 > best, "the hand-made log must let a candidate beat FCFS order"
@@ -143,8 +144,9 @@ def test_a_candidate_better_on_one_window_alone_is_not_promoted(tmp_path: Path):
     """A mean moved by one busy window while the others tie is one stretch's accident: most windows must agree."""
     busy = swf.replay(write_log(tmp_path / "c.swf", seed=4, jobs=400), train_fraction=0.15, stop_fraction=0.6)
     quiet = swf.replay(quiet_log(tmp_path / "q.swf"), train_fraction=0.2)
-    incumbent = PlanningConfig(order="fcfs")
-    grid = [PlanningConfig(order=order) for order in ("sjbf", "saf")] + [PlanningConfig(number="q0.75", order="saf")]
+    incumbent = PlanningConfig("service", order="fcfs")
+    grid = [PlanningConfig("service", order=order) for order in ("sjbf", "saf")]
+    grid.append(PlanningConfig("service", "q0.75", order="saf"))
     alone = choose([busy], "easy", incumbent, margin=0.0, grid=grid)
     assert alone.promoted, "the busy window alone must let a candidate beat FCFS order"
     diluted = choose([quiet, busy, quiet], "easy", incumbent, margin=0.0, grid=grid)
@@ -163,3 +165,32 @@ def test_choices_refuse_unknown_objectives_and_margins(tmp_path: Path):
         choose([window], "easy", margin=1.5, grid=[])
     with pytest.raises(ValueError, match="window"):
         choose([], "easy", grid=[])
+
+
+def test_the_site_starts_from_its_own_rule_and_the_service_plans_with_what_production_serves(tmp_path: Path):
+    """EASY++ (the users' last two runs) is what a backfilling site has, the requests what an EDF one has; the service's
+    numbers are its learning loop's answers, the same for every configuration that plans with them."""
+    from simulator.plan_choice import service_answers, site_rule
+
+    assert site_rule("easy") == PlanningConfig("last-two", "point", "tsafrir", "sjbf")
+    assert site_rule("edf").source == "requested"
+    easy = candidates("easy")
+    assert site_rule("easy") in easy and {c.source for c in easy} == {"last-two", "requested", "service"}
+    assert all(c.number == "point" and c.correction != "quantile" for c in easy if c.source != "service")
+    window = swf.replay(write_log(tmp_path / "e.swf", seed=5, jobs=120), train_fraction=0.4)
+    answers = service_answers(window)
+    assert set(answers.answers) == {f"{j.algorithm}|{j.params}" for j in window.jobs} or len(answers.answers) == len(
+        window.jobs
+    )
+    served = [e for row in answers.answers.values() for e in row.values()]
+    assert served and all(e.model_name and e.model_name.startswith("runtime-") for e in served)
+    point, high = answers.planned(None), answers.planned(0.75)
+    job = window.jobs[-1]
+    assert (
+        high.estimate(job.algorithm, job.params)["pool"].seconds
+        >= point.estimate(job.algorithm, job.params)["pool"].seconds
+    )
+    with pytest.raises(ValueError, match="not a planning configuration"):
+        PlanningConfig.from_record({"source": "last-two", "number": "q0.75"})  # the site's rules have no quantiles
+    with pytest.raises(ValueError, match="not a planning configuration"):
+        PlanningConfig.from_record({"loss": "sc15"})  # a decision recorded before the service planned
