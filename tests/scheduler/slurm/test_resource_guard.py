@@ -215,7 +215,7 @@ def test_a_memory_estimate_past_the_request_is_the_new_request_capped_by_the_nod
     guard = ResourceGuard(Slurm(str(cluster.conf)), uppers, tmp_path / "guard.jsonl", cluster=cluster.name)
     store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
     store.migrate()
-    follower = _follower(cluster, tmp_path, store, guard)
+    follower = _follower(cluster, tmp_path, store, guard, home.inputs)
     job = cluster.submit(
         "--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80)
     )
