@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand
@@ -126,11 +125,12 @@ def plain(value: object) -> Text:
 
 
 def fail(message: str) -> typer.Exit:
-    """Print ``message`` as one error line, every address in it as its scheme, host and port only (a registry's or a
-    service's URL may carry a password or a token); raise what it returns to exit with status 2."""
+    """Print ``message`` as one error line: literal (no markup read in it, control characters such as a terminal escape
+    in a name someone typed shown as ``\x1b``), every address in it as its scheme, host and port only (a registry's or
+    a service's URL may carry a password or a token); raise what it returns to exit with status 2."""
     from predictor.addresses import redact_addresses
 
-    err_console.print(f"[red]error:[/red] {escape(redact_addresses(message))}")
+    err_console.print(Text.assemble(("error:", "red"), " ", plain(redact_addresses(message))))
     return typer.Exit(code=2)
 
 
