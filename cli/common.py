@@ -58,7 +58,8 @@ def settings_error(exc: BaseException) -> str | None:
         return None
     prefix = str(refused.model_config.get("env_prefix", ""))
     reasons = [
-        f"{(prefix + str(e['loc'][0])).upper() if e['loc'] else refused.__name__}: {e['msg']}" for e in exc.errors()
+        f"{(prefix + str(e['loc'][0])).upper() if e['loc'] else refused.__name__}: {e['msg'].removeprefix('Value error, ')}"
+        for e in exc.errors()
     ]
     return "; ".join(reasons)
 
