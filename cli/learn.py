@@ -61,17 +61,18 @@ def train(
 
     ``--target memory`` learns each run's peak resident memory instead (runs that measured it), with a champion of its own.
     """
-    from cli.progress import progress
     from predictor.catalog import load_catalog
-    from training.dataset import load_training_sets
-    from training.guard import Verdict
-    from training.pipeline import count_steps, decision_row
-    from training.pipeline import train as train_sets
     from training.settings import TrainingSettings
 
     settings = TrainingSettings()
     store = open_store(settings)
     _check_train_choices(algorithm, model, {a for a, _ in store.pairs()}, lambda: load_catalog(*settings.catalog_paths))
+    from cli.progress import progress  # training's libraries (MLflow, the zoo, pandas) only once the choices are sound
+    from training.dataset import load_training_sets
+    from training.guard import Verdict
+    from training.pipeline import count_steps, decision_row
+    from training.pipeline import train as train_sets
+
     training_sets = load_training_sets(store, algorithm, target=target)
     total = count_steps(settings, training_sets, models=model)
     if total == 0 and target is Target.MEMORY:
@@ -144,13 +145,8 @@ def _pair(outcome: TrainingOutcome) -> str:
 def _check_train_choices(
     algorithms: list[str] | None, models: list[str] | None, stored: set[str], catalog: Callable[[], Catalog]
 ) -> None:
-    """Refuse, as one error line, a zoo member that does not exist and an algorithm the catalog lacks or the store has no run of."""
-    from models import available_models
-
-    known = available_models()
-    for name in models or []:
-        if name not in known:
-            raise fail(f"unknown model {name!r}; known: {', '.join(known)}")
+    """Refuse, as one error line, an algorithm the catalog lacks or the store has no run of, and a zoo member that does not
+    exist; the zoo (torch, LightGBM) is imported only when members are named."""
     for name in algorithms or []:
         if name not in stored:
             try:
@@ -158,6 +154,13 @@ def _check_train_choices(
             except KeyError as exc:
                 raise fail(str(exc).strip('"')) from None
             raise fail(f"no runs of {name} are stored; `predictor ingest`, `profile` or `sweep` store some first")
+    if models:
+        from models import available_models
+
+        known = available_models()
+        for name in models:
+            if name not in known:
+                raise fail(f"unknown model {name!r}; known: {', '.join(known)}")
 
 
 @commands.command()

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from serving.telemetry import LOGGER_NAME
 
 HEAD_END = b"\r\n\r\n"
 LINGER_S = 1.0  # how long a refused connection's remaining bytes are read and dropped before it closes
+STARTUP_FAILURE = 3  # uvicorn's exit status when the app cannot start
 WORKER_HEALTHCHECK_S = (
     180  # a worker that does not answer uvicorn's ping this long is replaced (a start loads every champion)
 )
@@ -129,6 +131,18 @@ def server_options(api: ApiSettings) -> dict[str, Any]:
         "http": partial(BoundedHead, head_timeout_s=api.header_timeout_s),
         "h11_max_incomplete_event_size": api.max_header_bytes,
     }
+
+
+def serve_on(app: Any, api: ApiSettings, sock: socket.socket, host: str, port: int) -> None:
+    """Serve ``app`` in this process on ``sock``, already bound to ``host:port`` (uvicorn listens on it once the app has
+    started); exit 3, as ``uvicorn.run`` does, when the app cannot start."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False, **server_options(api))
+    server = uvicorn.Server(config)  # the app logs each request
+    server.run(sockets=[sock])
+    if not server.started:
+        raise SystemExit(STARTUP_FAILURE)
 
 
 def serve_workers(settings: Settings, api: ApiSettings, host: str, port: int, workers: int) -> None:
