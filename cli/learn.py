@@ -19,6 +19,7 @@ from predictor.domain import Target
 if TYPE_CHECKING:
     from predictor.catalog import Catalog
     from predictor.settings import Settings
+    from serving.client import PredictorClient
     from training.pipeline import TrainingOutcome
     from training.report import SessionReport
 
@@ -273,24 +274,44 @@ def _live_report(settings: Settings, algorithm: str | None, platform: str | None
 @commands.command()
 def worker(
     once: Annotated[bool, typer.Option("--once", help="One pass over the store, then exit.")] = False,
+    parent_pid: Annotated[
+        int | None, typer.Option(hidden=True, help="Stop when this process (the API that started it) is gone.")
+    ] = None,
 ) -> None:
-    """The retrain worker: retrain pairs with enough new runs or drifting live error, under the champion guard."""
+    """The retrain worker: train pairs without a champion, and retrain those with enough new runs or drifting live error,
+    under the champion guard; its progress is kept for `/readyz` and `predictor models list`."""
     import logging
 
-    from training.worker import run
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from training.settings import WorkerSettings
 
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(
+        logging.WARNING
+    )  # the store's migrations at each start say nothing useful here
     settings = WorkerSettings()
+    store = open_store(settings)
+    from cli.background import exit_on_sigterm, stop_with
+    from training.status import StatusReport
+    from training.worker import run
+
+    exit_on_sigterm()
+    if parent_pid is not None:
+        stop_with(parent_pid)
+    report = StatusReport(settings.resolved_home, settings.worker_interval_s)
 
     def said(outcomes) -> None:
+        report.passed(outcomes)
         for o in outcomes:
             console.print(f"{_pair(o)} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
         if once and not outcomes:
             console.print("nothing is due for training")
 
-    run(settings, open_store(settings), once=once, on_pass=said)
+    try:
+        run(settings, store, once=once, on_pass=said, progress=report, on_start=report.start)
+    except KeyboardInterrupt:
+        console.print("stopped")
+    finally:
+        report.stopped()
 
 
 models_app = typer.Typer(
@@ -310,8 +331,16 @@ def models_list(
 
     settings = load_settings()
     champions = from_service(url, lambda client: client.models()) if url else _registered_champions(settings)
+    training = _training_summary(settings, url)
     if not champions:
-        err_console.print("no champions registered; `predictor train` trains and registers them")
+        err_console.print(
+            "no champions registered; `predictor train` trains and registers them"
+            if training is None
+            else "no champions registered yet: the retrain worker trains them (until then each pair is answered with "
+            "the median of its measured runs)"
+        )
+        if training is not None:
+            console.print(plain(training), highlight=False)
         return
     table = Table(title=f"Champions ({'served by ' + url if url else 'registry ' + settings.resolved_tracking_uri})")
     for column in ("algorithm", "platform", "version", "member", *(REPORT_METRICS[m] for m in MODEL_METRICS), "target"):
@@ -332,6 +361,27 @@ def models_list(
             plain(c.get("target") or "time"),
         )
     print_table(table)
+    if training is not None:
+        console.print(plain(training), highlight=False)
+
+
+def _training_summary(settings: Settings, url: str | None) -> str | None:
+    """What the retrain worker of the home (or of the service at ``url``) does, in one line; None when none has run."""
+    if url:
+        from serving.client import PredictorError
+
+        def training_of(client: PredictorClient) -> dict[str, Any] | None:
+            try:
+                return client.ready().get("training")
+            except PredictorError:  # not ready (503): its champions are listed all the same
+                return None
+
+        training = from_service(url, training_of)
+        return None if not training else str(training.get("summary"))
+    from predictor.training_status import read_status
+
+    status = read_status(settings.resolved_home)
+    return None if status.state == "none" else status.summary()
 
 
 @models_app.command("history")

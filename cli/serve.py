@@ -43,8 +43,18 @@ def serve(
             "with more than one, the scheduler runs as `predictor scheduler`, not here.",
         ),
     ] = None,
+    train: Annotated[
+        bool,
+        typer.Option(
+            "--train",
+            help="Also run the retrain worker (`predictor worker`) beside the API, in a process of its own at lower "
+            "priority, from the moment the API listens: it trains every pair without a champion (answered until then "
+            "with the median of its measured runs), then retrains as the worker does; the API swaps each new champion in.",
+        ),
+    ] = False,
 ) -> None:
-    """Serve the HTTP API with uvicorn (one process with the scheduler, unless PREDICTOR_SCHEDULER_EMBEDDED=false, or N workers)."""
+    """Serve the HTTP API with uvicorn (one process with the scheduler, unless PREDICTOR_SCHEDULER_EMBEDDED=false, or N
+    workers), and with --train the retrain worker beside it."""
     from serving.settings import ApiSettings
 
     settings = load_settings()
@@ -60,12 +70,20 @@ def serve(
         f"try: curl -s -X POST http://{host}:{port}/v1/predict -H 'content-type: application/json' "
         '-d \'{"algorithm": "mafft", "params": {"input": "samples/family-40x300.fa"}}\''
     )
-    if workers > 1:
-        typer.echo(f"{workers} workers; the scheduler is not served here: run `predictor scheduler` beside them")
-        sock.close()  # uvicorn's supervisor binds it again at once, before its workers load anything
-        serve_workers(settings, api, host, port, workers)
-        return
-    serve_on(create_app(settings, api=api), api, sock, host, port)
+    from cli.background import BackgroundWorker
+
+    worker = BackgroundWorker()
+    try:
+        if workers > 1:
+            typer.echo(f"{workers} workers; the scheduler is not served here: run `predictor scheduler` beside them")
+            sock.close()  # uvicorn's supervisor binds it again at once, before its workers load anything
+            if train:
+                worker.start()
+            serve_workers(settings, api, host, port, workers)
+            return
+        serve_on(create_app(settings, api=api), api, sock, host, port, when_started=worker.start if train else None)
+    finally:
+        worker.stop()
 
 
 @commands.command()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
 from predictor.live import live_report
+from predictor.training_status import read_status
 from scheduler.service import SchedulerService
 from serving.deps import ServiceState, State
-from serving.schemas.health import ReadyOut
+from serving.schemas.health import ReadyOut, TrainingOut
 
 router = APIRouter(tags=["operations"])
 
@@ -52,6 +55,7 @@ def readiness(state: ServiceState, scheduler: SchedulerService | None) -> ReadyO
     if scheduler is not None and scheduler.inbox_error:
         reasons.append(f"scheduler inbox stuck: {scheduler.inbox_error}")
     verdict = "ready" if not reasons else "not_ready" if champions == 0 and status.unavailable else "degraded"
+    training = read_status(state.settings.resolved_home)
     return ReadyOut(
         status=verdict,
         champions=champions,
@@ -60,6 +64,7 @@ def readiness(state: ServiceState, scheduler: SchedulerService | None) -> ReadyO
         registry_error=status.registry_error,
         last_refresh=status.last_refresh,
         reasons=reasons,
+        training=None if training.state == "none" else TrainingOut(**asdict(training), summary=training.summary()),
     )
 
 
