@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from cli.common import console, err_console, fail, from_service, load_settings, open_store, plain, print_table
-from predictor.domain import Target
+from predictor.target import Target
 
 if TYPE_CHECKING:
     from predictor.catalog import Catalog

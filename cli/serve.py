@@ -250,7 +250,7 @@ def predict(
             for name in platform or []:
                 catalog.platform(name)
             features = job_features(catalog.algorithm(algorithm), params)
-            estimates = local_oracle(settings, catalog).estimate(algorithm, params, platform, features)
+            estimates = local_oracle(settings, catalog, [algorithm]).estimate(algorithm, params, platform, features)
     except (FeatureError, KeyError) as exc:
         raise fail(str(exc).strip('"')) from None
     shown = {p: AnsweredEstimate.model_validate(e, from_attributes=True).model_dump() for p, e in estimates.items()}

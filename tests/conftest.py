@@ -112,6 +112,9 @@ SLOW = {
         "a new Python process loads the champion"
     ),
     "tests/predictor/test_store.py::test_concurrent_migrations_take_turns": "six Python processes migrating at once",
+    "tests/cli/test_serve.py::test_a_local_predict_reads_the_aliases_without_mlflow_and_loads_its_algorithms_champions_alone": (
+        "a registry made through MLflow and two local predicts in new Python processes"
+    ),
     "tests/training/test_pipeline.py::trained": "two training sessions of four and two models through MLflow",
     "tests/training/test_peak_memory.py::trained": "three training sessions through MLflow",
     "tests/training/test_mlflow_clients.py": "trackers and registries on fresh MLflow databases",

@@ -120,3 +120,65 @@ def test_queue_lists_the_schedulers_waiting_and_running_jobs_from_its_store(
     assert "second\\x1b[2J" in result.stdout and "pending" in result.stdout and "2025-11-24 16:00:00" in result.stdout
     assert "│ first " not in result.stdout and "\x1b" not in result.stdout
     assert "│ first " in runner.invoke(app, ["queue", "--all"]).stdout
+
+
+LOCAL_PREDICT = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(m for m in ("mlflow", "torch", "lightgbm") if m in sys.modules))))
+sys.argv = ["predictor", *sys.argv[1:]]
+from cli.app import app
+app()
+"""
+
+
+def test_a_local_predict_reads_the_aliases_without_mlflow_and_loads_its_algorithms_champions_alone(
+    tmp_path: Path,
+) -> None:
+    """Issue 42: a local predict cost 13 s of CPU; MLflow's import and client were most of its registry time, and every
+    pair's champions were loaded for one job's. Not timed (benchmarks/cli_start.py is): what a fresh process loads."""
+    import mlflow
+    import numpy as np
+    from sklearn.linear_model import LinearRegression
+
+    from predictor.champion_source import ChampionSource
+    from predictor.settings import Settings
+
+    settings = Settings(home=tmp_path / "home")
+    features = ["input.sequences", "input.mean_length"]
+    client = mlflow.MlflowClient(
+        tracking_uri=settings.resolved_tracking_uri, registry_uri=settings.resolved_tracking_uri
+    )
+    for algorithm in ("mafft", "clustalo"):
+        name = f"runtime-{algorithm}-cpu1"
+        client.create_registered_model(name)
+        client.create_model_version(name, source=str(tmp_path / name), tags={"features": json.dumps(features)})
+        client.set_registered_model_alias(name, "champion", "1")
+    (mafft,) = (
+        ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache)
+        .versions([("mafft", "cpu1")])
+        .values()
+    )
+    folder = settings.resolved_model_cache / mafft.name / "1"
+    model = LinearRegression().fit(np.array([[40.0, 300.0], [80.0, 300.0], [40.0, 600.0]]), np.array([1.0, 2.0, 2.5]))
+    mlflow.sklearn.save_model(model, str(folder / "model"))
+    facts = {"algorithm": "mafft", "platform": "cpu1", "target": "time", "name": mafft.name, "version": "1"}
+    (folder / "champion.json").write_text(
+        json.dumps({**facts, "tags": mafft.tags, "registered_at": None, "fit_seconds": None})
+    )
+    # clustalo's version 1 is registered but cannot be loaded (no cached folder, no artifacts): a predict of mafft
+    # that loaded every pair's champions would fail on it
+    env = {**os.environ, "PREDICTOR_HOME": str(settings.resolved_home), "COLUMNS": "200"}
+    job = ["predict", "--algorithm", "mafft", "--param", "input=data/samples/family-40x300.fa", "--platform", "cpu1"]
+    for _ in range(2):  # the first load pickles the model, the second reads the pickle
+        done = subprocess.run(
+            [sys.executable, "-c", LOCAL_PREDICT, *job, "--json"], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+    *answer, loaded = done.stdout.strip().splitlines()
+    estimate = json.loads("\n".join(answer))["cpu1"]
+    assert (estimate["model_name"], estimate["model_version"], estimate["fallback"]) == (
+        "runtime-mafft-cpu1",
+        "1",
+        False,
+    )
+    assert json.loads(loaded) == []
