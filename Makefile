@@ -7,9 +7,10 @@ BIN := $(VENV)/bin
 SERVE_STAMP := $(VENV)/.installed-serve
 STAMP := $(VENV)/.installed
 DATASETS := $(wildcard data/measurements/*.csv)
-# pytest-xdist workers: the machine's two cores. Each worker starts its own session servers (tests/conftest.py).
+# pytest-xdist workers: the machine's two cores. Each worker starts its own session servers (tests/conftest.py). Files
+# are handed out longest first, as tests/conftest.py collects them (tests/durations.json), not by their number of tests.
 WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: install system-deps tools run lint format check test docs bench clean
 

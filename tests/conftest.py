@@ -10,6 +10,7 @@ and one BLAS/OpenMP thread.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import shutil
 import tempfile
@@ -177,10 +178,17 @@ def _is_server(item: pytest.Item, root: Path) -> bool:
     return any(item.get_closest_marker(name) for name in SERVER_MARKERS) or _listed(item, root, SERVERS)
 
 
+DURATIONS: dict[str, float] = json.loads((Path(__file__).parent / "durations.json").read_text())
+"""Seconds each test file took in a measured full run (``scripts/test_durations.py`` writes it from a junit report)."""
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``server`` the tests that start real servers or real programs (:func:`_is_server`), ``slow`` those of
-    :data:`SLOW`."""
+    :data:`SLOW`; and collect the longest files first (:data:`DURATIONS`; a file's tests keep their order, files not
+    measured come last in their order): with ``--dist loadfile --no-loadscope-reorder`` pytest-xdist hands the files
+    out in this order, so a long file starts early instead of ending alone on one worker while the other idles."""
+    items.sort(key=lambda item: -DURATIONS.get(item.nodeid.split("::")[0], 0.0))
     for item in items:
         if _is_server(item, config.rootpath):
             item.add_marker(pytest.mark.server)
