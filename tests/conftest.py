@@ -150,6 +150,7 @@ SLOW = {
     "tests/simulator/test_compare.py::test_one_row_per_policy_estimates_and_seed": "a comparison in subprocesses",
     "tests/data/test_swf_ingest.py::real_store": "both real logs imported",
     "tests/test_registries.py::test_importing_the_comparison_alone_fills_the_policy_registry": "a new Python process",
+    "tests/test_durations.py::test_the_longest_files_are_collected_first": ("a new pytest process collects four files"),
     "tests/test_docs.py::test_a_broken_link_fails_the_strict_build": "a strict mkdocs build of the site",
     "tests/data/test_describe.py::test_cli_describes_the_bundled_dataset": "plots of the bundled dataset",
 }
