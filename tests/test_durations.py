@@ -16,13 +16,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_longest_files_are_collected_first() -> None:
     """Issue 42: xdist ordered the files by their number of tests, so the longest ones (few long tests) came last and
     ended on one worker while the other idled. Not a run: the order `pytest --collect-only` gives."""
-    files = [
+    quick = [
         "tests/test_tiers.py",
         "tests/predictor/test_catalog.py",
         "tests/test_layers.py",
         "tests/test_registries.py",
     ]
-    assert [DURATIONS[f] for f in files] == sorted(DURATIONS[f] for f in files)  # given shortest first
+    files = sorted(quick, key=lambda name: DURATIONS.get(name, 0.0))  # given shortest first
+    assert len({DURATIONS.get(name, 0.0) for name in files}) == len(files), "pick files of distinct durations"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *files],
         cwd=ROOT,
