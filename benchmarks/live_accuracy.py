@@ -1,28 +1,24 @@
-"""Accuracy of the live path (issue 29) on a real log replayed as a site's accounting, in submit order.
+"""Accuracy of the live path on a real log replayed as a site's accounting, in time order, as production learns.
 
     .venv/bin/python benchmarks/live_accuracy.py --log ../shared/data/traces/hpc2n.swf --recording submit-and-end \
         --json benchmarks/results/live_accuracy-hpc2n-submit-and-end.json --markdown /tmp/live_accuracy-hpc2n.md
 
 The log is imported as the service imports it (:func:`data.swf_ingest.ingest_swf`: job classes, platforms,
-history features, censoring) into a scratch store. Its jobs, in submit order (ties in log order), are cut at
-``--train-fraction``: the past is the first part, and of it the runs that had ended by the first later submission
-(what a service trained at that instant would have). The project's training (:func:`training.pipeline.train`:
-10-fold cross-validation, selection by the settings' metric, the guard, refit; tracking and registry in memory as the
-simulator keeps them) picks a champion per job class and platform among ``--models``, and the project's
-:class:`~predictor.oracle.RuntimeOracle` serves it.
+censoring) into a scratch store, which says what each job was (class, platform, run time, status). Then the whole
+log is replayed as accounting into an empty store's ``job_history`` (SQLite), in time order, what that store learns
+at each instant set by ``--recording`` (:data:`RECORDING`; by default each job is recorded as submitted when it is
+submitted and with its start and end when it ends). Each job is estimated at its submission from
+:func:`scheduler.slurm.submit_history.submit_features` over that store (the features the Slurm route computes), and
+the service is production's own loop (:class:`training.service_loop.ServiceLoop`): each job that ends is recorded
+with the features it was submitted with and the estimate it was served; the retrain worker's rule retrains what is
+due under the guard (forward validation, the site's rules among the candidates) and online champions learn every
+run. The first ``--train-fraction`` of the jobs (in submit order) are the past: the runs that end before the first
+later submission are recorded together at that instant, which trains every job class once; every later job is
+scored, on the platform it ran on, beside the users' requests and the last two runs (the project's
+``last_two_mean`` rule, Tsafrir, Etsion & Feitelson 2007).
 
-Then the whole log is replayed as accounting into a second, empty store's ``job_history`` (SQLite), in time order,
-what the store learns at each instant set by ``--recording`` (:data:`RECORDING`; by default each job is recorded as
-submitted when it is submitted and with its start and end when it ends); at one instant records come before
-submissions, which keep log order, and the records due before a submission are written in one
-:meth:`JobHistory.record` call before it. Each job is estimated at its submit time from
-:func:`scheduler.slurm.submit_history.submit_features` over that store; each job after the cut is served by the oracle on
-the platform it ran on, as the API would serve it, and compared with its real run time, beside the users' requests and
-the last two runs (the project's ``last_two_mean`` member, Tsafrir et al. 2007).
-The replay's features are checked against :func:`features.history.history_features` of the same log.
-
-``--member-check`` runs a diagnostic instead of the replay: each member of each pair scored by time rather than by
-random folds (:func:`member_check`).
+``--site-catalog`` adds a site's catalog (its platforms and job classes, as docs/slurm.md tells a site to write one)
+to the bundled one, so a site can measure on its own accounting before it turns the plugin on.
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,23 +43,15 @@ from data.swf_ingest import history_records, ingest_swf
 from features.history import history_features
 from features.swf import SwfLog, read_swf
 from models import make_model
-from models.zoo import applicable
 from predictor.catalog import load_catalog
-from predictor.domain import Estimate, Measurement
-from predictor.oracle import RuntimeOracle
+from predictor.domain import Estimate, Measurement, ServedEstimate
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
 from scheduler.slurm.submit_history import Submission, submit_features
-from training.champions import check_selection_metric
-from training.crossval import fit_fold, refit
-from training.dataset import TrainingSet, load_training_sets
-from training.folds import FoldPlan
-from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
-from training.pipeline import train
-from training.settings import TrainingSettings
+from training.service_loop import ServiceLoop
+from training.settings import WorkerSettings
 
-MODELS = ("mean", "requested_time", "last_two_mean", "linear_log", "tobit_log", "lightgbm_log", "online_log")
 METHODS = ("service", "request", "last two")
 MIN_RUN = 1.0  # runs shorter than this are left out of the scores (their log error is meaningless)
 PROGRESS_EVERY = 2000
@@ -82,36 +70,6 @@ def split(log: SwfLog, fraction: float) -> tuple[list[str], int, float, set[str]
 def run_id(log: SwfLog, job: int) -> str:
     """The run id (and job-history key) the SWF import gives a job."""
     return f"swf-{log.name}-{job}"
-
-
-def champions(
-    past: Iterable[Measurement], settings: TrainingSettings, models: Sequence[str], progress: Callable[[str], None]
-) -> tuple[MemoryChampions, MemoryMeasurements, list[dict[str, Any]]]:
-    """Train the past's job classes with the project's pipeline; the champions, the past, and what each pair chose."""
-    memory = MemoryMeasurements()
-    memory.add(past)
-    book = MemoryChampions()
-    outcomes = train(
-        settings,
-        load_training_sets(memory),
-        models=models,
-        tracker=MemoryTracker(settings.interval_coverage),
-        champions=book,
-        progress=progress,
-    )
-    chosen = [
-        {
-            "algorithm": o.algorithm,
-            "platform": o.platform,
-            "rows": o.n_rows,
-            "serving": o.serving,
-            "challenger": o.challenger,
-            "verdict": o.decision.verdict.value,
-            "cv": {name: {k: m[k] for k in ("rae", "median_ape") if k in m} for name, m in o.metrics.items()},
-        }
-        for o in outcomes
-    ]
-    return book, memory, chosen
 
 
 RECORDING = {
@@ -136,62 +94,98 @@ def events(records: Sequence[JobRecord], recording: str) -> list[tuple[float, in
     return sorted(out, key=lambda e: e[:3])
 
 
-def replay(
-    log: SwfLog,
-    history: JobHistory,
-    oracle: RuntimeOracle,
-    scored: dict[str, Measurement],
-    recording: str,
-) -> tuple[dict[str, dict[str, float]], dict[str, Estimate], dict[str, Any]]:
-    """Replay the log as accounting (module docstring): every job's live features, the oracle's answer for the scored
-    ones, and the costs (CPU per job, latency percentiles of each step)."""
-    records = history_records(log)
-    features: dict[str, dict[str, float]] = {}
-    served: dict[str, Estimate] = {}
-    timings: dict[str, list[float]] = {"submit_features": [], "estimate": [], "record": []}
-    pending: list[JobRecord] = []
-    cpu, wall = time.process_time(), time.perf_counter()
-    for _, phase, _, rec, stored in events(records, recording):
-        if not phase:
-            pending.append(rec)
-            continue
+class Replay:
+    """The log replayed as accounting while the service learns (module docstring): each job's live features, what the
+    service answered for the scored ones, and what each step cost."""
+
+    def __init__(self, log: SwfLog, history: JobHistory, loop: ServiceLoop, measured: dict[str, Measurement]) -> None:
+        self.log, self.history, self.loop, self.measured = log, history, loop, measured
+        self.features: dict[str, dict[str, float]] = {}
+        self.served: dict[str, Estimate] = {}
+        self.timings: dict[str, list[float]] = {"submit_features": [], "estimate": [], "record": [], "learn": []}
+        self.past: list[Measurement] | None = []  # runs ended before the cut, recorded together at it; None after
+        self.ended: set[str] = set()
+
+    def run(self, recording: str, cut_key: str, scored: set[str]) -> dict[str, Any]:
+        """Replay every event; the costs. The job ``cut_key`` is the first after the cut: the past is learned there."""
+        records = history_records(self.log)
+        pending: list[JobRecord] = []
+        cpu, wall = time.process_time(), time.perf_counter()
+        for _, phase, _, rec, stored in events(records, recording):
+            if not phase:
+                pending.append(rec)
+                if rec.end_at is not None:
+                    self._ended(rec.key, rec.end_at)
+                continue
+            if pending:
+                started = time.perf_counter()
+                self.history.record(pending)
+                self.timings["record"].append(time.perf_counter() - started)
+                pending = []
+            if rec.key == cut_key and self.past is not None:
+                self._learn(self.past, [])
+                self.past = None
+            self._submitted(rec, rec.key in scored)
+            if stored:
+                pending.append(replace(rec, start_at=None, end_at=None, state=None))
+            if len(self.features) % PROGRESS_EVERY == 0:
+                print(f"  replay: {len(self.features)}/{len(records)} jobs, {len(self.served)} served", flush=True)
         if pending:
-            started = time.perf_counter()
-            history.record(pending)
-            timings["record"].append(time.perf_counter() - started)
-            pending = []
-        job = Submission(
-            cluster=rec.cluster,
-            user=rec.user,
-            submit=rec.submit_at,
-            time_limit_s=rec.time_limit_s,
-            procs=rec.min_cpus,
-            seq=rec.seq,
-        )
+            self.history.record(pending)
+        costs: dict[str, Any] = {
+            "jobs": len(records),
+            "cpu_ms_per_job": 1e3 * (time.process_time() - cpu) / max(len(records), 1),
+            "wall_s": time.perf_counter() - wall,
+            "retrains": self.loop.costs.retrains,
+            "train_cpu_s": self.loop.costs.train_cpu_s,
+        }
+        for name, values in self.timings.items():
+            ms = 1e3 * np.asarray(values)
+            costs[name] = {
+                "calls": len(values),
+                "p50_ms": _pct(ms, 50),
+                "p99_ms": _pct(ms, 99),
+                "max_ms": _pct(ms, 100),
+            }
+        return costs
+
+    def _submitted(self, rec: JobRecord, score: bool) -> None:
+        """A job is submitted: its live features, and the service's answer when it is scored."""
+        job = Submission(rec.cluster, rec.user, rec.submit_at, rec.time_limit_s, rec.min_cpus, rec.seq)
         started = time.perf_counter()
-        features[rec.key] = found = submit_features(history, job, log.timezone)
-        timings["submit_features"].append(time.perf_counter() - started)
-        m = scored.get(rec.key)
-        if m is not None:
+        self.features[rec.key] = found = submit_features(self.history, job, self.log.timezone)
+        self.timings["submit_features"].append(time.perf_counter() - started)
+        m = self.measured.get(rec.key)
+        if m is not None and score:
             started = time.perf_counter()
-            prepared = oracle.prepare(m.algorithm, None, [m.platform], features=found)
-            served[rec.key] = oracle.estimate_jobs([prepared])[0][m.platform]
-            timings["estimate"].append(time.perf_counter() - started)
-        if stored:
-            pending.append(replace(rec, start_at=None, end_at=None, state=None))
-        if len(features) % PROGRESS_EVERY == 0:
-            print(f"  replay: {len(features)}/{len(records)} jobs, {len(served)} served", flush=True)
-    if pending:
-        history.record(pending)
-    costs: dict[str, Any] = {
-        "jobs": len(records),
-        "cpu_ms_per_job": 1e3 * (time.process_time() - cpu) / max(len(records), 1),
-        "wall_s": time.perf_counter() - wall,
-    }
-    for name, values in timings.items():
-        ms = 1e3 * np.asarray(values)
-        costs[name] = {"calls": len(values), "p50_ms": _pct(ms, 50), "p99_ms": _pct(ms, 99), "max_ms": _pct(ms, 100)}
-    return features, served, costs
+            oracle = self.loop.oracle
+            self.served[rec.key] = oracle.estimate_jobs([oracle.prepare(m.algorithm, None, [m.platform], found)])[0][
+                m.platform
+            ]
+            self.timings["estimate"].append(time.perf_counter() - started)
+        if rec.key in self.ended:  # it ended at the instant it was submitted (no wait, no run)
+            self._ended(rec.key, rec.submit_at)
+
+    def _ended(self, key: str, at: datetime) -> None:
+        """A job ended: the service records its run with the features it was submitted with, beside its answer."""
+        m = self.measured.get(key)
+        if m is None:
+            return
+        if key not in self.features:
+            self.ended.add(key)  # learned once its submission is replayed
+            return
+        run = m.model_copy(update={"features": self.features[key], "recorded_at": at})
+        answer = self.served.get(key)
+        served = [] if answer is None else [ServedEstimate.of(key, m.algorithm, answer, origin="slurm")]
+        if self.past is not None:
+            self.past.append(run)
+        else:
+            self._learn([run], [s for s in served if s is not None])
+
+    def _learn(self, runs: list[Measurement], served: list[ServedEstimate]) -> None:
+        started = time.perf_counter()
+        self.loop.record(runs, served)
+        self.timings["learn"].append(time.perf_counter() - started)
 
 
 def _pct(values: np.ndarray, q: float) -> float | None:
@@ -215,7 +209,8 @@ def answers(
 
     The service's seconds and limit are the oracle's; where it serves no seconds (no champion nor measured runs) or
     no limit, the job keeps its request, as the Slurm plugin leaves it. The last two runs: the ``last_two_mean``
-    member on the live features, the limit the request.
+    rule on the live features, the limit the request (it needs no fit: its fallback, the training mean, serves only
+    rows without a request, and every scored row has one).
     """
     rows = []
     for key in keys:
@@ -239,95 +234,10 @@ def answers(
             }
         )
     frame = pd.DataFrame(rows)
-    columns = list(last_two.feature_names_in_)
+    columns = list(last_two.columns)
     X = pd.DataFrame([{c: features[k].get(c, math.nan) for c in columns} for k in keys], columns=columns)
-    frame["last two"] = last_two.predict(X) if len(X) else []
+    frame["last two"] = last_two.fit(X, X["request.time"]).predict(X) if len(X) else []
     return frame
-
-
-HOLDOUT = 1 / 3  # the share of each pair's past (its latest runs) the member check holds out
-
-
-def member_check(
-    sets: Sequence[TrainingSet],
-    position: dict[str, int],
-    later: Sequence[Measurement],
-    models: Sequence[str],
-    seed: int,
-) -> dict[str, Any]:
-    """Each member of each pair, scored by time instead of random folds: fitted on the first two thirds of the pair's
-    past (the project's :func:`training.crossval.fit_fold` on a two-fold plan in submit order), MdALE on the last
-    third; and fitted on the whole past (:func:`training.crossval.refit`), MdALE on the pair's later runs (features as
-    the replay computes them, i.e. ``every-event``; the model's own answer, no oracle). Pooled over pairs, with the
-    member each pair's time-ordered holdout would choose."""
-    by_pair: dict[tuple[str, str], list[Measurement]] = {}
-    for m in later:
-        by_pair.setdefault((m.algorithm, m.platform), []).append(m)
-    pooled: dict[str, dict[str, list[float]]] = {}
-    chosen_errors: list[float] = []
-    pairs = []
-    for ts in sets:
-        future = [m for m in by_pair.get((ts.algorithm, ts.platform), []) if m.features.get("request.time", 0) > 0]
-        rows = np.argsort([position[r] for r in ts.run_ids], kind="stable")
-        folds = np.zeros(len(ts), dtype="int64")
-        folds[rows[int(len(ts) * (1 - HOLDOUT)) :]] = 1
-        plan = FoldPlan(run_ids=list(ts.run_ids), folds=folds)
-        held = (folds == 1) & ~ts.censored & (ts.y >= MIN_RUN)
-        if not future or held.sum() < 3 or (~held).sum() < 3:
-            continue
-        X = pd.DataFrame(
-            [{c: m.features.get(c, math.nan) for c in ts.feature_names} for m in future], columns=ts.feature_names
-        )
-        run = np.array([m.wall_seconds for m in future])
-        found: dict[str, float] = {}
-        later_errors: dict[str, np.ndarray] = {}
-        for name in (n for n in models if applicable(n, ts.feature_names, int((folds == 0).sum()))):
-            try:
-                holdout = fit_fold(name, ts, plan, 1, seed=seed).predictions[held[folds == 1]]
-                predicted = np.asarray(refit(name, ts, seed=seed).predict(X), dtype=float)
-            except Exception as exc:  # a member that cannot fit this pair's rows is left out of it, as in training
-                print(f"  member check: {name} on {ts.algorithm}/{ts.platform}: {exc}", flush=True)
-                continue
-            errors = _log_errors(holdout, ts.y[held]), _log_errors(predicted, run)
-            found[name] = float(np.median(errors[0]))
-            later_errors[name] = errors[1]
-            slot = pooled.setdefault(name, {"holdout": [], "later": [], "under": []})
-            slot["holdout"] += errors[0].tolist()
-            slot["later"] += errors[1].tolist()
-            slot["under"] += (predicted < run).tolist()
-        if found:
-            chosen_errors += later_errors[min(found, key=found.get)].tolist()
-            pairs.append(
-                {
-                    "algorithm": ts.algorithm,
-                    "platform": ts.platform,
-                    "later_runs": len(future),
-                    "holdout_mdale": found,
-                    "time_choice": min(found, key=found.get),
-                }
-            )
-    members = {
-        name: {
-            "pairs": sum(name in p["holdout_mdale"] for p in pairs),
-            "holdout_mdale": float(np.median(v["holdout"])),
-            "later_mdale": float(np.median(v["later"])),
-            "later_under": float(np.mean(v["under"])),
-            "later_runs": len(v["later"]),
-        }
-        for name, v in pooled.items()
-    }
-    time_choice = float(np.median(chosen_errors)) if chosen_errors else None
-    return {
-        "pairs": pairs,
-        "members": members,
-        "time_choice_later_mdale": time_choice,
-        "later_runs": len(chosen_errors),
-    }
-
-
-def _log_errors(estimate: np.ndarray, run: np.ndarray) -> np.ndarray:
-    """|ln(estimate / run)|, estimates floored at 1 s."""
-    return np.abs(np.log(np.maximum(np.asarray(estimate, dtype=float), MIN_RUN) / run))
 
 
 def scores(frame: pd.DataFrame) -> dict[str, Any]:
@@ -341,6 +251,7 @@ def scores(frame: pd.DataFrame) -> dict[str, Any]:
         limit = frame[f"{method}_limit"].to_numpy(dtype=float)
         out[method] = {
             "mdale": float(np.median(np.abs(np.log(np.maximum(est, MIN_RUN) / run)))),
+            "male": float(np.mean(np.abs(np.log(np.maximum(est, MIN_RUN) / run)))),
             "under": float(np.mean(est < run)),
             "over_limit": float(np.mean(run > limit)),
             "limit_over_request": float(np.median(limit / frame["request"].to_numpy(dtype=float))),
@@ -361,12 +272,14 @@ def losses(rows: dict[str, dict[str, Any]]) -> list[str]:
 
 def markdown(result: dict[str, Any]) -> str:
     """The results as the page's tables."""
+    settings = result["settings"]
     lines = [
-        f"Log `{result['log']}`, recording `{result['recording']}`, champions chosen by "
-        f"`{result['selection_metric']}`: {result['jobs']} jobs; past = first {result['train_fraction']:.0%} "
-        f"({result['past_jobs']} jobs, {result['trained_runs']} runs ended by the cut); scored: {result['scores']['all']['jobs']} "
-        f"runs of >= 1 s after the cut; live features equal to the replay's for {result['jobs'] - result['feature_mismatches']}"
-        f"/{result['jobs']} jobs.",
+        f"Log `{result['log']}`, recording `{result['recording']}`: {result['jobs']} jobs; past = first "
+        f"{result['train_fraction']:.0%} ({result['past_jobs']} jobs, cut {result['cut']}); scored: "
+        f"{result['scores']['all']['jobs']} runs of >= 1 s after the cut; live features equal to the replay's for "
+        f"{result['jobs'] - result['feature_mismatches']}/{result['jobs']} jobs. Service settings: "
+        + ", ".join(f"{k} {v}" for k, v in settings.items())
+        + ".",
         "",
         "| rows | jobs | extrapolating | MdALE service | request | last two | under service | request | last two "
         "| limit exceeded service | request | last two | service limit / request |",
@@ -378,19 +291,23 @@ def markdown(result: dict[str, Any]) -> str:
         cells += [f"{100 * row[m]['over_limit']:.1f} %" for m in METHODS]
         cells.append(f"{row['service']['limit_over_request']:.2f}")
         lines.append(f"| {name} | {row['jobs']} | {100 * row['extrapolating']:.0f} % | " + " | ".join(cells) + " |")
-    lines += ["", "| job class | platform | past runs | champion (challenger, verdict) |", "|---|---|--:|---|"]
+    decisions = result["decisions"]
     lines += [
-        f"| {c['algorithm']} | {c['platform']} | {c['rows']} | {c['serving']} ({c['challenger']}, {c['verdict']}) |"
-        for c in result["champions"]
+        "",
+        "Guard decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(decisions["verdicts"].items())) + ". Serving at "
+        "the end: "
+        + ", ".join(f"{pair} {s['member']} (v{s['version']})" for pair, s in sorted(decisions["serving"].items()))
+        + f"; live online members: {', '.join(decisions['live_members']) or 'none'}.",
     ]
     costs = result["replay"]
     lines += [
         "",
-        f"Replay: {costs['cpu_ms_per_job']:.2f} ms CPU per job (process_time, everything: records, features, estimates), "
-        f"{costs['wall_s']:.1f} s wall; submit_features p50 {costs['submit_features']['p50_ms']:.2f} ms, "
-        f"p99 {costs['submit_features']['p99_ms']:.2f} ms; oracle estimate p50 {costs['estimate']['p50_ms']:.2f} ms, "
-        f"p99 {costs['estimate']['p99_ms']:.2f} ms; record p50 {costs['record']['p50_ms']:.2f} ms, "
-        f"p99 {costs['record']['p99_ms']:.2f} ms. Service answers: "
+        f"Replay: {costs['cpu_ms_per_job']:.2f} ms CPU per job (process_time, everything: records, features, estimates, "
+        f"learning), {costs['wall_s']:.1f} s wall; {costs['retrains']} pair retrains, {costs['train_cpu_s']:.1f} s CPU "
+        f"of training; submit_features p50 {costs['submit_features']['p50_ms']:.2f} ms, p99 "
+        f"{costs['submit_features']['p99_ms']:.2f} ms; oracle estimate p50 {costs['estimate']['p50_ms']:.2f} ms, p99 "
+        f"{costs['estimate']['p99_ms']:.2f} ms; learning a run p50 {costs['learn']['p50_ms']:.2f} ms, p99 "
+        f"{costs['learn']['p99_ms']:.2f} ms. Service answers: "
         + ", ".join(f"{k} {v}" for k, v in result["service_models"].items())
         + ".",
     ]
@@ -399,46 +316,26 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def member_markdown(result: dict[str, Any]) -> str:
-    """The member check as a table."""
-    check = result["member_check"]
-    lines = [
-        f"Log `{result['log']}`, member check: {len(check['pairs'])} pairs, {check['later_runs']} later runs.",
-        "",
-        "| member | pairs | MdALE, last third of the past | MdALE, later runs | under, later runs |",
-        "|---|--:|--:|--:|--:|",
-    ]
-    for name, m in check["members"].items():
-        lines.append(
-            f"| {name} | {m['pairs']} | {m['holdout_mdale']:.2f} | {m['later_mdale']:.2f} | {100 * m['later_under']:.1f} % |"
-        )
-    choice = check["time_choice_later_mdale"]
-    lines += [
-        "",
-        f"Each pair's member chosen on the last third of its past: MdALE {choice:.2f} on the later runs. Choices: "
-        + ", ".join(f"{p['algorithm']}/{p['platform']} {p['time_choice']}" for p in check["pairs"])
-        + ".",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     """Everything for one log (see the module docstring)."""
     log = read_swf(args.log)
-    models = args.models.split(",")
-    catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
+    catalog = load_catalog(BUNDLED_DATA / "catalog.yaml", *([args.site_catalog] if args.site_catalog else []))
     result: dict[str, Any] = {
         "log": log.name,
         "train_fraction": args.train_fraction,
-        "models": models,
         "recording": args.recording,
         "jobs": len(log.jobs),
     }
     with tempfile.TemporaryDirectory() as work:
-        settings = TrainingSettings(home=Path(work) / "home", n_jobs=args.n_jobs, seed=args.seed)
-        if args.selection_metric:
-            settings = settings.model_copy(update={"selection_metric": check_selection_metric(args.selection_metric)})
-        result["selection_metric"] = settings.selection_metric
+        settings = WorkerSettings(home=Path(work) / "home", seed=args.seed)
+        result["settings"] = {
+            "job_class_metric": settings.job_class_metric,
+            "cv_folds": settings.cv_folds,
+            "forward_start": settings.forward_start,
+            "retrain_min_new_runs": settings.retrain_min_new_runs,
+            "retrain_min_new_fraction": settings.retrain_min_new_fraction,
+            "limit_quantile": settings.limit_quantile,
+        }
         store = MeasurementStore(f"sqlite:///{work}/import.db")
         store.migrate()
         report = ingest_swf(args.log, store, catalog, rejects_dir=Path(work))
@@ -448,56 +345,28 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         )
         measured = {m.run_id: m for m in store.measurements(successful_only=False)}
         store.dispose()
-        order, n_past, cut, ended = split(log, args.train_fraction)
+        order, n_past, cut, _ = split(log, args.train_fraction)
         result.update(past_jobs=n_past, cut=datetime.fromtimestamp(log.start_time + cut, UTC).isoformat())
-        if args.member_check:
-            past = MemoryMeasurements()
-            past.add(measured[k] for k in order[:n_past] if k in ended and k in measured)
-            later = [measured[k] for k in order[n_past:] if k in measured and measured[k].wall_seconds >= MIN_RUN]
-            position = {k: i for i, k in enumerate(order)}
-            result["member_check"] = member_check(load_training_sets(past), position, later, models, args.seed)
-            return result
-        started = time.process_time()
-        book, memory, chosen = champions(
-            (measured[k] for k in order[:n_past] if k in ended and k in measured),
-            settings,
-            models,
-            lambda step: print(f"  train: {step}", flush=True) if "fold" not in step else None,
-        )
-        result.update(
-            trained_runs=sum(c for _, c in memory.profile_table().values()),
-            champions=chosen,
-            train_cpu_s=time.process_time() - started,
-        )
-        oracle = RuntimeOracle(
-            catalog,
-            book.champions(),
-            memory.profile_table(),
-            coverage=settings.interval_coverage,
-            limit_quantile=settings.limit_quantile,
-        )
         later = [k for k in order[n_past:] if k in measured]
-        scored = {k: measured[k] for k in later if measured[k].wall_seconds >= MIN_RUN}
+        scored = {k for k in later if measured[k].wall_seconds >= MIN_RUN}
         live = MeasurementStore(f"sqlite:///{work}/live.db")
         live.migrate()
-        features, served, costs = replay(log, JobHistory(live.engine), oracle, scored, args.recording)
+        loop = ServiceLoop(settings, catalog)
+        replayed = Replay(log, JobHistory(live.engine), loop, measured)
+        costs = replayed.run(args.recording, order[n_past], scored)
         live.dispose()
+    features, served = replayed.features, replayed.served
     result["replay"] = costs
     result["load"] = os.getloadavg()
     result["feature_mismatches"] = mismatches(log, features)
-    keys = [k for k in scored if features[k].get("request.time", 0) > 0]
+    result["decisions"] = _decisions(loop)
+    keys = [k for k in later if k in scored and features[k].get("request.time", 0) > 0]
     result["left_out"] = {
         "not measured or unknown class": len(order) - n_past - len(later),
         "run < 1 s": len(later) - len(scored),
         "no request": len(scored) - len(keys),
     }
-    past = [measured[k] for k in order[:n_past] if k in ended and k in measured]
-    columns = ["history.last2_mean", "history.last1", "request.time"]
-    last_two = make_model("last_two_mean").fit(
-        pd.DataFrame([{c: m.features.get(c, math.nan) for c in columns} for m in past], columns=columns),
-        np.array([m.wall_seconds for m in past]),
-    )
-    frame = answers(keys, scored, features, served, last_two)
+    frame = answers(keys, {k: measured[k] for k in keys}, features, served, make_model("last_two_mean"))
     result["service_models"] = dict(Counter(frame["service_model"]).most_common())
     rows = {"all": scores(frame)}
     for name, part in (("inside the envelope", ~frame["extrapolating"]), ("extrapolating", frame["extrapolating"])):
@@ -513,21 +382,32 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def _decisions(loop: ServiceLoop) -> dict[str, Any]:
+    """What the guard decided during the replay: counts by verdict, and what served each pair at the end."""
+    verdicts = Counter(str(d["decision"]) for d in loop.decisions)
+    serving = {
+        f"{a}/{p}": {"member": version.champion.tags.get("model_kind"), "version": version.number}
+        for (a, p, _), version in loop.book.alias.items()
+    }
+    return {
+        "verdicts": dict(verdicts),
+        "serving": serving,
+        "live_members": sorted(f"{a}/{p}" for a, p, _ in loop.store.live),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--log", type=Path, required=True, help="an SWF log (read in place, never copied)")
     parser.add_argument(
         "--train-fraction", type=float, default=0.3, help="the past: this share of the jobs in submit order"
     )
-    parser.add_argument("--models", default=",".join(MODELS), help="zoo members the champions are chosen among")
     parser.add_argument(
-        "--selection-metric", default=None, help="the metric that picks champions (the settings' by default)"
+        "--site-catalog", type=Path, default=None, help="a site catalog naming the log's platforms and job classes"
     )
     parser.add_argument(
         "--recording", choices=tuple(RECORDING), default="submit-and-end", help="what the store learns when"
     )
-    parser.add_argument("--member-check", action="store_true", help="only score each member by time (no replay)")
-    parser.add_argument("--n-jobs", type=int, default=1, help="training processes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--markdown", type=Path, default=None)
@@ -535,7 +415,7 @@ def main() -> None:
     if not 0 < args.train_fraction < 1:
         parser.error("--train-fraction must be between 0 and 1")
     result = bench(args)
-    text = member_markdown(result) if args.member_check else markdown(result)
+    text = markdown(result)
     print(text, flush=True)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

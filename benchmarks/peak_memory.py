@@ -219,8 +219,8 @@ def bench_retries(args: argparse.Namespace) -> dict[str, Any]:
     runs = {}
     for label, retry in (
         ("no retry", None),
-        ("double everything", RetryPolicy("double-both", 2.0, args.retries)),
-        ("raise only the failed resource", RetryPolicy("failed-only", 2.0, args.retries)),
+        ("double everything", RetryPolicy("double-both", 2.0, args.retries, cluster=workload.cluster)),
+        ("raise only the failed resource", RetryPolicy("failed-only", 2.0, args.retries, cluster=workload.cluster)),
     ):
         cpu = time.process_time()
         result = simulate(

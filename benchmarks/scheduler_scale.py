@@ -226,12 +226,12 @@ def _accuracy(w, oracle) -> dict[str, float]:
 def _learning(oracle: LearningOracle, seed: int) -> dict[str, Any]:
     """What the service did in a run: pair retrains, their seconds, and the guard's decisions by verdict."""
     verdicts: dict[str, int] = {}
-    for d in oracle.log.decisions:
+    for d in oracle.decisions:
         verdicts[d["decision"]] = verdicts.get(d["decision"], 0) + 1
     return {
         "seed": seed,
-        "retrains": oracle.log.retrains,
-        "train_seconds": oracle.log.train_seconds,
+        "retrains": oracle.costs.retrains,
+        "train_seconds": oracle.costs.train_cpu_s,
         "verdicts": verdicts,
     }
 

@@ -6,6 +6,7 @@ service start without loading pandas, the model zoo, MLflow or the web server (t
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Annotated, Any
 
@@ -17,6 +18,7 @@ from typer.core import TyperGroup
 from cli import learn, measure, plan, probe, serve, simulate, slurm
 from cli.common import err_console, settings_error
 from predictor import __version__
+from predictor.addresses import RedactingFormatter
 
 
 class OneLineErrors(TyperGroup):
@@ -25,6 +27,8 @@ class OneLineErrors(TyperGroup):
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         """Run the command line; click's boxed usage error becomes one line naming the command's --help, and a
         ``PREDICTOR_*`` value a settings class refuses one line naming the variable; exit status 2."""
+        if logging.lastResort is not None:  # what a command logs without a handler of its own: addresses redacted
+            logging.lastResort.setFormatter(RedactingFormatter())
         try:
             code = super().main(*args, standalone_mode=False, **kwargs)
         except NoArgsIsHelpError as exc:

@@ -127,8 +127,11 @@ def plain(value: object) -> Text:
 
 
 def fail(message: str) -> typer.Exit:
-    """Print ``message`` as one error line; raise what it returns to exit with status 2."""
-    err_console.print(f"[red]error:[/red] {escape(message)}")
+    """Print ``message`` as one error line, every address in it as its scheme, host and port only (a registry's or a
+    service's URL may carry a password or a token); raise what it returns to exit with status 2."""
+    from predictor.addresses import redact_addresses
+
+    err_console.print(f"[red]error:[/red] {escape(redact_addresses(message))}")
     return typer.Exit(code=2)
 
 

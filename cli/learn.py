@@ -69,8 +69,10 @@ def train(
     store = open_store(settings)
     _check_train_choices(algorithm, model, {a for a, _ in store.pairs()}, lambda: load_catalog(*settings.catalog_paths))
     from cli.progress import progress  # training's libraries (MLflow, the zoo, pandas) only once the choices are sound
+    from training.champions import MlflowChampions
     from training.dataset import load_training_sets
     from training.guard import Verdict
+    from training.live_members import refresh_live_members
     from training.pipeline import count_steps, decision_row
     from training.pipeline import train as train_sets
 
@@ -87,16 +89,20 @@ def train(
             done = next(steps)  # the serving champions' members and the registrations add steps to the estimate
             update(done, max(done, total), label)
 
+        book = MlflowChampions(settings.resolved_tracking_uri)
         outcomes = train_sets(
             settings,
             training_sets,
             models=model,
             progress=advance,
+            champions=book,
             retrain=force,
             force=promote,
             dry_run=dry_run,
             target=target,
         )
+    if not dry_run:
+        refresh_live_members(store, book, outcomes)
     trigger = "predictor train" + (" --promote" if promote else " --force" if force else "")
     trigger += "" if target is Target.TIME else f" --target {target.value}"
     if not dry_run:
@@ -107,7 +113,6 @@ def train(
         err_console.print(
             "[yellow]--promote:[/yellow] the champion guard was overridden; every pair's best candidate was promoted"
         )
-    metric = settings.selection_metric
     title = "Dry run: what training would do (nothing registered)" if dry_run else "Champions"
     table = Table(title=title + TITLED[target])
     for column in (
@@ -115,7 +120,7 @@ def train(
         "platform",
         "target",
         "best candidate",
-        metric.upper(),
+        "forward score",
         "decision",
         "serving",
         "version",
@@ -127,7 +132,7 @@ def train(
             o.platform,
             o.target.value,
             o.challenger,
-            f"{o.metrics[o.challenger].get(metric, float('nan')):.2f}",
+            f"{o.metric.upper()} {o.metrics[o.challenger].get(o.metric, float('nan')):.2f}",
             o.decision.verdict.value,
             o.serving or "-",
             o.version or "-",
@@ -183,7 +188,7 @@ def report(
 
     settings = TrainingSettings()
     if live:
-        _live_report(settings, algorithm, platform)
+        _live_report(settings, algorithm, platform, target)
         return
     sessions, missing = [], []
     for each in [target] if target else list(Target):
@@ -248,26 +253,35 @@ def _print_session(session: SessionReport, platform: str | None) -> None:
             )
 
 
-def _live_report(settings: Settings, algorithm: str | None, platform: str | None) -> None:
-    """Live error per pair over its latest served runs (see predictor.live)."""
+def _live_report(settings: Settings, algorithm: str | None, platform: str | None, target: Target | None) -> None:
+    """Live error per pair and target over its latest served runs (see predictor.live): run time's, and peak memory's
+    where runs were served a memory estimate and measured their peak."""
     from predictor.live import live_report
 
+    report = live_report(open_store(settings), settings.live_window)
     rows = {
-        pair: values
-        for pair, values in live_report(open_store(settings), settings.live_window).items()
-        if algorithm in (None, pair[0]) and platform in (None, pair[1])
+        (a, p, each): values
+        for each in ([target] if target else list(Target))
+        for (a, p), values in report[each].items()
+        if algorithm in (None, a) and platform in (None, p)
     }
     if not rows:
-        raise fail("no served estimates recorded yet" + "".join(f" for {x}" for x in (algorithm, platform) if x))
+        raise fail(
+            "no served estimates recorded yet"
+            + "".join(f" for {x}" for x in (algorithm, platform, target and target.value) if x)
+        )
     table = Table(title=f"Live error over each pair's latest {settings.live_window} served runs")
-    for column in ("algorithm", "platform", "runs", "RAE%", "in25%", "under", "limit exceeded", "cover"):
-        table.add_column(column, justify="left" if column in ("algorithm", "platform") else "right", no_wrap=True)
-    for (a, p), v in sorted(rows.items()):
+    for column in ("algorithm", "platform", "target", "runs", "RAE%", "in25%", "under", "limit exceeded", "cover"):
+        table.add_column(
+            column, justify="left" if column in ("algorithm", "platform", "target") else "right", no_wrap=True
+        )
+    order = {t: i for i, t in enumerate(Target)}
+    for (a, p, each), v in sorted(rows.items(), key=lambda row: (row[0][0], row[0][1], order[row[0][2]])):
         cells = [
             f"{v[m]:.3g}" if v[m] == v[m] else "-"
             for m in ("rae", "within_25pct", "underestimate_rate", "limit_exceeded", "interval_coverage")
         ]
-        table.add_row(a, p, f"{int(v['runs'])}", *cells)
+        table.add_row(a, p, each.value, f"{int(v['runs'])}", *cells)
     print_table(table)
 
 
@@ -282,12 +296,13 @@ def worker(
     under the champion guard; its progress is kept for `/readyz` and `predictor models list`."""
     import logging
 
+    from predictor.addresses import RedactingFormatter
     from training.settings import WorkerSettings
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("alembic").setLevel(
-        logging.WARNING
-    )  # the store's migrations at each start say nothing useful here
+    handler = logging.StreamHandler()
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # the store's migrations at each start say nothing here
     settings = WorkerSettings()
     store = open_store(settings)
     from cli.background import exit_on_sigterm, stop_with
@@ -326,7 +341,9 @@ MODEL_METRICS = ("rae", "rrse", "median_ape", "within_factor_2", "interval_cover
 def models_list(
     url: Annotated[str | None, typer.Option(help="Ask a running service instead of the local registry.")] = None,
 ) -> None:
-    """Each (algorithm, platform)'s champion per target: registered version, zoo member and cross-validation metrics."""
+    """Each (algorithm, platform)'s champion per target: registered version, zoo member, cross-validation metrics and
+    the live RAE of the estimates of its target the pair was served (`predictor report --live` shows the rest)."""
+    from predictor.addresses import redact_addresses
     from training.report import REPORT_METRICS
 
     settings = load_settings()
@@ -342,8 +359,10 @@ def models_list(
         if training is not None:
             console.print(plain(training), highlight=False)
         return
-    table = Table(title=f"Champions ({'served by ' + url if url else 'registry ' + settings.resolved_tracking_uri})")
-    for column in ("algorithm", "platform", "version", "member", *(REPORT_METRICS[m] for m in MODEL_METRICS), "target"):
+    where = f"served by {url}" if url else f"registry {settings.resolved_tracking_uri}"
+    table = Table(title=f"Champions ({redact_addresses(where)})")
+    metric_columns = (*(REPORT_METRICS[m] for m in MODEL_METRICS), "live RAE%")
+    for column in ("algorithm", "platform", "version", "member", *metric_columns, "target"):
         table.add_column(
             column, justify="left" if column in ("algorithm", "platform", "member", "target") else "right", no_wrap=True
         )
@@ -352,6 +371,8 @@ def models_list(
         champions, key=lambda c: (c["algorithm"], c["platform"], order.get(c.get("target") or "time", len(order)))
     ):
         metrics = [f"{c['metrics'][m]:.4g}" if m in c["metrics"] else "-" for m in MODEL_METRICS]
+        live_rae = (c.get("live") or {}).get("rae")
+        metrics.append("-" if live_rae is None or live_rae != live_rae else f"{live_rae:.4g}")
         table.add_row(
             c["algorithm"],
             c["platform"],
@@ -530,9 +551,11 @@ def _champion(target: Target) -> str:
 
 
 def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
-    """Every champion in the registry, as the API's ``/v1/models`` lists them (algorithm, platform, version, member, metrics)."""
+    """Every champion in the registry, as the API's ``/v1/models`` lists them (algorithm, platform, version, member,
+    metrics, and the live error of its target from the store)."""
     from mlflow.exceptions import MlflowException
 
+    from predictor.live import live_report
     from predictor.registry import cv_metrics
     from training.champions import list_champions
 
@@ -540,6 +563,7 @@ def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
         versions = [(target, v) for target in Target for v in list_champions(settings.resolved_tracking_uri, target)]
     except MlflowException as exc:
         raise fail(f"model registry {settings.resolved_tracking_uri} unavailable: {exc.message}") from None
+    live = live_report(open_store(settings), settings.live_window) if versions else {}
     return [
         {
             "algorithm": v.tags.get("algorithm", "?"),
@@ -548,6 +572,7 @@ def _registered_champions(settings: Settings) -> list[dict[str, Any]]:
             "version": v.version,
             "model_kind": v.tags.get("model_kind"),
             "metrics": cv_metrics(v.tags),
+            "live": live[target].get((v.tags.get("algorithm", "?"), v.tags.get("platform", "?"))) if live else None,
         }
         for target, v in versions
     ]

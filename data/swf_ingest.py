@@ -15,8 +15,9 @@ One measurement per job, validated like a CSV row (:func:`predictor.records.vali
   so its run time is a lower bound on the time it needed, whatever status the log gives it (logs record such
   kills as completed, failed or cancelled; a grace period lets the run exceed the request a little). A job that
   failed or was cancelled before its limit is not censored: it stopped for its own reasons, not for lack of time;
-- ``recorded_at`` the submit time: the header's ``UnixStartTime`` plus the submit offset (submit times are
-  Unix times when the header has none);
+- ``recorded_at`` the end time, when the run was over and could be learned from: the header's ``UnixStartTime`` plus
+  the job's end offset (submit + wait + run; submit + run when the wait is unknown; Unix times when the header has
+  none). Forward validation orders a pair's runs by it (:mod:`training.folds`);
 - ``features`` from :func:`features.history.history_features`; ``context`` the job's other known fields.
 
 Every valid job, measurement or not, is also recorded in the job history (:func:`history_records`), the live
@@ -200,7 +201,7 @@ def _run(log: SwfLog, job: SwfJob) -> dict[str, Any]:
         "wall_seconds": job.run,
         "exit_status": EXIT_STATUS[job.status],
         "censored": killed_by_limit(job),
-        "recorded_at": _at(log, job.submit),
+        "recorded_at": _at(log, job.end if job.end is not None else job.submit + job.run),
         "context": _context(job),
     }
 

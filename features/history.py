@@ -55,6 +55,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "time.weekday",
 )
 LAST = 3  # how many of a user's latest run times the features keep
+REQUEST_TIME = "request.time"  # the job's requested seconds: its kill limit, which no estimate of it should pass
 
 
 @dataclass

@@ -17,6 +17,8 @@ and limit the service serves.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -30,6 +32,7 @@ from models.transforms import signed_log1p
 Side = Literal["absolute", "squared", "exponential"]
 SIDES: tuple[str, ...] = ("absolute", "squared", "exponential")
 HISTOGRAM_EDGES = np.linspace(-12.0, 12.0, 481)  # log-residual bins of 0.05 (a factor of about 1.05)
+_EDGES = HISTOGRAM_EDGES.tolist()
 RESIDUAL_HALF_LIFE = 2000  # rows after which a residual counts half as much in the interval's quantiles
 _GROWTH = 2.0 ** (1.0 / RESIDUAL_HALF_LIFE)
 _EXP_CAP = 5.0  # the exponential side's argument is capped, so one wild job cannot blow the weights up
@@ -108,6 +111,21 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
         return self._seconds(self._design(X) @ self.coef_)
 
+    def predict_then_learn(self, X: np.ndarray, y: np.ndarray, learn: np.ndarray | None = None) -> np.ndarray:
+        """Seconds for each row, in order, each answered before it is learned (the rows ``learn`` marks; all by default):
+        what the member serves when every run teaches it as it ends. O(features) per row."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
+        y = np.asarray(y, dtype=float)
+        mask = np.ones(len(y), dtype=bool) if learn is None else np.asarray(learn, dtype=bool)
+        Z, weights = self._design(X), self._job_weights(X)
+        answers = np.empty(len(y))
+        for i, (z, seconds, taught, w) in enumerate(zip(Z, y.tolist(), mask.tolist(), weights.tolist(), strict=True)):
+            answers[i] = self._second(float(z @ self.coef_))
+            if taught:
+                self._step(z, seconds, w)
+        return answers
+
     def begin(self, n_features: int) -> AsymmetricOnlineRegressor:
         """Start afresh, having learned nothing, for rows of ``n_features`` (an online source with no history yet)."""
         self.n_features_in_ = n_features
@@ -121,7 +139,7 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
 
     def predict_one(self, row: np.ndarray) -> float:
         """:meth:`predict` of one already-validated row, without the checks."""
-        return float(self._seconds(self._design(row.reshape(1, -1)) @ self.coef_)[0])
+        return self._second(float(self._design(row.reshape(1, -1))[0] @ self.coef_))
 
     def residual_quantiles(self, levels: Sequence[float]) -> dict[float, float]:
         """Quantiles of log(run / estimate) over every row learned so far (0 before any), at ``levels`` in (0, 1)."""
@@ -135,6 +153,39 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
             float(level): float(centres[min(int(np.searchsorted(cumulative, level)), len(centres) - 1)])
             for level in levels
         }
+
+    def state(self) -> dict[str, Any]:
+        """What it has learned, as plain numbers (JSON-able); with :meth:`get_params`, enough for :meth:`from_state`."""
+        check_is_fitted(self, "coef_")
+        names = getattr(self, "feature_names_in_", None)
+        return {
+            "n_features": int(self.n_features_in_),
+            "feature_names": None if names is None else [str(n) for n in names],
+            "coef": self.coef_.tolist(),
+            "scale": self.scale_.tolist(),
+            "norm": self.norm_,
+            "target_scale": self.target_scale_,
+            "n_seen": self.n_seen_,
+            "residual_counts": self.residual_counts_.tolist(),
+            "increment": self._increment,
+        }
+
+    @classmethod
+    def from_state(cls, params: dict[str, Any], state: dict[str, Any]) -> AsymmetricOnlineRegressor:
+        """The member built with ``params`` that has learned what ``state`` (from :meth:`state`) holds."""
+        model = cls(**params)
+        if state["feature_names"] is not None:
+            model.feature_names_in_ = np.asarray(state["feature_names"], dtype=object)
+        model.n_features_in_ = int(state["n_features"])
+        model._reset(model.n_features_in_)
+        model.coef_ = np.asarray(state["coef"], dtype=float)
+        model.scale_ = np.asarray(state["scale"], dtype=float)
+        model.norm_ = float(state["norm"])
+        model.target_scale_ = float(state["target_scale"])
+        model.n_seen_ = int(state["n_seen"])
+        model.residual_counts_ = np.asarray(state["residual_counts"], dtype=float)
+        model._increment = float(state["increment"])
+        return model
 
     def __sklearn_tags__(self) -> Any:
         """Missing values mean 0 (as in a job without history); one pass of a log-target model fits arbitrary
@@ -188,6 +239,13 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
             self.target_scale_ = abs(seconds)
         return seconds / max(self.target_scale_, 1e-12)
 
+    def _second(self, raw: float) -> float:
+        """:meth:`_seconds` of one value, without arrays."""
+        if self.log:
+            return math.exp(min(max(0.0 if math.isnan(raw) else raw, -7.0), 30.0))
+        seconds = raw * self.target_scale_
+        return 1.0 if math.isnan(seconds) else min(max(seconds, 1.0), 1e12)
+
     def _seconds(self, raw: np.ndarray) -> np.ndarray:
         """The learned space back to seconds, positive and finite."""
         if self.log:
@@ -205,28 +263,34 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
     def _learn(self, X: np.ndarray, y: np.ndarray, weights: np.ndarray) -> None:
         """One normalised-gradient step per row, in order; the residual histogram follows each row."""
         Z, weights = self._design(X), weights * self._job_weights(X)
+        for z, seconds, w in zip(Z, y.tolist(), weights.tolist(), strict=True):
+            self._step(z, seconds, w)
+
+    def _step(self, z: np.ndarray, seconds: float, weight: float) -> None:
+        """Learn one run of design row ``z`` (from :meth:`_design`) that took ``seconds``, weighing ``weight``."""
+        if weight <= 0:
+            return
         coef, scale = self.coef_, self.scale_
-        for z, seconds, w in zip(Z, y.tolist(), weights, strict=True):
-            if w <= 0:
-                continue
-            t = self._target(seconds)
-            if self.n_seen_ == 0 and coef[-1] == 0.0:
-                coef[-1] = t  # start from the first run: the intercept then only has to learn corrections
-            grown = np.abs(z) > scale
-            if grown.any():  # a feature larger than ever before: shrink its weight to its new scale (NAG)
-                old, new = scale[grown], np.abs(z[grown])
-                coef[grown] *= np.where(old > 0, (old / new) ** 2, 1.0)
-                scale[grown] = new
-            known = scale > 0
-            self.norm_ += float(np.sum((z[known] / scale[known]) ** 2))
-            self.n_seen_ += 1
-            estimate = float(z @ coef)
-            self._record_residual(t, estimate)
-            slope = self._loss_slope(estimate - t)
-            if slope == 0.0:
-                continue
-            step = self.learning_rate * w * np.sqrt(self.n_seen_ / max(self.norm_, 1e-12))
-            coef[known] -= step * slope * z[known] / scale[known] ** 2
+        t = self._target(seconds)
+        if self.n_seen_ == 0 and coef[-1] == 0.0:
+            coef[-1] = t  # start from the first run: the intercept then only has to learn corrections
+        size = np.abs(z)
+        grown = size > scale
+        if grown.any():  # a feature larger than ever before: shrink its weight to its new scale (NAG)
+            old, new = scale[grown], size[grown]
+            coef[grown] *= np.where(old > 0, (old / new) ** 2, 1.0)
+            scale[grown] = new
+        known = scale > 0
+        zk, sk = z[known], scale[known]
+        self.norm_ += float(np.dot(zk / sk, zk / sk))
+        self.n_seen_ += 1
+        estimate = float(z @ coef)
+        self._record_residual(t, estimate)
+        slope = self._loss_slope(estimate - t)
+        if slope == 0.0:
+            return
+        step = self.learning_rate * weight * math.sqrt(self.n_seen_ / max(self.norm_, 1e-12))
+        coef[known] -= step * slope * zk / sk**2
 
     def _loss_slope(self, residual: float) -> float:
         """d loss / d estimate at ``residual`` = estimate - target (in the learned space), past the dead zone."""
@@ -243,8 +307,8 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
             ratio = target - estimate
         else:
             run = max(target * self.target_scale_, 1e-3)
-            ratio = float(np.log(run / self._seconds(np.array([estimate]))[0]))
-        index = int(np.clip(np.searchsorted(HISTOGRAM_EDGES, ratio) - 1, 0, len(self.residual_counts_) - 1))
+            ratio = math.log(run / self._second(estimate))
+        index = min(max(bisect.bisect_left(_EDGES, ratio) - 1, 0), len(_EDGES) - 2)
         # newer residuals count more (half-life RESIDUAL_HALF_LIFE rows): a growing increment instead of decaying every
         # bin keeps the update O(1); the counts are rescaled now and then so the numbers stay finite
         self.residual_counts_[index] += self._increment

@@ -9,7 +9,10 @@ that read particular features (job-history baselines) declare them and apply onl
 Members that learn from censored runs (a lower bound on their time) are registered ``censored=True``:
 training calls their ``fit(X, y, censored=mask)``; every other member is fitted on the finished runs only.
 Members whose answer is read off a time (a requested or past run time) are registered ``targets=("time",)``:
-they estimate run times, not peak memory.
+they estimate run times, not peak memory. Members that learn one run at a time after their fit are registered
+``online=True``: they offer ``predict_then_learn`` (each row answered, then learned). The simple rules a site already
+has (the measured median, the user's request, the user's last two runs) are registered ``rule=True``: the champion
+guard lets a learned member serve only where it beats the best of them.
 """
 
 from __future__ import annotations
@@ -49,15 +52,18 @@ TARGETS = frozenset({"time", "memory"})  # what a member can learn: a run's wall
 @dataclass(frozen=True)
 class Needs:
     """What a member needs of a training set: features it reads by name, a least number of rows, the targets it can learn;
-    and whether it learns from censored runs.
+    whether it learns from censored runs, whether it learns online, and whether it is a site's simple rule.
 
     ``censored``: its ``fit(X, y, censored=mask)`` takes them as lower bounds; other members get the finished runs only.
+    ``online``: it has ``predict_then_learn(X, y, learn=mask)``. ``rule``: no learning beyond a statistic or a column.
     """
 
     features: frozenset[str] = frozenset()
     min_rows: int = 0
     censored: bool = False
     targets: frozenset[str] = TARGETS
+    online: bool = False
+    rule: bool = False
 
 
 NEEDS: dict[str, Needs] = {}
@@ -70,11 +76,14 @@ def register(
     min_rows: int = 0,
     censored: bool = False,
     targets: Collection[str] = TARGETS,
+    online: bool = False,
+    rule: bool = False,
 ) -> Callable[[Callable[..., RegressorMixin]], Callable[..., RegressorMixin]]:
     """Add a factory to the zoo under ``name`` (decorator), with the features and rows it cannot do without.
 
     ``censored=True`` declares that its ``fit`` takes a ``censored`` mask and learns from those rows as lower bounds;
-    ``targets`` the targets (of :data:`TARGETS`) whose values its answer can be.
+    ``targets`` the targets (of :data:`TARGETS`) whose values its answer can be; ``online=True`` that it learns
+    run by run (``predict_then_learn``); ``rule=True`` that it is one of a site's simple rules.
     """
 
     def add(factory: Callable[..., RegressorMixin]) -> Callable[..., RegressorMixin]:
@@ -83,7 +92,7 @@ def register(
         if unknown := set(targets) - TARGETS:
             raise ValueError(f"zoo member {name!r}: unknown target(s) {', '.join(sorted(unknown))}")
         ZOO[name] = factory
-        NEEDS[name] = Needs(frozenset(requires), min_rows, censored, frozenset(targets))
+        NEEDS[name] = Needs(frozenset(requires), min_rows, censored, frozenset(targets), online, rule)
         return factory
 
     return add
@@ -92,6 +101,16 @@ def register(
 def learns_from_censored(name: str) -> bool:
     """Whether member ``name`` was registered to learn from censored runs (its fit takes ``censored=``)."""
     return NEEDS.get(name, Needs()).censored
+
+
+def learns_online(name: str) -> bool:
+    """Whether member ``name`` was registered to learn run by run after its fit (it has ``predict_then_learn``)."""
+    return NEEDS.get(name, Needs()).online
+
+
+def is_rule(name: str) -> bool:
+    """Whether member ``name`` is one of a site's simple rules (registered ``rule=True``)."""
+    return NEEDS.get(name, Needs()).rule
 
 
 def available_models() -> list[str]:
@@ -274,15 +293,24 @@ def profile_mean() -> JobTypeMean:
     return JobTypeMean()
 
 
-@register("last_two_mean", requires=("history.last2_mean", "history.last1", "request.time"), targets=("time",))
+@register("median", rule=True)
+def median() -> DummyRegressor:
+    """Rule: the median of the measured runs, what the service serves for a pair before any model (its profile table)."""
+    return DummyRegressor(strategy="median")
+
+
+@register(
+    "last_two_mean", requires=("history.last2_mean", "history.last1", "request.time"), targets=("time",), rule=True
+)
 def last_two_mean() -> HistoryBaseline:
-    """Baseline for job-history data: the user's last two run times averaged (Tsafrir et al. 2007)."""
+    """Rule for job-history data: the user's last two run times averaged, capped at the request (Tsafrir, Etsion &
+    Feitelson (2007), *Backfilling using system-generated predictions rather than user runtime estimates*)."""
     return HistoryBaseline()
 
 
-@register("requested_time", requires=("request.time",), targets=("time",))
+@register("requested_time", requires=("request.time",), targets=("time",), rule=True)
 def requested_time() -> HistoryBaseline:
-    """Baseline for job-history data: the run time the user requested."""
+    """Rule for job-history data: the run time the user requested."""
     return HistoryBaseline(columns=("request.time",), cap_column=None)
 
 
@@ -366,14 +394,28 @@ def tobit_log() -> TobitLogRegression:
     return TobitLogRegression()
 
 
-@register("online_log")
+@register("online_log", online=True)
 def online_log() -> AsymmetricOnlineRegressor:
     """The online linear model on log(seconds), one constant-time update per finished job, under-estimates penalised
     squared and over-estimates linearly (Gaussier et al. 2015's loss family; :mod:`models.online`)."""
     return AsymmetricOnlineRegressor()
 
 
-@register("online_area_log", requires=("request.procs", "request.time"))
+@register("online_area_log", requires=("request.procs", "request.time"), online=True)
 def online_area_log() -> AsymmetricOnlineRegressor:
     """:func:`online_log` with each job weighted by 1 + log(1 + processors x requested time), as SC'15 weights jobs."""
     return AsymmetricOnlineRegressor(area_columns=("request.procs", "request.time"))
+
+
+@register("online_median_log", online=True)
+def online_median_log() -> AsymmetricOnlineRegressor:
+    """The online linear model on log(seconds) with both sides of the loss linear: the median of log run time."""
+    return AsymmetricOnlineRegressor(under="absolute", over="absolute")
+
+
+@register("sc15", requires=("request.procs", "request.time"), targets=("time",), online=True)
+def sc15() -> AsymmetricOnlineRegressor:
+    """The SC'15-style member (Gaussier, Glesser, Reis & Trystram 2015, *Improving backfilling by using machine learning
+    to predict running times*): seconds learned directly, under-estimates squared and over-estimates linear, each job
+    weighted by its area."""
+    return AsymmetricOnlineRegressor(area_columns=("request.procs", "request.time"), log=False)

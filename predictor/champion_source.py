@@ -2,10 +2,12 @@
 
 A pair has a time champion and may have a peak-memory one (:class:`~predictor.domain.Target`), each its own
 registered model; every method takes the target, time by default.
-Each champion version is downloaded once into ``<cache>/<registered name>/<version>/model`` (the MLflow
+Each champion version is downloaded once into ``<cache>/<registered name>/<version>-<key>/model`` (the MLflow
 model folder as it is), with ``champion.json`` beside it (version tags, registration time, fit time);
-``<cache>/<registered name>/current.json`` names the version last served. When the registry cannot be
-reached, :meth:`ChampionSource.cached` loads those instead. Every registry call goes through a client of
+``<cache>/<registered name>/current.json`` names the version last served and its folder. The ``key`` is a digest of
+the version's training run and registration time (:attr:`ChampionVersion.key`): a registry restored from a backup
+numbers its next versions again from the backup's, so a version number alone can name another model than the one
+cached under it. When the registry cannot be reached, :meth:`ChampionSource.cached` loads those instead. Every registry call goes through a client of
 the source's own URI (:func:`predictor.registry.registry_client`): polling never changes MLflow's global URIs.
 """
 
@@ -15,6 +17,7 @@ import hashlib
 import json
 import math
 import pickle
+import re
 import shutil
 import sys
 import tempfile
@@ -27,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from predictor.addresses import redact_addresses, shown_address
 from predictor.atomic import write_bytes_atomically, write_json_atomically
 from predictor.domain import Target
 from predictor.envelope import TrainingEnvelope
@@ -35,13 +39,13 @@ from predictor.registry import (
     ENVELOPE_ARTIFACT,
     Champion,
     check_database,
-    redact_uri,
     registered_name,
     registry_client,
 )
 from predictor.thirdparty import registry_aliases
 
 KEEP_VERSIONS = 3  # cached versions kept per registered model; older ones are pruned
+_CACHED_FOLDER = re.compile(r"(\d+)(?:-[0-9a-f]+)?")  # <version>-<key>, or <version> as cached before keys
 _PICKLED_WITH = (
     "numpy",
     "scikit-learn",
@@ -71,6 +75,18 @@ class ChampionVersion:
     registered_at: datetime | None
     target: Target = Target.TIME
 
+    @property
+    def key(self) -> str:
+        """What tells this model version from another registered under the same number (after a restore): a digest of
+        its training run and its registration time, which a version registered later cannot share."""
+        registered = self.registered_at.isoformat() if self.registered_at else ""
+        return hashlib.sha256(f"{self.run_id}|{registered}".encode()).hexdigest()[:12]
+
+    @property
+    def folder(self) -> str:
+        """The name of its folder in the cache: ``<version>-<key>``."""
+        return f"{self.version}-{self.key}"
+
 
 @dataclass(frozen=True)
 class LoadedChampion:
@@ -81,6 +97,7 @@ class LoadedChampion:
     fit_seconds: float | None
     origin: str
     examples: np.ndarray | None
+    key: str | None = None  # its ChampionVersion.key (None: cached before versions had keys)
 
 
 @dataclass(frozen=True)
@@ -134,7 +151,7 @@ class ChampionSource:
             )
         except Exception as exc:
             raise RegistryUnavailable(
-                f"model registry {redact_uri(self.tracking_uri)} unavailable: {first_line(exc)}"
+                f"model registry {shown_address(self.tracking_uri)} unavailable: {first_line(exc)}"
             ) from exc
         if read is not None:
             for algorithm, platform in pairs:
@@ -173,7 +190,7 @@ class ChampionSource:
                 )
         except Exception as exc:
             raise RegistryUnavailable(
-                f"model registry {redact_uri(self.tracking_uri)} unavailable: {first_line(exc)}"
+                f"model registry {shown_address(self.tracking_uri)} unavailable: {first_line(exc)}"
             ) from exc
         return AliasLookup(found, unknown)
 
@@ -183,32 +200,43 @@ class ChampionSource:
         return {pair: self.load(version) for pair, version in self.versions(pairs, target).items()}
 
     def load(self, version: ChampionVersion) -> LoadedChampion:
-        """Download ``version`` into the cache (once), mark it current and load it."""
-        folder = self.cache_dir / version.name / version.version
+        """Download ``version`` into the cache (once per version and key), mark it current and load it."""
+        folder = self.cache_dir / version.name / version.folder
         if not (folder / "champion.json").exists():
             self._download(version, folder)
         loaded = _load_folder(folder, origin="registry")
-        write_json_atomically(self.cache_dir / version.name / "current.json", {"version": version.version})
-        self._prune(version.name, keep=version.version)
+        current = {"version": version.version, "folder": version.folder}
+        write_json_atomically(self.cache_dir / version.name / "current.json", current)
+        self._prune(version.name, keep=version.folder)
         return loaded
 
     def cached(self, pairs: list[Pair], target: Target = Target.TIME) -> dict[Pair, LoadedChampion]:
         """The champions of ``target`` last served for ``pairs``, from the cache alone (pairs never cached are left out)."""
         found = {}
         for pair in pairs:
-            version = self.cached_version(pair, target)
-            if version is not None:
-                found[pair] = _load_folder(self.cache_dir / registered_name(*pair, target) / version, origin="cache")
+            current = self._current(pair, target)
+            if current is not None:
+                folder = self.cache_dir / registered_name(*pair, target) / current[1]
+                found[pair] = _load_folder(folder, origin="cache")
         return found
 
     def cached_version(self, pair: Pair, target: Target = Target.TIME) -> str | None:
         """The version of ``target`` last served for ``pair``, as the cache names it (None when it never was, or the marker
         is unreadable)."""
+        current = self._current(pair, target)
+        return None if current is None else current[0]
+
+    def _current(self, pair: Pair, target: Target) -> tuple[str, str] | None:
+        """(version, folder) of ``target`` last served for ``pair``; a marker written before folders had keys names the
+        version's own folder."""
         current = self.cache_dir / registered_name(*pair, target) / "current.json"
         try:
-            return str(json.loads(current.read_text())["version"])
-        except (OSError, ValueError, KeyError, TypeError):
+            marker = json.loads(current.read_text())
+            version = str(marker["version"])
+            folder = str(marker.get("folder", version))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
+        return (version, folder) if folder and "/" not in folder and folder not in (".", "..") else None
 
     def forget(self, pair: Pair, target: Target = Target.TIME) -> None:
         """No longer name a version of ``target`` last served for ``pair`` (its champion was withdrawn); the cached folders
@@ -235,6 +263,8 @@ class ChampionSource:
                 "target": version.target.value,
                 "name": version.name,
                 "version": version.version,
+                "key": version.key,
+                "run_id": version.run_id,
                 "tags": version.tags,
                 "registered_at": version.registered_at.isoformat() if version.registered_at else None,
                 "fit_seconds": _fit_seconds(self.tracking_uri, version.run_id),
@@ -250,11 +280,14 @@ class ChampionSource:
             shutil.rmtree(staging, ignore_errors=True)
 
     def _prune(self, name: str, keep: str) -> None:
-        """Remove all but the newest cached versions of ``name`` (never ``keep``)."""
-        versions = sorted(
-            (p for p in (self.cache_dir / name).iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)
-        )
-        for old in versions[:-KEEP_VERSIONS]:
+        """Remove all but the newest cached versions of ``name`` (never the folder ``keep``): by version number, then
+        by when they were cached (a restored registry's later model under the same number is the newer)."""
+        folders = []
+        for path in (self.cache_dir / name).iterdir():
+            number = _CACHED_FOLDER.fullmatch(path.name)
+            if number is not None and path.is_dir():
+                folders.append((int(number[1]), path.stat().st_mtime, path))
+        for _, _, old in sorted(folders)[:-KEEP_VERSIONS]:
             if old.name != keep:
                 shutil.rmtree(old, ignore_errors=True)
 
@@ -280,7 +313,7 @@ def _load_folder(folder: Path, origin: str) -> LoadedChampion:
     if envelope_file.exists():
         champion = replace(champion, envelope=TrainingEnvelope.from_json(envelope_file.read_text()))
     registered_at = datetime.fromisoformat(facts["registered_at"]) if facts["registered_at"] else None
-    return LoadedChampion(champion, registered_at, facts["fit_seconds"], origin, examples)
+    return LoadedChampion(champion, registered_at, facts["fit_seconds"], origin, examples, facts.get("key"))
 
 
 def _loaded_model(folder: Path, feature_names: list[str]) -> tuple[str, Any, np.ndarray | None]:
@@ -372,4 +405,4 @@ def _from_millis(millis: int | None) -> datetime | None:
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (its type when empty), bounded and without passwords, for status pages."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return redact_uri(text)[:300]
+    return redact_addresses(text)[:300]

@@ -216,6 +216,19 @@ class ServedEstimate(BaseModel):
         default="service", max_length=16, description="client (it said what it was served), service or scheduler."
     )
     served_at: datetime = Field(default_factory=utcnow)
+    memory: float | None = Field(default=None, gt=0, description="Peak bytes served; None: no memory estimate.")
+    memory_lower: float | None = Field(default=None, ge=0)
+    memory_upper: float | None = Field(default=None, ge=0)
+    memory_limit: float | None = Field(default=None, ge=0, description="Memory limit served, bytes.")
+    memory_model_name: str | None = Field(default=None, max_length=200)
+    memory_model_version: str | None = Field(default=None, max_length=64)
+
+    @field_validator("memory", "memory_lower", "memory_upper", "memory_limit")
+    @classmethod
+    def _finite_memory(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
 
     @classmethod
     def of(cls, run_id: str, algorithm: str, estimate: Estimate, origin: str) -> ServedEstimate | None:
@@ -234,4 +247,27 @@ class ServedEstimate(BaseModel):
             model_version=estimate.model_version,
             extrapolating=estimate.extrapolating,
             origin=origin,
+            **served_memory(estimate),
         )
+
+
+def served_memory(estimate: Estimate) -> dict[str, Any]:
+    """The memory fields of a :class:`ServedEstimate` for ``estimate``: its peak-memory estimate, interval and limit, and
+    the champion that gave them; none when it gave no memory (no memory champion, or no finite positive peak), and a
+    bound that is not a finite number of bytes is left out rather than refused (the run is recorded all the same)."""
+    if estimate.memory is None or not (math.isfinite(estimate.memory) and estimate.memory > 0):
+        return {}
+    finite = {
+        name: value if value is not None and math.isfinite(value) and value >= 0 else None
+        for name, value in (
+            ("memory_lower", estimate.memory_lower),
+            ("memory_upper", estimate.memory_upper),
+            ("memory_limit", estimate.memory_limit),
+        )
+    }
+    return {
+        "memory": estimate.memory,
+        **finite,
+        "memory_model_name": estimate.memory_model_name,
+        "memory_model_version": estimate.memory_model_version,
+    }

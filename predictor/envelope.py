@@ -78,8 +78,9 @@ class TrainingEnvelope:
     law_quantiles: dict[float, float] = field(default_factory=dict)  # log(actual / law) beyond a held-out range
 
     @classmethod
-    def fit(cls, X: pd.DataFrame, y: np.ndarray, *, seed: int = 0) -> TrainingEnvelope:
-        """The envelope of finished runs ``X`` (feature columns) taking ``y`` seconds."""
+    def fit(cls, X: pd.DataFrame, y: np.ndarray, *, seed: int = 0, law_errors: bool = True) -> TrainingEnvelope:
+        """The envelope of finished runs ``X`` (feature columns) taking ``y`` seconds; without ``law_errors``, no
+        ``law_quantiles`` (what shaping a point answer does not need, and costs most)."""
         values = X.to_numpy(dtype="float64")
         y = np.asarray(y, dtype="float64")
         if len(values) == 0 or len(values) != len(y):
@@ -108,7 +109,7 @@ class TrainingEnvelope:
             law_intercept=intercept,
             law_coef=coef,
             floor=max(float(y.min()), MIN_SECONDS),
-            law_quantiles=_extrapolation_quantiles(logged, target, seed),
+            law_quantiles=_extrapolation_quantiles(logged, target, seed) if law_errors else {},
         )
 
     @cached_property

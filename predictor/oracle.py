@@ -27,7 +27,7 @@ from predictor.catalog import Algorithm, Catalog
 from predictor.domain import Estimate, EstimateColumns, Target
 from predictor.envelope import Check
 from predictor.fastpath import Rows, compile_rows, probe_rows
-from predictor.intervals import MIN_SECONDS, quantile_at
+from predictor.intervals import quantile_at
 from predictor.jobfeatures import (
     check_known_parameters,
     file_parameters,
@@ -36,6 +36,7 @@ from predictor.jobfeatures import (
     parameter_features,
 )
 from predictor.registry import Champion
+from predictor.served import cap_at_request, served_points
 
 if TYPE_CHECKING:
     from predictor.settings import Settings
@@ -375,6 +376,7 @@ def _model_columns(
     """A time champion's answers for the rows of ``matrix``, as columns."""
     champion = model.champion
     answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
+    cap_at_request(answers, champion.feature_names, matrix)
     lists = {key: _finite_list(column, finite) for key, column in answers.items()}
     intervals = {"coverage": coverage, "limit_quantile": limit_quantile} if len(answers) > 1 else {}
     outside = check.outside.tolist() if check is not None else [False] * len(matrix)
@@ -500,16 +502,11 @@ def _scored(
     from ``seconds``.
     """
     envelope = model.champion.envelope
-    check: Check | None = None
     law: dict[float, float] = {}  # the log-ratio quantiles of rows outside the envelope, when there are some
     with np.errstate(all="ignore"):
-        seconds = np.asarray(model.rows(X), dtype="float64")
-        if envelope is not None:
-            check = envelope.check(X)
-            if check.outside.any():
-                seconds = np.where(check.outside, envelope.law(X), seconds)
-                law = envelope.law_quantiles or dict(model.quantiles)
-        seconds = np.maximum(seconds, envelope.floor if envelope is not None else MIN_SECONDS)  # NaN stays NaN
+        seconds, check = served_points(model.rows(X), X, envelope)
+        if envelope is not None and check is not None and check.outside.any():
+            law = envelope.law_quantiles or dict(model.quantiles)
         answers = {"seconds": seconds}
         if model.quantiles:
             factors = np.array(_log_factors(model.quantiles, coverage, limit_quantile))[
@@ -540,6 +537,7 @@ def _predict(
     names = champion.feature_names
     X = _feature_rows(names, rows)
     answers, finite, check = _scored(model, X, coverage, limit_quantile)
+    cap_at_request(answers, names, X)
     fixed: dict[str, Any] = {
         "platform": champion.platform,
         "model_name": champion.name,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,8 +22,6 @@ if TYPE_CHECKING:
 
 CHAMPION_ALIAS = "champion"
 ENVELOPE_ARTIFACT = "envelope.json"  # in the run of the registered version: see predictor.envelope
-# A URI's ``scheme://user:password@``; the password runs to the last ``@`` before the host (people leave ``@`` unescaped).
-_PASSWORD = re.compile(r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*):[^/?#\s]*@")
 # The driver option that bounds a connect, for the databases MLflow reaches over the network through SQLAlchemy.
 CONNECT_TIMEOUT_OPTION = {"postgresql": "connect_timeout", "mysql": "connect_timeout"}
 
@@ -36,12 +33,6 @@ class Predicts(Protocol):
 def registered_name(algorithm: str, platform: str, target: Target = Target.TIME) -> str:
     """Registered-model name of one (algorithm, platform)'s model of ``target`` (run time or peak memory)."""
     return f"{'runtime' if target is Target.TIME else 'memory'}-{algorithm}-{platform}"
-
-
-def redact_uri(text: str) -> str:
-    """``text`` with the password of every URI in it shown as ``***``: registry URIs reach status pages, error answers
-    and logs (MLflow names the URL in its errors), which need no token to read."""
-    return _PASSWORD.sub(r"\g<head>:***@", text)
 
 
 def check_database(tracking_uri: str, timeout_s: float) -> None:

@@ -235,6 +235,8 @@ class EventLoop:
             raise OrderError(f"{order}: machine {machine_id} has {machine.free} free slots, job needs {job.size}")
         if machine.node_slots and machine.allot(job, order.nodes) is None:
             raise OrderError(f"{order}: the nodes of {machine_id} cannot give {job.id} {machine.needs(job)} slots")
+        if not machine.node_slots and machine.allot(job) is None:
+            raise OrderError(f"{order}: machine {machine_id} has not the memory {job.id} needs free")
         if not replica and not self.state.ready(job):
             raise OrderError(f"{order}: dependencies of {job.id} are not satisfied")
         return self.state.start_run(job, machine, now, order.nodes)

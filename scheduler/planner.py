@@ -17,39 +17,56 @@ from typing import NamedTuple
 
 import numpy as np
 
+from scheduler.nodes import node_needs
 from scheduler.state import INF, Job, JobStatus, State
 
 
 class Profile:
-    """Free slots of one many-slot machine over time: ``free[i]`` holds on [times[i], times[i+1])."""
+    """Free slots of one many-slot machine over time: ``free[i]`` holds on [times[i], times[i+1]); on a machine with a
+    memory size, ``memory[i]`` its free bytes over the same span (None: memory never limits)."""
 
-    __slots__ = ("free", "slots", "times")
+    __slots__ = ("free", "memory", "slots", "times")
 
-    def __init__(self, now: float, slots: int, free_now: int, releases: Iterable[tuple[float, int]]) -> None:
+    def __init__(
+        self,
+        now: float,
+        slots: int,
+        free_now: int,
+        releases: Iterable[tuple[float, int] | tuple[float, int, int]],
+        memory_now: int | None = None,
+    ) -> None:
+        """``releases``: (when, slots) a running job gives back, with the bytes it holds where memory counts."""
         self.slots = slots
         self.times = [now]
         self.free = [free_now]
+        self.memory = None if memory_now is None else [memory_now]
         soon = math.nextafter(now, INF)  # an overrunning job's slots free "any moment", never now
-        for at, size in sorted(releases):
+        for at, size, *held in sorted(releases):
             at = max(at, soon)
             if at == INF:
                 continue
             if at > self.times[-1]:
                 self.times.append(at)
                 self.free.append(self.free[-1])
+                if self.memory is not None:
+                    self.memory.append(self.memory[-1])
             for i in range(len(self.times) - 1, -1, -1):
                 if self.times[i] < at:
                     break
                 self.free[i] += size
+                if self.memory is not None and held:
+                    self.memory[i] += held[0]
 
-    def earliest(self, t0: float, size: int, duration: float) -> float:
-        """Earliest start >= t0 at which ``size`` slots stay free for ``duration`` (INF if never)."""
-        times, free = self.times, self.free
+    def earliest(self, t0: float, size: int, duration: float, memory: int = 0) -> float:
+        """Earliest start >= t0 at which ``size`` slots (and ``memory`` bytes) stay free for ``duration`` (INF if never)."""
+        times, free, room = self.times, self.free, self.memory
+        if room is None:
+            memory = 0  # memory never limits this machine
         i = max(bisect_right(times, t0) - 1, 0)
         start = max(t0, times[0])
         n = len(times)
         while i < n:
-            if free[i] < size:
+            if free[i] < size or (memory and room[i] < memory):  # type: ignore[index]  # room is set where memory is
                 if i + 1 >= n:
                     return INF
                 start = times[i + 1]
@@ -58,22 +75,26 @@ class Profile:
             i += 1
         return INF
 
-    def reserve(self, start: float, end: float, size: int) -> None:
-        """Take ``size`` slots during [start, end)."""
+    def reserve(self, start: float, end: float, size: int, memory: int = 0) -> None:
+        """Take ``size`` slots (and ``memory`` bytes) during [start, end)."""
         self._split(start)
         if end != INF:
             self._split(end)
-        times, free = self.times, self.free
+        times, free, room = self.times, self.free, self.memory
         for i in range(bisect_right(times, start) - 1, len(times)):
             if times[i] >= end:
                 break
             free[i] -= size
+            if room is not None:
+                room[i] -= memory
 
     def _split(self, at: float) -> None:
         i = bisect_right(self.times, at) - 1
         if i >= 0 and self.times[i] != at:
             self.times.insert(i + 1, at)
             self.free.insert(i + 1, self.free[i])
+            if self.memory is not None:
+                self.memory.insert(i + 1, self.memory[i])
 
 
 class Slot(NamedTuple):
@@ -90,7 +111,9 @@ class Pools:
     """Free times of every online machine at the start of a pass, updated as jobs are placed.
 
     Heap entries are (free at, busy, idle since, machine): among machines free at the
-    same time the really idle ones come first, the longest idle first.
+    same time the really idle ones come first, the longest idle first. A machine with a memory
+    size (``Machine.node_memory``) is planned by a :class:`Profile` of its slots and its memory, one slot
+    or many, so that no plan ever holds more memory on it than it has (:func:`memory_need`).
     """
 
     def __init__(
@@ -111,7 +134,7 @@ class Pools:
             if not online:
                 continue
             self.power[platform] = online[0].power_watts
-            single = [m for m in online if m.slots == 1]
+            single = [m for m in online if m.slots == 1 and m.node_memory is None]
             if single:
                 self.heaps[platform] = [
                     (m.free_after(now), 1, m.idle_since, m.id)
@@ -120,12 +143,13 @@ class Pools:
                     for m in single
                 ]
             for m in online:
-                if m.slots > 1:
+                if m.slots > 1 or m.node_memory is not None:
                     gone = freed.get(m.id)
-                    releases = [
-                        (state.jobs[j].runs[m.id].end_after(now), state.jobs[j].size) for j in m.running if j != gone
-                    ]
-                    profile = Profile(now, m.slots, m.slots - sum(size for _, size in releases), releases)
+                    runs = [(state.jobs[j], state.jobs[j].runs[m.id]) for j in m.running if j != gone]
+                    releases = [(run.end_after(now), job.size, run.memory * job.size) for job, run in runs]
+                    free_now = m.slots - sum(size for _, size, _ in releases)
+                    memory_now = None if m.node_memory is None else m.node_memory - sum(b for _, _, b in releases)
+                    profile = Profile(now, m.slots, free_now, releases, memory_now)
                     self.profiles.setdefault(platform, []).append((m.idle_since, profile, m.id))
                     self.slots[m.id] = m.slots
         for heap in self.heaps.values():
@@ -143,7 +167,7 @@ class Pools:
                 out.append((start + seconds, start, platform, heap[0][3]))
             for _, profile, machine in self.profiles.get(platform, ()):
                 if size <= profile.slots:
-                    start = profile.earliest(t0, size, seconds)
+                    start = profile.earliest(t0, size, seconds, memory_need(job, platform, profile))
                     if start != INF:
                         out.append((start + seconds, start, platform, machine))
         return out
@@ -157,7 +181,8 @@ class Pools:
                 cand = (heap[0][2], platform, heap[0][3])
                 best = cand if best is None or cand < best else best
             for since, profile, machine in self.profiles.get(platform, ()):
-                if job.size <= profile.slots and profile.earliest(self.now, job.size, INF) == self.now:
+                need = memory_need(job, platform, profile)
+                if job.size <= profile.slots and profile.earliest(self.now, job.size, INF, need) == self.now:
                     cand = (since, platform, machine)
                     best = cand if best is None or cand < best else best
         return None if best is None else (best[1], best[2])
@@ -179,9 +204,18 @@ class Pools:
             return
         for _, profile, name in self.profiles[platform]:
             if name == machine:
-                profile.reserve(start, end, job.size)
+                profile.reserve(start, end, job.size, memory_need(job, platform, profile))
                 return
         raise KeyError(f"machine {machine!r} is not the top of platform {platform!r}")
+
+
+def memory_need(job: Job, platform: str, profile: Profile) -> int:
+    """The bytes ``job`` holds on a machine of ``platform`` planned by ``profile``: its memory there spread over its
+    slots and rounded up per slot, as a run holds it (:func:`scheduler.state.hold_memory`); 0 where memory does not
+    count (the machine has no memory size, or the job's memory there is unknown)."""
+    if profile.memory is None:
+        return 0
+    return node_needs(job.size, job.params, 0, job.memory_on(platform)).memory * job.size
 
 
 def cost_matrix(

@@ -342,7 +342,7 @@ class SchedulerService:
         if node_memory is not None and not self.scheduler.policy.plans_memory:
             raise EventError(
                 f"policy {self.scheduler.policy.name!r} does not plan memory: a machine with a node memory needs "
-                "one that does (fcfs, easy, conservative)"
+                "one that does (edf, fcfs, easy, conservative)"
             )
         if known is None:
             if platform is None:

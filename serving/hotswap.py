@@ -8,14 +8,15 @@ disk are served and the status says so. A champion the registry points at but th
 one served before whose registered model the registry no longer knows (an emptied or replaced registry),
 keeps being served from memory or the disk cache, and the status names it as unavailable. Time and peak-memory
 champions (:class:`~predictor.domain.Target`) are followed alike, in the same refresh and the same swap; a memory
-champion's pair is labelled ``algorithm/platform (memory)``.
+champion's pair is labelled ``algorithm/platform (memory)``. A champion that learns online (:mod:`predictor.online`)
+is served as the store's live copy of it has learned so far, swapped in again whenever that copy moves.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -27,6 +28,7 @@ from predictor.champion_source import (
     first_line,
 )
 from predictor.domain import Target
+from predictor.online import LiveMember, holds, with_live_member
 from predictor.oracle import Pair, ProfileTable, RuntimeOracle, ServedModel, serve_model
 from predictor.registry import registered_name
 from serving.metrics import Metrics
@@ -68,8 +70,10 @@ class ChampionWatcher:
         interval_s: float,
         profile_table: Callable[[], ProfileTable],
         metrics: Metrics,
+        live_members: Callable[[], Mapping[tuple[str, str, Target], LiveMember]] = dict,
     ) -> None:
         self.oracle = oracle
+        self.live_members = live_members
         self.source = source
         self.pairs = pairs
         self.interval_s = interval_s
@@ -132,7 +136,7 @@ class ChampionWatcher:
             loaded, kept = self.loaded[target], fresh[target]
             for pair, version in lookup.found.items():
                 current = loaded.get(pair)
-                if current is not None and current.champion.version == version.version:
+                if current is not None and current.key == version.key:  # not the number: a restore reuses numbers
                     kept[pair] = replace(current, origin="registry")
                     continue
                 try:
@@ -211,9 +215,14 @@ class ChampionWatcher:
         """Compile what is new, then replace the oracle's time and memory models (and profile table) in one step."""
         served = {Target.TIME: self.oracle.models, Target.MEMORY: self.oracle.memory_models}
         models: dict[Target, dict[Pair, ServedModel]] = {target: {} for target in Target}
+        live = self._live()
         for target, found in loaded.items():
             for pair, champion in found.items():
                 existing = served[target].get(pair)
+                member = live.get((*pair, target))
+                if member is not None and member.version == champion.champion.version:
+                    models[target][pair] = _live_model(existing, champion, member)
+                    continue
                 same = existing is not None and existing.champion is champion.champion
                 models[target][pair] = existing if same else serve_model(champion.champion, champion.examples)  # type: ignore[assignment]
         try:
@@ -228,6 +237,14 @@ class ChampionWatcher:
         self.metrics.champions.set(sum(len(found) for found in models.values()))
         self.metrics.registry_up.set(1 if source == "registry" else 0)
 
+    def _live(self) -> Mapping[tuple[str, str, Target], LiveMember]:
+        """The store's live online members; none (logged) when the store cannot be read: the registered versions serve."""
+        try:
+            return self.live_members()
+        except Exception:
+            self.log.exception("cannot read the live online members")
+            return {}
+
     def _run(self) -> None:
         """The poll loop: refresh now, then every ``interval_s`` until stopped (once only when it is 0)."""
         while True:
@@ -238,6 +255,14 @@ class ChampionWatcher:
             self._first.set()
             if self.interval_s <= 0 or self._stop.wait(self.interval_s):
                 return
+
+
+def _live_model(existing: ServedModel | None, loaded: LoadedChampion, member: LiveMember) -> ServedModel:
+    """The served model of a champion that learns online: its registered version with the live member's numbers, built
+    again only when the member has learned since."""
+    if existing is not None and holds(existing.champion, member):
+        return existing
+    return serve_model(with_live_member(loaded.champion, member), loaded.examples)
 
 
 def _label(pair: Pair, target: Target = Target.TIME) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter as Tally
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from prometheus_client import (
     CollectorRegistry,
@@ -22,8 +22,8 @@ from prometheus_client import (
     multiprocess,
 )
 
-from predictor.domain import Estimate, EstimateColumns
-from predictor.live import LIVE_METRICS
+from predictor.domain import Estimate, EstimateColumns, Target
+from predictor.live import LIVE_METRICS, LiveReport
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -70,14 +70,16 @@ class Metrics:
             registry=self.registry,
             multiprocess_mode="livemin",
         )
-        self.live = {
-            name: Gauge(
-                f"predictor_live_{name}",
-                f"Live {name} of served estimates over each pair's window.",
+        self.live = {  # run time's as predictor_live_<metric>, peak memory's as predictor_live_memory_<metric>
+            (target, name): Gauge(
+                f"predictor_live_{'' if target is Target.TIME else 'memory_'}{name}",
+                f"Live {name} of served {'run-time' if target is Target.TIME else 'peak-memory'} estimates over each "
+                "pair's window.",
                 ["algorithm", "platform"],
                 registry=self.registry,
                 multiprocess_mode="livemostrecent",
             )
+            for target in Target
             for name in LIVE_METRICS
         }
 
@@ -105,12 +107,12 @@ class Metrics:
                     sum(m is not None for m in c.memory)
                 )
 
-    def set_live(self, report: Mapping[tuple[str, str], Mapping[str, float]]) -> None:
-        """Replace the live-error gauges by ``report`` (pair -> metrics; see predictor.live)."""
+    def set_live(self, report: LiveReport) -> None:
+        """Replace the live-error gauges by ``report`` (target -> pair -> metrics; see predictor.live)."""
         for gauge in self.live.values():
             gauge.clear()
-        for (algorithm, platform), values in report.items():
-            for name, gauge in self.live.items():
+        for (target, name), gauge in self.live.items():
+            for (algorithm, platform), values in report[target].items():
                 gauge.labels(algorithm, platform).set(values[name])
 
     def exposition(self) -> bytes:

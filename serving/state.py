@@ -60,6 +60,7 @@ def build_state(
         [(a, p) for a, algo in catalog.algorithms.items() for p in algo.platforms],
         interval_s=api.reload_interval_s,
         profile_table=store.profile_table,
+        live_members=store.live_members,
         metrics=metrics,
     )
     watcher.start(wait_s=api.registry_wait_s)

@@ -15,7 +15,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from predictor.registry import redact_uri
+from predictor.addresses import redact_addresses
 from serving.metrics import Metrics
 
 LOGGER_NAME = "serving"
@@ -25,7 +25,8 @@ _GOOD_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, event, request id, and the record's ``fields``; URIs' passwords as ``***``."""
+    """One JSON object per line: time, level, logger, event, request id, and the record's ``fields``; every address in it
+    as its scheme, host and port only (:func:`predictor.addresses.redact_addresses`)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -40,9 +41,7 @@ class JsonFormatter(logging.Formatter):
         entry.update(getattr(record, "fields", {}))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return redact_uri(
-            json.dumps(entry, default=str)
-        )  # a registry's password in an error or traceback is not logged
+        return redact_addresses(json.dumps(entry, default=str))  # a registry's password or token is never logged
 
 
 def configure_logging(level: str) -> logging.Logger:

@@ -1,81 +1,42 @@
 """The ``service`` estimate source: the simulated scheduler asks the product itself, and the product learns as jobs end.
 
-The estimates come from a real :class:`~predictor.oracle.RuntimeOracle` (envelopes, intervals,
-floors) serving champions that the real training pipeline chose (cross-validation, selection,
-the guard), first on the workload's history, then again whenever a pair is due by the retrain
-worker's own rule (:func:`training.worker.why_due`) as simulated jobs finish. Training runs
-synchronously, on the simulation's clock; tracking and the registry are kept in memory
-(:mod:`training.memory`), so retraining hundreds of times stays affordable.
+It is production's loop (:class:`training.service_loop.ServiceLoop`): champions chosen by the real training pipeline
+(forward validation, the site's rules among the candidates, the guard) first on the workload's history, then again
+whenever a pair is due by the retrain worker's own rule as simulated jobs finish; online champions learning every run
+the store records; a real :class:`~predictor.oracle.RuntimeOracle` (envelopes, intervals, floors, the request as a
+cap) answering. Members, folds and the retrain rule are the settings', as a site runs them: there is no second
+learner here that production does not run. Only what the scheduler plans with is the simulation's choice
+(:class:`LearningOptions`).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from predictor.catalog import Catalog
-from predictor.domain import Estimate, Measurement, ServedEstimate, Source
+from predictor.domain import Estimate, Measurement, ServedEstimate, Source, Target
 from predictor.intervals import scaled
 from predictor.oracle import Job as OracleJob
-from predictor.oracle import JobQuery, Oracle, RuntimeOracle, ServedModel, serve_model
+from predictor.oracle import JobQuery, Oracle, ServedModel
 from scheduler.run_times import ObservingOracle, QuantileOracle, job_key
 from scheduler.state import Job, Machine, Run
 from simulator.workload import Workload
-from training.dataset import load_training_sets
-from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
-from training.pipeline import decision_row, train
+from training.memory import MemoryChampions, MemoryMeasurements
+from training.service_loop import LoopCosts, ServiceLoop
 from training.settings import WorkerSettings
-from training.worker import why_due
-
-# Members that fit in milliseconds to a second on thousands of rows: a simulation retrains hundreds of times.
-# The networks and the SVR search (seconds to minutes per fit) are left out; name them to include them.
-SIMULATION_MODELS = (
-    "mean",
-    "profile_mean",
-    "last_two_mean",
-    "requested_time",
-    "linear",
-    "linear_log",
-    "linear_log_smeared",
-    "lad_log",
-    "quadratic_log",
-    "simple_linear",
-    "simple_linear_log",
-    "isotonic",
-    "isotonic_log",
-    "lightgbm",
-    "lightgbm_log",
-    "lightgbm_log_smeared",
-)
-
 
 CHUNK = 512  # upcoming jobs of an algorithm estimated together, in one model call per platform
 
 
 @dataclass(frozen=True)
 class LearningOptions:
-    """How the simulated service learns: which members, how many folds, when a pair is due, how often drift is checked;
-    and which of its numbers the scheduler plans with: the point estimate or the ``limit`` (at ``limit_quantile``,
-    the settings' default when None)."""
+    """Which of the service's numbers the scheduler plans with: the point estimate or the ``limit`` (at
+    ``limit_quantile``, the settings' default when None)."""
 
-    models: tuple[str, ...] = SIMULATION_MODELS
-    folds: int = 5
-    min_new_runs: int = 20
-    min_new_fraction: float = 0.5
-    drift_every: int = 10  # job ends of a pair between two drift checks
     plan: Literal["point", "limit"] = "point"
     limit_quantile: float | None = None
-
-
-@dataclass
-class LearningLog:
-    """What the service did during a simulation: retrains, their seconds, and each decision."""
-
-    retrains: int = 0
-    train_seconds: float = 0.0
-    decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
 class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
@@ -84,45 +45,43 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
     def __init__(
         self, workload: Workload, settings: WorkerSettings, options: LearningOptions = LearningOptions()
     ) -> None:
-        self.settings = settings.model_copy(
-            update={
-                "cv_folds": options.folds,
-                "train_models": list(options.models),
-                "n_jobs": 1,
-                "retrain_min_new_runs": options.min_new_runs,
-                "retrain_min_new_fraction": options.min_new_fraction,
-                **({"limit_quantile": options.limit_quantile} if options.limit_quantile is not None else {}),
-            }
-        )
+        if options.limit_quantile is not None:
+            settings = settings.model_copy(update={"limit_quantile": options.limit_quantile})
         self.options = options
-        self.store = MemoryMeasurements()
-        self.book = MemoryChampions()
-        self.tracker = MemoryTracker(settings.interval_coverage)
-        self.log = LearningLog()
+        self.loop = ServiceLoop(settings, _catalog(workload))
+        self.oracle = self.loop.oracle
         self.eligible = {job_key(j.algorithm, j.params): tuple(j.true_times) for j in workload.jobs}
-        self.queue: dict[
-            str, list[tuple[str, dict[str, float], tuple[str, ...]]]
-        ] = {}  # per algorithm, in submit order
+        self.queue: dict[str, list[tuple[str, dict[str, float], tuple[str, ...]]]] = {}  # per algorithm, submit order
         self.position: dict[str, int] = {}
         for spec in sorted(workload.jobs, key=lambda j: j.submit):
             key, jobs = job_key(spec.algorithm, spec.params), self.queue.setdefault(spec.algorithm, [])
             self.position[key] = len(jobs)
             jobs.append((key, dict(spec.features or {}), tuple(spec.true_times)))
-        self.answers: dict[
-            tuple[str, str], tuple[object, dict[str, Estimate]]
-        ] = {}  # per pair: (served model, answers)
+        self.answers: dict[tuple[str, str], tuple[object, dict[str, Estimate]]] = {}  # per pair: (what served, answers)
         self.served: dict[str, dict[str, Estimate]] = {}
         self.served_by: dict[str, dict[str, ServedModel | None]] = {}  # the model behind each first answer
         self.ladders: dict[tuple[str, str], tuple[float, ...]] = {}  # quantiles() of jobs that outlived their estimate
-        self._ends: dict[tuple[str, str], int] = {}
-        self.oracle = RuntimeOracle(
-            _catalog(workload),
-            {},
-            coverage=self.settings.interval_coverage,
-            limit_quantile=self.settings.limit_quantile,
-        )
-        self.store.add(workload.history)
-        self._retrain(dict.fromkeys(self.store.pairs(), "history"))
+        self.loop.record(workload.history)
+
+    @property
+    def settings(self) -> WorkerSettings:
+        return self.loop.settings
+
+    @property
+    def store(self) -> MemoryMeasurements:
+        return self.loop.store
+
+    @property
+    def book(self) -> MemoryChampions:
+        return self.loop.book
+
+    @property
+    def costs(self) -> LoopCosts:
+        return self.loop.costs
+
+    @property
+    def decisions(self) -> list[dict[str, Any]]:
+        return self.loop.decisions
 
     def answer(self, job: JobQuery) -> dict[str, Estimate]:
         """What the service serves for the job on each platform it can run on; the first answer is remembered.
@@ -165,18 +124,25 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
         return ladder
 
     def _pair_answer(self, algorithm: str, platform: str, key: str) -> Estimate:
-        """The served model's estimate of job ``key`` on ``platform``, computing it with the next chunk of jobs if needed."""
+        """The served model's estimate of job ``key`` on ``platform``, computing it with the next chunk of jobs if needed.
+
+        A chunk's answers hold while the pair is served by the same model and, for a champion that learns online, until
+        it learns again: its jobs are then answered one at a time, each by what it has learned so far.
+        """
         pair = (algorithm, platform)
         model = self.oracle.models.get(pair)
+        member = self.store.live.get((algorithm, platform, Target.TIME))
+        live = member is not None and model is not None and member.version == model.champion.version
+        served = (model, member.revision if live and member is not None else None)
         cached = self.answers.get(pair)
-        if cached is None or cached[0] is not model:
-            cached = self.answers[pair] = (model, {})
+        if cached is None or cached[0] != served:
+            cached = self.answers[pair] = (served, {})
         found = cached[1]
         if key not in found:
             start = self.position[key]
             chunk = [
                 (k, f)
-                for k, f, where in self.queue[algorithm][start : start + CHUNK]
+                for k, f, where in self.queue[algorithm][start : start + (1 if live else CHUNK)]
                 if platform in where and k not in found
             ]
             answers = self.oracle.estimate_jobs([OracleJob(algorithm, (platform,), f) for _, f in chunk])
@@ -184,8 +150,7 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
         return found[key]
 
     def observe(self, job: Job, run: Run, machine: Machine, wall: float) -> None:
-        """A job ended cleanly: store it beside the estimate it was served, and retrain its pair if it is due."""
-        pair = (job.algorithm, machine.platform)
+        """A job ended cleanly: the service records it beside the estimate it was served, and learns from it."""
         run_id = f"sim-{job.id}-{run.attempt}"
         measurement = Measurement(
             run_id=run_id,
@@ -199,44 +164,7 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
         served = (
             ServedEstimate.of(run_id, job.algorithm, estimate, origin="scheduler") if estimate is not None else None
         )
-        self.store.add([measurement], [served] if served is not None else [])
-        ends = self._ends[pair] = self._ends.get(pair, 0) + 1
-        incumbent = self.book.incumbent(*pair)
-        if (
-            incumbent is not None
-            and (
-                self.store.count(*pair, informative_only=True) - (incumbent.n_rows or 0)
-                < self.settings.retrain_min_new_runs
-            )
-            and ends % self.options.drift_every
-        ):
-            return  # neither enough new runs nor a drift check due: skip the full rule (the common case)
-        reason = why_due(self.settings, self.store, *pair, incumbent)
-        if reason is not None:
-            self._retrain({pair: reason})
-
-    def _retrain(self, reasons: dict[tuple[str, str], str]) -> None:
-        """Train the due pairs under the guard, record the decisions, and serve what now holds the alias."""
-        algorithms = {a for a, _ in reasons}
-        sets = [ts for ts in load_training_sets(self.store, algorithms) if (ts.algorithm, ts.platform) in reasons]
-        if not sets:
-            return
-        started = time.perf_counter()
-        outcomes = train(self.settings, sets, tracker=self.tracker, champions=self.book)
-        self.log.train_seconds += time.perf_counter() - started
-        self.log.retrains += len(sets)
-        for outcome in outcomes:
-            self.log.decisions.append(decision_row(outcome, reasons[(outcome.algorithm, outcome.platform)]))
-        self._serve()
-
-    def _serve(self) -> None:
-        """Swap in the champions that changed (compiled once each) and the current profile table."""
-        current = self.oracle.models
-        models: dict[tuple[str, str], ServedModel] = {}
-        for pair, champion in self.book.champions().items():
-            served = current.get(pair)
-            models[pair] = served if served is not None and served.champion is champion else serve_model(champion)
-        self.oracle.swap(models, self.store.profile_table())
+        self.loop.record([measurement], [served] if served is not None else [])
 
 
 def _catalog(workload: Workload) -> Catalog:

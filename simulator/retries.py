@@ -6,18 +6,21 @@ log gives a job's peak, not its memory over time: the simulator takes the memory
 job whose limit is a fraction f of its peak is killed after f of its run (the earlier of the two kills wins).
 A killed job is submitted again at once (as a user or a workflow system does) with its limits raised by a
 :class:`RetryPolicy`: ``double-both`` raises time and memory whatever ran out, ``failed-only`` only the resource
-that ran out (issue 31's resource guard).
+that ran out (issue 31's resource guard). Given the cluster, a raised memory never exceeds what a node has for the
+job (:func:`most_memory`; Slurm refuses a job that asks more), and a job killed for memory that already asked that
+much is not retried: no retry could give it more.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from predictor.domain import Estimate
 from predictor.oracle import JobQuery, Oracle
+from scheduler.nodes import node_needs
 from scheduler.state import requested_seconds
-from simulator.workload import JobSpec
+from simulator.workload import Cluster, JobSpec
 
 OOM, TIMEOUT = "oom", "timeout"  # the segment outcomes of the two kills
 KILLS = (OOM, TIMEOUT)
@@ -36,13 +39,30 @@ def kill(spec: JobSpec, seconds: float) -> tuple[float, str] | None:
     return min(kills, default=None)
 
 
+def most_memory(spec: JobSpec, cluster: Cluster) -> int | None:
+    """The most memory ``spec`` can be placed with on the machines of ``cluster`` that can run it: on each, the memory
+    of a node over the most slots the job takes on one node, times its slots (a pooled machine: its memory); the
+    largest over those machines, None when one of them has no memory size (nothing caps it there)."""
+    caps = []
+    for machine in cluster.machines:
+        if machine.platform not in spec.true_times or spec.size > machine.slots:
+            continue
+        if machine.node_memory is None:
+            return None
+        slots = node_needs(spec.size, spec.params, machine.node_slots)
+        caps.append(machine.node_memory // max(slots) * sum(slots))
+    return max(caps, default=None)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Which limits a killed job's next submission raises, by what factor, and how often a job may be retried."""
+    """Which limits a killed job's next submission raises, by what factor, and how often a job may be retried; with
+    the ``cluster`` its jobs run on, a raised memory stops at what a node has for the job (:func:`most_memory`)."""
 
     rule: RetryRule = "failed-only"
     factor: float = 2.0
     retries: int = 3
+    cluster: Cluster | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.rule not in RETRY_RULES:
@@ -51,15 +71,18 @@ class RetryPolicy:
             raise ValueError(f"need factor > 1 and retries >= 0, got {self.factor} and {self.retries}")
 
     def retry(self, spec: JobSpec, reason: str, now: float) -> JobSpec | None:
-        """The job submitted again at ``now`` after a kill for ``reason``, with its limits raised; None past the
-        retries allowed."""
+        """The job submitted again at ``now`` after a kill for ``reason``, with its limits raised (memory at most what a
+        node has); None past the retries allowed, or when it was killed for memory and cannot be given more."""
         done = int(spec.params.get("retry", 0))
         if done >= self.retries:
             return None
         params = dict(spec.params, retry=done + 1)
-        memory = spec.memory
-        if reason == OOM or self.rule == "double-both":
-            memory = None if memory is None else int(memory * self.factor)
+        asked = memory = spec.memory
+        if asked is not None and (reason == OOM or self.rule == "double-both"):
+            cap = None if self.cluster is None else most_memory(spec, self.cluster)
+            memory = int(asked * self.factor) if cap is None else min(int(asked * self.factor), max(cap, asked))
+            if reason == OOM and memory <= asked:
+                return None
         if reason == TIMEOUT or self.rule == "double-both":
             limit = requested_seconds(spec.params)
             params["requested_time"] = -1.0 if limit is None else limit * self.factor

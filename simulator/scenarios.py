@@ -49,7 +49,7 @@ ESTIMATES: dict[str, tuple[type[EstimateSource], str | None]] = {  # name -> (so
 
 def parse_estimates(text: str, champions: Callable[[], Oracle] | None = None) -> EstimateSource:
     """``oracle``, ``none``, ``requested``, ``last_two_mean``, ``noisy[:SIGMA]``, ``model[:MEMBER]``, ``service[:KEY=VALUE,...]``
-    (the options of ``simulator.learning.LearningOptions``), ``online[:KEY=VALUE,...]`` or ``sc15[:KEY=VALUE,...]``
+    (the planning options of ``simulator.learning.LearningOptions``; it learns as the settings say), ``online[:KEY=VALUE,...]`` or ``sc15[:KEY=VALUE,...]``
     (``simulator.online.OnlineOptions``, from its defaults or the SC'15 preset) or ``champions`` (what ``champions``
     loads)."""
     name, items = name_and_options(text, "estimates")

@@ -25,7 +25,7 @@ from mlflow.exceptions import MlflowException
 from sklearn.base import RegressorMixin
 
 from models.ensemble import ENSEMBLE
-from models.zoo import target_transform
+from models.zoo import is_rule, target_transform
 from predictor.domain import Target
 from predictor.envelope import TrainingEnvelope
 from predictor.registry import CHAMPION_ALIAS, ENVELOPE_ARTIFACT, registered_name, registry_client
@@ -96,7 +96,20 @@ class MlflowChampions:
             n_rows=int(tags["n_rows"]) if "n_rows" in tags else (len(trained) if trained is not None else None),
             metrics={k[3:]: float(v) for k, v in tags.items() if k.startswith("cv_")},
             judged=judged,
+            judged_by=tags.get("judged_by", "rae"),
         )
+
+    def served_model(
+        self, algorithm: str, platform: str, target: Target = Target.TIME
+    ) -> tuple[dict[str, int], str, Any, list[str]] | None:
+        """The composition, version number, fitted model (downloaded) and feature order the alias of the pair's target
+        points at; None when there is none."""
+        incumbent = self.incumbent(algorithm, platform, target)
+        if incumbent is None:
+            return None
+        name = registered_name(algorithm, platform, target)
+        model = load_registered(self.tracking_uri, name, incumbent.version)
+        return dict(incumbent.composition), incumbent.version, model, list(incumbent.feature_names)
 
     def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None:
         """Note on the registered model which training session judged the pair's target last (what lets an unchanged one be skipped)."""
@@ -114,7 +127,8 @@ class MlflowChampions:
         decision: Decision,
         alias: bool,
     ) -> str:
-        """Log ``model`` (``candidate``'s composition refitted on every row) with its training envelope, register it as a
+        """Log ``model`` (``candidate``'s composition refitted on every row) with its training envelope (if it has one),
+        register it as a
         new version of the model of the set's pair and target, and move the ``champion`` alias to it when ``alias``; the
         version's number.
 
@@ -132,12 +146,15 @@ class MlflowChampions:
                 tags={"algorithm": ts.algorithm, "platform": ts.platform, "target": ts.target.value},
                 description=f"{LEARNS[ts.target]} of {ts.algorithm} on {ts.platform}.",
             )
-        client.log_text(candidate.run_id, training_envelope(ts).to_json(), ENVELOPE_ARTIFACT)
+        envelope = training_envelope(ts, composition)
+        if envelope is not None:
+            client.log_text(candidate.run_id, envelope.to_json(), ENVELOPE_ARTIFACT)
         tags = {
             **version_tags(ts, candidate, composition, coverage),
             "role": CHAMPION_ALIAS if alias else "challenger",
             "guard_verdict": decision.verdict.value,
             "guard_reason": decision.reason[:4000],
+            "judged_by": decision.metric,
         }
         uri = log_served_model(self.tracking_uri, candidate, model, ts, refit_seconds=refit_seconds)
         with mlflow_uris(self.tracking_uri):  # register_model takes no URI
@@ -168,10 +185,22 @@ def version_tags(
     }
 
 
-def training_envelope(training_set: TrainingSet) -> TrainingEnvelope:
-    """The envelope of a training set's finished runs (see :mod:`predictor.envelope`)."""
+def served_with_envelope(training_set: TrainingSet, composition: Mapping[str, int]) -> bool:
+    """Whether a champion of ``composition`` on this set is served with a training envelope: not a site's rule, which
+    answers as it is whatever the range, nor a job class, whose features (a user's counts and last runs, the hour) are
+    no sizes a monotone power law could extrapolate."""
+    return not training_set.carries_requests and not all(is_rule(m) for m in composition)
+
+
+def training_envelope(
+    training_set: TrainingSet, composition: Mapping[str, int], *, law_errors: bool = True
+) -> TrainingEnvelope | None:
+    """The envelope ``composition`` is served with: that of the set's finished runs (see :mod:`predictor.envelope`), or
+    None (:func:`served_with_envelope`)."""
+    if not served_with_envelope(training_set, composition):
+        return None
     done = training_set.finished
-    return TrainingEnvelope.fit(training_set.X[done], training_set.y[done])
+    return TrainingEnvelope.fit(training_set.X[done], training_set.y[done], law_errors=law_errors)
 
 
 def _composition(client: mlflow.MlflowClient, tags: Mapping[str, str], run_id: str | None) -> dict[str, int]:

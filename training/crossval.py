@@ -1,11 +1,11 @@
-"""Cross-validation of one zoo member on one training set, and the refit on every row that gets served.
+"""Cross-validation of one zoo member on one training set by a fold plan, and the refit on every row that gets served.
 
 Each fold is one independent fit (:func:`fit_fold`), so a caller may run folds of many models in
 parallel and put them together with :func:`collect`; :func:`cross_validate` does it in turn.
 
 Censored runs (stopped before they finished: ``y`` a lower bound) are passed, flagged, to the members
-registered to learn from them; every other member is fitted on the finished runs only. Every row, censored
-or not, gets an out-of-fold prediction; the metrics score the finished rows (see :mod:`training.metrics`).
+registered to learn from them; every other member is fitted on the finished runs only. Every row a fold scores,
+censored or not, gets an out-of-fold prediction; the metrics score the finished ones (see :mod:`training.metrics`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ from sklearn.base import RegressorMixin
 from sklearn.pipeline import Pipeline
 
 from models import make_model
-from models.zoo import learns_from_censored
+from models.zoo import learns_from_censored, learns_online
+from predictor.domain import Target
+from predictor.envelope import TrainingEnvelope
+from predictor.served import cap_at_request, served_points
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 from training.metrics import compute_metrics
@@ -43,7 +46,10 @@ class FoldFit:
 
 @dataclass(frozen=True)
 class CVResult:
-    """Out-of-fold predictions of one model on one training set, and their metrics."""
+    """Out-of-fold predictions of one model on one training set, and their metrics.
+
+    ``scored`` marks the rows some fold predicted; the others (a forward plan's first stretch) hold NaN.
+    """
 
     model_name: str
     predictions: np.ndarray
@@ -51,8 +57,13 @@ class CVResult:
     fold_metrics: list[dict[str, float]]
     metrics: dict[str, float]
     fit_seconds: float
+    scored: np.ndarray = field(default=None)  # None: every row
     tuned: list[Mapping[str, Any]] = field(default_factory=list)
     curves: list[Mapping[str, np.ndarray]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        every = np.ones(len(self.predictions), dtype=bool)
+        object.__setattr__(self, "scored", every if self.scored is None else np.asarray(self.scored, dtype=bool))
 
 
 def inner_attribute(model: Any, attribute: str) -> Any:
@@ -68,11 +79,6 @@ def inner_attribute(model: Any, attribute: str) -> Any:
             model = model[-1]
         else:
             return None
-
-
-def _predict(model: RegressorMixin, X: object) -> np.ndarray:
-    """Predictions clipped at zero, as the oracle serves them."""
-    return np.maximum(np.asarray(model.predict(X), dtype="float64"), 0.0)
 
 
 def check_plan(training_set: TrainingSet, plan: FoldPlan) -> None:
@@ -92,44 +98,132 @@ def _fitted(model_name: str, X: pd.DataFrame, y: np.ndarray, censored: np.ndarra
     return model.fit(X, y)
 
 
+def in_time_order(training_set: TrainingSet, rows: np.ndarray) -> np.ndarray:
+    """Row indices of the mask ``rows`` in the order the runs ended (ties in row order): how every fit sees them, so an
+    online member learns them as they came."""
+    index = np.flatnonzero(rows)
+    return index[np.argsort(training_set.ended[index], kind="stable")]
+
+
 def fit_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, fold: int, *, seed: int = 0) -> FoldFit:
-    """Fit ``model_name`` on every fold but ``fold`` and predict all of ``fold``'s rows (censored ones too)."""
-    train, test = np.flatnonzero(plan.folds != fold), np.flatnonzero(plan.folds == fold)
-    X, y = training_set.X, training_set.y
+    """Fit ``model_name`` on the rows fold ``fold`` trains on and predict all of its scored rows (censored ones too).
+
+    An online member (:func:`~models.zoo.learns_online`) goes on learning through the scored rows, in time order, each
+    predicted before it is learned, as it would serve them; the others answer them all from the one fit.
+    """
+    ts = training_set
+    train, test = in_time_order(ts, plan.train_rows(fold)), in_time_order(ts, plan.test_rows(fold))
+    X, y = ts.X, ts.y
     started = time.perf_counter()
-    model = _fitted(model_name, X.iloc[train], y[train], training_set.censored[train], seed=seed)
+    model = _fitted(model_name, X.iloc[train], y[train], ts.censored[train], seed=seed)
+    if learns_online(model_name):
+        answers = model.predict_then_learn(X.iloc[test], y[test], learn=~ts.censored[test])
+    else:
+        answers = model.predict(X.iloc[test])
     seconds = time.perf_counter() - started
+    predictions = np.maximum(np.asarray(answers, dtype="float64"), 0.0)[np.argsort(test)]  # back to row order
     tuned = inner_attribute(model, "best_params_") or {}
-    return FoldFit(fold, _predict(model, X.iloc[test]), seconds, tuned, inner_attribute(model, "learning_curve_"))
+    return FoldFit(fold, predictions, seconds, tuned, inner_attribute(model, "learning_curve_"))
 
 
-def collect(model_name: str, training_set: TrainingSet, plan: FoldPlan, fits: Sequence[FoldFit]) -> CVResult:
-    """Put one model's fold fits together: pooled out-of-fold predictions, priors and metrics per fold and pooled.
+def fit_every_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, *, seed: int = 0) -> list[FoldFit]:
+    """An online member's fits of every fold of a forward plan, in one pass: fitted on the runs no fold scores, it
+    answers then learns each window in turn, so the model fold ``k`` ends with is the one fold ``k + 1`` would fit (its
+    runs learned one by one in the order they ended). The numbers of :func:`fit_fold`, fold by fold, for the work of one.
+    """
+    if plan.scheme != "forward" or not learns_online(model_name):
+        raise ValueError(f"{model_name}: one pass serves only an online member on a forward plan")
+    ts = training_set
+    first = in_time_order(ts, ~plan.scored)
+    started = time.perf_counter()
+    model = _fitted(model_name, ts.X.iloc[first], ts.y[first], ts.censored[first], seed=seed)
+    fits = []
+    for fold in range(plan.n_folds):
+        test = in_time_order(ts, plan.test_rows(fold))
+        answers = model.predict_then_learn(ts.X.iloc[test], ts.y[test], learn=~ts.censored[test])
+        predictions = np.maximum(np.asarray(answers, dtype="float64"), 0.0)[np.argsort(test)]
+        fits.append(FoldFit(fold, predictions, time.perf_counter() - started))
+        started = time.perf_counter()
+    return fits
 
-    The prior of a row is its training fold's mean (of the finished runs), so RAE and RRSE are
-    relative to the baseline that fold would have had, as Weka computes them; censored rows are
-    scored as bounds only. What the fits chose (tuned settings, growth curves) is kept in fold order.
+
+def one_pass(model_name: str, plan: FoldPlan) -> bool:
+    """Whether a member's folds of ``plan`` are fitted in one pass (:func:`fit_every_fold`): an online member (learning
+    each run once, in order) on a forward plan."""
+    if plan.scheme != "forward" or not learns_online(model_name):
+        return False
+    return make_model(model_name).get_params().get("epochs", 1) == 1
+
+
+def fold_envelopes(training_set: TrainingSet, plan: FoldPlan) -> list[TrainingEnvelope]:
+    """Each fold's training envelope, fitted on the finished runs it trains on (without the law's errors, which only
+    widen intervals): what the oracle would have served a learned champion of that fold with
+    (:func:`training.champions.training_envelope` says which have one)."""
+    ts = training_set
+    envelopes = []
+    for fold in range(plan.n_folds):
+        rows = plan.train_rows(fold) & ts.finished
+        envelopes.append(TrainingEnvelope.fit(ts.X[rows], ts.y[rows], law_errors=False))
+    return envelopes
+
+
+def as_served(
+    training_set: TrainingSet, rows: np.ndarray, predictions: np.ndarray, envelope: TrainingEnvelope | None
+) -> np.ndarray:
+    """A fold's predictions of ``rows`` as the oracle would serve them: outside ``envelope`` by its law (None: a rule,
+    served as it answers), floored, and a job class's run time capped at the request."""
+    X = training_set.X.to_numpy(dtype="float64")[rows]
+    points, _ = served_points(predictions, X, envelope)
+    answers = {"seconds": points}
+    if training_set.target is Target.TIME:
+        cap_at_request(answers, training_set.feature_names, X)
+    return answers["seconds"]
+
+
+def collect(
+    model_name: str,
+    training_set: TrainingSet,
+    plan: FoldPlan,
+    fits: Sequence[FoldFit],
+    envelopes: Sequence[TrainingEnvelope | None] | None = None,
+) -> CVResult:
+    """Put one model's fold fits together: out-of-fold predictions, priors and metrics per fold and pooled.
+
+    With ``envelopes`` (one per fold; :func:`fold_envelopes`, or None per fold for a rule), each fold's predictions are
+    scored as served (:func:`as_served`).
+
+    Each fold's predictions are its scored rows' in row order. The prior of a row is the mean of the finished runs
+    its fold trained on, so RAE and RRSE are relative to the baseline that fold would have had, as Weka computes
+    them; censored rows are scored as bounds only. Rows no fold scores (a forward plan's first stretch) keep NaN
+    and enter no metric. What the fits chose (tuned settings, growth curves) is kept in fold order.
     """
     fits = sorted(fits, key=lambda f: f.fold)
     folds = [f.fold for f in fits]
     if folds != list(range(plan.n_folds)):
         raise ValueError(f"{model_name}: need one fit per fold of the plan, got folds {folds}")
     y, censored = training_set.y, training_set.censored
-    predictions = np.empty_like(y)
-    priors = np.empty_like(y)
+    predictions = np.full_like(y, np.nan)
+    priors = np.full_like(y, np.nan)
     fold_metrics = []
     for fit in fits:
-        test = plan.folds == fit.fold
-        predictions[test] = fit.predictions
-        priors[test] = y[~test & ~censored].mean()
+        test = plan.test_rows(fit.fold)
+        served = (
+            fit.predictions
+            if envelopes is None
+            else as_served(training_set, test, fit.predictions, envelopes[fit.fold])
+        )
+        predictions[test] = served
+        priors[test] = y[plan.train_rows(fit.fold) & ~censored].mean()
         fold_metrics.append(compute_metrics(y[test], predictions[test], priors[test], censored[test]))
+    scored = plan.scored
     return CVResult(
         model_name=model_name,
         predictions=predictions,
         priors=priors,
         fold_metrics=fold_metrics,
-        metrics=compute_metrics(y, predictions, priors, censored),
+        metrics=compute_metrics(y[scored], predictions[scored], priors[scored], censored[scored]),
         fit_seconds=sum(f.seconds for f in fits),
+        scored=scored,
         tuned=[f.tuned for f in fits],
         curves=[f.curve for f in fits if f.curve is not None],
     )
@@ -154,5 +248,8 @@ def cross_validate(
 
 
 def refit(model_name: str, training_set: TrainingSet, *, seed: int = 0) -> RegressorMixin:
-    """``model_name`` fitted on every row of ``training_set``: what is served when it (or an ensemble of it) wins."""
-    return _fitted(model_name, training_set.X, training_set.y, training_set.censored, seed=seed)
+    """``model_name`` fitted on every row of ``training_set``, in time order: what is served when it (or an ensemble of
+    it) wins."""
+    ts = training_set
+    rows = in_time_order(ts, np.ones(len(ts), dtype=bool))
+    return _fitted(model_name, ts.X.iloc[rows], ts.y[rows], ts.censored[rows], seed=seed)

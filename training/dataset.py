@@ -20,6 +20,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from features.history import REQUEST_TIME
 from predictor.domain import Target
 from training.folds import MIN_ROWS
 
@@ -71,7 +72,8 @@ class TrainingSet:
 
     ``y`` is wall seconds (``Target.TIME``, the default) or peak resident bytes (``Target.MEMORY``).
     ``censored`` marks the rows whose ``y`` is a lower bound (the run was stopped); all False when none is
-    (the default).
+    (the default). ``ended`` is when each run ended (Unix seconds of its ``recorded_at``): what forward validation
+    orders the runs by.
     """
 
     algorithm: str
@@ -82,15 +84,28 @@ class TrainingSet:
     run_ids: list[str]
     censored: np.ndarray = field(default=None)  # None: no row is censored
     target: Target = Target.TIME
+    ended: np.ndarray = field(default=None)  # None: the runs ended in row order
 
     def __post_init__(self) -> None:
         mask = np.zeros(len(self.y), dtype=bool) if self.censored is None else np.asarray(self.censored, dtype=bool)
         if mask.shape != (len(self.y),):
             raise ValueError(f"censored has shape {mask.shape}, need one flag per row ({len(self.y)})")
         object.__setattr__(self, "censored", mask)
+        ended = (
+            np.arange(len(self.y), dtype="float64") if self.ended is None else np.asarray(self.ended, dtype="float64")
+        )
+        if ended.shape != (len(self.y),) or not np.isfinite(ended).all():
+            raise ValueError(f"ended needs one finite time per row ({len(self.y)}), got shape {ended.shape}")
+        object.__setattr__(self, "ended", ended)
 
     def __len__(self) -> int:
         return len(self.y)
+
+    @property
+    def carries_requests(self) -> bool:
+        """Whether the runs carry their users' requested time (``request.time``): a job class, whose runs span seconds
+        to weeks and are judged by their log error (``job_class_metric``), with the request among the rules."""
+        return REQUEST_TIME in self.feature_names
 
     @property
     def finished(self) -> np.ndarray:
@@ -158,7 +173,16 @@ def training_set_from_frame(
         run_ids=rows["run_id"].astype(str).tolist(),
         censored=censored,
         target=target,
+        ended=ended_seconds(rows),
     )
+
+
+def ended_seconds(rows: pd.DataFrame) -> np.ndarray | None:
+    """Unix seconds of each run's ``recorded_at`` (when it ended), or None when the frame has no such column."""
+    if "recorded_at" not in rows:
+        return None
+    stamps = pd.to_datetime(rows["recorded_at"], utc=True)
+    return ((stamps - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(seconds=1)).to_numpy(dtype="float64")
 
 
 def target_rows(frame: pd.DataFrame, target: Target) -> pd.DataFrame:

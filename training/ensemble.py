@@ -30,7 +30,7 @@ from training.crossval import CVResult, FoldFit, collect
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 from training.metrics import compute_metrics
-from training.significance import paired_bootstrap
+from training.significance import BOOTSTRAP_METRIC, paired_bootstrap
 
 
 def greedy_selection(
@@ -59,7 +59,12 @@ def blend(predictions: Mapping[str, np.ndarray], weights: Counter[str]) -> np.nd
 def cross_validated_ensemble(
     results: Sequence[CVResult], training_set: TrainingSet, plan: FoldPlan, metric: str
 ) -> tuple[CVResult, Counter[str]]:
-    """The ensemble's nested out-of-fold predictions and metrics, and the members (with weights) it serves."""
+    """The ensemble's nested out-of-fold predictions and metrics, and the members (with weights) it serves.
+
+    Each fold's rows are blended with the members chosen on the rows the fold trained on that some fold scored
+    (under a forward plan, the earlier windows); a fold with none (a forward plan's first) blends every member
+    equally: nothing yet says which to trust.
+    """
     predictions = {r.model_name: r.predictions for r in results}
     y, priors, finished = training_set.y, results[0].priors, training_set.finished
 
@@ -68,9 +73,10 @@ def cross_validated_ensemble(
 
     fits = []
     for fold in range(plan.n_folds):
-        test = plan.folds == fold
-        fits.append(FoldFit(fold, blend({n: p[test] for n, p in predictions.items()}, selected(~test & finished)), 0.0))
-    return collect(ENSEMBLE, training_set, plan, fits), selected(finished)
+        test, known = plan.test_rows(fold), plan.train_rows(fold) & plan.scored & finished
+        weights = selected(known) if known.any() else Counter(dict.fromkeys(predictions, 1))
+        fits.append(FoldFit(fold, blend({n: p[test] for n, p in predictions.items()}, weights), 0.0))
+    return collect(ENSEMBLE, training_set, plan, fits), selected(plan.scored & finished)
 
 
 def fixed_ensemble(
@@ -79,7 +85,7 @@ def fixed_ensemble(
     """Out-of-fold predictions and metrics of an ensemble whose members and weights are given (not selected here)."""
     predictions = {name: results[name].predictions for name in weights}
     fits = [
-        FoldFit(f, blend({n: p[plan.folds == f] for n, p in predictions.items()}, weights), 0.0)
+        FoldFit(f, blend({n: p[plan.test_rows(f)] for n, p in predictions.items()}, weights), 0.0)
         for f in range(plan.n_folds)
     ]
     return collect(ENSEMBLE, training_set, plan, fits)
@@ -89,10 +95,18 @@ def leads(
     ensemble: CVResult, members: Sequence[CVResult], training_set: TrainingSet, metric: str, confidence: float
 ) -> bool:
     """Whether ``ensemble``'s nested predictions beat the best of ``members`` by ``metric`` in at least ``confidence`` of
-    paired bootstrap resamples of the jobs (RAE's when the bootstrap does not compute ``metric``)."""
+    paired bootstrap resamples of the jobs, on the rows the folds scored (by the bootstrap's difference that moves
+    with ``metric``: :data:`~training.significance.BOOTSTRAP_METRIC`)."""
     best = min(members, key=lambda r: (math.isnan(r.metrics[metric]), r.metrics[metric]))
-    ts = training_set
+    ts, rows = training_set, ensemble.scored
+    compared = BOOTSTRAP_METRIC.get(metric, "rae")
     difference = paired_bootstrap(
-        ts.y, best.priors, ensemble.predictions, best.predictions, ts.jobs, censored=ts.censored
+        ts.y[rows],
+        best.priors[rows],
+        ensemble.predictions[rows],
+        best.predictions[rows],
+        ts.jobs[rows],
+        censored=ts.censored[rows],
+        metrics=[compared],
     )
-    return difference.get(metric, difference["rae"]).share_a_better >= confidence
+    return difference[compared].share_a_better >= confidence

@@ -9,15 +9,18 @@ from dataclasses import dataclass
 from joblib import Parallel, delayed
 from sklearn.base import RegressorMixin
 
-from training.crossval import FoldFit, fit_fold, refit
+from training.crossval import FoldFit, fit_every_fold, fit_fold, refit
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 from training.settings import Executor
 
+EVERY_FOLD = -1  # a Fit's fold when one pass fits every fold (an online member on a forward plan)
+
 
 @dataclass(frozen=True)
 class Fit:
-    """One fit to make: ``model_name`` on training set ``set_index`` without ``fold``, or on every row (fold None)."""
+    """One fit to make: ``model_name`` on training set ``set_index`` for ``fold``, for every fold in one pass
+    (:data:`EVERY_FOLD`), or on every row (fold None)."""
 
     set_index: int
     model_name: str
@@ -39,9 +42,13 @@ class Failed:
     error: str
 
 
-def run_one(fit: Fit, training_set: TrainingSet, plan: FoldPlan, seed: int) -> tuple[Fit, FoldFit | Refit | Failed]:
+def run_one(
+    fit: Fit, training_set: TrainingSet, plan: FoldPlan, seed: int
+) -> tuple[Fit, FoldFit | list[FoldFit] | Refit | Failed]:
     """Make one fit (in whichever process the executor chose); an exception comes back as :class:`Failed`."""
     try:
+        if fit.fold == EVERY_FOLD:
+            return fit, fit_every_fold(fit.model_name, training_set, plan, seed=seed)
         if fit.fold is not None:
             return fit, fit_fold(fit.model_name, training_set, plan, fit.fold, seed=seed)
         started = time.perf_counter()
@@ -60,7 +67,7 @@ def run_fits(
     n_jobs: int,
     executor: Executor = "local",
     ray_address: str = "auto",
-) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
+) -> Iterator[tuple[Fit, FoldFit | list[FoldFit] | Refit | Failed]]:
     """Make ``fits`` in ``n_jobs`` local processes (joblib's loky; -1 is one per core) or, with ``executor="ray"``, as
     tasks on the Ray cluster at ``ray_address`` (:mod:`training.rayfanout`), yielding results as they finish.
 

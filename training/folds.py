@@ -1,24 +1,44 @@
-"""Fold plans: a seeded, saved assignment of each run to a cross-validation fold, reusable by peer tools."""
+"""Fold plans: which runs each fold trains on and which it scores, saved so peer tools can use the very same folds.
+
+Two schemes. *Forward* plans (:meth:`FoldPlan.forward_chain`, what training judges by) order the runs by the time
+they ended, keep a first stretch for training only, and cut the rest into consecutive windows: fold ``k`` trains on
+every run that had ended before window ``k`` began and scores the runs of window ``k``. That is the question
+production asks of a model (how will it do on the jobs that come next?), and no run's features or time can leak
+from after the cut into the fit that scores it. *Shuffled* plans (:meth:`FoldPlan.create`) are the classic k-fold
+of Weka's tables: every run is scored once, by a fit on all the others, earlier and later alike; benchmarks keep them
+to compare the two choices.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import KFold
 
 MIN_ROWS = 3
+MIN_TRAIN = 2  # runs a forward plan's first fold trains on, at least
+FORWARD_START = 0.5  # share of the runs (the earliest) a forward plan only trains on
+UNSCORED = -1  # the fold id of a run no fold scores (a forward plan's first stretch)
+Scheme = Literal["forward", "shuffled"]
 
 
 @dataclass(frozen=True)
 class FoldPlan:
-    """Fold id (0-based) of each run, in the training set's row order."""
+    """The fold (0-based) that scores each run, in the training set's row order, and how folds train.
+
+    ``folds`` is :data:`UNSCORED` for runs no fold scores. Fold ``k`` trains on the runs of earlier folds and the
+    unscored ones (``scheme="forward"``) or on every run outside it (``"shuffled"``).
+    """
 
     run_ids: list[str]
     folds: np.ndarray
+    scheme: Scheme = "shuffled"
 
     @classmethod
     def create(
@@ -30,10 +50,7 @@ class FoldPlan:
         whose own repeat it trained on; without groups every run is its own.
         """
         n_rows = len(run_ids)
-        if n_rows < MIN_ROWS:
-            raise ValueError(f"cross-validation needs at least {MIN_ROWS} runs, got {n_rows}")
-        if n_folds < 2:
-            raise ValueError(f"cross-validation needs at least 2 folds, got {n_folds}")
+        _check_size(n_rows, n_folds)
         if groups is not None and len(groups) != n_rows:
             raise ValueError(f"{len(groups)} groups for {n_rows} runs")
         group_of_row = np.arange(n_rows) if groups is None else pd.factorize(pd.Series(list(groups)))[0]
@@ -46,28 +63,94 @@ class FoldPlan:
             group_folds[test] = fold
         return cls(run_ids=[str(r) for r in run_ids], folds=group_folds[group_of_row])
 
+    @classmethod
+    def forward_chain(
+        cls, run_ids: Sequence[str], ended: Sequence[float], n_folds: int, start: float = FORWARD_START
+    ) -> FoldPlan:
+        """Runs in order of ``ended`` (ties in row order); the first ``start`` share (at least :data:`MIN_TRAIN`) only
+        trains; the rest is cut into up to ``n_folds`` consecutive windows of about equal size, scored in turn.
+
+        Runs that ended at the same instant stay in one window, so no fold trains on a run that ended with or after
+        one it scores; only when every run ended at one instant are ties broken by row order.
+        """
+        n_rows = len(run_ids)
+        _check_size(n_rows, n_folds)
+        times = np.asarray(ended, dtype="float64")
+        if times.shape != (n_rows,) or not np.isfinite(times).all():
+            raise ValueError(f"need one finite end time per run, got {times.shape[0]} for {n_rows} runs")
+        if not 0.0 < start < 1.0:
+            raise ValueError(f"the trained-only share must lie in (0, 1), got {start}")
+        order = np.lexsort((np.arange(n_rows), times))
+        ordered = times[order]
+        first = min(max(MIN_TRAIN, math.ceil(start * n_rows)), n_rows - 1)
+        k = min(n_folds, n_rows - first)
+        cuts = [first + round(i * (n_rows - first) / k) for i in range(k)]
+        snapped = sorted({_after_ties(ordered, c) for c in cuts} - {n_rows})
+        if not snapped:  # one instant for every run from the first cut on: row order decides
+            snapped = cuts
+        folds = np.full(n_rows, UNSCORED, dtype="int64")
+        for fold, (a, b) in enumerate(zip(snapped, [*snapped[1:], n_rows], strict=True)):
+            folds[order[a:b]] = fold
+        return cls(run_ids=[str(r) for r in run_ids], folds=folds, scheme="forward")
+
     @property
     def n_folds(self) -> int:
         return int(self.folds.max()) + 1
 
+    @property
+    def scored(self) -> np.ndarray:
+        """Rows some fold scores (every row of a shuffled plan)."""
+        return self.folds != UNSCORED
+
+    def train_rows(self, fold: int) -> np.ndarray:
+        """Mask of the rows fold ``fold`` fits on."""
+        if self.scheme == "forward":
+            return self.folds < fold
+        return self.folds != fold
+
+    def test_rows(self, fold: int) -> np.ndarray:
+        """Mask of the rows fold ``fold`` scores."""
+        return self.folds == fold
+
     def splits(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(train row indices, test row indices) per fold, in fold order."""
         for fold in range(self.n_folds):
-            yield np.flatnonzero(self.folds != fold), np.flatnonzero(self.folds == fold)
+            yield np.flatnonzero(self.train_rows(fold)), np.flatnonzero(self.test_rows(fold))
 
     def save(self, path: str | Path) -> Path:
-        """Write the plan as CSV with columns run_id, fold."""
+        """Write the plan as CSV with columns run_id, fold, scheme."""
         path = Path(path)
-        pd.DataFrame({"run_id": self.run_ids, "fold": self.folds}).to_csv(path, index=False)
+        table = pd.DataFrame({"run_id": self.run_ids, "fold": self.folds, "scheme": self.scheme})
+        table.to_csv(path, index=False)
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> FoldPlan:
-        """Read a plan written by :meth:`save` (or by a peer tool in the same format)."""
-        table = pd.read_csv(path, dtype={"run_id": str, "fold": "int64"})
-        if list(table.columns) != ["run_id", "fold"]:
-            raise ValueError(f"{path}: a fold plan has columns run_id, fold; got {', '.join(table.columns)}")
+        """Read a plan written by :meth:`save` (or by a peer tool in the same format; no scheme column: shuffled)."""
+        table = pd.read_csv(path, dtype={"run_id": str, "fold": "int64", "scheme": str})
+        if list(table.columns) not in (["run_id", "fold"], ["run_id", "fold", "scheme"]):
+            raise ValueError(f"{path}: a fold plan has columns run_id, fold[, scheme]; got {', '.join(table.columns)}")
+        schemes = set(table["scheme"]) if "scheme" in table else {"shuffled"}
+        if len(schemes) != 1 or not schemes <= {"forward", "shuffled"}:
+            raise ValueError(f"{path}: the scheme is one of forward, shuffled for every row; got {sorted(schemes)}")
+        scheme: Scheme = "forward" if schemes == {"forward"} else "shuffled"
         folds = table["fold"].to_numpy()
-        if len(folds) == 0 or sorted(set(folds.tolist())) != list(range(folds.max() + 1)):
-            raise ValueError(f"{path}: fold ids must be 0..k-1, each used at least once")
-        return cls(run_ids=table["run_id"].tolist(), folds=folds)
+        used = sorted(set(folds.tolist()) - {UNSCORED})
+        if not used or used != list(range(len(used))) or (scheme == "shuffled" and UNSCORED in folds):
+            raise ValueError(f"{path}: fold ids must be 0..k-1, each used at least once (-1 only in a forward plan)")
+        return cls(run_ids=table["run_id"].tolist(), folds=folds, scheme=scheme)
+
+
+def _check_size(n_rows: int, n_folds: int) -> None:
+    """Refuse plans of too few runs or folds."""
+    if n_rows < MIN_ROWS:
+        raise ValueError(f"cross-validation needs at least {MIN_ROWS} runs, got {n_rows}")
+    if n_folds < 2:
+        raise ValueError(f"cross-validation needs at least 2 folds, got {n_folds}")
+
+
+def _after_ties(ordered: np.ndarray, cut: int) -> int:
+    """``cut`` moved forward past the runs that ended at the same instant as the one just before it."""
+    while 0 < cut < len(ordered) and ordered[cut] == ordered[cut - 1]:
+        cut += 1
+    return cut

@@ -1,30 +1,35 @@
-"""The champion-challenger guard: a retrain reaches production only if it is not worse than what serves now.
+"""The champion-challenger guard: a retrain reaches production only if it is not worse than what serves now, nor than
+the simple rule the site already has.
 
-Training picks a *challenger* per (algorithm, platform): the best of the members it was asked to
-train. The *incumbent* is the version the ``champion`` alias points at: a *composition* (one zoo
-member, or an ensemble's members with weights) fitted on the runs that existed then. The guard
-compares them on the same rows:
+Training picks, per (algorithm, platform), the best of the *rules* that apply (a site's own simple answers, registered
+``rule=True`` in the zoo: the measured median; for a job class also the user's request and the user's last two runs)
+and the best *learned* composition (a zoo member, or an ensemble's members with weights). Every candidate is scored
+by forward validation (:mod:`training.folds`): on the runs that came after the ones it trained on. The *incumbent* is
+the version the ``champion`` alias points at: a composition fitted on the runs that existed then. The guard compares
+them on the same rows:
 
-- A challenger of another composition must beat the incumbent's composition cross-validated on
-  the very same fold plan (both out of fold, same rows): the one-sided bootstrap bound of its lead
-  on the selection metric (:mod:`training.significance`, resampling jobs) must lie beyond
-  ``margin``. Otherwise it is registered as a ``challenger`` version and the alias stays.
-- A challenger of the incumbent's own composition is the incumbent *refreshed* on more runs. On
-  the runs the serving version never saw, its out-of-fold predictions must not be shown worse
-  than the serving version's own by more than ``refresh_tolerance`` points (the same bootstrap,
-  the other tail). The tolerance is there because the comparison leans against the refresh: its
-  out-of-fold predictions come from fits on (k-1)/k of the runs. With no new runs there is
-  nothing to refresh; with fewer than ``min_new_jobs`` new jobs (or a served version that cannot
-  be scored on them) there is no comparison, and the served version stays until more arrive (its
-  training runs unknown, every run counts as new). New runs a median ``max_disagreement`` times
-  apart from what the served version answers for them *flag* the pair (the decision's reason and
-  its ``flag_disagreement`` detail): nothing is refreshed on them, whatever their number, until
-  someone looks (``--promote`` overrides). One input run 300 times at 3,600 s where 0.26 s was
-  served no longer becomes the pair's estimate unchecked.
-- When a challenger of another composition loses and new runs have arrived, the incumbent's
-  composition is refreshed on them instead (same check): the loop keeps learning, the kind stays.
+- **Do no harm.** A learned composition serves only if it beats the best rule: the one-sided bootstrap bound of its
+  lead on the selection metric (:mod:`training.significance`, resampling jobs) must lie beyond ``margin``. Otherwise
+  the rule is the challenger, and a learned incumbent that does not beat the rule either gives way to it.
+- A challenger of another composition must beat the incumbent's composition on the very same plan (same bound).
+  Otherwise it is registered as a ``challenger`` version and the alias stays.
+- A challenger of the incumbent's own composition is the incumbent *refreshed* on more runs. On the runs the serving
+  version never saw, its out-of-fold predictions must not be shown worse than the serving version's own by more than
+  ``refresh_tolerance`` points (the same bootstrap, the other tail). With no new runs there is nothing to refresh;
+  with fewer than ``min_new_jobs`` new jobs (or a served version that cannot be scored on them) there is no
+  comparison, and the served version stays until more arrive (its training runs unknown, every run counts as new).
+  New runs a median ``max_disagreement`` times apart from what a learned served version answers for them *flag* the
+  pair: nothing is refreshed on them until someone looks (``--promote`` overrides).
+- **Known inputs that jump.** Before anything takes the alias, the new runs of each input the serving version was
+  trained on are compared with that input's earlier runs: an input whose new runs took a median ``max_disagreement``
+  times longer or shorter than before, or new runs that each lie that far from their input's earlier median making
+  up more than :data:`JUMP_SHARE` of the new runs of known inputs, *flag* the pair and name the input. A crowd of new
+  runs that agree with what serves cannot hide 300 runs of one input at 3,600 s where 0.26 s was measured.
+- When a challenger of another composition loses and new runs have arrived, the incumbent's composition is refreshed
+  on them instead (same check): the loop keeps learning, the kind stays.
 
-``force`` promotes the challenger whatever the comparison says, and says so.
+``force`` promotes the challenger it is given (training gives the best of the members asked for) whatever the
+comparisons say, and says so.
 """
 
 from __future__ import annotations
@@ -35,10 +40,12 @@ from enum import Enum
 
 import numpy as np
 
-from training.significance import paired_bootstrap
+from models.zoo import is_rule
+from training.significance import BOOTSTRAP_METRIC, paired_bootstrap
 
 Composition = Mapping[str, int]  # zoo member -> weight (one member: weight 1)
-BOOTSTRAP_METRIC = {"rae": "rae", "mae": "rae", "rrse": "rrse", "rmse": "rrse"}  # same sign as the metric's difference
+JUMP_SHARE = 0.05  # more new runs of known inputs than this share, each far from its input's past: a flag
+MIN_JUMP_RUNS = 2  # new runs of one known input that can flag it on their own
 
 
 class Verdict(str, Enum):
@@ -66,10 +73,25 @@ class Incumbent:
     n_rows: int | None = None  # runs it was trained on
     metrics: dict[str, float] = field(default_factory=dict)  # its cross-validated metrics
     judged: str | None = None  # fingerprint of the last training session that judged this pair (see training.pipeline)
+    judged_by: str = "rae"  # the forward-validation metric that judged it: its live error drifts by the same
 
     @property
     def label(self) -> str:
         return label(self.composition)
+
+    @property
+    def rule(self) -> bool:
+        """Whether it serves one of a site's simple rules (every member is one)."""
+        return all(is_rule(name) for name in self.composition)
+
+
+@dataclass(frozen=True)
+class RunsSeen:
+    """Finished runs of a pair: their times, their jobs (equal for repeats of one input) and run ids, row by row."""
+
+    y: np.ndarray
+    jobs: np.ndarray
+    run_ids: list[str]
 
 
 @dataclass(frozen=True)
@@ -99,6 +121,7 @@ class Decision:
     incumbent: str | None
     reason: str
     details: dict[str, float] = field(default_factory=dict)
+    metric: str = "rae"  # the forward-validation metric it judged by
 
 
 def label(composition: Composition) -> str:
@@ -114,44 +137,140 @@ def judge(
     priors: np.ndarray,
     jobs: np.ndarray,
     run_ids: list[str],
-    X: np.ndarray,
+    X: np.ndarray | None,
     challenger: Composition,
     challenger_predictions: np.ndarray,
     incumbent: Incumbent | None,
     incumbent_predictions: np.ndarray | None,
     settings: GuardSettings,
     force: bool = False,
+    rule: Composition | None = None,
+    rule_predictions: np.ndarray | None = None,
+    every_run: RunsSeen | None = None,
 ) -> Decision:
-    """Decide between ``challenger`` and ``incumbent`` on a pair's finished rows (see the module docstring).
+    """Decide between ``challenger``, the best ``rule`` and ``incumbent`` on a pair's finished rows (module docstring).
 
-    ``challenger_predictions`` and ``incumbent_predictions`` are out-of-fold on the same plan (the
-    latter None when the incumbent's composition cannot be fitted on these rows); ``X`` holds the
-    rows in ``incumbent.feature_names`` order, or is None when the rows lack one of them.
+    ``challenger`` is the best learned composition (or, with no learned candidate, the rule itself), ``rule`` the best
+    rule (None: no rule applies, no gate). Predictions are out-of-fold on the same plan (``incumbent_predictions`` None
+    when the incumbent's composition cannot be fitted on these rows); ``X`` holds the rows in
+    ``incumbent.feature_names`` order, or is None when the rows lack one of them. ``every_run`` holds every finished
+    run of the pair, scored or not, for the check of known inputs (None: the scored rows given).
     """
+    if force and incumbent is not None:
+        return Decision(
+            Verdict.FORCED,
+            Serve.CHALLENGER,
+            True,
+            label(challenger),
+            incumbent.label,
+            "forced: the guard was overridden",
+        )
+    gate: dict[str, float] = {}
+    said = ""
+    if not force and rule is not None and rule_predictions is not None and dict(challenger) != dict(rule):
+        lead = _bound(y, priors, challenger_predictions, rule_predictions, jobs, settings)
+        gate = {f"rule_{k}": v for k, v in _numbers(lead).items()}
+        if lead.high < -settings.margin:
+            said = f"{label(challenger)} beats the rule {label(rule)}: {_said(lead, settings)}"
+        else:
+            said = f"{label(challenger)} does not beat the rule {label(rule)}, which serves: {_said(lead, settings)}"
+            challenger, challenger_predictions = rule, rule_predictions
     name = label(challenger)
     if incumbent is None:
-        return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, None, "no champion served before")
-    if force:
-        return Decision(
-            Verdict.FORCED, Serve.CHALLENGER, True, name, incumbent.label, "forced: the guard was overridden"
-        )
+        reason = "; ".join(r for r in ("no champion served before", said) if r)
+        return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, None, reason, gate)
+    prefix = f"{said}; " if said else ""
+    seen = every_run or RunsSeen(y, jobs, run_ids)
+    jump = _known_inputs_jump(seen.y, seen.jobs, seen.run_ids, incumbent, settings)
+    if jump is not None:
+        reason, numbers = jump
+        return Decision(Verdict.KEPT, None, True, name, incumbent.label, prefix + reason, {**gate, **numbers})
     same = dict(challenger) == dict(incumbent.composition)
+    learned_incumbent = not same and not incumbent.rule and incumbent_predictions is not None
+    if learned_incumbent and rule is not None and rule_predictions is not None:
+        held = _bound(y, priors, incumbent_predictions, rule_predictions, jobs, settings)
+        if held.high >= -settings.margin:
+            reason = f"{prefix}the serving {incumbent.label} does not beat the rule: {_said(held, settings)}"
+            numbers = {**gate, **{f"incumbent_rule_{k}": v for k, v in _numbers(held).items()}}
+            return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, incumbent.label, reason, numbers)
     if not same:
         if incumbent_predictions is None:
             reason = (
-                f"the incumbent {incumbent.label} could not be scored on these runs (a member does not apply or "
-                "failed): nothing takes the alias without a comparison (--promote overrides)"
+                f"{prefix}the incumbent {incumbent.label} could not be scored on these runs (a member does not apply "
+                "or failed): nothing takes the alias without a comparison (--promote overrides)"
             )
-            return Decision(Verdict.KEPT, None, True, name, incumbent.label, reason)
+            return Decision(Verdict.KEPT, None, True, name, incumbent.label, reason, gate)
         lead = _bound(y, priors, challenger_predictions, incumbent_predictions, jobs, settings)
         if lead.high < -settings.margin:
-            reason = f"{name} beats {incumbent.label}: {_said(lead, settings)}"
-            return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, incumbent.label, reason, _numbers(lead))
-        lost = f"{name} does not beat {incumbent.label}: {_said(lead, settings)}"
+            reason = f"{prefix}{name} beats {incumbent.label}: {_said(lead, settings)}"
+            return Decision(
+                Verdict.PROMOTED, Serve.CHALLENGER, True, name, incumbent.label, reason, {**gate, **_numbers(lead)}
+            )
+        lost = f"{prefix}{name} does not beat {incumbent.label}: {_said(lead, settings)}"
         return _refresh(
-            incumbent, y, priors, jobs, run_ids, X, incumbent_predictions, settings, name, lost, _numbers(lead)
+            incumbent,
+            y,
+            priors,
+            jobs,
+            run_ids,
+            X,
+            incumbent_predictions,
+            settings,
+            name,
+            lost,
+            {**gate, **_numbers(lead)},
+            register=True,
         )
-    return _refresh(incumbent, y, priors, jobs, run_ids, X, challenger_predictions, settings, name, "", {})
+    return _refresh(
+        incumbent, y, priors, jobs, run_ids, X, challenger_predictions, settings, name, said, gate, register=False
+    )
+
+
+def _known_inputs_jump(
+    y: np.ndarray, jobs: np.ndarray, run_ids: list[str], incumbent: Incumbent, settings: GuardSettings
+) -> tuple[str, dict[str, float]] | None:
+    """Why the new runs of inputs the serving version was trained on flag the pair, or None (module docstring)."""
+    if incumbent.trained_runs is None:
+        return None
+    new = np.array([r not in incumbent.trained_runs for r in run_ids], dtype=bool)
+    if not new.any() or new.all():
+        return None
+    worst: tuple[float, int, int] | None = None  # (factor, new runs, job)
+    far_runs = known_runs = 0
+    for job in np.unique(jobs[new]):
+        mine = jobs == job
+        before, after = y[mine & ~new], y[mine & new]
+        if len(before) == 0:
+            continue
+        past = max(float(np.median(before)), 1e-3)
+        each = np.maximum(np.maximum(after, 1e-3) / past, past / np.maximum(after, 1e-3))
+        far_runs += int((each > settings.max_disagreement).sum())
+        known_runs += len(after)
+        factor = float(np.median(each))
+        if len(after) >= MIN_JUMP_RUNS and factor > settings.max_disagreement and (worst is None or factor > worst[0]):
+            worst = (factor, len(after), int(job))
+    share = far_runs / known_runs if known_runs else 0.0
+    if worst is None and not (far_runs >= MIN_JUMP_RUNS and share > JUMP_SHARE):
+        return None
+    numbers = {"flag_jump_share": share, "flag_jump_runs": float(far_runs)}
+    if worst is not None:
+        factor, count, job = worst
+        example = next(r for r, j, n in zip(run_ids, jobs, new, strict=True) if n and j == job)
+        said = (
+            f"{count} new run(s) of an input version {incumbent.version} was trained on (e.g. run {example}) took a "
+            f"median {factor:,.0f}x apart from that input's earlier runs"
+        )
+        numbers["flag_jump"] = factor
+    else:
+        said = (
+            f"{far_runs} of the {known_runs} new runs of inputs version {incumbent.version} was trained on "
+            f"({share:.0%}) each took over {settings.max_disagreement:g}x apart from their input's earlier runs"
+        )
+    reason = (
+        f"flagged: {said} (over {settings.max_disagreement:g}x): nothing takes the alias on them, check the runs "
+        "(set them aside, or --promote overrides)"
+    )
+    return reason, numbers
 
 
 def _refresh(
@@ -164,13 +283,17 @@ def _refresh(
     refreshed: np.ndarray,
     settings: GuardSettings,
     challenger: str,
-    lost: str,
+    said: str,
     details: dict[str, float],
+    *,
+    register: bool,
 ) -> Decision:
     """Refresh the incumbent's composition if runs arrived since it was trained, agree with what it serves, are of enough
-    jobs to compare on, and it is not shown worse on them; otherwise the served version stays (see the module docstring)."""
-    register = bool(lost)  # a losing challenger of another composition is kept as a registered challenger
-    prefix = f"{lost}; " if lost else ""
+    jobs to compare on, and it is not shown worse on them; otherwise the served version stays (see the module docstring).
+
+    ``said`` opens the reason (what was decided before); ``register``: the challenger, of another composition, lost and
+    is kept as a registered challenger."""
+    prefix = f"{said}; " if said else ""
     trained = incumbent.trained_runs
     new = np.array([r not in trained for r in run_ids]) if trained is not None else np.ones(len(run_ids), dtype=bool)
     if trained is not None and not new.any():
@@ -185,7 +308,7 @@ def _refresh(
     served = np.maximum(np.asarray(incumbent.predict(X[new]), dtype="float64"), 0.0)
     n_runs, n_jobs = int(new.sum()), len(np.unique(jobs[new]))
     apart = _disagreement(y[new], served)
-    if apart > settings.max_disagreement:
+    if apart > settings.max_disagreement and not incumbent.rule:  # a rule is far from new inputs by nature
         reason = (
             f"{prefix}flagged: the {n_runs} new run(s) of {n_jobs} job(s) took a median {apart:,.0f}x apart from what version "
             f"{incumbent.version} serves for them (over {settings.max_disagreement:g}x): not refreshed on them, "
@@ -229,11 +352,12 @@ class _Bound:
 def _bound(
     y: np.ndarray, priors: np.ndarray, a: np.ndarray, b: np.ndarray, jobs: np.ndarray, settings: GuardSettings
 ) -> _Bound:
-    """A minus B on the guard's metric (% points), with one-sided bounds at ``confidence`` on either side."""
+    """A minus B on the guard's metric (% points; MALE in hundredths of ln), with one-sided bounds at ``confidence``
+    on either side."""
     metric = BOOTSTRAP_METRIC.get(settings.metric, "rae")
     level = 2.0 * settings.confidence - 1.0
     difference = paired_bootstrap(
-        y, priors, a, b, list(jobs), n_resamples=settings.n_resamples, level=level, seed=settings.seed
+        y, priors, a, b, list(jobs), n_resamples=settings.n_resamples, level=level, seed=settings.seed, metrics=[metric]
     )[metric]
     return _Bound(metric, difference.observed, difference.low, difference.high)
 

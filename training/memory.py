@@ -19,8 +19,9 @@ import pandas as pd
 from sklearn.base import RegressorMixin
 
 from predictor.domain import MAX_WALL_SECONDS, Measurement, ServedEstimate, Target
+from predictor.online import LiveMember
 from predictor.registry import Champion, registered_name
-from predictor.store.store import LIVE_COLUMNS, frame_of, measurement_row
+from predictor.store.store import SERVED_LIVE, frame_of, live_frame, measurement_row
 from training.champions import training_envelope, version_tags
 from training.crossval import CVResult
 from training.dataset import TrainingSet
@@ -99,10 +100,20 @@ class MemoryChampions:
             n_rows=len(served.trained_runs),
             metrics=champion.metrics,
             judged=self.judged.get(key),
+            judged_by=champion.tags.get("judged_by", "rae"),
         )
 
     def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None:
         self.judged[(algorithm, platform, target)] = fingerprint
+
+    def served_model(
+        self, algorithm: str, platform: str, target: Target = Target.TIME
+    ) -> tuple[dict[str, int], str, Any, list[str]] | None:
+        """The composition, version number, fitted model and feature order the alias of the pair's target points at."""
+        served = self.alias.get((algorithm, platform, target))
+        if served is None:
+            return None
+        return dict(served.composition), served.number, served.champion.model, list(served.champion.feature_names)
 
     def register(
         self,
@@ -128,8 +139,12 @@ class MemoryChampions:
             flavor="sklearn",
             feature_names=list(ts.feature_names),
             model=model,
-            tags={**version_tags(ts, candidate, composition, coverage), "guard_verdict": decision.verdict.value},
-            envelope=training_envelope(ts),
+            tags={
+                **version_tags(ts, candidate, composition, coverage),
+                "guard_verdict": decision.verdict.value,
+                "judged_by": decision.metric,
+            },
+            envelope=training_envelope(ts, composition),
         )
         version = Version(number, champion, dict(composition), frozenset(ts.run_ids))
         versions.append(version)
@@ -157,12 +172,16 @@ class MemoryMeasurements:
         self._finished: dict[tuple[str, str], list[float]] = {}  # wall seconds of finished runs per pair
         self._informative: dict[tuple[str, str], int] = {}
         self.decision_rows: list[dict[str, Any]] = []
+        self.live: dict[tuple[str, str, Target], LiveMember] = {}
 
     def add(self, measurements: Iterable[Measurement], served: Iterable[ServedEstimate] = ()) -> None:
-        """Keep new runs (a run id seen before is ignored) and the estimates they were served."""
+        """Keep new runs (a run id seen before is ignored) and the estimates they were served; the live online
+        champions of their pairs learn them, as the store's ``add`` has them do."""
+        new = []
         for m in measurements:
             if m.run_id in self._by_id:
                 continue
+            new.append(m)
             pair = (m.algorithm, m.platform)
             row = self._by_id[m.run_id] = measurement_row(m)
             self._rows.setdefault(pair, []).append(row)
@@ -174,6 +193,24 @@ class MemoryMeasurements:
             if s.run_id not in self._served:
                 self._served[s.run_id] = s
                 self._served_order.setdefault((s.algorithm, s.platform), []).append(s.run_id)
+        if self.live and new:
+            pairs = {(m.algorithm, m.platform) for m in new}
+            for member in self.live.values():
+                if (member.algorithm, member.platform) in pairs:
+                    member.learn(new)
+
+    def set_live_member(self, key: tuple[str, str, Target], member: LiveMember | None) -> None:
+        """Make ``member`` the live online champion of ``key``; None: it has none."""
+        if member is None:
+            self.live.pop(key, None)
+        else:
+            self.live[key] = member
+
+    def live_members(self) -> dict[tuple[str, str, Target], LiveMember]:
+        return dict(self.live)
+
+    def live_revisions(self) -> dict[tuple[str, str, Target], tuple[str, int]]:
+        return {key: (m.version, m.revision) for key, m in self.live.items()}
 
     def pairs(self) -> list[tuple[str, str]]:
         return sorted(self._finished)
@@ -211,29 +248,25 @@ class MemoryMeasurements:
             row = self._by_id.get(run_id)
             if row is not None and _informative(row):
                 s = self._served[run_id]
-                found.append(
-                    (
-                        run_id,
-                        s.seconds,
-                        s.lower,
-                        s.upper,
-                        s.limit,
-                        s.model_version,
-                        s.extrapolating,
-                        row["wall_seconds"],
-                        row["censored"],
-                    )
-                )
+                served = tuple(getattr(s, name) for name in SERVED_LIVE)
+                found.append((run_id, *served, row["wall_seconds"], row["censored"], row["max_rss_kb"]))
                 if len(found) == size:
                     break
-        frame = pd.DataFrame(found[::-1], columns=list(LIVE_COLUMNS))
-        return frame.astype({"lower": "float64", "upper": "float64", "limit": "float64"})
+        return live_frame(found[::-1])
 
     def served_pairs(self) -> list[tuple[str, str]]:
         return sorted(self._served_order)
 
     def add_decision(self, row: dict[str, Any]) -> None:
         self.decision_rows.append(row)
+
+    def decisions(
+        self, algorithm: str | None = None, platform: str | None = None, limit: int = 100, target: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The newest ``limit`` decisions, newest first, as :meth:`MeasurementStore.decisions` filters them."""
+        wanted = (("algorithm", algorithm), ("platform", platform), ("target", target))
+        found = (r for r in reversed(self.decision_rows) if all(v is None or r.get(k) == v for k, v in wanted))
+        return list(itertools.islice(found, limit))
 
     def _select(self, algorithm: str | None, platform: str | None) -> Iterator[dict[str, Any]]:
         for (a, p), rows in self._rows.items():

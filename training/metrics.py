@@ -26,6 +26,8 @@ METRICS = (
     "rrse",
     "mape",
     "median_ape",
+    "male",
+    "mdale",
     "within_10pct",
     "within_25pct",
     "within_factor_2",
@@ -34,8 +36,14 @@ METRICS = (
 )
 # Metrics where a smaller value is a better model (the ones that may pick champions).
 LOWER_IS_BETTER = frozenset(
-    {"mae", "rmse", "rae", "rrse", "mape", "median_ape", "underestimate_rate", "mean_underestimate"}
+    {"mae", "rmse", "rae", "rrse", "mape", "median_ape", "male", "mdale", "underestimate_rate", "mean_underestimate"}
 )
+LOG_FLOOR = 1.0e-3  # both sides of a log error are floored here (a millisecond, a kilobyte's millionth)
+
+
+def absolute_log_errors(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
+    """|ln(prediction / truth)| of each row, both floored at :data:`LOG_FLOOR`: a factor of e off is 1 whichever way."""
+    return np.abs(np.log(np.maximum(y_pred, LOG_FLOOR)) - np.log(np.maximum(y_true, LOG_FLOOR)))
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -57,7 +65,8 @@ def compute_metrics(
 ) -> dict[str, float]:
     """All metrics of predictions ``y_pred`` of ``y_true`` against the baseline answers ``y_prior``.
 
-    Percentages (rae, rrse, mape, median_ape) are in %; shares are in [0, 1]; relative
+    Percentages (rae, rrse, mape, median_ape) are in %; shares are in [0, 1]; ``male`` and ``mdale``, the mean
+    and median absolute log errors, in units of ln (0.69: a factor of two); relative
     errors use only rows with a positive true runtime (NaN when there are none). Rows flagged
     ``censored`` enter only ``censored_rows`` and ``censored_underestimate``, present when there are
     any; the other metrics are NaN when every row is censored.
@@ -89,6 +98,7 @@ def _finished_metrics(y: np.ndarray, pred: np.ndarray, prior: np.ndarray) -> dic
     positive = y > 0
     ape = abs_error[positive] / y[positive]
     ratio = pred[positive] / y[positive]
+    log_errors = absolute_log_errors(y, pred)
     under = error < 0
     some = bool(positive.any())
     return {
@@ -99,6 +109,8 @@ def _finished_metrics(y: np.ndarray, pred: np.ndarray, prior: np.ndarray) -> dic
         "rrse": 100.0 * math.sqrt(_ratio(float((error**2).sum()), float(((y - prior) ** 2).sum()))),
         "mape": 100.0 * float(ape.mean()) if some else math.nan,
         "median_ape": 100.0 * float(np.median(ape)) if some else math.nan,
+        "male": float(log_errors.mean()),
+        "mdale": float(np.quantile(log_errors, 0.5, method="lower")),  # the bootstrap's median (training.significance)
         "within_10pct": float((ape <= 0.10).mean()) if some else math.nan,
         "within_25pct": float((ape <= 0.25).mean()) if some else math.nan,
         "within_factor_2": float(((ratio >= 0.5) & (ratio <= 2.0)).mean()) if some else math.nan,

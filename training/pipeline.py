@@ -19,8 +19,9 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,16 +30,17 @@ from sklearn.base import RegressorMixin
 
 from models import available_models, make_model
 from models.ensemble import ENSEMBLE, AveragedRegressor
-from models.zoo import applicable
+from models.zoo import applicable, is_rule
 from predictor.domain import Target
+from predictor.envelope import TrainingEnvelope
 from predictor.settings import Settings
-from training.champions import MlflowChampions, best_candidate, check_selection_metric
-from training.crossval import CVResult, FoldFit, collect
+from training.champions import MlflowChampions, best_candidate, check_selection_metric, served_with_envelope
+from training.crossval import CVResult, FoldFit, collect, fold_envelopes, one_pass
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
 from training.ensemble import cross_validated_ensemble, fixed_ensemble, leads
-from training.fanout import Failed, Fit, Refit, run_fits
+from training.fanout import EVERY_FOLD, Failed, Fit, Refit, run_fits
 from training.folds import FoldPlan
-from training.guard import Decision, GuardSettings, Incumbent, Serve, Verdict, judge, label
+from training.guard import Decision, GuardSettings, Incumbent, RunsSeen, Serve, Verdict, judge, label
 from training.settings import TrainingSettings
 from training.tracking import Candidate, MlflowTracker
 
@@ -76,6 +78,22 @@ DEFAULT_MODELS: tuple[str, ...] = (
     "cascade_log",
 )
 
+# A job class's runs (thousands, with the job-history features of features/history.py) are trained with members
+# that fit them in seconds: the site's rules, the power laws, boosted trees and the online learners. The networks and
+# the SVR search cost minutes per fit on such sets, and a replay retrains each class again and again.
+JOB_CLASS_MODELS: tuple[str, ...] = (
+    "mean",
+    "requested_time",
+    "last_two_mean",
+    "linear_log",
+    "tobit_log",
+    "lightgbm_log",
+    "online_log",
+    "online_median_log",
+    "online_area_log",
+    "sc15",
+)
+
 Progress = Callable[[str], None]
 
 
@@ -106,6 +124,10 @@ class ChampionBook(Protocol):
     def incumbent(self, algorithm: str, platform: str, target: Target = Target.TIME) -> Incumbent | None: ...
 
     def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None: ...
+
+    def served_model(
+        self, algorithm: str, platform: str, target: Target = Target.TIME
+    ) -> tuple[dict[str, int], str, Any, list[str]] | None: ...
 
     def register(
         self,
@@ -143,6 +165,7 @@ class TrainingOutcome:
     n_rows: int
     serving_run: str | None = None
     target: Target = Target.TIME
+    metric: str = "rae"  # the forward-validation metric that judged the pair
 
 
 def fold_plan_path(settings: Settings, algorithm: str, platform: str, target: Target = Target.TIME) -> Path:
@@ -166,6 +189,7 @@ class PairTraining:
     plan: FoldPlan
     incumbent: Incumbent | None
     members: list[str]
+    chosen: list[str]  # the members asked for (the others are the site's rules and the incumbent's)
     results: dict[str, CVResult] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
 
@@ -173,6 +197,18 @@ class PairTraining:
     def complete(self) -> bool:
         """Whether every member still in has its cross-validation."""
         return len(self.results) == len(self.members)
+
+    @cached_property
+    def envelopes(self) -> list[TrainingEnvelope]:
+        """Each fold's training envelope, fitted once for every learned member (:func:`~training.crossval.fold_envelopes`)."""
+        return fold_envelopes(self.ts, self.plan)
+
+    def served_by(self, member: str) -> list[TrainingEnvelope | None]:
+        """The envelope each fold serves ``member`` with: the fold's, or none where its champion would have none
+        (:func:`~training.champions.served_with_envelope`)."""
+        if served_with_envelope(self.ts, {member: 1}):
+            return list(self.envelopes)
+        return [None] * self.plan.n_folds
 
 
 @dataclass(frozen=True)
@@ -197,10 +233,10 @@ class Pick:
         return out
 
 
-def guard_settings(settings: TrainingSettings) -> GuardSettings:
-    """The guard's thresholds from the service settings."""
+def guard_settings(settings: TrainingSettings, metric: str | None = None) -> GuardSettings:
+    """The guard's thresholds from the service settings, judging by ``metric`` (the selection metric when None)."""
     return GuardSettings(
-        metric=settings.selection_metric,
+        metric=metric or settings.selection_metric,
         margin=settings.guard_margin,
         confidence=settings.guard_confidence,
         min_new_jobs=settings.guard_min_new_jobs,
@@ -216,8 +252,12 @@ def count_steps(
 
     Members the serving champions need for their comparison are fitted too and add steps.
     """
-    chosen = _models(models if models is not None else settings.train_models)
-    return sum(len(names) * _n_folds(settings, ts) + 1 for ts in training_sets if (names := _members(chosen, ts)))
+    explicit = models if models is not None else settings.train_models
+    return sum(
+        len(names) * _plan(settings, ts).n_folds + 1
+        for ts in training_sets
+        if (names := _members(_chosen(explicit, ts), ts))
+    )
 
 
 def run_training(
@@ -262,18 +302,22 @@ def train(
     set's best candidate whatever the guard says. Members that do not apply to a set are left out
     of it; ``progress`` is called once per fold fit, as fits finish, and once per judged set.
     """
-    chosen = _models(models if models is not None else settings.train_models)
+    explicit = models if models is not None else settings.train_models
+    if explicit is not None:
+        _models(explicit)  # unknown names are refused before any work
     check_selection_metric(settings.selection_metric)
+    check_selection_metric(settings.job_class_metric)
     if others := sorted(
         {f"{ts.algorithm}/{ts.platform} ({ts.target.value})" for ts in training_sets if ts.target is not target}
     ):
         raise ValueError(f"training {target.value} on sets of another target: {', '.join(others)}")
     tracker = tracker or MlflowTracker(settings)
     book = champions or MlflowChampions(settings.resolved_tracking_uri)
-    usable: list[tuple[TrainingSet, list[str]]] = []
+    usable: list[tuple[TrainingSet, list[str], list[str]]] = []
     for ts in sorted(training_sets, key=lambda ts: (ts.algorithm, ts.platform)):
+        chosen = _chosen(explicit, ts)
         if names := _members(chosen, ts):
-            usable.append((ts, names))
+            usable.append((ts, chosen, names))
         else:
             log.warning(
                 "skipping %s on %s: none of the models applies to its %d runs", ts.algorithm, ts.platform, len(ts)
@@ -281,23 +325,24 @@ def train(
     # Largest sets first: their fits cost most, and the last to finish should be a small one.
     usable.sort(key=lambda pair: len(pair[0]), reverse=True)
     unchanged: list[TrainingOutcome] = []
-    judged: list[tuple[TrainingSet, list[str], Incumbent | None]] = []
-    for ts, names in usable:
+    judged: list[tuple[TrainingSet, list[str], list[str], Incumbent | None]] = []
+    for ts, chosen, names in usable:
         incumbent = book.incumbent(ts.algorithm, ts.platform, target)
         if (
             not (force or retrain)
             and incumbent is not None
             and incumbent.judged == session_fingerprint(settings, ts, chosen)
         ):
-            unchanged.append(_unchanged(ts, incumbent))
+            unchanged.append(_unchanged(ts, incumbent, selection_metric(settings, ts)))
         else:
-            judged.append((ts, names, incumbent))
+            judged.append((ts, chosen, names, incumbent))
     pairs = [
-        PairTraining(ts, _save_plan(settings, ts), incumbent, _with_incumbents_members(names, incumbent, ts))
-        for ts, names, incumbent in judged
+        PairTraining(ts, _save_plan(settings, ts), incumbent, _with_incumbents_members(names, incumbent, ts), chosen)
+        for ts, chosen, names, incumbent in judged
     ]
     picks: list[Pick] = []
-    with tracker.sessions(sorted({pair.ts.algorithm for pair in pairs}), chosen, target) as sessions:
+    every = list(dict.fromkeys(name for pair in pairs for name in pair.chosen))
+    with tracker.sessions(sorted({pair.ts.algorithm for pair in pairs}), every, target) as sessions:
         for index, name, result in _cross_validate_all(settings, pairs, progress):
             pair = pairs[index]
             ts, session = pair.ts, sessions[pair.ts.algorithm]
@@ -308,11 +353,11 @@ def train(
                 pair.candidates.append(
                     tracker.log_candidate(session, ts, pair.plan, result, make_model(name, seed=settings.seed))
                 )
-            if not any(n in pair.results for n in chosen) and pair.complete:
-                log.warning("skipping %s on %s: every chosen member failed", ts.algorithm, ts.platform)
+            if not pair.results and pair.complete:
+                log.warning("skipping %s on %s: every member failed", ts.algorithm, ts.platform)
                 pair.members = []  # judged by nobody; never matches again
             elif pair.members and pair.complete:
-                pick = _judge(settings, tracker, session, index, pair, chosen, force)
+                pick = _judge(settings, tracker, session, index, pair, force)
                 picks.append(pick)
                 if progress is not None:
                     progress(f"{ts.algorithm}/{ts.platform} {pick.decision.verdict.value}")
@@ -322,9 +367,10 @@ def train(
             pair = pairs[pick.set_index]
             ts = pair.ts
             outcome = _outcome(pick, ts, pair.incumbent, registered.get(pick.set_index, []), dry_run)
+            outcome = replace(outcome, metric=selection_metric(settings, ts))
             tracker.note(sessions[ts.algorithm], _session_tags(outcome))
             if not dry_run and outcome.version is not None:
-                book.remember(ts.algorithm, ts.platform, session_fingerprint(settings, ts, chosen), target)
+                book.remember(ts.algorithm, ts.platform, session_fingerprint(settings, ts, pair.chosen), target)
             outcomes.append(outcome)
     return sorted(outcomes, key=lambda o: (o.algorithm, o.platform))
 
@@ -343,6 +389,8 @@ def session_fingerprint(settings: TrainingSettings, ts: TrainingSet, members: Se
         settings.cv_folds,
         settings.seed,
         settings.selection_metric,
+        settings.job_class_metric,
+        settings.forward_start,
         settings.interval_coverage,
         settings.guard_margin,
         settings.guard_confidence,
@@ -352,7 +400,7 @@ def session_fingerprint(settings: TrainingSettings, ts: TrainingSet, members: Se
     return hashlib.sha256(f"{ts.fingerprint}|{json.dumps(config)}".encode()).hexdigest()
 
 
-def _unchanged(ts: TrainingSet, incumbent: Incumbent) -> TrainingOutcome:
+def _unchanged(ts: TrainingSet, incumbent: Incumbent, metric: str) -> TrainingOutcome:
     """The outcome of a pair not trained again: the same session already judged it, and its champion stays."""
     reason = f"same runs, members and settings as the session that judged version {incumbent.version}: not trained (--force retrains)"
     decision = Decision(Verdict.UNCHANGED, None, False, incumbent.label, incumbent.label, reason)
@@ -367,6 +415,7 @@ def _unchanged(ts: TrainingSet, incumbent: Incumbent) -> TrainingOutcome:
         metrics={incumbent.label: dict(incumbent.metrics)},
         n_rows=len(ts),
         target=ts.target,
+        metric=metric,
     )
 
 
@@ -376,25 +425,40 @@ def _judge(
     session: Any,
     index: int,
     pair: PairTraining,
-    chosen: Sequence[str],
     force: bool,
 ) -> Pick:
-    """Pick the best candidate of ``pair`` (set ``index``) among the ``chosen`` members (and their ensemble, if it leads
-    beyond chance); let the guard judge."""
-    ts, plan, results, incumbent = pair.ts, pair.plan, pair.results, pair.incumbent
+    """Pick the best learned candidate of ``pair`` (set ``index``) among the ``chosen`` members (and their ensemble, if it
+    leads beyond chance) and the best of the site's rules that apply; let the guard judge them and the incumbent.
+
+    With ``force`` the challenger is the best of the ``chosen`` members, rule or not, and the guard is overridden.
+    """
+    ts, plan, results, incumbent, chosen = pair.ts, pair.plan, pair.results, pair.incumbent, pair.chosen
+    metric = selection_metric(settings, ts)
     found = {c.model_name: c for c in pair.candidates}
-    order = [*chosen, ENSEMBLE]
+    order = [*pair.members, ENSEMBLE]
     names = [n for n in chosen if n in results]
-    challengers = [found[n] for n in names]
     weights: Counter[str] = Counter()
+    leading: list[Candidate] = []
     if len(names) > 1:
-        ensemble, weights = cross_validated_ensemble([results[n] for n in names], ts, plan, settings.selection_metric)
+        ensemble, weights = cross_validated_ensemble([results[n] for n in names], ts, plan, metric)
         results = {**results, ENSEMBLE: ensemble}
         found[ENSEMBLE] = _log_ensemble(settings, tracker, session, ts, plan, ensemble, weights)
-        if leads(ensemble, [results[n] for n in names], ts, settings.selection_metric, settings.guard_confidence):
-            challengers.append(found[ENSEMBLE])  # a lead chance can explain would not carry over to new runs
-    best = best_candidate(sorted(challengers, key=lambda c: order.index(c.model_name)), settings.selection_metric)
-    challenger_members = dict(weights) if best.model_name == ENSEMBLE else {best.model_name: 1}
+        if leads(ensemble, [results[n] for n in names], ts, metric, settings.guard_confidence):
+            leading.append(found[ENSEMBLE])  # a lead chance can explain would not carry over to new runs
+
+    def best(candidates: list[Candidate]) -> Candidate | None:
+        ranked = sorted(candidates, key=lambda c: order.index(c.model_name))
+        return best_candidate(ranked, metric) if ranked else None
+
+    rule = best([found[n] for n in pair.members if n in results and is_rule(n)])
+    learned = best([found[n] for n in names if not is_rule(n)] + leading)
+    if force:
+        challenger = best([found[n] for n in names] + leading)
+    else:
+        challenger = learned or rule
+    if challenger is None:
+        raise ValueError(f"{ts.algorithm} on {ts.platform}: no candidate to judge")
+    challenger_members = dict(weights) if challenger.model_name == ENSEMBLE else {challenger.model_name: 1}
     incumbent_candidate, incumbent_predictions, X = None, None, None
     if incumbent is not None and all(m in results for m in incumbent.composition):
         incumbent_candidate, incumbent_predictions = _incumbent_result(
@@ -402,22 +466,50 @@ def _judge(
         )
         if set(incumbent.feature_names) <= set(ts.X.columns):
             X = ts.X[incumbent.feature_names].to_numpy(dtype="float64")
-    done = ts.finished  # the guard compares on finished runs: a censored run's time is only a bound
+    # the guard compares on finished runs a fold scored: a censored run's time is only a bound
+    finished = ts.finished
+    done = finished & plan.scored
     decision = judge(
         y=ts.y[done],
-        priors=results[best.model_name].priors[done],
+        priors=results[challenger.model_name].priors[done],
         jobs=ts.jobs[done],
         run_ids=[r for r, keep in zip(ts.run_ids, done, strict=True) if keep],
         X=None if X is None else X[done],
         challenger=challenger_members,
-        challenger_predictions=results[best.model_name].predictions[done],
+        challenger_predictions=results[challenger.model_name].predictions[done],
         incumbent=incumbent,
         incumbent_predictions=None if incumbent_predictions is None else incumbent_predictions[done],
-        settings=guard_settings(settings),
+        settings=guard_settings(settings, metric),
         force=force,
+        rule=None if rule is None else {rule.model_name: 1},
+        rule_predictions=None if rule is None else results[rule.model_name].predictions[done],
+        every_run=RunsSeen(
+            ts.y[finished], ts.jobs[finished], [r for r, f in zip(ts.run_ids, finished, strict=True) if f]
+        ),
     )
+    served = found[_served_name(decision, challenger, rule)]
     members = dict(incumbent.composition) if incumbent is not None else {}
-    return Pick(index, best, challenger_members, incumbent_candidate, members, decision, list(found.values()))
+    return Pick(
+        index, served, _members_of(served, weights), incumbent_candidate, members, decision, list(found.values())
+    )
+
+
+def _served_name(decision: Decision, challenger: Candidate, rule: Candidate | None) -> str:
+    """The candidate the guard's decision names as its challenger: the learned one, or the rule that replaced it."""
+    if rule is not None and decision.challenger == rule.model_name:
+        return rule.model_name
+    return challenger.model_name
+
+
+def _members_of(candidate: Candidate, weights: Counter[str]) -> dict[str, int]:
+    """A candidate's composition: the ensemble's weights, or the one member."""
+    return dict(weights) if candidate.model_name == ENSEMBLE else {candidate.model_name: 1}
+
+
+def selection_metric(settings: TrainingSettings, ts: TrainingSet) -> str:
+    """The metric that judges ``ts``: the job-class metric for a set that carries its users' requests (a job class),
+    else the selection metric."""
+    return settings.job_class_metric if ts.carries_requests else settings.selection_metric
 
 
 def _incumbent_result(
@@ -469,10 +561,14 @@ def _cross_validate_all(
     is None when one of the member's fits raised (logged; the member is left out of that set).
     """
     fits = [
-        Fit(index, name, fold)
+        fit
         for index, pair in enumerate(pairs)
         for name in pair.members
-        for fold in range(pair.plan.n_folds)
+        for fit in (
+            [Fit(index, name, EVERY_FOLD)]
+            if one_pass(name, pair.plan)
+            else [Fit(index, name, fold) for fold in range(pair.plan.n_folds)]
+        )
     ]
     folds: dict[tuple[int, str], list[FoldFit]] = {}
     failed: set[tuple[int, str]] = set()
@@ -480,31 +576,34 @@ def _cross_validate_all(
         key = (fit.set_index, fit.model_name)
         ts, plan = pairs[fit.set_index].ts, pairs[fit.set_index].plan
         if progress is not None:
-            progress(f"{ts.algorithm}/{ts.platform} {fit.model_name} fold {fit.fold + 1}/{plan.n_folds}")
+            done = f"folds 1-{plan.n_folds}" if fit.fold == EVERY_FOLD else f"fold {(fit.fold or 0) + 1}"
+            for _ in range(plan.n_folds if fit.fold == EVERY_FOLD else 1):
+                progress(f"{ts.algorithm}/{ts.platform} {fit.model_name} {done}/{plan.n_folds}")
         if key in failed:
             continue
         if isinstance(result, Failed):
             failed.add(key)
             folds.pop(key, None)
             log.warning(
-                "%s on %s: %s failed on fold %d and is left out: %s",
+                "%s on %s: %s failed on fold %s and is left out: %s",
                 ts.algorithm,
                 ts.platform,
                 fit.model_name,
-                fit.fold + 1,
+                "(all)" if fit.fold == EVERY_FOLD else (fit.fold or 0) + 1,
                 result.error,
             )
             yield fit.set_index, fit.model_name, None
             continue
         found = folds.setdefault(key, [])
-        found.append(result)
+        found.extend(result if isinstance(result, list) else [result])  # type: ignore[list-item]
         if len(found) == plan.n_folds:
-            yield fit.set_index, fit.model_name, collect(fit.model_name, ts, plan, folds.pop(key))
+            served_by = pairs[fit.set_index].served_by(fit.model_name)
+            yield fit.set_index, fit.model_name, collect(fit.model_name, ts, plan, folds.pop(key), served_by)
 
 
 def _fits(
     settings: TrainingSettings, fits: Sequence[Fit], pairs: Sequence[PairTraining]
-) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
+) -> Iterator[tuple[Fit, FoldFit | list[FoldFit] | Refit | Failed]]:
     """``fits`` of ``pairs`` made by the executor the settings choose (local processes or a Ray cluster), as they finish."""
     sets, plans = [pair.ts for pair in pairs], [pair.plan for pair in pairs]
     return run_fits(
@@ -614,6 +713,7 @@ def _session_tags(outcome: TrainingOutcome) -> dict[str, str]:
         f"champion.{p}": outcome.serving or "",
         f"challenger.{p}": outcome.challenger,
         f"guard.{p}": outcome.decision.verdict.value,
+        f"metric.{p}": outcome.metric,
         f"guard_reason.{p}": outcome.decision.reason[:4000],
         f"champion_version.{p}": outcome.version or "",
         f"champion_run.{p}": outcome.serving_run or "",
@@ -641,28 +741,42 @@ def decision_row(outcome: TrainingOutcome, trigger: str) -> dict[str, Any]:
 
 
 def _save_plan(settings: TrainingSettings, ts: TrainingSet) -> FoldPlan:
-    """The set's seeded fold plan (repeats of one job, i.e. equal feature rows, in one fold), written where peer tools find it."""
-    plan = FoldPlan.create(ts.run_ids, settings.cv_folds, settings.seed, groups=ts.jobs)
+    """The set's forward plan (its runs in the order they ended, :meth:`FoldPlan.forward_chain`), written where peer
+    tools find it."""
+    plan = _plan(settings, ts)
     path = fold_plan_path(settings, ts.algorithm, ts.platform, ts.target)
     path.parent.mkdir(parents=True, exist_ok=True)
     plan.save(path)
     return plan
 
 
-def _n_folds(settings: TrainingSettings, ts: TrainingSet) -> int:
-    """Folds of the set's plan: the setting, or one per run when there are fewer runs."""
-    return min(settings.cv_folds, len(ts))
+def _plan(settings: TrainingSettings, ts: TrainingSet) -> FoldPlan:
+    """The set's forward plan: its runs in the order they ended, cut as the settings say."""
+    return FoldPlan.forward_chain(ts.run_ids, ts.ended, settings.cv_folds, settings.forward_start)
 
 
 def _members(chosen: Sequence[str], ts: TrainingSet) -> list[str]:
-    """The chosen members that apply to ``ts`` (its features, its number of runs, its target)."""
-    return [name for name in chosen if applicable(name, ts.feature_names, len(ts), ts.target)]
+    """The chosen members that apply to ``ts`` (its features, its number of runs, its target), then the site's rules
+    that apply and are not among them: a rule is always a candidate."""
+    names = [*chosen, *(name for name in available_models() if is_rule(name) and name not in chosen)]
+    return [name for name in names if applicable(name, ts.feature_names, len(ts), ts.target)]
 
 
-def _models(models: Sequence[str] | None) -> list[str]:
-    """The requested zoo members (the registered defaults when None), unknown names refused before any work."""
+def default_members(ts: TrainingSet) -> tuple[str, ...]:
+    """The members a set is trained with when none are named: :data:`JOB_CLASS_MODELS` for a job class (a set that
+    carries its users' requests), else :data:`DEFAULT_MODELS`."""
+    return JOB_CLASS_MODELS if ts.carries_requests else DEFAULT_MODELS
+
+
+def _chosen(explicit: Sequence[str] | None, ts: TrainingSet) -> list[str]:
+    """The members asked for ``ts``: those named, else its defaults."""
+    return _models(explicit if explicit is not None else default_members(ts))
+
+
+def _models(models: Sequence[str]) -> list[str]:
+    """The requested zoo members (registered ones only), unknown names refused before any work."""
     known = available_models()
-    chosen = [m for m in DEFAULT_MODELS if m in known] if models is None else list(models)
+    chosen = list(models)
     unknown = [m for m in chosen if m not in known]
     if unknown or not chosen:
         raise ValueError(f"unknown or no models: {', '.join(unknown) or '(none)'}; known: {', '.join(known)}")

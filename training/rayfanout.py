@@ -37,7 +37,7 @@ def connect(address: str) -> Any:
 
 def run_on_ray(
     fits: Sequence[Fit], training_sets: Sequence[TrainingSet], plans: Sequence[FoldPlan], *, seed: int, address: str
-) -> Iterator[tuple[Fit, FoldFit | Refit | Failed]]:
+) -> Iterator[tuple[Fit, FoldFit | list[FoldFit] | Refit | Failed]]:
     """Make ``fits`` as Ray tasks (one CPU each) on the cluster at ``address``, yielding results as they finish."""
     if not fits:
         return

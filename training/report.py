@@ -25,6 +25,8 @@ REPORT_METRICS: dict[str, str] = {
     "rrse": "RRSE%",
     "mape": "MAPE%",
     "median_ape": "MdAPE%",
+    "male": "MALE",
+    "mdale": "MdALE",
     "within_25pct": "in25%",
     "within_factor_2": "in x2",
     "underestimate_rate": "under",
@@ -108,7 +110,8 @@ def latest_session(
     )
     rows = [_row(child, parent.data.tags) for child in children]
     rows = [r for r in rows if platform is None or r.platform == platform]
-    metric = settings.selection_metric
+    judged_by = {v for k, v in parent.data.tags.items() if k.startswith("metric.")}  # one per program or job class
+    metric = judged_by.pop() if len(judged_by) == 1 else settings.selection_metric
     rows.sort(key=lambda r: (r.platform, r.metrics.get(metric, float("inf")), r.model))
     coverages = {child.data.params.get("interval_nominal_coverage") for child in children} - {None}
     return SessionReport(
@@ -161,7 +164,8 @@ class Lead:
 def champion_lead(session: SessionReport, platform: str) -> Lead | None:
     """How far the champion of ``platform`` is ahead of the runner-up (next by the selection metric), with 95 % intervals.
 
-    Both candidates' logged out-of-fold predictions are compared by a paired bootstrap over jobs;
+    Both candidates' logged out-of-fold predictions (of the runs a fold scored) are compared by a paired bootstrap
+    over jobs;
     None where there is no champion or runner-up, or their runs predate ``out_of_fold.csv``.
     """
     rows = [r for r in session.rows if r.platform == platform]
@@ -175,6 +179,8 @@ def champion_lead(session: SessionReport, platform: str) -> Lead | None:
         return None
     if ours["run_id"].tolist() != theirs["run_id"].tolist():
         return None
+    scored = ours["predicted_seconds"].notna() & theirs["predicted_seconds"].notna()  # a forward plan's later runs
+    ours, theirs = ours[scored].reset_index(drop=True), theirs[scored].reset_index(drop=True)
     differences = paired_bootstrap(
         ours["measured_seconds"],
         ours["prior_seconds"],

@@ -21,10 +21,23 @@ Executor = Literal["local", "ray"]
 class TrainingSettings(Settings):
     """The core's settings plus training's: folds, seed, selection metric, members, where fits run, the guard."""
 
-    cv_folds: int = Field(default=10, ge=2)
+    cv_folds: int = Field(
+        default=10, ge=2, description="Windows forward validation scores a pair's later runs in, at most."
+    )
+    forward_start: float = Field(
+        default=0.5,
+        gt=0,
+        lt=1,
+        description="Share of a pair's runs, the earliest, that forward validation only trains on.",
+    )
     seed: int = 20261122
     selection_metric: str = Field(
-        default="rae", description="Cross-validation metric (lower is better) that picks champions."
+        default="rae",
+        description="Forward-validation metric (lower is better) that picks a catalog program's champions.",
+    )
+    job_class_metric: str = Field(
+        default="mdale",
+        description="Forward-validation metric that picks a job class's champions (sets carrying the users' requests).",
     )
     train_models: list[str] | None = Field(
         default=None,
@@ -64,7 +77,7 @@ class WorkerSettings(TrainingSettings):
     drift_rae_factor: float = Field(
         default=1.5,
         gt=1,
-        description="Retrain when the live RAE exceeds the champion's cross-validated RAE this many times...",
+        description="Retrain when the live error exceeds the champion's forward-validated one this many times...",
     )
     drift_min_runs: int = Field(default=30, ge=1, description="...over at least this many runs served by it.")
     worker_interval_s: float = Field(default=60.0, gt=0, description="How often the retrain worker looks at the store.")

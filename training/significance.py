@@ -1,4 +1,4 @@
-"""Is one model's lead over another real? A paired bootstrap over jobs of the difference in RAE and RRSE.
+"""Is one model's lead over another real? A paired bootstrap over jobs of the difference in RAE, RRSE, MALE and MdALE.
 
 Two models scored on the same folds differ partly by chance: which jobs happened to be measured,
 and how noisy their repeats were. Resampling whole jobs (all repeats of a job together, as the fold
@@ -15,10 +15,16 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from training.metrics import absolute_log_errors
+
+# The difference that moves with each selection metric (same sign): the one the guard and the ensemble's check compare.
+BOOTSTRAP_METRIC = {"rae": "rae", "mae": "rae", "rrse": "rrse", "rmse": "rrse", "male": "male", "mdale": "mdale"}
+
 
 @dataclass(frozen=True)
 class Difference:
-    """Metric of model A minus metric of model B (in % points; negative: A is better), with a bootstrap interval.
+    """Metric of model A minus metric of model B (RAE and RRSE in % points, MALE and MdALE in hundredths of ln; negative:
+    A is better), with a bootstrap interval.
 
     ``share_a_better`` is the share of resamples in which A's metric is the lower one.
     """
@@ -41,11 +47,14 @@ def paired_bootstrap(
     level: float = 0.95,
     seed: int = 0,
     censored: ArrayLike | None = None,
+    metrics: Sequence[str] = ("rae", "rrse", "male", "mdale"),
 ) -> dict[str, Difference]:
-    """RAE and RRSE differences of predictions ``pred_a`` and ``pred_b`` of ``y_true``, resampling ``groups`` (jobs).
+    """RAE, RRSE, MALE and MdALE differences of predictions ``pred_a`` and ``pred_b`` of ``y_true``, resampling ``groups``
+    (jobs).
 
-    Both metrics are computed as :func:`training.metrics.compute_metrics` does (against each row's
-    ``y_prior``) on every resample; the interval holds the central ``level`` share of the differences.
+    Each metric is computed as :func:`training.metrics.compute_metrics` does (RAE and RRSE against each row's
+    ``y_prior``; MdALE as the lower median) on every resample; only ``metrics`` are computed (the median's resamples
+    cost the most); the interval holds the central ``level`` share of the differences.
     Rows flagged ``censored`` are left out, as the metrics leave them out: their time is only a bound.
     """
     y, prior, a, b = (np.asarray(v, dtype="float64") for v in (y_true, y_prior, pred_a, pred_b))
@@ -68,7 +77,18 @@ def paired_bootstrap(
     n_groups = int(group_of_row.max()) + 1
     # Per job: sums of absolute and squared errors of A, of B and of the prior; a resample adds them up by its counts.
     columns = np.stack(
-        [np.abs(a - y), np.abs(b - y), np.abs(prior - y), (a - y) ** 2, (b - y) ** 2, (prior - y) ** 2], axis=1
+        [
+            np.abs(a - y),
+            np.abs(b - y),
+            np.abs(prior - y),
+            (a - y) ** 2,
+            (b - y) ** 2,
+            (prior - y) ** 2,
+            absolute_log_errors(y, a),
+            absolute_log_errors(y, b),
+            np.ones_like(y),
+        ],
+        axis=1,
     )
     per_group = np.zeros((n_groups, columns.shape[1]))
     np.add.at(per_group, group_of_row, columns)
@@ -76,9 +96,12 @@ def paired_bootstrap(
     observed = per_group.sum(axis=0)[None, :]
     tails = (1.0 - level) / 2.0
     result = {}
-    for metric, scores in (("rae", _rae), ("rrse", _rrse)):
-        now = scores(observed)[0]
-        drawn = scores(counts @ per_group)
+    sums = counts @ per_group
+    drawn_by_metric = {metric: (scores(observed)[0], scores(sums)) for metric, scores in SUMMED.items()}
+    ones = np.ones((1, n_groups))
+    medians = [_weighted_medians(absolute_log_errors(y, p), group_of_row, w) for p in (a, b) for w in (ones, counts)]
+    drawn_by_metric["mdale"] = (100.0 * (medians[0][0] - medians[2][0]), 100.0 * (medians[1] - medians[3]))
+    for metric, (now, drawn) in drawn_by_metric.items():
         drawn = drawn[np.isfinite(drawn)]
         low, high = np.quantile(drawn, [tails, 1.0 - tails]) if len(drawn) else (np.nan, np.nan)
         result[metric] = Difference(
@@ -87,13 +110,36 @@ def paired_bootstrap(
     return result
 
 
+def _weighted_medians(values: np.ndarray, group_of_row: np.ndarray, counts: np.ndarray, block: int = 256) -> np.ndarray:
+    """The (lower) median of ``values`` under each resample's weights (a row weighs its group's count), per resample."""
+    order = np.argsort(values, kind="stable")
+    ordered, groups = values[order], group_of_row[order]
+    out = np.empty(len(counts))
+    for start in range(0, len(counts), block):
+        cumulative = np.cumsum(counts[start : start + block][:, groups], axis=1)
+        half = cumulative[:, -1:] / 2.0
+        out[start : start + block] = ordered[np.argmax(cumulative >= half, axis=1)]
+    return out
+
+
 def _rae(sums: np.ndarray) -> np.ndarray:
     """RAE of A minus RAE of B (% points) from rows of summed errors; NaN where the prior made no error."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return 100.0 * (sums[:, 0] - sums[:, 1]) / sums[:, 2]
 
 
+def _male(sums: np.ndarray) -> np.ndarray:
+    """Mean absolute log error of A minus that of B, in hundredths of ln (near 0, about % points of relative error, the
+    unit of the others), from rows of summed errors and counts."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 100.0 * (sums[:, 6] - sums[:, 7]) / sums[:, 8]
+
+
 def _rrse(sums: np.ndarray) -> np.ndarray:
     """RRSE of A minus RRSE of B (% points) from rows of summed errors; NaN where the prior made no error."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return 100.0 * (np.sqrt(sums[:, 3] / sums[:, 5]) - np.sqrt(sums[:, 4] / sums[:, 5]))
+
+
+# Metrics that are sums over jobs: a resample's value follows from its counts and the per-job sums.
+SUMMED = {"rae": _rae, "rrse": _rrse, "male": _male}

@@ -31,9 +31,10 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 from sklearn.base import RegressorMixin
 
 from models.zoo import target_transform
+from predictor.addresses import redact_addresses
 from predictor.domain import Target
 from predictor.intervals import residual_log_quantiles
-from predictor.registry import redact_uri, registry_client
+from predictor.registry import registry_client
 from predictor.settings import Settings
 from predictor.thirdparty import mlflow_uris
 from training import plots
@@ -135,11 +136,11 @@ def candidate_numbers(
     training_set: TrainingSet, plan: FoldPlan, result: CVResult, coverage: float
 ) -> tuple[dict[str, float], dict[float, float]]:
     """A candidate's metrics (with ``interval_coverage``, cross-fitted) and its residual log-ratio quantiles."""
-    ts = training_set
-    quantiles = residual_log_quantiles(ts.y, result.predictions, ts.censored)
+    ts, rows = training_set, result.scored
+    quantiles = residual_log_quantiles(ts.y[rows], result.predictions[rows], ts.censored[rows])
     metrics = {
         **result.metrics,
-        "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan.folds, coverage, ts.censored),
+        "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan, coverage, ts.censored),
     }
     return metrics, quantiles
 
@@ -273,9 +274,10 @@ def _write_artifacts(
     plan.save(folder / "folds.csv")
     out_of_fold_table(ts, plan, result).to_csv(folder / OUT_OF_FOLD, index=False)
     title = f"{result.model_name}: {ts.algorithm} on {ts.platform}"
+    rows = result.scored
     figures = {
-        "pred_vs_actual.svg": plots.pred_vs_actual(ts.y, result.predictions, title),
-        "relative_errors.svg": plots.relative_errors(ts.y, result.predictions, title),
+        "pred_vs_actual.svg": plots.pred_vs_actual(ts.y[rows], result.predictions[rows], title),
+        "relative_errors.svg": plots.relative_errors(ts.y[rows], result.predictions[rows], title),
     }
     if result.curves:
         figures["learning_curve.svg"] = plots.learning_curves(result.curves, title)
@@ -305,7 +307,7 @@ def load_out_of_fold(tracking_uri: str, run_id: str) -> pd.DataFrame:
     try:
         path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=OUT_OF_FOLD, tracking_uri=tracking_uri)
     except (OSError, MlflowException) as exc:
-        raise FileNotFoundError(f"run {run_id} has no {OUT_OF_FOLD}: {redact_uri(str(exc))}") from exc
+        raise FileNotFoundError(f"run {run_id} has no {OUT_OF_FOLD}: {redact_addresses(str(exc))}") from exc
     table = pd.read_csv(path, dtype={"run_id": str})
     if "censored" not in table:  # written before censored runs were trained on: none of its runs was
         table["censored"] = False

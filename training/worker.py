@@ -4,12 +4,17 @@ Each target of a pair (run time, peak memory) has its own champion and is judged
 pair's target is *due* when
 
 - it has no champion yet and enough finished runs to train on (for peak memory: runs that measured it);
-- runs arrived since its champion was trained: at least ``retrain_min_new_runs`` of them, and at
-  least ``retrain_min_new_fraction`` of the runs the champion was trained on (so a pair of 50 runs
-  retrains after 20 more, one of 5,000 after 500);
-- or its live error drifted: over at least ``drift_min_runs`` runs served by the current version,
-  the live RAE exceeds ``drift_rae_factor`` times the version's cross-validated RAE (run time only: the
-  store records served run-time estimates, not served memory).
+- runs arrived since its last *attempt* (the champion's training, or the newest decision recorded for the pair, kept
+  or not): at least ``retrain_min_new_runs`` of them, and at least ``retrain_min_new_fraction`` of the runs the
+  champion was trained on (so a pair of 50 runs retrains after 20 more, one of 5,000 after 500);
+- or its live error drifted: over at least ``drift_min_runs`` runs served by the current version *since the last
+  attempt*, its live error on the metric that judged it (RAE; a job class's median log error) exceeds
+  ``drift_rae_factor`` times its forward-validated one (peak memory against the runs' measured peaks, where a memory
+  champion's answer was recorded).
+
+Both count from the last attempt, so a champion the guard keeps while its live error stays high is tried again once
+per ``drift_min_runs`` new runs, not at every check: judging the drift on the whole window again, whose runs the last
+attempt already saw, asked for a retrain at every job end (58 retrains in 300 replayed jobs).
 
 Due pairs are trained by the same pipeline as ``predictor train`` (same tracking, same guard), each
 decision recorded in the store with what triggered it. The service's champion watcher picks up a
@@ -26,11 +31,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from predictor.domain import Target
-from predictor.live import LiveWindows, live_metrics
+from predictor.live import LiveWindows, live_metrics, served_window
+from predictor.online import LiveMember
 from predictor.passes import every_interval
 from training.dataset import MeasurementFrames, load_training_sets, target_rows
 from training.folds import MIN_ROWS
 from training.guard import Incumbent
+from training.live_members import refresh_live_members
 from training.pipeline import ChampionBook, Progress, Tracker, TrainingOutcome, count_steps, decision_row, train
 from training.settings import WorkerSettings
 
@@ -57,6 +64,12 @@ class WorkerStore(MeasurementFrames, LiveWindows, Protocol):
     ) -> int: ...
 
     def add_decision(self, row: dict[str, Any]) -> None: ...
+
+    def decisions(
+        self, algorithm: str | None = None, platform: str | None = None, limit: int = 100, target: str | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    def set_live_member(self, key: tuple[str, str, Target], member: LiveMember | None) -> None: ...
 
 
 def due(
@@ -85,12 +98,22 @@ def why_due(
     if incumbent is None:
         return f"no champion; {runs} runs" if runs >= MIN_ROWS else None
     trained = incumbent.n_rows or 0
-    new = runs - trained
+    attempted = max(trained, last_attempt(store, algorithm, platform, target))
+    new = runs - attempted
     if new >= settings.retrain_min_new_runs and new >= settings.retrain_min_new_fraction * trained:
-        return f"{new} new runs since version {incumbent.version} ({trained} runs)"
-    if target is not Target.TIME:
+        since = f"version {incumbent.version} ({trained} runs)"
+        if attempted > trained:
+            since = f"the last attempt ({attempted} runs; {since} serves)"
+        return f"{new} new runs since {since}"
+    if new <= 0:
         return None
-    return _drift(settings, store, algorithm, platform, incumbent.version, incumbent.metrics.get("rae"))
+    return _drift(settings, store, algorithm, platform, incumbent, new, target)
+
+
+def last_attempt(store: WorkerStore, algorithm: str, platform: str, target: Target) -> int:
+    """Runs the newest decision recorded for the pair's ``target`` was made on (0: none recorded)."""
+    found = store.decisions(algorithm, platform, limit=1, target=target.value)
+    return int(found[0].get("n_rows") or 0) if found else 0
 
 
 def _runs(store: WorkerStore, algorithm: str, platform: str, target: Target) -> int:
@@ -101,18 +124,30 @@ def _runs(store: WorkerStore, algorithm: str, platform: str, target: Target) -> 
 
 
 def _drift(
-    settings: WorkerSettings, store: WorkerStore, algorithm: str, platform: str, version: str, cv_rae: float | None
+    settings: WorkerSettings,
+    store: WorkerStore,
+    algorithm: str,
+    platform: str,
+    incumbent: Incumbent,
+    new: int,
+    target: Target,
 ) -> str | None:
-    """Why the live error of ``version`` drifted from its cross-validated RAE, or None."""
-    if cv_rae is None or not cv_rae > 0:
+    """Why the live error of the serving version of ``target`` over the pair's ``new`` runs since the last attempt
+    drifted from its forward-validated error, on the metric that judged it (RAE, or a job class's median log error), or
+    None."""
+    metric = incumbent.judged_by
+    validated = incumbent.metrics.get(metric)
+    if validated is None or not validated > 0:
         return None
-    window = store.live_window(algorithm, platform, settings.live_window)
-    window = window[window["model_version"] == version]
+    window = served_window(store, algorithm, platform, min(settings.live_window, new), target, incumbent.version)
     if len(window) < settings.drift_min_runs:
         return None
-    live = live_metrics(window)["rae"]
-    if live > settings.drift_rae_factor * cv_rae:
-        return f"live RAE {live:.1f} over {len(window)} runs > {settings.drift_rae_factor:g} x cross-validated {cv_rae:.1f}"
+    live = live_metrics(window, target)[metric]
+    if live > settings.drift_rae_factor * validated:
+        return (
+            f"live {metric.upper()} {live:.2f} over {len(window)} runs since the last attempt > "
+            f"{settings.drift_rae_factor:g} x forward-validated {validated:.2f}"
+        )
     return None
 
 
@@ -152,6 +187,7 @@ def retrain_due(
         trained = train(
             settings, sets, models=models, progress=progress, tracker=tracker, champions=book, target=target
         )
+        refresh_live_members(store, book, trained)
         for outcome in trained:
             reason = reasons[(outcome.algorithm, outcome.platform)]
             store.add_decision(decision_row(outcome, f"worker: {reason}"))

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from alembic import command
@@ -35,9 +35,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import Select
 from sqlalchemy.types import NullType
 
+from predictor.addresses import shown_address
 from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, ServedEstimate
+from predictor.store import online_members
 from predictor.store.tables import measurements as table
 from predictor.store.tables import model_decisions, served_estimates, set_aside
+
+if TYPE_CHECKING:
+    from predictor.online import LiveMember
 
 log = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -57,9 +62,16 @@ LIVE_COLUMNS = (
     "limit",
     "model_version",
     "extrapolating",
+    "memory",
+    "memory_lower",
+    "memory_upper",
+    "memory_limit",
+    "memory_model_version",
     "wall_seconds",
     "censored",
+    "max_rss_kb",
 )
+SERVED_LIVE = LIVE_COLUMNS[1:-3]  # the served estimate's columns of a live window (its run's: the last three)
 
 
 @dataclass
@@ -77,7 +89,9 @@ class MeasurementStore:
         parsed = make_url(url)
         self.dialect = parsed.get_backend_name()
         if self.dialect not in ("sqlite", "postgresql"):
-            raise ValueError(f"unsupported store URL {parsed!r}: use a sqlite:/// or postgresql+psycopg:// URL")
+            raise ValueError(
+                f"unsupported store URL {shown_address(url)}: use a sqlite:/// or postgresql+psycopg:// URL"
+            )
         if self.dialect == "sqlite":
             _make_sqlite_parent(parsed.database)
         self.engine: Engine = create_engine(parsed)
@@ -99,8 +113,9 @@ class MeasurementStore:
             conn.commit()
 
     def add(self, measurements: Iterable[Measurement], served: Iterable[ServedEstimate] = ()) -> AddResult:
-        """Store new runs (and the estimates they were served) in one transaction; run_ids already stored or repeated in
-        the batch are duplicates."""
+        """Store new runs (and the estimates they were served) in one transaction, in which the live online champions of
+        their pairs learn them (:mod:`predictor.online`); run_ids already stored or repeated in the batch are
+        duplicates."""
         rows: dict[str, Measurement] = {}
         repeats: list[str] = []
         for m in measurements:
@@ -114,6 +129,7 @@ class MeasurementStore:
             with self._connect_exclusive() as conn:
                 inserted = insert_measurements(conn, rows.values())
                 insert_served(conn, served)
+                online_members.learn_in(conn, (rows[r] for r in inserted))
                 conn.commit()
         return AddResult(
             stored=[run_id for run_id in rows if run_id in inserted],
@@ -204,6 +220,20 @@ class MeasurementStore:
         self._profile = (stamp, table_now)
         return dict(table_now)
 
+    def set_live_member(self, key: online_members.Key, member: LiveMember | None) -> None:
+        """Make ``member`` the live online champion of (algorithm, platform, target) ``key``; None: it has none."""
+        with self._connect_exclusive() as conn:
+            online_members.replace_in(conn, key, member)
+            conn.commit()
+
+    def live_members(self) -> dict[online_members.Key, LiveMember]:
+        """Every live online champion, by (algorithm, platform, target)."""
+        return online_members.read(self.engine)
+
+    def live_revisions(self) -> dict[online_members.Key, tuple[str, int]]:
+        """(version, revision) of every live online champion (see :func:`online_members.revisions`)."""
+        return online_members.revisions(self.engine)
+
     def add_served(self, served: Iterable[ServedEstimate]) -> int:
         """Keep the estimate each run was served (the first one recorded per run_id wins); how many were new."""
         with self._connect_exclusive() as conn:
@@ -217,14 +247,10 @@ class MeasurementStore:
         stmt = (
             select(
                 s.run_id,
-                s.seconds,
-                s.lower,
-                s.upper,
-                s.limit,
-                s.model_version,
-                s.extrapolating,
+                *(s[name] for name in SERVED_LIVE),
                 table.c.wall_seconds,
                 table.c.censored,
+                table.c.max_rss_kb,
             )
             .join(table, table.c.run_id == s.run_id)
             .where(s.algorithm == algorithm, s.platform == platform)
@@ -234,7 +260,7 @@ class MeasurementStore:
         )
         with self.engine.connect() as conn:
             rows = [tuple(r) for r in conn.execute(stmt)][::-1]
-        return pd.DataFrame(rows, columns=list(LIVE_COLUMNS))
+        return live_frame(rows)
 
     def served_pairs(self) -> list[tuple[str, str]]:
         """(algorithm, platform) pairs with at least one served estimate recorded, sorted."""
@@ -333,6 +359,13 @@ class MeasurementStore:
                 r["run_id"],
                 r["reason"],
             )
+
+
+def live_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
+    """A live window from rows of :data:`LIVE_COLUMNS`: the served and measured numbers as floats (NaN where none)."""
+    frame = pd.DataFrame(rows, columns=list(LIVE_COLUMNS))
+    numbers = ["seconds", "lower", "upper", "limit", "memory", "memory_lower", "memory_upper", "memory_limit"]
+    return frame.astype({**dict.fromkeys(numbers, "float64"), "wall_seconds": "float64", "max_rss_kb": "float64"})
 
 
 def _medians() -> Select[Any]:

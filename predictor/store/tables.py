@@ -16,6 +16,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    UniqueConstraint,
     false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -92,6 +93,13 @@ class ServedEstimateRow(Base):
     extrapolating: Mapped[bool] = mapped_column(Boolean)
     origin: Mapped[str] = mapped_column(String(16))
     served_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # the peak memory served beside the time (migration 0010; None: no memory champion answered, or served before)
+    memory: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_lower: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_upper: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_limit: Mapped[float | None] = mapped_column(Float, nullable=True)
+    memory_model_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    memory_model_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class ModelDecisionRow(Base):
@@ -166,8 +174,32 @@ class JobHistoryRow(Base):
     seq: Mapped[int] = mapped_column(BigInteger)
 
 
+class OnlineMemberRow(Base):
+    """A served online champion as it learns, one per pair and target (:class:`predictor.online.LiveMember`): the
+    registered version it grew from, what it has learned (its parameters and numbers, JSON) and its live score."""
+
+    __tablename__ = "online_members"
+    __table_args__ = (UniqueConstraint("algorithm", "platform", "target", name="uq_online_members_pair"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    algorithm: Mapped[str] = mapped_column(String(200))
+    platform: Mapped[str] = mapped_column(String(200))
+    target: Mapped[str] = mapped_column(String(16))
+    member: Mapped[str] = mapped_column(String(200))
+    version: Mapped[str] = mapped_column(String(64))
+    feature_names: Mapped[list[str]] = mapped_column(JSON)
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[dict[str, Any]] = mapped_column(JSON)
+    learned: Mapped[int] = mapped_column(BigInteger)
+    revision: Mapped[int] = mapped_column(BigInteger)
+    scored: Mapped[int] = mapped_column(BigInteger)
+    log_error_sum: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
 measurements = MeasurementRow.__table__
 served_estimates = ServedEstimateRow.__table__
 model_decisions = ModelDecisionRow.__table__
 set_aside = SetAsideRow.__table__
 job_history = JobHistoryRow.__table__
+online_members = OnlineMemberRow.__table__

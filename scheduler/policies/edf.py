@@ -34,7 +34,14 @@ class EDFDeferral(Policy):
     implementation can checkpoint) one lower-priority running job when the plan's
     total completion then drops (Fig 14). When a machine joins, a running job moves to
     an idle machine if that cuts its remaining time by more than ``rebalance_gain``.
+
+    Memory: on a machine with a memory size a job is placed, now or deferred, only where the
+    memory it is planned with (its user's, else the oracle's memory limit) stays free for its whole
+    estimated run beside everything else planned there (:class:`scheduler.planner.Pools`); a job
+    larger than the machine's memory is never placed there, and a rebalance moves none onto it.
     """
+
+    plans_memory = True  # placements now and later count each machine's free memory
 
     def __init__(
         self,
@@ -234,7 +241,7 @@ class EDFDeferral(Policy):
                 continue
             best = None
             for job in running:
-                if job.id in moved or job.size != 1:
+                if job.id in moved or job.size != 1 or machine.allot(job) is None:
                     continue
                 run = next(iter(job.runs.values()))
                 left = run.end_after(now) - now

@@ -28,11 +28,12 @@ Every ended job but the excluded, mapped or not, is also its user's history (:mo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from data.ingest import IngestError, IngestReport, Reject, write_rejects
 from features.history import FEATURE_NAMES
@@ -196,7 +197,8 @@ def _context(job: SlurmJob, cluster: str) -> dict[str, object]:
 
 
 def _served(run_id: str, algorithm: str, platform: str, served: dict[str, str]) -> ServedEstimate | None:
-    """The estimate the tag says was served at submission; None when it says none (or nothing usable)."""
+    """The estimate the tag says was served at submission; None when it says none (or nothing usable). Its memory words
+    are kept where they are usable (a job tagged before memory was served has none)."""
     try:
         seconds = float(served["estimate"])
         limit = float(served["limit"]) if "limit" in served else None
@@ -213,7 +215,23 @@ def _served(run_id: str, algorithm: str, platform: str, served: dict[str, str]) 
         model_name=served.get("model"),
         model_version=served.get("version"),
         origin="service",
+        **_served_memory(served),
     )
+
+
+def _served_memory(served: dict[str, str]) -> dict[str, Any]:
+    """The memory the tag says was served (bytes), its limit and model; nothing when its words are not usable."""
+    try:
+        memory = float(served["memory"])
+        limit = float(served["memory_limit"]) if "memory_limit" in served else None
+    except (KeyError, ValueError):
+        return {}
+    if not (math.isfinite(memory) and memory > 0) or (limit is not None and not (math.isfinite(limit) and limit >= 0)):
+        return {}
+    name, version = served.get("memory_model"), served.get("memory_version")
+    if (name is not None and len(name) > 200) or (version is not None and len(version) > 64):
+        return {}
+    return {"memory": memory, "memory_limit": limit, "memory_model_name": name, "memory_model_version": version}
 
 
 def ingest_slurm(

@@ -4,8 +4,9 @@ and, where the site asks for it, the served memory limit for a job that asked fo
 Slurm's backfill may lower a job's time limit to its ``time_min`` to start it early, and then kills it there (sbatch(1),
 ``--time-min``). So ``time_min`` is the served ``limit``, the upper estimate the service calibrates to be exceeded
 rarely, not the point estimate, which about half of the runs outlive; an estimate without a limit sets none. Slurm
-counts limits in whole minutes: ``time_min`` is rounded up to a minute, never above the job's time limit (Slurm
-refuses a ``time_min`` over it): the user's limit when given, else the partition's default. The user's limit is
+counts limits in whole minutes: ``time_min`` is rounded up to a minute and set only when below the job's time limit
+(the user's limit when given, else the partition's default): an estimate whose limit is not below it gives Slurm
+nothing to gain, and Slurm refuses a ``time_min`` over it. The user's limit is
 never changed; a job without one gets the served ``limit`` only where the site asks for it (``raise_missing_limit``).
 Without an estimate (no model yet) nothing is set but the tag, so that the job's run is still learned from when it
 ends. Memory likewise: a job that asked for none (no ``--mem``, ``--mem-per-cpu`` or ``--mem-per-gpu``) gets the
@@ -66,13 +67,9 @@ def advise(
     if time_limit is None and raise_missing_limit and estimate.limit is not None:
         new_limit = minutes(estimate.limit)
     cap = time_limit or new_limit or default_time
-    time_min = (
-        None
-        if estimate.limit is None
-        else minutes(estimate.limit)
-        if cap is None
-        else min(minutes(estimate.limit), cap)
-    )
+    time_min = None if estimate.limit is None else minutes(estimate.limit)
+    if time_min is not None and cap is not None and time_min >= cap:
+        time_min = None  # a limit not below what the job may run already: a time_min would change nothing, or kill
     tag = {
         "algorithm": mapping.algorithm,
         "platform": mapping.platform,
@@ -80,6 +77,7 @@ def advise(
         "limit": None if estimate.limit is None else round(estimate.limit, 1),
         "model": estimate.model_name,
         "version": estimate.model_version,
+        **_memory_words(estimate),
         **mapping.params,
     }
     return SubmitAdvice(
@@ -90,3 +88,17 @@ def advise(
         optional_walltime(estimate.limit),
         memory,
     )
+
+
+def _memory_words(estimate: Estimate) -> dict[str, object]:
+    """The tag's words of the peak memory served (whole bytes, rounded up) and the memory champion that served it; none
+    without a memory estimate."""
+    if estimate.memory is None or not math.isfinite(estimate.memory):
+        return {}
+    limit = estimate.memory_limit
+    return {
+        "memory": math.ceil(estimate.memory),
+        "memory_limit": math.ceil(limit) if limit is not None and math.isfinite(limit) else None,
+        "memory_model": estimate.memory_model_name,
+        "memory_version": estimate.memory_model_version,
+    }

@@ -5,8 +5,9 @@ in the ``PREDICTOR_JOB`` environment variable, or after ``predictor:`` in its ``
 shell would (quote a value with spaces). ``algorithm`` and ``platform`` are reserved; every other key is a parameter.
 
 The job_submit plugin appends its tag to the comment, ``predictor: algorithm=... platform=... estimate=<s>
-limit=<s> model=<name> version=<v> <params>``, replacing a ``predictor:`` part the user wrote (whose words it
-carries on); finished jobs are read back through it.
+limit=<s> model=<name> version=<v> memory=<bytes> memory_limit=<bytes> memory_model=<name> memory_version=<v>
+<params>`` (the memory words where a memory champion answered), replacing a ``predictor:`` part the user wrote (whose
+words it carries on); finished jobs are read back through it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ TAG = "predictor:"
 DIRECTIVE = "#PREDICTOR"
 ENVIRONMENT = "PREDICTOR_JOB"
 NAMING = ("algorithm", "platform")
-SERVED = ("estimate", "limit", "model", "version")  # what the tag says of the estimate served at submission
+SERVED = (  # what the tag says of the estimate served at submission
+    "estimate",
+    "limit",
+    "model",
+    "version",
+    "memory",
+    "memory_limit",
+    "memory_model",
+    "memory_version",
+)
 RESERVED = (*NAMING, *SERVED)
 
 

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
+from predictor.addresses import redact_addresses
 from predictor.live import live_report
 from predictor.training_status import read_status
 from scheduler.service import SchedulerService
@@ -52,8 +53,8 @@ def readiness(state: ServiceState, scheduler: SchedulerService | None) -> ReadyO
     if status.source == "cache":
         reasons.append("serving the champions cached on disk")
     reasons += [f"{pair}: {why}" for pair, why in sorted(status.unavailable.items())]
-    if scheduler is not None and scheduler.inbox_error:
-        reasons.append(f"scheduler inbox stuck: {scheduler.inbox_error}")
+    if scheduler is not None and scheduler.inbox_error:  # a database error may name the store's address
+        reasons.append(f"scheduler inbox stuck: {redact_addresses(scheduler.inbox_error)}")
     verdict = "ready" if not reasons else "not_ready" if champions == 0 and status.unavailable else "degraded"
     training = read_status(state.settings.resolved_home)
     return ReadyOut(

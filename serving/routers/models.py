@@ -19,8 +19,8 @@ router = APIRouter(prefix="/v1", tags=["models"])
 @router.get("/models", response_model=list[ModelOut], summary="The champions serving each algorithm and platform")
 async def models(state: State) -> list[ModelOut]:
     """Each champion (time, then peak memory where a pair has one) with its cross-validation metrics, training time,
-    whether it gives intervals, and the live error of the estimates its pair was served (time champions; over the latest
-    ``PREDICTOR_LIVE_WINDOW`` runs)."""
+    whether it gives intervals, and the live error of the estimates of its target its pair was served (over the latest
+    ``PREDICTOR_LIVE_WINDOW`` runs; memory's over those of them served a memory estimate that measured their peak)."""
     live = await run_in_threadpool(live_report, state.store, state.settings.live_window)
     out = []
     for target, served_models in ((Target.TIME, state.oracle.models), (Target.MEMORY, state.oracle.memory_models)):
@@ -29,7 +29,6 @@ async def models(state: State) -> list[ModelOut]:
             c = served.champion
             facts = loaded.get(pair)
             same = facts is not None and facts.champion is c
-            timed = target is Target.TIME and pair in live
             out.append(
                 ModelOut(
                     algorithm=c.algorithm,
@@ -46,7 +45,9 @@ async def models(state: State) -> list[ModelOut]:
                     intervals=bool(served.quantiles),
                     prediction_path=served.path,
                     origin=facts.origin if same else "unknown",
-                    live={k: v if v == v else None for k, v in live[pair].items()} if timed else None,
+                    live={k: v if v == v else None for k, v in live[target][pair].items()}
+                    if pair in live[target]
+                    else None,
                 )
             )
     return out

@@ -53,7 +53,8 @@ class ModelOut(BaseModel):
     origin: str = Field(description="'registry', or 'cache' when loaded from the local disk cache.")
     live: dict[str, float | None] | None = Field(
         default=None,
-        description="Live error of the estimates this pair was served over its latest runs: runs, rae, within_25pct, "
+        description="Live error of the estimates of this champion's target its pair was served over its latest runs "
+        "(peak memory: those served a memory estimate that measured their peak): runs, rae, within_25pct, "
         "underestimate_rate, limit_exceeded, interval_coverage (null where nothing applies); null before any.",
     )
 

@@ -74,20 +74,33 @@ class ServedIn(BaseModel):
     model_name: Name | None = None
     model_version: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     extrapolating: StrictBool = False
+    memory: FiniteFloat | None = Field(
+        default=None, gt=0, description="The peak memory served, bytes (the predict routes' `memory`)."
+    )
+    memory_lower: FiniteFloat | None = Field(default=None, ge=0)
+    memory_upper: FiniteFloat | None = Field(default=None, ge=0)
+    memory_limit: FiniteFloat | None = Field(
+        default=None, ge=0, description="The memory limit served, bytes (`memory_limit`)."
+    )
+    memory_model_name: Name | None = None
+    memory_model_version: Annotated[str, Field(min_length=1, max_length=64)] | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> ServedIn:
-        """Refuse what no answer of the service is: its estimates hold ``lower <= seconds <= upper <= limit``."""
-        given = [
-            (name, value)
-            for name in ("lower", "seconds", "upper", "limit")
-            if (value := getattr(self, name)) is not None
-        ]
-        for (low, a), (high, b) in itertools.pairwise(given):
-            if a > b:
-                raise ValueError(
-                    f"{low} ({a:g}) is above {high} ({b:g}): served estimates hold lower <= seconds <= upper <= limit"
-                )
+        """Refuse what no answer of the service is: its estimates hold ``lower <= seconds <= upper <= limit``, and
+        the same of memory; memory's bounds come with a memory estimate."""
+        for names in (
+            ("lower", "seconds", "upper", "limit"),
+            ("memory_lower", "memory", "memory_upper", "memory_limit"),
+        ):
+            given = [(name, value) for name in names if (value := getattr(self, name)) is not None]
+            for (low, a), (high, b) in itertools.pairwise(given):
+                if a > b:
+                    raise ValueError(
+                        f"{low} ({a:g}) is above {high} ({b:g}): served estimates hold {' <= '.join(names)}"
+                    )
+        if self.memory is None and (self.memory_lower, self.memory_upper, self.memory_limit) != (None, None, None):
+            raise ValueError("memory_lower, memory_upper and memory_limit come with the memory they bound")
         return self
 
 

@@ -32,11 +32,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from features.history import history_features
-from features.swf import UNKNOWN, SwfJob, read_swf
+from features.swf import UNKNOWN, SwfJob, SwfLog, read_swf
 from predictor.domain import Measurement, Source
 from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
@@ -122,6 +123,12 @@ def planned_memory(job: SwfJob, source: MemorySource) -> int | None:
     return None
 
 
+def ended_at(log: SwfLog, job: SwfJob) -> datetime:
+    """When a job of the log ended (submit + wait + run; + run alone when its wait is unknown), as an instant."""
+    end = job.end if job.end is not None else job.submit + job.run
+    return datetime.fromtimestamp(log.start_time + end, UTC)
+
+
 def replay(
     path: str | Path,
     machines: str | Path | None = None,
@@ -175,6 +182,7 @@ def replay(
                     wall_seconds=t,
                     exit_status=1 if job.status in FAILED else 0,
                     source=Source.IMPORT,
+                    recorded_at=ended_at(log, job),
                 )
                 for c, t in true_times.items()
             ]

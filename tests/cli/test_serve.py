@@ -158,7 +158,7 @@ def test_a_local_predict_reads_the_aliases_without_mlflow_and_loads_its_algorith
         .versions([("mafft", "cpu1")])
         .values()
     )
-    folder = settings.resolved_model_cache / mafft.name / "1"
+    folder = settings.resolved_model_cache / mafft.name / mafft.folder
     model = LinearRegression().fit(np.array([[40.0, 300.0], [80.0, 300.0], [40.0, 600.0]]), np.array([1.0, 2.0, 2.5]))
     mlflow.sklearn.save_model(model, str(folder / "model"))
     facts = {"algorithm": "mafft", "platform": "cpu1", "target": "time", "name": mafft.name, "version": "1"}

@@ -83,7 +83,8 @@ def test_jobs_become_measurements_with_class_cluster_status_time_and_context(
         100,
         0,
     )
-    assert first.source is Source.IMPORT and first.recorded_at == datetime(2024, 1, 1, tzinfo=UTC)
+    # recorded when it ended: submitted at 0, waited 5 s, ran 100 s
+    assert first.source is Source.IMPORT and first.recorded_at == datetime(2024, 1, 1, 0, 1, 45, tzinfo=UTC)
     assert first.context == {
         "job": 0,
         "swf_status": 1,
@@ -206,7 +207,8 @@ def test_options_fill_only_what_the_log_does_not_say(tmp_path: Path, toy_catalog
         "swf-plain-1": ("plain-all", "plain", "unknown"),
         "swf-plain-2": ("plain-q3", "plain", "unknown"),
     }
-    assert store.measurements()[0].recorded_at == datetime(1970, 1, 1, tzinfo=UTC)  # no header: Unix times
+    # no header: Unix times; the first run to end, 10 s after the log's start
+    assert store.measurements()[0].recorded_at == datetime(1970, 1, 1, 0, 0, 10, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
@@ -268,8 +270,10 @@ def test_real_hpc2n_log_imports_cleanly(real_store: tuple[MeasurementStore, dict
     )
     assert {s.message for s in report.skipped} == {"run time unknown (-1): not a measurement"}
     assert ("hpc2n-all", "hpc2n") in store.pairs()
-    first = store.measurements("hpc2n-all", "hpc2n")[0]
-    assert first.run_id == "swf-hpc2n-1" and first.recorded_at == datetime.fromtimestamp(1027839845, UTC)
+    first = store.measurement("swf-hpc2n-1")
+    assert first is not None and first.recorded_at == datetime.fromtimestamp(
+        1027839845 + 308434 + 31405, UTC
+    )  # its end
     assert (first.features["time.hour"], first.features["time.weekday"]) == (9, 6)  # Sunday 09:04 in Stockholm
 
 

@@ -195,6 +195,22 @@ def test_impossible_orders_are_refused(orders, message):
         s.submit([job("J"), job("K")], 0)
 
 
+def test_a_start_past_a_pooled_machines_free_memory_is_refused():
+    """Issue 42: the event loop checks every start against a machine's free memory, on a pool of slots too."""
+
+    class Rogue(Policy):
+        name = "rogue"
+
+        def schedule(self, ctx: Context) -> list[Order]:
+            return [start("J", "M1"), start("K", "M1")] if ctx.arrivals else []
+
+    s = EventLoop(Rogue(), oracle({"J": {"a": 5}, "K": {"a": 5}}))
+    s.machine_gained(Machine("M1", "a", slots=2, node_memory=8), 0)
+    with pytest.raises(OrderError, match="has not the memory K needs free"):
+        s.submit([job("J", memory=5), job("K", memory=5)], 0)
+    assert s.state.machines["M1"].memory_used == [5]
+
+
 def test_power_mode_takes_the_frugal_platform_when_the_deadline_allows():
     times = {"J": {"hot": 10, "cool": 30}, "K": {"hot": 10, "cool": 30}}
     s = scheduler(times, [("H", "hot"), ("C", "cool")], policy="edf:power=true")

@@ -166,7 +166,7 @@ def test_an_inbox_row_registers_a_machine_with_its_node_memory_and_a_bad_one_is_
     assert outcome.startswith("rejected: payload.node_memory")
 
 
-@pytest.mark.parametrize("policy", ["edf", "mct"])
+@pytest.mark.parametrize("policy", ["mct", "heft"])
 def test_a_policy_that_does_not_plan_memory_is_refused_a_machine_with_node_memory(store, catalog, policy):
     s = SchedulerService(store, MemoryOracle(), catalog, policy=make_policy(policy), clock=Clock())
     assert not s.scheduler.policy.plans_memory
@@ -178,8 +178,60 @@ def test_a_policy_that_does_not_plan_memory_is_refused_a_machine_with_node_memor
 
 
 def test_the_policies_that_plan_memory_say_so():
-    assert {name for name in ("fcfs", "easy", "conservative", "edf") if make_policy(name).plans_memory} == {
+    assert {name for name in ("fcfs", "easy", "conservative", "edf", "mct") if make_policy(name).plans_memory} == {
         "fcfs",
         "easy",
         "conservative",
+        "edf",
     }
+
+
+def memory_held(s: SchedulerService, machine: str) -> int:
+    """The bytes the runs on ``machine`` hold, counted from the runs themselves (not the machine's own tally)."""
+    state = s.state
+    return sum(state.jobs[j].runs[machine].memory * state.jobs[j].size for j in state.machines[machine].running)
+
+
+def test_edf_never_overcommits_a_machines_memory_and_plans_a_waiting_job_for_when_memory_frees(store, catalog):
+    """Issue 42: EDF, the default policy, plans memory. On 4 slots and 8 GiB, jobs of 5, 4, 2 and 1 GiB (100 s each):
+    5, 2 and 1 start (8 GiB), the 4 GiB one is deferred to when the 5 GiB one ends though a slot is free; a job that
+    asked for no memory is planned with the oracle's 1.5 GiB limit and not put on the idle one-slot machine of 1 GiB;
+    a 9 GiB job is placed nowhere."""
+    clock = Clock()
+    s = SchedulerService(store, MemoryOracle(), catalog, policy=make_policy("edf"), clock=clock)
+    s.machine_event("cpu-1", "gained", platform="cpu-small", slots=4, node_memory=8 * GIB)
+    s.machine_event("cpu-2", "gained", platform="cpu-small", node_memory=GIB)  # one slot, 1 GiB
+    here = ("cpu-small",)
+    s.submit(
+        [
+            Job(id="five", algorithm="blastn", submit=0, memory=5 * GIB, platforms=here),
+            Job(id="four", algorithm="blastn", submit=0, memory=4 * GIB, platforms=here),
+            Job(id="two", algorithm="blastn", submit=0, memory=2 * GIB, platforms=here),
+            Job(id="one", algorithm="blastn", submit=0, memory=GIB, platforms=here),
+            Job(id="huge", algorithm="blastn", submit=0, memory=9 * GIB, platforms=here),
+            Job(id="guessed", algorithm="blastn", submit=0, platforms=here),  # the oracle's 1.5 GiB limit
+        ]
+    )
+    jobs = {j.id: j for j in s.jobs()}
+    assert {j.id: next(iter(j.runs)) for j in jobs.values() if j.status is JobStatus.RUNNING} == {
+        "five": "cpu-1",
+        "two": "cpu-1",
+        "one": "cpu-1",
+    }
+    assert memory_held(s, "cpu-1") == s.state.machines["cpu-1"].memory_used[0] == 8 * GIB, "full, never over"
+    assert (jobs["four"].planned_machine, jobs["four"].planned_start) == ("cpu-1", 1_100.0), (
+        "waits for the 5 GiB though a slot is free"
+    )
+    assert jobs["guessed"].planned_memory == {"cpu-small": 1.5 * GIB + 1} and jobs["guessed"].planned_machine == "cpu-1"
+    assert not s.state.machines["cpu-2"].running, "idle, but 1 GiB holds neither 1.5 GiB job"
+    assert (jobs["huge"].status, jobs["huge"].planned_machine) == (JobStatus.PENDING, None), "no machine has 9 GiB"
+
+    clock.now = 1_100.0
+    s.job_event("five", "ended", machine="cpu-1")
+    assert s.job("four").status is JobStatus.RUNNING and memory_held(s, "cpu-1") == 7 * GIB
+    for job_id in ("two", "one", "four", "guessed"):
+        s.job_event(job_id, "ended", machine=next(iter(s.job(job_id).runs)))
+        for name, m in s.state.machines.items():
+            assert memory_held(s, name) == m.memory_used[0] <= m.node_memory, f"{name} after {job_id} ended"
+        clock.now += 100.0
+    assert s.job("huge").status is JobStatus.PENDING and s.job("guessed").status is JobStatus.DONE

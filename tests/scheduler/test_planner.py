@@ -26,6 +26,19 @@ def test_profile_finds_the_earliest_window_and_books_it():
     assert profile.earliest(0.0, 3, 1.0) == 12.0
 
 
+def test_a_profile_with_memory_finds_a_window_where_both_slots_and_memory_stay_free():
+    """Issue 42: 8 slots and 100 bytes; 6 slots and 90 bytes held now, 4 slots and 80 bytes back at 5, the rest at 10."""
+    profile = Profile(0.0, 8, 2, [(5.0, 4, 80), (10.0, 2, 10)], memory_now=10)
+    assert (profile.free, profile.memory) == ([2, 6, 8], [10, 90, 100])
+    assert profile.earliest(0.0, 1, 1.0, memory=10) == 0.0
+    assert profile.earliest(0.0, 1, 1.0, memory=11) == 5.0, "a slot is free now, the memory only at 5"
+    assert profile.earliest(0.0, 1, 1.0, memory=95) == 10.0
+    assert profile.earliest(0.0, 1, 1.0, memory=101) == INF, "more than the machine has: never"
+    profile.reserve(5.0, 12.0, 1, memory=85)
+    assert (profile.free, profile.memory) == ([2, 5, 7, 8], [10, 5, 15, 100])
+    assert profile.earliest(0.0, 1, 3.0, memory=10) == 0.0 and profile.earliest(0.0, 1, 6.0, memory=10) == 10.0
+
+
 def test_profile_treats_overdue_runs_as_ending_just_after_now():
     profile = Profile(10.0, 4, 0, [(3.0, 4)])
     assert profile.free[0] == 0 and profile.times[1] == math.nextafter(10.0, INF)

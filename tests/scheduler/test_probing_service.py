@@ -12,7 +12,7 @@ from typing import get_args
 import httpx
 import pytest
 import yaml
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select
 
 from data.acquisition import RULES
 from data.probe import profile_probe_command
@@ -21,20 +21,21 @@ from predictor.domain import Estimate
 from predictor.oracle import JobQuery, Oracle
 from predictor.settings import PROJECT_ROOT, Settings
 from predictor.store import MeasurementStore
-from predictor.store.scheduler_tables import sched_probes
+from predictor.store.scheduler_tables import sched_events, sched_probes
 from scheduler.probe_plan import idle_prober
 from scheduler.probing import OVERDUE_S
 from scheduler.service import SchedulerService
 from scheduler.settings import ProbeRule, ProbeSettings
 from scheduler.store import SchedulerStore
 from serving.app import create_app
-from tests.livesrv import serve_app
+from tests.livesrv import eventually, serve_app
 from tests.required import required_tools
 from tests.scheduler.served import AUTH, FEATURES, seed_profile, served_api
 from tests.scheduler.test_service import Clock
 
 pytestmark = pytest.mark.tools
-CAP_S = 30.0
+CAP_S = 600.0  # the probe's cap: a mafft run of a few sequences takes a second
+BUDGET_S = 1.5 * CAP_S  # room for one probe's cap at a time; after one that used less than 300 s, for the next
 PLAN = {
     "seed": 7,
     "repeats": 1,
@@ -59,7 +60,7 @@ def _settings(root: Path, **probe: float) -> tuple[Settings, ProbeSettings]:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, Settings]]:
     required_tools("mafft")
-    settings, probing = _settings(tmp_path, budget_s=1.5 * CAP_S, cap_s=CAP_S)  # room for one probe's cap at a time
+    settings, probing = _settings(tmp_path, budget_s=BUDGET_S, cap_s=CAP_S)
     seed_profile(settings)
     with serve_app(create_app(settings, api=served_api(), probing=probing)) as url:
         yield url, settings
@@ -72,7 +73,23 @@ def _post(base: str, path: str, body: object) -> httpx.Response:
 
 
 def _orders(base: str, after: int) -> list[dict]:
-    return httpx.get(f"{base}/v1/orders", params={"after": after}, timeout=30).json()["orders"]
+    answer = httpx.get(f"{base}/v1/orders", params={"after": after}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["orders"]
+
+
+def _orders_once_applied(base: str, store: MeasurementStore, event: int, after: int) -> list[dict]:
+    """The orders after ``after`` once the scheduler has applied inbox event ``event`` (each read of the orders applies
+    the events waiting, and the service's poller does every second): a wait bounded on that condition, not a sleep."""
+
+    def applied() -> bool:
+        _orders(base, after)
+        with store.engine.connect() as conn:
+            done = select(sched_events.c.processed_at).where(sched_events.c.seq == event)
+            return conn.execute(done).scalar_one() is not None
+
+    assert eventually(applied, timeout=120), f"inbox event {event} was not applied within 120 s"
+    return _orders(base, after)
 
 
 def _execute(settings: Settings, order: dict) -> None:
@@ -112,9 +129,15 @@ def test_an_idle_machine_probes_within_budget_and_a_real_job_cancels_the_probe_i
     measured = store.measurement(probe["run_id"])
     assert measured is not None and measured.source.value == "probe" and measured.succeeded and not measured.censored
     assert probe["run_id"] in set(store.frame("mafft", "cpu2")["run_id"]), "the retrain worker reads it"
-    inbox.add_event("probe_ended", machine="m1", job=ordered["job"], payload={"attempt": ordered["attempt"]})
+    ended = inbox.add_event("probe_ended", machine="m1", job=ordered["job"], payload={"attempt": ordered["attempt"]})
 
-    after_end = _orders(base, ordered["seq"])  # the end is applied; its unused cap is back: the next probe starts
+    after_end = _orders_once_applied(
+        base, store, ended, ordered["seq"]
+    )  # its unused cap is back: the next probe starts
+    with store.engine.connect() as conn:
+        held = select(sched_probes.c.ended - sched_probes.c.started).where(sched_probes.c.probe == ordered["job"])
+        used = conn.execute(held).scalar_one()
+    assert used + CAP_S <= BUDGET_S, f"the first probe held its machine {used:.0f} s: no budget is left for another"
     assert [(o["kind"], o["machine"]) for o in after_end] == [("probe", "m1")]
     follow = after_end[0]
     assert follow["job"] != ordered["job"], "a measured candidate is not probed again"
@@ -138,7 +161,7 @@ def test_an_idle_machine_probes_within_budget_and_a_real_job_cancels_the_probe_i
     assert cancel["attempt"] == follow["attempt"] and not [o for o in taken if o["kind"] == "probe"]
 
     late = inbox.add_event("probe_ended", machine="m1", job=follow["job"], payload={"attempt": follow["attempt"]})
-    assert _orders(base, taken[-1]["seq"]) == []  # an end reported after the cancel changes nothing
+    assert _orders_once_applied(base, store, late, taken[-1]["seq"]) == []  # an end after the cancel changes nothing
     outcomes = {e["seq"]: e for e in inbox.events_about(job=follow["job"])}
     assert late in outcomes
     with store.engine.connect() as conn:

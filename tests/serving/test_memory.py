@@ -17,6 +17,7 @@ from predictor.domain import Target
 from predictor.intervals import quantile_at
 from predictor.memsize import slurm_memory
 from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
+from predictor.store import MeasurementStore
 from serving.app import create_app
 from serving.client import PredictorClient
 from tests.livesrv import free_port, serve_app
@@ -297,3 +298,59 @@ def test_the_hot_swap_follows_memory_champions_in_and_out(home: Home) -> None:
         assert all(predict(base, JOB)["cpu2"][k] is None for k in MEMORY)
         assert httpx.get(f"{base}/readyz").json()["status"] == "ready"
     assert not home.settings.resolved_model_cache.joinpath(name, "current.json").exists()
+
+
+def test_recorded_runs_keep_the_memory_they_were_served_and_memory_has_a_live_error(
+    base: str, home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: a run recorded without what it was served is kept beside the peak memory and memory limit the service
+    serves it (as its time is), one that says what it was served keeps that; the memory champion's live error is then
+    in /v1/models, /metrics, `report --live` and `models list`."""
+    answer = predict(base, JOB)["cpu1"]
+    peak = peak_bytes(answer["features"])
+    run = {"algorithm": "mafft", "platform": "cpu1", "features": answer["features"], "wall_seconds": answer["seconds"]}
+    runs = [
+        {**run, "run_id": f"live-memory-{i}", "max_rss_kb": round(peak * factor / 1024)}
+        for i, factor in enumerate((0.5, 4.0, 4.0))
+    ]
+    told = {"seconds": answer["seconds"], "memory": peak, "memory_limit": 2 * peak, "memory_model_version": "7"}
+    runs.append({**run, "run_id": "live-memory-told", "max_rss_kb": round(4 * peak / 1024), "served": told})
+    recorded = httpx.post(f"{base}/v1/observations", json=runs, headers=AUTH)
+    assert recorded.status_code == 200 and len(recorded.json()["stored"]) == 4, recorded.text
+
+    store = MeasurementStore(home.settings.resolved_store_url)
+    window = store.live_window("mafft", "cpu1", 100).set_index("run_id")
+    store.dispose()
+    assert sorted(window.index) == sorted(r["run_id"] for r in runs)
+    served = window.loc[["live-memory-0", "live-memory-1", "live-memory-2"]]
+    assert served["memory"].tolist() == pytest.approx([answer["memory"]] * 3)
+    assert served["memory_limit"].tolist() == pytest.approx([answer["memory_limit"]] * 3)
+    assert set(served["memory_model_version"]) == {answer["memory_model_version"]}
+    assert window.loc["live-memory-told", ["memory", "memory_limit", "memory_model_version"]].tolist() == [
+        peak,
+        2 * peak,
+        "7",
+    ]
+
+    took = window["max_rss_kb"].to_numpy() * 1024
+    rae = 100 * abs(window["memory"].to_numpy() - took).sum() / abs(took - took.mean()).sum()
+    models = httpx.get(f"{base}/v1/models").json()
+    live = next(m for m in models if (m["platform"], m["target"]) == ("cpu1", "memory"))["live"]
+    assert live["runs"] == 4 and live["rae"] == pytest.approx(rae)
+    assert (live["underestimate_rate"], live["limit_exceeded"]) == (0.75, 0.75), "the three runs of 4x the peak"
+    assert live["interval_coverage"] == 0.0, "the told run has no interval; neither 0.5x nor 4x the peak is in one"
+    timed = next(m for m in models if (m["platform"], m["target"]) == ("cpu1", "time"))["live"]
+    assert timed["runs"] == 4
+    scraped = httpx.get(f"{base}/metrics").text
+    assert 'predictor_live_memory_runs{algorithm="mafft",platform="cpu1"} 4.0' in scraped
+
+    monkeypatch.setenv("PREDICTOR_HOME", str(home.settings.home))
+    monkeypatch.setenv("COLUMNS", "250")
+    runner = CliRunner()
+    report = runner.invoke(app, ["report", "--live"])
+    assert report.exit_code == 0, report.output
+    rows = [[c.strip() for c in line.strip("│ ").split("│")] for line in report.stdout.splitlines()]
+    assert ["mafft", "cpu1", "memory", "4", f"{rae:.3g}"] in [r[:5] for r in rows], report.stdout
+    listed = runner.invoke(app, ["models", "list", "--url", base])
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("│ mafft") and "memory" in line)
+    assert f"{rae:.4g}" in row, listed.stdout

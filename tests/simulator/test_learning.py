@@ -1,4 +1,5 @@
-"""The ``service`` estimate source: the simulated scheduler asks the product, which retrains as simulated jobs end."""
+"""The ``service`` estimate source: the simulated scheduler asks the product, which retrains as simulated jobs end, by
+production's own loop and settings."""
 
 from __future__ import annotations
 
@@ -8,22 +9,29 @@ import pytest
 
 from scheduler.run_times import job_key
 from scheduler.specs import make_policy
-from simulator.learning import LearningOptions, LearningOracle
+from simulator.learning import LearningOracle
 from simulator.metrics import compute
 from simulator.scenarios import parse_estimates
 from simulator.simulate import simulate
 from simulator.workloads import ncbi
 from training.settings import WorkerSettings
 
-OPTIONS = LearningOptions(
-    models=("mean", "linear", "linear_log", "isotonic"), folds=3, min_new_runs=10, min_new_fraction=0.5
-)
+MODELS = ("mean", "linear", "linear_log", "isotonic")
+# a site's settings: these members, three windows, a retrain after 10 new runs and half again the champion's
+SITE = {"PREDICTOR_TRAIN_MODELS": '["mean", "linear"]', "PREDICTOR_CV_FOLDS": "3"}
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     workload = ncbi.generate(hours=0.25, seed=1, per_type=2, types=("type1", "type2", "type6"), history_runs=12)
-    oracle = LearningOracle(workload, WorkerSettings(home=tmp_path_factory.mktemp("learning")), OPTIONS)
+    settings = WorkerSettings(
+        home=tmp_path_factory.mktemp("learning"),
+        train_models=list(MODELS),
+        cv_folds=3,
+        retrain_min_new_runs=10,
+        retrain_min_new_fraction=0.5,
+    )
+    oracle = LearningOracle(workload, settings)
     first = dict(oracle.book.alias)
     result = simulate(workload, make_policy("edf"), oracle, estimates="service")
     return workload, oracle, first, result
@@ -32,9 +40,9 @@ def run(tmp_path_factory):
 def test_champions_come_from_the_training_pipeline_on_the_history(run) -> None:
     workload, oracle, first, _ = run
     assert len(first) == 5 * 3  # every program on every machine type got a champion from its 12 history runs
-    assert oracle.log.decisions[0]["trigger"] == "history"
-    assert {d["decision"] for d in oracle.log.decisions} <= {"promoted", "refreshed", "kept"}
-    assert all(v.champion.tags["model_kind"] in (*OPTIONS.models, "ensemble") for v in first.values())
+    assert oracle.decisions[0]["trigger"] == "worker: no champion; 12 runs"
+    assert {d["decision"] for d in oracle.decisions} <= {"promoted", "refreshed", "kept"}
+    assert all(v.champion.tags["model_kind"] in (*MODELS, "median", "ensemble") for v in first.values())
 
 
 def test_finished_jobs_are_stored_and_due_pairs_retrained_during_the_run(run) -> None:
@@ -42,13 +50,11 @@ def test_finished_jobs_are_stored_and_due_pairs_retrained_during_the_run(run) ->
     done = [j for j in result.jobs if j.status == "done"]
     assert len(done) == len(workload.jobs) > 100
     assert oracle.store.count() == len(workload.history) + len(done)
-    later = [d for d in oracle.log.decisions if d["trigger"] != "history"]
-    assert later and all(
-        " new runs since version " in d["trigger"] or d["trigger"].startswith("live RAE") for d in later
-    )
+    later = [d for d in oracle.decisions if "no champion" not in d["trigger"]]
+    assert later and all(" new runs since " in d["trigger"] or "live RAE" in d["trigger"] for d in later)
     moved = [pair for pair, version in oracle.book.alias.items() if version is not first[pair]]
     assert moved, "no champion was refreshed or replaced as runs arrived"
-    assert oracle.log.retrains == len(oracle.log.decisions) and oracle.log.train_seconds > 0
+    assert oracle.costs.retrains == len(oracle.decisions) and oracle.costs.train_cpu_s > 0
 
 
 def test_the_scheduler_was_served_the_oracle_s_answers(run) -> None:
@@ -60,19 +66,25 @@ def test_the_scheduler_was_served_the_oracle_s_answers(run) -> None:
     assert compute(result).unfinished == 0
 
 
-def test_the_spec_names_its_options_and_refuses_unknown_ones() -> None:
+def test_the_spec_learns_as_the_settings_say_and_refuses_learning_options(monkeypatch) -> None:
+    """The source runs production's members, folds and retrain rule (the settings'); only the planning number is its own."""
+    for name, value in SITE.items():
+        monkeypatch.setenv(name, value)
     workload = ncbi.generate(hours=0.02, seed=0, per_type=1, types=("type2",), history_runs=5)
-    oracle = parse_estimates("service:models=mean+linear,folds=3,min_new_runs=5").oracle(workload)
-    assert (
-        isinstance(oracle, LearningOracle) and oracle.options.models == ("mean", "linear") and oracle.options.folds == 3
-    )
-    with pytest.raises(ValueError, match="estimates 'service' has no option 'fold'; its options: models, folds"):
-        parse_estimates("service:fold=3").oracle(workload)
+    oracle = parse_estimates("service").oracle(workload)
+    assert isinstance(oracle, LearningOracle) and oracle.settings.train_models == ["mean", "linear"]
+    assert oracle.settings.cv_folds == 3
+    with pytest.raises(
+        ValueError, match="estimates 'service' has no option 'models'; its options: plan, limit_quantile"
+    ):
+        parse_estimates("service:models=mean").oracle(workload)
 
 
-def test_planning_with_the_limit_hands_the_scheduler_the_served_limit() -> None:
+def test_planning_with_the_limit_hands_the_scheduler_the_served_limit(monkeypatch) -> None:
+    for name, value in SITE.items():
+        monkeypatch.setenv(name, value)
     workload = ncbi.generate(hours=0.02, seed=0, per_type=1, types=("type2",), history_runs=5)
-    oracle = parse_estimates("service:models=mean+linear,folds=3,plan=limit,limit_quantile=0.9").oracle(workload)
+    oracle = parse_estimates("service:plan=limit,limit_quantile=0.9").oracle(workload)
     assert oracle.settings.limit_quantile == 0.9
     assert workload.jobs
     spec = workload.jobs[0]
@@ -81,9 +93,13 @@ def test_planning_with_the_limit_hands_the_scheduler_the_served_limit() -> None:
     assert planned and all(e.seconds == served[p].limit > served[p].seconds for p, e in planned.items())
 
 
-def test_the_served_quantiles_climb_from_the_point_to_the_limit() -> None:
-    workload = ncbi.generate(hours=0.02, seed=0, per_type=1, types=("type2",), history_runs=5)
-    oracle = parse_estimates("service:models=mean+linear,folds=3").oracle(workload)
+def test_the_served_quantiles_climb_from_the_point_to_the_limit(monkeypatch) -> None:
+    for name, value in SITE.items():
+        monkeypatch.setenv(name, value)
+    workload = ncbi.generate(
+        hours=0.02, seed=0, per_type=1, types=("type2",), history_runs=20
+    )  # 10 forward residuals per pair
+    oracle = parse_estimates("service").oracle(workload)
     assert workload.jobs
     spec = workload.jobs[0]
     served = oracle.estimate(spec.algorithm, spec.params, features=spec.features)

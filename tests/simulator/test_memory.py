@@ -171,6 +171,23 @@ def test_a_timed_out_job_gets_more_time_only_unless_everything_is_doubled() -> N
     ] == [TIMEOUT]
 
 
+def test_a_retry_never_asks_more_memory_than_a_node_has_and_a_job_too_big_for_one_stops() -> None:
+    """Issue 42: on one node of 8 GB, B (peak 10 GB) is retried at 6 GB, then at 8 GB, not 12 (no node has it: it could
+    never be placed); killed at 8 GB it is not retried again. C ran out of time: doubling everything gives it 8 GB,
+    not 12, and it completes."""
+    cluster = Cluster({"m": PlatformSpec("m")}, [MachineSpec("m", "m", 4, node_slots=4, node_memory=8 * GB)])
+    rows = [("B", 100.0, 1000.0, 3 * GB, 10 * GB), ("C", 100.0, 60.0, 6 * GB, 5 * GB)]
+    for rule in ("failed-only", "double-both"):
+        result = killed(rows, RetryPolicy(rule, retries=5, cluster=cluster))
+        memory = {j.id: (j.memory, j.status) for j in result.jobs}
+        assert [memory[f"B~{n}"] for n in (1, 2)] == [(6 * GB, "failed"), (8 * GB, "failed")], rule
+        assert "B~3" not in memory and all(status != "pending" for _, status in memory.values()), rule
+        raised = 8 * GB if rule == "double-both" else 6 * GB
+        assert memory["C~1"] == (raised, "done"), rule
+    uncapped = killed(rows, RetryPolicy("double-both", retries=5))  # without the cluster, as before
+    assert {j.id: j.status for j in uncapped.jobs}["C~1"] == "pending", "12 GB: placed nowhere"
+
+
 def test_without_enforcement_no_job_is_killed() -> None:
     jobs = [
         JobSpec(

@@ -124,3 +124,45 @@ def test_every_row_is_predicted_and_metrics_score_finished_rows_against_finished
         for m, (_, test) in zip(result.fold_metrics, plan.splits())
         if bounds[test].any()
     )
+
+
+def _history_like(n: int = 400, seed: int = 2) -> TrainingSet:
+    """Runs of three features ending in a shuffled order, a tenth of them censored."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.uniform(1, 100, (n, 3)), columns=["a", "b", "c"])
+    y = 3.0 * X["a"].to_numpy() * rng.lognormal(0, 0.3, n)
+    return TrainingSet(
+        "tool",
+        "cpu",
+        X,
+        y,
+        ["a", "b", "c"],
+        [f"r{i:03d}" for i in range(n)],
+        rng.random(n) < 0.1,
+        ended=rng.permutation(n),
+    )
+
+
+@pytest.mark.parametrize("member", ["online_log", "sc15"])
+def test_an_online_member_fits_every_forward_fold_in_one_pass_with_the_same_numbers(member: str) -> None:
+    from training.crossval import fit_every_fold, fit_fold, one_pass
+
+    ts = _history_like()
+    if member == "sc15":  # it reads a request and processors
+        ts = TrainingSet(
+            "tool",
+            "cpu",
+            ts.X.set_axis(["request.procs", "request.time", "c"], axis=1),
+            ts.y,
+            ["request.procs", "request.time", "c"],
+            ts.run_ids,
+            ts.censored,
+            ended=ts.ended,
+        )
+    plan = FoldPlan.forward_chain(ts.run_ids, ts.ended, 6)
+    assert one_pass(member, plan) and not one_pass("lightgbm_log", plan)
+    assert not one_pass(member, FoldPlan.create(ts.run_ids, 6, seed=0))
+    together = fit_every_fold(member, ts, plan)
+    for fold, fit in enumerate(together):
+        alone = fit_fold(member, ts, plan, fold)
+        np.testing.assert_allclose(fit.predictions, alone.predictions, rtol=1e-9)

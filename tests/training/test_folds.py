@@ -1,4 +1,4 @@
-"""Fold plans: seeded, balanced, saved and loaded as CSV."""
+"""Fold plans: forward plans in the order runs ended, shuffled ones seeded and balanced; saved and loaded as CSV."""
 
 from __future__ import annotations
 
@@ -42,10 +42,16 @@ def test_too_few_rows_are_refused() -> None:
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
     plan = FoldPlan.create(RUNS, 5, seed=3)
     path = plan.save(tmp_path / "folds.csv")
-    assert path.read_text().splitlines()[0] == "run_id,fold"
+    assert path.read_text().splitlines()[0] == "run_id,fold,scheme"
     loaded = FoldPlan.load(path)
-    assert loaded.run_ids == plan.run_ids
+    assert loaded.run_ids == plan.run_ids and loaded.scheme == "shuffled"
     np.testing.assert_array_equal(loaded.folds, plan.folds)
+    forward = FoldPlan.forward_chain(RUNS, np.arange(len(RUNS), 0, -1), 4)
+    again = FoldPlan.load(forward.save(tmp_path / "forward.csv"))
+    assert again.scheme == "forward"
+    np.testing.assert_array_equal(again.folds, forward.folds)
+    path.write_text("run_id,fold\na,0\nb,1\n")  # a peer's plan without the scheme column: shuffled
+    assert FoldPlan.load(path).scheme == "shuffled"
 
 
 def test_load_refuses_a_foreign_table(tmp_path: Path) -> None:
@@ -55,6 +61,9 @@ def test_load_refuses_a_foreign_table(tmp_path: Path) -> None:
         FoldPlan.load(path)
     path.write_text("run_id,fold\na,0\nb,2\n")
     with pytest.raises(ValueError, match="0..k-1"):
+        FoldPlan.load(path)
+    path.write_text("run_id,fold\na,-1\nb,0\n")  # only a forward plan leaves runs unscored
+    with pytest.raises(ValueError, match="forward"):
         FoldPlan.load(path)
 
 
@@ -72,3 +81,41 @@ def test_groups_must_match_the_runs_and_be_two_or_more() -> None:
         FoldPlan.create(RUNS[:4], 3, seed=1, groups=[1, 2])
     with pytest.raises(ValueError, match="at least 2 distinct jobs"):
         FoldPlan.create(RUNS[:4], 3, seed=1, groups=[7, 7, 7, 7])
+
+
+def test_a_forward_fold_never_trains_on_a_run_that_ended_with_or_after_one_it_scores() -> None:
+    rng = np.random.default_rng(5)
+    ended = rng.integers(0, 40, 200).astype(float)  # many runs end at the same instant
+    plan = FoldPlan.forward_chain([f"r{i}" for i in range(200)], ended, 10)
+    assert plan.scheme == "forward" and 2 <= plan.n_folds <= 10
+    first_scored = ended[plan.scored].min()
+    assert (ended[~plan.scored] < first_scored).all()  # the trained-only stretch is the earliest
+    assert (~plan.scored).sum() >= 100  # half the runs, at least, only train
+    for train, test in plan.splits():
+        assert len(test) and len(train)
+        assert ended[train].max() < ended[test].min()
+    scored = np.concatenate([test for _, test in plan.splits()])
+    assert sorted(scored) == sorted(np.flatnonzero(plan.scored))  # each scored run once
+
+
+def test_forward_windows_are_consecutive_and_of_about_equal_size() -> None:
+    ended = np.arange(100.0)[::-1]  # row order is the reverse of time order
+    plan = FoldPlan.forward_chain([f"r{i}" for i in range(100)], ended, 5, start=0.5)
+    assert plan.n_folds == 5
+    assert list(np.bincount(plan.folds[plan.scored])) == [10] * 5
+    assert (plan.folds[:50] >= 0).all() and (plan.folds[50:] == -1).all()  # the last rows ended first
+    assert plan.folds[0] == 4 and plan.folds[49] == 0
+
+
+def test_a_tiny_forward_plan_still_trains_on_two_runs_and_scores_one() -> None:
+    plan = FoldPlan.forward_chain(RUNS[:3], [3.0, 1.0, 2.0], 10)
+    assert list(plan.folds) == [0, -1, -1]
+    with pytest.raises(ValueError, match="at least 3 runs"):
+        FoldPlan.forward_chain(RUNS[:2], [1.0, 2.0], 10)
+    with pytest.raises(ValueError, match="one finite end time per run"):
+        FoldPlan.forward_chain(RUNS[:3], [1.0, float("nan"), 2.0], 10)
+
+
+def test_runs_that_all_ended_at_one_instant_fall_back_to_row_order() -> None:
+    plan = FoldPlan.forward_chain(RUNS[:10], [5.0] * 10, 3)
+    assert plan.n_folds == 3 and (plan.folds[:5] == -1).all()

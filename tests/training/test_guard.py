@@ -370,7 +370,10 @@ def test_a_member_that_raises_is_left_out_and_training_goes_on(memory_settings: 
             tracker=MemoryTracker(0.9),
             champions=book,
         )
-        assert incumbent_broken == []  # every chosen member failed: nothing judged, nothing registered
+        # every chosen member failed: the site's rule (the measured median) is still a candidate, and loses
+        assert [(o.challenger, o.decision.verdict, o.serving) for o in incumbent_broken] == [
+            ("median", Verdict.KEPT, "linear_log")
+        ]
     finally:
         ZOO.pop("broken_for_test")
         NEEDS.pop("broken_for_test")
@@ -395,3 +398,145 @@ def test_a_pair_judged_on_the_same_runs_and_settings_is_not_trained_again(memory
         memory_settings, [_power_law_set(45)], models=["linear_log"], tracker=tracker, champions=book, force=True
     )[0]
     assert forced.decision.verdict is Verdict.FORCED
+
+
+def test_a_rule_serves_when_the_learned_challenger_does_not_beat_it() -> None:
+    """Do no harm: the best learned candidate must beat the site's best rule by the margin, or the rule serves."""
+    y, prior, jobs, ids = _rows()
+    rng = np.random.default_rng(2)
+    rule, rough = y * rng.lognormal(0, 0.05, len(y)), y * rng.lognormal(0, 0.5, len(y))
+    first = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=None,
+        challenger={"lightgbm_log": 1},
+        challenger_predictions=rough,
+        incumbent=None,
+        incumbent_predictions=None,
+        settings=GUARD,
+        rule={"last_two_mean": 1},
+        rule_predictions=rule,
+    )
+    assert (first.verdict, first.challenger) == (Verdict.PROMOTED, "last_two_mean")
+    assert "lightgbm_log does not beat the rule last_two_mean, which serves" in first.reason
+    assert first.details["rule_low"] > 0  # the learned one is worse even at its best
+    better = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=None,
+        challenger={"lightgbm_log": 1},
+        challenger_predictions=rule,
+        incumbent=None,
+        incumbent_predictions=None,
+        settings=GUARD,
+        rule={"last_two_mean": 1},
+        rule_predictions=rough,
+    )
+    assert better.challenger == "lightgbm_log" and "lightgbm_log beats the rule last_two_mean" in better.reason
+
+
+def test_a_serving_model_that_does_not_beat_the_rule_gives_way_to_it() -> None:
+    y, prior, jobs, ids = _rows()
+    rng = np.random.default_rng(3)
+    rule, rough = y * rng.lognormal(0, 0.05, len(y)), y * rng.lognormal(0, 0.5, len(y))
+    decision = judge(
+        y=y,
+        priors=prior,
+        jobs=jobs,
+        run_ids=ids,
+        X=None,
+        challenger={"lad_log": 1},
+        challenger_predictions=rough,
+        incumbent=_incumbent({"lightgbm_log": 1}, ids[:30]),
+        incumbent_predictions=rough * 1.01,
+        settings=GUARD,
+        rule={"requested_time": 1},
+        rule_predictions=rule,
+    )
+    assert (decision.verdict, decision.serve, decision.challenger) == (
+        Verdict.PROMOTED,
+        Serve.CHALLENGER,
+        "requested_time",
+    )
+    assert "the serving lightgbm_log does not beat the rule" in decision.reason
+    assert _incumbent({"requested_time": 1}, None).rule and not _incumbent({"lad_log": 1}, None).rule
+
+
+def _poisoned(n_clean: int, n_poison: int, n_agreeing: int) -> tuple[np.ndarray, np.ndarray, list[str], Incumbent]:
+    """Runs of 30 inputs at about 1 s (the served version trained on them), then ``n_poison`` runs of input 0 at 3,600 s
+    and ``n_agreeing`` new runs of the other inputs at their usual time, ``n_poison`` more of input 0 at the end."""
+    rng = np.random.default_rng(4)
+    jobs = [i % 30 for i in range(n_clean)] + [0] * n_poison + [1 + i % 29 for i in range(n_agreeing)] + [0] * n_poison
+    y = np.concatenate(
+        [
+            rng.lognormal(0, 0.1, n_clean),
+            np.full(n_poison, 3600.0),
+            rng.lognormal(0, 0.1, n_agreeing),
+            np.full(n_poison, 3600.0),
+        ]
+    )
+    ids = [f"r{i}" for i in range(len(y))]
+    return y, np.array(jobs), ids, _incumbent({"linear_log": 1}, ids[:n_clean], lambda X: np.ones(len(X)))
+
+
+def test_poison_diluted_by_agreeing_runs_is_flagged_by_its_input() -> None:
+    """Issue 41 item 1: 300 runs of one input at 3,600 s, 320 agreeing runs, 300 more poisoned: the median of all new
+    runs agrees with what serves, but that input's own runs jumped 3,600x from its earlier ones."""
+    y, jobs, ids, incumbent = _poisoned(60, 300, 320)
+    decision = judge(
+        y=y,
+        priors=np.full(len(y), y.mean()),
+        jobs=jobs,
+        run_ids=ids,
+        X=np.ones((len(y), 1)),
+        challenger={"linear_log": 1},
+        challenger_predictions=y,  # a refresh that learned the poison answers it perfectly
+        incumbent=incumbent,
+        incumbent_predictions=np.ones(len(y)),
+        settings=GUARD,
+        rule={"median": 1},
+        rule_predictions=np.ones(len(y)),
+    )
+    assert decision.verdict is Verdict.KEPT and decision.serve is None
+    assert "flagged: 600 new run(s) of an input version 1 was trained on (e.g. run r60)" in decision.reason
+    assert decision.details["flag_jump"] > 1000
+    clean = judge(
+        y=y[:380],
+        priors=np.full(380, 1.0),
+        jobs=jobs[:380],
+        run_ids=ids[:380],
+        X=np.ones((380, 1)),
+        challenger={"linear_log": 1},
+        challenger_predictions=np.ones(380),
+        incumbent=_incumbent({"linear_log": 1}, ids[:60], lambda X: np.ones(len(X))),
+        incumbent_predictions=np.ones(380),
+        settings=GUARD,
+    )
+    assert "flagged" in clean.reason  # the first 300 alone flag too
+
+
+def test_one_poisoned_run_on_each_of_many_inputs_is_flagged_by_their_share() -> None:
+    rng = np.random.default_rng(6)
+    jobs = np.concatenate([np.arange(100), np.arange(100)])  # 100 known inputs, each run once more
+    y = np.concatenate([rng.lognormal(0, 0.1, 100), np.where(np.arange(100) < 20, 5000.0, 1.0)])
+    ids = [f"r{i}" for i in range(200)]
+    decision = judge(
+        y=y,
+        priors=np.full(200, y.mean()),
+        jobs=jobs,
+        run_ids=ids,
+        X=np.ones((200, 1)),
+        challenger={"linear_log": 1},
+        challenger_predictions=y,
+        incumbent=_incumbent({"linear_log": 1}, ids[:100], lambda X: np.ones(len(X))),
+        incumbent_predictions=np.ones(200),
+        settings=GUARD,
+    )
+    assert (
+        decision.verdict is Verdict.KEPT
+        and "20 of the 100 new runs of inputs version 1 was trained on" in decision.reason
+    )

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from predictor.intervals import interval, residual_log_quantiles
+from training.folds import FoldPlan
 from training.intervals import cross_fitted_coverage
+
+
+def _shuffled(folds: np.ndarray) -> FoldPlan:
+    """A shuffled plan with these fold ids."""
+    return FoldPlan([f"r{i}" for i in range(len(folds))], np.asarray(folds))
 
 
 def test_each_fold_is_judged_by_the_other_folds_quantiles() -> None:
@@ -15,7 +21,7 @@ def test_each_fold_is_judged_by_the_other_folds_quantiles() -> None:
     # row 2 [0, 0.5] (out), row 3 [-0.1, 0.1] (out).
     predicted = np.full(4, 10.0)
     actual = predicted * np.exp([0.0, 0.1, -0.1, 0.5])
-    assert cross_fitted_coverage(actual, predicted, np.arange(4), 0.9) == pytest.approx(0.5)
+    assert cross_fitted_coverage(actual, predicted, _shuffled(np.arange(4)), 0.9) == pytest.approx(0.5)
 
 
 def test_in_sample_quantiles_would_claim_full_coverage() -> None:
@@ -29,7 +35,7 @@ def test_coverage_of_lognormal_errors_is_near_nominal() -> None:
     rng = np.random.default_rng(5)
     predicted = rng.uniform(1, 100, 2000)
     actual = predicted * rng.lognormal(0.0, 0.3, 2000)
-    achieved = cross_fitted_coverage(actual, predicted, np.arange(2000) % 10, 0.8)
+    achieved = cross_fitted_coverage(actual, predicted, _shuffled(np.arange(2000) % 10), 0.8)
     assert achieved == pytest.approx(0.8, abs=0.03)
 
 
@@ -38,7 +44,7 @@ def test_a_censored_run_counts_for_the_chance_that_the_interval_held_it() -> Non
     predicted = np.full(10, 10.0)
     ratios = np.array([-0.35, -0.25, -0.15, -0.05, 0.05, 0.15, 0.25, 0.35, 0.9, -1.0])
     censored = np.array([False] * 8 + [True, True])
-    folds = np.array([0] * 8 + [1, 1])
+    folds = _shuffled(np.array([0] * 8 + [1, 1]))
     coverage = cross_fitted_coverage(predicted * np.exp(ratios), predicted, folds, 0.5, censored)
     # Fold 1 is judged by the eight finished ratios: the 25% and 75% quantiles are -0.25 and 0.25 (rounded out).
     # The run stopped at 0.9 overran that interval: a miss. The one stopped at -1 lies inside it with the chance
@@ -51,7 +57,20 @@ def test_without_censored_rows_coverage_is_unchanged() -> None:
     rng = np.random.default_rng(7)
     predicted = rng.uniform(1, 100, 200)
     actual = predicted * rng.lognormal(0.0, 0.3, 200)
-    folds = np.arange(200) % 10
+    folds = _shuffled(np.arange(200) % 10)
     assert cross_fitted_coverage(actual, predicted, folds, 0.8, np.zeros(200, dtype=bool)) == cross_fitted_coverage(
         actual, predicted, folds, 0.8
     )
+
+
+def test_a_forward_window_is_judged_by_the_earlier_windows_residuals_only() -> None:
+    # Ten rows in time order; the first four only train. Window 0 (rows 4-5) has no earlier scored rows and is not
+    # judged; window 1 (rows 6-7) is judged by rows 4-5's ratios (0 and 0.1: a 90% interval [0, 0.1]), window 2
+    # (rows 8-9) by rows 4-7's.
+    predicted = np.full(10, 10.0)
+    ratios = np.array([9, 9, 9, 9, 0.0, 0.1, 0.05, 2.0, 0.05, -0.5])  # the unscored rows' ratios must not count
+    plan = FoldPlan.forward_chain([f"r{i}" for i in range(10)], np.arange(10.0), 3, start=0.4)
+    assert list(plan.folds) == [-1] * 4 + [0, 0, 1, 1, 2, 2]
+    coverage = cross_fitted_coverage(predicted * np.exp(ratios), predicted, plan, 0.9)
+    # window 1: 0.05 in [0, 0.1], 2.0 out; window 2 with [0, 2.0]: 0.05 in, -0.5 out
+    assert coverage == pytest.approx(2 / 4)

@@ -20,7 +20,7 @@ def _jobs(n_jobs: int, repeats: int, seed: int = 0) -> tuple[np.ndarray, np.ndar
 def differences(*args, **kwargs) -> list[Difference]:
     """The bootstrap's differences, one per metric: RAE and RRSE (so a loop over them is never empty)."""
     found = paired_bootstrap(*args, **kwargs)
-    assert set(found) == {"rae", "rrse"}
+    assert set(found) == {"rae", "rrse", "male", "mdale"}
     return list(found.values())
 
 
@@ -109,3 +109,14 @@ def test_censored_rows_are_left_out() -> None:
     )
     expected = paired_bootstrap(y, prior, a, b, groups)
     assert found == expected
+
+
+def test_the_median_log_error_difference_is_the_lower_medians_and_resamples_whole_jobs() -> None:
+    rng = np.random.default_rng(3)
+    y = rng.uniform(10, 100, 201)
+    a, b = y * rng.lognormal(0, 0.2, 201), y * rng.lognormal(0, 0.6, 201)
+    found = paired_bootstrap(y, np.full(201, y.mean()), a, b, list(range(201)), n_resamples=500, seed=1)["mdale"]
+    prior = np.full(201, y.mean())
+    expected = compute_metrics(y, a, prior)["mdale"] - compute_metrics(y, b, prior)["mdale"]
+    assert found.observed == pytest.approx(100 * expected)  # in hundredths of ln
+    assert found.low <= found.observed <= found.high < 0 and found.share_a_better == 1.0

@@ -102,6 +102,43 @@ def test_drifting_live_error_triggers_a_retrain(settings: WorkerSettings, store:
     assert trigger.reason.startswith("live RAE ") and "over 10 runs" in trigger.reason
 
 
+def test_under_persistent_drift_the_worker_tries_again_once_per_drift_min_runs(
+    settings: WorkerSettings, store: MeasurementStore
+) -> None:
+    """Issue 39: once the guard kept a champion whose live error stayed high, every later check asked for a retrain
+    (the drift was judged on the whole window again); it is judged on the runs since the last attempt."""
+    settings = settings.model_copy(update={"retrain_min_new_runs": 10_000})  # only the drift can trigger here
+    book, tracker = MemoryChampions(), MemoryTracker(0.9)
+    store.add(_runs(40))
+    retrain_due(settings, store, book=book, tracker=tracker)
+    attempts = []
+    for i, run in enumerate(_runs(100, start=40, speed=4.0, seed=5)):
+        served = ServedEstimate(
+            run_id=run.run_id, algorithm="tool", platform="cpu", seconds=run.wall_seconds / 4, model_version="1"
+        )
+        store.add([run], served=[served])
+        triggers = due(settings, store, book)
+        if triggers:  # the worker tries, and the guard keeps version 1 serving: the drift persists
+            attempts.append(i + 1)
+            (trigger,) = triggers
+            assert "since the last attempt" in trigger.reason
+            store.add_decision(
+                {
+                    "decided_at": pd.Timestamp.now(tz="UTC").to_pydatetime(),
+                    "algorithm": "tool",
+                    "platform": "cpu",
+                    "target": "time",
+                    "decision": "kept",
+                    "trigger": f"worker: {trigger.reason}",
+                    "challenger": "linear_log",
+                    "n_rows": store.count("tool", "cpu", informative_only=True),
+                    "reason": "kept (test)",
+                    "details": {},
+                }
+            )
+    assert attempts == [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]  # once per drift_min_runs new runs, not 91 times
+
+
 def test_the_worker_reads_the_champions_of_its_settings_not_mlflows_default(
     settings: WorkerSettings, store: MeasurementStore, tmp_path
 ) -> None:
@@ -134,8 +171,11 @@ def test_one_input_run_300_times_far_slower_is_flagged_not_served(settings: Work
         (outcome,) = retrain_due(settings, store, book=book, tracker=tracker)
         assert outcome.decision.verdict is Verdict.KEPT and outcome.version == "1"  # the alias stays on version 1
         row = store.decisions()[0]
-        assert row["decision"] == "kept" and row["reason"].startswith("flagged: the 300 new run(s) of 1 job(s)")
-        assert row["details"]["flag_disagreement"] > 100
+        assert (
+            row["decision"] == "kept"
+            and "flagged: 300 new run(s) of an input version 1 was trained on" in row["reason"]
+        )
+        assert row["details"]["flag_jump"] > 100
         served = book.alias[("tool", "cpu", Target.TIME)].champion.model.predict(
             pd.DataFrame({"input.size": [one.features["input.size"]]})
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -9,11 +10,14 @@ import pytest
 
 from data.ingest import IngestError
 from predictor.catalog import Catalog
-from predictor.domain import Source
+from predictor.domain import Estimate, Source, Target
+from predictor.live import live_metrics
+from predictor.memsize import MIB
 from predictor.store import MeasurementStore
 from scheduler.slurm.accounting import SACCT_COLUMNS
 from scheduler.slurm.ingest import ingest_slurm
-from scheduler.slurm.rules import Rule, Rules
+from scheduler.slurm.rules import JobFacts, Rule, Rules, map_job
+from scheduler.slurm.submit import advise
 from tests.livesrv import eventually
 from tests.slurmserver import SlurmCluster
 
@@ -116,6 +120,43 @@ def test_a_run_killed_for_memory_is_censored_at_least_at_its_request(
     assert (runs["1"].censored, runs["1"].max_rss_kb, runs["1"].context["state"]) == (True, 50 * 1024, "OUT_OF_MEMORY")
     assert (runs["2"].censored, runs["2"].max_rss_kb) == (True, 300 * 1024)
     assert (runs["3"].censored, runs["3"].max_rss_kb) == (False, 2000)
+
+
+def test_the_memory_the_plugin_tagged_comes_back_with_the_run_and_is_scored_live(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path
+) -> None:
+    """Issue 42: the plugin's tag carries the peak memory and memory limit served at submission beside the time; the
+    import keeps them with the run, so memory's live error is measured on Slurm's runs as run time's is."""
+    estimate = Estimate(
+        platform="cpu-small",
+        seconds=50.0,
+        limit=90.0,
+        model_name="m",
+        model_version="3",
+        memory=40 * MIB + 0.4,
+        memory_limit=60 * MIB,
+        memory_model_name="memory-mafft-cpu-small",
+        memory_model_version="2",
+    )
+    facts = JobFacts(comment=f"predictor: algorithm=mafft input={fasta.name}")
+    tag = advise(facts, map_job(RULES, facts, catalog), estimate, time_limit=10).comment
+    assert "memory=41943041 memory_limit=62914560 memory_model=memory-mafft-cpu-small memory_version=2" in tag
+    path = _sacct(
+        tmp_path,
+        [
+            {"JobID": "1", "Comment": tag},
+            {"JobID": "1.batch", "MaxRSS": f"{80 * 1024}K", "Comment": tag},  # twice what it was served
+            {"JobID": "2", "Comment": f"predictor: algorithm=mafft input={fasta.name} estimate=50 memory=nonsense"},
+            {"JobID": "2.batch", "MaxRSS": "1000K"},
+        ],
+    )
+    assert ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1").stored == 2
+    window = store.live_window("mafft", "cpu-small", 10).set_index("run_id")
+    tagged = window.loc["slurm-c1-1-20260301T100000"]
+    assert (tagged["memory"], tagged["memory_limit"], tagged["memory_model_version"]) == (41943041, 60 * MIB, "2")
+    assert math.isnan(window.loc["slurm-c1-2-20260301T100000", "memory"]), "unusable memory words: no memory"
+    memory = live_metrics(window, Target.MEMORY)
+    assert (memory["runs"], memory["underestimate_rate"], memory["limit_exceeded"]) == (1.0, 1.0, 1.0)
 
 
 def test_a_file_without_jobs_or_columns_is_one_error(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:

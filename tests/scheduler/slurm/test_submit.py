@@ -1,4 +1,5 @@
-"""What the plugin sets in a job: memory (issue 31) only for a job that asked for none, where the site asks for it."""
+"""What the plugin sets in a job: time_min only below the job's limit (issue 39); memory (issue 31) only for a job that
+asked for none, where the site asks for it."""
 
 from __future__ import annotations
 
@@ -33,3 +34,33 @@ def test_memory_is_set_only_where_the_user_gave_none_and_the_site_asks(
     )
     assert advice.memory == expected
     assert advice.time_limit is None  # the time limit is the user's
+
+
+@pytest.mark.parametrize(
+    ("limit", "time_limit", "default_time", "expected"),
+    [
+        (90.0, 30, None, 2),  # a limit of 1.5 minutes, under the user's 30: rounded up to 2
+        (1800.0, 30, None, None),  # a limit of exactly the request: nothing for Slurm to gain
+        (7200.0, 30, None, None),  # above the request: never a time_min at or over what the user asked for
+        (600.0, None, 5, None),  # no user limit: the partition's default caps it just the same
+        (600.0, None, None, 10),  # no limit known at all: the served limit
+        (None, 30, None, None),  # no limit served: none set
+    ],
+)
+def test_time_min_is_set_only_from_a_limit_below_the_jobs_own(
+    limit: float | None, time_limit: int | None, default_time: int | None, expected: int | None
+) -> None:
+    estimate = Estimate(platform="cpu1", seconds=30.0, limit=limit)
+    advice = advise(JobFacts(), MAPPING, estimate, time_limit=time_limit, default_time=default_time)
+    assert advice.time_min == expected
+
+
+def test_a_raised_missing_limit_sets_no_time_min_at_the_same_value() -> None:
+    advice = advise(
+        JobFacts(),
+        MAPPING,
+        Estimate(platform="cpu1", seconds=30.0, limit=600.0),
+        time_limit=None,
+        raise_missing_limit=True,
+    )
+    assert (advice.time_limit, advice.time_min) == (10, None)
