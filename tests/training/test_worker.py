@@ -272,13 +272,12 @@ def test_a_pass_tells_its_progress_to_the_status_that_readyz_and_the_cli_read(
     outcomes = retrain_due(settings, store, book=book, tracker=tracker, progress=step, on_start=report.start)
     first, last = seen[0], seen[-1]
     assert first.state == "training" and first.target == "time" and first.pairs == ["tool/cpu"]
-    assert first.done == 1 and first.total == 6  # linear_log's 5 folds and the judgement, then the registration
-    assert [s.done for s in seen] == list(
-        range(1, len(seen) + 1)
-    ) and last.step == "tool/cpu linear_log registered as version 1"
-    assert (
-        "training time of 1 pair(s) since " in first.summary()
-        and "1/6 steps (17 %), last tool/cpu linear_log fold" in (first.summary())
+    assert first.done == 1 and first.total > 1  # about as many steps as training will report
+    assert [s.done for s in seen] == list(range(1, len(seen) + 1))
+    assert last.step == "tool/cpu linear_log registered as version 1"
+    share = round(100 / first.total)
+    assert f"training time of 1 pair(s) since {first.started_at}: 1/{first.total} steps ({share} %), last " in (
+        first.summary()
     )
     report.passed(outcomes)
     waiting = read_status(settings.resolved_home)
