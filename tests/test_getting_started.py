@@ -86,6 +86,9 @@ def line_pattern(line: str) -> re.Pattern[str]:
     decided = re.match(rf"^(\S+/\S+(?: memory)?) {VERDICT}: ", line.strip())
     if decided:
         return re.compile(re.escape(decided.group(1)) + f" {VERDICT}: .*$")
+    logged = re.match(rf"^(.* training\.worker: \S+/\S+ \w+): {VERDICT} \(", line.strip())
+    if logged:  # the worker's log line of a decision, with its reason
+        return re.compile(figures(logged.group(1)) + rf": {VERDICT} \(.*$")
     history = re.match(r"^#\d+ (\S+/\S+(?: \w+)?): ", line.strip())
     if history:
         return re.compile(r"#\d+ " + re.escape(history.group(1)) + ": .*$")
@@ -256,7 +259,13 @@ def service(tmp_path: Path) -> Iterator[tuple[Reader, Path, list[str]]]:
     make = [step for step in steps(PAGE.read_text()) if "make run" in step.command][0]
     listed = [line for line in make.outputs[0][1].splitlines() if line.startswith(".venv/bin/predictor")]
     planned = subprocess.run(
-        ["make", "-n", "run", "VENV=.venv"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True, timeout=60
+        ["make", "-n", "--no-print-directory", "run", "VENV=.venv"],
+        cwd=PROJECT_ROOT,
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")},  # run by make test
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     ).stdout.splitlines()
     assert listed == [line for line in planned if line.startswith(".venv/bin/predictor")], (listed, planned)
     *before, serve = listed
@@ -325,15 +334,16 @@ def test_the_getting_started_page_can_be_followed_and_prints_what_it_shows(
         problems += [f"the request again: {p}" for p in compare(language, expected, reader.run(request.command))]
     made = "\n".join(line for line in all_steps[make].outputs[0][1].splitlines() if not line.startswith(".venv/bin/"))
     problems += [f"make run: {p}" for p in compare("text", shown(made), "\n".join(printed) + "\n" + log.read_text())]
-    for step in all_steps[make + 2 :]:
+    for k, step in enumerate(all_steps[make + 2 :], start=make + 2):
         out = reader.run(step.command)
+        (log.parent / f"step-{k}.txt").write_text(out)  # what the page's block k printed, to refresh the page from
         if "predictor train" in step.command:  # the retrain the page follows: a new version of mafft on cpu1
             history = reader.run(".venv/bin/predictor models history --algorithm mafft --platform cpu1 --limit 1")
             assert re.search(r"│\s*mafft\s*│\s*cpu1\s*│\s*time\s*│\s*(promoted|refreshed)\s*│", history), out + history
             assert eventually(lambda: "mafft/cpu1" in log.read_text().split("champions swapped")[-1], timeout=120)
         for language, expected in step.outputs:
             problems += [f"after `{step.command.strip()[:60]}`: {p}" for p in compare(language, shown(expected), out)]
-    assert problems == [], "\n".join(problems)
+    assert problems == [], "\n".join([*problems, f"(the outputs: {log.parent})"])
 
 
 def test_the_comparison_allows_what_varies_and_refuses_what_does_not() -> None:

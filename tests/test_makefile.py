@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -11,7 +12,13 @@ from predictor.settings import PROJECT_ROOT
 def planned(target: str, venv: Path) -> list[str]:
     """The commands ``make TARGET`` would run in a checkout whose venv is ``venv`` (absent: a fresh clone)."""
     done = subprocess.run(
-        ["make", "-n", target, f"VENV={venv}"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60, check=True
+        ["make", "-n", "--no-print-directory", target, f"VENV={venv}"],
+        cwd=PROJECT_ROOT,
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")},  # run by make test
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     return done.stdout.splitlines()
 
