@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
@@ -57,7 +57,8 @@ def settings_error(exc: BaseException) -> str | None:
         return None
     prefix = str(refused.model_config.get("env_prefix", ""))
     reasons = [
-        f"{(prefix + str(e['loc'][0])).upper() if e['loc'] else refused.__name__}: {e['msg']}" for e in exc.errors()
+        f"{(prefix + str(e['loc'][0])).upper() if e['loc'] else refused.__name__}: {e['msg'].removeprefix('Value error, ')}"
+        for e in exc.errors()
     ]
     return "; ".join(reasons)
 
@@ -151,11 +152,12 @@ def from_service(url: str, ask: Callable[[PredictorClient], T]) -> T:
         raise fail(f"{url} did not answer like a runtime-predictor service ({type(exc).__name__}: {exc})") from None
 
 
-def local_oracle(settings: Settings, catalog: Catalog) -> RuntimeOracle:
-    """The runtime oracle of the registered champions, built here as the service would build it."""
+def local_oracle(settings: Settings, catalog: Catalog, algorithms: Collection[str] | None = None) -> RuntimeOracle:
+    """The runtime oracle of the registered champions (of ``algorithms`` alone, if given), built here as the service
+    would build it."""
     from predictor.oracle import build_oracle
 
-    return build_oracle(catalog, settings, open_store(settings).profile_table())
+    return build_oracle(catalog, settings, open_store(settings).profile_table(), algorithms)
 
 
 def repeat_passes(

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, computed_field, field_validator
 
 from predictor.memsize import optional_slurm_memory
+from predictor.target import Target as Target  # re-exported: its home is predictor.target (the CLI imports it light)
 from predictor.walltime import optional_walltime
 
 
@@ -21,13 +22,6 @@ class CacheState(str, Enum):
     WARM = "warm"
     COLD = "cold"
     UNKNOWN = "unknown"
-
-
-class Target(str, Enum):
-    """What a model learns of a run: its wall seconds, or its peak resident memory in bytes."""
-
-    TIME = "time"
-    MEMORY = "memory"
 
 
 class Source(str, Enum):

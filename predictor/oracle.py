@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
@@ -622,13 +622,20 @@ def _fallback_columns(profile: ProfileTable, algorithm: str, platform: str, n: i
     )
 
 
-def build_oracle(catalog: Catalog, settings: Settings, profile_table: ProfileTable) -> RuntimeOracle:
-    """An oracle over every time and memory champion of the catalog's (algorithm, platform) pairs: from the registry,
-    else the disk cache."""
+def build_oracle(
+    catalog: Catalog, settings: Settings, profile_table: ProfileTable, algorithms: Collection[str] | None = None
+) -> RuntimeOracle:
+    """An oracle over every time and memory champion of the catalog's (algorithm, platform) pairs, or of ``algorithms``'
+    pairs alone (a command that answers for one job need not load the rest): from the registry, else the disk cache."""
     from predictor.champion_source import ChampionSource, RegistryUnavailable
 
     source = ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache)
-    pairs = [(a, p) for a, algo in catalog.algorithms.items() for p in algo.platforms]
+    pairs = [
+        (a, p)
+        for a, algo in catalog.algorithms.items()
+        if algorithms is None or a in algorithms
+        for p in algo.platforms
+    ]
     try:
         loaded = {target: source.load_current(pairs, target) for target in Target}
     except RegistryUnavailable:
