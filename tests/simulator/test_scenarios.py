@@ -55,7 +55,11 @@ def test_workload_and_cluster_specs(catalog, tmp_path: Path) -> None:
     [
         (parse_estimates, "noisy:abc", "estimates 'noisy': option 'sigma' expects a number, got 'abc'"),
         (parse_estimates, "psychic", "unknown estimates 'psychic'; known: champions, last_two_mean, model, noisy"),
-        (parse_estimates, "service:fold=3", "estimates 'service' has no option 'fold'; its options: plan, limit_quantile"),
+        (
+            parse_estimates,
+            "service:fold=3",
+            "estimates 'service' has no option 'fold'; its options: plan, limit_quantile",
+        ),
         (parse_estimates, "champions", "estimates 'champions' needs the service's runtime oracle"),
     ],
 )
