@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -422,6 +422,7 @@ def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
             **{name: [row[name] for row in rows] for name in SCALAR_FIELDS},
             **{name: [row["features"].get(name) for row in rows] for name in feature_names},
             "params": [row["params"] for row in rows],
+            "submitted_at": [_submitted_at(row) for row in rows],
         }
     )
     floats = ["wall_seconds", "cpu_seconds", "max_rss_kb", *feature_names]
@@ -429,8 +430,31 @@ def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame["exit_status"] = frame["exit_status"].astype("int64")
     frame["censored"] = frame["censored"].astype("bool")
     frame["recorded_at"] = pd.to_datetime(frame["recorded_at"], utc=True)
+    frame["submitted_at"] = pd.to_datetime(frame["submitted_at"], utc=True)
     return frame
 
+
+def _submitted_at(row: Mapping[str, Any]) -> datetime:
+    """When a run's job was submitted, as far as its row tells: its context's ``submitted_at`` (Slurm accounting), else
+    its end less its run and its wait (``wait_seconds``, an SWF log's), else less its run alone (a profiled run starts
+    when it is asked for)."""
+    context = row.get("context") or {}
+    end, wall = _as_utc(row["recorded_at"]), float(row["wall_seconds"] or 0.0)
+    if isinstance(context.get("submitted_at"), str):
+        try:
+            return min(_as_utc(datetime.fromisoformat(context["submitted_at"])), end)
+        except ValueError:
+            pass
+    wait = context.get("wait_seconds")
+    wait = float(wait) if isinstance(wait, int | float) and wait > 0 else 0.0
+    try:
+        return end - timedelta(seconds=max(wall, 0.0) + wait)
+    except OverflowError:
+        return end
+
+
+def _as_utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 def _read_back(row: Mapping[str, Any], readers: dict[str, Callable[[Any], Any] | None]) -> dict[str, Any]:
     """A row read column by column; a value its column's type cannot read is kept raw and named in ``unreadable``."""
