@@ -13,7 +13,9 @@ configuration that plans with the service replays those answers. There is no sec
 A guard, like the champion guard, moves off the configuration serving now only for a candidate better by ``margin``
 on the same windows; a site starts from its own rule (EASY++ for backfilling, the requests for EDF), so the service
 plans only where it beat that rule on the site's past. :func:`choose` is given the windows and nothing else, so a
-choice cannot read the jobs it is later scored on.
+choice cannot read the jobs it is later scored on. The configuration itself (:class:`scheduler.planning.PlanningConfig`)
+is production's, which follows the newest choice (the embedded scheduler's backfilling, the Slurm plugin's
+``time_min``); :func:`live_score` scores a choice on the jobs that came after it.
 """
 
 from __future__ import annotations
@@ -30,7 +32,15 @@ from predictor.domain import Estimate, Measurement, ServedEstimate, Source
 from predictor.intervals import scaled
 from predictor.oracle import Job as OracleJob
 from predictor.oracle import JobQuery, Oracle
-from scheduler.planning_times import Correction
+from scheduler.planning import (  # the configuration production follows, defined once
+    NUMBERS,
+    ORDERS,
+    SOURCES,
+    Family,
+    PlanningConfig,
+    site_rule,
+)
+from scheduler.planning_times import CORRECTIONS
 from scheduler.run_times import QuantileOracle, job_key
 from scheduler.specs import make_policy
 from scheduler.state import Job, requested_seconds
@@ -44,70 +54,11 @@ from simulator.workloads import swf
 from training.service_loop import ServiceLoop
 from training.settings import WorkerSettings
 
-Family = Literal["easy", "conservative", "edf"]
-Source_ = Literal["last-two", "requested", "service"]
-SOURCES: tuple[str, ...] = ("last-two", "requested", "service")  # whose estimates plan
-NUMBERS = ("point", "q0.75")  # the service's point, or its point scaled by its residuals' 0.75 quantile
-CORRECTIONS: tuple[Correction, ...] = ("tsafrir", "quantile", "doubling")
-ORDERS = ("fcfs", "sjbf", "saf")
 OBJECTIVES: dict[str, Callable[[Metrics], float]] = {  # lower is better
     "avebsld": lambda m: m.avebsld,
     "mean_wait": lambda m: m.mean_waiting,
     "mean_completion": lambda m: m.mean_completion,
 }
-
-
-@dataclass(frozen=True, order=True)
-class PlanningConfig:
-    """One way to plan: whose estimates, which of the service's numbers, the correction and the backfill order.
-
-    The default is EASY++ (Tsafrir et al. 2007): the users' last two runs, EASY-SJBF, underestimates corrected as
-    Tsafrir does: what a site that runs backfilling has without the service.
-    """
-
-    source: Source_ = "last-two"
-    number: str = "point"
-    correction: Correction = "tsafrir"
-    order: str = "sjbf"
-
-    def policy(self, family: Family) -> str:
-        """The policy spec of ``family`` planned this way (EDF has neither correction nor backfill order)."""
-        if family == "easy":
-            return f"easy:order={self.order},correction={self.correction}"
-        if family == "conservative":
-            return f"conservative:correction={self.correction}"
-        return "edf"
-
-    @property
-    def level(self) -> float | None:
-        """The residual quantile the number plans with (None: the point)."""
-        return None if self.number == "point" else float(self.number[1:])
-
-    @classmethod
-    def from_record(cls, record: dict[str, str]) -> PlanningConfig:
-        """The configuration a decision row's details recorded (:meth:`Choice.decision_row`), checked."""
-        if set(record) - {"source", "number", "correction", "order"}:
-            raise ValueError(f"not a planning configuration: {record}")
-        config = cls(**{k: str(v) for k, v in record.items()})  # type: ignore[arg-type]
-        if config.source not in SOURCES or config.correction not in CORRECTIONS or config.order not in ORDERS:
-            raise ValueError(f"not a planning configuration: {record}")
-        if config.number != "point" and (config.source != "service" or config.number not in NUMBERS):
-            raise ValueError(f"not a planning configuration: {record}")
-        return config
-
-    def label(self, family: Family) -> str:
-        """A short name for tables."""
-        whose = {"last-two": "last two", "requested": "requests", "service": "service"}[self.source]
-        if family == "edf":
-            return f"{whose}, {self.number}"
-        if family == "conservative":
-            return f"{whose}, {self.number}, {self.correction}"
-        return f"{whose}, {self.number}, {self.correction}, {self.order}"
-
-
-def site_rule(family: Family) -> PlanningConfig:
-    """What a site plans with before the service: EASY++ for backfilling, the users' requests for EDF."""
-    return PlanningConfig("requested") if family == "edf" else PlanningConfig()
 
 
 def past_windows(
