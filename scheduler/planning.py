@@ -164,7 +164,7 @@ class FollowedDecision:
         """The newest decision (None before any), as last read; read again when the last read is ``every_s`` old."""
         with self._lock:
             now = self.clock()
-            if self._read_at is None or now - self._read_at >= self.every_s:
+            if self._read_at is None or not 0 <= now - self._read_at < self.every_s:  # a clock set back reads too
                 self._read_at = now
                 try:
                     found = planning_decisions(self.store, self.families, self.site)
