@@ -75,3 +75,11 @@ def test_a_choice_the_jobs_after_it_made_lose_is_reverted_to_its_runner_up(home:
     assert newest["decision"] == "reverted" and newest["n_rows"] == 150
     assert newest["details"]["config"] == asdict(REQUESTS) and newest["details"]["live"]["score"] < 0.98
     assert newest["details"]["live_since"] == last_submit(log)  # the reverted configuration's live window starts now
+    # `models list` shows it below the champions (none here): the configuration, and the live score that reverted it
+    shown = runner.invoke(app, ["models", "list"])
+    assert shown.exit_code == 0, shown.output
+    (line,) = [row for row in shown.output.splitlines() if "reverted" in row]
+    cells = [c.strip() for c in line.strip("│ ").split("│")]
+    score = newest["details"]["live"]["score"]
+    assert cells[:6] == ["site", "easy", str(newest["id"]), "reverted", "requests, point, tsafrir, sjbf", "avebsld"]
+    assert cells[6:] == ["-", "-", f"{score:.3f} on 150 jobs", "last two, point, tsafrir, sjbf"]
