@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any, Literal, get_args
 
 from predictor.store import MeasurementStore
-from scheduler.planning_times import CORRECTIONS, Correction
+from scheduler.planning_times import Correction
 
 log = logging.getLogger("scheduler")
 Family = Literal["easy", "conservative", "edf"]
@@ -28,6 +28,7 @@ FAMILIES: tuple[str, ...] = get_args(Family)
 PlanSource = Literal["last-two", "requested", "service"]
 SOURCES: tuple[str, ...] = get_args(PlanSource)  # whose estimates plan
 NUMBERS = ("point", "q0.75")  # the service's point, or its point scaled by its residuals' 0.75 quantile
+CORRECTIONS: tuple[Correction, ...] = ("tsafrir", "quantile", "doubling")  # those a configuration chooses among
 ORDERS = ("fcfs", "sjbf", "saf")
 PLATFORM_PREFIX = "planning:"  # a planning decision's platform is this and its family
 FOLLOW_EVERY_S = 5.0  # how stale the followed decision may be: the route asks at most this often

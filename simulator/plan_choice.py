@@ -34,6 +34,7 @@ from predictor.intervals import scaled
 from predictor.oracle import Job as OracleJob
 from predictor.oracle import JobQuery, Oracle
 from scheduler.planning import (  # the configuration production follows, defined once
+    CORRECTIONS,
     NUMBERS,
     ORDERS,
     SOURCES,
@@ -41,7 +42,6 @@ from scheduler.planning import (  # the configuration production follows, define
     PlanningConfig,
     site_rule,
 )
-from scheduler.planning_times import CORRECTIONS
 from scheduler.run_times import QuantileOracle, job_key
 from scheduler.specs import make_policy
 from scheduler.state import Job, requested_seconds

@@ -189,6 +189,8 @@ def test_the_site_starts_from_its_own_rule_and_the_service_plans_with_what_produ
     easy = candidates("easy")
     assert site_rule("easy") in easy and {c.source for c in easy} == {"last-two", "requested", "service"}
     assert all(c.number == "point" and c.correction != "quantile" for c in easy if c.source != "service")
+    # the site's rules with two corrections x three orders each, the service with two numbers x three x three
+    assert [len(candidates(f)) for f in ("easy", "conservative", "edf")] == [30, 10, 4]
     window = swf.replay(write_log(tmp_path / "e.swf", seed=5, jobs=120), train_fraction=0.4)
     answers = service_answers(window)
     assert set(answers.answers) == {f"{j.algorithm}|{j.params}" for j in window.jobs} or len(answers.answers) == len(
