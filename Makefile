@@ -1,18 +1,26 @@
-# The two commands: `make run` (ingest, train, register, serve) and `make test`; `make check` is the quick loop.
+# The two commands: `make run` (ingest, serve at once, train in the background) and `make test`; `make check` is the
+# quick loop.
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
+# Two installs: what serving and training need (`make run`), then the test, docs and ray extras (`make test`, `check`).
+SERVE_STAMP := $(VENV)/.installed-serve
 STAMP := $(VENV)/.installed
 DATASETS := $(wildcard data/measurements/*.csv)
-# pytest-xdist workers: the machine's two cores. Each worker starts its own session servers (tests/conftest.py).
+# pytest-xdist workers: the machine's two cores. Each worker starts its own session servers (tests/conftest.py). Files
+# are handed out longest first, as tests/conftest.py collects them (tests/durations.json), not by their number of tests.
 WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 
 .PHONY: install system-deps tools run lint format check test docs bench clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(SERVE_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -c constraints.txt -e .
+	touch $(SERVE_STAMP)
+
+$(STAMP): $(SERVE_STAMP)
 	$(BIN)/pip install -q -c constraints.txt -e '.[test,docs,ray]'
 	touch $(STAMP)
 
@@ -26,11 +34,13 @@ system-deps:
 tools:
 	./scripts/install-system-deps.sh tools
 
-run: install
+# Serve at once (a pair without a champion is answered with the median of its measured runs) and train the zoo in the
+# background: the retrain worker, at lower priority on both cores, trains run time then peak memory for every pair
+# without a champion, and the API swaps each champion in as it is registered (progress: /readyz, `predictor models list`).
+run: export PREDICTOR_WORKER_N_JOBS ?= -1
+run: $(SERVE_STAMP)
 	$(BIN)/predictor ingest $(DATASETS)
-	$(BIN)/predictor train
-	$(BIN)/predictor train --target memory
-	$(BIN)/predictor serve
+	$(BIN)/predictor serve --train
 
 # Lint, format and types ([tool.ruff], [tool.mypy]) and the layers ([tool.importlinter]), all in pyproject.toml.
 lint: install

@@ -3,7 +3,9 @@
 Times ``--version``, ``--help``, ``predict --url`` (a running service answers) and a local ``predict`` (the
 champions loaded here) for the current tree and for a baseline checked out beside it, each command run as a
 fresh process with the same interpreter, the two trees alternating (which goes first swaps every repeat), so
-load on a shared machine falls on both alike. Prints medians and their ratio as a Markdown table, writes JSON.
+load on a shared machine falls on both alike. Prints medians of wall and of CPU seconds (the child's user and
+system time, which other processes on a shared machine inflate less than the wall) and their ratios as a Markdown
+table, with the load average seen, and writes JSON.
 
     git worktree add /tmp/cli-base 5b611ea
     .venv/bin/python benchmarks/cli_start.py --base /tmp/cli-base --home /tmp/bench-home --repeats 7
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -37,16 +40,17 @@ JOB = [
 ]  # a service reads it under its data root
 
 
-def timed(tree: Path, args: list[str], env: dict[str, str]) -> float:
-    """Seconds one command takes as a fresh process of ``tree``; a failed command stops the benchmark."""
-    start = time.perf_counter()
+def timed(tree: Path, args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Seconds one command takes as a fresh process of ``tree``, of wall and of CPU (user and system); a failed command
+    stops the benchmark."""
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", RUN, *args], cwd=tree, env=env, capture_output=True, text=True, timeout=600
     )
-    seconds = time.perf_counter() - start
+    seconds, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{tree}: predictor {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-    return seconds
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def free_port() -> int:
@@ -107,26 +111,43 @@ def main() -> None:
     envs = {
         tree: {**env, "PREDICTOR_STORE_URL": f"sqlite:///{args.home.resolve() / f'store-{tree}.db'}"} for tree in trees
     }
-    times: dict[str, dict[str, list[float]]] = {name: {tree: [] for tree in trees} for name in commands}
+    times: dict[str, dict[str, list[tuple[float, float]]]] = {name: {tree: [] for tree in trees} for name in commands}
+    loads = [os.getloadavg()[0]]
     try:
         for repeat in range(args.repeats):
             order = list(trees) if repeat % 2 == 0 else list(reversed(trees))
             for name, command in commands.items():
                 for tree in order:
                     times[name][tree].append(timed(trees[tree], command, envs[tree]))
+            loads.append(os.getloadavg()[0])
     finally:
         service.terminate()
         service.wait(timeout=60)
-    print(f"| command | base median s | current median s | base / current |  ({args.repeats} repeats, alternating)")
-    print("|---|---:|---:|---:|")
+    print(
+        f"| command | base median s | current median s | base / current | base median CPU s | current median CPU s "
+        f"| base / current (CPU) |  ({args.repeats} repeats, alternating; 1-min load {min(loads):.1f}-{max(loads):.1f})"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     summary = {}
     for name, by_tree in times.items():
-        base, current = statistics.median(by_tree["base"]), statistics.median(by_tree["current"])
-        summary[name] = {"base_median_s": base, "current_median_s": current, "ratio": base / current, "runs": by_tree}
-        print(f"| `predictor {name}` | {base:.2f} | {current:.2f} | {base / current:.1f}x |")
+        wall = {tree: statistics.median(w for w, _ in runs) for tree, runs in by_tree.items()}
+        cpu = {tree: statistics.median(c for _, c in runs) for tree, runs in by_tree.items()}
+        summary[name] = {
+            "base_median_s": wall["base"],
+            "current_median_s": wall["current"],
+            "ratio": wall["base"] / wall["current"],
+            "base_median_cpu_s": cpu["base"],
+            "current_median_cpu_s": cpu["current"],
+            "cpu_ratio": cpu["base"] / cpu["current"],
+            "runs": by_tree,
+        }
+        print(
+            f"| `predictor {name}` | {wall['base']:.2f} | {wall['current']:.2f} | {wall['base'] / wall['current']:.1f}x "
+            f"| {cpu['base']:.2f} | {cpu['current']:.2f} | {cpu['base'] / cpu['current']:.1f}x |"
+        )
     args.out.write_text(
         json.dumps(
-            {"base": str(trees["base"]), "repeats": args.repeats, "load_avg": os.getloadavg(), "commands": summary},
+            {"base": str(trees["base"]), "repeats": args.repeats, "load_avg": loads, "commands": summary},
             indent=1,
         )
     )

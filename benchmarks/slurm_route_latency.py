@@ -45,6 +45,7 @@ from training.pipeline import run_training
 
 WARM_UP = 30
 CLASS = f"{CLUSTER}-batch"
+TOKEN = "bench-plugin-token-0123456789"  # the plugin's: only it is answered from users' histories
 
 
 def class_runs(count: int, seed: int) -> list[Measurement]:
@@ -92,7 +93,8 @@ def timed(url: str, body: dict[str, object]) -> tuple[float, str]:
     started = time.perf_counter()
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
     try:
-        connection.request("POST", "/v1/slurm/estimate?format=text", data, {"content-type": "application/json"})
+        headers = {"content-type": "application/json", "x-predictor-plugin-token": TOKEN}  # as the plugin sends it
+        connection.request("POST", "/v1/slurm/estimate?format=text", data, headers)
         answer = connection.getresponse()
         text = answer.read().decode()
     finally:
@@ -178,7 +180,7 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory(prefix="slurm-route-") as work:
         settings = trained(Path(work), args.seed)
-        slurm = SlurmSettings(rules=Path(work) / "rules.yaml", cluster=CLUSTER)
+        slurm = SlurmSettings(rules=Path(work) / "rules.yaml", cluster=CLUSTER, plugin_token=TOKEN)
         for backend in args.backends.split(","):
             with database(backend, Path(work)) as url:
                 result[backend] = measure(

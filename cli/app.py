@@ -11,12 +11,12 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
 from cli import learn, measure, plan, probe, serve, simulate, slurm
-from cli.common import err_console, settings_error
+from cli.common import err_console, plain, settings_error
 from predictor import __version__
 from predictor.addresses import RedactingFormatter
 
@@ -36,7 +36,7 @@ class OneLineErrors(TyperGroup):
             code = exc.exit_code
         except ClickException as exc:
             where = f" (see `{exc.ctx.command_path} --help`)" if getattr(exc, "ctx", None) is not None else ""
-            err_console.print(f"[red]error:[/red] {escape(exc.format_message())}{where}")
+            err_console.print(Text.assemble(("error:", "red"), " ", plain(exc.format_message() + where)))
             code = exc.exit_code
         except typer.Abort:
             err_console.print("aborted")
@@ -44,7 +44,7 @@ class OneLineErrors(TyperGroup):
         except Exception as exc:  # a bad PREDICTOR_* value is one line too; anything else stays its traceback
             if (refused := settings_error(exc)) is None:
                 raise
-            err_console.print(f"[red]error:[/red] {escape(refused)}")
+            err_console.print(Text.assemble(("error:", "red"), " ", plain(refused)))
             code = 2
         if not standalone_mode:
             return code

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand
@@ -58,7 +57,8 @@ def settings_error(exc: BaseException) -> str | None:
         return None
     prefix = str(refused.model_config.get("env_prefix", ""))
     reasons = [
-        f"{(prefix + str(e['loc'][0])).upper() if e['loc'] else refused.__name__}: {e['msg']}" for e in exc.errors()
+        f"{(prefix + str(e['loc'][0])).upper() if e['loc'] else refused.__name__}: {e['msg'].removeprefix('Value error, ')}"
+        for e in exc.errors()
     ]
     return "; ".join(reasons)
 
@@ -126,11 +126,12 @@ def plain(value: object) -> Text:
 
 
 def fail(message: str) -> typer.Exit:
-    """Print ``message`` as one error line, every address in it as its scheme, host and port only (a registry's or a
-    service's URL may carry a password or a token); raise what it returns to exit with status 2."""
+    """Print ``message`` as one error line: literal (no markup read in it, control characters such as a terminal escape
+    in a name someone typed shown as ``\x1b``), every address in it as its scheme, host and port only (a registry's or
+    a service's URL may carry a password or a token); raise what it returns to exit with status 2."""
     from predictor.addresses import redact_addresses
 
-    err_console.print(f"[red]error:[/red] {escape(redact_addresses(message))}")
+    err_console.print(Text.assemble(("error:", "red"), " ", plain(redact_addresses(message))))
     return typer.Exit(code=2)
 
 
@@ -151,11 +152,12 @@ def from_service(url: str, ask: Callable[[PredictorClient], T]) -> T:
         raise fail(f"{url} did not answer like a runtime-predictor service ({type(exc).__name__}: {exc})") from None
 
 
-def local_oracle(settings: Settings, catalog: Catalog) -> RuntimeOracle:
-    """The runtime oracle of the registered champions, built here as the service would build it."""
+def local_oracle(settings: Settings, catalog: Catalog, algorithms: Collection[str] | None = None) -> RuntimeOracle:
+    """The runtime oracle of the registered champions (of ``algorithms`` alone, if given), built here as the service
+    would build it."""
     from predictor.oracle import build_oracle
 
-    return build_oracle(catalog, settings, open_store(settings).profile_table())
+    return build_oracle(catalog, settings, open_store(settings).profile_table(), algorithms)
 
 
 def repeat_passes(

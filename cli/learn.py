@@ -14,11 +14,12 @@ import typer
 from rich.table import Table
 
 from cli.common import console, err_console, fail, from_service, load_settings, open_store, plain, print_table
-from predictor.domain import Target
+from predictor.target import Target
 
 if TYPE_CHECKING:
     from predictor.catalog import Catalog
     from predictor.settings import Settings
+    from serving.client import PredictorClient
     from training.pipeline import TrainingOutcome
     from training.report import SessionReport
 
@@ -61,19 +62,20 @@ def train(
 
     ``--target memory`` learns each run's peak resident memory instead (runs that measured it), with a champion of its own.
     """
-    from cli.progress import progress
     from predictor.catalog import load_catalog
+    from training.settings import TrainingSettings
+
+    settings = TrainingSettings()
+    store = open_store(settings)
+    _check_train_choices(algorithm, model, {a for a, _ in store.pairs()}, lambda: load_catalog(*settings.catalog_paths))
+    from cli.progress import progress  # training's libraries (MLflow, the zoo, pandas) only once the choices are sound
     from training.champions import MlflowChampions
     from training.dataset import load_training_sets
     from training.guard import Verdict
     from training.live_members import refresh_live_members
     from training.pipeline import count_steps, decision_row
     from training.pipeline import train as train_sets
-    from training.settings import TrainingSettings
 
-    settings = TrainingSettings()
-    store = open_store(settings)
-    _check_train_choices(algorithm, model, {a for a, _ in store.pairs()}, lambda: load_catalog(*settings.catalog_paths))
     training_sets = load_training_sets(store, algorithm, target=target)
     total = count_steps(settings, training_sets, models=model)
     if total == 0 and target is Target.MEMORY:
@@ -149,13 +151,8 @@ def _pair(outcome: TrainingOutcome) -> str:
 def _check_train_choices(
     algorithms: list[str] | None, models: list[str] | None, stored: set[str], catalog: Callable[[], Catalog]
 ) -> None:
-    """Refuse, as one error line, a zoo member that does not exist and an algorithm the catalog lacks or the store has no run of."""
-    from models import available_models
-
-    known = available_models()
-    for name in models or []:
-        if name not in known:
-            raise fail(f"unknown model {name!r}; known: {', '.join(known)}")
+    """Refuse, as one error line, an algorithm the catalog lacks or the store has no run of, and a zoo member that does not
+    exist; the zoo (torch, LightGBM) is imported only when members are named."""
     for name in algorithms or []:
         if name not in stored:
             try:
@@ -163,6 +160,13 @@ def _check_train_choices(
             except KeyError as exc:
                 raise fail(str(exc).strip('"')) from None
             raise fail(f"no runs of {name} are stored; `predictor ingest`, `profile` or `sweep` store some first")
+    if models:
+        from models import available_models
+
+        known = available_models()
+        for name in models:
+            if name not in known:
+                raise fail(f"unknown model {name!r}; known: {', '.join(known)}")
 
 
 @commands.command()
@@ -284,27 +288,45 @@ def _live_report(settings: Settings, algorithm: str | None, platform: str | None
 @commands.command()
 def worker(
     once: Annotated[bool, typer.Option("--once", help="One pass over the store, then exit.")] = False,
+    parent_pid: Annotated[
+        int | None, typer.Option(hidden=True, help="Stop when this process (the API that started it) is gone.")
+    ] = None,
 ) -> None:
-    """The retrain worker: retrain pairs with enough new runs or drifting live error, under the champion guard."""
+    """The retrain worker: train pairs without a champion, and retrain those with enough new runs or drifting live error,
+    under the champion guard; its progress is kept for `/readyz` and `predictor models list`."""
     import logging
 
     from predictor.addresses import RedactingFormatter
-    from training.worker import run
+    from training.settings import WorkerSettings
 
     handler = logging.StreamHandler()
     handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
-    from training.settings import WorkerSettings
-
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # the store's migrations at each start say nothing here
     settings = WorkerSettings()
+    store = open_store(settings)
+    from cli.background import exit_on_sigterm, stop_with
+    from training.status import StatusReport
+    from training.worker import run
+
+    exit_on_sigterm()
+    if parent_pid is not None:
+        stop_with(parent_pid)
+    report = StatusReport(settings.resolved_home, settings.worker_interval_s)
 
     def said(outcomes) -> None:
+        report.passed(outcomes)
         for o in outcomes:
             console.print(f"{_pair(o)} {o.decision.verdict.value}: {o.decision.reason}", markup=False, highlight=False)
         if once and not outcomes:
             console.print("nothing is due for training")
 
-    run(settings, open_store(settings), once=once, on_pass=said)
+    try:
+        run(settings, store, once=once, on_pass=said, progress=report, on_start=report.start)
+    except KeyboardInterrupt:
+        console.print("stopped")
+    finally:
+        report.stopped()
 
 
 models_app = typer.Typer(
@@ -325,11 +347,19 @@ def models_list(
     family (`predictor plan choose`): the configuration, its score on the past windows and its live score since."""
     settings = load_settings()
     champions = from_service(url, lambda client: client.models()) if url else _registered_champions(settings)
+    training = _training_summary(settings, url)
     planning = from_service(url, lambda client: client.planning()) if url else _planning(settings)
     if champions:
         _print_champions(champions, f"served by {url}" if url else f"registry {settings.resolved_tracking_uri}")
     else:
-        err_console.print("no champions registered; `predictor train` trains and registers them")
+        err_console.print(
+            "no champions registered; `predictor train` trains and registers them"
+            if training is None
+            else "no champions registered yet: the retrain worker trains them (until then each pair is answered with "
+            "the median of its measured runs)"
+        )
+    if training is not None:
+        console.print(plain(training), highlight=False)
     if planning:
         _print_planning(planning)
 
@@ -361,6 +391,25 @@ def _print_champions(champions: list[dict[str, Any]], where: str) -> None:
             plain(c.get("target") or "time"),
         )
     print_table(table)
+
+
+def _training_summary(settings: Settings, url: str | None) -> str | None:
+    """What the retrain worker of the home (or of the service at ``url``) does, in one line; None when none has run."""
+    if url:
+        from serving.client import PredictorError
+
+        def training_of(client: PredictorClient) -> dict[str, Any] | None:
+            try:
+                return client.ready().get("training")
+            except PredictorError:  # not ready (503): its champions are listed all the same
+                return None
+
+        training = from_service(url, training_of)
+        return None if not training else str(training.get("summary"))
+    from predictor.training_status import read_status
+
+    status = read_status(settings.resolved_home)
+    return None if status.state == "none" else status.summary()
 
 
 @models_app.command("history")

@@ -18,6 +18,7 @@ from cli.common import (
     open_store,
     parse_duration,
     parse_pairs,
+    plain,
     print_table,
     typed_params,
 )
@@ -58,7 +59,7 @@ def ingest(
     from data.ingest import IngestError, ingest_file
     from data.swf_ingest import ingest_swf
     from predictor.catalog import load_catalog
-    from scheduler.slurm.ingest import ingest_slurm
+    from scheduler.slurm.ingest import Inputs, ingest_slurm
     from scheduler.slurm.rules import RulesError, load_rules
     from scheduler.slurm.settings import SlurmSettings
 
@@ -90,6 +91,7 @@ def ingest(
                     file_format=kind,
                     cluster=slurm.cluster,
                     rejects_dir=rejects_dir,
+                    inputs=Inputs.of(settings.data_roots, slurm),
                 )
             else:
                 report = ingest_file(path, store, catalog, mapping=mapping, file_format=file_format, **options)
@@ -102,7 +104,7 @@ def ingest(
         for message, count in Counter(s.message for s in report.skipped).items():
             console.print(f"  skipped {count}: {message}")
         for reject in report.rejected[:20]:
-            err_console.print(f"  line {reject.line}, {reject.field}: {reject.message}")
+            err_console.print(plain(f"  line {reject.line}, {reject.field}: {reject.message}"))
         if report.rejected:
             any_rejected = True
             err_console.print(f"  rejected rows written to {report.rejects_path}")

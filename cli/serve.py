@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
 import time
 from typing import TYPE_CHECKING, Annotated
 
@@ -41,28 +43,47 @@ def serve(
             "with more than one, the scheduler runs as `predictor scheduler`, not here.",
         ),
     ] = None,
+    train: Annotated[
+        bool,
+        typer.Option(
+            "--train",
+            help="Also run the retrain worker (`predictor worker`) beside the API, in a process of its own at lower "
+            "priority, from the moment the API listens: it trains every pair without a champion (answered until then "
+            "with the median of its measured runs), then retrains as the worker does; the API swaps each new champion in.",
+        ),
+    ] = False,
 ) -> None:
-    """Serve the HTTP API with uvicorn (one process with the scheduler, unless PREDICTOR_SCHEDULER_EMBEDDED=false, or N workers)."""
-    import uvicorn
-
-    from serving.app import create_app
-    from serving.server import serve_workers, server_options
+    """Serve the HTTP API with uvicorn (one process with the scheduler, unless PREDICTOR_SCHEDULER_EMBEDDED=false, or N
+    workers), and with --train the retrain worker beside it."""
+    from serving.settings import ApiSettings
 
     settings = load_settings()
+    listen = ApiSettings.of(settings)
+    host, port, workers = host or listen.host, port or listen.port, workers or listen.workers
+    sock = claim_port(host, port)  # before anything is said or loaded: a taken port is one error line
+    from serving.app import create_app
+    from serving.server import serve_on, serve_workers
+
     api = _with_token(settings)
-    host, port, workers = host or api.host, port or api.port, workers or api.workers
     typer.echo(f"serving on http://{host}:{port}  (docs: http://{host}:{port}/docs)")
     typer.echo(
         f"try: curl -s -X POST http://{host}:{port}/v1/predict -H 'content-type: application/json' "
         '-d \'{"algorithm": "mafft", "params": {"input": "samples/family-40x300.fa"}}\''
     )
-    if workers > 1:
-        typer.echo(f"{workers} workers; the scheduler is not served here: run `predictor scheduler` beside them")
-        serve_workers(settings, api, host, port, workers)
-        return
-    uvicorn.run(
-        create_app(settings, api=api), host=host, port=port, log_level="info", access_log=False, **server_options(api)
-    )  # the app logs each request
+    from cli.background import BackgroundWorker
+
+    worker = BackgroundWorker()
+    try:
+        if workers > 1:
+            typer.echo(f"{workers} workers; the scheduler is not served here: run `predictor scheduler` beside them")
+            sock.close()  # uvicorn's supervisor binds it again at once, before its workers load anything
+            if train:
+                worker.start()
+            serve_workers(settings, api, host, port, workers)
+            return
+        serve_on(create_app(settings, api=api), api, sock, host, port, when_started=worker.start if train else None)
+    finally:
+        worker.stop()
 
 
 @commands.command()
@@ -80,16 +101,18 @@ def scheduler(
     ] = True,
 ) -> None:
     """Run the one scheduler of the database, with its routes on their own port; a second one stands by."""
-    import uvicorn
-
     from scheduler.settings import SchedulerSettings
-    from scheduler.store import SchedulerStore
-    from serving.app import create_app
-    from serving.server import server_options
+    from serving.settings import ApiSettings
 
     settings = load_settings()
-    api, scheduling = _with_token(settings), SchedulerSettings()
-    host, port = host or api.host, port or scheduling.port
+    scheduling = SchedulerSettings()
+    host, port = host or ApiSettings.of(settings).host, port or scheduling.port
+    sock = claim_port(host, port)  # before anything is said or loaded: a taken port is one error line
+    from scheduler.store import SchedulerStore
+    from serving.app import create_app
+    from serving.server import serve_on
+
+    api = _with_token(settings)
     store = open_store(settings)
     lease = SchedulerStore(store.engine).lease()
     store.dispose()
@@ -100,14 +123,22 @@ def scheduler(
             )
         typer.echo(f"another scheduler holds the lease ({lease['holder']}): standing by to take over when it stops")
     typer.echo(f"scheduler on http://{host}:{port}  (jobs: http://{host}:{port}/v1/jobs)")
-    uvicorn.run(
-        create_app(settings, api=api, scheduling=scheduling, scheduler=True),
-        host=host,
-        port=port,
-        log_level="info",
-        access_log=False,
-        **server_options(api),
-    )
+    serve_on(create_app(settings, api=api, scheduling=scheduling, scheduler=True), api, sock, host, port)
+
+
+def claim_port(host: str, port: int) -> socket.socket:
+    """The listening address bound now, as uvicorn would bind it, and handed to it later: a port another process holds
+    is one error line before anything is printed or loaded (uvicorn binds only after the app's startup)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        why = "another process listens there" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+        raise fail(f"cannot serve on {host}:{port}: {why} (choose another with --port or PREDICTOR_API_PORT)") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 @commands.command()
@@ -213,8 +244,13 @@ def predict(
         params = typed_params(parse_pairs(param, "--param"), algorithm, catalog)
         if url:
             estimates = from_service(url, lambda client: client.predict(algorithm, params, platform))
-        else:
-            estimates = local_oracle(settings, catalog).estimate(algorithm, params, platform)
+        else:  # the job checked and its inputs read before any model is loaded: a wrong path is said at once
+            from predictor.jobfeatures import job_features
+
+            for name in platform or []:
+                catalog.platform(name)
+            features = job_features(catalog.algorithm(algorithm), params)
+            estimates = local_oracle(settings, catalog, [algorithm]).estimate(algorithm, params, platform, features)
     except (FeatureError, KeyError) as exc:
         raise fail(str(exc).strip('"')) from None
     shown = {p: AnsweredEstimate.model_validate(e, from_attributes=True).model_dump() for p, e in estimates.items()}

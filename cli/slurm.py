@@ -14,6 +14,7 @@ from cli.common import (
     load_settings,
     local_oracle,
     open_store,
+    plain,
     repeat_passes,
 )
 
@@ -53,6 +54,7 @@ def follow(
     from predictor.catalog import load_catalog
     from scheduler.slurm.control import Slurm
     from scheduler.slurm.follow import Follower, FollowPass
+    from scheduler.slurm.ingest import Inputs
     from scheduler.slurm.resource_guard import ResourceGuard, oracle_uppers
     from scheduler.slurm.rules import RulesError, load_rules
     from scheduler.slurm.settings import SlurmSettings
@@ -79,9 +81,10 @@ def follow(
         catalog,
         rules,
         cluster=slurm.cluster,
-        comments=Slurm().comments,
+        slurmctld=Slurm().held,
         guard=resource_guard,
         queue=Slurm().queue,
+        inputs=Inputs.of(settings.data_roots, slurm),
     )
 
     def report(done: FollowPass) -> None:
@@ -91,7 +94,7 @@ def follow(
                 f"{len(done.rejected)} rejected"
             )
         for reject in done.rejected:
-            err_console.print(f"  line {reject.line}, {reject.field}: {reject.message}")
+            err_console.print(plain(f"  line {reject.line}, {reject.field}: {reject.message}"))
 
     repeat_passes(
         follower.poll,
@@ -124,13 +127,19 @@ def install_plugin(
     ] = None,
     stdout: Annotated[bool, typer.Option("--stdout", help="Print it instead of writing it.")] = False,
 ) -> None:
-    """Write the job_submit.lua plugin (slurm.conf needs JobSubmitPlugins=lua); slurmctld picks up a changed file itself."""
+    """Write the job_submit.lua plugin (slurm.conf needs JobSubmitPlugins=lua); slurmctld picks up a changed file itself.
+
+    With PREDICTOR_SLURM_PLUGIN_TOKEN set, the plugin sends it (the API answers jobs from their users' history, by
+    their job class, to the plugin alone) and the file is made readable by slurm.conf's SlurmUser alone."""
+    from scheduler.slurm.plugin import conf_path, plugin_path, render_plugin, slurm_user
     from scheduler.slurm.plugin import install_plugin as write_plugin
-    from scheduler.slurm.plugin import plugin_path, render_plugin
+    from scheduler.slurm.settings import SlurmSettings
     from serving.settings import ApiSettings
 
+    secret = SlurmSettings().plugin_token
+    token = None if secret is None else secret.get_secret_value()
     try:
-        text = render_plugin(api or ApiSettings().url, timeout, raise_missing_limit, raise_missing_memory)
+        text = render_plugin(api or ApiSettings().url, timeout, raise_missing_limit, raise_missing_memory, token)
     except ValueError as exc:
         raise fail(str(exc)) from None
     if stdout:
@@ -138,10 +147,17 @@ def install_plugin(
         return
     destination = dest or plugin_path()
     try:
-        write_plugin(destination, text)
+        owner = None if token is None else slurm_user(conf_path())
+        write_plugin(destination, text, owner)
     except OSError as exc:
-        raise fail(f"cannot write {destination}: {exc.strerror or exc}") from None
+        raise fail(f"cannot write {destination} (or read slurm.conf): {exc.strerror or exc}") from None
+    except KeyError:
+        raise fail(f"slurm.conf's SlurmUser {owner!r} is no user here: cannot give it {destination}") from None
     console.print(f"wrote {destination}; slurm.conf needs JobSubmitPlugins=lua (then `scontrol reconfigure` once)")
+    if token is None:
+        console.print("no PREDICTOR_SLURM_PLUGIN_TOKEN: jobs without a catalog program are not estimated by job class")
+    else:
+        console.print(f"it holds the plugin token: readable by {owner} alone")
 
 
 @slurm_app.command()

@@ -28,6 +28,7 @@ from features.base import CostClass, FeatureError
 FEATURE_NAMES: tuple[str, ...] = ("sequences", "residues", "mean_length", "max_length", "volumes", "is_nucleotide")
 _SUFFIXES = {".nal": True, ".nin": True, ".pal": False, ".pin": False}  # alias or index file -> is nucleotide
 _MAX_ALIAS_DEPTH = 8  # aliases may name aliases; deeper is a loop
+_MAX_ALIAS_BYTES = 1 << 20  # of an alias file read (a real one lists volumes in a few hundred bytes)
 
 
 class _BadDb(Exception):
@@ -51,6 +52,11 @@ class BlastDbExtractor:
     name: ClassVar[str] = "blastdb"
     feature_names: ClassVar[tuple[str, ...]] = FEATURE_NAMES
     cost = CostClass.METADATA
+
+    def __init__(self, time_budget_s: float | None = None) -> None:
+        """``time_budget_s`` is taken as every extractor takes it, and needs no check: a few kB of each regular file are
+        read (an index's header, an alias file's first :data:`_MAX_ALIAS_BYTES`), whatever the database's size."""
+        self.time_budget_s = time_budget_s
 
     def extract(self, value: str | Path) -> dict[str, float]:
         """Features of the database named by ``value`` (its prefix, or one of its .nin/.pin/.nal/.pal files)."""
@@ -94,7 +100,8 @@ def _read(path: Path, depth: int) -> _Volumes:
 
 def _read_index(path: Path) -> _Volumes:
     """Counts from one volume's index file header."""
-    data = path.read_bytes()[:4096]  # the header is a few hundred bytes; the offset arrays follow
+    with path.open("rb") as fh:
+        data = fh.read(4096)  # the header is a few hundred bytes; the offset arrays follow
     try:
         version, seqtype = struct.unpack_from(">ii", data, 0)
         if version not in (4, 5):
@@ -126,7 +133,8 @@ def _read_alias(path: Path, depth: int) -> _Volumes:
     if depth >= _MAX_ALIAS_DEPTH:
         raise _BadDb(f"{path.name}: aliases nested more than {_MAX_ALIAS_DEPTH} deep (a loop?)")
     try:
-        lines = path.read_text().splitlines()
+        with path.open("rb") as fh:
+            lines = fh.read(_MAX_ALIAS_BYTES).decode().splitlines()
     except UnicodeDecodeError:
         raise _BadDb(f"{path.name}: binary data, not an alias file") from None
     keys = {parts[0]: parts[1:] for parts in (line.split() for line in lines) if parts and not parts[0].startswith("#")}

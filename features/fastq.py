@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 
 from features.base import CostClass
-from features.textio import BadInput, Stream, feature_errors, fill, is_binary, open_input, read_buffer
+from features.textio import BadInput, Deadline, Stream, feature_errors, fill, is_binary, open_input, read_buffer
 
 FEATURE_NAMES: tuple[str, ...] = (
     "bytes",
@@ -105,12 +105,19 @@ class FastqExtractor:
     feature_names: ClassVar[tuple[str, ...]] = FEATURE_NAMES
     cost = CostClass.FULL_SCAN
 
+    def __init__(self, time_budget_s: float | None = None) -> None:
+        """``time_budget_s``: seconds the scan may take (None: no limit); over it the input is refused."""
+        if time_budget_s is not None and time_budget_s < 0:
+            raise ValueError(f"time_budget_s must be >= 0, got {time_budget_s}")
+        self.time_budget_s = time_budget_s
+
     def extract(self, value: str | Path) -> dict[str, float]:
         """Features of the FASTQ file at ``value``; raises :class:`FeatureError` naming it on bad input."""
         path = Path(value)
         with feature_errors(path), open_input(path) as (stream, _, compressed):
             size = path.stat().st_size
-            tally = _scan(stream, read_buffer(size, compressed, _CHUNK_BYTES))
+            deadline = Deadline(self.time_budget_s)
+            tally = _scan(stream, read_buffer(size, compressed, _CHUNK_BYTES), deadline)
         mean = tally.bases / tally.reads
         variance = max(0.0, tally.length_squares / tally.reads - mean * mean)
         return {
@@ -126,7 +133,7 @@ class FastqExtractor:
         }
 
 
-def _scan(stream: Stream, buf: bytearray) -> _Tally:
+def _scan(stream: Stream, buf: bytearray, deadline: Deadline) -> _Tally:
     """Tally every record of the stream, chunk by chunk through ``buf``, carrying an incomplete record to the next chunk."""
     tally = _Tally()
     n = fill(stream, buf)
@@ -136,6 +143,7 @@ def _scan(stream: Stream, buf: bytearray) -> _Tally:
         if buf.find(0, 0, n) != -1:
             raise BadInput("binary data (NUL bytes), not FASTQ text")
         carry = carry[tally.add(carry) :]
+        deadline.check()
         n = fill(stream, buf)
         carry += buf[:n]
     rest = bytes(carry).rstrip()

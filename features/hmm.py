@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from features.base import CostClass
-from features.textio import BadInput, Stream, feature_errors, is_binary, open_input
+from features.textio import BadInput, Deadline, Stream, feature_errors, is_binary, open_input
 
 FEATURE_NAMES: tuple[str, ...] = ("bytes", "models", "total_length", "mean_length", "max_length", "is_nucleotide")
 _CHUNK_BYTES = 1 << 23
@@ -33,11 +33,17 @@ class HmmExtractor:
     feature_names: ClassVar[tuple[str, ...]] = FEATURE_NAMES
     cost = CostClass.FULL_SCAN
 
+    def __init__(self, time_budget_s: float | None = None) -> None:
+        """``time_budget_s``: seconds the scan may take (None: no limit); over it the input is refused."""
+        if time_budget_s is not None and time_budget_s < 0:
+            raise ValueError(f"time_budget_s must be >= 0, got {time_budget_s}")
+        self.time_budget_s = time_budget_s
+
     def extract(self, value: str | Path) -> dict[str, float]:
         """Features of the profile file at ``value``; raises :class:`FeatureError` naming it on bad input."""
         path = Path(value)
         with feature_errors(path), open_input(path) as (stream, _, _):
-            lengths, nucleotide = _scan(stream)
+            lengths, nucleotide = _scan(stream, Deadline(self.time_budget_s))
             size = path.stat().st_size
         return {
             "bytes": float(size),
@@ -49,7 +55,7 @@ class HmmExtractor:
         }
 
 
-def _scan(stream: Stream) -> tuple[list[int], bool]:
+def _scan(stream: Stream, deadline: Deadline) -> tuple[list[int], bool]:
     """Model lengths and whether the alphabet is nucleotide, checking every model on the way."""
     lengths: list[int] = []
     alphabets: set[bool] = set()
@@ -74,6 +80,7 @@ def _scan(stream: Stream) -> tuple[list[int], bool]:
             break
         if len(carry) > _MAX_MODEL_BYTES:
             raise BadInput(f"model {len(lengths) + 1} runs past {_MAX_MODEL_BYTES >> 20} MiB without a '//' end line")
+        deadline.check()
         chunk = stream.read(_CHUNK_BYTES)
     if carry.strip():
         raise BadInput(f"truncated: model {len(lengths) + 1} has no '//' end line")

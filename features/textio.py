@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,19 @@ SMALL_INPUT = 1 << 17  # glibc's default mmap threshold: smaller buffers come fr
 
 class BadInput(Exception):
     """A problem with the input; :func:`feature_errors` re-raises it as a FeatureError naming the file."""
+
+
+class Deadline:
+    """A scan's time budget (None: none): :meth:`check` between chunks refuses the input once it is spent, so a huge or
+    highly compressed input (a gzip bomb) costs at most the budget."""
+
+    def __init__(self, budget_s: float | None) -> None:
+        self.budget_s = budget_s
+        self.ends = None if budget_s is None else time.monotonic() + budget_s
+
+    def check(self) -> None:
+        if self.ends is not None and time.monotonic() > self.ends:
+            raise BadInput(f"feature extraction exceeded its time budget of {self.budget_s} s")
 
 
 def read_buffer(size: int, compressed: bool, most: int) -> bytearray:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-# FANN clamps steepness * sum to this range before applying the activation.
-MAX_NET = 150.0
+from models._cascade_values import AFFINE, CANDIDATE_ACTIVATIONS, MAX_NET
+
+__all__ = ["AFFINE", "CANDIDATE_ACTIVATIONS", "MAX_NET", "Activations", "by_base", "is_symmetric", "value_range"]
 
 
 def _tanh(x: Tensor, g: Tensor, dg: Tensor) -> None:
@@ -53,25 +53,6 @@ _BASES: dict[str, tuple[Base, float, float, float]] = {
     "trig": (_trig, 1.0, -1.0, 1.0),
     "linear": (_linear, 1.0, float("-inf"), float("inf")),
 }
-
-# FANN activation name -> (base g, scale a, offset b, shift c): f = a * g(x + c) + b with x = steepness * sum,
-# so that sigmoid and tanh share tanh, and sin and cos share one sine. FANN's clamp to +-150 applies to x + c
-# here, which differs from FANN only for cos beyond |x| = 148.4.
-AFFINE: dict[str, tuple[str, float, float, float]] = {
-    "sigmoid": ("tanh", 0.5, 0.5, 0.0),
-    "sigmoid_symmetric": ("tanh", 1.0, 0.0, 0.0),
-    "gaussian": ("gauss", 1.0, 0.0, 0.0),
-    "gaussian_symmetric": ("gauss", 2.0, -1.0, 0.0),
-    "elliot": ("elliot", 0.5, 0.5, 0.0),
-    "elliot_symmetric": ("elliot", 1.0, 0.0, 0.0),
-    "sin_symmetric": ("trig", 1.0, 0.0, 0.0),
-    "cos_symmetric": ("trig", 1.0, 0.0, math.pi / 2),
-    "sin": ("trig", 0.5, 0.5, 0.0),
-    "cos": ("trig", 0.5, 0.5, math.pi / 2),
-    "linear": ("linear", 1.0, 0.0, 0.0),
-}
-# FANN's default candidate activations (every one but LINEAR), in FANN's order.
-CANDIDATE_ACTIVATIONS: tuple[str, ...] = tuple(name for name in AFFINE if name != "linear")
 
 
 def is_symmetric(name: str) -> bool:

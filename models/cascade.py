@@ -4,25 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from models._cascade_activations import (
-    AFFINE,
-    CANDIDATE_ACTIVATIONS,
-    Activations,
-    value_range,
-)
-from models._cascade_grow import Growth, Network, grow
-from models._cascade_train import Phase, Rprop
+from models._cascade_values import AFFINE, CANDIDATE_ACTIVATIONS, forward
 
-DTYPE = torch.float32
+if TYPE_CHECKING:
+    from models._cascade_grow import Growth
+
+# Growing a network runs in torch, imported then (fit); predicting is NumPy's (models._cascade_values), so loading and
+# serving a fitted network does not import torch. Both compute in single precision.
+DTYPE = np.float32
 # A bounded output activation learns targets mapped into this share of its range.
 BOUNDED_TARGET_SHARE = 0.8
 
@@ -123,13 +120,17 @@ class CascadeNetRegressor(RegressorMixin, BaseEstimator):
         self.n_outputs_ = Y.shape[1]
         self.x_mean_, self.x_scale_ = _column_scaling(rows) if self.scale_inputs else _identity(rows.shape[1])
         self.y_offset_, self.y_scale_ = self._target_scaling(Y) if self.scale_target else _identity(Y.shape[1])
+        import torch
+
+        from models._cascade_grow import grow
+
         rng = check_random_state(self.random_state)
         order = rng.permutation(len(rows))
         generator = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
         n_val = self._n_validation(len(rows))
         val, train = order[:n_val], np.sort(order[n_val:])
-        inputs = torch.from_numpy((rows - self.x_mean_) / self.x_scale_).to(DTYPE)
-        targets = torch.from_numpy((Y - self.y_offset_) / self.y_scale_).to(DTYPE)
+        inputs = torch.from_numpy((rows - self.x_mean_) / self.x_scale_).to(torch.float32)
+        targets = torch.from_numpy((Y - self.y_offset_) / self.y_scale_).to(torch.float32)
         with _threads(self.n_threads):
             net, curve = grow(inputs[train], targets[train], inputs[val], targets[val], growth, generator)
         self.hidden_weights_ = [w.numpy() for w in net.hidden_weights]
@@ -152,19 +153,17 @@ class CascadeNetRegressor(RegressorMixin, BaseEstimator):
         """Predicted targets for the rows of ``X``."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        net = Network(
-            n_inputs=self.n_features_in_,
-            hidden_weights=[torch.from_numpy(w) for w in self.hidden_weights_],
-            hidden_activations=self.hidden_activations_,
-            hidden_steepnesses=list(self.hidden_steepnesses_),
-            output_weights=torch.from_numpy(self.output_weights_),
-            output=Activations.build(
-                [self.output_activation_] * self.n_outputs_, [self.output_steepness_] * self.n_outputs_, DTYPE
-            ),
+        inputs = ((X - self.x_mean_) / self.x_scale_).astype(DTYPE)
+        outputs = forward(
+            inputs,
+            self.hidden_weights_,
+            self.hidden_activations_,
+            list(self.hidden_steepnesses_),
+            self.output_weights_,
+            self.output_activation_,
+            self.output_steepness_,
         )
-        inputs = torch.from_numpy((X - self.x_mean_) / self.x_scale_).to(DTYPE)
-        with _threads(self.n_threads):
-            outputs = net.outputs(net.activations(inputs)).T.numpy().astype(np.float64)
+        outputs = outputs.T.astype(np.float64)
         Y = outputs * self.y_scale_ + self.y_offset_
         return Y[:, 0] if self._single_output else Y
 
@@ -176,6 +175,9 @@ class CascadeNetRegressor(RegressorMixin, BaseEstimator):
 
     def _growth(self) -> Growth:
         """The run's settings, checked."""
+        from models._cascade_grow import Growth
+        from models._cascade_train import Phase, Rprop
+
         unknown = sorted({*self.activation_functions, self.output_activation} - set(AFFINE))
         if unknown:
             raise ValueError(f"unknown activation(s) {', '.join(unknown)}; known: {', '.join(AFFINE)}")
@@ -232,6 +234,8 @@ class CascadeNetRegressor(RegressorMixin, BaseEstimator):
         """z-scores for a linear output; for a bounded one, the targets' span onto the middle of its range."""
         if self.output_activation == "linear":
             return _column_scaling(Y)
+        from models._cascade_activations import value_range
+
         low, high = value_range(self.output_activation)
         middle, half = (low + high) / 2, BOUNDED_TARGET_SHARE * (high - low) / 2
         y_middle = (Y.max(0) + Y.min(0)) / 2
@@ -254,6 +258,8 @@ def _identity(n_columns: int) -> tuple[np.ndarray, np.ndarray]:
 @contextmanager
 def _threads(n: int | None) -> Iterator[None]:
     """Torch runs on ``n`` threads inside (unchanged when ``n`` is None); the previous count is restored."""
+    import torch
+
     previous = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)

@@ -62,6 +62,11 @@ class Platform(_Strict):
     threads: int = Field(default=1, gt=0, description="Threads an implementation is told to use on this platform.")
     description: str = ""
 
+    @property
+    def memory_bytes(self) -> float:
+        """The most memory a run here can have: ``memory_gb`` (its largest node's) in bytes, read as GiB."""
+        return self.memory_gb * 1024**3
+
 
 ParamType = Literal["file", "int", "float", "bool", "categorical", "string"]
 

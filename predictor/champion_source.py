@@ -42,6 +42,7 @@ from predictor.registry import (
     registered_name,
     registry_client,
 )
+from predictor.thirdparty import registry_aliases
 
 KEEP_VERSIONS = 3  # cached versions kept per registered model; older ones are pruned
 _CACHED_FOLDER = re.compile(r"(\d+)(?:-[0-9a-f]+)?")  # <version>-<key>, or <version> as cached before keys
@@ -140,12 +141,31 @@ class ChampionSource:
 
     def lookup(self, pairs: list[Pair], target: Target = Target.TIME) -> AliasLookup:
         """Where each pair's alias of ``target`` points, and which pairs have no registered model of it at all;
-        RegistryUnavailable if unreachable."""
-        from mlflow.exceptions import MlflowException
-
+        RegistryUnavailable if unreachable. A registry in a database is read directly (:func:`registry_aliases`, no
+        MLflow import: a local predict's start), any other through MLflow."""
         found, unknown = {}, []
         try:
             check_database(self.tracking_uri, self.connect_timeout_s)
+            read = registry_aliases(
+                self.tracking_uri, [registered_name(a, p, target) for a, p in pairs], CHAMPION_ALIAS
+            )
+        except Exception as exc:
+            raise RegistryUnavailable(
+                f"model registry {shown_address(self.tracking_uri)} unavailable: {first_line(exc)}"
+            ) from exc
+        if read is not None:
+            for algorithm, platform in pairs:
+                name = registered_name(algorithm, platform, target)
+                if (at := read.aliased.get(name)) is not None:
+                    found[(algorithm, platform)] = ChampionVersion(
+                        algorithm, platform, name, at.version, at.tags, at.run_id, _from_millis(at.created_ms), target
+                    )
+                elif name not in read.known:
+                    unknown.append((algorithm, platform))
+            return AliasLookup(found, unknown)
+        from mlflow.exceptions import MlflowException
+
+        try:
             client = registry_client(self.tracking_uri)
             for algorithm, platform in pairs:
                 name = registered_name(algorithm, platform, target)

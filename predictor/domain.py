@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, computed_field, field_validator
 
 from predictor.memsize import optional_slurm_memory
+from predictor.target import Target as Target  # re-exported: its home is predictor.target (the CLI imports it light)
 from predictor.walltime import optional_walltime
 
 
@@ -21,13 +22,6 @@ class CacheState(str, Enum):
     WARM = "warm"
     COLD = "cold"
     UNKNOWN = "unknown"
-
-
-class Target(str, Enum):
-    """What a model learns of a run: its wall seconds, or its peak resident memory in bytes."""
-
-    TIME = "time"
-    MEMORY = "memory"
 
 
 class Source(str, Enum):
@@ -137,7 +131,11 @@ class Estimate(BaseModel):
         description="The job lies outside what the model was trained on: a monotone power law answered and the interval is widened.",
     )
     out_of_domain: list[str] = Field(default_factory=list, description="Features beyond their trained range.")
-    reason: str | None = Field(default=None, description="Why there is no model estimate, or why it extrapolates.")
+    reason: str | None = Field(
+        default=None,
+        description="Why there is no model estimate, why it extrapolates, or that an answer was capped at what a "
+        "platform can run (a year; its memory).",
+    )
     features: dict[str, float] = Field(default_factory=dict, description="The features the model used.")
     memory: float | None = Field(
         default=None, description="Estimated peak resident memory, bytes; null when the pair has no memory champion."
@@ -221,10 +219,10 @@ class ServedEstimate(BaseModel):
     run_id: str = Field(min_length=1, max_length=200)
     algorithm: str = Field(min_length=1, max_length=200)
     platform: str = Field(min_length=1, max_length=200)
-    seconds: float = Field(gt=0)
-    lower: float | None = Field(default=None, ge=0)
-    upper: float | None = Field(default=None, ge=0)
-    limit: float | None = Field(default=None, ge=0)
+    seconds: float = Field(gt=0, allow_inf_nan=False)
+    lower: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    upper: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    limit: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     model_name: str | None = Field(default=None, max_length=200)
     model_version: str | None = Field(default=None, max_length=64)
     extrapolating: bool = False

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +100,22 @@ def known_derived_features(algorithm: Algorithm, known: Mapping[str, Any]) -> di
         for name, derived in algorithm.derived.items()
         if name not in known and all(operand in known for operand in derived.product)
     }
+
+
+BUDGET_OPTION = "time_budget_s"
+
+
+@cache
+def _takes_budget(extractor: str) -> bool:
+    """Whether the extractor registered as ``extractor`` takes a time budget."""
+    return BUDGET_OPTION in inspect.signature(type(get_extractor(extractor))).parameters
+
+
+def budget_options(algorithm: Algorithm, budget_s: float | None) -> dict[str, float]:
+    """The extractor options that bound reading ``algorithm``'s input files to ``budget_s`` seconds each: none when
+    no budget is asked or an extractor of it takes none (a third party's)."""
+    takes = budget_s is not None and all(_takes_budget(name) for name in file_parameters(algorithm).values())
+    return {BUDGET_OPTION: budget_s} if takes and budget_s is not None else {}
 
 
 def job_features(algorithm: Algorithm, params: dict[str, Any], **extractor_options: Any) -> dict[str, float]:

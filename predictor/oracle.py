@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
@@ -35,6 +35,7 @@ from predictor.jobfeatures import (
     known_derived_features,
     parameter_features,
 )
+from predictor.reach import columns_within_reach, within_reach
 from predictor.registry import Champion
 from predictor.served import cap_at_request, served_points
 
@@ -172,6 +173,7 @@ class RuntimeOracle(Oracle):
         self.memory_limit_quantile = limit_quantile if memory_limit_quantile is None else memory_limit_quantile
         self._served = Served(MappingProxyType({}), MappingProxyType({}), MappingProxyType(dict(profile_table or {})))
         self._budgeted: dict[str, bool] = {}
+        self._memory_ceiling = {name: p.memory_bytes for name, p in catalog.platforms.items()}  # predictor.reach
         self._param_cache: dict[tuple[str, frozenset[tuple[str, type, Any]]], dict[str, float]] = {}
         self.swap(
             {key: serve_model(c) for key, c in champions.items()},
@@ -286,7 +288,8 @@ class RuntimeOracle(Oracle):
                 results[index][platform] = answer or _with_memory_estimate(
                     _fallback(profile, algorithm, platform, NOT_FINITE), more
                 )
-        return results  # type: ignore[return-value]  # every placeholder is filled above
+        ceiling = self._memory_ceiling
+        return [{p: within_reach(e, ceiling[p]) for p, e in r.items()} for r in results]  # type: ignore[arg-type]
 
     def estimate_matrix(
         self,
@@ -325,7 +328,7 @@ class RuntimeOracle(Oracle):
             memory = served.memory.get((algorithm, platform))
             if memory is not None and all(n in known for n in memory.champion.feature_names):
                 column = _with_memory_columns(column, memory, _matrix(memory, known, len(X)), coverage, memory_quantile)
-            out.append(column)
+            out.append(columns_within_reach(column, self._memory_ceiling[platform]))
         return out
 
     def fallback(self, algorithm: str, platform: str, reason: str) -> Estimate:
@@ -619,13 +622,20 @@ def _fallback_columns(profile: ProfileTable, algorithm: str, platform: str, n: i
     )
 
 
-def build_oracle(catalog: Catalog, settings: Settings, profile_table: ProfileTable) -> RuntimeOracle:
-    """An oracle over every time and memory champion of the catalog's (algorithm, platform) pairs: from the registry,
-    else the disk cache."""
+def build_oracle(
+    catalog: Catalog, settings: Settings, profile_table: ProfileTable, algorithms: Collection[str] | None = None
+) -> RuntimeOracle:
+    """An oracle over every time and memory champion of the catalog's (algorithm, platform) pairs, or of ``algorithms``'
+    pairs alone (a command that answers for one job need not load the rest): from the registry, else the disk cache."""
     from predictor.champion_source import ChampionSource, RegistryUnavailable
 
     source = ChampionSource(settings.resolved_tracking_uri, settings.resolved_model_cache)
-    pairs = [(a, p) for a, algo in catalog.algorithms.items() for p in algo.platforms]
+    pairs = [
+        (a, p)
+        for a, algo in catalog.algorithms.items()
+        if algorithms is None or a in algorithms
+        for p in algo.platforms
+    ]
     try:
         loaded = {target: source.load_current(pairs, target) for target in Target}
     except RegistryUnavailable:

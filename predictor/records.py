@@ -1,7 +1,8 @@
 """One run's record, a row of a file or an observation sent to the API, validated into a storable Measurement.
 
 Checked, in order: the algorithm, the platform and that one runs on the other (the catalog); every
-parameter against its schema; the fields strictly typed (a boolean is no number, a number no time, no wall time over a year);
+parameter against its schema; the fields strictly typed (a boolean is no number, a number no time, no wall time over a
+year, no peak memory above the platform's ``memory_gb``);
 the measurement itself; then what the store's columns hold on every backend alike
 (:mod:`predictor.store.limits`: text within its ``String(n)`` and free of NUL characters, integers
 within ``Integer`` or ``BigInteger``, times within the years 1 to 9999 in UTC), where SQLite would
@@ -28,9 +29,9 @@ import pandas as pd
 from pydantic import TypeAdapter, ValidationError
 
 from features import FeatureError
-from predictor.catalog import Algorithm, Catalog, Parameter
+from predictor.catalog import Algorithm, Catalog, Parameter, Platform
 from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, Source
-from predictor.jobfeatures import file_parameters, job_features, known_feature_names
+from predictor.jobfeatures import budget_options, file_parameters, job_features, known_feature_names
 from predictor.store.limits import unstorable
 
 OBJECTS = {"params": "param.", "features": "feature.", "context": "context."}  # object column -> prefix of one entry
@@ -72,7 +73,12 @@ class Record:
 
 
 def validate_record(
-    record: dict[str, Any], catalog: Catalog, *, source: Source = Source.PRODUCTION, locate: Locate = Path
+    record: dict[str, Any],
+    catalog: Catalog,
+    *,
+    source: Source = Source.PRODUCTION,
+    locate: Locate = Path,
+    budget_s: float | None = None,
 ) -> Measurement:
     """Validate one record (fields by name; ``params``, ``features``, ``context`` as objects) exactly as a file row.
 
@@ -80,11 +86,15 @@ def validate_record(
     """
     cells = {name: plain(value) for name, value in record.items() if not missing(value)}
     objects = {kind: cells.pop(kind) for kind in OBJECTS if kind in cells}
-    return validate(Record(cells, objects), catalog, Defaults(source=Source(source)), locate)
+    return validate(Record(cells, objects), catalog, Defaults(source=Source(source)), locate, budget_s)
 
 
-def validate(record: Record, catalog: Catalog, defaults: Defaults, locate: Locate = Path) -> Measurement:
-    """A storable Measurement from ``record``, ``defaults`` filling the fields it leaves out, or RowError."""
+def validate(
+    record: Record, catalog: Catalog, defaults: Defaults, locate: Locate = Path, budget_s: float | None = None
+) -> Measurement:
+    """A storable Measurement from ``record``, ``defaults`` filling the fields it leaves out, or RowError.
+
+    Input files a record names are found by ``locate`` and each read within ``budget_s`` seconds (None: no limit)."""
     data = _typed_fields(record.fields)
     for name, value in (
         ("algorithm", defaults.algorithm),
@@ -104,10 +114,11 @@ def validate(record: Record, catalog: Catalog, defaults: Defaults, locate: Locat
         raise RowError(
             "wall_seconds", f"{data['wall_seconds']:g} s is over a year ({MAX_WALL_SECONDS} s): not a plausible run"
         )
+    _check_peak(data.get("max_rss_kb"), catalog.platforms[data["platform"]])
     if features:
         check_feature_names(features, known_feature_names(algorithm))
     else:
-        features = _input_features(algorithm, params, locate)
+        features = _input_features(algorithm, params, locate, budget_s)
     try:
         measurement = Measurement.model_validate(
             {
@@ -141,6 +152,17 @@ def _typed_fields(fields: dict[str, Any]) -> dict[str, Any]:
     if "censored" in data:
         data["censored"] = _flag("censored", data["censored"])
     return data
+
+
+def _check_peak(max_rss_kb: Any, platform: Platform) -> None:
+    """RowError for a peak memory above the platform's (its catalog ``memory_gb``, its largest node's): no run there
+    reached it, and a model trained on it would serve memory limits no node has."""
+    if isinstance(max_rss_kb, int) and max_rss_kb * 1024 > platform.memory_bytes:
+        raise RowError(
+            "max_rss_kb",
+            f"{max_rss_kb} KiB is above the memory of a {platform.name} machine ({platform.memory_gb:g} GB): "
+            "not a peak a run there can reach",
+        )
 
 
 def check_feature_names(features: dict[str, float], known: frozenset[str]) -> None:
@@ -308,7 +330,9 @@ def _timestamp(value: Any) -> datetime:
         raise RowError("recorded_at", f"{value.isoformat()} is outside the years 1 to 9999 once in UTC") from None
 
 
-def _input_features(algorithm: Algorithm, params: dict[str, Any], locate: Locate) -> dict[str, float]:
+def _input_features(
+    algorithm: Algorithm, params: dict[str, Any], locate: Locate, budget_s: float | None
+) -> dict[str, float]:
     """Features of the input files ``params`` names (and of its parameters), or {} when it names none; RowError if unreadable."""
     named = {name: params[name] for name in file_parameters(algorithm) if name in params}
     if not named:
@@ -320,7 +344,7 @@ def _input_features(algorithm: Algorithm, params: dict[str, Any], locate: Locate
         except (ValueError, OSError) as exc:
             raise RowError(f"param.{name}", f"{_unreadable(value)}: {exc}") from None
     try:
-        return job_features(algorithm, located)
+        return job_features(algorithm, located, **budget_options(algorithm, budget_s))
     except FeatureError as exc:
         name = next((n for n in named if located[n] == exc.source), None)
         where = f"param.{name}" if name else "params"

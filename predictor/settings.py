@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from predictor.intervals import MAX_COVERAGE
@@ -53,6 +53,15 @@ class Settings(BaseSettings):
         default=None, description="Local copies of the champions (default HOME/champion-cache)."
     )
 
+    @field_validator("store_url")
+    @classmethod
+    def _readable_store_url(cls, url: str | None) -> str | None:
+        """Refuse a store URL SQLAlchemy cannot read, or whose database it does not know, when the settings are read:
+        the message names no part of the URL (it may carry a password)."""
+        if url is not None:
+            check_database_url(url)
+        return url
+
     @cached_property
     def resolved_home(self) -> Path:
         """The home directory, absolute and created on first use."""
@@ -80,3 +89,21 @@ class Settings(BaseSettings):
     @property
     def resolved_model_cache(self) -> Path:
         return (self.model_cache_dir or self.resolved_home / "champion-cache").expanduser().resolve()
+
+
+def check_database_url(url: str) -> None:
+    """Raise ValueError, naming no part of ``url``, when SQLAlchemy cannot parse it or knows no such database dialect."""
+    from sqlalchemy.engine import make_url  # imported here: a command that sets no store URL does not pay for it
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        raise ValueError(
+            "not a database URL SQLAlchemy can read (expected dialect[+driver]://user:password@host:port/database, "
+            "the port a number, or sqlite:///path)"
+        ) from None
+    try:
+        parsed.get_dialect()
+    except NoSuchModuleError:
+        raise ValueError(f"no database dialect {parsed.drivername!r} (e.g. postgresql+psycopg, sqlite)") from None

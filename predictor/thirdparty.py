@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -58,7 +58,17 @@ MLFLOW_URIS = PrivateApi(
     "3.18",
     "restore MLflow's process-wide URIs exactly (unset stays unset) after a fluent call that takes no URI (mlflow_uris)",
 )
-PRIVATE_APIS = (LINEAR_MODEL, INNER_PREDICTOR, MLFLOW_URIS)
+MLFLOW_REGISTRY_TABLES = PrivateApi(
+    "MLflow's model registry tables: registered_models, model_versions, model_version_tags, registered_model_aliases",
+    "mlflow",
+    "3.17",
+    "3.18",
+    "read where the champion aliases point without importing MLflow and opening its store (registry_aliases): most "
+    "of a local `predictor predict`'s registry time",
+)
+PRIVATE_APIS = (LINEAR_MODEL, INNER_PREDICTOR, MLFLOW_URIS, MLFLOW_REGISTRY_TABLES)
+_DATABASES = ("sqlite", "postgresql", "mysql")  # the schemes of a registry MLflow keeps in a database
+_DEFAULT_WORKSPACE = "default"  # MLflow's workspace when none is configured (mlflow.utils.workspace_utils)
 _MLFLOW_URI_VARIABLES = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
 _MLFLOW_URIS_LOCK = threading.RLock()
 
@@ -120,6 +130,79 @@ def mlflow_uris(uri: str) -> Iterator[None]:
                     os.environ[name] = value
 
 
+@dataclass(frozen=True)
+class AliasedVersion:
+    """The version an alias points at, as the registry's tables hold it."""
+
+    version: str
+    run_id: str | None
+    created_ms: int | None
+    tags: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RegistryAliases:
+    """Where an alias of each asked registered model points (``aliased``), and which of them the registry knows."""
+
+    aliased: dict[str, AliasedVersion]
+    known: set[str]
+
+
+def registry_aliases(uri: str, names: Sequence[str], alias: str) -> RegistryAliases | None:
+    """Where ``alias`` of each registered model of ``names`` points, read from the tables of a registry MLflow keeps in a
+    database, without importing MLflow; None when the registry is not such a database, its file does not exist yet, or
+    its tables are not laid out as this was checked on: the caller then asks MLflow (which also creates a missing file).
+    """
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    url = sqlalchemy.engine.make_url(uri)
+    if url.get_backend_name() not in _DATABASES:
+        return None
+    if url.get_backend_name() == "sqlite" and not (url.database and os.path.exists(url.database)):
+        return None
+    wanted = {"names": list(names), "alias": alias, "workspace": _DEFAULT_WORKSPACE}
+    expanding = sqlalchemy.bindparam("names", expanding=True)
+    engine = sqlalchemy.create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as connection:
+            known = connection.execute(
+                sqlalchemy.text(
+                    "SELECT name FROM registered_models WHERE workspace = :workspace AND name IN :names"
+                ).bindparams(expanding),
+                wanted,
+            )
+            versions = connection.execute(
+                sqlalchemy.text(
+                    "SELECT a.name, v.version, v.run_id, v.creation_time FROM registered_model_aliases a "
+                    "JOIN model_versions v ON v.workspace = a.workspace AND v.name = a.name AND v.version = a.version "
+                    "WHERE a.workspace = :workspace AND a.alias = :alias AND a.name IN :names"
+                ).bindparams(expanding),
+                wanted,
+            )
+            found = {name: (str(version), run_id, created) for name, version, run_id, created in versions}
+            known_names = {name for (name,) in known}
+            tags: dict[str, dict[str, str]] = {name: {} for name in found}
+            for name, version, key, value in connection.execute(
+                sqlalchemy.text(
+                    "SELECT t.name, t.version, t.key, t.value FROM model_version_tags t JOIN registered_model_aliases a "
+                    "ON a.workspace = t.workspace AND a.name = t.name AND a.version = t.version "
+                    "WHERE t.workspace = :workspace AND a.alias = :alias AND t.name IN :names"
+                ).bindparams(expanding),
+                wanted,
+            ):
+                if name in found and found[name][0] == str(version):
+                    tags[name][key] = value
+    except sqlalchemy.exc.SQLAlchemyError:
+        return None
+    finally:
+        engine.dispose()
+    aliased = {
+        name: AliasedVersion(version, run_id, created, tags[name]) for name, (version, run_id, created) in found.items()
+    }
+    return RegistryAliases(aliased, known_names)
+
+
 def problems() -> list[str]:
     """What does not hold on the libraries installed: each private API tried on a tiny fitted model, each version checked."""
     found = []
@@ -134,7 +217,7 @@ def problems() -> list[str]:
                 f"{api.name}: {api.distribution} {installed} is outside the checked {api.lowest} <= v < {api.below}"
             )
     found += _linear_model_problems() + _inner_predictor_problems() + _mlflow_uris_problems()
-    return found
+    return found + _registry_tables_problems()
 
 
 def _linear_model_problems() -> list[str]:
@@ -182,6 +265,37 @@ def _mlflow_uris_problems() -> list[str]:
         return [f"{MLFLOW_URIS.name}: MLflow does not answer the URIs set"]
     if after != (before, variables):
         return [f"{MLFLOW_URIS.name}: the process-wide URIs are not restored"]
+    return []
+
+
+def _registry_tables_problems() -> list[str]:
+    """Whether :func:`registry_aliases` reads what MLflow answers, on a registry MLflow makes here: a model with the
+    alias on its second version (tagged), one registered without it, one not registered."""
+    import tempfile
+
+    import mlflow
+
+    with tempfile.TemporaryDirectory() as folder:
+        uri = f"sqlite:///{folder}/registry.db"
+        client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+        for name in ("aliased", "plain"):
+            client.create_registered_model(name)
+            for n in (1, 2):
+                client.create_model_version(name, source=f"{folder}/{name}/{n}", tags={"n": str(n), "kind": name})
+        client.set_registered_model_alias("aliased", "champion", "2")
+        read = registry_aliases(uri, ["aliased", "plain", "absent"], "champion")
+        if read is None:
+            return [f"{MLFLOW_REGISTRY_TABLES.name}: cannot be read"]
+        expected = client.get_model_version_by_alias("aliased", "champion")
+        said = read.aliased.get("aliased")
+        same = said is not None and (said.version, said.run_id, said.created_ms, said.tags) == (
+            str(expected.version),
+            expected.run_id,
+            expected.creation_timestamp,
+            dict(expected.tags),
+        )
+        if not same or set(read.aliased) != {"aliased"} or read.known != {"aliased", "plain"}:
+            return [f"{MLFLOW_REGISTRY_TABLES.name}: answers differ from MlflowClient's ({read})"]
     return []
 
 

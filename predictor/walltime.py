@@ -33,6 +33,7 @@ def optional_walltime(seconds: float | None) -> str | None:
 
 
 LIMITLESS = frozenset({"UNLIMITED", "INFINITE", "PARTITION_LIMIT", "NONE", ""})
+MAX_DURATION_S = (2**32 - 3) * 60.0  # Slurm's longest finite duration (NO_VAL and INFINITE minutes are above)
 _DURATION = re.compile(
     r"(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)"
 )
@@ -42,17 +43,22 @@ def parse_walltime(text: str) -> float | None:
     """Seconds in a Slurm duration as Slurm reads one: ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M`` or ``D-H:M:S``.
 
     A bare number is minutes (``sacct -c`` prints time limits so); ``UNLIMITED``, ``Partition_Limit`` and an empty
-    field are None (no limit); anything else raises ValueError.
+    field are None (no limit); anything else, and a duration over Slurm's longest (:data:`MAX_DURATION_S`), raises
+    ValueError.
     """
     text = text.strip()
     if text.upper() in LIMITLESS:
         return None
     match = _DURATION.fullmatch(text)
     if match is None:
-        raise ValueError(f"not a Slurm duration: {text!r}")
+        raise ValueError(f"not a Slurm duration: {text[:40]!r}")
     n = {k: int(v) for k, v in match.groupdict().items() if v is not None}
     if "days" in n:
-        return float(((n["days"] * 24 + n["dh"]) * 60 + n.get("dm", 0)) * 60 + n.get("ds", 0))
-    if "c" in n:
-        return float((n["a"] * 60 + n["b"]) * 60 + n["c"])
-    return float(n["a"] * 60 + n.get("b", 0))
+        seconds = ((n["days"] * 24 + n["dh"]) * 60 + n.get("dm", 0)) * 60 + n.get("ds", 0)
+    elif "c" in n:
+        seconds = (n["a"] * 60 + n["b"]) * 60 + n["c"]
+    else:
+        seconds = n["a"] * 60 + n.get("b", 0)
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"{text[:40]!r} is longer than Slurm's longest duration ({MAX_DURATION_S:.0f} s)")
+    return float(seconds)

@@ -19,10 +19,10 @@ import orjson
 from features import FeatureError
 from predictor.memsize import optional_slurm_memory
 from predictor.oracle import NOT_FINITE, ScoredColumns, outside_reason
+from predictor.paths import without_roots
 from predictor.walltime import optional_walltime
 from serving.deps import ServiceState
 from serving.jobs import JobRejected, check_job, deadline, estimates_out, prepare, unimplemented_out
-from serving.paths import without_roots
 from serving.schemas.predict import ESTIMATE_FIELDS, BatchPredictRequest, EstimateOut
 
 Params = frozenset[tuple[str, type, Any]]

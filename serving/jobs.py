@@ -12,7 +12,7 @@ from features import FeatureError
 from predictor.catalog import Catalog
 from predictor.domain import Estimate
 from predictor.oracle import Job
-from serving.paths import PathRefused, resolve_file_params, without_roots
+from predictor.paths import PathRefused, resolve_file_params, without_roots
 from serving.schemas.predict import EstimateOut, PredictRequest
 from serving.state import ServiceState
 

@@ -16,6 +16,10 @@ import json
 import logging
 import os
 import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,8 @@ from serving.telemetry import LOGGER_NAME
 
 HEAD_END = b"\r\n\r\n"
 LINGER_S = 1.0  # how long a refused connection's remaining bytes are read and dropped before it closes
+STARTUP_FAILURE = 3  # uvicorn's exit status when the app cannot start
+STARTED_POLL_S = 0.2  # how often serve_on looks whether uvicorn listens yet
 WORKER_HEALTHCHECK_S = (
     180  # a worker that does not answer uvicorn's ping this long is replaced (a start loads every champion)
 )
@@ -129,6 +135,44 @@ def server_options(api: ApiSettings) -> dict[str, Any]:
         "http": partial(BoundedHead, head_timeout_s=api.header_timeout_s),
         "h11_max_incomplete_event_size": api.max_header_bytes,
     }
+
+
+def serve_on(
+    app: Any,
+    api: ApiSettings,
+    sock: socket.socket,
+    host: str,
+    port: int,
+    *,
+    when_started: Callable[[], None] | None = None,
+) -> None:
+    """Serve ``app`` in this process on ``sock``, already bound to ``host:port`` (uvicorn listens on it once the app has
+    started), and call ``when_started`` (from another thread) once it does; exit 3, as ``uvicorn.run`` does, when the
+    app cannot start."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False, **server_options(api))
+    server = uvicorn.Server(config)  # the app logs each request
+    address = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def started() -> None:  # uvicorn says where it listens only for sockets it bound itself
+        logging.getLogger("uvicorn.error").info("Uvicorn running on %s (Press CTRL+C to quit)", address)
+        if when_started is not None:
+            when_started()
+
+    threading.Thread(target=_once_started, args=(server, started), name="started", daemon=True).start()
+    server.run(sockets=[sock])
+    if not server.started:
+        raise SystemExit(STARTUP_FAILURE)
+
+
+def _once_started(server: Any, then: Callable[[], None]) -> None:
+    """Call ``then`` once ``server`` listens; not at all if it stops first."""
+    while not server.started:
+        if server.should_exit:
+            return
+        time.sleep(STARTED_POLL_S)
+    then()
 
 
 def serve_workers(settings: Settings, api: ApiSettings, host: str, port: int, workers: int) -> None:

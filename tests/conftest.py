@@ -10,6 +10,7 @@ and one BLAS/OpenMP thread.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import shutil
 import tempfile
@@ -115,6 +116,9 @@ SLOW = {
         "a new Python process loads the champion"
     ),
     "tests/predictor/test_store.py::test_concurrent_migrations_take_turns": "six Python processes migrating at once",
+    "tests/cli/test_serve.py::test_a_local_predict_reads_the_aliases_without_mlflow_and_loads_its_algorithms_champions_alone": (
+        "a registry made through MLflow and two local predicts in new Python processes"
+    ),
     "tests/training/test_pipeline.py::trained": "two training sessions of four and two models through MLflow",
     "tests/training/test_peak_memory.py::trained": "three training sessions through MLflow",
     "tests/training/test_mlflow_clients.py": "trackers and registries on fresh MLflow databases",
@@ -149,6 +153,7 @@ SLOW = {
     "tests/simulator/test_compare.py::test_one_row_per_policy_estimates_and_seed": "a comparison in subprocesses",
     "tests/data/test_swf_ingest.py::real_store": "both real logs imported",
     "tests/test_registries.py::test_importing_the_comparison_alone_fills_the_policy_registry": "a new Python process",
+    "tests/test_durations.py::test_the_longest_files_are_collected_first": ("a new pytest process collects four files"),
     "tests/test_docs.py::test_a_broken_link_fails_the_strict_build": "a strict mkdocs build of the site",
     "tests/data/test_describe.py::test_cli_describes_the_bundled_dataset": "plots of the bundled dataset",
 }
@@ -177,10 +182,17 @@ def _is_server(item: pytest.Item, root: Path) -> bool:
     return any(item.get_closest_marker(name) for name in SERVER_MARKERS) or _listed(item, root, SERVERS)
 
 
+DURATIONS: dict[str, float] = json.loads((Path(__file__).parent / "durations.json").read_text())
+"""Seconds each test file took in a measured full run (``scripts/test_durations.py`` writes it from a junit report)."""
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``server`` the tests that start real servers or real programs (:func:`_is_server`), ``slow`` those of
-    :data:`SLOW`."""
+    :data:`SLOW`; and collect the longest files first (:data:`DURATIONS`; a file's tests keep their order, files not
+    measured come last in their order): with ``--dist loadfile --no-loadscope-reorder`` pytest-xdist hands the files
+    out in this order, so a long file starts early instead of ending alone on one worker while the other idles."""
+    items.sort(key=lambda item: -DURATIONS.get(item.nodeid.split("::")[0], 0.0))
     for item in items:
         if _is_server(item, config.rootpath):
             item.add_marker(pytest.mark.server)

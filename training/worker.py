@@ -38,10 +38,12 @@ from training.dataset import MeasurementFrames, load_training_sets, target_rows
 from training.folds import MIN_ROWS
 from training.guard import Incumbent
 from training.live_members import refresh_live_members
-from training.pipeline import ChampionBook, Progress, Tracker, TrainingOutcome, decision_row, train
+from training.pipeline import ChampionBook, Progress, Tracker, TrainingOutcome, count_steps, decision_row, train
 from training.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
+Starting = Callable[[Target, list[str], int], None]
+"""Told before a target's training in a pass: the target, its pairs (``algorithm/platform``), about how many steps."""
 
 
 @dataclass(frozen=True)
@@ -158,8 +160,12 @@ def retrain_due(
     models: Sequence[str] | None = None,
     progress: Progress | None = None,
     targets: Sequence[Target] = tuple(Target),
+    on_start: Starting | None = None,
 ) -> list[TrainingOutcome]:
-    """Train every due pair's due ``targets`` once, under the guard, and record each decision with its trigger."""
+    """Train every due pair's due ``targets`` once, under the guard, and record each decision with its trigger.
+
+    ``on_start`` hears, before each target's training, which pairs it trains and about how many steps ``progress``
+    will be called for."""
     if (
         book is None
     ):  # the registry of the settings, not whatever MLflow's process-wide default points at (a stale ./mlflow.db)
@@ -174,6 +180,10 @@ def retrain_due(
         reasons = {(t.algorithm, t.platform): t.reason for t in triggers}
         loaded = load_training_sets(store, {t.algorithm for t in triggers}, target=target)
         sets = [ts for ts in loaded if (ts.algorithm, ts.platform) in reasons]
+        if on_start is not None:
+            on_start(
+                target, [f"{ts.algorithm}/{ts.platform}" for ts in sets], count_steps(settings, sets, models=models)
+            )
         trained = train(
             settings, sets, models=models, progress=progress, tracker=tracker, champions=book, target=target
         )
@@ -200,8 +210,11 @@ def run(
     once: bool = False,
     stop: threading.Event | None = None,
     on_pass: Callable[[list[TrainingOutcome]], None] | None = None,
+    progress: Progress | None = None,
+    on_start: Starting | None = None,
 ) -> None:
-    """Retrain what is due now, then every ``worker_interval_s`` until ``stop`` is set (or once).
+    """Retrain what is due now, then every ``worker_interval_s`` until ``stop`` is set (or once); ``progress`` and
+    ``on_start`` follow each pass's training (:func:`retrain_due`), ``on_pass`` hears its outcomes.
 
     Runs at ``worker_nice`` niceness and in ``worker_n_jobs`` processes, so the API on the same
     machine keeps its cores. A pass that fails is logged and the next one tries again.
@@ -210,7 +223,7 @@ def run(
     settings = settings.model_copy(update={"n_jobs": settings.worker_n_jobs})
 
     def one_pass() -> list[TrainingOutcome]:
-        return retrain_due(settings, store)
+        return retrain_due(settings, store, progress=progress, on_start=on_start)
 
     if once:  # a failing pass fails the command
         outcomes = one_pass()

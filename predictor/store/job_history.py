@@ -2,24 +2,47 @@
 
 Slurm accounting, ``slurm follow`` and the SWF import write jobs here (:meth:`JobHistory.record`); the service reads
 a user's state at a job's submit time (:meth:`JobHistory.user_state`), from which
-:func:`features.history.features_at` computes the same history features the SWF replay computes. Each read is a
-few indexed queries on the user's rows, so the cost grows with one user's jobs, not with the site's.
+:func:`features.history.features_at` computes the same history features the SWF replay computes.
+
+Each record also keeps its users' summary (``job_history_users``: their counts, sums and latest run times as of their
+latest recorded instant), so a user's state at any later instant (a job submitted now) is one row, whatever their
+number of jobs. A state at an earlier instant is a few indexed queries on the user's rows; the states of many jobs of
+one user (an import of their accounting) are one pass over those rows (:meth:`JobHistory.user_states`).
 """
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, Float, Select, and_, bindparam, func, or_, select, text, true, union_all
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Float,
+    Row,
+    Select,
+    and_,
+    bindparam,
+    case,
+    func,
+    or_,
+    select,
+    text,
+    true,
+    union_all,
+)
 
 from features.history import LAST, UserHistory
 from predictor.store.limits import column_problem
 from predictor.store.store import dialect_insert
 from predictor.store.tables import job_history as table
+from predictor.store.tables import job_history_users as users
 
 CHUNK = 500
 # New rows after which PostgreSQL gathers statistics at once: without them it reads a user's rows through the
@@ -84,8 +107,12 @@ class JobHistory:
         keys = sorted(merged)  # one lock order for concurrent PostgreSQL writers
         with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
             known = set()
+            touched = {(rec.cluster, rec.user) for rec in merged.values()}
             for i in range(0, len(keys), CHUNK):
-                known.update(conn.execute(select(table.c.key).where(table.c.key.in_(keys[i : i + CHUNK]))).scalars())
+                chunk = select(table.c.key, table.c.cluster, table.c.user).where(table.c.key.in_(keys[i : i + CHUNK]))
+                for key, cluster, user in conn.execute(chunk):
+                    known.add(key)
+                    touched.add((cluster, user))  # a record may give a key to another user: both are summed again
             stmt = dialect_insert(conn)(table)
             required = {"key", "cluster", "user", "submit_at", "seq"}
             stmt = stmt.on_conflict_do_update(
@@ -98,6 +125,8 @@ class JobHistory:
             )
             for i in range(0, len(keys), CHUNK):
                 conn.execute(stmt, [_row(merged[k]) for k in keys[i : i + CHUNK]])
+            for cluster, user in sorted(touched):
+                _summarize(conn, cluster, user)
             conn.commit()
         new = len(set(keys) - known)
         if new >= ANALYZE_AFTER and self.engine.dialect.name == "postgresql":
@@ -108,10 +137,18 @@ class JobHistory:
 
     def user_state(self, cluster: str, user: str, at: datetime, before_seq: int | None = None) -> UserHistory:
         """The user's state at ``at`` (times as Unix seconds): jobs submitted before it (at the same instant: those
-        with a smaller ``seq``; every one when ``before_seq`` is None), of which the running and the finished ones."""
+        with a smaller ``seq``; every one when ``before_seq`` is None), of which the running and the finished ones.
+
+        At an instant after everything recorded of the user (a job submitted now) it is their summary row."""
         counts, recent = _STATE_QUERIES[before_seq is not None]
-        values = {"cluster": cluster, "user": user, "now": _seconds(at), "seq": before_seq}
+        now = _seconds(at)
+        values = {"cluster": cluster, "user": user, "now": now, "seq": before_seq}
         with self.engine.connect() as conn:
+            summary = conn.execute(_SUMMARY_ROW, values).one_or_none()
+            if summary is None and not conn.execute(_ANY_JOB, values).first():
+                return UserHistory()  # no job of the user: nothing to count
+            if summary is not None and _covers(summary, now, before_seq):
+                return _summed(summary)
             submitted, last_submit, done, total, run, procs = conn.execute(counts, values).one()
             runs = [float(r) for r in conn.execute(recent, values).scalars()]
         return UserHistory(
@@ -123,6 +160,28 @@ class JobHistory:
             finished_total=float(total or 0.0),
             recent=deque(runs, maxlen=LAST),
         )
+
+    def user_states(
+        self, cluster: str, user: str, instants: Sequence[tuple[datetime, int | None]]
+    ) -> list[UserHistory]:
+        """:meth:`user_state` at each of ``instants`` (an instant and its ``before_seq``), in their order: one read of
+        the user's rows submitted by the last of them, and one pass over them in time order (the replay's)."""
+        if not instants:
+            return []
+        moments = [(_seconds(at), math.inf if seq is None else seq) for at, seq in instants]
+        c = table.c
+        rows = (
+            select(c.submit_at, c.seq, c.start_at, c.end_at, c.min_cpus)
+            .where(c.cluster == cluster, c.user == user, c.submit_at <= max(m for m, _ in moments))
+            .order_by(c.submit_at, c.seq)
+        )
+        with self.engine.connect() as conn:
+            jobs = [tuple(row) for row in conn.execute(rows)]
+        out: list[UserHistory] = [UserHistory()] * len(moments)
+        sweep = _Sweep(jobs)
+        for index in sorted(range(len(moments)), key=moments.__getitem__):
+            out[index] = sweep.at(*moments[index])
+        return out
 
     def first_submit(self, cluster: str) -> datetime | None:
         """When the cluster's first recorded job was submitted (None: no job recorded)."""
@@ -169,6 +228,127 @@ def _state_queries(ties: bool) -> tuple[Select[Any], Select[Any]]:
 
 
 _STATE_QUERIES = {ties: _state_queries(ties) for ties in (False, True)}
+
+
+class _Sweep:
+    """A user's state moved forward through instants in time order over their rows (submit, seq, start, end, CPUs)
+    sorted by submission: each row counts as submitted, then running, then finished, as :meth:`JobHistory.user_state`
+    counts it; the conditions only grow with the instant, so each row moves once."""
+
+    def __init__(self, jobs: list[tuple[Any, ...]]) -> None:
+        self.jobs = jobs
+        self.next = 0  # the first row not submitted yet
+        self.starts: list[tuple[float, int]] = []  # (start, row) of submitted rows not started yet
+        self.ends: list[tuple[float, int]] = []  # (end, row) of running rows that end
+        self.running = self.procs = self.finished = 0
+        self.total = 0.0
+        self.recent: list[tuple[float, int, float]] = []  # (end, seq, run time) of the latest ended, newest first
+
+    def at(self, now: float, seq: float) -> UserHistory:
+        """The state at ``now`` for a job of ``seq`` (inf: after every job submitted at ``now``)."""
+        jobs = self.jobs
+        while self.next < len(jobs) and (
+            jobs[self.next][0] < now or (jobs[self.next][0] == now and jobs[self.next][1] < seq)
+        ):
+            start = jobs[self.next][2]
+            if start is not None:
+                heapq.heappush(self.starts, (start, self.next))
+            self.next += 1
+        while self.starts and self.starts[0][0] <= now:
+            _, row = heapq.heappop(self.starts)
+            end = jobs[row][3]
+            if end is not None and end <= now:
+                self._finish(row)
+                continue
+            self.running += 1
+            self.procs += jobs[row][4] or 0
+            if end is not None:
+                heapq.heappush(self.ends, (end, row))
+        while self.ends and self.ends[0][0] <= now:
+            _, row = heapq.heappop(self.ends)
+            self.running -= 1
+            self.procs -= jobs[row][4] or 0
+            self._finish(row)
+        last = jobs[self.next - 1][0] if self.next else 0.0
+        return UserHistory(
+            submitted=self.next,
+            last_submit=float(last),
+            running=self.running,
+            running_procs=self.procs,
+            finished=self.finished,
+            finished_total=self.total,
+            recent=deque((run for _, _, run in self.recent), maxlen=LAST),
+        )
+
+    def _finish(self, row: int) -> None:
+        _, seq, start, end, _ = self.jobs[row]
+        self.finished += 1
+        self.total += end - start
+        self.recent = sorted([*self.recent, (end, seq, end - start)], reverse=True)[:LAST]
+
+
+def _summarize(conn: Connection, cluster: str, user: str) -> None:
+    """Sum up the user's rows again into their ``job_history_users`` row (inside the recording transaction; on
+    PostgreSQL the summary row is locked first, so two writers of one user's jobs sum up one after the other, the
+    second seeing the first's rows)."""
+    values = {"cluster": cluster, "user": user}
+    insert = dialect_insert(conn)(users)
+    empty = {"submitted": 0, "running": 0, "running_procs": 0, "finished": 0, "finished_total": 0.0}
+    conn.execute(insert.values(**values, **empty).on_conflict_do_nothing(index_elements=["cluster", "user"]))
+    mine = and_(users.c.cluster == cluster, users.c.user == user)
+    conn.execute(select(users.c.cluster).where(mine).with_for_update())
+    summed = dict(conn.execute(_SUMS, values).one()._mapping)
+    recent = [float(r) for r in conn.execute(_RECENT, values).scalars()]
+    recent += [None] * (LAST - len(recent))  # type: ignore[list-item]  # fewer ended runs: nulls
+    changes = {**summed, **{f"recent{i + 1}": run for i, run in enumerate(recent)}}
+    conn.execute(users.update().where(mine).values(**changes))
+
+
+def _covers(summary: Row[Any], now: float, before_seq: int | None) -> bool:
+    """Whether the summary is the user's state at ``now``: nothing of theirs recorded after it (at it, only when every
+    job submitted at ``now`` counts)."""
+    times = [t for t in (summary.last_submit, summary.last_start, summary.last_end) if t is not None]
+    if not times:
+        return True  # no job of the user left: nothing at any instant
+    return now > max(times) or (now == max(times) and before_seq is None)
+
+
+def _summed(summary: Row[Any]) -> UserHistory:
+    return UserHistory(
+        submitted=int(summary.submitted),
+        last_submit=float(summary.last_submit or 0.0),
+        running=int(summary.running),
+        running_procs=int(summary.running_procs),
+        finished=int(summary.finished),
+        finished_total=float(summary.finished_total),
+        recent=deque((r for r in (summary.recent1, summary.recent2, summary.recent3) if r is not None), maxlen=LAST),
+    )
+
+
+def _summary_queries() -> tuple[Select[Any], Select[Any], Select[Any], Select[Any]]:
+    """The user's summary row, its sums over the user's rows, their latest run times, and whether the user has a job."""
+    c = table.c
+    mine = and_(c.cluster == bindparam("cluster"), c.user == bindparam("user"))
+    mine_summary = and_(users.c.cluster == bindparam("cluster"), users.c.user == bindparam("user"))
+    started = and_(c.start_at.is_not(None), c.end_at.is_(None))
+    ended = and_(c.start_at.is_not(None), c.end_at.is_not(None))
+    sums = select(
+        func.count().label("submitted"),
+        func.max(c.submit_at).label("last_submit"),
+        func.max(c.start_at).label("last_start"),
+        func.max(c.end_at).label("last_end"),
+        func.coalesce(func.sum(case((started, 1), else_=0)), 0).label("running"),
+        func.coalesce(func.sum(case((started, func.coalesce(c.min_cpus, 0)), else_=0)), 0).label("running_procs"),
+        func.coalesce(func.sum(case((ended, 1), else_=0)), 0).label("finished"),
+        func.coalesce(func.sum(case((ended, c.end_at - c.start_at), else_=0.0)), 0.0).label("finished_total"),
+    ).where(mine)
+    recent = select(c.end_at - c.start_at).where(mine, ended).order_by(c.end_at.desc(), c.seq.desc()).limit(LAST)
+    row = select(users).where(mine_summary)
+    any_job = select(c.id).where(mine).limit(1)
+    return sums, recent, row, any_job
+
+
+_SUMS, _RECENT, _SUMMARY_ROW, _ANY_JOB = _summary_queries()
 
 
 def _merge(old: JobRecord, new: JobRecord) -> JobRecord:

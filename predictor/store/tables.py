@@ -174,6 +174,29 @@ class JobHistoryRow(Base):
     seq: Mapped[int] = mapped_column(BigInteger)
 
 
+class JobHistoryUserRow(Base):
+    """One user's jobs of a cluster summed up as of their latest recorded instant (``last_*``): what
+    :meth:`predictor.store.job_history.JobHistory.user_state` reads in one row for any later instant (a new job's
+    submit time, now) instead of counting the user's rows. Kept by ``JobHistory.record`` in the transaction that
+    records the user's jobs (migration ``0012``)."""
+
+    __tablename__ = "job_history_users"
+
+    cluster: Mapped[str] = mapped_column(String(200), primary_key=True)
+    user: Mapped[str] = mapped_column(String(200), primary_key=True)
+    submitted: Mapped[int] = mapped_column(BigInteger)
+    last_submit: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_start: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_end: Mapped[float | None] = mapped_column(Float, nullable=True)
+    running: Mapped[int] = mapped_column(BigInteger)  # started, no end yet
+    running_procs: Mapped[int] = mapped_column(BigInteger)
+    finished: Mapped[int] = mapped_column(BigInteger)  # started and ended
+    finished_total: Mapped[float] = mapped_column(Float)  # their run times' sum
+    recent1: Mapped[float | None] = mapped_column(Float, nullable=True)  # the latest ended runs' times, newest first
+    recent2: Mapped[float | None] = mapped_column(Float, nullable=True)
+    recent3: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
 class OnlineMemberRow(Base):
     """A served online champion as it learns, one per pair and target (:class:`predictor.online.LiveMember`): the
     registered version it grew from, what it has learned (its parameters and numbers, JSON) and its live score."""
@@ -202,4 +225,7 @@ served_estimates = ServedEstimateRow.__table__
 model_decisions = ModelDecisionRow.__table__
 set_aside = SetAsideRow.__table__
 job_history = JobHistoryRow.__table__
+job_history_users = JobHistoryUserRow.__table__
+
+
 online_members = OnlineMemberRow.__table__

@@ -8,21 +8,29 @@ required :data:`SACCT_REQUIRED` and any of :data:`SACCT_OPTIONAL`::
 A job is its allocation line; its steps (``123.batch``, ``123.0``) are not jobs, but Slurm writes ``MaxRSS`` (the
 largest resident set of a step's tasks) on them only, so a job's ``max_rss_kb`` is the largest of its steps' (give
 ``sacct`` without ``-X`` to have them). ``Timelimit`` may be raw minutes (``sacct -c``) or a duration, ``State`` may
-read ``CANCELLED by 0``. The ``jobcomp/filetxt`` log has one job per line as
-``Key=Value`` words (``JobId=5 Name=x JobState=TIMEOUT TimeLimit=5 StartTime=... EndTime=...``); Slurm 22.05 does
-not write the comment there, so a completion read from it carries none unless the caller adds it. ``ReqMem`` (the
+read ``CANCELLED by 0``. The ``jobcomp/filetxt`` log has one job per line, its ``Key=Value`` fields in the fixed order
+Slurm writes them (:data:`JOBCOMP_LINE`: ``JobId=5 UserId=ana(1001) GroupId=... Name=x JobState=TIMEOUT ...
+ExitCode=0:15``), read by that order: the job's name is free text that may hold words such as ``JobId=4242``, so the
+id, user and group are read from the line's start, before the name, and the fields after it from their places after
+the name (a line in any other shape is refused). Slurm 22.05 does not write the comment there, so a completion read
+from it carries none unless the caller adds it. ``ReqMem`` (the
 log's ``mem=`` in ``Tres``, the job's whole memory) is read as megabytes, a per-CPU amount (``c``) times the CPUs.
 The completion log has no ``MaxRSS``, and neither has ``sacct -c``: without slurmdbd a job's peak memory is unknown
 (but for a job killed ``OUT_OF_MEMORY``, whose peak reached its request).
 Times without a zone are the machine's local time, as Slurm prints them.
+
+A line that cannot be a job Slurm ran is refused with its field and why (never a traceback, never stored): a duration
+longer than Slurm's longest, a count or memory size no machine has, a time before 1970 or more than a day ahead of
+this machine's clock (``9999-12-31`` would keep a job running in its user's history for ever), an end before its
+start.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from predictor.memsize import MIB, MemorySizeError, parse_slurm_memory
 from predictor.walltime import parse_walltime
@@ -70,7 +78,26 @@ SQUEUE_FIELDS = (
     "name",
 )
 SQUEUE_FORMAT = "%i|%T|%u|%g|%a|%P|%q|%l|%C|%D|%V|%S|%Z|%j"  # the fields above, the name last (it may hold a '|')
-_JOBCOMP_KEY = re.compile(r"(?:^|\s)([A-Za-z]+)=")
+JOBCOMP_LINE = re.compile(
+    r"JobId=(?P<JobId>\d+) UserId=(?P<UserId>[^\s()]*)\((?P<Uid>\d+)\) GroupId=(?P<GroupId>[^\s()]*)\((?P<Gid>\d+)\) "
+    r"Name=(?P<Name>(?s:.*)) JobState=(?P<JobState>[A-Z_]+) Partition=(?P<Partition>\S*) TimeLimit=(?P<TimeLimit>\S*) "
+    r"StartTime=(?P<StartTime>\S*) EndTime=(?P<EndTime>\S*) NodeList=(?P<NodeList>\S*) NodeCnt=(?P<NodeCnt>\d*) "
+    r"ProcCnt=(?P<ProcCnt>\d*) WorkDir=(?P<WorkDir>(?s:.*?)) ReservationName=(?P<ReservationName>\S*) Tres=(?P<Tres>\S*) "
+    r"Account=(?P<Account>\S*) QOS=(?P<QOS>\S*) WcKey=(?P<WcKey>\S*) Cluster=(?P<Cluster>\S*) "
+    r"SubmitTime=(?P<SubmitTime>\S*) EligibleTime=(?P<EligibleTime>\S*)"
+    r"(?: ArrayJobId=(?P<ArrayJobId>\d+) ArrayTaskId=(?P<ArrayTaskId>\d+))?"
+    r"(?: HetJobId=(?P<HetJobId>\d+) HetJobOffset=(?P<HetJobOffset>\d+))?"
+    r" DerivedExitCode=(?P<DerivedExitCode>\S*) ExitCode=(?P<ExitCode>\S*)\s*"
+)
+"""A ``jobcomp/filetxt`` record as Slurm 22.05 writes it (``jobcomp_filetxt.c``): every field in its place. The name is
+the one free text before the state; read greedily, it ends at the record's last `` JobState=`` that the fixed fields
+follow, so words in a name can never stand for the fields before it (the id, the user) nor after it. Slurm writes the
+name and the working directory raw, line breaks included: such a record spans lines (see :func:`read_jobcomp`)."""
+_JOBCOMP_ID = re.compile(r"JobId=(\d+) ")
+MAX_LINE = 65_536  # characters of one accounting line: a longer one is refused unread
+MAX_COUNT = 2**32 - 3  # Slurm keeps CPUs and nodes in 32 bits (NO_VAL and INFINITE above)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # Slurm keeps times as Unix seconds
+CLOCK_SKEW = timedelta(days=1)  # how far past this machine's clock a time may lie (the cluster's clock may run ahead)
 _MEMORY = re.compile(r"(?:^|,)mem=([^,]+)")
 
 
@@ -128,7 +155,8 @@ Parsed = tuple[int, "SlurmJob | AccountingError | None"]  # a line number and it
 
 
 def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
-    """Each data line of ``sacct -P`` output (header first) as a job, a problem, or None for a job step.
+    """Each data line of ``sacct -P`` output (header first) as a job, a problem, or None for a job step, read as they
+    come (a job is given once the line after its steps is read: sacct prints a job's steps right after it).
 
     AccountingError (line 1) when the header lacks a required column.
     """
@@ -144,21 +172,15 @@ def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
             "header",
             f"sacct output lacks columns {', '.join(missing or SACCT_REQUIRED)}; run sacct -P -X -o {','.join(SACCT_COLUMNS)}",
         )
-    out: list[Parsed] = []
-    step_rss: dict[str, int] = {}  # job id -> the largest MaxRSS of its steps, KiB
+    held: list[Parsed] = []  # the last job read and the lines after it, given once its steps are read
+    step_rss: int | None = None  # the largest MaxRSS of its steps, KiB
     for number, line in numbered:
         if not line.strip():
             continue
         cells = line.rstrip("\r\n").split("|")
         if len(cells) != len(header):
-            out.append(
-                (
-                    number,
-                    AccountingError(
-                        "(row)", f"has {len(cells)} fields but the header has {len(header)} (a '|' in a field?)"
-                    ),
-                )
-            )
+            problem = f"has {len(cells)} fields but the header has {len(header)} (a '|' in a field?)"
+            held.append((number, AccountingError("(row)", problem)))
             continue
         row = dict(zip(header, cells, strict=True))
         job_id, step, _ = row["JobID"].partition(".")
@@ -166,17 +188,23 @@ def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
             try:
                 rss = _max_rss(row.get("MaxRSS", ""))
             except AccountingError as exc:
-                out.append((number, exc))
+                held.append((number, exc))
                 continue
-            if rss is not None:
-                step_rss[job_id] = max(rss, step_rss.get(job_id, 0))
-            out.append((number, None))
+            job = held[0][1] if held else None
+            if isinstance(job, SlurmJob) and job.job_id == job_id and rss is not None:
+                step_rss = max(rss, step_rss or 0)
+            held.append((number, None))
             continue
-        out.append((number, _parsed(_sacct_job, row)))
-    for number, job in out:
-        if isinstance(job, SlurmJob) and job.job_id in step_rss:
-            job = replace(job, max_rss_kb=max(step_rss[job.job_id], job.max_rss_kb or 0))
-        yield number, job
+        yield from _with_steps(held, step_rss)
+        held, step_rss = [(number, _parsed(_sacct_job, row))], None
+    yield from _with_steps(held, step_rss)
+
+
+def _with_steps(held: list[Parsed], step_rss: int | None) -> list[Parsed]:
+    """A job read (the first of ``held``) with its steps' largest MaxRSS, and the lines after it, in order."""
+    if held and isinstance(job := held[0][1], SlurmJob) and step_rss is not None:
+        held = [(held[0][0], replace(job, max_rss_kb=max(step_rss, job.max_rss_kb or 0))), *held[1:]]
+    return held
 
 
 def read_squeue(text: str) -> list[SlurmJob]:
@@ -192,20 +220,51 @@ def read_squeue(text: str) -> list[SlurmJob]:
     return out
 
 
-def read_jobcomp(lines: Iterable[str], first_line: int = 1) -> Iterator[Parsed]:
-    """Each line of a ``jobcomp/filetxt`` log as a job or a problem (``first_line``: the number of the first given)."""
-    for number, line in enumerate(lines, start=first_line):
+def read_jobcomp(
+    lines: Sequence[str], first_line: int = 1, breaks: Mapping[str, int] | None = None
+) -> Iterator[Parsed]:
+    """Each record of a ``jobcomp/filetxt`` log as a job or a problem (``first_line``: the number of the first given).
+
+    A record is one line, but for a job of ``breaks`` (job id -> the line breaks its name and working directory hold,
+    as slurmctld tells them): its line and as many after it, read as one record. Without it such a record's lines are
+    read one by one, and a line made of a name's end can claim any job's id and user: the caller confirms the jobs.
+    """
+    index = 0
+    while index < len(lines):
+        number, line = first_line + index, lines[index]
+        found = _JOBCOMP_ID.match(line)
+        span = 1 + (breaks or {}).get(found.group(1), 0) if found else 1
+        index += span
+        if span > 1:
+            line = "\n".join(lines[index - span : index])
         if line.strip():
-            yield number, _parsed(_jobcomp_job, jobcomp_fields(line))
+            try:
+                fields = jobcomp_fields(line)
+            except AccountingError as exc:
+                yield number, exc
+                continue
+            yield number, _parsed(_jobcomp_job, fields)
+
+
+def jobcomp_id(line: str) -> str | None:
+    """The job id a completion line starts with (None: it starts with none, e.g. the rest of a name's line break)."""
+    found = _JOBCOMP_ID.match(line)
+    return found.group(1) if found else None
 
 
 def jobcomp_fields(line: str) -> dict[str, str]:
-    """A completion line's ``Key=Value`` words (a value runs to the next `` Key=``, so it may hold spaces)."""
-    marks = list(_JOBCOMP_KEY.finditer(line))
-    return {
-        m.group(1): line[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(line)].strip()
-        for i, m in enumerate(marks)
-    }
+    """A completion line's fields by :data:`JOBCOMP_LINE` (absent optional ones left out); AccountingError for a line
+    in any other shape."""
+    line = line.rstrip("\r\n")
+    if len(line) > MAX_LINE:
+        raise AccountingError("(line)", f"{len(line)} characters, over {MAX_LINE}: not a completion line")
+    found = JOBCOMP_LINE.fullmatch(line)
+    if found is None:
+        raise AccountingError(
+            "(line)",
+            "not a jobcomp/filetxt line: expected JobId=, UserId=, GroupId=, Name=, JobState=, ... ExitCode= in Slurm's order",
+        )
+    return {key: value.strip() for key, value in found.groupdict().items() if value is not None}
 
 
 def _parsed(read: Callable[[dict[str, str]], SlurmJob], fields: dict[str, str]) -> SlurmJob | AccountingError:
@@ -220,7 +279,7 @@ def _sacct_job(row: dict[str, str]) -> SlurmJob:
     code, signal = _exit(row.get("ExitCode", "0:0"))
     array_job, _, array_task = row["JobID"].partition("_")  # an array's task: <array job>_<index>
     array_job = array_job if array_task else ""
-    return SlurmJob(
+    job = SlurmJob(
         job_id=_required(row, "JobID"),
         name=row["JobName"],
         state=_state(row["State"]),
@@ -246,6 +305,7 @@ def _sacct_job(row: dict[str, str]) -> SlurmJob:
         array_task=array_task or None,
         max_rss_kb=_max_rss(row.get("MaxRSS", "")),
     )
+    return _possible(job, "Start", "End")
 
 
 def _max_rss(text: str) -> int | None:
@@ -254,8 +314,8 @@ def _max_rss(text: str) -> int | None:
         return None
     try:
         return parse_slurm_memory(text) // 1024
-    except MemorySizeError:
-        raise AccountingError("MaxRSS", f"not a memory size: {text!r}") from None
+    except MemorySizeError as exc:
+        raise AccountingError("MaxRSS", str(exc)) from None
 
 
 def _squeue_job(row: dict[str, str]) -> SlurmJob:
@@ -291,7 +351,7 @@ def _jobcomp_job(f: dict[str, str]) -> SlurmJob:
         raise AccountingError("StartTime", "a completion line needs StartTime and EndTime")
     code, signal = _exit(f.get("ExitCode", "0:0"))
     memory = _MEMORY.search(f.get("Tres", ""))
-    return SlurmJob(
+    job = SlurmJob(
         job_id=_required(f, "JobId"),
         name=f.get("Name", ""),
         state=_state(_required(f, "JobState")),
@@ -315,6 +375,22 @@ def _jobcomp_job(f: dict[str, str]) -> SlurmJob:
         array_job=_array(f.get("ArrayJobId", "")),
         array_task=_array(f.get("ArrayTaskId", "")),
     )
+    return _possible(job, "StartTime", "EndTime")
+
+
+def _possible(job: SlurmJob, start: str, end: str) -> SlurmJob:
+    """``job``, unless it ended before it started or asked for a memory no machine has (AccountingError naming the
+    field)."""
+    if job.start is not None and job.end is not None and job.end < job.start:
+        raise AccountingError(
+            end, f"{job.end.isoformat()} is before its {start} {job.start.isoformat()}: no run ends so"
+        )
+    if job.req_mem:
+        try:
+            parse_slurm_memory(job.req_mem, cpus=job.req_cpus or 1)
+        except MemorySizeError as exc:
+            raise AccountingError("ReqMem", str(exc)) from None
+    return job
 
 
 def _required(row: dict[str, str], key: str) -> str:
@@ -335,8 +411,8 @@ def _state(text: str) -> str:
 def _duration(field: str, text: str, required: bool = False) -> float | None:
     try:
         seconds = parse_walltime(text)
-    except ValueError as exc:
-        raise AccountingError(field, str(exc)) from None
+    except ValueError as exc:  # too many digits for an int included
+        raise AccountingError(field, str(exc)[:200]) from None
     if seconds is None and required:
         raise AccountingError(field, f"missing or unlimited: {text!r}")
     return seconds
@@ -347,7 +423,9 @@ def _count(field: str, text: str) -> int | None:
     if not text:
         return None
     if not text.isdigit():
-        raise AccountingError(field, f"expected a whole number, got {text!r}")
+        raise AccountingError(field, f"expected a whole number, got {text[:40]!r}")
+    if len(text) > 10 or int(text) > MAX_COUNT:
+        raise AccountingError(field, f"{text[:40]!r} is over {MAX_COUNT}, the most Slurm counts")
     return int(text)
 
 
@@ -383,7 +461,11 @@ def _time(field: str, text: str) -> datetime | None:
     if not text or text in ("Unknown", "None", "N/A"):
         return None
     try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise AccountingError(field, f"not a time: {text!r}") from None
-    return value.astimezone(UTC)
+        value = datetime.fromisoformat(text).astimezone(UTC)
+    except (ValueError, OverflowError):  # year 1 in a zone east of UTC is year 0 in UTC
+        raise AccountingError(field, f"not a time: {text[:40]!r}") from None
+    if value < EPOCH:
+        raise AccountingError(field, f"{text} is before 1970: not a time Slurm keeps")
+    if value > datetime.now(UTC) + CLOCK_SKEW:
+        raise AccountingError(field, f"{text} is more than a day ahead of this machine's clock: not a time that was")
+    return value

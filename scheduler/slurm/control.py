@@ -1,11 +1,14 @@
 """The Slurm commands the service runs (``squeue``, ``scontrol``, ``sbatch``, ``scancel``), each with a deadline.
 
 The cluster is the one ``SLURM_CONF`` names (or Slurm's default). A command that fails raises :class:`SlurmError`
-with what it printed; one that does not answer within ``timeout_s`` raises it too.
+with what it printed; one that does not answer within ``timeout_s`` raises it too. The jobs slurmctld holds are read
+as JSON (``squeue --json``): a job's name and comment are free text, and in ``squeue --format`` lines a ``|`` or a
+line break in one of them would stand for another job's fields.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -31,6 +34,13 @@ class QueuedJob:
     node_list: str | None
     comment: str
     reason: str = ""
+    user: str = ""
+    work_dir: str = ""
+
+    @property
+    def line_breaks(self) -> int:
+        """The line breaks in its name and working directory: the extra lines its completion record spans."""
+        return self.name.count("\n") + self.work_dir.count("\n")
 
     @property
     def held(self) -> bool:
@@ -84,26 +94,41 @@ class Slurm:
         return done.stdout
 
     def jobs(self, job_ids: Iterable[str] = ()) -> list[QueuedJob]:
-        """Every job slurmctld holds, in any state (only ``job_ids`` when given): finished ones until ``MinJobAge``."""
-        ids = ",".join(job_ids)
-        args = ["-h", "--states=all", "--format=%i|%j|%T|%N|%r|%k"] + ([f"--jobs={ids}"] if ids else [])
+        """Every job slurmctld holds, in any state (only ``job_ids`` when given): finished ones until ``MinJobAge``.
+
+        Read from ``squeue --json`` (which lists every job whatever ``--jobs`` says: the ids are picked here)."""
+        text = self.run("squeue", "--json", "--states=all")
+        try:
+            listed = json.loads(text)["jobs"]
+        except (ValueError, KeyError, TypeError):
+            raise SlurmError(f"squeue --json printed no job list: {text[:200]!r}") from None
+        wanted = set(job_ids)
         out = []
-        for line in self.run("squeue", *args).splitlines():
-            job_id, name, state, nodes, reason, comment = (line.split("|", 5) + [""] * 6)[:6]
-            if job_id:
-                out.append(QueuedJob(job_id, name, state, nodes or None, "" if comment == NULL else comment, reason))
+        for job in listed if isinstance(listed, list) else []:
+            job_id = str(job.get("job_id", "")) if isinstance(job, dict) else ""
+            if job_id and (not wanted or job_id in wanted):
+                out.append(
+                    QueuedJob(
+                        job_id,
+                        _text(job, "name"),
+                        _text(job, "job_state"),
+                        _text(job, "nodes") or None,
+                        _text(job, "comment"),
+                        _text(job, "state_reason"),
+                        _text(job, "user_name"),
+                        _text(job, "current_working_directory"),
+                    )
+                )
         return out
+
+    def held(self, job_ids: Sequence[str]) -> dict[str, QueuedJob]:
+        """Each of ``job_ids`` slurmctld still holds, by id (those it has forgotten are left out)."""
+        return {job.job_id: job for job in self.jobs(job_ids)} if job_ids else {}
 
     def queue(self) -> list[SlurmJob]:
         """Every job waiting or running now, with its user, request, submit and start time (their users' history)."""
         states = ",".join(sorted(QUEUED))
         return read_squeue(self.run("squeue", "-h", f"--states={states}", f"--format={SQUEUE_FORMAT}"))
-
-    def comments(self, job_ids: Sequence[str]) -> dict[str, str]:
-        """The comment of each of ``job_ids`` slurmctld still holds (those it has forgotten are left out)."""
-        if not job_ids:
-            return {}
-        return {job.job_id: job.comment for job in self.jobs(job_ids)}
 
     def nodes(self) -> list[Node]:
         """Every node with its state and CPUs."""
@@ -131,6 +156,12 @@ class Slurm:
 
     def cancel(self, job_id: str) -> None:
         self.run("scancel", job_id)
+
+
+def _text(job: dict, key: str) -> str:
+    """A text field of a job in ``squeue --json`` ('' when absent, null or ``(null)``)."""
+    value = job.get(key)
+    return "" if value is None or value == NULL else str(value)
 
 
 def partition_max_time(slurm: Slurm, partition: str) -> float | None:

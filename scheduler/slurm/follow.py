@@ -12,8 +12,12 @@ With ``queue`` (``squeue``), each pass first records the jobs waiting and runnin
 features count them as the replay's do; their completions, read after, fill in their ends.
 
 The completion log does not hold the job's comment in Slurm 22.05, and so not the plugin's tag: each pass asks
-slurmctld (``squeue``) for the comments of the jobs it read, which it holds for ``MinJobAge`` seconds after they end.
-A job it has forgotten is mapped by the rules on its name and partition alone.
+slurmctld (``squeue --json``) about the jobs it read, which it holds for ``MinJobAge`` seconds after they end, and takes
+their comments from it. It also reads and confirms the records by it: the log writes a job's name (and working
+directory) raw, so one holding a line break spans lines, and its later lines could pass for another job's record; a
+job slurmctld holds is read over as many lines as its name and folder have breaks, and a record whose job slurmctld
+holds under another user or name is rejected, never stored nor handed to the guard. A job it has forgotten is mapped by
+the rules on its name and partition alone, unconfirmed.
 
 With a :class:`~scheduler.slurm.resource_guard.ResourceGuard`, each run read that Slurm stopped (timed out, killed for
 memory, preempted, its node failed) is handed to it after the pass's runs are stored and before the cursor moves on.
@@ -34,15 +38,16 @@ from predictor.domain import Source
 from predictor.passes import every_interval
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from scheduler.slurm.accounting import SlurmJob, read_jobcomp
-from scheduler.slurm.control import SlurmError
+from scheduler.slurm.accounting import AccountingError, SlurmJob, jobcomp_id, read_jobcomp
+from scheduler.slurm.control import QueuedJob, SlurmError
 from scheduler.slurm.history import history_records
-from scheduler.slurm.ingest import convert
+from scheduler.slurm.ingest import NO_INPUTS, Inputs, convert
 from scheduler.slurm.resource_guard import RESOURCES, ResourceGuard
 from scheduler.slurm.rules import JobFacts, MappingError, Rules, map_job
 
 log = logging.getLogger(__name__)
-Comments = Callable[[Sequence[str]], dict[str, str]]
+Held = Callable[[Sequence[str]], dict[str, QueuedJob]]
+"""The jobs of the ids given that slurmctld still holds, by id (:meth:`scheduler.slurm.control.Slurm.held`)."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +82,10 @@ class Follower:
         rules: Rules,
         *,
         cluster: str = "slurm",
-        comments: Comments | None = None,
+        slurmctld: Held | None = None,
         guard: ResourceGuard | None = None,
         queue: Callable[[], list[SlurmJob]] | None = None,
+        inputs: Inputs = NO_INPUTS,
     ) -> None:
         self.log_path = log_path
         self.cursor_path = cursor_path
@@ -87,9 +93,10 @@ class Follower:
         self.catalog = catalog
         self.rules = rules
         self.cluster = cluster
-        self.comments = comments
+        self.slurmctld = slurmctld
         self.guard = guard
         self.queue = queue
+        self.inputs = inputs
         self._queued: dict[str, str] = {}  # job id -> state of the queued jobs recorded, to record only changes
 
     def cursor(self) -> Cursor:
@@ -110,12 +117,24 @@ class Follower:
             fh.seek(cursor.offset)
             data = fh.read()
         complete = data[: data.rfind(b"\n") + 1]
-        lines = complete.decode("utf-8", errors="replace").splitlines()
-        parsed = list(read_jobcomp(lines, first_line=cursor.line + 1))
-        parsed = self._with_comments(parsed)
+        lines = complete.decode("utf-8", errors="replace").split("\n")[:-1]
+        held = self._held([job_id for line in lines if (job_id := jobcomp_id(line))])
+        breaks = {job_id: job.line_breaks for job_id, job in held.items()}
+        parsed = [
+            (n, confirmed(job, held.get(job.job_id)) if isinstance(job, SlurmJob) else job)
+            for n, job in read_jobcomp(lines, first_line=cursor.line + 1, breaks=breaks)
+        ]
         history = JobHistory(self.store.engine)
         history.record(history_records(parsed, self.cluster, self.rules))
-        out = convert(parsed, self.rules, self.catalog, cluster=self.cluster, source=Source.PRODUCTION, history=history)
+        out = convert(
+            parsed,
+            self.rules,
+            self.catalog,
+            cluster=self.cluster,
+            source=Source.PRODUCTION,
+            history=history,
+            inputs=self.inputs,
+        )
         result = self.store.add(out.measurements, out.served)
         if self.guard is not None:
             self._guard(parsed)
@@ -157,21 +176,30 @@ class Follower:
                 self.guard.consider(job, mapping)
         self.guard.resume()
 
-    def _with_comments(self, parsed: list) -> list:
-        """The jobs with the comments slurmctld still holds for them (the log has none)."""
-        ids = [job.job_id for _, job in parsed if isinstance(job, SlurmJob)]
-        if self.comments is None or not ids:
-            return parsed
+    def _held(self, ids: list[str]) -> dict[str, QueuedJob]:
+        """What slurmctld still holds of the jobs ``ids`` ({} without it, or when it does not answer)."""
+        if self.slurmctld is None or not ids:
+            return {}
         try:
-            known = self.comments(ids)
+            return self.slurmctld(ids)
         except SlurmError as exc:
-            log.warning("cannot read the jobs' comments (mapped by the rules alone): %s", exc)
-            return parsed
-        return [
-            (n, job.with_comment(known[job.job_id]) if isinstance(job, SlurmJob) and job.job_id in known else job)
-            for n, job in parsed
-        ]
+            log.warning("cannot ask slurmctld about the jobs read (mapped by the rules alone): %s", exc)
+            return {}
 
     def _save(self, cursor: Cursor) -> None:
         """Write the cursor atomically (a kill leaves the old one or the new one, never half of one)."""
         write_json_atomically(self.cursor_path, asdict(cursor))
+
+
+def confirmed(job: SlurmJob, held: QueuedJob | None) -> SlurmJob | AccountingError:
+    """``job`` as a completion line tells it, with its comment from slurmctld's record ``held``; AccountingError when
+    that record is another user's or names the job otherwise (the line is not that job's); unchanged without one."""
+    if held is None:
+        return job
+    if held.user != (job.user or "") or held.name.strip() != job.name:
+        return AccountingError(
+            "JobId",
+            f"slurmctld holds job {job.job_id} as user {held.user!r}'s, named {held.name[:80]!r}; the completion line "
+            f"says user {job.user!r}, named {job.name[:80]!r} (a job name holding a line break?): not stored",
+        )
+    return job.with_comment(held.comment)

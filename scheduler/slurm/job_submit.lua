@@ -10,12 +10,15 @@ only when the job has none and RAISE_MISSING_LIMIT is true, the memory (mem, meg
 user asked for none (no --mem, --mem-per-cpu or --mem-per-gpu) and RAISE_MISSING_MEMORY is true. On no answer
 within TIMEOUT_S, or an error, it changes nothing: it logs the first failure and the recovery, not every job. It
 never rejects a job and never lowers a limit or a memory request.
-Written by `predictor slurm install-plugin`, which fills in the four settings below. ]]
+It sends PLUGIN_TOKEN (when set) so that the API knows it is the plugin: only the plugin is answered from a user's
+history; the file is then readable by slurmctld's user alone.
+Written by `predictor slurm install-plugin`, which fills in the five settings below. ]]
 
 local API = "@API@"
 local TIMEOUT_S = @TIMEOUT_S@
 local RAISE_MISSING_LIMIT = @RAISE_MISSING_LIMIT@
 local RAISE_MISSING_MEMORY = @RAISE_MISSING_MEMORY@
+local PLUGIN_TOKEN = "@PLUGIN_TOKEN@"
 
 local http = require("socket.http")
 local ltn12 = require("ltn12")
@@ -140,10 +143,14 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     local request = body(job_desc, part_list)
     local chunks = {}
     http.TIMEOUT = TIMEOUT_S
+    local headers = { ["content-type"] = "application/json", ["content-length"] = tostring(#request) }
+    if PLUGIN_TOKEN ~= "" then
+        headers["x-predictor-plugin-token"] = PLUGIN_TOKEN
+    end
     local ok, code = http.request({
         url = API .. "/v1/slurm/estimate?format=text",
         method = "POST",
-        headers = { ["content-type"] = "application/json", ["content-length"] = tostring(#request) },
+        headers = headers,
         source = ltn12.source.string(request),
         sink = ltn12.sink.table(chunks),
     })

@@ -11,6 +11,8 @@ What a stopped run gets, by its state (:data:`RESOURCES`):
   partition's nodes;
 - ``PREEMPTED``, ``NODE_FAIL``: requeued with neither changed (nothing of the job ran out).
 
+The guard acts only on a job slurmctld confirms: it must still hold a job of that id, of the user and with the name the
+accounting line gives (a completion line can be forged by a job name holding a line break); else it declines.
 Declined, and recorded as such: a job requeued N times already for that resource, a timed-out one whose algorithm
 nobody knows (no tag, no rule: nothing to estimate its time from), one at its partition's maximum, one no quantile
 would give more time, one back in the queue already (Slurm requeues a requeueable job after ``NODE_FAIL`` itself, and
@@ -39,7 +41,7 @@ from predictor.domain import Estimate
 from predictor.memsize import MIB
 from predictor.oracle import RuntimeOracle
 from scheduler.slurm.accounting import QUEUED, SlurmJob
-from scheduler.slurm.control import Slurm, SlurmError, partition_max_memory, partition_max_time
+from scheduler.slurm.control import QueuedJob, Slurm, SlurmError, partition_max_memory, partition_max_time
 from scheduler.slurm.ingest import run_id_of
 from scheduler.slurm.rules import JobMapping
 
@@ -167,7 +169,10 @@ class ResourceGuard:
                 old_memory_mb=job.req_mem_mb,
             )
 
-        if back := self._back_in_queue(job.job_id):
+        held, unconfirmed = self._confirm(job)
+        if unconfirmed:
+            decision = declined(unconfirmed)
+        elif back := _back(held):
             decision = declined(back)
         elif requeued >= self.max_requeues:
             decision = declined(f"requeued {requeued} times for {resource} already (at most {self.max_requeues})")
@@ -278,14 +283,28 @@ class ResourceGuard:
         except SlurmError:
             return ""
 
-    def _back_in_queue(self, job_id: str) -> str:
-        """Why there is nothing to requeue when the job waits or runs again, not held by the guard (Slurm requeued it
-        itself, or a guard requeued it and stopped before recording so); '' otherwise, or when squeue does not answer."""
+    def _confirm(self, job: SlurmJob) -> tuple[QueuedJob | None, str]:
+        """slurmctld's record of the job and '' when it confirms the job's id, user and name; else None and why not."""
         try:
-            job = next((j for j in self.slurm.jobs([job_id]) if j.state in BACK and not j.held), None)
+            held = self.slurm.held([job.job_id]).get(job.job_id)
+        except SlurmError as exc:
+            return None, f"slurmctld does not answer ({exc}): its id and user are not confirmed"
+        if held is None:
+            return None, "slurmctld no longer holds the job: its id and user are not confirmed"
+        if held.user != (job.user or "") or held.name.strip() != job.name:
+            return None, (
+                f"slurmctld holds job {job.job_id} as user {held.user!r}'s, named {held.name[:80]!r}, not "
+                f"{job.user!r}'s named {job.name[:80]!r}: not the job the accounting line tells of"
+            )
+        return held, ""
+
+    def _back_in_queue(self, job_id: str) -> str:
+        """Why there is nothing to requeue when the job waits or runs again (see :func:`_back`); '' otherwise, or when
+        squeue does not answer."""
+        try:
+            return _back(self.slurm.held([job_id]).get(job_id))
         except SlurmError:
             return ""
-        return "" if job is None else f"back in the queue already (now {job.state}): not requeued again"
 
     def _carry_out(self, decision: GuardDecision) -> GuardDecision:
         """Requeue held, raise the resource, release; each step again is harmless, so a half-done requeue is finished."""
@@ -326,3 +345,11 @@ class ResourceGuard:
         with self.decisions.open("a") as fh:
             fh.write(json.dumps(asdict(stamped)) + "\n")
             fh.flush()
+
+
+def _back(job: QueuedJob | None) -> str:
+    """Why there is nothing to requeue when the job waits or runs again, not held by the guard (Slurm requeued it
+    itself, or a guard requeued it and stopped before recording so); '' otherwise."""
+    if job is None or job.state not in BACK or job.held:
+        return ""
+    return f"back in the queue already (now {job.state}): not requeued again"

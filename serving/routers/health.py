@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -9,9 +11,10 @@ from starlette.concurrency import run_in_threadpool
 
 from predictor.addresses import redact_addresses
 from predictor.live import live_report
+from predictor.training_status import read_status
 from scheduler.service import SchedulerService
 from serving.deps import ServiceState, State
-from serving.schemas.health import ReadyOut
+from serving.schemas.health import ReadyOut, TrainingOut
 
 router = APIRouter(tags=["operations"])
 
@@ -53,6 +56,7 @@ def readiness(state: ServiceState, scheduler: SchedulerService | None) -> ReadyO
     if scheduler is not None and scheduler.inbox_error:  # a database error may name the store's address
         reasons.append(f"scheduler inbox stuck: {redact_addresses(scheduler.inbox_error)}")
     verdict = "ready" if not reasons else "not_ready" if champions == 0 and status.unavailable else "degraded"
+    training = read_status(state.settings.resolved_home)
     return ReadyOut(
         status=verdict,
         champions=champions,
@@ -61,6 +65,7 @@ def readiness(state: ServiceState, scheduler: SchedulerService | None) -> ReadyO
         registry_error=status.registry_error,
         last_refresh=status.last_refresh,
         reasons=reasons,
+        training=None if training.state == "none" else TrainingOut(**asdict(training), summary=training.summary()),
     )
 
 

@@ -13,11 +13,11 @@ from starlette.concurrency import run_in_threadpool
 
 from predictor.domain import Measurement, ServedEstimate
 from predictor.oracle import Job
+from predictor.paths import resolve_under_roots
 from predictor.records import RowError, validate_record
 from serving.auth import require_token
 from serving.deps import ServiceState, State
 from serving.errors import responses
-from serving.paths import resolve_under_roots
 from serving.schemas.common import ValidationErrorOut
 from serving.schemas.observations import ObservationIn, ObservationsResponse, Rejected
 

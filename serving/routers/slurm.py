@@ -14,18 +14,24 @@ decision of the cluster (``predictor plan choose`` on its accounting, :mod:`sche
 seconds) plans with the service; before any decision, and while the site's rule wins (EASY++'s last two runs, or the
 requests), none is set and Slurm plans with the user's limit, as it would without the service. The JSON answer says
 why (``time_min_reason``).
+
+Only the plugin is answered from a user's history: a caller that does not send the plugin's token
+(``PREDICTOR_SLURM_PLUGIN_TOKEN``, in the ``X-Predictor-Plugin-Token`` header) gets 204 for every job a job class would
+estimate, whoever its user, so the open route does not tell who has history and who has none (a catalog program's
+estimate does not depend on the user).
 """
 
 from __future__ import annotations
 
+import secrets
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Header, HTTPException, Query
 from fastapi.responses import PlainTextResponse, Response
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from predictor.store.job_history import JobHistory
@@ -43,10 +49,12 @@ from scheduler.slurm.submit_history import Submission, submit_features
 from serving.deps import ServiceState, State
 from serving.errors import responses
 from serving.jobs import JobRejected, deadline, prepare
+from serving.jsonbody import FastJsonRoute
 from serving.schemas.predict import PredictRequest
 from serving.schemas.slurm import SlurmAdviceOut, SlurmJobIn
 
-router = APIRouter(prefix="/v1/slurm", tags=["slurm"])
+router = APIRouter(prefix="/v1/slurm", tags=["slurm"], route_class=FastJsonRoute)  # open: big bodies off the loop
+TOKEN_HEADER = "X-Predictor-Plugin-Token"
 
 
 @router.post(
@@ -60,10 +68,15 @@ router = APIRouter(prefix="/v1/slurm", tags=["slurm"])
         **responses(400, 403, 404, 422, 503),
     },
 )
-async def estimate(job: SlurmJobIn, state: State, format: Literal["json", "text"] = Query("json")) -> Response:
-    """Maps the job by the site rules and its own words (else to its job class), estimates it on its platform, and says
-    what to change."""
-    answer = await run_in_threadpool(_advise, state, job)
+async def estimate(
+    job: SlurmJobIn,
+    state: State,
+    format: Literal["json", "text"] = Query("json"),
+    plugin_token: str | None = Header(default=None, alias=TOKEN_HEADER, include_in_schema=False),
+) -> Response:
+    """Maps the job by the site rules and its own words (else, for the plugin, to its job class), estimates it on its
+    platform, and says what to change."""
+    answer = await run_in_threadpool(_advise, state, job, _is_plugin(state.slurm.plugin_token, plugin_token))
     if answer is None:
         return Response(status_code=204)
     if format == "text":
@@ -78,7 +91,16 @@ async def estimate(job: SlurmJobIn, state: State, format: Literal["json", "text"
     return Response(answer.model_dump_json(), media_type="application/json")
 
 
-def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
+def _is_plugin(expected: SecretStr | None, sent: str | None) -> bool:
+    """Whether the caller sent the plugin's token (never, when none is configured)."""
+    return (
+        expected is not None
+        and sent is not None
+        and secrets.compare_digest(sent.encode(), expected.get_secret_value().encode())
+    )
+
+
+def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOut | None:
     facts = JobFacts(job.name, job.comment, job.partition, job.work_dir, job.directives, job.environment)
     try:
         rules = _rules(state.slurm.rules)
@@ -92,8 +114,8 @@ def _advise(state: ServiceState, job: SlurmJobIn) -> SlurmAdviceOut | None:
     features = None
     if mapping is None:
         mapping = class_of(rules, state.catalog, state.slurm.cluster, job.partition)
-        if mapping is None or not _users(job):
-            return None
+        if mapping is None or not _users(job) or not plugin:
+            return None  # no class, no user, or a caller that is not the plugin: no history is read
         submission = _submission(state, job)
         features = submit_features(JobHistory(state.store.engine), submission, submission.submit.tzinfo or UTC)
         if not features["history.finished_jobs"]:

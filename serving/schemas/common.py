@@ -21,8 +21,8 @@ Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]*$")
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 ParamValue = StrictBool | Int64 | FiniteFloat | Text
-Probability = Annotated[float, Field(gt=0, lt=1)]
-Coverage = Annotated[float, Field(gt=0, le=MAX_COVERAGE)]
+Probability = Annotated[float, Strict(), Field(gt=0, lt=1)]  # a JSON number: "0.5" is refused, as documented
+Coverage = Annotated[float, Strict(), Field(gt=0, le=MAX_COVERAGE)]
 MAX_DEPTH = 8
 
 

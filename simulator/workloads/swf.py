@@ -14,6 +14,8 @@ log's heterogeneity stays: which cluster a MetaCentrum job may use (``cl_<name>`
 node request, and whether its processors per node fit the cluster's nodes) and each
 cluster's speed.
 
+Each job's algorithm is its job class, named as the service's import names it (``<log>-<queue>``, else
+``<log>-all``: :func:`data.swf_ingest.job_class`), so a replayed service trains the classes a site's would.
 The first ``train_fraction`` of the log (by submit time) is history: its jobs are not
 replayed, and a model learns from them (Tsafrir-style job-history features from
 :mod:`features.history`, which only look at what was known at each submit time).
@@ -36,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from data.swf_ingest import job_class
 from features.history import history_features
 from features.swf import UNKNOWN, SwfJob, SwfLog, read_swf
 from predictor.domain import Measurement, Source
@@ -182,7 +185,7 @@ def replay(
             history += [
                 Measurement(
                     run_id=f"{name}-{job.job}-{c}",
-                    algorithm=name,
+                    algorithm=job_class(name, job) or f"{name}-all",
                     platform=c,
                     features=feats,
                     wall_seconds=t,
@@ -204,7 +207,7 @@ def replay(
             JobSpec(
                 id=f"{name}-{job.job}",
                 submit=job.submit,
-                algorithm=name,
+                algorithm=job_class(name, job) or f"{name}-all",
                 true_times=true_times,
                 params=params,
                 features=feats,

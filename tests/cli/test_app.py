@@ -67,6 +67,21 @@ def test_a_bad_setting_is_one_error_line_naming_its_variable(runner: CliRunner) 
         assert "╭" not in result.output and "s3cret" not in result.output
 
 
+def test_an_unreadable_store_url_is_one_error_line_without_its_password(runner: CliRunner) -> None:
+    """Issue 42: SQLAlchemy's ArgumentError was a 74-line traceback from `predict`; now the setting is named, exit 2."""
+    job = ["predict", "--algorithm", "mafft", "--param", "input=data/samples/family-40x300.fa"]
+    for url, says in [
+        ("postgresql://site:s3cret@db.example.org:fivefour/store", "not a database URL SQLAlchemy can read"),
+        ("not a url s3cret", "not a database URL SQLAlchemy can read"),
+        ("postgress://site:s3cret@db.example.org/store", "no database dialect 'postgress'"),
+    ]:
+        for args in (job, ["models", "history"]):
+            result = runner.invoke(app, args, prog_name="predictor", env={"PREDICTOR_STORE_URL": url})
+            assert result.exit_code == 2, (url, args, result.output)
+            assert result.stderr.startswith(f"error: PREDICTOR_STORE_URL: {says}"), result.stderr
+            assert result.stderr.count("\n") == 1 and "s3cret" not in result.output, result.output
+
+
 def test_an_error_that_is_not_a_setting_keeps_its_traceback() -> None:
     from pydantic import BaseModel, ValidationError
 

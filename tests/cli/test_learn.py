@@ -264,3 +264,13 @@ def test_train_refuses_an_unknown_target_and_memory_without_measured_runs_in_one
     assert none.exit_code == 2 and none.stderr.startswith(
         "error: no runs with a peak memory (max_rss_kb) to train on"
     ), none.output
+
+
+def test_a_terminal_escape_in_a_name_is_shown_not_sent(runner: CliRunner) -> None:
+    """Issue 41: `models rollback` of an algorithm named with an escape character says so in one error line with the
+    character written as \\x1b, never the raw escape (which would recolour or rewrite the terminal)."""
+    result = runner.invoke(app, ["models", "rollback", "\x1b[2J\x1b[31mmafft", "cpu1"])
+    assert result.exit_code == 2
+    assert "\x1b" not in result.output
+    (line,) = [line for line in result.output.splitlines() if line.startswith("error:")]  # MLflow logs its setup
+    assert line.startswith("error: no champion of \\x1b[2J\\x1b[31mmafft on cpu1")

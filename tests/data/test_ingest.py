@@ -18,7 +18,10 @@ from data import ingest
 from data.ingest import IngestError, IngestReport, Reject, ingest_file
 from predictor.catalog import Catalog
 from predictor.domain import CacheState, Source
+from predictor.records import RowError, validate_record
 from predictor.store import MeasurementStore
+from scheduler.slurm.ingest import ingest_slurm
+from scheduler.slurm.rules import Rules
 
 
 def write(path: Path, text: str) -> Path:
@@ -383,7 +386,7 @@ t5,blastn,cpu-small,1.0,0
 def test_values_the_store_cannot_hold_are_rejected_by_line_and_field_on_both_backends(
     tmp_path: Path, store: MeasurementStore, catalog: Catalog
 ) -> None:
-    good = [f"g{i},blastn,cpu-small,node-{i},1.5,0,{2**40}" for i in range(23)]
+    good = [f"g{i},blastn,cpu-small,node-{i},1.5,0,{2**25}" for i in range(23)]
     bad = [
         f"b1,blastn,cpu-small,{'m' * 201},1.5,0,",
         "b2,blastn,cpu-small,node,1.5,2147483648,",
@@ -403,7 +406,8 @@ def test_values_the_store_cannot_hold_are_rejected_by_line_and_field_on_both_bac
         (15, "max_rss_kb"),
     ]
     assert "over the store's limit of 200" in report.rejected[0].message
-    assert "32-bit" in report.rejected[1].message and "64-bit" in report.rejected[3].message
+    assert "32-bit" in report.rejected[1].message
+    assert "above the memory of a cpu-small machine" in report.rejected[3].message  # before the store's 64 bits
     assert (report.stored, store.count()) == (23, 23)
 
 
@@ -509,3 +513,35 @@ n2,blastn,cpu-small,1,150,"{""junk"": 1}"
     assert [(r.line, r.field) for r in report.rejected] == [(3, "features")]
     assert report.rejected[0].message.startswith("unknown feature(s) junk; known: evalue, query.bytes")
     assert [m.run_id for m in store.measurements()] == ["n1"]
+
+
+def test_a_peak_memory_above_the_platforms_is_refused_at_every_door(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    """Issue 42: a peak above the platform's memory (cpu-small: 32 GB) cannot have happened: a CSV row, an observation
+    (validate_record, as POST /v1/observations) and a sacct job are each refused naming max_rss_kb; the node's whole
+    memory is taken."""
+    whole = 32 * 1024**2  # KiB
+    path = write(
+        tmp_path / "runs.csv",
+        f"""
+run_id,algorithm,platform,wall_seconds,max_rss_kb,feature.input.residues
+ok,mafft,cpu-small,3,{whole},10
+poisoned,mafft,cpu-small,3,{10**18},10
+""",
+    )
+    report = ingest_file(path, store, catalog)
+    assert report.stored == 1 and [(r.line, r.field) for r in report.rejected] == [(3, "max_rss_kb")]
+    assert "above the memory of a cpu-small machine (32 GB)" in report.rejected[0].message
+    observation = {"algorithm": "mafft", "platform": "cpu-small", "wall_seconds": 3, "max_rss_kb": whole + 1}
+    with pytest.raises(RowError) as refused:
+        validate_record({**observation, "features": {"input.residues": 10}}, catalog)
+    assert refused.value.field == "max_rss_kb"
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text(
+        "JobID|JobName|State|Elapsed|Timelimit|ReqCPUS|ReqMem|Partition|Comment|MaxRSS\n"
+        "1|x|COMPLETED|00:00:03|5|1|1000M|debug|predictor: algorithm=mafft platform=cpu-small|\n"
+        "1.batch|batch|COMPLETED|00:00:03||||||1000000G\n"
+    )
+    slurm = ingest_slurm(sacct, store, catalog, Rules(), file_format="sacct", cluster="c")
+    assert [(r.line, r.field) for r in slurm.rejected] == [(2, "max_rss_kb")]

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from unittest.mock import ANY
 
 import pytest
+from alembic import command
+from alembic.config import Config
 
 from features.history import UserHistory
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
+from predictor.store.store import MIGRATIONS
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -113,3 +119,61 @@ def test_naive_times_are_refused(store: MeasurementStore) -> None:
 def test_a_value_the_table_cannot_hold_is_refused_by_name(field: str, value: object, problem: str) -> None:
     with pytest.raises(ValueError, match=f"job k: {field}: .*{problem}"):
         JobRecord(**{"key": "k", "cluster": "c", "user": "u", "submit_at": T0, "seq": 1, field: value})  # type: ignore[arg-type]
+
+
+def _random_jobs(rng: random.Random, count: int) -> list[JobRecord]:
+    """Jobs of three users of c1 (and one of c2) submitted over an hour, many at the same second (ordered by their
+    ``seq``, as Slurm numbers them); most ended, some running, some cancelled before they started."""
+    records = []
+    for i in range(count):
+        submit = float(rng.randint(0, 3600))
+        start = None if rng.random() < 0.1 else submit + rng.randint(0, 60)
+        end = None if start is None or rng.random() < 0.15 else start + rng.randint(0, 900)
+        user = rng.choice(["ann", "bob", "cy"])
+        records.append(rec(f"j{i}", submit, start, end, user=user, seq=i, min_cpus=rng.randint(1, 8)))
+    records.append(rec("x", 10, 10, 20, user="ann", cluster="c2"))
+    return records
+
+
+def test_a_users_state_is_their_summary_after_everything_and_one_pass_before(store: MeasurementStore) -> None:
+    """Issue 41: after all a user's recorded instants, their state is the summary row kept as jobs are recorded (one
+    row, whatever their number of jobs); at earlier instants, :meth:`JobHistory.user_states` reads the same states as
+    :meth:`JobHistory.user_state` in one pass over the user's rows."""
+    rng = random.Random(41)
+    history = JobHistory(store.engine)
+    records = _random_jobs(rng, 400)
+    history.record(records[:250])
+    history.record(records[250:])
+    history.record(
+        [replace(r, end_at=r.start_at + timedelta(seconds=5)) for r in records[:30] if r.start_at and not r.end_at]
+    )
+    history.record([replace(records[0], user="dee")])  # a key given to another user: both summed again
+    with store.engine.connect() as conn:
+        summed = dict(
+            conn.exec_driver_sql("SELECT \"user\", submitted FROM job_history_users WHERE cluster = 'c1'").all()
+        )
+    assert summed == {"ann": ANY, "bob": ANY, "cy": ANY, "dee": 1} and sum(summed.values()) == 400
+    instants = [(at(rng.uniform(-10, 5000)), rng.choice([None, 0, 100, 300])) for _ in range(300)]
+    instants += [(at(r.submit_at.timestamp() - T0.timestamp()), rng.choice([None, r.seq])) for r in records[:100]]
+    for user in ("ann", "bob", "cy", "dee", "nobody"):
+        swept = history.user_states("c1", user, instants)
+        assert swept == [history.user_state("c1", user, t, seq) for t, seq in instants], user
+        after = at(10_000)
+        assert history.user_state("c1", user, after) == history.user_states("c1", user, [(after, None)])[0]
+
+
+def test_the_summaries_of_jobs_recorded_before_them_are_made_by_the_migration(store: MeasurementStore) -> None:
+    """Issue 41: a store of revision 0011 (jobs recorded, no summaries) migrated: each user's summary is the count."""
+    history = JobHistory(store.engine)
+    history.record(_random_jobs(random.Random(7), 200))
+    expected = {user: history.user_state("c1", user, at(10_000)) for user in ("ann", "bob", "cy")}
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS).replace("%", "%%"))
+    with store.engine.connect() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0011")
+        conn.commit()
+    store.migrate()
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM job_history_users").scalar() == 4
+    assert {user: history.user_state("c1", user, at(10_000)) for user in expected} == expected

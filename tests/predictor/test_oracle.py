@@ -15,6 +15,7 @@ from features import FeatureError
 from models import make_model
 from predictor import thirdparty
 from predictor.catalog import Catalog
+from predictor.domain import MAX_WALL_SECONDS, AnsweredEstimate
 from predictor.envelope import TrainingEnvelope
 from predictor.fastpath import compile_rows, probe_rows, single_threaded
 from predictor.oracle import RuntimeOracle, serve_model
@@ -319,3 +320,28 @@ def test_a_swap_replaces_time_and_memory_champions_together(catalog):
     assert o.estimate("blastn", {}, ["cpu-small"], features(1))["cpu-small"].memory_model_version == "2"
     o.swap(o.models)  # time alone: the memory champions stay
     assert o.estimate("blastn", {}, ["cpu-small"], features(1))["cpu-small"].memory_model_version == "2"
+
+
+@pytest.mark.parametrize("value", [1e15, 1e300])
+def test_absurd_features_get_answers_capped_at_what_a_platform_can_run_and_say_so(catalog, value):
+    """Issues 41 and 42: every feature at 1e15 or 1e300 is answered at most a year of run time and the platform's memory
+    (cpu-small: 32 GB), as jobs and as matrices, each answer saying it was capped; Slurm strings stay readable."""
+    o = memory_oracle(
+        catalog,
+        [champion(Counting(), quantiles=QUANTILES)],
+        [memory_champion(Counting(MIB), quantiles={0.05: -0.1, 0.5: 0.0, 0.95: 0.2})],
+    )
+    absurd = dict.fromkeys(NAMES, value)
+    served = o.estimate("blastn", {}, ["cpu-small"], absurd)["cpu-small"]
+    year, memory = float(MAX_WALL_SECONDS), 32 * 1024**3
+    assert (served.seconds, served.lower, served.upper, served.limit) == (year,) * 4
+    assert (served.memory, served.memory_lower, served.memory_upper, served.memory_limit) == (memory,) * 4
+    assert served.reason is not None and "capped at a year" in served.reason and "memory capped" in served.reason
+    answered = AnsweredEstimate.model_validate(served.model_dump())
+    assert answered.limit_walltime == "366-00:00:00" and answered.memory_limit_slurm == "32768M"
+    (column,) = o.estimate_matrix("blastn", NAMES, [[value] * 3, [1.0] * 3], ["cpu-small"])
+    assert column.limit is not None and column.limit[0] == year and column.limit[1] < year
+    assert column.memory_limit is not None and column.memory_limit[0] == memory
+    assert column.reason is not None and "1 row(s) capped at a year" in column.reason
+    plain = o.estimate("blastn", {}, ["cpu-small"], features(2))["cpu-small"]
+    assert plain.reason is None and plain.limit is not None and plain.limit < year

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 
 from predictor.settings import Settings
 from predictor.walltime import slurm_walltime
+from serving.schemas.predict import BatchPredictRequest, MatrixPredictRequest, SinglePredictRequest
 
 
 def predict(base: str, body: dict) -> httpx.Response:
@@ -48,10 +50,35 @@ def test_coverage_and_limit_quantile_can_be_asked_per_call(base):
     assert wide["lower"] <= default["lower"] and wide["upper"] >= default["upper"] and wide["limit"] >= default["limit"]
 
 
-@pytest.mark.parametrize("option", [{"coverage": 0}, {"coverage": 1}, {"limit_quantile": 1.5}, {"coverage": "wide"}])
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"coverage": 0},
+        {"coverage": 1},
+        {"limit_quantile": 1.5},
+        {"coverage": "wide"},
+        {"coverage": "0.5"},
+        {"limit_quantile": "0.5"},
+        {"memory_limit_quantile": "0.5"},
+    ],
+)
 def test_bad_interval_options_are_422(base, option):
     response = predict(base, {"algorithm": "mafft", "params": {"input": "f7.fa"}, **option})
     assert response.status_code == 422, response.text
+
+
+@pytest.mark.parametrize("name", ["coverage", "limit_quantile", "memory_limit_quantile"])
+@pytest.mark.parametrize("model", [SinglePredictRequest, BatchPredictRequest, MatrixPredictRequest])
+def test_interval_options_are_json_numbers_not_text(name, model):
+    """Issue 41: docs/api.md documents numbers; the text "0.5" is refused (from JSON and from Python alike)."""
+    body = {"algorithm": "mafft", "jobs": [{"algorithm": "mafft"}], "columns": ["a"], "rows": [[1.0]]}
+    fields = set(model.model_fields)
+    body = {key: value for key, value in body.items() if key in fields}
+    assert model.model_validate({**body, name: 0.5}).model_dump()[name] == 0.5
+    with pytest.raises(ValidationError):
+        model.model_validate_json(json.dumps({**body, name: "0.5"}))
+    with pytest.raises(ValidationError):
+        model.model_validate({**body, name: "0.5"})
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import threading
@@ -17,7 +18,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+from cli.app import app
 from features.history import FEATURE_NAMES
 from predictor.catalog import load_catalog
 from predictor.domain import Measurement, Source
@@ -41,6 +44,8 @@ from training.settings import TrainingSettings
 CLUSTER = "site"
 SITE_CATALOG = f"algorithms:\n  {CLUSTER}-debug:\n    parameters: {{}}\n    implementations: {{cpu1: {{}}}}\n"
 RULES = "partitions: {debug: cpu1}\nexclude: {accounts: [secret], users: [mallory]}\n"
+TOKEN = "plugin-token-for-the-tests-0123456789"
+PLUGIN = {"X-Predictor-Plugin-Token": TOKEN}  # what the plugin sends: only it is answered from users' histories
 
 
 @dataclass(frozen=True)
@@ -93,7 +98,7 @@ def class_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassHome]:
     store.add(_class_runs(60))
     run_training(settings, store, algorithms=[f"{CLUSTER}-debug"], models=["linear_log"])
     store.dispose()
-    slurm = SlurmSettings(rules=root / "rules.yaml", cluster=CLUSTER, time_min="always")  # time_min's mechanics
+    slurm = SlurmSettings(rules=root / "rules.yaml", cluster=CLUSTER, plugin_token=TOKEN, time_min="always")
     with serve_app(create_app(settings, api=api_settings(), slurm=slurm)) as url:
         yield ClassHome(settings, slurm, url)
 
@@ -136,9 +141,11 @@ def _record(settings: Settings, user: str, runs: list[float]) -> None:
 
 def test_a_job_naming_no_program_is_estimated_by_its_class_from_its_users_history(class_home: ClassHome) -> None:
     estimate = f"{class_home.url}/v1/slurm/estimate"
-    assert httpx.post(estimate, json=_job()).status_code == 204  # a user with no finished job: nothing to go by
+    assert (
+        httpx.post(estimate, headers=PLUGIN, json=_job()).status_code == 204
+    )  # a user with no finished job: nothing to go by
     _record(class_home.settings, "ana", [1200.0, 1500.0, 1800.0])
-    answer = httpx.post(estimate, json=_job())
+    answer = httpx.post(estimate, headers=PLUGIN, json=_job())
     body = answer.json()
     assert answer.status_code == 200, answer.text
     assert (body["algorithm"], body["platform"]) == (f"{CLUSTER}-debug", "cpu1")
@@ -146,26 +153,41 @@ def test_a_job_naming_no_program_is_estimated_by_its_class_from_its_users_histor
     limit = parse_walltime(body["limit"])  # time_min is the served limit: backfill may cut the job's limit down to it
     assert body["seconds"] < limit and body["time_min"] == -(-limit // 60)
     assert body["comment"].startswith(f"predictor: algorithm={CLUSTER}-debug platform=cpu1 estimate=")
-    capped = httpx.post(estimate, json=_job(time_limit=10)).json()  # a limit not below the user's sets no time_min
+    capped = httpx.post(estimate, headers=PLUGIN, json=_job(time_limit=10)).json()  # never at or above the user's limit
     assert capped["time_min"] is None and capped["time_min_reason"] == "the served limit is not below the job's limit"
     assert (
-        httpx.post(estimate, json=_job(user_name="bo", user_id=1001)).status_code == 204
+        httpx.post(estimate, headers=PLUGIN, json=_job(user_name="bo", user_id=1001)).status_code == 204
     )  # another user's history is not ana's
-    assert httpx.post(estimate, json=_job(account="secret")).status_code == 204  # excluded account
+    assert httpx.post(estimate, headers=PLUGIN, json=_job(account="secret")).status_code == 204  # excluded account
     _record(class_home.settings, "mallory", [1200.0])
-    assert httpx.post(estimate, json=_job(user_name="mallory")).status_code == 204  # excluded user
-    assert httpx.post(estimate, json=_job(partition="long")).status_code == 204  # no class site-long, nor site-all
+    assert httpx.post(estimate, headers=PLUGIN, json=_job(user_name="mallory")).status_code == 204  # excluded user
+    assert (
+        httpx.post(estimate, headers=PLUGIN, json=_job(partition="long")).status_code == 204
+    )  # no class site-long, nor site-all
+
+
+def test_a_caller_that_is_not_the_plugin_cannot_tell_who_has_history(class_home: ClassHome) -> None:
+    """Issue 41: without the plugin's token (or with another), a user with history and one without are answered alike
+    (204, no body) for a job their class would estimate; the plugin is answered from the history."""
+    _record(class_home.settings, "dee", [1200.0, 1500.0, 1800.0])
+    estimate = f"{class_home.url}/v1/slurm/estimate"
+    for headers in ({}, {"X-Predictor-Plugin-Token": "not-the-plugin-token-0000"}):
+        known = httpx.post(estimate, headers=headers, json=_job(user_name="dee"))
+        unknown = httpx.post(estimate, headers=headers, json=_job(user_name="nobody-at-all", user_id=4242))
+        assert (known.status_code, known.content) == (unknown.status_code, unknown.content) == (204, b"")
+    assert httpx.post(estimate, headers=PLUGIN, json=_job(user_name="dee")).status_code == 200
+    assert httpx.post(estimate, headers=PLUGIN, json=_job(user_name="nobody-at-all", user_id=4242)).status_code == 204
 
 
 def test_with_job_classes_off_only_catalog_jobs_are_estimated(class_home: ClassHome) -> None:
     _record(class_home.settings, "cy", [1200.0, 1500.0])
     estimate = f"{class_home.url}/v1/slurm/estimate"
-    assert httpx.post(estimate, json=_job(user_name="cy")).status_code == 200
+    assert httpx.post(estimate, headers=PLUGIN, json=_job(user_name="cy")).status_code == 200
     rules = class_home.slurm.rules
     assert rules is not None
     try:
         rules.write_text(RULES + "job_classes: false\n")  # read again when it changes
-        assert httpx.post(estimate, json=_job(user_name="cy")).status_code == 204
+        assert httpx.post(estimate, headers=PLUGIN, json=_job(user_name="cy")).status_code == 204
     finally:
         rules.write_text(RULES)
         later = rules.stat().st_mtime + 1  # a modification time of its own, whatever the clock's grain
@@ -200,7 +222,7 @@ def test_sbatch_of_an_unmapped_job_gets_time_min_from_its_users_followed_history
     """A new user's job goes in untouched and is learned from when it ends; their next job gets a time_min; a job of an
     excluded account is left alone."""
     settings = class_home.settings
-    plugin.set_plugin(render_plugin(class_home.url, 2.0, raise_missing_limit=False))
+    plugin.set_plugin(render_plugin(class_home.url, 2.0, raise_missing_limit=False, token=TOKEN))
     user = plugin.run("id", "-un").stdout.strip()
     first = plugin.submit("--time=10", "--wrap", "sleep 1")
     assert plugin.show(first)["TimeMin"] == "N/A" and plugin.show(first)["Comment"] == ""  # no history of this user yet
@@ -214,7 +236,7 @@ def test_sbatch_of_an_unmapped_job_gets_time_min_from_its_users_followed_history
             load_catalog(*settings.catalog_paths),
             load_rules(class_home.slurm.rules),
             cluster=CLUSTER,
-            comments=Slurm(str(plugin.conf)).comments,
+            slurmctld=Slurm(str(plugin.conf)).held,
         )
         follower.poll()
         learned = {
@@ -251,11 +273,13 @@ class Keeper(ThreadingHTTPServer):
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, object]] = []
+        self.tokens: list[str | None] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 server.bodies.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+                server.tokens.append(self.headers.get("X-Predictor-Plugin-Token"))
                 self.send_response(204)
                 self.end_headers()
 
@@ -271,7 +295,7 @@ def test_the_plugin_sends_the_jobs_submit_time_context_with_unset_counts_as_null
     keeper = Keeper()
     try:
         (tmp_path / "job_submit.lua").write_text(
-            render_plugin(f"http://127.0.0.1:{keeper.server_address[1]}", 2.0, raise_missing_limit=False)
+            render_plugin(f"http://127.0.0.1:{keeper.server_address[1]}", 2.0, raise_missing_limit=False, token=TOKEN)
         )
         (tmp_path / "driver.lua").write_text(CONTEXT_DRIVER)
         subprocess.run(
@@ -284,6 +308,7 @@ def test_the_plugin_sends_the_jobs_submit_time_context_with_unset_counts_as_null
         keeper.shutdown()
         keeper.server_close()
     (body,) = keeper.bodies
+    assert keeper.tokens == [TOKEN]  # the plugin says it is the plugin
     sent = {
         key: body[key]
         for key in (
@@ -310,3 +335,23 @@ def test_the_plugin_sends_the_jobs_submit_time_context_with_unset_counts_as_null
         "array_inx": "1-3%2",
     }
     assert (body["name"], body["partition"], body["time_limit"]) == ("run.sh", "debug", 30)
+
+
+def test_install_plugin_gives_a_plugin_holding_the_token_to_slurmuser_alone(runner: CliRunner, tmp_path: Path) -> None:
+    """Issue 41: with PREDICTOR_SLURM_PLUGIN_TOKEN the written plugin carries it and only slurm.conf's SlurmUser may read
+    it; without, the plugin is readable by all and carries none; a token the Lua cannot carry is one error line."""
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(f"ClusterName=x\nSlurmUser={pwd.getpwuid(os.getuid()).pw_name}\n")
+    env = {"SLURM_CONF": str(conf), "PREDICTOR_SLURM_PLUGIN_TOKEN": TOKEN}
+    done = runner.invoke(app, ["slurm", "install-plugin", "--api", "http://127.0.0.1:8000"], env=env)
+    plugin = tmp_path / "job_submit.lua"
+    assert done.exit_code == 0, done.output
+    assert f'local PLUGIN_TOKEN = "{TOKEN}"' in plugin.read_text()
+    assert (plugin.stat().st_mode & 0o777, plugin.stat().st_uid) == (0o600, os.getuid())
+    done = runner.invoke(
+        app, ["slurm", "install-plugin", "--api", "http://127.0.0.1:8000"], env={"SLURM_CONF": str(conf)}
+    )
+    assert done.exit_code == 0 and 'local PLUGIN_TOKEN = ""' in plugin.read_text()
+    assert plugin.stat().st_mode & 0o777 == 0o644
+    bad = runner.invoke(app, ["slurm", "install-plugin"], env={**env, "PREDICTOR_SLURM_PLUGIN_TOKEN": 'short"'})
+    assert bad.exit_code == 2 and "PREDICTOR_SLURM_PLUGIN_TOKEN" in bad.output

@@ -29,8 +29,10 @@ def test_estimate_specs_become_sources() -> None:
         0.25
     )  # a bare value: sigma
     assert parse_estimates("model") == Fitted() and parse_estimates("model:lightgbm_log") == Fitted("lightgbm_log")
-    service = parse_estimates("service:models=mean+linear,folds=3")
-    assert isinstance(service, Service) and service.options.models == ("mean", "linear") and service.options.folds == 3
+    service = parse_estimates("service:plan=q0.75")
+    assert isinstance(service, Service) and service.options is not None and service.options.plan == "q0.75"
+    with pytest.raises(ValueError, match="plan is point, limit or qLEVEL"):
+        parse_estimates("service:plan=q2")
     oracle = object()
     assert parse_estimates("champions", champions=lambda: oracle).oracle(None) is oracle
 
@@ -53,7 +55,11 @@ def test_workload_and_cluster_specs(catalog, tmp_path: Path) -> None:
     [
         (parse_estimates, "noisy:abc", "estimates 'noisy': option 'sigma' expects a number, got 'abc'"),
         (parse_estimates, "psychic", "unknown estimates 'psychic'; known: champions, last_two_mean, model, noisy"),
-        (parse_estimates, "service:fold=3", "estimates 'service' has no option 'fold'; its options: models, folds"),
+        (
+            parse_estimates,
+            "service:fold=3",
+            "estimates 'service' has no option 'fold'; its options: plan, limit_quantile",
+        ),
         (parse_estimates, "champions", "estimates 'champions' needs the service's runtime oracle"),
     ],
 )

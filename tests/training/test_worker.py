@@ -249,3 +249,39 @@ def test_each_target_is_due_by_its_own_runs_and_gets_its_own_champion(
     assert [(t.target, t.reason) for t in due(settings, store, book, [Target.MEMORY])] == [
         (Target.MEMORY, "10 new runs since version 1 (30 runs)")
     ]
+
+
+def test_a_pass_tells_its_progress_to_the_status_that_readyz_and_the_cli_read(
+    settings: WorkerSettings, store: MeasurementStore
+) -> None:
+    """Issue 42: training in the background shows how far it is; a status file under the home is what other processes
+    read (serving/routers/health.py, `predictor models list`)."""
+    from predictor.training_status import read_status
+    from training.status import StatusReport
+
+    book, tracker = MemoryChampions(), MemoryTracker(0.9)
+    store.add(_runs(40))
+    report = StatusReport(settings.resolved_home, interval_s=60)
+    assert read_status(settings.resolved_home).state == "waiting"
+    seen = []
+
+    def step(label: str) -> None:
+        report(label)
+        seen.append(read_status(settings.resolved_home))
+
+    outcomes = retrain_due(settings, store, book=book, tracker=tracker, progress=step, on_start=report.start)
+    first, last = seen[0], seen[-1]
+    assert first.state == "training" and first.target == "time" and first.pairs == ["tool/cpu"]
+    assert first.done == 1 and first.total > 1  # about as many steps as training will report
+    assert [s.done for s in seen] == list(range(1, len(seen) + 1))
+    assert last.step == "tool/cpu linear_log registered as version 1"
+    share = round(100 / first.total)
+    assert f"training time of 1 pair(s) since {first.started_at}: 1/{first.total} steps ({share} %), last " in (
+        first.summary()
+    )
+    report.passed(outcomes)
+    waiting = read_status(settings.resolved_home)
+    assert waiting.state == "waiting" and waiting.last_decisions == {"promoted": 1}
+    assert "retrain worker waiting; last pass " in waiting.summary() and ": 1 promoted; next pass " in waiting.summary()
+    report.stopped()
+    assert read_status(settings.resolved_home).state == "stopped"

@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from scheduler.slurm.ingest import Inputs
 from tests.required import required
 from tests.slurmserver import SlurmCluster, memory_enforceable
 from tests.slurmserver import available as slurm_available
+
+
+def readable(*roots: Path) -> Inputs:
+    """What accounting may read for a test: input files under ``roots``, up to 1 GiB each, 5 s each."""
+    return Inputs(roots, 1 << 30, 5.0)
 
 
 @pytest.fixture

@@ -90,8 +90,24 @@ def test_jobcomp_lines_become_jobs() -> None:
     assert number == 40 and isinstance(job, SlurmJob)
     assert (job.job_id, job.name, job.state, job.elapsed, job.time_limit) == ("12", "align two", "TIMEOUT", 65.0, 60.0)
     assert (job.req_cpus, job.req_mem, job.node_list, job.user, job.signal) == (2, "1000M", "vm", "root", 15)
-    ((_, bad),) = read_jobcomp(["JobId=13 JobState=FAILED StartTime=Unknown EndTime=2026-11-26T12:46:40"])
+    ((_, bad),) = read_jobcomp([line.replace("StartTime=2026-11-26T12:45:35", "StartTime=Unknown")])
     assert isinstance(bad, AccountingError) and bad.field == "StartTime"
+    ((_, shapeless),) = read_jobcomp(["JobId=13 JobState=FAILED StartTime=Unknown EndTime=2026-11-26T12:46:40"])
+    assert isinstance(shapeless, AccountingError) and shapeless.field == "(line)"
+
+
+def test_a_job_name_cannot_forge_the_fields_of_its_completion_line() -> None:
+    """Issue 41: words in a name (``Name=%s`` is written raw) are the name; the id, user and state are the line's own."""
+    forged = "sim JobId=4242 UserId=victim(1001) GroupId=victim(1001) Name=x JobState=OUT_OF_MEMORY"
+    line = (
+        f"JobId=77 UserId=mallory(1002) GroupId=lab(100) Name={forged} JobState=TIMEOUT Partition=debug TimeLimit=1 "
+        "StartTime=2026-11-26T12:45:35 EndTime=2026-11-26T12:46:40 NodeList=vm NodeCnt=1 ProcCnt=2 WorkDir=/w "
+        "ReservationName= Tres=cpu=2,mem=1000M,node=1 Account= QOS= WcKey= Cluster=unknown "
+        "SubmitTime=2026-11-26T12:45:34 EligibleTime=2026-11-26T12:45:34 DerivedExitCode=0:0 ExitCode=0:15"
+    )
+    ((_, job),) = read_jobcomp([line])
+    assert isinstance(job, SlurmJob)
+    assert (job.job_id, job.user, job.group, job.state, job.name) == ("77", "mallory", "lab", "TIMEOUT", forged)
 
 
 def test_the_submit_time_context_is_read_from_sacct_and_the_completion_log() -> None:
@@ -112,7 +128,9 @@ def test_the_submit_time_context_is_read_from_sacct_and_the_completion_log() -> 
     )  # 500 MB per CPU x 2 CPUs; allocated nodes
     line = (
         "JobId=5 UserId=bo(1001) GroupId=lab(100) Name=x JobState=COMPLETED Partition=debug TimeLimit=5 "
-        "StartTime=2026-11-26T12:45:35 EndTime=2026-11-26T12:46:40 NodeCnt=2 ProcCnt=4 Tres=cpu=4,mem=1000M,node=2 Account=proj QOS="
+        "StartTime=2026-11-26T12:45:35 EndTime=2026-11-26T12:46:40 NodeList=n[1-2] NodeCnt=2 ProcCnt=4 WorkDir=/w "
+        "ReservationName= Tres=cpu=4,mem=1000M,node=2 Account=proj QOS= WcKey= Cluster=c SubmitTime=2026-11-26T12:45:34 "
+        "EligibleTime=2026-11-26T12:45:34 DerivedExitCode=0:0 ExitCode=0:0"
     )
     ((_, job),) = read_jobcomp([line])
     assert isinstance(job, SlurmJob)

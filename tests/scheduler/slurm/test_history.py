@@ -3,7 +3,8 @@ and a job class's runs stored with the history features of their submit time."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import random
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from predictor.catalog import Catalog, load_catalog
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
+from scheduler.slurm import ingest
 from scheduler.slurm.ingest import ingest_slurm
 from scheduler.slurm.rules import Exclude, Rules
 from scheduler.slurm.submit_history import Submission, submit_features
@@ -121,3 +123,41 @@ def test_a_job_class_run_is_stored_with_the_features_of_its_submit_time(
     assert second == submit_features(
         JobHistory(store.engine), asked, submitted.tzinfo
     )  # what the route computes, at that time
+
+
+def test_an_import_streamed_in_chunks_gives_each_class_run_the_features_of_its_submit_time(
+    tmp_path: Path, store: MeasurementStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41: a file of 1,200 jobs of three users, interleaved and overlapping, read 100 lines at a time: its runs are
+    those of a one-piece read (every job known before any run's features), each run's features what the route computes
+    for it one by one, and the history features of a user's runs read in one pass per chunk."""
+    (tmp_path / "catalog.yaml").write_text(CATALOG_YAML + CLASSES)
+    catalog = load_catalog(tmp_path / "catalog.yaml")
+    rng = random.Random(10)
+    start = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+    rows = []
+    for i in range(1200):
+        submit = start + timedelta(seconds=20 * i + rng.randint(0, 5))
+        begin = submit + timedelta(seconds=rng.randint(0, 120))
+        run = rng.randint(30, 1800)
+        rows.append(
+            {
+                "JobID": str(100 + i),
+                "User": rng.choice(["ana", "bo", "cy"]),
+                "Submit": submit.replace(tzinfo=None).isoformat(),
+                "Start": begin.replace(tzinfo=None).isoformat(),
+                "End": (begin + timedelta(seconds=run)).replace(tzinfo=None).isoformat(),
+                "Elapsed": f"00:{run // 60:02d}:{run % 60:02d}",
+                "ReqCPUS": str(rng.randint(1, 8)),
+            }
+        )
+    path = _sacct(tmp_path, rows)
+    monkeypatch.setattr(ingest, "CHUNK_LINES", 100)
+    report = ingest_slurm(path, store, catalog, Rules(), file_format="sacct", cluster="c1")
+    assert (report.rows, report.stored, report.rejected) == (1200, 1200, [])
+    runs = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False)}
+    history = JobHistory(store.engine)
+    for row in rng.sample(rows, 60):
+        submitted = datetime.fromisoformat(row["Submit"]).astimezone()
+        asked = Submission("c1", row["User"], submitted, 600.0, int(row["ReqCPUS"]), seq=int(row["JobID"]))
+        assert runs[row["JobID"]].features == submit_features(history, asked, submitted.tzinfo), row["JobID"]

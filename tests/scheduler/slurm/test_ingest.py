@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+import gzip
 import math
+import os
+import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from data.ingest import IngestError
+from data.ingest import IngestError, IngestReport
 from predictor.catalog import Catalog
 from predictor.domain import Estimate, Source, Target
 from predictor.live import live_metrics
 from predictor.memsize import MIB
 from predictor.store import MeasurementStore
+from predictor.store.job_history import JobHistory
 from scheduler.slurm.accounting import SACCT_COLUMNS
-from scheduler.slurm.ingest import ingest_slurm
+from scheduler.slurm.ingest import Inputs, ingest_slurm
 from scheduler.slurm.rules import JobFacts, Rule, Rules, map_job
 from scheduler.slurm.submit import advise
 from tests.livesrv import eventually
+from tests.scheduler.slurm.conftest import readable
 from tests.slurmserver import SlurmCluster
 
 RULES = Rules(partitions={"debug": "cpu-small"})
@@ -74,7 +80,7 @@ def test_sacct_jobs_become_finished_censored_and_failed_runs(
             {"JobID": "8", "State": "RUNNING", "Comment": tag},
         ],
     )
-    report = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1")
+    report = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1", inputs=readable(tmp_path))
     assert (report.rows, report.stored, report.duplicates) == (8, 4, 0)
     assert sorted(s.message for s in report.skipped) == sorted(
         ["CANCELLED before it ran", "no rule or predictor: words name its algorithm", "RUNNING: the run did not end"]
@@ -93,7 +99,7 @@ def test_sacct_jobs_become_finished_censored_and_failed_runs(
     assert (failed.censored, failed.exit_status) == (False, 3)
     live = store.live_window("mafft", "cpu-small", 10)
     assert list(live["run_id"]) == [done.run_id] and float(live["seconds"].iloc[0]) == 50.0
-    again = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1")
+    again = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1", inputs=readable(tmp_path))
     assert (again.stored, again.duplicates) == (0, 4)
 
 
@@ -114,7 +120,7 @@ def test_a_run_killed_for_memory_is_censored_at_least_at_its_request(
             {"JobID": "3.0", "MaxRSS": "2000K", "Comment": tag},
         ],
     )
-    report = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1")
+    report = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1", inputs=readable(tmp_path))
     assert (report.stored, report.rejected) == (3, [])
     runs = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False)}
     assert (runs["1"].censored, runs["1"].max_rss_kb, runs["1"].context["state"]) == (True, 50 * 1024, "OUT_OF_MEMORY")
@@ -150,13 +156,130 @@ def test_the_memory_the_plugin_tagged_comes_back_with_the_run_and_is_scored_live
             {"JobID": "2.batch", "MaxRSS": "1000K"},
         ],
     )
-    assert ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1").stored == 2
+    assert (
+        ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1", inputs=readable(tmp_path)).stored
+        == 2
+    )
     window = store.live_window("mafft", "cpu-small", 10).set_index("run_id")
     tagged = window.loc["slurm-c1-1-20260301T100000"]
     assert (tagged["memory"], tagged["memory_limit"], tagged["memory_model_version"]) == (41943041, 60 * MIB, "2")
     assert math.isnan(window.loc["slurm-c1-2-20260301T100000", "memory"]), "unusable memory words: no memory"
     memory = live_metrics(window, Target.MEMORY)
     assert (memory["runs"], memory["underestimate_rate"], memory["limit_exceeded"]) == (1.0, 1.0, 1.0)
+
+
+def test_one_bad_accounting_line_is_set_aside_with_its_reason_and_the_rest_is_stored(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path
+) -> None:
+    """Issues 41 and 42: a tag's limit=-5, 400-digit durations and memory sizes and a date of year 1 each set their line
+    aside with the field and why (no traceback); the good lines around them are stored."""
+    tag = f"predictor: algorithm=mafft input={fasta.name}"
+    huge = "9" * 400
+    path = _sacct(
+        tmp_path,
+        [
+            {"JobID": "1", "Comment": tag},
+            {"JobID": "2", "Comment": f"{tag} estimate=5 limit=-5"},
+            {"JobID": "3", "Comment": tag, "Elapsed": huge},
+            {"JobID": "4", "Comment": tag, "Timelimit": huge},
+            {"JobID": "5", "Comment": tag, "ReqMem": f"{huge}M"},
+            {"JobID": "6", "Comment": tag},
+            {"JobID": "6.batch", "MaxRSS": f"{huge}K"},
+            {"JobID": "7", "Comment": tag, "Start": "0001-01-01T00:00:00", "Submit": "0001-01-01T00:00:00"},
+            {"JobID": "8", "Comment": f"{tag} model={'m' * 300} estimate=5"},
+            {"JobID": "9", "Comment": tag},
+        ],
+    )
+    report = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1", inputs=readable(tmp_path))
+    assert {(r.line, r.field) for r in report.rejected} == {
+        (3, "Comment"),
+        (4, "Elapsed"),
+        (5, "Timelimit"),
+        (6, "ReqMem"),
+        (8, "MaxRSS"),
+        (9, "Start"),
+        (10, "Comment"),
+    }
+    reasons = {r.line: r.message for r in report.rejected}
+    assert "limit=-5" in reasons[3] and "longer than Slurm's longest" in reasons[4] and "model_name" in reasons[10]
+    assert {m.context["slurm_job"] for m in store.measurements(successful_only=False)} == {"1", "6", "9"}
+    assert report.rejects_path is not None and "limit=-5" in report.rejects_path.read_text()
+
+
+def test_impossible_jobs_are_refused_with_a_reason_and_kept_out_of_the_history(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog, fasta: Path
+) -> None:
+    """Issue 41: an end before its start, an end in year 9999 and a tag's estimate=inf are refused with a reason: no run,
+    and no history row (the user's last run is not negative, no job runs for ever)."""
+    tag = f"predictor: algorithm=mafft input={fasta.name}"
+    path = _sacct(
+        tmp_path,
+        [
+            {"JobID": "1", "Comment": tag, "End": "2026-03-01T08:55:00"},
+            {"JobID": "2", "Comment": tag, "End": "9999-12-31T23:59:59"},
+            {"JobID": "3", "Comment": f"{tag} estimate=inf"},
+            {"JobID": "4", "Comment": tag},
+        ],
+    )
+    report = ingest_slurm(path, store, catalog, RULES, file_format="sacct", cluster="c1", inputs=readable(tmp_path))
+    reasons = {r.line: (r.field, r.message) for r in report.rejected}
+    assert set(reasons) == {2, 3, 4} and report.stored == 1
+    assert reasons[2][0] == "End" and "before its Start" in reasons[2][1]
+    assert reasons[3][0] == "End" and "ahead of this machine's clock" in reasons[3][1]
+    assert reasons[4][0] == "Comment" and "estimate=inf" in reasons[4][1]
+    state = JobHistory(store.engine).user_state("c1", "ana", datetime(2026, 6, 1, tzinfo=UTC))
+    assert (state.submitted, state.running, state.finished) == (2, 0, 2)  # jobs 3 (no served estimate) and 4
+    assert min(state.recent) >= 0
+
+
+def test_accounting_reads_only_regular_files_under_the_data_roots_within_a_budget(
+    tmp_path: Path, store: MeasurementStore, catalog: Catalog
+) -> None:
+    """Issue 41: a comment naming a FIFO, a gzip bomb or a file outside the data roots neither blocks nor slows the
+    import: each run is rejected saying why, the one naming a plain FASTA under the roots is stored."""
+    roots, outside = tmp_path / "data", tmp_path / "outside"
+    roots.mkdir()
+    outside.mkdir()
+    good = roots / "good.fa"
+    good.write_text(">a\nACGT\n>b\nACGTACGT\n")
+    (outside / "other.fa").write_text(">a\nACGT\n")
+    os.mkfifo(roots / "fifo.fa")
+    with gzip.open(roots / "bomb.fa.gz", "wb", compresslevel=1) as fh:  # 512 MiB of one sequence in ~1 MB
+        fh.write(b">s\n")
+        line = b"ACGT" * 16383 + b"\n"
+        for _ in range(8192):
+            fh.write(line)
+    names = ["good.fa", "fifo.fa", "bomb.fa.gz", str(outside / "other.fa")]
+    path = _sacct(
+        tmp_path,
+        [
+            {"JobID": str(i), "Comment": f"predictor: algorithm=mafft input={name}", "WorkDir": str(roots)}
+            for i, name in enumerate(names, start=1)
+        ],
+    )
+    done: list[object] = []
+    worker = threading.Thread(
+        target=lambda: done.append(
+            ingest_slurm(
+                path, store, catalog, RULES, file_format="sacct", cluster="c1", inputs=Inputs((roots,), 1 << 30, 0.05)
+            )
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=60)
+    if worker.is_alive():  # blocked on the FIFO: let it go, then fail
+        fd = os.open(roots / "fifo.fa", os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        worker.join(timeout=60)
+        pytest.fail("the import blocked on a FIFO a job's comment names")
+    (report,) = done
+    assert isinstance(report, IngestReport)
+    reasons = {r.line: r.message for r in report.rejected}
+    assert report.stored == 1 and set(reasons) == {3, 4, 5}
+    assert "no file" in reasons[3]  # a FIFO is no regular file
+    assert "time budget" in reasons[4]
+    assert "outside the data roots" in reasons[5]
 
 
 def test_a_file_without_jobs_or_columns_is_one_error(tmp_path: Path, store: MeasurementStore, catalog: Catalog) -> None:
@@ -209,7 +332,9 @@ def test_a_real_slurms_jobs_are_read_from_sacct_and_the_completion_log_alike(
     sacct = tmp_path / "sacct.txt"
     ids = ",".join(finished_jobs.values())
     sacct.write_text(slurm_cluster.run("sacct", "-c", "-P", "-X", "-j", ids, "-o", ",".join(SACCT_COLUMNS)).stdout)
-    from_sacct = ingest_slurm(sacct, store, catalog, _rules(fasta), file_format="sacct", cluster=slurm_cluster.name)
+    from_sacct = ingest_slurm(
+        sacct, store, catalog, _rules(fasta), file_format="sacct", cluster=slurm_cluster.name, inputs=readable(tmp_path)
+    )
     assert (from_sacct.stored, len(from_sacct.rejected)) == (4, 0)
     runs = {m.context["slurm_job"]: m for m in store.measurements(successful_only=False)}
     outcome = {state: (runs[job].exit_status, runs[job].censored) for state, job in finished_jobs.items()}
@@ -229,5 +354,7 @@ def test_a_real_slurms_jobs_are_read_from_sacct_and_the_completion_log_alike(
             if line.split()[0] in {f"JobId={j}" for j in finished_jobs.values()}
         )
     )
-    from_log = ingest_slurm(log, store, catalog, _rules(fasta), file_format="jobcomp", cluster=slurm_cluster.name)
+    from_log = ingest_slurm(
+        log, store, catalog, _rules(fasta), file_format="jobcomp", cluster=slurm_cluster.name, inputs=readable(tmp_path)
+    )
     assert (from_log.rows, from_log.stored, from_log.duplicates) == (4, 0, 4)  # the same runs, by the same ids

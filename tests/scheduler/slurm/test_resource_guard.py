@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from scheduler.slurm.ingest import run_id_of
 from scheduler.slurm.resource_guard import GuardDecision, ResourceGuard, oracle_uppers
 from scheduler.slurm.rules import JobMapping, Rules
 from tests.livesrv import eventually
+from tests.scheduler.slurm.conftest import readable
 from tests.serving.conftest import Home, train_home
 from tests.slurmserver import NODE_MEMORY_MB, SlurmCluster
 
@@ -51,17 +54,19 @@ def _parts(cluster: SlurmCluster, home: Home, tmp_path: Path) -> Iterator[Parts]
         cluster=cluster.name,
         max_requeues=1,
     )
-    yield _follower(cluster, tmp_path, store, guard), guard, store
+    yield _follower(cluster, tmp_path, store, guard, home.inputs), guard, store
     store.dispose()
 
 
-def _follower(cluster: SlurmCluster, tmp_path: Path, store: MeasurementStore, guard: ResourceGuard) -> Follower:
+def _follower(
+    cluster: SlurmCluster, tmp_path: Path, store: MeasurementStore, guard: ResourceGuard, inputs: Path
+) -> Follower:
     """A follower with ``guard`` that reads on past what earlier tests left in the log (their jobs are not its guard's)."""
     catalog = load_catalog(BUNDLED_DATA / "catalog.yaml")
     slurm = Slurm(str(cluster.conf))
     parts = (cluster.jobcomp, tmp_path / "cursor.json", store, catalog, RULES)
-    Follower(*parts, cluster=cluster.name, comments=slurm.comments).poll()
-    return Follower(*parts, cluster=cluster.name, comments=slurm.comments, guard=guard)
+    Follower(*parts, cluster=cluster.name, slurmctld=slurm.held).poll()
+    return Follower(*parts, cluster=cluster.name, slurmctld=slurm.held, guard=guard, inputs=readable(inputs))
 
 
 @pytest.fixture
@@ -210,7 +215,7 @@ def test_a_memory_estimate_past_the_request_is_the_new_request_capped_by_the_nod
     guard = ResourceGuard(Slurm(str(cluster.conf)), uppers, tmp_path / "guard.jsonl", cluster=cluster.name)
     store = MeasurementStore(f"sqlite:///{tmp_path / 'store.db'}")
     store.migrate()
-    follower = _follower(cluster, tmp_path, store, guard)
+    follower = _follower(cluster, tmp_path, store, guard, home.inputs)
     job = cluster.submit(
         "--job-name=greedy", "--mem=50M", "--time=5", "--comment", _tag(home), "--wrap", ALLOCATE.format(mb=80)
     )
@@ -270,3 +275,51 @@ def test_after_a_node_failure_the_guard_leaves_the_requeue_to_slurm(
         60,
     )
     cluster.run("scancel", requeueable)
+
+
+@pytest.mark.parametrize("line_break", [False, True], ids=["words", "line-break"])
+def test_a_job_name_cannot_make_the_guard_act_on_another_users_job(
+    guard_parts: Parts, slurm_cluster: SlurmCluster, home: Home, line_break: bool
+) -> None:
+    """Issue 41: a job of user nobody whose name holds the words of a completion line naming root's held job (after a
+    line break, a whole line of its own) times out: its run is nobody's, the guard requeues it alone, and root's job is
+    left held with its limit."""
+    follower, guard, store = guard_parts
+    victim = slurm_cluster.submit("--hold", "--job-name=victim", "--time=1", "--wrap", "sleep 600")
+    forged = f"JobId={victim} UserId=root(0) GroupId=root(0) Name=victim"
+    name = f"sim\n{forged}" if line_break else f"sim {forged}"
+    own = ("--uid=nobody", "--chdir=/tmp", "--output=/dev/null", f"--job-name={name}")
+    mallory = slurm_cluster.submit(*own, "--time=1", "--comment", _tag(home), "--wrap", "sleep 600")
+    try:
+        _time_out(slurm_cluster, mallory)
+        decisions = _decided(follower, guard, mallory)
+        assert [(d.action, d.resource) for d in decisions] == [("requeue", "time"), ("requeued", "time")]
+        assert not [d for d in guard.history() if d.job_id == victim]
+        (run,) = _runs(store, mallory)
+        assert (run.context["user"], run.context["state"]) == ("nobody", "TIMEOUT")
+        assert not _runs(store, victim)
+        shown = slurm_cluster.show(victim)
+        assert (shown["JobState"], shown["TimeLimit"]) == ("PENDING", "00:01:00")
+    finally:
+        slurm_cluster.run("scancel", victim, mallory, check=False)
+
+
+def test_the_guard_declines_a_run_slurmctld_holds_as_another_users(
+    guard_parts: Parts, slurm_cluster: SlurmCluster, home: Home
+) -> None:
+    """Issue 41: a stopped run whose accounting names another user or job name than slurmctld holds, or a job
+    slurmctld does not hold, is declined, and the job is left alone."""
+    _, guard, _ = guard_parts
+    job = _job(slurm_cluster, home)
+    try:
+        _time_out(slurm_cluster, job)
+        now = datetime.now(UTC)
+        told = SlurmJob(job, "guarded", "TIMEOUT", 60.0, 60.0, "debug", user="mallory", start=now, end=now)
+        decided = guard.consider(told, None)
+        assert decided is not None and decided.action == "declined" and "not the job" in decided.reason
+        forgotten = replace(told, job_id="999999999", user="root")
+        decided = guard.consider(forgotten, None)
+        assert decided is not None and decided.action == "declined" and "no longer holds" in decided.reason
+        assert slurm_cluster.state(job) == "TIMEOUT"
+    finally:
+        slurm_cluster.run("scancel", job, check=False)

@@ -1,7 +1,9 @@
-"""Resolve client-given input paths only under the configured data roots, and keep the roots' absolute paths out of answers.
+"""Resolve input paths someone else gave (an API client, a Slurm job's words) only under the configured data roots, and
+keep the roots' absolute paths out of answers.
 
-API paths are relative to a data root (an absolute path is accepted when it lies under one). A root is
-named in answers by its folder name (``data``, ``inputs``), never by where it sits on the server.
+Paths are relative to a data root (an absolute path is accepted when it lies under one), and name regular files only
+(never a FIFO, a device or a folder, which would block or never end a read). A root is named in answers by its folder
+name (``data``, ``inputs``), never by where it sits on the server.
 """
 
 from __future__ import annotations
@@ -53,14 +55,14 @@ def without_roots(text: str, roots: list[Path]) -> str:
     return text
 
 
-def resolve_under_roots(value: Any, roots: list[Path]) -> Path:
+def resolve_under_roots(value: Any, roots: list[Path], max_bytes: int | None = None) -> Path:
     """Return the real path of ``value`` if it lies under one of ``roots``; relative paths are tried against each root.
 
     A value may name a file, or a database by its prefix (``makeblastdb -out nt`` writes
     ``nt.nal``, ``nt.nin``, ...; ``bwa index`` writes ``ref.fa.bwt``, ...): then the files
     ``<prefix>.*`` must exist, as real files, in the same directory under the root.
-    PathRefused (422) for a value that is no path, PathNotFound (422) for nothing there under a root,
-    PathNotAllowed (403) for a path leading outside every root.
+    PathRefused (422) for a value that is no path, or whose file (or a database's member) is over ``max_bytes``,
+    PathNotFound (422) for nothing there under a root, PathNotAllowed (403) for a path leading outside every root.
     """
     if not isinstance(value, str) or not value or "\x00" in value:
         raise PathRefused(f"input path must be a non-empty text path relative to a data root, got {_shown(value)}")
@@ -79,6 +81,8 @@ def resolve_under_roots(value: Any, roots: list[Path]) -> Path:
                     f"database prefix {_shown(value)} has files leading outside the data roots ({names})"
                 )
             if real.is_file() or (members and all(m.is_file() for m in members)):
+                if max_bytes is not None:
+                    _check_size(value, [real] if real.is_file() else members, max_bytes)
                 return real
         except OSError as exc:  # e.g. a name over the file system's 255 bytes
             raise PathNotFound(
@@ -89,6 +93,16 @@ def resolve_under_roots(value: Any, roots: list[Path]) -> Path:
     raise PathNotAllowed(
         f"input path {_shown(value)} leads outside the data roots ({names}); name files relative to a root"
     )
+
+
+def _check_size(value: Any, files: list[Path], max_bytes: int) -> None:
+    """PathRefused when one of ``files`` (what ``value`` names) is over ``max_bytes``."""
+    for path in files:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise PathRefused(
+                f"input {_shown(value)} is {size:,} bytes, over the {max_bytes:,} bytes read of one input"
+            )
 
 
 def _shown(value: Any) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from serving.paths import PathNotAllowed, PathNotFound, PathRefused, resolve_under_roots, root_names, without_roots
+from predictor.paths import PathNotAllowed, PathNotFound, PathRefused, resolve_under_roots, root_names, without_roots
 
 
 @pytest.fixture()
