@@ -343,24 +343,32 @@ def models_list(
 ) -> None:
     """Each (algorithm, platform)'s champion per target: registered version, zoo member (marked when it is one of the
     site's simple rules), forward-validation metrics and the live RAE of the estimates of its target the pair was
-    served (`predictor report --live` shows the rest)."""
-    from predictor.addresses import redact_addresses
-    from training.report import REPORT_METRICS
-
+    served (`predictor report --live` shows the rest); below them, each site's newest planning decision per policy
+    family (`predictor plan choose`): the configuration, its score on the past windows and its live score since."""
     settings = load_settings()
     champions = from_service(url, lambda client: client.models()) if url else _registered_champions(settings)
     training = _training_summary(settings, url)
-    if not champions:
+    planning = from_service(url, lambda client: client.planning()) if url else _planning(settings)
+    if champions:
+        _print_champions(champions, f"served by {url}" if url else f"registry {settings.resolved_tracking_uri}")
+    else:
         err_console.print(
             "no champions registered; `predictor train` trains and registers them"
             if training is None
             else "no champions registered yet: the retrain worker trains them (until then each pair is answered with "
             "the median of its measured runs)"
         )
-        if training is not None:
-            console.print(plain(training), highlight=False)
-        return
-    where = f"served by {url}" if url else f"registry {settings.resolved_tracking_uri}"
+    if training is not None:
+        console.print(plain(training), highlight=False)
+    if planning:
+        _print_planning(planning)
+
+
+def _print_champions(champions: list[dict[str, Any]], where: str) -> None:
+    """The champions' table of `models list`."""
+    from predictor.addresses import redact_addresses
+    from training.report import REPORT_METRICS
+
     table = Table(title=f"Champions ({redact_addresses(where)})")
     metric_columns = (*(REPORT_METRICS[m] for m in MODEL_METRICS), "live RAE%")
     for column in ("algorithm", "platform", "version", "member", *metric_columns, "target"):
@@ -383,8 +391,6 @@ def models_list(
             plain(c.get("target") or "time"),
         )
     print_table(table)
-    if training is not None:
-        console.print(plain(training), highlight=False)
 
 
 def _training_summary(settings: Settings, url: str | None) -> str | None:
@@ -549,6 +555,58 @@ def models_rollback(
 def _champion(target: Target) -> str:
     """A champion of ``target``, in words."""
     return "champion" if target is Target.TIME else f"{target.value} champion"
+
+
+def _print_planning(planning: list[dict[str, Any]]) -> None:
+    """The planning decisions' table of `models list`, as `GET /v1/planning` gives them."""
+    table = Table(title="Planning: the newest decision per site and policy family, newest first")
+    columns = (
+        "site",
+        "family",
+        "#",
+        "decision",
+        "configuration",
+        "objective",
+        "past",
+        "per window",
+        "live",
+        "runner-up",
+    )
+    for column in columns:
+        table.add_column(column, justify="right" if column in ("#", "past", "live") else "left")
+    for p in planning:
+        live, past = p.get("live"), p.get("past_score")
+        table.add_row(
+            *map(
+                plain,
+                (
+                    p["site"],
+                    p["family"],
+                    str(p["id"]),
+                    p["decision"],
+                    p["label"],
+                    p.get("objective") or "-",
+                    "-" if past is None else f"{past:.3f}",
+                    " ".join(f"{v:.3g}" for v in p.get("past_per_window") or []) or "-",
+                    "not yet" if not live else f"{live['score']:.3f} on {live['jobs']} jobs",
+                    p.get("runner_up") or "-",
+                ),
+            )
+        )
+    print_table(table)
+    console.print(
+        "past: the objective on the windows it was chosen on, over the configuration serving before; live: its "
+        "objective over the runner-up's on the jobs since it began to serve (below 1: ahead)",
+        highlight=False,
+    )
+
+
+def _planning(settings: Settings) -> list[dict[str, Any]]:
+    """The store's newest planning decision of each site and family, as `GET /v1/planning` lists them."""
+    from scheduler.planning import planning_decisions
+    from serving.schemas.planning import PlanningOut
+
+    return [PlanningOut.of(d).model_dump(mode="json") for d in planning_decisions(open_store(settings))]
 
 
 def _registered_champions(settings: Settings) -> list[dict[str, Any]]:

@@ -15,6 +15,12 @@ real job's orders. The executor stores the probe's measurement (source ``probe``
 ``probe_ended`` inbox row; probes that became possible with no event (a new clock hour's budget) start at the
 poller's next pass.
 
+A backfilling policy given ``planned=true`` (``easy:planned=true``, ``conservative:planned=true``) plans with the order
+and correction of the newest planning decision of its family in the store (``predictor plan choose``,
+:mod:`scheduler.planning`): read when the service starts and again, at most every few seconds, before each pass over
+the inbox (the poller's every second, and every call), so a new decision serves within seconds of being recorded. Its
+estimates stay the oracle's: the service has no users' history of its own to plan with the last two runs.
+
 One scheduler process per database: the in-memory state is the writer's cache. The lease
 (:mod:`scheduler.leader`) makes it so: a service given a ``fence`` commits each step only
 while its process still holds the lease, so one that lost it can issue nothing.
@@ -42,6 +48,8 @@ from predictor.domain import Measurement, ServedEstimate, Source
 from predictor.store import MeasurementStore
 from scheduler.events import EventLoop, OrderError
 from scheduler.orders import Order, cancel_probe, probe
+from scheduler.planning import FollowedDecision
+from scheduler.policies.backfill import Backfilling
 from scheduler.policies.edf import EDFDeferral
 from scheduler.policy import Policy
 from scheduler.probing import HOUR, IdleProber, ProbeRecord, ProbeRun
@@ -132,6 +140,14 @@ class SchedulerService:
             on_notify=lambda job, text: log.warning("job %s: %s", job.id, text),
         )
         self._restore_probes()
+        chosen = self.scheduler.policy
+        self._planning = (
+            FollowedDecision(store, (chosen.family,), clock=clock)
+            if isinstance(chosen, Backfilling) and chosen.planned
+            else None
+        )
+        self._followed: int | None = -1  # the planning decision planned with (None: none yet; -1: not looked yet)
+        self._follow_planning()
 
     @property
     def state(self) -> State:
@@ -271,8 +287,34 @@ class SchedulerService:
         except Exception:
             log.exception("applying inbox events failed")
 
+    def _follow_planning(self) -> None:
+        """Plan with the newest planning decision of a ``planned`` policy's family (the spec's own options before any),
+        switching when a newer one is recorded."""
+        if self._planning is None:
+            return
+        decision = self._planning.current()
+        followed = None if decision is None else decision.id
+        if followed == self._followed:
+            return
+        policy = self.scheduler.policy
+        assert isinstance(policy, Backfilling)
+        if decision is None:
+            policy.follow()
+            log.warning("no %s planning decision yet: planning with the policy's own options", policy.family)
+        else:
+            policy.follow(decision.config.order, decision.config.correction)
+            log.warning(
+                "planning as decision %s (%s of %s) chose: %s",
+                decision.id,
+                decision.decision,
+                decision.site,
+                decision.config.label(decision.family),
+            )
+        self._followed = followed
+
     def _sync(self) -> int:
         """Apply every unprocessed inbox row in order; a row that cannot apply is marked rejected, with its reason."""
+        self._follow_planning()
         try:
             events = self.db.pending_events()
             for event in events:

@@ -26,7 +26,8 @@ class SchedulerSettings(BaseSettings):
 
     policy: str = Field(
         default="edf",
-        description="The embedded scheduler's policy spec, e.g. edf, easy:order=sjbf or conservative (its predicted starts).",
+        description="The embedded scheduler's policy spec, e.g. edf, easy:order=sjbf or conservative (its predicted starts); "
+        "easy:planned=true follows the site's newest planning decision (`predictor plan choose`).",
     )
     embedded: bool = Field(
         default=True,

@@ -16,7 +16,7 @@ from scheduler.slurm.settings import SlurmSettings
 from serving import docs, errors
 from serving.limits import BodyLimit
 from serving.metrics import Metrics
-from serving.routers import catalog, health, models, observations, predict
+from serving.routers import catalog, health, models, observations, planning, predict
 from serving.routers import scheduler as scheduler_routes
 from serving.routers import slurm as slurm_routes
 from serving.settings import ApiSettings
@@ -82,7 +82,7 @@ def create_app(
     app.state.api = api  # for the server around it (serving.server.server_options)
     app.state.run_scheduler = scheduling.embedded if scheduler is None else scheduler
     app.state.scheduler = None  # the LeasedScheduler once the scheduler router's lifespan starts it
-    for module in (health, catalog, models, predict, observations, scheduler_routes, slurm_routes):
+    for module in (health, catalog, models, planning, predict, observations, scheduler_routes, slurm_routes):
         app.include_router(module.router)
     errors.install(app)
     docs.install(app)

@@ -151,6 +151,10 @@ class PredictorClient:
         """The champion serving each (algorithm, platform), with its metrics."""
         return self._call("GET", "/v1/models")
 
+    def planning(self) -> list[dict[str, Any]]:
+        """The newest planning decision of each site and policy family, with its past and live scores."""
+        return self._call("GET", "/v1/planning")
+
     def reload(self) -> dict[str, Any]:
         """Ask the service to check the registry's champion aliases now (needs the token)."""
         return self._call("POST", "/v1/models/reload")

@@ -1,5 +1,5 @@
 """What the routes share, built once in the app's lifespan: settings (the core's and each served component's), catalog,
-store, oracle, watcher, metrics."""
+store, oracle, watcher, metrics, and the planning decision the Slurm plugin's route follows."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from predictor.champion_source import ChampionSource, bound_registry_requests
 from predictor.oracle import RuntimeOracle
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
+from scheduler.planning import FollowedDecision
 from scheduler.settings import ProbeSettings, SchedulerSettings
 from scheduler.slurm.settings import SlurmSettings
 from serving.hotswap import ChampionWatcher
@@ -31,6 +32,7 @@ class ServiceState:
     oracle: RuntimeOracle
     watcher: ChampionWatcher
     metrics: Metrics
+    slurm_planning: FollowedDecision  # the newest backfilling decision of the Slurm cluster (its time_min follows it)
 
 
 def build_state(
@@ -64,7 +66,8 @@ def build_state(
         metrics=metrics,
     )
     watcher.start(wait_s=api.registry_wait_s)
-    return ServiceState(settings, api, scheduling, probing, slurm, catalog, store, oracle, watcher, metrics)
+    planning = FollowedDecision(store, ("easy", "conservative"), slurm.cluster)
+    return ServiceState(settings, api, scheduling, probing, slurm, catalog, store, oracle, watcher, metrics, planning)
 
 
 def close_state(state: ServiceState) -> None:

@@ -13,24 +13,35 @@ configuration that plans with the service replays those answers. There is no sec
 A guard, like the champion guard, moves off the configuration serving now only for a candidate better by ``margin``
 on the same windows; a site starts from its own rule (EASY++ for backfilling, the requests for EDF), so the service
 plans only where it beat that rule on the site's past. :func:`choose` is given the windows and nothing else, so a
-choice cannot read the jobs it is later scored on.
+choice cannot read the jobs it is later scored on. The configuration itself (:class:`scheduler.planning.PlanningConfig`)
+is production's, which follows the newest choice (the embedded scheduler's backfilling, the Slurm plugin's
+``time_min``); :func:`live_score` scores a choice on the jobs that came after it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import product
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from features.swf import UNKNOWN, read_swf
 from predictor.domain import Estimate, Measurement, ServedEstimate, Source
 from predictor.intervals import scaled
 from predictor.oracle import Job as OracleJob
 from predictor.oracle import JobQuery, Oracle
-from scheduler.planning_times import Correction
+from scheduler.planning import (  # the configuration production follows, defined once
+    CORRECTIONS,
+    NUMBERS,
+    ORDERS,
+    SOURCES,
+    Family,
+    PlanningConfig,
+    site_rule,
+)
 from scheduler.run_times import QuantileOracle, job_key
 from scheduler.specs import make_policy
 from scheduler.state import Job, requested_seconds
@@ -44,70 +55,11 @@ from simulator.workloads import swf
 from training.service_loop import ServiceLoop
 from training.settings import WorkerSettings
 
-Family = Literal["easy", "conservative", "edf"]
-Source_ = Literal["last-two", "requested", "service"]
-SOURCES: tuple[str, ...] = ("last-two", "requested", "service")  # whose estimates plan
-NUMBERS = ("point", "q0.75")  # the service's point, or its point scaled by its residuals' 0.75 quantile
-CORRECTIONS: tuple[Correction, ...] = ("tsafrir", "quantile", "doubling")
-ORDERS = ("fcfs", "sjbf", "saf")
 OBJECTIVES: dict[str, Callable[[Metrics], float]] = {  # lower is better
     "avebsld": lambda m: m.avebsld,
     "mean_wait": lambda m: m.mean_waiting,
     "mean_completion": lambda m: m.mean_completion,
 }
-
-
-@dataclass(frozen=True, order=True)
-class PlanningConfig:
-    """One way to plan: whose estimates, which of the service's numbers, the correction and the backfill order.
-
-    The default is EASY++ (Tsafrir et al. 2007): the users' last two runs, EASY-SJBF, underestimates corrected as
-    Tsafrir does: what a site that runs backfilling has without the service.
-    """
-
-    source: Source_ = "last-two"
-    number: str = "point"
-    correction: Correction = "tsafrir"
-    order: str = "sjbf"
-
-    def policy(self, family: Family) -> str:
-        """The policy spec of ``family`` planned this way (EDF has neither correction nor backfill order)."""
-        if family == "easy":
-            return f"easy:order={self.order},correction={self.correction}"
-        if family == "conservative":
-            return f"conservative:correction={self.correction}"
-        return "edf"
-
-    @property
-    def level(self) -> float | None:
-        """The residual quantile the number plans with (None: the point)."""
-        return None if self.number == "point" else float(self.number[1:])
-
-    @classmethod
-    def from_record(cls, record: dict[str, str]) -> PlanningConfig:
-        """The configuration a decision row's details recorded (:meth:`Choice.decision_row`), checked."""
-        if set(record) - {"source", "number", "correction", "order"}:
-            raise ValueError(f"not a planning configuration: {record}")
-        config = cls(**{k: str(v) for k, v in record.items()})  # type: ignore[arg-type]
-        if config.source not in SOURCES or config.correction not in CORRECTIONS or config.order not in ORDERS:
-            raise ValueError(f"not a planning configuration: {record}")
-        if config.number != "point" and (config.source != "service" or config.number not in NUMBERS):
-            raise ValueError(f"not a planning configuration: {record}")
-        return config
-
-    def label(self, family: Family) -> str:
-        """A short name for tables."""
-        whose = {"last-two": "last two", "requested": "requests", "service": "service"}[self.source]
-        if family == "edf":
-            return f"{whose}, {self.number}"
-        if family == "conservative":
-            return f"{whose}, {self.number}, {self.correction}"
-        return f"{whose}, {self.number}, {self.correction}, {self.order}"
-
-
-def site_rule(family: Family) -> PlanningConfig:
-    """What a site plans with before the service: EASY++ for backfilling, the users' requests for EDF."""
-    return PlanningConfig("requested") if family == "edf" else PlanningConfig()
 
 
 def past_windows(
@@ -265,6 +217,13 @@ class Choice:
     raw: dict[PlanningConfig, list[float]] = field(default_factory=dict)  # the objective on each window
     challenger: PlanningConfig | None = None  # the best candidate by mean score, promoted or not
 
+    @property
+    def runner_up(self) -> PlanningConfig | None:
+        """The best candidate other than the chosen one, by mean score (None when there was no other): what the chosen
+        one's live score is measured against."""
+        others = [c for c in self.scores if c != self.chosen]
+        return min(others, key=lambda c: (self.scores[c], c)) if others else None
+
     def record(self) -> dict[str, object]:
         """The decision as a plain row (for ``models history`` and results files)."""
         return {
@@ -282,9 +241,30 @@ class Choice:
             "chosen_per_window": self.raw.get(self.chosen),
         }
 
-    def decision_row(self, job_class: str, trigger: str) -> dict[str, object]:
+    def decision_row(
+        self,
+        job_class: str,
+        trigger: str,
+        *,
+        seen_until: float | None = None,
+        serving: Serving | None = None,
+        live: LiveScore | None = None,
+    ) -> dict[str, object]:
         """The ``model_decisions`` row of this choice (what ``predictor models history`` lists): the job class as the
-        algorithm, ``planning:FAMILY`` as the platform, and the configuration in ``details`` to serve on."""
+        algorithm, ``planning:FAMILY`` as the platform, and the configuration in ``details`` to serve on.
+
+        ``details`` also holds what the next pass scores it live with: the runner-up and the instant of the log (its
+        seconds) after which jobs count as live. A choice that keeps what ``serving`` served carries both on (with
+        ``live``, its score so far), so the live window runs from when the configuration began to serve and against
+        the runner-up of then: jobs no choice had seen; ``seen_until`` is the log's newest submission now."""
+        carried = (
+            serving is not None
+            and serving.config == self.chosen
+            and serving.since is not None
+            and serving.runner_up is not None
+        )
+        runner_up = serving.runner_up if carried and serving is not None else self.runner_up
+        since = serving.since if carried and serving is not None else seen_until
         return {
             "decided_at": datetime.now(UTC),
             "algorithm": job_class[:200],
@@ -297,8 +277,149 @@ class Choice:
             "serving_version": None,
             "n_rows": self.jobs,
             "reason": self.reason,
-            "details": {**self.record(), "config": asdict(self.chosen)},
+            "details": {
+                **self.record(),
+                "config": asdict(self.chosen),
+                "runner_up": asdict(runner_up) if runner_up is not None else None,
+                "runner_up_label": runner_up.label(self.family) if runner_up is not None else None,
+                "runner_up_score": self.scores.get(runner_up) if runner_up is not None else None,
+                "seen_until": seen_until,
+                "live_since": since,
+                "live": live.record() if carried and live is not None else None,
+            },
         }
+
+
+@dataclass(frozen=True)
+class Serving:
+    """A recorded planning decision as the next pass reads it back: the configuration it serves, the runner-up its live
+    score is measured against, and the instant of the log (its seconds) after which jobs count as live (None: a
+    decision recorded without them)."""
+
+    config: PlanningConfig
+    runner_up: PlanningConfig | None = None
+    since: float | None = None
+
+    @classmethod
+    def from_details(cls, details: dict[str, Any]) -> Serving:
+        """What a decision row's ``details`` recorded (:meth:`Choice.decision_row`); ValueError when unreadable."""
+        runner_up, since = details.get("runner_up"), details.get("live_since")
+        if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)):
+            raise ValueError(f"not an instant of the log: {since!r}")
+        return cls(
+            PlanningConfig.from_record(details["config"]),
+            PlanningConfig.from_record(runner_up) if runner_up is not None else None,
+            None if since is None else float(since),
+        )
+
+
+@dataclass(frozen=True)
+class LiveScore:
+    """How the serving configuration did on the jobs submitted after it was chosen, against its runner-up, both
+    replayed on those jobs: ``score`` is the serving one's objective over the runner-up's (below 1: ahead)."""
+
+    family: Family
+    objective: str
+    serving: PlanningConfig
+    runner_up: PlanningConfig
+    since: float
+    jobs: int
+    serving_value: float
+    runner_up_value: float
+
+    @property
+    def score(self) -> float:
+        return self.serving_value / max(self.runner_up_value, 1e-12)
+
+    def behind(self, margin: float) -> bool:
+        """Whether the runner-up did better by ``margin`` (a fraction of the serving one's objective), as a candidate
+        must to be promoted."""
+        return self.runner_up_value < self.serving_value * (1.0 - margin)
+
+    def record(self) -> dict[str, object]:
+        """The score as a plain row (a decision's ``details["live"]``)."""
+        return {
+            "objective": self.objective,
+            "since": self.since,
+            "jobs": self.jobs,
+            "serving": self.serving.label(self.family),
+            "runner_up": self.runner_up.label(self.family),
+            "serving_value": self.serving_value,
+            "runner_up_value": self.runner_up_value,
+            "score": self.score,
+        }
+
+    def reverted_row(self, job_class: str, trigger: str, margin: float, seen_until: float) -> dict[str, object]:
+        """The ``model_decisions`` row that reverts to the runner-up (decision ``reverted``): it serves from now on, its
+        live window starts now, against the configuration it replaces; its ``live`` is this score seen from its side."""
+        back = replace(
+            self,
+            serving=self.runner_up,
+            runner_up=self.serving,
+            serving_value=self.runner_up_value,
+            runner_up_value=self.serving_value,
+        )
+        reason = (
+            f"live {self.objective} {self.score:.3f} of the runner-up's on {self.jobs} jobs since the log's second "
+            f"{self.since:.0f}: behind by more than {margin:.0%}, reverted to it"
+        )
+        return {
+            "decided_at": datetime.now(UTC),
+            "algorithm": job_class[:200],
+            "platform": f"planning:{self.family}",
+            "decision": "reverted",
+            "trigger": trigger[:200],
+            "challenger": self.runner_up.label(self.family)[:200],
+            "incumbent": self.serving.label(self.family)[:200],
+            "version": None,
+            "serving_version": None,
+            "n_rows": self.jobs,
+            "reason": reason,
+            "details": {
+                "family": self.family,
+                "objective": self.objective,
+                "jobs": self.jobs,
+                "promoted": False,
+                "reason": reason,
+                "incumbent": self.serving.label(self.family),
+                "chosen": self.runner_up.label(self.family),
+                "incumbent_score": None,
+                "chosen_score": None,
+                "config": asdict(self.runner_up),
+                "runner_up": asdict(self.serving),
+                "runner_up_label": self.serving.label(self.family),
+                "runner_up_score": None,
+                "seen_until": seen_until,
+                "live_since": seen_until,
+                "live": back.record(),
+            },
+        }
+
+
+def last_submit(log: Path) -> float:
+    """The newest submission of the SWF log (its seconds) among its finished jobs: how far a decision made now saw."""
+    return max((j.submit for j in read_swf(log).jobs if j.run != UNKNOWN), default=0.0)
+
+
+def jobs_after(log: Path, since: float, nodes: Literal["pooled", "packed"] = "pooled") -> Workload:
+    """The SWF log's jobs submitted after ``since`` (its seconds), every job before them the history: what came after
+    a decision that had seen the log up to ``since``."""
+    return swf.replay(log, after=since, nodes=nodes)
+
+
+def live_score(workload: Workload, family: Family, serving: Serving, objective: str = "avebsld") -> LiveScore:
+    """``serving``'s configuration and its runner-up replayed on ``workload`` (:func:`jobs_after` the instant it began
+    to serve), with the service's answers when either plans with them."""
+    if serving.runner_up is None or serving.since is None:
+        raise ValueError("the serving decision recorded no runner-up or instant to score it live against")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if not workload.jobs:
+        raise ValueError("no jobs after the decision to score it on")
+    pair = (serving.config, serving.runner_up)
+    answers = service_answers(workload) if any(c.source == "service" for c in pair) else None
+    ours, theirs = (OBJECTIVES[objective](replay_config(workload, family, c, answers).metrics) for c in pair)
+    return LiveScore(family, objective, *pair, serving.since, len(workload.jobs), ours, theirs)
 
 
 def choose(

@@ -83,6 +83,9 @@ SERVERS = {
     "tests/serving/test_observations.py::service": "the API under uvicorn on each store backend",
     "tests/serving/test_slurm.py::slurm_api": "the API under uvicorn",
     "tests/serving/test_slurm.py::memory_api": "the API under uvicorn",
+    "tests/serving/test_slurm.py::planned_api": "the API under uvicorn",
+    "tests/serving/test_planning.py::planning_api": "the API under uvicorn",
+    "tests/serving/test_slurm.py::test_time_min_never_or_always_whatever_the_planning": "the API under uvicorn, twice",
     "tests/serving/test_slurm_classes.py::class_home": "the API under uvicorn",
     # tests ("<file>" for all its tests, "<file>::<test>" for one) that start a server in their own body
     "tests/serving/test_scheduler_routes_backfill.py": "the API with its scheduler under uvicorn",

@@ -292,6 +292,23 @@ class MeasurementStore:
             stmt = stmt.where(columns.platform == platform)
         if target is not None:
             stmt = stmt.where(columns.target == target)
+        return self._decision_rows(stmt)
+
+    def newest_decisions(self, platforms: Iterable[str], algorithm: str | None = None) -> list[dict[str, Any]]:
+        """The newest decision of each (algorithm, platform) among ``platforms`` (of ``algorithm`` alone when given),
+        newest first, read as :meth:`decisions` reads them. One query on the table's (algorithm, platform, id) index:
+        cheap enough for a route that asks every few seconds (the planning decision production follows)."""
+        columns = model_decisions.c
+        newest = select(func.max(columns.id)).where(columns.platform.in_(list(platforms)))
+        if algorithm is not None:
+            newest = newest.where(columns.algorithm == algorithm)
+        newest = newest.group_by(columns.algorithm, columns.platform)
+        stmt = select(*(type_coerce(c, NullType()).label(c.name) for c in columns)).where(columns.id.in_(newest))
+        return self._decision_rows(stmt.order_by(columns.id.desc()))
+
+    def _decision_rows(self, stmt: Select[Any]) -> list[dict[str, Any]]:
+        """The ``model_decisions`` rows ``stmt`` selects, each read column by column (:func:`_read_back`)."""
+        columns = model_decisions.c
         dialect = self.engine.dialect
         readers = {c.name: c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns}
         with self.engine.connect() as conn:

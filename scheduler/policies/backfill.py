@@ -13,11 +13,15 @@ raised (``correction``) before the next plan. Jobs are never killed early: the p
   the earliest time it fits around the running jobs and the reservations before it; those due now start.
   The plan is rebuilt at every pass (compression on early ends), so a later arrival never delays an
   earlier job's reservation. Its reservations are the predicted start times the API serves.
+
+``planned=true`` asks the embedded scheduler to take the order and the correction from the newest planning decision
+of the policy's family (``predictor plan choose``; :meth:`SchedulerService`, :mod:`scheduler.planning`), the spec's own
+options serving until there is one; elsewhere (the simulator) the spec's options plan.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from scheduler import orders as o
 from scheduler.nodes import Allocation, Needs, Room
@@ -29,14 +33,24 @@ from scheduler.run_times import QuantileOracle
 from scheduler.state import INF, Job, Machine
 
 
-class _Backfilling(Policy):
+class Backfilling(Policy):
     """What both backfillers share: the queue, the machines and the running jobs' planned ends."""
 
     replans_every_end = True  # the event loop replans at every end rather than start the plan's next jobs itself
     places_nodes = True  # it gives each start its nodes on a machine of nodes (scheduler/nodes.py)
     plans_memory = True  # placement and reservations count each node's free memory
+    family: ClassVar[Literal["easy", "conservative"]]  # whose planning decisions it follows when ``planned``
 
-    def __init__(self, correction: Correction = "tsafrir") -> None:
+    def __init__(self, correction: Correction = "tsafrir", planned: bool = False) -> None:
+        if correction not in CORRECTIONS:
+            raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
+        self.correction = self.given_correction = correction
+        self.planned = planned
+
+    def follow(self, order: str | None = None, correction: Correction | None = None) -> None:
+        """Plan from now on with a planning decision's ``correction`` (and, for EASY, backfill ``order``); None: the
+        spec's own."""
+        correction = correction or self.given_correction
         if correction not in CORRECTIONS:
             raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
         self.correction = correction
@@ -74,11 +88,29 @@ class _Backfilling(Policy):
 BACKFILL_ORDERS: tuple[str, ...] = ("fcfs", "sjbf", "saf")  # arrival, shortest planning time, smallest area first
 
 
-class EASY(_Backfilling):
+class EASY(Backfilling):
     """One reservation, for the first job that cannot start; backfill the rest around it (see the module docstring)."""
 
-    def __init__(self, order: Literal["fcfs", "sjbf", "saf"] = "fcfs", correction: Correction = "tsafrir") -> None:
-        super().__init__(correction)
+    family = "easy"
+
+    def __init__(
+        self,
+        order: Literal["fcfs", "sjbf", "saf"] = "fcfs",
+        correction: Correction = "tsafrir",
+        planned: bool = False,
+    ) -> None:
+        super().__init__(correction, planned)
+        self._order(order)
+        self.given_order = order
+
+    def follow(self, order: str | None = None, correction: Correction | None = None) -> None:
+        order = order or self.given_order
+        if order not in BACKFILL_ORDERS:  # checked before anything changes
+            raise ValueError(f"order must be one of {', '.join(BACKFILL_ORDERS)}, got {order!r}")
+        super().follow(order, correction)
+        self._order(order)
+
+    def _order(self, order: str) -> None:
         if order not in BACKFILL_ORDERS:
             raise ValueError(f"order must be one of {', '.join(BACKFILL_ORDERS)}, got {order!r}")
         self.order = order
@@ -139,11 +171,13 @@ class EASY(_Backfilling):
         return out
 
 
-class Conservative(_Backfilling):
+class Conservative(Backfilling):
     """A reservation for every queued job, in arrival order; those due now start (see the module docstring)."""
 
-    def __init__(self, correction: Correction = "tsafrir") -> None:
-        super().__init__(correction)
+    family = "conservative"
+
+    def __init__(self, correction: Correction = "tsafrir", planned: bool = False) -> None:
+        super().__init__(correction, planned)
         self.name = "conservative"
 
     def schedule(self, ctx: Context) -> list[Order]:

@@ -1,4 +1,5 @@
-"""Slurm's settings, read from ``PREDICTOR_SLURM_*``: the site's rule file and the cluster's name in run ids.
+"""Slurm's settings, read from ``PREDICTOR_SLURM_*``: the site's rule file, the cluster's name in run ids, and when the
+plugin sets ``time_min``.
 
 Read by the processes that meet Slurm's jobs: ``predictor serve`` (the plugin's routes), ``predictor slurm ...`` and
 ``predictor ingest`` of a Slurm log.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -25,6 +27,11 @@ class SlurmSettings(BaseSettings):
     )
     cluster: str = Field(
         default="slurm", min_length=1, max_length=40, description="The Slurm cluster's name in the run ids of its jobs."
+    )
+    time_min: Literal["planned", "always", "never"] = Field(
+        default="planned",
+        description="When the plugin's route sets time_min from the served limit: planned (only while the newest "
+        "planning decision of this cluster, `predictor plan choose`, plans with the service), always, or never.",
     )
     plugin_token: SecretStr | None = Field(
         default=None,

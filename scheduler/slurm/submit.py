@@ -6,7 +6,9 @@ Slurm's backfill may lower a job's time limit to its ``time_min`` to start it ea
 rarely, not the point estimate, which about half of the runs outlive; an estimate without a limit sets none. Slurm
 counts limits in whole minutes: ``time_min`` is rounded up to a minute and set only when below the job's time limit
 (the user's limit when given, else the partition's default): an estimate whose limit is not below it gives Slurm
-nothing to gain, and Slurm refuses a ``time_min`` over it. The user's limit is
+nothing to gain, and Slurm refuses a ``time_min`` over it. Whether to set one at all is the site's (``plan_time_min``:
+the route follows the site's planning decision, :mod:`scheduler.planning`); the advice says why it is set or not
+(``time_min_reason``). The user's limit is
 never changed; a job without one gets the served ``limit`` only where the site asks for it (``raise_missing_limit``).
 Without an estimate (no model yet) nothing is set but the tag, so that the job's run is still learned from when it
 ends. Memory likewise: a job that asked for none (no ``--mem``, ``--mem-per-cpu`` or ``--mem-per-gpu``) gets the
@@ -37,6 +39,7 @@ class SubmitAdvice:
     estimate: str | None  # the estimate as a Slurm walltime, for the log and the user
     limit: str | None
     memory: str | None = None
+    time_min_reason: str = ""  # why time_min is set, or why not
 
 
 def minutes(seconds: float) -> int:
@@ -54,22 +57,30 @@ def advise(
     raise_missing_limit: bool = False,
     memory_given: bool = False,
     raise_missing_memory: bool = False,
+    plan_time_min: bool = True,
 ) -> SubmitAdvice:
     """The plugin's changes for a job estimated at ``estimate`` (None, or without seconds: the tag alone); limits in
-    minutes, None: unset. ``memory_given``: the user asked for memory."""
+    minutes, None: unset. ``memory_given``: the user asked for memory; ``plan_time_min`` false: no ``time_min``."""
     memory = None
     if estimate is not None and estimate.memory_limit is not None and raise_missing_memory and not memory_given:
         memory = slurm_memory(estimate.memory_limit)
     if estimate is None or estimate.seconds is None:
         words = {"algorithm": mapping.algorithm, "platform": mapping.platform, **mapping.params}
-        return SubmitAdvice(None, None, tagged_comment(facts.comment, words), None, None, memory)
+        return SubmitAdvice(None, None, tagged_comment(facts.comment, words), None, None, memory, "no estimate")
     new_limit = None
     if time_limit is None and raise_missing_limit and estimate.limit is not None:
         new_limit = minutes(estimate.limit)
     cap = time_limit or new_limit or default_time
     time_min = None if estimate.limit is None else minutes(estimate.limit)
-    if time_min is not None and cap is not None and time_min >= cap:
+    if not plan_time_min:
+        time_min, why = None, "not asked for"
+    elif time_min is None:
+        why = "no limit served"
+    elif cap is not None and time_min >= cap:
         time_min = None  # a limit not below what the job may run already: a time_min would change nothing, or kill
+        why = "the served limit is not below the job's limit"
+    else:
+        why = "the served limit" + (", below the job's limit" if cap is not None else "")
     tag = {
         "algorithm": mapping.algorithm,
         "platform": mapping.platform,
@@ -87,6 +98,7 @@ def advise(
         slurm_walltime(estimate.seconds),
         optional_walltime(estimate.limit),
         memory,
+        why,
     )
 
 

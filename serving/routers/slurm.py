@@ -9,6 +9,12 @@ the plugin's Lua reads without a JSON library: every text field in and out is on
 (no control characters but tab), so no value can add a line of its own. The route needs no token, so whatever a
 job sends is bounded and refused with a 422 saying why, never a 500 and its traceback in the log.
 
+``time_min`` follows ``PREDICTOR_SLURM_TIME_MIN``: ``planned`` (the default) sets it only while the newest planning
+decision of the cluster (``predictor plan choose`` on its accounting, :mod:`scheduler.planning`, read at most every few
+seconds) plans with the service; before any decision, and while the site's rule wins (EASY++'s last two runs, or the
+requests), none is set and Slurm plans with the user's limit, as it would without the service. The JSON answer says
+why (``time_min_reason``).
+
 Only the plugin is answered from a user's history: a caller that does not send the plugin's token
 (``PREDICTOR_SLURM_PLUGIN_TOKEN``, in the ``X-Predictor-Plugin-Token`` header) gets 204 for every job a job class would
 estimate, whoever its user, so the open route does not tell who has history and who has none (a catalog program's
@@ -128,6 +134,7 @@ def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOu
         state.metrics.count_estimates([estimated])
     if features is not None and (estimated is None or estimated.seconds is None):
         return None  # a job class without a model yet: nothing to set (its run is learned from all the same)
+    planned, why = _time_min_rule(state)
     advice: SubmitAdvice = advise(
         facts,
         mapping,
@@ -137,13 +144,21 @@ def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOu
         raise_missing_limit=job.raise_missing_limit,
         memory_given=job.memory_given,
         raise_missing_memory=job.raise_missing_memory,
+        plan_time_min=planned,
     )
+    if not planned and advice.estimate is not None:
+        reason = why
+    elif advice.time_min is None:
+        reason = advice.time_min_reason
+    else:
+        reason = f"{advice.time_min_reason}; {why}"
     served = estimated is not None and estimated.seconds is not None
     try:  # the tagged comment is checked to be one bounded line like the job's own
         return SlurmAdviceOut(
             algorithm=mapping.algorithm,
             platform=mapping.platform,
             time_min=advice.time_min,
+            time_min_reason=reason,
             time_limit=advice.time_limit,
             comment=advice.comment,
             estimate=advice.estimate,
@@ -157,6 +172,24 @@ def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOu
         )
     except ValidationError as exc:
         raise HTTPException(422, _problems(exc)) from None
+
+
+def _time_min_rule(state: ServiceState) -> tuple[bool, str]:
+    """Whether the site lets the route set ``time_min`` now (``PREDICTOR_SLURM_TIME_MIN``, and for ``planned`` the
+    cluster's newest planning decision), and why."""
+    setting = state.slurm.time_min
+    if setting != "planned":
+        return setting == "always", f"PREDICTOR_SLURM_TIME_MIN is {setting}"
+    decision = state.slurm_planning.current()
+    if decision is None:
+        return False, (
+            f"no planning decision for cluster {state.slurm.cluster} yet: Slurm plans with the user's limit, the "
+            "site's own rule"
+        )
+    whose = f"planning decision {decision.id} ({decision.family}: {decision.config.label(decision.family)})"
+    if decision.config.source == "service":
+        return True, f"{whose} plans with the service"
+    return False, f"{whose} keeps the site's rule: Slurm plans with the user's limit"
 
 
 def _users(job: SlurmJobIn) -> list[str]:

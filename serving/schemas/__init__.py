@@ -1,2 +1,2 @@
-"""The API's payloads, one module per resource (predict, observations, models, catalog, health, scheduler, slurm),
-on the bounded values of :mod:`serving.schemas.common`; pydantic here, the domain's typed records inside."""
+"""The API's payloads, one module per resource (predict, observations, models, planning, catalog, health, scheduler,
+slurm), on the bounded values of :mod:`serving.schemas.common`; pydantic here, the domain's typed records inside."""

@@ -69,7 +69,15 @@ class SlurmAdviceOut(BaseModel):
 
     algorithm: str
     platform: str
-    time_min: int | None = Field(description="Null when there is no estimate (no model yet): only the tag is written.")
+    time_min: int | None = Field(
+        description="The served limit in minutes, rounded up; null without an estimate (no model yet: only the tag is "
+        "written), without a limit below the job's, or where the site's planning does not ask for it."
+    )
+    time_min_reason: str = Field(
+        default="",
+        description="Why time_min is set or not: the served limit against the job's limit, and PREDICTOR_SLURM_TIME_MIN "
+        "(planned: the cluster's newest planning decision, `predictor plan choose`).",
+    )
     time_limit: int | None
     comment: Line
     estimate: str | None = Field(description="The estimate as a Slurm walltime, rounded up.")

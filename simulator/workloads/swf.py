@@ -142,10 +142,13 @@ def replay(
     speedup: float = 1.0,
     nodes: Literal["pooled", "packed"] = "pooled",
     memory: MemorySource = "none",
+    after: float | None = None,
 ) -> Workload:
     """The log at ``path`` after its first ``train_fraction`` and before its last ``1 - stop_fraction`` (at most ``limit``
     jobs), on the cluster of ``machines``: ``train_fraction=0.15, stop_fraction=0.3`` replays the jobs of the log's
-    past that a choice made at its 30 % mark may look at.
+    past that a choice made at its 30 % mark may look at. ``after`` (the log's own seconds) replaces
+    ``train_fraction``: the jobs submitted after that instant, every one before it the history (what came after a
+    decision made then).
 
     ``speedup`` divides the gaps between arrivals (the usual load scaling of trace replays); ``nodes`` says whether
     a cluster is one pool of CPUs or its nodes, ``memory`` whether and how memory counts (see the module docstring).
@@ -165,6 +168,8 @@ def replay(
     if not 0 <= train_fraction < stop_fraction <= 1:
         raise ValueError(f"need 0 <= train_fraction < stop_fraction <= 1, got {train_fraction} and {stop_fraction}")
     split, stop = int(len(jobs) * train_fraction), int(len(jobs) * stop_fraction)
+    if after is not None:
+        split = sum(j.submit <= after for j in jobs)
     name = path.stem
     history: list[Measurement] = []
     specs: list[JobSpec] = []

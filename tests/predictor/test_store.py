@@ -342,3 +342,35 @@ def test_decisions_are_listed_newest_first(store: MeasurementStore) -> None:
     rows = store.decisions("mafft")
     assert [r["decision"] for r in rows] == ["kept", "promoted"] and rows[0]["details"] == {"rae": 1.0}
     assert store.decisions(platform="gpu") == []
+
+
+def test_the_newest_decision_of_each_pair_among_platforms(store: MeasurementStore) -> None:
+    """Issue 39: what production reads of the planning decisions (one row per site and family, the newest)."""
+    for n, (site, platform) in enumerate(
+        [("a", "planning:easy"), ("a", "planning:easy"), ("b", "planning:easy"), ("a", "planning:edf"), ("a", "cpu1")]
+    ):
+        store.add_decision(
+            {
+                "decided_at": T0 + timedelta(minutes=n),
+                "algorithm": site,
+                "platform": platform,
+                "decision": "kept",
+                "trigger": "manual",
+                "challenger": "",
+                "incumbent": None,
+                "version": None,
+                "serving_version": None,
+                "n_rows": n,
+                "reason": "test",
+                "details": {"n": n},
+            }
+        )
+    families = ["planning:easy", "planning:conservative", "planning:edf"]
+    rows = store.newest_decisions(families)
+    assert [(r["algorithm"], r["platform"], r["n_rows"]) for r in rows] == [
+        ("a", "planning:edf", 3),
+        ("b", "planning:easy", 2),
+        ("a", "planning:easy", 1),
+    ]
+    assert [r["n_rows"] for r in store.newest_decisions(["planning:easy"], algorithm="a")] == [1]
+    assert store.newest_decisions(["planning:conservative"]) == [] and store.newest_decisions([]) == []

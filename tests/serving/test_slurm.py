@@ -16,22 +16,29 @@ import httpx
 import pytest
 
 from predictor.memsize import MIB, slurm_memory
+from predictor.store import MeasurementStore
+from scheduler.planning import PlanningConfig
 from scheduler.slurm.plugin import render_plugin
 from scheduler.slurm.settings import SlurmSettings
 from serving.app import create_app
 from serving.telemetry import LOGGER_NAME
-from tests.livesrv import Silent, serve_app
+from tests.livesrv import Silent, eventually, serve_app
+from tests.planning import record_planning
 from tests.required import required
 from tests.serving.conftest import Home, train_home, train_memory
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
 
+RULES = 'partitions: {debug: cpu1}\nrules:\n  - name: "align-*"\n    algorithm: mafft\n'
+
 
 @pytest.fixture(scope="module")
 def slurm_api(trained: Home, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The trained API with a rule file: partition debug runs on cpu1, jobs named align-* are mafft."""
+    """The trained API with a rule file: partition debug runs on cpu1, jobs named align-* are mafft; time_min set
+    whenever the served limit is below the job's (these tests are about its mechanics, not the site's planning)."""
     rules = tmp_path_factory.mktemp("rules") / "rules.yaml"
-    rules.write_text('partitions: {debug: cpu1}\nrules:\n  - name: "align-*"\n    algorithm: mafft\n')
-    with serve_app(create_app(trained.settings, api=trained.api, slurm=SlurmSettings(rules=rules))) as url:
+    rules.write_text(RULES)
+    slurm = SlurmSettings(rules=rules, time_min="always")
+    with serve_app(create_app(trained.settings, api=trained.api, slurm=slurm)) as url:
         yield url
 
 
@@ -119,10 +126,8 @@ def test_sbatch_goes_through_the_plugin_to_the_api(
     assert plugin.show(untouched)["TimeMin"] == "N/A" and plugin.show(untouched)["Comment"] == ""
     plugin.set_plugin(render_plugin(slurm_api, 1.0, raise_missing_limit=True))
     raised = plugin.submit("--hold", str(script))
-    limit = plugin.show(raised)["TimeLimit"]
-    assert (
-        limit != "00:05:00" and limit >= plugin.show(raised)["TimeMin"]
-    )  # the served limit, not the partition's default
+    # the served limit, not the partition's default; no time_min at that same value (it would change nothing)
+    assert plugin.show(raised)["TimeLimit"] != "00:05:00" and plugin.show(raised)["TimeMin"] == "N/A"
     plugin.run("scancel", tagged, untouched, raised)
 
 
@@ -314,7 +319,9 @@ def test_the_plugin_leaves_a_job_whose_comment_would_inject_fields_unchanged(
     job, log = _run_plugin(slurm_api, tmp_path, INJECTED, script)
     assert job == ["nil", "4294967294", INJECTED.replace("\n", "\\n")] and "the API answered 422" in log
     tagged, _ = _run_plugin(slurm_api, tmp_path, "mine", script)
-    assert tagged[0] != "nil" and tagged[2].startswith("mine predictor: algorithm=mafft platform=cpu1 estimate=")
+    # the served limit given to the job without one (and no time_min at that same value), the tag written
+    assert tagged[:2] != ["nil", "4294967294"] and tagged[0] == "nil"
+    assert tagged[2].startswith("mine predictor: algorithm=mafft platform=cpu1 estimate=")
 
 
 def test_the_plugin_sets_memory_only_for_a_job_that_asked_for_none(plugin: SlurmCluster, tmp_path: Path) -> None:
@@ -355,7 +362,7 @@ def memory_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     train_memory(home, ["linear"])
     rules = tmp_path_factory.mktemp("memory-rules") / "rules.yaml"
     rules.write_text("partitions: {debug: cpu1}\n")
-    with serve_app(create_app(home.settings, api=home.api, slurm=SlurmSettings(rules=rules))) as url:
+    with serve_app(create_app(home.settings, api=home.api, slurm=SlurmSettings(rules=rules, time_min="always"))) as url:
         yield url, home.inputs
 
 
@@ -385,3 +392,64 @@ def test_with_a_memory_model_sbatch_gets_the_served_memory_limit_unless_the_user
     unset = plugin.submit("--hold", str(script))
     assert plugin.show(unset)["MinMemoryNode"] != answer["memory"] and plugin.show(unset)["TimeMin"] != "N/A"
     plugin.run("scancel", bare, mine, unset)
+
+
+@pytest.fixture(scope="module")
+def planned_api(trained: Home, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, MeasurementStore]]:
+    """The trained API as a site runs it (PREDICTOR_SLURM_TIME_MIN left at planned), cluster ``site``, over a store of
+    its own (the champions come from the registry), and that store to record planning decisions in."""
+    folder = tmp_path_factory.mktemp("planned")
+    (folder / "rules.yaml").write_text(RULES)
+    settings = trained.settings.model_copy(update={"store_url": f"sqlite:///{folder / 'store.db'}"})
+    slurm = SlurmSettings(rules=folder / "rules.yaml", cluster="site")
+    assert slurm.time_min == "planned"  # the default
+    with serve_app(create_app(settings, api=trained.api, slurm=slurm)) as url:
+        yield url, MeasurementStore(settings.resolved_store_url)
+
+
+def test_time_min_follows_the_sites_planning_decision(planned_api: tuple[str, MeasurementStore], trained: Home) -> None:
+    """Issue 39: time_min is set only while the cluster's newest planning decision plans with the service; before any,
+    and while the site's rule (EASY++) or another cluster's decision serves, none (do no harm); the answer says why."""
+    url, store = planned_api
+    asked = _job(trained, directives="algorithm=mafft input=f7.fa", time_limit=30)
+
+    def answer() -> dict[str, object]:
+        return httpx.post(f"{url}/v1/slurm/estimate", json=asked).json()
+
+    first = answer()
+    assert first["time_min"] is None and first["seconds"] is not None and first["limit"] is not None
+    assert "no planning decision for cluster site yet" in first["time_min_reason"]
+    text = httpx.post(f"{url}/v1/slurm/estimate", params={"format": "text"}, json=asked).text
+    assert [line.partition("=")[0] for line in text.splitlines()] == ["comment", "estimate"]
+    record_planning(store, "other", "easy", PlanningConfig("service", "point", "doubling", "saf"))  # another cluster's
+    rule = record_planning(store, "site", "easy", PlanningConfig(), promoted=False)  # EASY++ kept
+    assert eventually(lambda: f"planning decision {rule} " in str(answer()["time_min_reason"]), timeout=30)
+    kept = answer()
+    assert kept["time_min"] is None and "keeps the site's rule" in kept["time_min_reason"]
+    service = record_planning(store, "site", "conservative", PlanningConfig("service", "q0.75", "doubling"))
+    assert eventually(lambda: answer()["time_min"] is not None, timeout=30)
+    planned = answer()
+    assert planned["time_min"] == 1  # the served limit (never the q0.75 point the planning decision names)
+    assert planned["time_min_reason"] == (
+        f"the served limit, below the job's limit; planning decision {service} "
+        "(conservative: service, q0.75, doubling) plans with the service"
+    )
+    back = record_planning(store, "site", "easy", PlanningConfig("last-two", "point", "tsafrir", "saf"))
+    assert eventually(lambda: f"planning decision {back} " in str(answer()["time_min_reason"]), timeout=30)
+    assert answer()["time_min"] is None
+
+
+def test_time_min_never_or_always_whatever_the_planning(trained: Home, tmp_path: Path) -> None:
+    """PREDICTOR_SLURM_TIME_MIN=never sets none even while the service plans; always sets one with no decision."""
+    (tmp_path / "rules.yaml").write_text(RULES)
+    settings = trained.settings.model_copy(update={"store_url": f"sqlite:///{tmp_path / 'store.db'}"})
+    store = MeasurementStore(settings.resolved_store_url)
+    store.migrate()
+    record_planning(store, "slurm", "easy", PlanningConfig("service", "point", "doubling", "saf"))
+    asked = _job(trained, directives="algorithm=mafft input=f7.fa", time_limit=30)
+    for setting, expected in (("never", None), ("always", 1)):
+        slurm = SlurmSettings(rules=tmp_path / "rules.yaml", time_min=setting)
+        with serve_app(create_app(settings, api=trained.api, slurm=slurm)) as url:
+            body = httpx.post(f"{url}/v1/slurm/estimate", json=asked).json()
+        assert body["time_min"] == expected, body
+        assert f"PREDICTOR_SLURM_TIME_MIN is {setting}" in body["time_min_reason"]

@@ -98,7 +98,7 @@ def class_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassHome]:
     store.add(_class_runs(60))
     run_training(settings, store, algorithms=[f"{CLUSTER}-debug"], models=["linear_log"])
     store.dispose()
-    slurm = SlurmSettings(rules=root / "rules.yaml", cluster=CLUSTER, plugin_token=TOKEN)
+    slurm = SlurmSettings(rules=root / "rules.yaml", cluster=CLUSTER, plugin_token=TOKEN, time_min="always")
     with serve_app(create_app(settings, api=api_settings(), slurm=slurm)) as url:
         yield ClassHome(settings, slurm, url)
 
@@ -153,9 +153,8 @@ def test_a_job_naming_no_program_is_estimated_by_its_class_from_its_users_histor
     limit = parse_walltime(body["limit"])  # time_min is the served limit: backfill may cut the job's limit down to it
     assert body["seconds"] < limit and body["time_min"] == -(-limit // 60)
     assert body["comment"].startswith(f"predictor: algorithm={CLUSTER}-debug platform=cpu1 estimate=")
-    assert (
-        httpx.post(estimate, headers=PLUGIN, json=_job(time_limit=10)).json()["time_min"] is None
-    )  # never at or above the user's limit (issue 39: none then)
+    capped = httpx.post(estimate, headers=PLUGIN, json=_job(time_limit=10)).json()  # never at or above the user's limit
+    assert capped["time_min"] is None and capped["time_min_reason"] == "the served limit is not below the job's limit"
     assert (
         httpx.post(estimate, headers=PLUGIN, json=_job(user_name="bo", user_id=1001)).status_code == 204
     )  # another user's history is not ana's

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import random
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from scheduler.specs import make_policy
-from simulator.plan_choice import PlanningConfig, candidates, choose, replay_config
+from simulator.plan_choice import (
+    Choice,
+    LiveScore,
+    PlanningConfig,
+    Serving,
+    candidates,
+    choose,
+    jobs_after,
+    last_submit,
+    live_score,
+    replay_config,
+)
 from simulator.scenarios import parse_estimates
 from simulator.simulate import simulate
 from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
@@ -177,6 +189,8 @@ def test_the_site_starts_from_its_own_rule_and_the_service_plans_with_what_produ
     easy = candidates("easy")
     assert site_rule("easy") in easy and {c.source for c in easy} == {"last-two", "requested", "service"}
     assert all(c.number == "point" and c.correction != "quantile" for c in easy if c.source != "service")
+    # the site's rules with two corrections x three orders each, the service with two numbers x three x three
+    assert [len(candidates(f)) for f in ("easy", "conservative", "edf")] == [30, 10, 4]
     window = swf.replay(write_log(tmp_path / "e.swf", seed=5, jobs=120), train_fraction=0.4)
     answers = service_answers(window)
     assert set(answers.answers) == {f"{j.algorithm}|{j.params}" for j in window.jobs} or len(answers.answers) == len(
@@ -194,3 +208,71 @@ def test_the_site_starts_from_its_own_rule_and_the_service_plans_with_what_produ
         PlanningConfig.from_record({"source": "last-two", "number": "q0.75"})  # the site's rules have no quantiles
     with pytest.raises(ValueError, match="not a planning configuration"):
         PlanningConfig.from_record({"loss": "sc15"})  # a decision recorded before the service planned
+
+
+EASY_PLUS_PLUS = PlanningConfig("last-two", "point", "tsafrir", "sjbf")
+REQUESTS = PlanningConfig("requested", "point", "tsafrir", "sjbf")
+
+
+def drifting_log(path: Path, seed: int = 3, jobs: int = 300, cut: float = 0.5) -> tuple[Path, float]:
+    """A busy SWF log on one 8-CPU cluster whose users change at ``cut``: before it each user runs alike and asks at
+    random (1.2x or 100x the run), so the last two runs plan better than the requests; after it each user's runs
+    alternate between 30 s and 50 min and the requests are right (1.2x), so the requests plan better. With the log and
+    the last submission before the cut (what a decision made then had seen)."""
+    rng = random.Random(seed)
+    lines, t, since = ["; UnixStartTime: 1000000000"], 0, 0
+    typical = {user: rng.choice([30, 300, 3000]) for user in range(6)}
+    for i in range(1, jobs + 1):
+        t += int(rng.expovariate(1 / 300))
+        user = rng.randrange(6)
+        if i <= cut * jobs:
+            run = max(1, int(typical[user] * rng.lognormvariate(0, 0.1)))
+            request, since = run * rng.choice([1.2, 100]), t
+        else:
+            run = rng.choice([30, 3000])
+            request = run * 1.2
+        procs = rng.choice([1, 2, 4, 8])
+        lines.append(f"{i} {t} 0 {run} {procs} -1 -1 {procs} {int(request)} -1 1 {user} 1 -1 1 -1 -1 -1")
+    path.write_text("\n".join(lines) + "\n")
+    path.with_name(path.name + ".machines").write_text("0 pool 4 2 1.0 1000\n")
+    return path, float(since)
+
+
+def test_the_live_score_finds_a_choice_the_jobs_after_it_made_lose(tmp_path: Path):
+    """Issue 39: EASY++ planned better than the requests before the decision (it was right to keep it); on the jobs
+    after it the requests plan better by far more than the margin, and the live score says so."""
+    log, since = drifting_log(tmp_path / "site.swf")
+    before = swf.replay(log, train_fraction=0.2, stop_fraction=0.5)
+    ours, theirs = (replay_config(before, "easy", c).metrics.avebsld for c in (EASY_PLUS_PLUS, REQUESTS))
+    assert ours < theirs * 0.9  # the past: EASY++ ahead
+    assert last_submit(log) > since
+    after = jobs_after(log, since)
+    assert len(after.jobs) == 150 and all(j.submit >= 0 for j in after.jobs)
+    assert len(after.history) == 150  # every job before the decision is the history, none after it
+    live = live_score(after, "easy", Serving(EASY_PLUS_PLUS, REQUESTS, since))
+    assert live.jobs == 150 and live.score > 1.1 and live.behind(0.02) and not live.behind(0.5)
+    row = live.reverted_row("site", "test", 0.02, last_submit(log))
+    details = row["details"]
+    assert row["decision"] == "reverted" and "behind by more than 2%" in str(row["reason"])
+    assert details["config"] == asdict(REQUESTS) and details["runner_up"] == asdict(EASY_PLUS_PLUS)
+    assert details["live"]["score"] == pytest.approx(1 / live.score) and details["live_since"] == last_submit(log)
+    assert Serving.from_details(details) == Serving(REQUESTS, EASY_PLUS_PLUS, last_submit(log))
+
+
+def test_a_kept_choice_carries_its_live_window_and_runner_up_a_new_one_starts_its_own():
+    """The live window runs from when a configuration began to serve, against the runner-up of then; a promotion (or
+    a first decision) starts both afresh, with the best other candidate of its own replay."""
+    other = PlanningConfig("service", "point", "doubling", "saf")
+    scores = {EASY_PLUS_PLUS: 1.0, REQUESTS: 1.05, other: 1.2}
+    kept = Choice("easy", "avebsld", EASY_PLUS_PLUS, EASY_PLUS_PLUS, False, "kept", scores, 10, 0.0, {}, EASY_PLUS_PLUS)
+    assert kept.runner_up == REQUESTS
+    fresh = kept.decision_row("site", "t", seen_until=500.0)["details"]
+    assert (fresh["runner_up"], fresh["live_since"], fresh["live"]) == (asdict(REQUESTS), 500.0, None)
+    serving = Serving(EASY_PLUS_PLUS, other, 100.0)
+    live = LiveScore("easy", "avebsld", EASY_PLUS_PLUS, other, 100.0, 120, 9.0, 10.0)
+    carried = kept.decision_row("site", "t", seen_until=900.0, serving=serving, live=live)["details"]
+    assert (carried["runner_up"], carried["live_since"], carried["seen_until"]) == (asdict(other), 100.0, 900.0)
+    assert carried["live"]["score"] == pytest.approx(0.9) and carried["live"]["jobs"] == 120
+    promoted = Choice("easy", "avebsld", EASY_PLUS_PLUS, other, True, "won", scores, 10, 0.0, {}, other)
+    new = promoted.decision_row("site", "t", seen_until=900.0, serving=serving, live=live)["details"]
+    assert (new["runner_up"], new["live_since"], new["live"]) == (asdict(EASY_PLUS_PLUS), 900.0, None)

@@ -64,3 +64,22 @@ def test_a_raised_missing_limit_sets_no_time_min_at_the_same_value() -> None:
         raise_missing_limit=True,
     )
     assert (advice.time_limit, advice.time_min) == (10, None)
+
+
+@pytest.mark.parametrize(
+    ("limit", "planned", "expected", "why"),
+    [
+        (90.0, True, 2, "the served limit, below the job's limit"),
+        (90.0, False, None, "not asked for"),  # the site's planning keeps its own rule: Slurm plans with the request
+        (7200.0, True, None, "the served limit is not below the job's limit"),
+        (None, True, None, "no limit served"),
+    ],
+)
+def test_the_advice_says_why_time_min_is_set_or_not(
+    limit: float | None, planned: bool, expected: int | None, why: str
+) -> None:
+    """Issue 39: whether time_min is set is also the site's (its planning decision); the advice says why either way."""
+    estimate = Estimate(platform="cpu1", seconds=30.0, limit=limit)
+    advice = advise(JobFacts(), MAPPING, estimate, time_limit=30, plan_time_min=planned)
+    assert (advice.time_min, advice.time_min_reason) == (expected, why)
+    assert advice.comment.startswith("predictor: algorithm=mafft")  # the tag is written whatever the planning
