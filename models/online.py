@@ -111,20 +111,20 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
         return self._seconds(self._design(X) @ self.coef_)
 
-    def predict_then_learn(self, X: np.ndarray, y: np.ndarray, learn: np.ndarray | None = None) -> np.ndarray:
-        """Seconds for each row, in order, each answered before it is learned (the rows ``learn`` marks; all by default):
-        what the member serves when every run teaches it as it ends. O(features) per row."""
+    def design(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows as :meth:`answer_row` and :meth:`learn_row` take them (validated once): their design rows and job
+        weights, so a caller that interleaves answers and learning pays the checks once."""
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan")
-        y = np.asarray(y, dtype=float)
-        mask = np.ones(len(y), dtype=bool) if learn is None else np.asarray(learn, dtype=bool)
-        Z, weights = self._design(X), self._job_weights(X)
-        answers = np.empty(len(y))
-        for i, (z, seconds, taught, w) in enumerate(zip(Z, y.tolist(), mask.tolist(), weights.tolist(), strict=True)):
-            answers[i] = self._second(float(z @ self.coef_))
-            if taught:
-                self._step(z, seconds, w)
-        return answers
+        return self._design(X), self._job_weights(X)
+
+    def answer_row(self, z: np.ndarray) -> float:
+        """Seconds for one design row of :meth:`design`."""
+        return self._second(float(z @ self.coef_))
+
+    def learn_row(self, z: np.ndarray, seconds: float, weight: float) -> None:
+        """Learn one run of a design row of :meth:`design` (with its job weight) that took ``seconds``."""
+        self._step(z, seconds, weight)
 
     def begin(self, n_features: int) -> AsymmetricOnlineRegressor:
         """Start afresh, having learned nothing, for rows of ``n_features`` (an online source with no history yet)."""

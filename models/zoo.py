@@ -10,7 +10,7 @@ Members that learn from censored runs (a lower bound on their time) are register
 training calls their ``fit(X, y, censored=mask)``; every other member is fitted on the finished runs only.
 Members whose answer is read off a time (a requested or past run time) are registered ``targets=("time",)``:
 they estimate run times, not peak memory. Members that learn one run at a time after their fit are registered
-``online=True``: they offer ``predict_then_learn`` (each row answered, then learned). The simple rules a site already
+``online=True``: they offer ``design``, ``answer_row`` and ``learn_row``, to answer and learn runs one at a time. The simple rules a site already
 has (the measured median, the user's request, the user's last two runs) are registered ``rule=True``: the champion
 guard lets a learned member serve only where it beats the best of them.
 """
@@ -55,7 +55,7 @@ class Needs:
     whether it learns from censored runs, whether it learns online, and whether it is a site's simple rule.
 
     ``censored``: its ``fit(X, y, censored=mask)`` takes them as lower bounds; other members get the finished runs only.
-    ``online``: it has ``predict_then_learn(X, y, learn=mask)``. ``rule``: no learning beyond a statistic or a column.
+    ``online``: it has ``design(X)``, ``answer_row(z)`` and ``learn_row(z, seconds, weight)``. ``rule``: no learning beyond a statistic or a column.
     """
 
     features: frozenset[str] = frozenset()
@@ -83,7 +83,7 @@ def register(
 
     ``censored=True`` declares that its ``fit`` takes a ``censored`` mask and learns from those rows as lower bounds;
     ``targets`` the targets (of :data:`TARGETS`) whose values its answer can be; ``online=True`` that it learns
-    run by run (``predict_then_learn``); ``rule=True`` that it is one of a site's simple rules.
+    run by run (``design``, ``answer_row``, ``learn_row``); ``rule=True`` that it is one of a site's simple rules.
     """
 
     def add(factory: Callable[..., RegressorMixin]) -> Callable[..., RegressorMixin]:
@@ -104,7 +104,8 @@ def learns_from_censored(name: str) -> bool:
 
 
 def learns_online(name: str) -> bool:
-    """Whether member ``name`` was registered to learn run by run after its fit (it has ``predict_then_learn``)."""
+    """Whether member ``name`` was registered to learn run by run after its fit (``design``, ``answer_row``,
+    ``learn_row``)."""
     return NEEDS.get(name, Needs()).online
 
 

@@ -75,6 +75,7 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
         self.served: dict[str, dict[str, Estimate]] = {}
         self.served_by: dict[str, dict[str, ServedModel | None]] = {}  # the model behind each first answer
         self.ladders: dict[tuple[str, str], tuple[float, ...]] = {}  # quantiles() of jobs that outlived their estimate
+        self.instant = workload.clock()
         self.loop.record(workload.history)
 
     @property
@@ -183,6 +184,8 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
             features=dict(job.features or {}),
             wall_seconds=max(wall, 0.0),
             source=Source.PRODUCTION,
+            recorded_at=self.instant(run.start + max(wall, 0.0)),
+            context={"wait_seconds": max(run.start - job.submit, 0.0)},
         )
         estimate = self.served.get(job_key(job.algorithm, job.params), {}).get(machine.platform)
         served = (

@@ -142,6 +142,7 @@ def service_answers(workload: Workload, settings: WorkerSettings | None = None) 
     )
     answers: dict[str, dict[str, Estimate]] = {}
     quantiles: dict[str, dict[str, dict[float, float]]] = {}
+    instant = workload.clock()
     for _, submitted, i in events:
         spec = workload.jobs[i]
         key = job_key(spec.algorithm, spec.params)
@@ -156,6 +157,7 @@ def service_answers(workload: Workload, settings: WorkerSettings | None = None) 
             continue
         platform, wall = next(iter(spec.true_times.items()))
         run_id = f"log-{spec.id}"
+        end = workload.ended.get(spec.id, spec.submit + wall)
         measurement = Measurement(
             run_id=run_id,
             algorithm=spec.algorithm,
@@ -164,6 +166,8 @@ def service_answers(workload: Workload, settings: WorkerSettings | None = None) 
             wall_seconds=wall,
             exit_status=1 if spec.fails else 0,
             source=Source.PRODUCTION,
+            recorded_at=instant(end),
+            context={"wait_seconds": max(end - wall - spec.submit, 0.0)},
         )
         served = answers.get(key, {}).get(platform)
         record = ServedEstimate.of(run_id, spec.algorithm, served, origin="scheduler") if served is not None else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from predictor.domain import Measurement
@@ -134,6 +135,13 @@ class Workload:
         None  # Santos-Neto et al. 2004: sites, their data servers and the home link (capability "sites", simulator/grid.py)
     )
     ended: dict[str, float] = field(default_factory=dict)  # job id -> when it ended at the site, where a log says
+    origin: datetime | None = None  # the instant of simulated time 0 (a log's), where known
+
+    def clock(self) -> Callable[[float], datetime]:
+        """The instant of a simulated time: after ``origin``, else after the history's last recorded run (a replayed
+        service's runs come after what it learned from)."""
+        origin = self.origin or max((m.recorded_at for m in self.history), default=datetime(1970, 1, 1, tzinfo=UTC))
+        return lambda seconds: origin + timedelta(seconds=seconds)
 
 
 @dataclass(frozen=True)

@@ -106,45 +106,47 @@ def in_time_order(training_set: TrainingSet, rows: np.ndarray) -> np.ndarray:
 
 
 def fit_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, fold: int, *, seed: int = 0) -> FoldFit:
-    """Fit ``model_name`` on the rows fold ``fold`` trains on and predict all of its scored rows (censored ones too).
-
-    An online member (:func:`~models.zoo.learns_online`) goes on learning through the scored rows, in time order, each
-    predicted before it is learned, as it would serve them; the others answer them all from the one fit.
-    """
+    """Fit ``model_name`` on the rows fold ``fold`` trains on and predict all of its scored rows (censored ones too)."""
     ts = training_set
-    train, test = in_time_order(ts, plan.train_rows(fold)), in_time_order(ts, plan.test_rows(fold))
+    train, test = in_time_order(ts, plan.train_rows(fold)), np.flatnonzero(plan.test_rows(fold))
     X, y = ts.X, ts.y
     started = time.perf_counter()
     model = _fitted(model_name, X.iloc[train], y[train], ts.censored[train], seed=seed)
-    if learns_online(model_name):
-        answers = model.predict_then_learn(X.iloc[test], y[test], learn=~ts.censored[test])
-    else:
-        answers = model.predict(X.iloc[test])
+    answers = model.predict(X.iloc[test])
     seconds = time.perf_counter() - started
-    predictions = np.maximum(np.asarray(answers, dtype="float64"), 0.0)[np.argsort(test)]  # back to row order
     tuned = inner_attribute(model, "best_params_") or {}
+    predictions = np.maximum(np.asarray(answers, dtype="float64"), 0.0)
     return FoldFit(fold, predictions, seconds, tuned, inner_attribute(model, "learning_curve_"))
 
 
 def fit_every_fold(model_name: str, training_set: TrainingSet, plan: FoldPlan, *, seed: int = 0) -> list[FoldFit]:
-    """An online member's fits of every fold of a forward plan, in one pass: fitted on the runs no fold scores, it
-    answers then learns each window in turn, so the model fold ``k`` ends with is the one fold ``k + 1`` would fit (its
-    runs learned one by one in the order they ended). The numbers of :func:`fit_fold`, fold by fold, for the work of one.
+    """An online member's answers to every fold of a forward plan, as it serves them: fitted on the runs that had ended
+    before the first window, it then goes through time, answering each scored run at its submission and learning each
+    run (finished) at its end, one step each. One pass for every fold, and no answer knows a run that ended after its
+    job was submitted.
     """
     if plan.scheme != "forward" or not learns_online(model_name):
         raise ValueError(f"{model_name}: one pass serves only an online member on a forward plan")
     ts = training_set
-    first = in_time_order(ts, ~plan.scored)
+    known = in_time_order(ts, plan.train_rows(0))
     started = time.perf_counter()
-    model = _fitted(model_name, ts.X.iloc[first], ts.y[first], ts.censored[first], seed=seed)
-    fits = []
-    for fold in range(plan.n_folds):
-        test = in_time_order(ts, plan.test_rows(fold))
-        answers = model.predict_then_learn(ts.X.iloc[test], ts.y[test], learn=~ts.censored[test])
-        predictions = np.maximum(np.asarray(answers, dtype="float64"), 0.0)[np.argsort(test)]
-        fits.append(FoldFit(fold, predictions, time.perf_counter() - started))
-        started = time.perf_counter()
-    return fits
+    model = _fitted(model_name, ts.X.iloc[known], ts.y[known], ts.censored[known], seed=seed)
+    Z, weights = model.design(ts.X)
+    later = np.flatnonzero(~plan.train_rows(0) & ts.finished)
+    scored = np.flatnonzero(plan.scored)
+    # at one instant an end comes before a submission: a run that ended then is known to a job submitted then
+    events = sorted([(ts.ended[i], 0, i) for i in later] + [(ts.submitted[i], 1, i) for i in scored])
+    answers = np.empty(len(ts))
+    for _, submission, i in events:
+        if submission:
+            answers[i] = model.answer_row(Z[i])
+        else:
+            model.learn_row(Z[i], float(ts.y[i]), float(weights[i]))
+    seconds = time.perf_counter() - started
+    return [
+        FoldFit(fold, np.maximum(answers[plan.test_rows(fold)], 0.0), seconds / plan.n_folds)
+        for fold in range(plan.n_folds)
+    ]
 
 
 def one_pass(model_name: str, plan: FoldPlan) -> bool:

@@ -41,6 +41,7 @@ RUN_COLUMNS = frozenset(
         "cache_state",
         "source",
         "recorded_at",
+        "submitted_at",
         "params",
         "context",
     }
@@ -72,8 +73,8 @@ class TrainingSet:
 
     ``y`` is wall seconds (``Target.TIME``, the default) or peak resident bytes (``Target.MEMORY``).
     ``censored`` marks the rows whose ``y`` is a lower bound (the run was stopped); all False when none is
-    (the default). ``ended`` is when each run ended (Unix seconds of its ``recorded_at``): what forward validation
-    orders the runs by.
+    (the default). ``ended`` is when each run ended (Unix seconds of its ``recorded_at``), ``submitted`` when its job was
+    submitted (the store's ``submitted_at``): what forward validation cuts time by.
     """
 
     algorithm: str
@@ -85,6 +86,7 @@ class TrainingSet:
     censored: np.ndarray = field(default=None)  # None: no row is censored
     target: Target = Target.TIME
     ended: np.ndarray = field(default=None)  # None: the runs ended in row order
+    submitted: np.ndarray = field(default=None)  # None: each run's job was submitted when it ended
 
     def __post_init__(self) -> None:
         mask = np.zeros(len(self.y), dtype=bool) if self.censored is None else np.asarray(self.censored, dtype=bool)
@@ -97,6 +99,10 @@ class TrainingSet:
         if ended.shape != (len(self.y),) or not np.isfinite(ended).all():
             raise ValueError(f"ended needs one finite time per row ({len(self.y)}), got shape {ended.shape}")
         object.__setattr__(self, "ended", ended)
+        submitted = ended if self.submitted is None else np.asarray(self.submitted, dtype="float64")
+        if submitted.shape != (len(self.y),) or not np.isfinite(submitted).all():
+            raise ValueError(f"submitted needs one finite time per row ({len(self.y)}), got shape {submitted.shape}")
+        object.__setattr__(self, "submitted", np.minimum(submitted, ended))
 
     def __len__(self) -> int:
         return len(self.y)
@@ -173,15 +179,17 @@ def training_set_from_frame(
         run_ids=rows["run_id"].astype(str).tolist(),
         censored=censored,
         target=target,
-        ended=ended_seconds(rows),
+        ended=unix_seconds(rows, "recorded_at"),
+        submitted=unix_seconds(rows, "submitted_at"),
     )
 
 
-def ended_seconds(rows: pd.DataFrame) -> np.ndarray | None:
-    """Unix seconds of each run's ``recorded_at`` (when it ended), or None when the frame has no such column."""
-    if "recorded_at" not in rows:
+def unix_seconds(rows: pd.DataFrame, column: str) -> np.ndarray | None:
+    """Unix seconds of a time column of a store frame (``recorded_at``: when each run ended; ``submitted_at``: when its
+    job was submitted), or None when the frame has no such column."""
+    if column not in rows:
         return None
-    stamps = pd.to_datetime(rows["recorded_at"], utc=True)
+    stamps = pd.to_datetime(rows[column], utc=True)
     return ((stamps - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(seconds=1)).to_numpy(dtype="float64")
 
 

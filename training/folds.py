@@ -1,10 +1,11 @@
 """Fold plans: which runs each fold trains on and which it scores, saved so peer tools can use the very same folds.
 
-Two schemes. *Forward* plans (:meth:`FoldPlan.forward_chain`, what training judges by) order the runs by the time
-they ended, keep a first stretch for training only, and cut the rest into consecutive windows: fold ``k`` trains on
-every run that had ended before window ``k`` began and scores the runs of window ``k``. That is the question
-production asks of a model (how will it do on the jobs that come next?), and no run's features or time can leak
-from after the cut into the fit that scores it. *Shuffled* plans (:meth:`FoldPlan.create`) are the classic k-fold
+Two schemes. *Forward* plans (:meth:`FoldPlan.forward_chain`, what training judges by) cut time into windows by the
+runs' submissions: the runs submitted before the first cut only train, and fold ``k`` scores the runs submitted in
+window ``k`` with a fit on every run that had *ended* by the window's start. That is the question production asks of
+a model (how will it do on the jobs that come next?), asked as production asks it: a job is estimated at its
+submission, from the runs that had ended by then; no run that ended after a scored job was submitted can leak into
+the fit that scores it. *Shuffled* plans (:meth:`FoldPlan.create`) are the classic k-fold
 of Weka's tables: every run is scored once, by a fit on all the others, earlier and later alike; benchmarks keep them
 to compare the two choices.
 """
@@ -25,6 +26,7 @@ MIN_ROWS = 3
 MIN_TRAIN = 2  # runs a forward plan's first fold trains on, at least
 FORWARD_START = 0.5  # share of the runs (the earliest) a forward plan only trains on
 UNSCORED = -1  # the fold id of a run no fold scores (a forward plan's first stretch)
+FORWARD_COLUMNS = ("run_id", "fold", "scheme", "trains_from")
 Scheme = Literal["forward", "shuffled"]
 
 
@@ -32,13 +34,15 @@ Scheme = Literal["forward", "shuffled"]
 class FoldPlan:
     """The fold (0-based) that scores each run, in the training set's row order, and how folds train.
 
-    ``folds`` is :data:`UNSCORED` for runs no fold scores. Fold ``k`` trains on the runs of earlier folds and the
-    unscored ones (``scheme="forward"``) or on every run outside it (``"shuffled"``).
+    ``folds`` is :data:`UNSCORED` for runs no fold scores. A shuffled plan's fold ``k`` trains on every run outside it;
+    a forward plan's on the runs whose ``trains_from`` (the first fold whose window began after the run ended) is at
+    most ``k``.
     """
 
     run_ids: list[str]
     folds: np.ndarray
     scheme: Scheme = "shuffled"
+    trains_from: np.ndarray | None = None
 
     @classmethod
     def create(
@@ -65,33 +69,48 @@ class FoldPlan:
 
     @classmethod
     def forward_chain(
-        cls, run_ids: Sequence[str], ended: Sequence[float], n_folds: int, start: float = FORWARD_START
+        cls,
+        run_ids: Sequence[str],
+        ended: Sequence[float],
+        n_folds: int,
+        start: float = FORWARD_START,
+        submitted: Sequence[float] | None = None,
     ) -> FoldPlan:
-        """Runs in order of ``ended`` (ties in row order); the first ``start`` share (at least :data:`MIN_TRAIN`) only
-        trains; the rest is cut into up to ``n_folds`` consecutive windows of about equal size, scored in turn.
+        """Windows of the runs' ``submitted`` times (their end times when not given): the first ``start`` share of the
+        runs (and enough that :data:`MIN_TRAIN` of them had ended) only train; the rest is cut into up to ``n_folds``
+        consecutive windows of about equal size, each scored by a fit on the runs that had ended by its start.
 
-        Runs that ended at the same instant stay in one window, so no fold trains on a run that ended with or after
-        one it scores; only when every run ended at one instant are ties broken by row order.
+        Runs submitted at the same instant stay in one window; only when every run was submitted at one instant are
+        ties broken by row order (and the runs taken to end in that order).
         """
         n_rows = len(run_ids)
         _check_size(n_rows, n_folds)
-        times = np.asarray(ended, dtype="float64")
-        if times.shape != (n_rows,) or not np.isfinite(times).all():
-            raise ValueError(f"need one finite end time per run, got {times.shape[0]} for {n_rows} runs")
+        ends = np.asarray(ended, dtype="float64")
+        subs = ends if submitted is None else np.minimum(np.asarray(submitted, dtype="float64"), ends)
+        if ends.shape != (n_rows,) or subs.shape != (n_rows,) or not np.isfinite(np.r_[ends, subs]).all():
+            raise ValueError(f"need one finite end (and submission) time per run, for {n_rows} runs")
         if not 0.0 < start < 1.0:
             raise ValueError(f"the trained-only share must lie in (0, 1), got {start}")
-        order = np.lexsort((np.arange(n_rows), times))
-        ordered = times[order]
+        if np.all(subs == subs[0]):  # one instant for every run: row order decides
+            subs = ends = np.arange(n_rows, dtype="float64")
+        order = np.lexsort((np.arange(n_rows), subs))
+        ordered = subs[order]
         first = min(max(MIN_TRAIN, math.ceil(start * n_rows)), n_rows - 1)
+        first = _after_ties(ordered, first)
+        while first < n_rows and (ends <= ordered[first - 1]).sum() < MIN_TRAIN:
+            first = _after_ties(ordered, first + 1)
+        if first >= n_rows:
+            raise ValueError(f"no window: fewer than {MIN_TRAIN} runs had ended before the last ones were submitted")
         k = min(n_folds, n_rows - first)
         cuts = [first + round(i * (n_rows - first) / k) for i in range(k)]
         snapped = sorted({_after_ties(ordered, c) for c in cuts} - {n_rows})
-        if not snapped:  # one instant for every run from the first cut on: row order decides
-            snapped = cuts
         folds = np.full(n_rows, UNSCORED, dtype="int64")
+        starts = []
         for fold, (a, b) in enumerate(zip(snapped, [*snapped[1:], n_rows], strict=True)):
             folds[order[a:b]] = fold
-        return cls(run_ids=[str(r) for r in run_ids], folds=folds, scheme="forward")
+            starts.append(ordered[a - 1])  # the window opens after the last submission before it
+        trains_from = np.searchsorted(np.asarray(starts), ends, side="left")  # the first window starting at or after
+        return cls(run_ids=[str(r) for r in run_ids], folds=folds, scheme="forward", trains_from=trains_from)
 
     @property
     def n_folds(self) -> int:
@@ -104,8 +123,8 @@ class FoldPlan:
 
     def train_rows(self, fold: int) -> np.ndarray:
         """Mask of the rows fold ``fold`` fits on."""
-        if self.scheme == "forward":
-            return self.folds < fold
+        if self.trains_from is not None:
+            return self.trains_from <= fold
         return self.folds != fold
 
     def test_rows(self, fold: int) -> np.ndarray:
@@ -118,18 +137,22 @@ class FoldPlan:
             yield np.flatnonzero(self.train_rows(fold)), np.flatnonzero(self.test_rows(fold))
 
     def save(self, path: str | Path) -> Path:
-        """Write the plan as CSV with columns run_id, fold, scheme."""
+        """Write the plan as CSV with columns run_id, fold, scheme and, for a forward plan, trains_from."""
         path = Path(path)
         table = pd.DataFrame({"run_id": self.run_ids, "fold": self.folds, "scheme": self.scheme})
+        if self.trains_from is not None:
+            table["trains_from"] = self.trains_from
         table.to_csv(path, index=False)
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> FoldPlan:
         """Read a plan written by :meth:`save` (or by a peer tool in the same format; no scheme column: shuffled)."""
-        table = pd.read_csv(path, dtype={"run_id": str, "fold": "int64", "scheme": str})
-        if list(table.columns) not in (["run_id", "fold"], ["run_id", "fold", "scheme"]):
-            raise ValueError(f"{path}: a fold plan has columns run_id, fold[, scheme]; got {', '.join(table.columns)}")
+        table = pd.read_csv(path, dtype={"run_id": str, "fold": "int64", "scheme": str, "trains_from": "int64"})
+        if list(table.columns) not in (["run_id", "fold"], ["run_id", "fold", "scheme"], [*FORWARD_COLUMNS]):
+            raise ValueError(
+                f"{path}: a fold plan has columns run_id, fold[, scheme[, trains_from]]; got {', '.join(table.columns)}"
+            )
         schemes = set(table["scheme"]) if "scheme" in table else {"shuffled"}
         if len(schemes) != 1 or not schemes <= {"forward", "shuffled"}:
             raise ValueError(f"{path}: the scheme is one of forward, shuffled for every row; got {sorted(schemes)}")
@@ -138,7 +161,10 @@ class FoldPlan:
         used = sorted(set(folds.tolist()) - {UNSCORED})
         if not used or used != list(range(len(used))) or (scheme == "shuffled" and UNSCORED in folds):
             raise ValueError(f"{path}: fold ids must be 0..k-1, each used at least once (-1 only in a forward plan)")
-        return cls(run_ids=table["run_id"].tolist(), folds=folds, scheme=scheme)
+        if (scheme == "forward") != ("trains_from" in table):
+            raise ValueError(f"{path}: a forward plan, and only one, says from which fold each run trains")
+        trains_from = table["trains_from"].to_numpy() if "trains_from" in table else None
+        return cls(run_ids=table["run_id"].tolist(), folds=folds, scheme=scheme, trains_from=trains_from)
 
 
 def _check_size(n_rows: int, n_folds: int) -> None:

@@ -473,6 +473,7 @@ def _submitted_at(row: Mapping[str, Any]) -> datetime:
 def _as_utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
+
 def _read_back(row: Mapping[str, Any], readers: dict[str, Callable[[Any], Any] | None]) -> dict[str, Any]:
     """A row read column by column; a value its column's type cannot read is kept raw and named in ``unreadable``."""
     out: dict[str, Any] = {"unreadable": []}

@@ -241,6 +241,7 @@ def replay(
         cluster,
         history=history,
         ended=ended,
+        origin=datetime.fromtimestamp(log.start_time + t0, UTC) if speedup == 1 else None,
         notes=f"{len(specs)} jobs replayed after {split} history jobs, arrivals x{speedup:g}, clusters {nodes}; {skipped} fit no cluster",
     )
 

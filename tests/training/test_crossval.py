@@ -144,25 +144,64 @@ def _history_like(n: int = 400, seed: int = 2) -> TrainingSet:
 
 
 @pytest.mark.parametrize("member", ["online_log", "sc15"])
-def test_an_online_member_fits_every_forward_fold_in_one_pass_with_the_same_numbers(member: str) -> None:
-    from training.crossval import fit_every_fold, fit_fold, one_pass
+def test_an_online_member_answers_each_run_from_the_runs_that_had_ended_at_its_submission(member: str) -> None:
+    """One pass through time: a run's answer never depends on a run that ended after its job was submitted, and does
+    depend on one that ended before."""
+    from training.crossval import fit_every_fold, one_pass
 
     ts = _history_like()
-    if member == "sc15":  # it reads a request and processors
-        ts = TrainingSet(
-            "tool",
-            "cpu",
-            ts.X.set_axis(["request.procs", "request.time", "c"], axis=1),
-            ts.y,
-            ["request.procs", "request.time", "c"],
-            ts.run_ids,
-            ts.censored,
-            ended=ts.ended,
-        )
-    plan = FoldPlan.forward_chain(ts.run_ids, ts.ended, 6)
+    names = ["request.procs", "request.time", "c"] if member == "sc15" else ["a", "b", "c"]
+    rng = np.random.default_rng(9)
+    submitted = np.sort(rng.uniform(0, 1000, len(ts)))
+    ended = submitted + rng.exponential(50, len(ts))  # long runs overlap many later submissions
+    ts = TrainingSet(
+        "tool",
+        "cpu",
+        ts.X.set_axis(names, axis=1),
+        ts.y,
+        names,
+        ts.run_ids,
+        ts.censored,
+        ended=ended,
+        submitted=submitted,
+    )
+    plan = FoldPlan.forward_chain(ts.run_ids, ts.ended, 6, submitted=ts.submitted)
     assert one_pass(member, plan) and not one_pass("lightgbm_log", plan)
     assert not one_pass(member, FoldPlan.create(ts.run_ids, 6, seed=0))
-    together = fit_every_fold(member, ts, plan)
-    for fold, fit in enumerate(together):
-        alone = fit_fold(member, ts, plan, fold)
-        np.testing.assert_allclose(fit.predictions, alone.predictions, rtol=1e-9)
+    answers = np.full(len(ts), np.nan)
+    for fit in fit_every_fold(member, ts, plan):
+        answers[plan.test_rows(fit.fold)] = fit.predictions
+    j = int(np.flatnonzero(plan.scored & (ts.submitted > 700))[0])
+    after = (ts.ended > ts.submitted[j]) & ts.finished & (np.arange(len(ts)) != j)
+    before = np.flatnonzero((ts.ended <= ts.submitted[j]) & ts.finished & ~plan.train_rows(0))
+    assert after.any() and len(before)
+    changed = TrainingSet(
+        "tool",
+        "cpu",
+        ts.X,
+        np.where(after, ts.y * 100, ts.y),
+        names,
+        ts.run_ids,
+        ts.censored,
+        ended=ended,
+        submitted=submitted,
+    )
+    again = np.full(len(ts), np.nan)
+    for fit in fit_every_fold(member, changed, plan):
+        again[plan.test_rows(fit.fold)] = fit.predictions
+    assert again[j] == answers[j]  # what ended later taught it nothing about job j
+    taught = TrainingSet(
+        "tool",
+        "cpu",
+        ts.X,
+        np.where(np.isin(np.arange(len(ts)), before), ts.y * 100, ts.y),
+        names,
+        ts.run_ids,
+        ts.censored,
+        ended=ended,
+        submitted=submitted,
+    )
+    learned = np.full(len(ts), np.nan)
+    for fit in fit_every_fold(member, taught, plan):
+        learned[plan.test_rows(fit.fold)] = fit.predictions
+    assert learned[j] != answers[j]  # what had ended by then did

@@ -112,10 +112,27 @@ def test_a_tiny_forward_plan_still_trains_on_two_runs_and_scores_one() -> None:
     assert list(plan.folds) == [0, -1, -1]
     with pytest.raises(ValueError, match="at least 3 runs"):
         FoldPlan.forward_chain(RUNS[:2], [1.0, 2.0], 10)
-    with pytest.raises(ValueError, match="one finite end time per run"):
+    with pytest.raises(ValueError, match="one finite end"):
         FoldPlan.forward_chain(RUNS[:3], [1.0, float("nan"), 2.0], 10)
 
 
 def test_runs_that_all_ended_at_one_instant_fall_back_to_row_order() -> None:
     plan = FoldPlan.forward_chain(RUNS[:10], [5.0] * 10, 3)
     assert plan.n_folds == 3 and (plan.folds[:5] == -1).all()
+
+
+def test_a_forward_window_trains_only_on_runs_that_ended_before_its_jobs_were_submitted() -> None:
+    """Jobs are estimated at their submission: a long run submitted early but ended inside a window is no training row
+    of that window, and becomes one for the next."""
+    rng = np.random.default_rng(8)
+    submitted = np.sort(rng.uniform(0, 1000, 300))
+    ended = submitted + rng.exponential(80, 300)
+    plan = FoldPlan.forward_chain([f"r{i}" for i in range(300)], ended, 5, submitted=submitted)
+    for fold in range(plan.n_folds):
+        scored, train = plan.test_rows(fold), plan.train_rows(fold)
+        assert ended[train].max() < submitted[scored].min()  # nothing that ended after a scored job was submitted
+        assert not (train & scored).any()
+    late = (plan.trains_from == plan.folds) & plan.scored  # no run trains the window it is scored in
+    assert not late.any()
+    still_running = ~plan.scored & (ended > submitted[plan.test_rows(0)].min())
+    assert still_running.any() and (plan.trains_from[still_running] >= 1).all()  # ran into window 0: trains from 1 on
