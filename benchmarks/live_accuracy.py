@@ -294,7 +294,11 @@ def markdown(result: dict[str, Any]) -> str:
     decisions = result["decisions"]
     lines += [
         "",
-        "Guard decisions: " + ", ".join(f"{k} {v}" for k, v in sorted(decisions["verdicts"].items())) + ". Serving at "
+        "Guard decisions: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(decisions["verdicts"].items()))
+        + " (triggered by "
+        + ", ".join(f"{k} {v}" for k, v in sorted(decisions.get("triggers", {}).items()))
+        + "). Serving at "
         "the end: "
         + ", ".join(f"{pair} {s['member']} (v{s['version']})" for pair, s in sorted(decisions["serving"].items()))
         + f"; live online members: {', '.join(decisions['live_members']) or 'none'}.",
@@ -330,6 +334,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         settings = WorkerSettings(home=Path(work) / "home", seed=args.seed)
         result["settings"] = {
             "job_class_metric": settings.job_class_metric,
+            "drift_min_runs": settings.drift_min_runs,
             "cv_folds": settings.cv_folds,
             "forward_start": settings.forward_start,
             "retrain_min_new_runs": settings.retrain_min_new_runs,
@@ -385,6 +390,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
 def _decisions(loop: ServiceLoop) -> dict[str, Any]:
     """What the guard decided during the replay: counts by verdict, and what served each pair at the end."""
     verdicts = Counter(str(d["decision"]) for d in loop.decisions)
+    triggers = Counter(
+        "drift" if "live " in str(d["trigger"]) else "new runs" if "new runs" in str(d["trigger"]) else "first"
+        for d in loop.decisions
+    )
     serving = {
         f"{a}/{p}": {"member": version.champion.tags.get("model_kind"), "version": version.number}
         for (a, p, _), version in loop.book.alias.items()

@@ -31,10 +31,13 @@ def served_points(raw: np.ndarray, X: np.ndarray, envelope: TrainingEnvelope | N
         return np.maximum(seconds, envelope.floor if envelope is not None else MIN_SECONDS), check
 
 
-def cap_at_request(answers: dict[str, np.ndarray], names: Sequence[str], X: np.ndarray) -> None:
+def cap_at_request(
+    answers: dict[str, np.ndarray], names: Sequence[str], X: np.ndarray, *, limit_at_request: bool = False
+) -> None:
     """Cap every run-time answer at the job's own request (``request.time``, where the rows carry a positive one, as a
     job class's do): the job is killed there, so it cannot run longer, and no limit served for it may ask for more
-    than its user did. Lower ends stay at or below the point."""
+    than its user did. ``limit_at_request``: the limit *is* the request (the champion's own limits were outlived more
+    often on the runs that followed its training). Lower ends stay at or below the point."""
     if REQUEST_TIME not in names:
         return
     request = X[:, list(names).index(REQUEST_TIME)]
@@ -44,5 +47,7 @@ def cap_at_request(answers: dict[str, np.ndarray], names: Sequence[str], X: np.n
     for key in ("seconds", "upper", "limit"):
         if key in answers:
             answers[key] = np.where(known, np.minimum(answers[key], request), answers[key])
+    if limit_at_request and "limit" in answers:
+        answers["limit"] = np.where(known, request, answers["limit"])
     if "lower" in answers:
         answers["lower"] = np.minimum(answers["lower"], answers["seconds"])

@@ -81,7 +81,10 @@ class FoldPlan:
         consecutive windows of about equal size, each scored by a fit on the runs that had ended by its start.
 
         Runs submitted at the same instant stay in one window; only when every run was submitted at one instant are
-        ties broken by row order (and the runs taken to end in that order).
+        ties broken by row order (and the runs taken to end in that order). When the runs overlap so much that no
+        window can open (fewer than :data:`MIN_TRAIN` had ended before the last ones were submitted: runs recorded
+        together, their submissions unknown), each is taken as submitted when it ended; when their end times alone
+        cannot open one either (most ended at one instant), row order serves.
         """
         n_rows = len(run_ids)
         _check_size(n_rows, n_folds)
@@ -100,7 +103,9 @@ class FoldPlan:
         while first < n_rows and (ends <= ordered[first - 1]).sum() < MIN_TRAIN:
             first = _after_ties(ordered, first + 1)
         if first >= n_rows:
-            raise ValueError(f"no window: fewer than {MIN_TRAIN} runs had ended before the last ones were submitted")
+            if submitted is not None:
+                return cls.forward_chain(run_ids, ended, n_folds, start)
+            return cls.forward_chain(run_ids, np.arange(n_rows, dtype="float64"), n_folds, start)
         k = min(n_folds, n_rows - first)
         cuts = [first + round(i * (n_rows - first) / k) for i in range(k)]
         snapped = sorted({_after_ties(ordered, c) for c in cuts} - {n_rows})

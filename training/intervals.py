@@ -43,3 +43,36 @@ def cross_fitted_coverage(
             inside[~finished] = [estimate.share_inside(r, low, high) for r in ratios[held][~finished]]
         covered.append(inside)
     return float(np.concatenate(covered).mean()) if covered else float("nan")
+
+
+def cross_fitted_exceedance(
+    actual: np.ndarray,
+    predicted: np.ndarray,
+    plan: FoldPlan,
+    level: float,
+    censored: np.ndarray,
+    request: np.ndarray,
+) -> tuple[float, float]:
+    """How often the runs a fold scored outlived the limit it would have served, against how often they outlived their
+    own request: (limit exceeded, request exceeded), shares of the scored runs with a request.
+
+    The limit is the prediction scaled by the quantile at ``level`` of the residuals the fold could have known (the
+    earlier windows', as :func:`cross_fitted_coverage` takes them), capped at the request; a run is past a value it
+    ran longer than, or was stopped at (censored) having reached it. NaN without such runs.
+    """
+    bound = np.asarray(censored, dtype=bool)
+    request = np.asarray(request, dtype="float64")
+    limit_past: list[np.ndarray] = []
+    request_past: list[np.ndarray] = []
+    for fold in range(plan.n_folds):
+        held = plan.test_rows(fold) & np.isfinite(request) & (request > 0)
+        known = plan.train_rows(fold) & plan.scored
+        if not known.any() or not held.any():
+            continue
+        quantiles = residual_log_quantiles(actual[known], predicted[known], bound[known])
+        limit = np.minimum(predicted[held] * np.exp(quantile_at(quantiles, level)), request[held])
+        for value, out in ((limit, limit_past), (request[held], request_past)):
+            out.append((actual[held] > value) | (bound[held] & (actual[held] >= value)))
+    if not limit_past:
+        return float("nan"), float("nan")
+    return float(np.concatenate(limit_past).mean()), float(np.concatenate(request_past).mean())

@@ -33,8 +33,9 @@ from training.tracking import Candidate, candidate_numbers
 class MemoryTracker:
     """Keeps candidates' numbers only; sessions and notes are no-ops."""
 
-    def __init__(self, coverage: float) -> None:
+    def __init__(self, coverage: float, limit_quantile: float = 0.95) -> None:
         self.coverage = coverage
+        self.limit_quantile = limit_quantile
         self._ids = itertools.count(1)
 
     @contextmanager
@@ -53,7 +54,7 @@ class MemoryTracker:
         *,
         params: Mapping[str, object] | None = None,
     ) -> Candidate:
-        metrics, quantiles = candidate_numbers(training_set, plan, result, self.coverage)
+        metrics, quantiles = candidate_numbers(training_set, plan, result, self.coverage, self.limit_quantile)
         return Candidate(
             result.model_name, run_id=f"unlogged-{next(self._ids)}", metrics=metrics, residual_quantiles=quantiles
         )

@@ -52,7 +52,7 @@ class ServiceLoop:
         self.targets = tuple(targets)
         self.store = MemoryMeasurements()
         self.book = MemoryChampions()
-        self.tracker = MemoryTracker(settings.interval_coverage)
+        self.tracker = MemoryTracker(settings.interval_coverage, settings.limit_quantile)
         self.costs = LoopCosts()
         self.oracle = RuntimeOracle(
             catalog,

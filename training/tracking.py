@@ -30,6 +30,7 @@ from mlflow.store.entities import PagedList
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 from sklearn.base import RegressorMixin
 
+from features.history import REQUEST_TIME
 from models.zoo import target_transform
 from predictor.addresses import redact_addresses
 from predictor.domain import Target
@@ -41,7 +42,7 @@ from training import plots
 from training.crossval import CVResult, inner_attribute
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
-from training.intervals import cross_fitted_coverage
+from training.intervals import cross_fitted_coverage, cross_fitted_exceedance
 from training.settings import TrainingSettings
 
 # What a served zoo member needs installed; named here so MLflow need not infer it (slow: a subprocess per model).
@@ -133,15 +134,21 @@ def training_sessions(
 
 
 def candidate_numbers(
-    training_set: TrainingSet, plan: FoldPlan, result: CVResult, coverage: float
+    training_set: TrainingSet, plan: FoldPlan, result: CVResult, coverage: float, limit_quantile: float
 ) -> tuple[dict[str, float], dict[float, float]]:
-    """A candidate's metrics (with ``interval_coverage``, cross-fitted) and its residual log-ratio quantiles."""
+    """A candidate's metrics (with ``interval_coverage``, cross-fitted; for a set that carries its users' requests, also
+    ``limit_exceeded`` and ``request_exceeded``, the shares of runs past the limit it would have served at
+    ``limit_quantile`` and past their own request) and its residual log-ratio quantiles."""
     ts, rows = training_set, result.scored
     quantiles = residual_log_quantiles(ts.y[rows], result.predictions[rows], ts.censored[rows])
     metrics = {
         **result.metrics,
         "interval_coverage": cross_fitted_coverage(ts.y, result.predictions, plan, coverage, ts.censored),
     }
+    if ts.carries_requests and ts.target is Target.TIME:
+        request = ts.X[REQUEST_TIME].to_numpy(dtype="float64")
+        exceeded = cross_fitted_exceedance(ts.y, result.predictions, plan, limit_quantile, ts.censored, request)
+        metrics["limit_exceeded"], metrics["request_exceeded"] = exceeded
     return metrics, quantiles
 
 
@@ -154,6 +161,7 @@ def log_candidate(
     model: RegressorMixin,
     *,
     coverage: float,
+    limit_quantile: float,
     params: Mapping[str, object] | None = None,
 ) -> Candidate:
     """Log one model's cross-validation as a child run of ``parent`` through ``client``: ``model``'s settings, extra ``params``, metrics, files.
@@ -165,7 +173,7 @@ def log_candidate(
     curve of a cascade network) is logged per fold; the model itself only if it is served.
     """
     ts = training_set
-    metrics, quantiles = candidate_numbers(ts, plan, result, coverage)
+    metrics, quantiles = candidate_numbers(ts, plan, result, coverage, limit_quantile)
     tags = {
         "algorithm": ts.algorithm,
         "platform": ts.platform,
@@ -365,6 +373,7 @@ class MlflowTracker:
             result,
             model,
             coverage=self.settings.interval_coverage,
+            limit_quantile=self.settings.limit_quantile,
             params=params,
         )
 

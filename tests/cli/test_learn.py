@@ -119,9 +119,11 @@ def test_train_force_retrains_under_the_guard_and_promote_overrides_it(
     assert "mafft/cpu1 unchanged" in same.output and "(--force retrains)" in same.output, same.output
     forced = runner.invoke(app, ["train", "--model", "mean", "--force"], env=env)
     assert forced.exit_code == 0, forced.output
-    assert "mafft/cpu1 kept: mean does not beat linear_log" in forced.output and "overridden" not in forced.output, (
-        forced.output
-    )
+    assert (
+        "mafft/cpu1 kept: mean beats the rule median" in forced.output
+        and "; mean does not beat linear_log" in forced.output
+        and "overridden" not in forced.output
+    ), forced.output
     promoted = runner.invoke(app, ["train", "--model", "mean", "--promote"], env=env)
     assert (
         promoted.exit_code == 0 and "mafft/cpu1 forced" in promoted.output and "guard was overridden" in promoted.output

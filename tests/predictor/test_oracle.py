@@ -345,3 +345,26 @@ def test_absurd_features_get_answers_capped_at_what_a_platform_can_run_and_say_s
     assert column.reason is not None and "1 row(s) capped at a year" in column.reason
     plain = o.estimate("blastn", {}, ["cpu-small"], features(2))["cpu-small"]
     assert plain.reason is None and plain.limit is not None and plain.limit < year
+
+
+@pytest.mark.parametrize("tagged", [False, True])
+def test_a_job_class_is_never_served_past_its_request_and_a_tagged_limit_is_the_request(catalog, tagged) -> None:
+    """Issue 39: a job class's answers stop at the job's own request; a version whose limits were outlived more often
+    than the requests on the runs after its training (``limit: request``) serves the request as its limit."""
+    names = ["request.time", "b"]
+    tags = {"residual_log_quantiles": json.dumps(QUANTILES), **({"limit": "request"} if tagged else {})}
+
+    class Doubling:
+        def predict(self, X: pd.DataFrame) -> np.ndarray:
+            return 2.0 * X["request.time"].to_numpy() * X["b"].to_numpy()
+
+    served = oracle(
+        catalog, Champion("blastn", "cpu-small", "runtime-blastn-cpu-small", "1", "sklearn", names, Doubling(), tags)
+    )
+    short, long_ = (
+        served.estimate("blastn", features={"request.time": 100.0, "b": b}, platforms=["cpu-small"])["cpu-small"]
+        for b in (0.1, 1.0)
+    )
+    assert (short.seconds, long_.seconds) == (pytest.approx(20.0), 100.0)  # 200 s asked for a job killed at 100 s
+    assert long_.limit == long_.upper == 100.0
+    assert short.limit == (100.0 if tagged else pytest.approx(20.0 * math.exp(0.4)))

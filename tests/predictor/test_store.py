@@ -188,8 +188,11 @@ def test_frame_has_one_row_per_measurement_and_feature_columns(store: Measuremen
         "db_bytes",
         "query_length",
         "params",
+        "submitted_at",
     ]
     assert frame["run_id"].tolist() == ["a", "b"]
+    # no wait known: submitted when its run began
+    assert (frame["submitted_at"] == frame["recorded_at"] - pd.to_timedelta(frame["wall_seconds"], unit="s")).all()
     assert frame["query_length"].tolist()[0] == 100.0 and pd.isna(frame["query_length"].tolist()[1])
     assert frame["db_bytes"].dtype == "float64" and frame["max_rss_kb"].dtype == "float64"
     assert frame["params"].tolist() == [{"evalue": 0.1}, {}]

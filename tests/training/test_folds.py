@@ -136,3 +136,12 @@ def test_a_forward_window_trains_only_on_runs_that_ended_before_its_jobs_were_su
     assert not late.any()
     still_running = ~plan.scored & (ended > submitted[plan.test_rows(0)].min())
     assert still_running.any() and (plan.trains_from[still_running] >= 1).all()  # ran into window 0: trains from 1 on
+
+
+def test_runs_that_overlap_entirely_are_taken_as_submitted_when_they_ended() -> None:
+    """Runs recorded together (an import without times): every submission precedes every end, and no window could
+    open; their end order serves."""
+    ended = np.linspace(1000.0, 1000.001, 20)
+    plan = FoldPlan.forward_chain([f"r{i}" for i in range(20)], ended, 4, submitted=ended - 100.0)
+    same = FoldPlan.forward_chain([f"r{i}" for i in range(20)], ended, 4)
+    np.testing.assert_array_equal(plan.folds, same.folds)

@@ -74,3 +74,18 @@ def test_a_forward_window_is_judged_by_the_earlier_windows_residuals_only() -> N
     coverage = cross_fitted_coverage(predicted * np.exp(ratios), predicted, plan, 0.9)
     # window 1: 0.05 in [0, 0.1], 2.0 out; window 2 with [0, 2.0]: 0.05 in, -0.5 out
     assert coverage == pytest.approx(2 / 4)
+
+
+def test_the_limit_a_window_would_have_served_is_judged_against_the_users_requests() -> None:
+    from training.intervals import cross_fitted_exceedance
+
+    # eight runs in time order, the first two only train; every prediction is 10 s, requests 100 s
+    plan = FoldPlan.forward_chain([f"r{i}" for i in range(8)], np.arange(8.0), 3, start=0.25)
+    predicted = np.full(8, 10.0)
+    actual = np.array([10, 10, 10, 12, 30, 10, 100, 11.0])
+    censored = np.array([False] * 6 + [True, False])  # run 6 was killed at its request
+    request = np.full(8, 100.0)
+    limit, asked = cross_fitted_exceedance(actual, predicted, plan, 0.95, censored, request)
+    # window 0 (runs 2, 3) has no earlier residuals and is not judged; of runs 4-7 only the killed one reached its request
+    assert asked == pytest.approx(1 / 4)
+    assert limit == pytest.approx(2 / 4)  # the limits learned from small residuals are outlived by the 30 s run as well
