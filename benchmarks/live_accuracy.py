@@ -400,6 +400,7 @@ def _decisions(loop: ServiceLoop) -> dict[str, Any]:
     }
     return {
         "verdicts": dict(verdicts),
+        "triggers": dict(triggers),
         "serving": serving,
         "live_members": sorted(f"{a}/{p}" for a, p, _ in loop.store.live),
     }
