@@ -499,6 +499,7 @@ def models_rollback(
 
     from predictor.registry import CHAMPION_ALIAS, registered_name, registry_client
     from training.champions import JUDGED_TAG
+    from training.worker import runs_of
 
     settings = load_settings()
     name = registered_name(algorithm, platform, target)
@@ -529,8 +530,12 @@ def models_rollback(
         client.delete_registered_model_tag(
             name, JUDGED_TAG
         )  # the session it noted judged another version: the next train judges again
-    reason = f"rolled back by hand from version {serving.version} to version {to}"
-    open_store(settings).add_decision(
+    reason = (
+        f"rolled back by hand from version {serving.version} to version {to}: kept until new runs arrive (runs set "
+        "aside with `predictor runs set-aside` are never trained on)"
+    )
+    store = open_store(settings)
+    store.add_decision(
         {
             "decided_at": datetime.now(UTC),
             "algorithm": algorithm,
@@ -542,7 +547,7 @@ def models_rollback(
             "incumbent": serving.tags.get("model_kind"),
             "version": None,
             "serving_version": to,
-            "n_rows": int(chosen.tags.get("n_rows", 0)),
+            "n_rows": runs_of(store, algorithm, platform, target),  # the worker counts new runs from here
             "reason": reason,
             "details": {"from_version": str(serving.version), "to_version": to},
         }

@@ -271,3 +271,48 @@ def _range(low: float | None, high: float | None) -> str:
     if low is not None and high is not None:
         return f"{low:g}..{high:g}"
     return f">= {low:g}" if low is not None else (f"<= {high:g}" if high is not None else "")
+
+
+runs_app = typer.Typer(help="Stored runs an operator sets aside.", no_args_is_help=True)
+commands.add_typer(runs_app, name="runs")
+
+
+@runs_app.command("set-aside")
+def runs_set_aside(
+    reason: Annotated[str, typer.Option(help="Why, kept beside each run (e.g. 'poisoned observations, ticket 42').")],
+    run: Annotated[list[str] | None, typer.Option(metavar="RUN_ID", help="A run by its id (repeatable).")] = None,
+    like: Annotated[
+        str | None,
+        typer.Option(metavar="RUN_ID", help="Every run of the same input as this run (features and parameters)."),
+    ] = None,
+    user: Annotated[str | None, typer.Option(help="The runs of this user (as accounting recorded them).")] = None,
+    since: Annotated[
+        str | None, typer.Option(metavar="TIME", help="Recorded at or after (ISO 8601; naive is UTC).")
+    ] = None,
+    until: Annotated[str | None, typer.Option(metavar="TIME", help="Recorded before (ISO 8601; naive is UTC).")] = None,
+    algorithm: Annotated[str | None, typer.Option(help="Only runs of this algorithm.")] = None,
+    platform: Annotated[str | None, typer.Option(help="Only runs on this platform.")] = None,
+) -> None:
+    """Move runs out of what training reads (into the store's measurements_set_aside, with the reason): a pair refreshed
+    from poisoned runs is trained again without them by the next `predictor train`, and storing them again does nothing."""
+    from predictor.records import RowError, parse_timestamp
+    from predictor.store.selection import RunSelection
+
+    try:
+        selection = RunSelection(
+            run_ids=frozenset(run or ()),
+            like=like,
+            user=user,
+            since=None if since is None else parse_timestamp(since),
+            until=None if until is None else parse_timestamp(until),
+            algorithm=algorithm,
+            platform=platform,
+        )
+    except RowError as exc:
+        raise fail(f"--since/--until: {exc.message}") from None
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    moved = open_store(load_settings()).set_aside_runs(selection, reason)
+    if not moved:
+        raise fail("no stored run matches" + (f" (is {like!r} a stored run id?)" if like else ""))
+    console.print(plain(f"set aside {len(moved)} run(s): {', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''}"))

@@ -148,7 +148,7 @@ def _typed_fields(fields: dict[str, Any]) -> dict[str, Any]:
         if name in data:
             data[name] = _integer(name, data[name])
     if "recorded_at" in data:
-        data["recorded_at"] = _timestamp(data["recorded_at"])
+        data["recorded_at"] = parse_timestamp(data["recorded_at"])
     if "censored" in data:
         data["censored"] = _flag("censored", data["censored"])
     return data
@@ -308,7 +308,7 @@ def _flag(field: str, value: Any) -> bool:
     raise RowError(field, f"expected true or false (or 1 or 0), got {value!r}")
 
 
-def _timestamp(value: Any) -> datetime:
+def parse_timestamp(value: Any) -> datetime:
     """A time in UTC (naive is UTC) from a datetime or ISO 8601 text; a number is refused, not taken as epoch seconds."""
     if isinstance(value, str):
         try:

@@ -94,7 +94,7 @@ def why_due(
     target: Target = Target.TIME,
 ) -> str | None:
     """Why one pair's ``target``, served by ``incumbent``, is due for training now; None when it is not."""
-    runs = _runs(store, algorithm, platform, target)
+    runs = runs_of(store, algorithm, platform, target)
     if incumbent is None:
         return f"no champion; {runs} runs" if runs >= MIN_ROWS else None
     trained = incumbent.n_rows or 0
@@ -116,7 +116,7 @@ def last_attempt(store: WorkerStore, algorithm: str, platform: str, target: Targ
     return int(found[0].get("n_rows") or 0) if found else 0
 
 
-def _runs(store: WorkerStore, algorithm: str, platform: str, target: Target) -> int:
+def runs_of(store: WorkerStore, algorithm: str, platform: str, target: Target) -> int:
     """Runs of the pair that tell ``target``: finished or censored (the store counts them), and for memory, with a peak memory."""
     if target is Target.TIME:
         return store.count(algorithm, platform, informative_only=True)

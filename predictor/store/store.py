@@ -38,6 +38,7 @@ from sqlalchemy.types import NullType
 from predictor.addresses import shown_address
 from predictor.domain import MAX_WALL_SECONDS, SCALAR_FIELDS, Measurement, ServedEstimate
 from predictor.store import online_members
+from predictor.store.selection import RunSelection
 from predictor.store.tables import measurements as table
 from predictor.store.tables import model_decisions, served_estimates, set_aside
 
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+IN_CHUNK = 10_000  # values in one SQL IN list (SQLite caps a statement's parameters)
 MAX_SQL_INTEGER = 2**63 - 1  # the largest LIMIT both backends take (a larger Python int overflows the driver)
 # Arbitrary constant key of the PostgreSQL advisory lock that serialises concurrent migrations.
 MIGRATION_LOCK_KEY = 0x6D656173
@@ -350,8 +352,36 @@ class MeasurementStore:
             self._set_aside(unreadable)
         return rows
 
+    def set_aside_runs(self, selection: RunSelection, reason: str) -> list[str]:
+        """Move the stored runs ``selection`` names out of the measurements, into ``measurements_set_aside`` with
+        ``reason``: training, the profile table and every read then ignore them, and storing one of them again is a
+        duplicate. The run ids moved (none when nothing matches, or the run ``like`` names is unknown)."""
+        c = table.c
+        stmt = select(table)
+        for column, value in ((c.algorithm, selection.algorithm), (c.platform, selection.platform)):
+            if value is not None:
+                stmt = stmt.where(column == value)
+        if selection.since is not None:
+            stmt = stmt.where(c.recorded_at >= selection.since)
+        if selection.until is not None:
+            stmt = stmt.where(c.recorded_at < selection.until)
+        if selection.run_ids:
+            stmt = stmt.where(c.run_id.in_(sorted(selection.run_ids)))
+        with self.engine.connect() as conn:
+            rows = [dict(r) for r in conn.execute(stmt).mappings()]
+            like = None
+            if selection.like is not None:
+                found = conn.execute(select(table).where(c.run_id == selection.like)).mappings().first()
+                if found is None:
+                    return []
+                like = dict(found)
+        picked = [row for row in rows if selection.matches(row, like)]
+        if picked:
+            self._set_aside([(row, f"set aside: {reason}") for row in picked])
+        return [row["run_id"] for row in picked]
+
     def _set_aside(self, unreadable: list[tuple[Mapping[str, Any], str]]) -> None:
-        """Move each unreadable row out of the measurements, with its reason, in one transaction."""
+        """Move each row out of the measurements, with its reason, in one transaction."""
         now = datetime.now(UTC)
         rows = [
             {
@@ -510,10 +540,21 @@ def dialect_insert(conn: Connection) -> Any:
 
 
 def insert_measurements(conn: Connection, measurements: Iterable[Measurement]) -> set[str]:
-    """Insert runs not stored yet, inside the caller's transaction (the scheduler commits its finished runs with its
+    """Insert runs not stored (nor set aside) yet, inside the caller's transaction (the scheduler commits its finished runs with its
     step); the run ids inserted. Sorted by run_id so concurrent PostgreSQL writers lock keys in one order (no deadlock).
     """
     rows = {m.run_id: measurement_row(m) for m in measurements}
+    if not rows:
+        return set()
+    keys = sorted(rows)
+    aside = {
+        run_id
+        for start in range(0, len(keys), IN_CHUNK)
+        for run_id in conn.execute(
+            select(set_aside.c.run_id).where(set_aside.c.run_id.in_(keys[start : start + IN_CHUNK]))
+        ).scalars()
+    }
+    rows = {k: v for k, v in rows.items() if k not in aside}  # a run set aside stays aside
     if not rows:
         return set()
     stmt = dialect_insert(conn)(table).on_conflict_do_nothing(index_elements=["run_id"]).returning(table.c.run_id)

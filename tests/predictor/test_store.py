@@ -377,3 +377,33 @@ def test_the_newest_decision_of_each_pair_among_platforms(store: MeasurementStor
     ]
     assert [r["n_rows"] for r in store.newest_decisions(["planning:easy"], algorithm="a")] == [1]
     assert store.newest_decisions(["planning:conservative"]) == [] and store.newest_decisions([]) == []
+
+
+def test_runs_an_operator_sets_aside_leave_every_read_and_never_come_back(store: MeasurementStore) -> None:
+    """Issue 41 item 2: runs named by user, time or input are moved out of what training reads, with the reason."""
+
+    from predictor.store.selection import RunSelection
+
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    runs = [
+        Measurement(
+            run_id=f"r{i}",
+            algorithm="tool",
+            platform="cpu",
+            features={"size": float(i % 3)},
+            wall_seconds=1.0 + i,
+            context={"user": "mallory" if i % 4 == 0 else "alice"},
+            recorded_at=base + timedelta(hours=i),
+        )
+        for i in range(12)
+    ]
+    store.add(runs)
+    by_user = store.set_aside_runs(RunSelection(user="mallory", until=base + timedelta(hours=5)), "bad user")
+    assert sorted(by_user) == ["r0", "r4"]
+    by_input = store.set_aside_runs(RunSelection(like="r1", since=base + timedelta(hours=6)), "bad input")
+    assert sorted(by_input) == ["r10", "r7"]  # the input of r1 (size 1), recorded from hour 6 on
+    assert {m.run_id for m in store.measurements()} == {f"r{i}" for i in range(12)} - {"r0", "r4", "r7", "r10"}
+    assert store.add(runs[:1]).stored == []  # storing it again does nothing
+    with pytest.raises(ValueError, match="name the runs"):
+        RunSelection(algorithm="tool")
+    assert store.set_aside_runs(RunSelection(like="nope"), "x") == []

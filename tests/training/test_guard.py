@@ -484,9 +484,9 @@ def _poisoned(n_clean: int, n_poison: int, n_agreeing: int) -> tuple[np.ndarray,
 
 
 def test_poison_diluted_by_agreeing_runs_is_flagged_by_its_input() -> None:
-    """Issue 41 item 1: 300 runs of one input at 3,600 s, 320 agreeing runs, 300 more poisoned: the median of all new
-    runs agrees with what serves, but that input's own runs jumped 3,600x from its earlier ones."""
-    y, jobs, ids, incumbent = _poisoned(60, 300, 320)
+    """Issue 41 item 1: runs of one input at 3,600 s, diluted by more agreeing runs (150, 700 agreeing, 150 more): the
+    median of all new runs agrees with what serves, but that input's own runs jumped 3,600x from its earlier ones."""
+    y, jobs, ids, incumbent = _poisoned(60, 150, 700)
     decision = judge(
         y=y,
         priors=np.full(len(y), y.mean()),
@@ -502,21 +502,9 @@ def test_poison_diluted_by_agreeing_runs_is_flagged_by_its_input() -> None:
         rule_predictions=np.ones(len(y)),
     )
     assert decision.verdict is Verdict.KEPT and decision.serve is None
-    assert "flagged: 600 new run(s) of an input version 1 was trained on (e.g. run r60)" in decision.reason
+    assert "flagged: 300 new run(s) of an input version 1 was trained on (e.g. run r60)" in decision.reason
     assert decision.details["flag_jump"] > 1000
-    clean = judge(
-        y=y[:380],
-        priors=np.full(380, 1.0),
-        jobs=jobs[:380],
-        run_ids=ids[:380],
-        X=np.ones((380, 1)),
-        challenger={"linear_log": 1},
-        challenger_predictions=np.ones(380),
-        incumbent=_incumbent({"linear_log": 1}, ids[:60], lambda X: np.ones(len(X))),
-        incumbent_predictions=np.ones(380),
-        settings=GUARD,
-    )
-    assert "flagged" in clean.reason  # the first 300 alone flag too
+    assert decision.details.get("flag_disagreement") is None  # the median of the new runs alone saw nothing
 
 
 def test_one_poisoned_run_on_each_of_many_inputs_is_flagged_by_their_share() -> None:
