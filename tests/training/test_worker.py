@@ -285,3 +285,23 @@ def test_a_pass_tells_its_progress_to_the_status_that_readyz_and_the_cli_read(
     assert "retrain worker waiting; last pass " in waiting.summary() and ": 1 promoted; next pass " in waiting.summary()
     report.stopped()
     assert read_status(settings.resolved_home).state == "stopped"
+
+
+def test_a_rule_serving_does_not_drift(settings: WorkerSettings, store: MeasurementStore) -> None:
+    """The site's own rule follows the runs by itself: its live error far above its validated one asks for no retrain."""
+    settings = settings.model_copy(update={"retrain_min_new_runs": 10_000, "train_models": ["median"]})
+    book, tracker = MemoryChampions(), MemoryTracker(0.9)
+    store.add(_runs(40))
+    (first,) = retrain_due(settings, store, book=book, tracker=tracker)
+    assert first.serving == "median"
+    more = _runs(40, start=40, speed=50.0, seed=6)
+    store.add(
+        more,
+        served=[
+            ServedEstimate(
+                run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / 50, model_version="1"
+            )
+            for m in more
+        ],
+    )
+    assert due(settings, store, book) == []
