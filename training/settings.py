@@ -72,7 +72,7 @@ class WorkerSettings(TrainingSettings):
 
     retrain_min_new_runs: int = Field(default=20, ge=1, description="New runs of a pair that can trigger a retrain...")
     retrain_min_new_fraction: float = Field(
-        default=0.1, ge=0, description="...when they are also this share of the runs its champion was trained on."
+        default=0.5, ge=0, description="...when they are also this share of the runs its champion was trained on."
     )
     drift_rae_factor: float = Field(
         default=1.5,
