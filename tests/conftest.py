@@ -92,6 +92,7 @@ SERVERS = {
     "tests/serving/test_hotswap.py": "the API under uvicorn, restarted against registries up, down and silent",
     "tests/serving/test_learning_loop.py": "the API under uvicorn",
     "tests/serving/test_poison.py": "the API under uvicorn, with the worker and train commands beside it",
+    "tests/serving/test_one_service.py": "the API under uvicorn beside the replay's loop",
     "tests/serving/test_token.py": "`predictor serve` in a subprocess",
     "tests/serving/test_limits.py::test_a_request_head_that_trickles_in_or_never_comes_is_refused_with_408": "uvicorn",
     "tests/serving/test_memory.py": "the API under uvicorn (three tests start their own)",
