@@ -136,7 +136,9 @@ def _drift(
     """Why the live error of the serving version of ``target`` over the pair's ``new`` runs since the last attempt
     drifted from its forward-validated error, on the metric that judged it (RAE, or a job class's median log error), or
     None."""
-    if incumbent.rule:  # the site's own rule: what it answers follows the runs by itself, and no retrain would change it
+    if (
+        incumbent.rule
+    ):  # the site's own rule: what it answers follows the runs by itself, and no retrain would change it
         return None
     metric = incumbent.judged_by
     validated = incumbent.metrics.get(metric)
