@@ -18,8 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from rich.table import Table
 
-from predictor.domain import SCALAR_FIELDS
-from predictor.store import MeasurementStore
+from predictor.store import RUN_COLUMNS, MeasurementStore
 
 _LOG_X_SPAN = 100.0  # a positive feature spanning this factor or more is plotted on a log axis
 
@@ -81,7 +80,7 @@ def summarize(frame: pd.DataFrame, algorithm: str, platform: str, failed: int = 
 
 def feature_columns(frame: pd.DataFrame) -> list[str]:
     """The feature columns of a store frame."""
-    return [name for name in frame.columns if name not in SCALAR_FIELDS and name != "params"]
+    return [name for name in frame.columns if name not in RUN_COLUMNS]
 
 
 def spearman(x: pd.Series, y: pd.Series) -> float | None:

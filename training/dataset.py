@@ -22,30 +22,10 @@ import pandas as pd
 
 from features.history import REQUEST_TIME
 from predictor.domain import Target
+from predictor.store import RUN_COLUMNS
 from training.folds import MIN_ROWS
 
 log = logging.getLogger(__name__)
-
-# Columns of the store's frame that describe a run rather than its inputs.
-RUN_COLUMNS = frozenset(
-    {
-        "run_id",
-        "algorithm",
-        "platform",
-        "machine",
-        "wall_seconds",
-        "cpu_seconds",
-        "max_rss_kb",
-        "exit_status",
-        "censored",
-        "cache_state",
-        "source",
-        "recorded_at",
-        "submitted_at",
-        "params",
-        "context",
-    }
-)
 
 
 class DatasetError(ValueError):

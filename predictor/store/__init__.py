@@ -1,5 +1,5 @@
 """The measurement store: every finished run, stored once by run_id, read back for training and fallbacks."""
 
-from predictor.store.store import AddResult, MeasurementStore
+from predictor.store.store import RUN_COLUMNS, AddResult, MeasurementStore
 
-__all__ = ["AddResult", "MeasurementStore"]
+__all__ = ["RUN_COLUMNS", "AddResult", "MeasurementStore"]

@@ -458,10 +458,14 @@ def _text(value: Any) -> Any:
     return value.decode(errors="backslashreplace") if isinstance(value, bytes) else value
 
 
+# The columns of :meth:`MeasurementStore.frame` that describe a run rather than its inputs; every other one is a feature.
+RUN_COLUMNS = frozenset({*SCALAR_FIELDS, "params", "submitted_at"})
+
+
 def frame_of(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The frame of :meth:`MeasurementStore.frame` from measurement rows (column values, features and params as dicts)."""
     feature_names = sorted({name for row in rows for name in row["features"]})
-    clashes = set(feature_names) & {*SCALAR_FIELDS, "params"}
+    clashes = set(feature_names) & RUN_COLUMNS
     if clashes:
         raise ValueError(f"feature names clash with frame columns: {', '.join(sorted(clashes))}")
     frame = pd.DataFrame(

@@ -35,7 +35,7 @@ def _training_set(n: int = 80, seed: int = 0) -> TrainingSet:
 def _champion(name: str, ts: TrainingSet) -> Champion:
     """Member ``name`` as training would register it: fitted on every row, with its residual quantiles and envelope."""
     plan = FoldPlan.create(ts.run_ids, 5, 0, groups=ts.jobs)
-    _, quantiles = candidate_numbers(ts, plan, cross_validate(name, ts, plan), 0.9)
+    _, quantiles = candidate_numbers(ts, plan, cross_validate(name, ts, plan), 0.9, 0.95)
     model = make_model(name, seed=0).fit(ts.X, ts.y)
     tags = {"residual_log_quantiles": json.dumps({str(k): v for k, v in quantiles.items()})}
     envelope = TrainingEnvelope.fit(ts.X, ts.y)
@@ -197,7 +197,7 @@ def test_limits_beyond_the_trained_sizes_hold_near_their_nominal_rate() -> None:
         [r for r, k in zip(ts.run_ids, small, strict=True) if k],
     )
     plan = FoldPlan.create(train.run_ids, 5, 0, groups=train.jobs)
-    _, quantiles = candidate_numbers(train, plan, cross_validate("lightgbm_log", train, plan), 0.9)
+    _, quantiles = candidate_numbers(train, plan, cross_validate("lightgbm_log", train, plan), 0.9, 0.95)
     champion = Champion(
         "blastp",
         "cpu1",

@@ -130,9 +130,8 @@ def test_a_choice_never_reads_the_jobs_after_its_window(tmp_path: Path):
 
 def test_the_guard_keeps_the_serving_configuration_unless_a_candidate_wins_by_the_margin(tmp_path: Path):
     window = swf.replay(write_log(tmp_path / "c.swf", seed=4, jobs=400), train_fraction=0.15, stop_fraction=0.6)
-    incumbent = PlanningConfig("service", order="fcfs")
-    grid = [PlanningConfig("service", order=order) for order in ("sjbf", "saf")]
-    grid.append(PlanningConfig("service", "q0.75", order="saf"))
+    incumbent = PlanningConfig("requested", order="fcfs")
+    grid = [PlanningConfig("requested", order=order) for order in ("sjbf", "saf")]
     free = choose([window], "easy", incumbent, margin=0.0, grid=grid)
     best = min(free.scores.values())
     assert free.scores[incumbent] == 1.0 > best, "the hand-made log must let a candidate beat FCFS order"
@@ -156,9 +155,8 @@ def test_a_candidate_better_on_one_window_alone_is_not_promoted(tmp_path: Path):
     """A mean moved by one busy window while the others tie is one stretch's accident: most windows must agree."""
     busy = swf.replay(write_log(tmp_path / "c.swf", seed=4, jobs=400), train_fraction=0.15, stop_fraction=0.6)
     quiet = swf.replay(quiet_log(tmp_path / "q.swf"), train_fraction=0.2)
-    incumbent = PlanningConfig("service", order="fcfs")
-    grid = [PlanningConfig("service", order=order) for order in ("sjbf", "saf")]
-    grid.append(PlanningConfig("service", "q0.75", order="saf"))
+    incumbent = PlanningConfig("requested", order="fcfs")
+    grid = [PlanningConfig("requested", order=order) for order in ("sjbf", "saf")]
     alone = choose([busy], "easy", incumbent, margin=0.0, grid=grid)
     assert alone.promoted, "the busy window alone must let a candidate beat FCFS order"
     diluted = choose([quiet, busy, quiet], "easy", incumbent, margin=0.0, grid=grid)
