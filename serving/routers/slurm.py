@@ -168,6 +168,8 @@ def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOu
             seconds=estimated.seconds if served else None,
             model_name=estimated.model_name if served else None,
             model_version=estimated.model_version if served else None,
+            member=estimated.member if served else None,
+            rule=served and estimated.rule,
             reason=None if served else (estimated.reason if estimated is not None else "no estimate"),
         )
     except ValidationError as exc:

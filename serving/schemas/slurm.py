@@ -93,4 +93,12 @@ class SlurmAdviceOut(BaseModel):
     seconds: float | None
     model_name: str | None
     model_version: str | None
+    member: str | None = Field(
+        default=None, description="The zoo member (or ensemble) that answered, learned or one of the site's rules."
+    )
+    rule: bool = Field(
+        default=False,
+        description="True when one of the site's simple rules answered (for a job class: the user's request or last "
+        "two runs); its limit is then the job's own.",
+    )
     reason: str | None = Field(default=None, description="Why there is no estimate, when there is none.")
