@@ -11,8 +11,8 @@ training calls their ``fit(X, y, censored=mask)``; every other member is fitted 
 Members whose answer is read off a time (a requested or past run time) are registered ``targets=("time",)``:
 they estimate run times, not peak memory. Members that learn one run at a time after their fit are registered
 ``online=True``: they offer ``design``, ``answer_row`` and ``learn_row``, to answer and learn runs one at a time. The simple rules a site already
-has (the measured median, the user's request, the user's last two runs) are registered ``rule=True``: the champion
-guard lets a learned member serve only where it beats the best of them.
+has (a catalog pair's measured median; a job class's user request and user's last two runs) are registered
+``rule=True``: the champion guard lets a learned member serve only where it beats the best of them.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ class Needs:
 
 
 NEEDS: dict[str, Needs] = {}
+REQUEST_COLUMN = "request.time"  # a job's requested run time, the column a batch site's rules read
 
 
 def register(
@@ -109,9 +110,14 @@ def learns_online(name: str) -> bool:
     return NEEDS.get(name, Needs()).online
 
 
-def is_rule(name: str) -> bool:
-    """Whether member ``name`` is one of a site's simple rules (registered ``rule=True``)."""
-    return NEEDS.get(name, Needs()).rule
+def is_rule(name: str, *, job_class: bool | None = None) -> bool:
+    """Whether member ``name`` is one of a site's simple rules (registered ``rule=True``); with ``job_class``, one of
+    that kind of set's: a batch site's rules read the job's request (the request itself, the user's last two runs
+    capped at it), a catalog pair's do not (the measured median, which knows no user)."""
+    needs = NEEDS.get(name, Needs())
+    if job_class is None or not needs.rule:
+        return needs.rule
+    return (REQUEST_COLUMN in needs.features) == job_class
 
 
 def available_models() -> list[str]:

@@ -2,7 +2,7 @@
 the simple rule the site already has.
 
 Training picks, per (algorithm, platform), the best of the *rules* that apply (a site's own simple answers, registered
-``rule=True`` in the zoo: the measured median; for a job class also the user's request and the user's last two runs)
+``rule=True`` in the zoo: a catalog pair's measured median; a job class's user request and user's last two runs)
 and the best *learned* composition (a zoo member, or an ensemble's members with weights). Every candidate is scored
 by forward validation (:mod:`training.folds`): on the runs that came after the ones it trained on. The *incumbent* is
 the version the ``champion`` alias points at: a composition fitted on the runs that existed then. The guard compares

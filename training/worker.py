@@ -10,8 +10,9 @@ pair's target is *due* when
 - or its live error drifted: over at least ``drift_min_runs`` runs served by the current version *since the last
   attempt*, its live error on the metric that judged it (RAE; a job class's median log error) exceeds
   ``drift_rae_factor`` times its forward-validated one (peak memory against the runs' measured peaks, where a memory
-  champion's answer was recorded). A site's rule serving does not drift: it follows the runs by itself (the user's
-  last two runs, the request, the median), and a retrain could not change it; the new-runs rule still judges it.
+  champion's answer was recorded). A site's rule drifts like any champion: its answers follow the runs by themselves,
+  but when they miss the runs since far more than they missed the runs it was chosen on, a member fitted on those runs
+  may now beat it (a class's newcomers whose runs no user's history foretells).
 
 Both count from the last attempt, so a champion the guard keeps while its live error stays high is tried again once
 per ``drift_min_runs`` new runs, not at every check: judging the drift on the whole window again, whose runs the last
@@ -136,10 +137,6 @@ def _drift(
     """Why the live error of the serving version of ``target`` over the pair's ``new`` runs since the last attempt
     drifted from its forward-validated error, on the metric that judged it (RAE, or a job class's median log error), or
     None."""
-    if (
-        incumbent.rule
-    ):  # the site's own rule: what it answers follows the runs by itself, and no retrain would change it
-        return None
     metric = incumbent.judged_by
     validated = incumbent.metrics.get(metric)
     if validated is None or not validated > 0:
