@@ -379,7 +379,7 @@ def _model_columns(
     """A time champion's answers for the rows of ``matrix``, as columns."""
     champion = model.champion
     answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
-    cap_at_request(answers, champion.feature_names, matrix, limit_at_request=champion.limit_at_request)
+    cap_at_request(answers, champion.feature_names, matrix)
     lists = {key: _finite_list(column, finite) for key, column in answers.items()}
     intervals = {"coverage": coverage, "limit_quantile": limit_quantile} if len(answers) > 1 else {}
     outside = check.outside.tolist() if check is not None else [False] * len(matrix)
@@ -542,7 +542,7 @@ def _predict(
     names = champion.feature_names
     X = _feature_rows(names, rows)
     answers, finite, check = _scored(model, X, coverage, limit_quantile)
-    cap_at_request(answers, names, X, limit_at_request=champion.limit_at_request)
+    cap_at_request(answers, names, X)
     fixed: dict[str, Any] = {
         "platform": champion.platform,
         "model_name": champion.name,

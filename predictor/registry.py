@@ -95,11 +95,6 @@ class Champion:
         return self.tags.get("model_kind")
 
     @property
-    def limit_at_request(self) -> bool:
-        """Whether its walltime limit is the job's request (its ``limit`` tag: its own was outlived more often)."""
-        return self.tags.get("limit") == "request"
-
-    @property
     def rule(self) -> bool:
         """Whether the version is one of the site's simple rules (its ``rule`` tag, set at registration)."""
         return self.tags.get("rule") == "true"

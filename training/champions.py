@@ -174,7 +174,6 @@ def version_tags(
         "features": json.dumps(ts.feature_names),
         "model_kind": candidate.model_name,
         "rule": "true" if all(is_rule(m) for m in composition) else "false",
-        "limit": limit_source(candidate.metrics),
         "served_members": json.dumps(dict(composition)),
         "algorithm": ts.algorithm,
         "platform": ts.platform,
@@ -185,14 +184,6 @@ def version_tags(
         "interval_coverage": str(coverage),
         **{f"cv_{k}": str(v) for k, v in candidate.metrics.items()},
     }
-
-
-def limit_source(metrics: Mapping[str, float]) -> str:
-    """Whose number a version's walltime limit is: ``request`` when, on the runs forward validation scored, the limit it
-    would have served was outlived more often than the users' own requests (do no harm: a site's jobs are not killed
-    earlier than their request would have), else ``served``."""
-    limit, request = metrics.get("limit_exceeded", math.nan), metrics.get("request_exceeded", math.nan)
-    return "request" if limit > request else "served"
 
 
 def served_with_envelope(training_set: TrainingSet, composition: Mapping[str, int]) -> bool:

@@ -347,12 +347,11 @@ def test_absurd_features_get_answers_capped_at_what_a_platform_can_run_and_say_s
     assert plain.reason is None and plain.limit is not None and plain.limit < year
 
 
-@pytest.mark.parametrize("tagged", [False, True])
-def test_a_job_class_is_never_served_past_its_request_and_a_tagged_limit_is_the_request(catalog, tagged) -> None:
-    """Issue 39: a job class's answers stop at the job's own request; a version whose limits were outlived more often
-    than the requests on the runs after its training (``limit: request``) serves the request as its limit."""
+def test_a_job_class_is_never_served_past_its_request_and_its_limit_is_the_request(catalog) -> None:
+    """Issue 39: a job class's answers stop at the job's own request, and its limit is the request (the prediction
+    plans, the request kills): limits tightened below it were outlived more often than the requests on wagap-2013."""
     names = ["request.time", "b"]
-    tags = {"residual_log_quantiles": json.dumps(QUANTILES), **({"limit": "request"} if tagged else {})}
+    tags = {"residual_log_quantiles": json.dumps(QUANTILES)}
 
     class Doubling:
         def predict(self, X: pd.DataFrame) -> np.ndarray:
@@ -367,4 +366,4 @@ def test_a_job_class_is_never_served_past_its_request_and_a_tagged_limit_is_the_
     )
     assert (short.seconds, long_.seconds) == (pytest.approx(20.0), 100.0)  # 200 s asked for a job killed at 100 s
     assert long_.limit == long_.upper == 100.0
-    assert short.limit == (100.0 if tagged else pytest.approx(20.0 * math.exp(0.4)))
+    assert short.limit == 100.0 and short.upper is not None and short.upper < 100.0

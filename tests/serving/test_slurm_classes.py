@@ -150,8 +150,8 @@ def test_a_job_naming_no_program_is_estimated_by_its_class_from_its_users_histor
     assert answer.status_code == 200, answer.text
     assert (body["algorithm"], body["platform"]) == (f"{CLUSTER}-debug", "cpu1")
     assert 1200 < body["seconds"] < 3600  # about the last runs, not the 10 h limit
-    # The last two runs answer (a rule: no member was trained on 3 runs), and a rule's limit is the user's own request:
-    # time_min, down to which backfill may cut the job's limit, is set only from a limit below it (issue 39).
+    # The last two runs answer (a rule: no member was trained on 3 runs), and a job class's limit is the user's own
+    # request: time_min, down to which backfill may cut the job's limit, is set only from a limit below it (issue 39).
     assert body["rule"] is True and parse_walltime(body["limit"]) == 36000
     assert body["time_min"] is None and body["time_min_reason"] == "the served limit is not below the job's limit"
     assert body["comment"].startswith(f"predictor: algorithm={CLUSTER}-debug platform=cpu1 estimate=")
@@ -222,8 +222,8 @@ def test_sbatch_of_an_unmapped_job_is_estimated_from_its_users_followed_history(
     plugin: SlurmCluster, class_home: ClassHome, tmp_path: Path
 ) -> None:
     """A new user's job goes in untouched and is learned from when it ends; their next job gets the estimate in its
-    comment, and no time_min (the last two runs answer, whose limit is the user's own request); a job of an excluded
-    account is left alone."""
+    comment, and no time_min (a job class's limit is the user's own request); a job of an excluded account is left
+    alone."""
     settings = class_home.settings
     plugin.set_plugin(render_plugin(class_home.url, 2.0, raise_missing_limit=False, token=TOKEN))
     user = plugin.run("id", "-un").stdout.strip()
