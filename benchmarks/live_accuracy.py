@@ -227,6 +227,7 @@ def answers(
                 "service": e.seconds if e.seconds is not None else request,
                 "service_limit": e.limit if e.limit is not None else request,
                 "service_model": "none" if e.seconds is None else ("fallback" if e.fallback else e.model_name),
+                "service_member": "request" if e.seconds is None else ("median" if e.fallback else e.member or "?"),
                 "extrapolating": e.extrapolating,
                 "request": request,
                 "request_limit": request,
@@ -315,6 +316,15 @@ def markdown(result: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v}" for k, v in result["service_models"].items())
         + ".",
     ]
+    lines += [
+        "",
+        "Which member answered the scored jobs, per class: "
+        + "; ".join(
+            f"{name} " + ", ".join(f"{member} {n}" for member, n in counts.items())
+            for name, counts in result.get("members", {}).items()
+        )
+        + ".",
+    ]
     if result["losses"]:
         lines += ["", "Where the service loses:", "", *[f"- {loss}" for loss in result["losses"]]]
     return "\n".join(lines) + "\n"
@@ -373,6 +383,9 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     }
     frame = answers(keys, {k: measured[k] for k in keys}, features, served, make_model("last_two_mean"))
     result["service_models"] = dict(Counter(frame["service_model"]).most_common())
+    result["members"] = {
+        str(name): dict(Counter(group["service_member"]).most_common()) for name, group in frame.groupby("algorithm")
+    }
     rows = {"all": scores(frame)}
     for name, part in (("inside the envelope", ~frame["extrapolating"]), ("extrapolating", frame["extrapolating"])):
         if part.any():
