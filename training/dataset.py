@@ -146,7 +146,9 @@ def training_set_from_frame(
         )
     candidates = [c for c in rows.columns if c not in RUN_COLUMNS and pd.api.types.is_numeric_dtype(rows[c])]
     X = rows[candidates].astype("float64").dropna(axis="columns", how="all").fillna(0.0)
-    X = X.loc[:, X.nunique() > 1]
+    # A feature that never varies teaches nothing; the request stays (a class whose users all ask the partition's
+    # default limit is still a job class: its answers stop at the request, its rules read it).
+    X = X.loc[:, (X.nunique() > 1) | (X.columns == REQUEST_TIME)]
     if X.shape[1] == 0:
         raise DatasetError(f"{algorithm} on {platform}: no feature varies across the {len(rows)} runs")
     names = sorted(X.columns)

@@ -146,3 +146,12 @@ def test_load_training_sets_reads_censored_runs(tmp_path: Path) -> None:
     (ts,) = load_training_sets(store)
     assert ts.run_ids == ["a1", "a2", "a3", "a9"] and ts.censored.tolist() == [False, False, False, True]
     store.dispose()
+
+
+def test_a_class_whose_users_all_ask_the_same_limit_is_still_a_job_class() -> None:
+    """Issue 39, wagap's `ops`: every run asked the same time, the constant column was dropped, and the class was
+    trained and served as a catalog pair (an envelope, the median rule, no cap at the request)."""
+    frame = _frame().assign(**{"request.time": [3600.0] * 5})
+    ts = training_set_from_frame(frame, "a", "p")
+    assert "request.time" in ts.feature_names and ts.carries_requests
+    assert "constant" not in ts.feature_names  # any other constant still teaches nothing
