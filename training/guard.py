@@ -9,8 +9,9 @@ the version the ``champion`` alias points at: a composition fitted on the runs t
 them on the same rows:
 
 - **Do no harm.** A learned composition serves only if it beats the best rule: the one-sided bootstrap bound of its
-  lead on the selection metric (:mod:`training.significance`, resampling jobs) must lie beyond ``margin``. Otherwise
-  the rule is the challenger, and a learned incumbent that does not beat the rule either gives way to it.
+  lead on the selection metric (:mod:`training.significance`, resampling jobs) must lie beyond ``margin``, and it must
+  score better on most of the forward windows (a lead from one window alone is one stretch's accident). Otherwise the
+  rule is the challenger, and a learned incumbent that does not beat the rule either gives way to it.
 - A challenger of another composition must beat the incumbent's composition on the very same plan (same bound).
   Otherwise it is registered as a ``challenger`` version and the alias stays.
 - A challenger of the incumbent's own composition is the incumbent *refreshed* on more runs. On the runs the serving
@@ -41,6 +42,7 @@ from enum import Enum
 import numpy as np
 
 from models.zoo import is_rule
+from training.metrics import compute_metrics
 from training.significance import BOOTSTRAP_METRIC, paired_bootstrap
 
 Composition = Mapping[str, int]  # zoo member -> weight (one member: weight 1)
@@ -147,6 +149,7 @@ def judge(
     rule: Composition | None = None,
     rule_predictions: np.ndarray | None = None,
     every_run: RunsSeen | None = None,
+    windows: np.ndarray | None = None,
 ) -> Decision:
     """Decide between ``challenger``, the best ``rule`` and ``incumbent`` on a pair's finished rows (module docstring).
 
@@ -154,7 +157,9 @@ def judge(
     rule (None: no rule applies, no gate). Predictions are out-of-fold on the same plan (``incumbent_predictions`` None
     when the incumbent's composition cannot be fitted on these rows); ``X`` holds the rows in
     ``incumbent.feature_names`` order, or is None when the rows lack one of them. ``every_run`` holds every finished
-    run of the pair, scored or not, for the check of known inputs (None: the scored rows given).
+    run of the pair, scored or not, for the check of known inputs (None: the scored rows given). ``windows`` holds each
+    row's forward window: a learned composition beats a rule only when it also does on most of them (None: no such
+    test), as a planning configuration must (:mod:`simulator.plan_choice`).
     """
     if force and incumbent is not None:
         return Decision(
@@ -169,11 +174,14 @@ def judge(
     said = ""
     if not force and rule is not None and rule_predictions is not None and dict(challenger) != dict(rule):
         lead = _bound(y, priors, challenger_predictions, rule_predictions, jobs, settings)
+        won = _windows_won(y, priors, challenger_predictions, rule_predictions, windows, settings.metric)
         gate = {f"rule_{k}": v for k, v in _numbers(lead).items()}
-        if lead.high < -settings.margin:
-            said = f"{label(challenger)} beats the rule {label(rule)}: {_said(lead, settings)}"
+        if lead.high < -settings.margin and won.most:
+            said = f"{label(challenger)} beats the rule {label(rule)}: {_said(lead, settings)}{won}"
         else:
-            said = f"{label(challenger)} does not beat the rule {label(rule)}, which serves: {_said(lead, settings)}"
+            said = (
+                f"{label(challenger)} does not beat the rule {label(rule)}, which serves: {_said(lead, settings)}{won}"
+            )
             challenger, challenger_predictions = rule, rule_predictions
     name = label(challenger)
     if incumbent is None:
@@ -189,8 +197,9 @@ def judge(
     learned_incumbent = not same and not incumbent.rule and incumbent_predictions is not None
     if learned_incumbent and rule is not None and rule_predictions is not None:
         held = _bound(y, priors, incumbent_predictions, rule_predictions, jobs, settings)
-        if held.high >= -settings.margin:
-            reason = f"{prefix}the serving {incumbent.label} does not beat the rule: {_said(held, settings)}"
+        kept = _windows_won(y, priors, incumbent_predictions, rule_predictions, windows, settings.metric)
+        if held.high >= -settings.margin or not kept.most:
+            reason = f"{prefix}the serving {incumbent.label} does not beat the rule: {_said(held, settings)}{kept}"
             numbers = {**gate, **{f"incumbent_rule_{k}": v for k, v in _numbers(held).items()}}
             return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, incumbent.label, reason, numbers)
     if not same:
@@ -360,6 +369,40 @@ def _bound(
         y, priors, a, b, list(jobs), n_resamples=settings.n_resamples, level=level, seed=settings.seed, metrics=[metric]
     )[metric]
     return _Bound(metric, difference.observed, difference.low, difference.high)
+
+
+@dataclass(frozen=True)
+class _Windows:
+    """On how many forward windows one composition scored better than another, of how many both were scored on."""
+
+    won: int = 0
+    of: int = 0
+
+    @property
+    def most(self) -> bool:
+        """Better on more than half of the windows (true when no windows were given)."""
+        return self.of == 0 or 2 * self.won > self.of
+
+    def __str__(self) -> str:
+        return f"; better on {self.won} of {self.of} window(s)" if self.of else ""
+
+
+def _windows_won(
+    y: np.ndarray, priors: np.ndarray, a: np.ndarray, b: np.ndarray, windows: np.ndarray | None, metric: str
+) -> _Windows:
+    """How many of the forward ``windows`` ``a`` scores better than ``b`` on (lower ``metric``): a lead the overall
+    bootstrap finds may come from one window alone, one stretch's accident that the next jobs need not repeat."""
+    if windows is None:
+        return _Windows()
+    won = of = 0
+    for window in np.unique(windows):
+        rows = windows == window
+        score_a = compute_metrics(y[rows], a[rows], priors[rows]).get(metric, np.nan)
+        score_b = compute_metrics(y[rows], b[rows], priors[rows]).get(metric, np.nan)
+        if np.isfinite(score_a) and np.isfinite(score_b):
+            of += 1
+            won += int(score_a < score_b)
+    return _Windows(won, of)
 
 
 def _said(bound: _Bound, settings: GuardSettings) -> str:

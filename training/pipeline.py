@@ -486,6 +486,7 @@ def _judge(
         every_run=RunsSeen(
             ts.y[finished], ts.jobs[finished], [r for r, f in zip(ts.run_ids, finished, strict=True) if f]
         ),
+        windows=plan.folds[done],
     )
     served = found[_served_name(decision, challenger, rule)]
     members = dict(incumbent.composition) if incumbent is not None else {}

@@ -439,6 +439,24 @@ def test_a_rule_serves_when_the_learned_challenger_does_not_beat_it() -> None:
     assert better.challenger == "lightgbm_log" and "lightgbm_log beats the rule last_two_mean" in better.reason
 
 
+def test_a_lead_over_the_rule_from_one_window_alone_does_not_serve() -> None:
+    """Issue 39, wagap: class means that beat the last two runs on the forward windows overall then lost to them on the
+    jobs after. A learned composition must beat the rule on most windows too, as a planning configuration must."""
+    y, prior, jobs, ids = _rows(90)
+    rng = np.random.default_rng(4)
+    windows = np.repeat([0, 1, 2], 30)
+    rule = y * rng.lognormal(0, 0.2, len(y))
+    one_window = np.where(windows == 2, y, rule * rng.lognormal(0, 0.05, len(y)))  # exact on the last window only
+    common = {"y": y, "priors": prior, "jobs": jobs, "run_ids": ids, "X": None, "incumbent": None}
+    common |= {"incumbent_predictions": None, "settings": GUARD, "rule": {"last_two_mean": 1}, "rule_predictions": rule}
+    alone = judge(**common, challenger={"mean": 1}, challenger_predictions=one_window)
+    assert alone.details["rule_high"] < 0  # the bootstrap alone would promote it
+    overall = judge(**common, challenger={"mean": 1}, challenger_predictions=one_window, windows=windows)
+    assert overall.challenger == "last_two_mean" and "better on 1 of 3 window(s)" in overall.reason
+    everywhere = judge(**common, challenger={"mean": 1}, challenger_predictions=y * 1.01, windows=windows)
+    assert everywhere.challenger == "mean" and "better on 3 of 3 window(s)" in everywhere.reason
+
+
 def test_a_serving_model_that_does_not_beat_the_rule_gives_way_to_it() -> None:
     y, prior, jobs, ids = _rows()
     rng = np.random.default_rng(3)
