@@ -325,6 +325,15 @@ def markdown(result: dict[str, Any]) -> str:
         )
         + ".",
     ]
+    lines += [
+        "",
+        "| class / member that answered | jobs | MdALE service | last two on the same jobs |",
+        "|---|--:|--:|--:|",
+        *(
+            f"| {key} | {row['jobs']} | {row['service']:.2f} | {row['last two']:.2f} |"
+            for key, row in result.get("by_member", {}).items()
+        ),
+    ]
     if result["losses"]:
         lines += ["", "Where the service loses:", "", *[f"- {loss}" for loss in result["losses"]]]
     return "\n".join(lines) + "\n"
@@ -385,6 +394,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     result["service_models"] = dict(Counter(frame["service_model"]).most_common())
     result["members"] = {
         str(name): dict(Counter(group["service_member"]).most_common()) for name, group in frame.groupby("algorithm")
+    }
+    result["by_member"] = {
+        f"{name} / {member}": {m: scores(part)[m]["mdale"] for m in ("service", "last two")} | {"jobs": len(part)}
+        for (name, member), part in frame.groupby(["algorithm", "service_member"])
     }
     rows = {"all": scores(frame)}
     for name, part in (("inside the envelope", ~frame["extrapolating"]), ("extrapolating", frame["extrapolating"])):
