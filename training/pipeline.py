@@ -758,10 +758,11 @@ def _plan(settings: TrainingSettings, ts: TrainingSet) -> FoldPlan:
 
 def _members(chosen: Sequence[str], ts: TrainingSet) -> list[str]:
     """The chosen members that apply to ``ts`` (its features, its number of runs, its target), then the site's rules
-    for its kind of set that apply and are not among them: a rule is always a candidate. A job class's rules are the
-    request and the last two runs, not the class's median: a batch site has the former, and one number for every
-    user of a class is not a rule any site plans with."""
-    rules = [name for name in available_models() if is_rule(name, job_class=ts.carries_requests)]
+    for its kind of set that apply and are not among them: a rule is always a candidate. A job class's run-time rules
+    are the request and the last two runs, not the class's median: a batch site has the former, and one number for
+    every user of a class is not a rule any site plans with (its peak memory keeps the median: no request is known)."""
+    job_class = ts.carries_requests and ts.target is Target.TIME
+    rules = [name for name in available_models() if is_rule(name, job_class=job_class)]
     names = [*chosen, *(name for name in rules if name not in chosen)]
     return [name for name in names if applicable(name, ts.feature_names, len(ts), ts.target)]
 
