@@ -16,7 +16,9 @@ from __future__ import annotations
 import heapq
 import time
 from dataclasses import dataclass, field
+from enum import IntEnum
 from itertools import groupby
+from typing import ClassVar
 
 from scheduler.events import EventLoop
 from scheduler.orders import Order, OrderKind
@@ -28,15 +30,71 @@ from simulator.grid import GridRecord, Staging
 from simulator.retries import KILLS, RetryPolicy, kill
 from simulator.workload import JobSpec, MachineEvent, Workload
 
-_END, _MACHINE, _ARRIVAL, _WAKE = (
-    0,
-    1,
-    2,
-    3,
-)  # simultaneous events: ends free machines before arrivals look; wake-ups last
-_STAGED = 4  # Santos-Neto et al. 2004: an input transfer over the home link may have ended (simulator/grid.py)
-_PROBE_END = 5  # an idle-time probe's end (scheduler/probing.py); probes never reach the scheduler
 ENDED = ("done", "failed", *KILLS)  # the outcomes that end a job's run by itself (not the scheduler's order)
+
+
+class _Kind(IntEnum):
+    """What an event is; the heap orders simultaneous events by kind, so ends free machines before arrivals look."""
+
+    END = 0  # a run's end
+    MACHINE = 1  # a machine lost or gained
+    ARRIVAL = 2  # jobs submitted
+    WAKE = 3  # a pass the policy asked for, once the moment's ends, machine events and arrivals are in
+    STAGED = 4  # Santos-Neto et al. 2004: an input transfer over the home link may have ended (simulator/grid.py)
+    PROBE_END = 5  # an idle-time probe's end (scheduler/probing.py); probes never reach the scheduler
+
+
+@dataclass(frozen=True, slots=True)
+class _RunEnd:
+    """A run ends in truth: ``job`` on ``machine``, the attempt's ``token`` (stale if it was stopped), its outcome."""
+
+    kind: ClassVar[_Kind] = _Kind.END
+    job: str
+    machine: str
+    token: int
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class _MachineChange:
+    """The workload's machine event comes due."""
+
+    kind: ClassVar[_Kind] = _Kind.MACHINE
+    event: MachineEvent
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrival:
+    """Jobs submitted at one moment, passed to the scheduler together."""
+
+    kind: ClassVar[_Kind] = _Kind.ARRIVAL
+    jobs: tuple[JobSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _WakeUp:
+    """The time the policy asked to be woken at (see EventLoop.wake_at)."""
+
+    kind: ClassVar[_Kind] = _Kind.WAKE
+
+
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """Santos-Neto et al. 2004: the staging's next wake-up, when a transfer may have ended."""
+
+    kind: ClassVar[_Kind] = _Kind.STAGED
+
+
+@dataclass(frozen=True, slots=True)
+class _ProbeEnd:
+    """An idle-time probe on ``machine`` ends, unless ``token`` was preempted before."""
+
+    kind: ClassVar[_Kind] = _Kind.PROBE_END
+    machine: str
+    token: int
+
+
+_Event = _RunEnd | _MachineChange | _Arrival | _WakeUp | _Staged | _ProbeEnd
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +195,7 @@ class Simulation:
             on_termination=oracle.terminated if isinstance(oracle, TerminationOracle) else None,
         )
         self.specs: dict[str, JobSpec] = {j.id: j for j in workload.jobs}
-        self.events: list[tuple[float, int, int, object]] = []
+        self.events: list[tuple[float, _Kind, int, _Event]] = []  # (time, kind, seq, payload): seq breaks every tie
         self.active: dict[tuple[str, str], _Attempt] = {}
         self.true_progress: dict[str, float] = {}
         self.warm: dict[str, str | None] = {}
@@ -169,33 +227,34 @@ class Simulation:
         for spec in self.workload.cluster.machines:
             self.scheduler.machine_gained(self.workload.cluster.machine(spec), t0)
         for submit, group in groupby(jobs, key=lambda j: j.submit):
-            self._push(submit, _ARRIVAL, list(group))
+            self._push(submit, _Arrival(tuple(group)))
         for event in self.workload.machine_events:
-            self._push(event.time, _MACHINE, event)
+            self._push(event.time, _MachineChange(event))
         state = self.scheduler.state
         while self.events:
             now, kind, _, payload = heapq.heappop(self.events)
-            self._real_events -= kind != _PROBE_END
-            if kind == _END:
-                job_id, machine_id, token, outcome = payload  # type: ignore[misc]
-                self._end(job_id, machine_id, token, outcome, now)
-            elif kind == _ARRIVAL:
-                self._execute(self.scheduler.submit([spec.job() for spec in payload], now), now)  # type: ignore[attr-defined]
-                self._note_predictions(payload, now)  # type: ignore[arg-type]
-            elif kind == _STAGED:
-                self._staged(now)
-            elif kind == _WAKE:
-                wake = self.scheduler.wake_at()
-                if wake is not None and wake <= now:
-                    self._execute(self.scheduler.wake(now), now)
-            elif kind == _PROBE_END:
-                self.prober.ended(*payload, now)  # type: ignore[union-attr, misc]
-            else:
-                self._machine(payload, now)  # type: ignore[arg-type]
+            self._real_events -= kind is not _Kind.PROBE_END
+            match payload:
+                case _RunEnd(job_id, machine_id, token, outcome):
+                    self._end(job_id, machine_id, token, outcome, now)
+                case _Arrival(arrived):
+                    self._execute(self.scheduler.submit([spec.job() for spec in arrived], now), now)
+                    self._note_predictions(arrived, now)
+                case _Staged():
+                    self._staged(now)
+                case _WakeUp():
+                    wake = self.scheduler.wake_at()
+                    if wake is not None and wake <= now:
+                        self._execute(self.scheduler.wake(now), now)
+                case _ProbeEnd(machine_id, token):
+                    assert self.prober is not None  # probes are pushed only by a prober
+                    self.prober.ended(machine_id, token, now)
+                case _MachineChange(event):
+                    self._machine(event, now)
             wake = self.scheduler.wake_at()
             if wake is not None and wake > now and wake != self._wake:
                 self._wake = wake
-                self._push(wake, _WAKE, None)
+                self._push(wake, _WakeUp())
             state.dirty_jobs.clear()
             state.dirty_machines.clear()
             self._probe(now)
@@ -219,17 +278,18 @@ class Simulation:
             overcommits=self.overcommits,
         )
 
-    def _push(self, at: float, kind: int, payload: object) -> None:
+    def _push(self, at: float, payload: _Event) -> None:
+        """Queue ``payload`` at ``at`` under its kind; the sequence number keeps ties in push order."""
         self._seq += 1
-        self._real_events += kind != _PROBE_END
-        heapq.heappush(self.events, (at, kind, self._seq, payload))
+        self._real_events += payload.kind is not _Kind.PROBE_END
+        heapq.heappush(self.events, (at, payload.kind, self._seq, payload))
 
     def _probe(self, now: float) -> None:
         """Once every event of this moment is handled, idle machines may probe, while the workload has events left."""
         if self.prober is None or self._real_events == 0 or (self.events and self.events[0][0] == now):
             return
         for run in self.prober.fill(self.scheduler.state, now):
-            self._push(now + run.seconds, _PROBE_END, (run.machine, run.token))
+            self._push(now + run.seconds, _ProbeEnd(run.machine, run.token))
 
     def _end(self, job_id: str, machine_id: str, token: int, outcome: str, now: float) -> None:
         """A run ends in truth (``outcome`` done, failed, oom or timeout); the scheduler hears of it unless the machine
@@ -254,7 +314,7 @@ class Simulation:
         if again is not None:
             self.specs[again.id] = again
             self.retried.append(again)
-            self._push(now, _ARRIVAL, [again])
+            self._push(now, _Arrival((again,)))
 
     def _machine(self, event: MachineEvent, now: float) -> None:
         """Outages: a lost machine's runs go on (healthy) or die; a returning one reports the survivors."""
@@ -315,11 +375,11 @@ class Simulation:
             return  # it computes once its inputs are at its site: see _staged
         killed = kill(spec, seconds) if self.enforce else None
         if killed is not None and (not spec.fails or killed[0] < seconds * spec.fail_at):
-            self._push(now + killed[0], _END, (job_id, machine_id, self._token, killed[1]))
+            self._push(now + killed[0], _RunEnd(job_id, machine_id, self._token, killed[1]))
         elif spec.fails:
-            self._push(now + seconds * spec.fail_at, _END, (job_id, machine_id, self._token, "failed"))
+            self._push(now + seconds * spec.fail_at, _RunEnd(job_id, machine_id, self._token, "failed"))
         else:
-            self._push(now + seconds, _END, (job_id, machine_id, self._token, "done"))
+            self._push(now + seconds, _RunEnd(job_id, machine_id, self._token, "done"))
 
     def _hold_memory(self, spec: JobSpec, machine_id: str, nodes: tuple[tuple[int, int], ...], sign: int) -> None:
         """Add (``sign`` 1) or remove (-1) the job's true memory on its nodes; count a start that overcommits one."""
@@ -351,13 +411,13 @@ class Simulation:
         for job_id, machine_id, staged, compute in self.staging.arrived(now):
             spec, token = self.specs[job_id], self.active[(job_id, machine_id)].token
             end = max(staged + compute * (spec.fail_at if spec.fails else 1.0), now)
-            self._push(end, _END, (job_id, machine_id, token, "failed" if spec.fails else "done"))
+            self._push(end, _RunEnd(job_id, machine_id, token, "failed" if spec.fails else "done"))
         self._push_staged()
 
     def _push_staged(self) -> None:
         wake = self.staging.next_wake() if self.staging is not None else None
         if wake is not None:
-            self._push(wake, _STAGED, None)
+            self._push(wake, _Staged())
 
     def _close(self, job_id: str, machine_id: str, now: float, outcome: str) -> None:
         attempt = self.active.pop((job_id, machine_id))
@@ -381,7 +441,7 @@ class Simulation:
             self.staging.stop(job_id, machine_id, now, outcome)
             self._push_staged()
 
-    def _note_predictions(self, arrived: list[JobSpec], now: float) -> None:
+    def _note_predictions(self, arrived: tuple[JobSpec, ...], now: float) -> None:
         """The start the plan gives each job just submitted: now if it started, its planned start if it has one."""
         jobs = self.scheduler.state.jobs
         for spec in arrived:
@@ -409,20 +469,20 @@ class Simulation:
             estimate = job.estimates.get(platform) if job is not None and platform is not None else None
             out.append(
                 JobRecord(
-                    spec.id,
-                    spec.algorithm,
-                    spec.submit,
-                    spec.deadline,
-                    spec.priority,
-                    status,
-                    start,
-                    end,
-                    platform,
-                    estimate,
-                    requested_seconds(spec.params),
-                    self.predicted_start.get(spec.id),
-                    spec.memory,
-                    spec.true_memory,
+                    id=spec.id,
+                    algorithm=spec.algorithm,
+                    submit=spec.submit,
+                    deadline=spec.deadline,
+                    priority=spec.priority,
+                    status=status,
+                    start=start,
+                    end=end,
+                    platform=platform,
+                    estimate=estimate,
+                    requested=requested_seconds(spec.params),
+                    predicted_start=self.predicted_start.get(spec.id),
+                    memory=spec.memory,
+                    true_memory=spec.true_memory,
                 )
             )
         return out

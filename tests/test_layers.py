@@ -84,13 +84,6 @@ def test_every_contract_is_shown_broken() -> None:
     assert set(CONTRACTS) == set().union(*(contracts for _, _, contracts in CROSSINGS))
 
 
-KNOWN_CYCLES = {
-    # fanout picks the Ray executor lazily and rayfanout takes fanout's task types; the types could live in a module
-    # of their own (training is another part of issue 32)
-    frozenset({"training.fanout", "training.rayfanout"}),
-}
-
-
 def import_cycles(graph: grimp.ImportGraph) -> list[frozenset[str]]:
     """The strongly connected components of more than one module: modules that import each other, directly or not
     (a function's lazy import and a ``TYPE_CHECKING`` one count, as they do for ``lint-imports``)."""
@@ -135,10 +128,10 @@ def import_cycles(graph: grimp.ImportGraph) -> list[frozenset[str]]:
 
 
 def test_no_import_cycles() -> None:
+    """No module imports itself through others, lazily or not: no cycle is allowed (the last, fanout and rayfanout,
+    went when their task types moved to training.fit_tasks)."""
     graph = grimp.build_graph(*CONFIG["root_packages"], cache_dir=None)
-    cycles = import_cycles(graph)
-    assert set(cycles) <= KNOWN_CYCLES, [sorted(c) for c in cycles if c not in KNOWN_CYCLES]
-    assert set(cycles) == KNOWN_CYCLES, "a known cycle is gone: take it off KNOWN_CYCLES"
+    assert [sorted(cycle) for cycle in import_cycles(graph)] == []
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

@@ -38,7 +38,8 @@ from training.champions import MlflowChampions, best_candidate, check_selection_
 from training.crossval import CVResult, FoldFit, collect, fold_envelopes, one_pass
 from training.dataset import MeasurementFrames, TrainingSet, load_training_sets
 from training.ensemble import cross_validated_ensemble, fixed_ensemble, leads
-from training.fanout import EVERY_FOLD, Failed, Fit, Refit, run_fits
+from training.fanout import run_fits
+from training.fit_tasks import EVERY_FOLD, Failed, Fit, FitResult, Refit
 from training.folds import FoldPlan
 from training.guard import Decision, GuardSettings, Incumbent, RunsSeen, Serve, Verdict, judge, label
 from training.settings import TrainingSettings
@@ -182,7 +183,7 @@ class PairTraining:
     """One (algorithm, platform) set of a session: its fold plan, the champion serving it, the members cross-validated on
     it (a member whose fit failed is dropped) and their cross-validations and logged candidates as they come in.
 
-    A session's pairs are a list; ``set_index`` (a :class:`~training.fanout.Fit`'s, a :class:`Pick`'s) is the place in it.
+    A session's pairs are a list; ``set_index`` (a :class:`~training.fit_tasks.Fit`'s, a :class:`Pick`'s) is the place in it.
     """
 
     ts: TrainingSet
@@ -604,7 +605,7 @@ def _cross_validate_all(
 
 def _fits(
     settings: TrainingSettings, fits: Sequence[Fit], pairs: Sequence[PairTraining]
-) -> Iterator[tuple[Fit, FoldFit | list[FoldFit] | Refit | Failed]]:
+) -> Iterator[tuple[Fit, FitResult]]:
     """``fits`` of ``pairs`` made by the executor the settings choose (local processes or a Ray cluster), as they finish."""
     sets, plans = [pair.ts for pair in pairs], [pair.plan for pair in pairs]
     return run_fits(

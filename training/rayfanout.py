@@ -1,6 +1,6 @@
 """Fold fits on a Ray cluster: the same unit of work (one fit) and the same results as the local processes.
 
-Each training set and fold plan is put in Ray's object store once, each :class:`~training.fanout.Fit` is one
+Each training set and fold plan is put in Ray's object store once, each :class:`~training.fit_tasks.Fit` is one
 Ray task running the very function the local processes run, and results come back in the order they finish.
 Tracking and the registry stay in the calling process (the driver), as with local processes. Ray is an
 optional extra (``pip install -e '.[ray]'``); every node needs this project installed at the same version.
@@ -12,9 +12,8 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from training.crossval import FoldFit
 from training.dataset import TrainingSet
-from training.fanout import Failed, Fit, Refit, run_one
+from training.fit_tasks import Fit, FitResult, run_one
 from training.folds import FoldPlan
 
 log = logging.getLogger(__name__)
@@ -37,7 +36,7 @@ def connect(address: str) -> Any:
 
 def run_on_ray(
     fits: Sequence[Fit], training_sets: Sequence[TrainingSet], plans: Sequence[FoldPlan], *, seed: int, address: str
-) -> Iterator[tuple[Fit, FoldFit | list[FoldFit] | Refit | Failed]]:
+) -> Iterator[tuple[Fit, FitResult]]:
     """Make ``fits`` as Ray tasks (one CPU each) on the cluster at ``address``, yielding results as they finish."""
     if not fits:
         return

@@ -8,7 +8,8 @@ import pytest
 
 from training.crossval import FoldFit, collect, cross_validate
 from training.dataset import TrainingSet
-from training.fanout import Fit, Refit, run_fits
+from training.fanout import run_fits
+from training.fit_tasks import Fit, Refit
 from training.folds import FoldPlan
 
 
