@@ -75,6 +75,7 @@ class FoldPlan:
         n_folds: int,
         start: float = FORWARD_START,
         submitted: Sequence[float] | None = None,
+        finished: Sequence[bool] | None = None,
     ) -> FoldPlan:
         """Windows of the runs' ``submitted`` times (their end times when not given): the first ``start`` share of the
         runs (and enough that :data:`MIN_TRAIN` of them had ended) only train; the rest is cut into up to ``n_folds``
@@ -84,7 +85,8 @@ class FoldPlan:
         ties broken by row order (and the runs taken to end in that order). When the runs overlap so much that no
         window can open (fewer than :data:`MIN_TRAIN` had ended before the last ones were submitted: runs recorded
         together, their submissions unknown), each is taken as submitted when it ended; when their end times alone
-        cannot open one either (most ended at one instant), row order serves.
+        cannot open one either (most ended at one instant), row order serves. ``finished`` marks the runs a fit learns
+        from (a censored run's time is only a bound): only they count towards a window's :data:`MIN_TRAIN`.
         """
         n_rows = len(run_ids)
         _check_size(n_rows, n_folds)
@@ -100,12 +102,15 @@ class FoldPlan:
         ordered = subs[order]
         first = min(max(MIN_TRAIN, math.ceil(start * n_rows)), n_rows - 1)
         first = _after_ties(ordered, first)
-        while first < n_rows and (ends <= ordered[first - 1]).sum() < MIN_TRAIN:
+        learned = ends if finished is None else ends[np.asarray(finished, dtype=bool)]
+        while first < n_rows and (learned <= ordered[first - 1]).sum() < MIN_TRAIN:
             first = _after_ties(ordered, first + 1)
         if first >= n_rows:
             if submitted is not None:
-                return cls.forward_chain(run_ids, ended, n_folds, start)
-            return cls.forward_chain(run_ids, np.arange(n_rows, dtype="float64"), n_folds, start)
+                return cls.forward_chain(run_ids, ended, n_folds, start, finished=finished)
+            if finished is not None and np.count_nonzero(np.asarray(finished, dtype=bool)[:-1]) < MIN_TRAIN:
+                raise ValueError(f"need {MIN_TRAIN} finished runs before the last to open a window")
+            return cls.forward_chain(run_ids, np.arange(n_rows, dtype="float64"), n_folds, start, finished=finished)
         k = min(n_folds, n_rows - first)
         cuts = [first + round(i * (n_rows - first) / k) for i in range(k)]
         snapped = sorted({_after_ties(ordered, c) for c in cuts} - {n_rows})

@@ -754,7 +754,9 @@ def _save_plan(settings: TrainingSettings, ts: TrainingSet) -> FoldPlan:
 
 def _plan(settings: TrainingSettings, ts: TrainingSet) -> FoldPlan:
     """The set's forward plan: its runs in the order they ended, cut as the settings say."""
-    return FoldPlan.forward_chain(ts.run_ids, ts.ended, settings.cv_folds, settings.forward_start, ts.submitted)
+    return FoldPlan.forward_chain(
+        ts.run_ids, ts.ended, settings.cv_folds, settings.forward_start, ts.submitted, finished=ts.finished
+    )
 
 
 def _members(chosen: Sequence[str], ts: TrainingSet) -> list[str]:

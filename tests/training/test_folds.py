@@ -145,3 +145,17 @@ def test_runs_that_overlap_entirely_are_taken_as_submitted_when_they_ended() -> 
     plan = FoldPlan.forward_chain([f"r{i}" for i in range(20)], ended, 4, submitted=ended - 100.0)
     same = FoldPlan.forward_chain([f"r{i}" for i in range(20)], ended, 4)
     np.testing.assert_array_equal(plan.folds, same.folds)
+
+
+def test_the_first_window_trains_on_finished_runs_not_on_censored_ones() -> None:
+    """wagap's backfill class: its first runs were censored, the first window's fit had no run to learn from, and
+    every member failed on it. Only finished runs count towards a window's training rows."""
+    ended = np.arange(20.0)
+    finished = np.ones(20, dtype=bool)
+    finished[:12] = False  # the first twelve runs were stopped at their limit
+    plan = FoldPlan.forward_chain([f"r{i}" for i in range(20)], ended, 4, finished=finished)
+    assert (plan.train_rows(0) & finished).sum() >= 2
+    blind = FoldPlan.forward_chain([f"r{i}" for i in range(20)], ended, 4)
+    assert (blind.train_rows(0) & finished).sum() == 0  # counted censored runs, it opened with nothing to learn
+    with pytest.raises(ValueError, match="finished runs"):
+        FoldPlan.forward_chain([f"r{i}" for i in range(20)], ended, 4, finished=np.arange(20) == 19)
