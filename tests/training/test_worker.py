@@ -52,6 +52,16 @@ def settings(tmp_path) -> WorkerSettings:
     )
 
 
+def _served(runs: list[Measurement], speed: float) -> list[ServedEstimate]:
+    """Version 1's answers for ``runs`` that ran ``speed`` times slower than it expected."""
+    return [
+        ServedEstimate(
+            run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / speed, model_version="1"
+        )
+        for m in runs
+    ]
+
+
 def test_a_pair_without_a_champion_is_due_then_trained_and_recorded(
     settings: WorkerSettings, store: MeasurementStore
 ) -> None:
@@ -82,22 +92,10 @@ def test_drifting_live_error_triggers_a_retrain(settings: WorkerSettings, store:
     store.add(_runs(40))
     retrain_due(settings, store, book=book, tracker=tracker)
     runs = _runs(5, start=40, speed=4.0, seed=3)  # the program got 4x slower; too few runs to trigger on count
-    served = [
-        ServedEstimate(run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / 4, model_version="1")
-        for m in runs
-    ]
-    store.add(runs, served=served)
+    store.add(runs, served=_served(runs, 4.0))
     assert due(settings, store, book) == []  # 5 runs: fewer than drift_min_runs
     more = _runs(5, start=45, speed=4.0, seed=4)
-    store.add(
-        more,
-        served=[
-            ServedEstimate(
-                run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / 4, model_version="1"
-            )
-            for m in more
-        ],
-    )
+    store.add(more, served=_served(more, 4.0))
     (trigger,) = due(settings, store, book)
     assert trigger.reason.startswith("live RAE ") and "over 10 runs" in trigger.reason
 
@@ -113,10 +111,7 @@ def test_under_persistent_drift_the_worker_tries_again_once_per_drift_min_runs(
     retrain_due(settings, store, book=book, tracker=tracker)
     attempts = []
     for i, run in enumerate(_runs(100, start=40, speed=4.0, seed=5)):
-        served = ServedEstimate(
-            run_id=run.run_id, algorithm="tool", platform="cpu", seconds=run.wall_seconds / 4, model_version="1"
-        )
-        store.add([run], served=[served])
+        store.add([run], served=_served([run], 4.0))
         triggers = due(settings, store, book)
         if triggers:  # the worker tries, and the guard keeps version 1 serving: the drift persists
             attempts.append(i + 1)
@@ -296,14 +291,6 @@ def test_a_rule_serving_drifts_like_any_champion(settings: WorkerSettings, store
     (first,) = retrain_due(settings, store, book=book, tracker=tracker)
     assert first.serving == "median"
     more = _runs(40, start=40, speed=50.0, seed=6)
-    store.add(
-        more,
-        served=[
-            ServedEstimate(
-                run_id=m.run_id, algorithm="tool", platform="cpu", seconds=m.wall_seconds / 50, model_version="1"
-            )
-            for m in more
-        ],
-    )
+    store.add(more, served=_served(more, 50.0))
     (trigger,) = due(settings, store, book)
     assert trigger.reason.startswith("live RAE ") and "since the last attempt" in trigger.reason
