@@ -34,9 +34,9 @@ def served_points(raw: np.ndarray, X: np.ndarray, envelope: TrainingEnvelope | N
 def cap_at_request(answers: dict[str, np.ndarray], names: Sequence[str], X: np.ndarray) -> None:
     """Cap every run-time answer at the job's own request (``request.time``, where the rows carry a positive one, as a
     job class's do): the job is killed there, so it cannot run longer. Its limit *is* the request: the prediction
-    plans, the request kills, as in EASY++ (Tsafrir, Etsion & Feitelson 2007). Limits tightened below the request where
-    forward validation found them outlived no more often than the requests were outlived more often on the later
-    jobs (wagap-2013: 4.8 % against 3.1 %, docs/results/live-accuracy.md). Lower ends stay at or below the point."""
+    plans, the request kills, as in EASY++ (Tsafrir, Etsion & Feitelson 2007). Limits tightened below the request,
+    wherever forward validation judged them safe, were outlived more often than the requests on the later jobs
+    (wagap-2013: 4.8 % against 3.1 %, docs/results/live-accuracy.md). Lower ends stay at or below the point."""
     if REQUEST_TIME not in names:
         return
     request = X[:, list(names).index(REQUEST_TIME)]
