@@ -8,7 +8,7 @@ censoring) into a scratch store, which says what each job was (class, platform, 
 log is replayed as accounting into an empty store's ``job_history`` (SQLite), in time order, what that store learns
 at each instant set by ``--recording`` (:data:`RECORDING`; by default each job is recorded as submitted when it is
 submitted and with its start and end when it ends). Each job is estimated at its submission from
-:func:`scheduler.slurm.submit_history.submit_features` over that store (the features the Slurm route computes), and
+:func:`slurm.submit_history.submit_features` over that store (the features the Slurm route computes), and
 the service is production's own loop (:class:`training.service_loop.ServiceLoop`): each job that ends is recorded
 with the features it was submitted with and the estimate it was served; the retrain worker's rule retrains what is
 due under the guard (forward validation, the site's rules among the candidates) and online champions learn every
@@ -48,7 +48,7 @@ from predictor.domain import Estimate, Measurement, ServedEstimate
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
-from scheduler.slurm.submit_history import Submission, submit_features
+from slurm.submit_history import Submission, submit_features
 from training.service_loop import ServiceLoop
 from training.settings import WorkerSettings
 

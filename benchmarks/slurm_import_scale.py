@@ -44,7 +44,7 @@ import json, statistics, sys, time
 from datetime import datetime
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from scheduler.slurm.submit_history import Submission, submit_features
+from slurm.submit_history import Submission, submit_features
 history = JobHistory(MeasurementStore(sys.argv[1]).engine)
 out = {}
 for user in sys.argv[2:]:

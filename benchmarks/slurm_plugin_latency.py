@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scheduler.slurm.plugin import render_plugin
-from scheduler.slurm.settings import SlurmSettings
 from serving.app import create_app
+from slurm.plugin import render_plugin
+from slurm.settings import SlurmSettings
 from tests.livesrv import Silent, serve_app
 from tests.serving.conftest import train_home
 from tests.slurmserver import PASS_THROUGH, SlurmCluster

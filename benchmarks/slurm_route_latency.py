@@ -36,8 +36,8 @@ from predictor.domain import Measurement, Source
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from scheduler.slurm.settings import SlurmSettings
 from serving.app import create_app
+from slurm.settings import SlurmSettings
 from tests.livesrv import serve_app
 from tests.pgserver import throwaway_database
 from tests.serving.conftest import api_settings, train_home

@@ -31,7 +31,7 @@ from sqlalchemy import text
 
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
-from scheduler.slurm.submit_history import Submission, submit_features
+from slurm.submit_history import Submission, submit_features
 from tests.pgserver import throwaway_database
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -59,9 +59,9 @@ def ingest(
     from data.ingest import IngestError, ingest_file
     from data.swf_ingest import ingest_swf
     from predictor.catalog import load_catalog
-    from scheduler.slurm.ingest import Inputs, ingest_slurm
-    from scheduler.slurm.rules import RulesError, load_rules
-    from scheduler.slurm.settings import SlurmSettings
+    from slurm.ingest import Inputs, ingest_slurm
+    from slurm.rules import RulesError, load_rules
+    from slurm.settings import SlurmSettings
 
     settings = load_settings()
     catalog = load_catalog(*settings.catalog_paths)

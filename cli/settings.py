@@ -17,8 +17,8 @@ from pydantic_settings import BaseSettings
 
 from predictor.settings import Settings
 from scheduler.settings import ProbeSettings, SchedulerSettings
-from scheduler.slurm.settings import SlurmSettings
 from serving.settings import ApiSettings
+from slurm.settings import SlurmSettings
 from training.settings import TrainingSettings, WorkerSettings
 
 

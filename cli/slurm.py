@@ -52,12 +52,12 @@ def follow(
     most --max-requeues times per job; every decision goes to HOME/slurm-guard.jsonl.
     """
     from predictor.catalog import load_catalog
-    from scheduler.slurm.control import Slurm
-    from scheduler.slurm.follow import Follower, FollowPass
-    from scheduler.slurm.ingest import Inputs
-    from scheduler.slurm.resource_guard import ResourceGuard, oracle_uppers
-    from scheduler.slurm.rules import RulesError, load_rules
-    from scheduler.slurm.settings import SlurmSettings
+    from slurm.control import Slurm
+    from slurm.follow import Follower, FollowPass
+    from slurm.ingest import Inputs
+    from slurm.resource_guard import ResourceGuard, oracle_uppers
+    from slurm.rules import RulesError, load_rules
+    from slurm.settings import SlurmSettings
 
     settings, slurm = load_settings(), SlurmSettings()
     try:
@@ -131,10 +131,10 @@ def install_plugin(
 
     With PREDICTOR_SLURM_PLUGIN_TOKEN set, the plugin sends it (the API answers jobs from their users' history, by
     their job class, to the plugin alone) and the file is made readable by slurm.conf's SlurmUser alone."""
-    from scheduler.slurm.plugin import conf_path, plugin_path, render_plugin, slurm_user
-    from scheduler.slurm.plugin import install_plugin as write_plugin
-    from scheduler.slurm.settings import SlurmSettings
     from serving.settings import ApiSettings
+    from slurm.plugin import conf_path, plugin_path, render_plugin, slurm_user
+    from slurm.plugin import install_plugin as write_plugin
+    from slurm.settings import SlurmSettings
 
     secret = SlurmSettings().plugin_token
     token = None if secret is None else secret.get_secret_value()
@@ -181,11 +181,11 @@ def bridge(
     state file and does nothing twice.
     """
     from predictor.catalog import load_catalog
-    from scheduler.slurm.control import Slurm
-    from scheduler.slurm.rules import RulesError, load_rules
-    from scheduler.slurm.settings import SlurmSettings
-    from scheduler.slurm_bridge import BridgeStep, SlurmBridge
     from scheduler.store import SchedulerStore
+    from slurm.bridge import BridgeStep, SlurmBridge
+    from slurm.control import Slurm
+    from slurm.rules import RulesError, load_rules
+    from slurm.settings import SlurmSettings
 
     settings = load_settings()
     try:

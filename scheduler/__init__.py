@@ -14,5 +14,7 @@
   orders;
 - ``specs``: the grammar of specs and the one parser of a policy's (``edf:objective=makespan``) into objects;
 - ``store``, ``service``, ``leader``: the scheduler's state, orders and event inbox in the database, behind one lock;
-- ``slurm_bridge``, ``probe_executor``, ``probe_plan``, ``probing``: Slurm, local probe runs and the probing plan.
+- ``probe_executor``, ``probe_plan``, ``probing``: local probe runs and the probing plan.
+
+Slurm, a site adapter, is the top-level ``slurm`` package (its bridge carries these orders out on Slurm).
 """

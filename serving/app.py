@@ -12,7 +12,6 @@ from starlette.concurrency import run_in_threadpool
 from predictor import __version__
 from predictor.settings import Settings
 from scheduler.settings import ProbeSettings, SchedulerSettings
-from scheduler.slurm.settings import SlurmSettings
 from serving import docs, errors
 from serving.limits import BodyLimit
 from serving.metrics import Metrics
@@ -22,6 +21,7 @@ from serving.routers import slurm as slurm_routes
 from serving.settings import ApiSettings
 from serving.state import build_state, close_state
 from serving.telemetry import Telemetry, configure_logging
+from slurm.settings import SlurmSettings
 
 DESCRIPTION = """Estimated run time of a job on each platform of a heterogeneous cluster, with an interval
 and a walltime limit, from the champion model of each (algorithm, platform).

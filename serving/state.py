@@ -12,10 +12,10 @@ from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from scheduler.planning import FollowedDecision
 from scheduler.settings import ProbeSettings, SchedulerSettings
-from scheduler.slurm.settings import SlurmSettings
 from serving.hotswap import ChampionWatcher
 from serving.metrics import Metrics
 from serving.settings import ApiSettings
+from slurm.settings import SlurmSettings
 
 
 @dataclass

@@ -70,7 +70,7 @@ SERVERS = {
     # fixtures ("<file defining it>::<name>"): every test using one, directly or through another fixture
     "tests/conftest.py::postgres_server": "PostgreSQL (tests/pgserver.py)",
     "tests/conftest.py::slurm_cluster": "Slurm: munged, slurmctld, slurmd (tests/slurmserver.py)",
-    "tests/scheduler/slurm/conftest.py::slurm_memory_cluster": "Slurm with cgroups",
+    "tests/slurm/conftest.py::slurm_memory_cluster": "Slurm with cgroups",
     "tests/serving/conftest.py::base": "the API under uvicorn (tests/livesrv.py), over the session's trained home",
     "tests/serving/test_scheduler_routes.py::base": "the API with its scheduler under uvicorn",
     "tests/serving/test_scheduler_routes.py::served_on": "the API under uvicorn on each store backend",

@@ -60,6 +60,10 @@ CROSSINGS = [  # (module, the import added to it, the contracts it breaks)
     ("serving/app.py", "import simulator.runner", {"layers", "production-not-simulator"}),
     ("serving/app.py", "import predictor.store.tables", {"store-tables"}),
     ("training/memory.py", "import predictor.store.scheduler_tables", {"scheduler-tables"}),
+    # the Slurm adapter: it trains nothing itself, nothing below it reaches it, and only the API and the CLI use it
+    ("slurm/follow.py", "import training.pipeline", {"slurm-adapter"}),
+    ("scheduler/service.py", "import slurm.rules", {"layers", "slurm-users"}),
+    ("simulator/runner.py", "import slurm.rules", {"slurm-users"}),
 ]
 
 

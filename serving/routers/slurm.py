@@ -1,8 +1,8 @@
 """What Slurm's job_submit plugin asks at submission: a job's facts in, the changes to make to it out.
 
 A job a rule or its own words map to a catalog program is estimated by that program's model; any other job by its
-job class (:func:`scheduler.slurm.rules.class_of`) from its submit-time context and its user's history in the store
-(:func:`scheduler.slurm.submit_history.submit_features`, the replay's features). A job the rule file excludes is left
+job class (:func:`slurm.rules.class_of`) from its submit-time context and its user's history in the store
+(:func:`slurm.submit_history.submit_features`, the replay's features). A job the rule file excludes is left
 alone (204) and nothing of it is kept. The site's rule file (``PREDICTOR_SLURM_RULES``) is read again when it changes. ``format=text`` answers as
 ``key=value`` lines (``time_min``, ``time_limit``, ``mem``, ``comment``, ``estimate``; a null one left out), which
 the plugin's Lua reads without a JSON library: every text field in and out is one line
@@ -35,7 +35,13 @@ from pydantic import SecretStr, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from predictor.store.job_history import JobHistory
-from scheduler.slurm.rules import (
+from serving.deps import ServiceState, State
+from serving.errors import responses
+from serving.jobs import JobRejected, deadline, prepare
+from serving.jsonbody import FastJsonRoute
+from serving.schemas.predict import PredictRequest
+from serving.schemas.slurm import SlurmAdviceOut, SlurmJobIn
+from slurm.rules import (
     JobFacts,
     MappingError,
     Rules,
@@ -44,14 +50,8 @@ from scheduler.slurm.rules import (
     load_rules,
     map_job,
 )
-from scheduler.slurm.submit import SubmitAdvice, advise
-from scheduler.slurm.submit_history import Submission, submit_features
-from serving.deps import ServiceState, State
-from serving.errors import responses
-from serving.jobs import JobRejected, deadline, prepare
-from serving.jsonbody import FastJsonRoute
-from serving.schemas.predict import PredictRequest
-from serving.schemas.slurm import SlurmAdviceOut, SlurmJobIn
+from slurm.submit import SubmitAdvice, advise
+from slurm.submit_history import Submission, submit_features
 
 router = APIRouter(prefix="/v1/slurm", tags=["slurm"], route_class=FastJsonRoute)  # open: big bodies off the loop
 TOKEN_HEADER = "X-Predictor-Plugin-Token"

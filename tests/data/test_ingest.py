@@ -20,8 +20,8 @@ from predictor.catalog import Catalog
 from predictor.domain import CacheState, Source
 from predictor.records import RowError, validate_record
 from predictor.store import MeasurementStore
-from scheduler.slurm.ingest import ingest_slurm
-from scheduler.slurm.rules import Rules
+from slurm.ingest import ingest_slurm
+from slurm.rules import Rules
 
 
 def write(path: Path, text: str) -> Path:

@@ -18,10 +18,10 @@ import pytest
 from predictor.memsize import MIB, slurm_memory
 from predictor.store import MeasurementStore
 from scheduler.planning import PlanningConfig
-from scheduler.slurm.plugin import render_plugin
-from scheduler.slurm.settings import SlurmSettings
 from serving.app import create_app
 from serving.telemetry import LOGGER_NAME
+from slurm.plugin import render_plugin
+from slurm.settings import SlurmSettings
 from tests.livesrv import Silent, eventually, serve_app
 from tests.planning import record_planning
 from tests.required import required

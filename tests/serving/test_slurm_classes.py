@@ -28,12 +28,12 @@ from predictor.settings import Settings
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
 from predictor.walltime import parse_walltime
-from scheduler.slurm.control import Slurm
-from scheduler.slurm.follow import Follower
-from scheduler.slurm.plugin import render_plugin
-from scheduler.slurm.rules import load_rules
-from scheduler.slurm.settings import SlurmSettings
 from serving.app import create_app
+from slurm.control import Slurm
+from slurm.follow import Follower
+from slurm.plugin import render_plugin
+from slurm.rules import load_rules
+from slurm.settings import SlurmSettings
 from tests.livesrv import eventually, serve_app
 from tests.required import required
 from tests.serving.conftest import api_settings

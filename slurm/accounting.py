@@ -283,7 +283,7 @@ def _sacct_job(row: dict[str, str]) -> SlurmJob:
         job_id=_required(row, "JobID"),
         name=row["JobName"],
         state=_state(row["State"]),
-        elapsed=_duration("Elapsed", row["Elapsed"], required=True),
+        elapsed=_required_duration("Elapsed", row["Elapsed"]),
         time_limit=_duration("Timelimit", row["Timelimit"]),
         partition=row["Partition"] or None,
         comment=row["Comment"],
@@ -408,12 +408,16 @@ def _state(text: str) -> str:
     return words[0].rstrip("+").upper()
 
 
-def _duration(field: str, text: str, required: bool = False) -> float | None:
+def _duration(field: str, text: str) -> float | None:
     try:
-        seconds = parse_walltime(text)
+        return parse_walltime(text)
     except ValueError as exc:  # too many digits for an int included
         raise AccountingError(field, str(exc)[:200]) from None
-    if seconds is None and required:
+
+
+def _required_duration(field: str, text: str) -> float:
+    seconds = _duration(field, text)
+    if seconds is None:
         raise AccountingError(field, f"missing or unlimited: {text!r}")
     return seconds
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from predictor.walltime import parse_walltime
-from scheduler.slurm.accounting import QUEUED, SQUEUE_FORMAT, SlurmJob, read_squeue
+from slurm.accounting import QUEUED, SQUEUE_FORMAT, SlurmJob, read_squeue
 
 NULL = "(null)"
 
@@ -132,7 +132,7 @@ class Slurm:
 
     def nodes(self) -> list[Node]:
         """Every node with its state and CPUs."""
-        out = []
+        out: list[Node] = []
         for line in self.run("sinfo", "-h", "-N", "--format=%N|%T|%c").splitlines():
             name, state, cpus = (line.split("|") + ["", "", "0"])[:3]
             if name and not any(n.name == name for n in out):

@@ -1,14 +1,14 @@
 """``predictor slurm follow``: completions of the ``jobcomp/filetxt`` log into the store as they are written.
 
 Each pass reads the complete lines written since the last one, turns them into measurements
-(:mod:`scheduler.slurm.ingest`) and stores them, with every ended job as its user's history, then saves how far it
+(:mod:`slurm.ingest`) and stores them, with every ended job as its user's history, then saves how far it
 read to a cursor file (the log's inode and byte offset). Killed at any point and started again it reads on from the
 cursor; lines read again after a kill between the store's commit and the cursor's write are stored once, since a
 run's id (and a job's history key) is fixed. A log that was rotated (another inode, or shorter than the cursor) is
 read from its start.
 
 With ``queue`` (``squeue``), each pass first records the jobs waiting and running as their users' history
-(:mod:`scheduler.slurm.history`; those whose state changed since the last pass), so that a new job's history
+(:mod:`slurm.history`; those whose state changed since the last pass), so that a new job's history
 features count them as the replay's do; their completions, read after, fill in their ends.
 
 The completion log does not hold the job's comment in Slurm 22.05, and so not the plugin's tag: each pass asks
@@ -19,7 +19,7 @@ job slurmctld holds is read over as many lines as its name and folder have break
 holds under another user or name is rejected, never stored nor handed to the guard. A job it has forgotten is mapped by
 the rules on its name and partition alone, unconfirmed.
 
-With a :class:`~scheduler.slurm.resource_guard.ResourceGuard`, each run read that Slurm stopped (timed out, killed for
+With a :class:`~slurm.resource_guard.ResourceGuard`, each run read that Slurm stopped (timed out, killed for
 memory, preempted, its node failed) is handed to it after the pass's runs are stored and before the cursor moves on.
 """
 
@@ -38,16 +38,16 @@ from predictor.domain import Source
 from predictor.passes import every_interval
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from scheduler.slurm.accounting import AccountingError, SlurmJob, jobcomp_id, read_jobcomp
-from scheduler.slurm.control import QueuedJob, SlurmError
-from scheduler.slurm.history import history_records
-from scheduler.slurm.ingest import NO_INPUTS, Inputs, convert
-from scheduler.slurm.resource_guard import RESOURCES, ResourceGuard
-from scheduler.slurm.rules import JobFacts, MappingError, Rules, map_job
+from slurm.accounting import AccountingError, SlurmJob, jobcomp_id, read_jobcomp
+from slurm.control import QueuedJob, SlurmError
+from slurm.history import history_records
+from slurm.ingest import NO_INPUTS, Inputs, convert
+from slurm.resource_guard import RESOURCES, ResourceGuard
+from slurm.rules import JobFacts, MappingError, Rules, map_job
 
 log = logging.getLogger(__name__)
 Held = Callable[[Sequence[str]], dict[str, QueuedJob]]
-"""The jobs of the ids given that slurmctld still holds, by id (:meth:`scheduler.slurm.control.Slurm.held`)."""
+"""The jobs of the ids given that slurmctld still holds, by id (:meth:`slurm.control.Slurm.held`)."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from predictor.atomic import write_text_atomically
-from scheduler.slurm.settings import PLUGIN_TOKEN
+from slurm.settings import PLUGIN_TOKEN
 
 TEMPLATE = Path(__file__).with_name("job_submit.lua")
 DEFAULT_CONF = Path("/etc/slurm/slurm.conf")

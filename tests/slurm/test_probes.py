@@ -12,12 +12,12 @@ import pytest
 
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
-from scheduler.slurm.settings import SlurmSettings
 from serving.app import create_app
+from slurm.settings import SlurmSettings
 from tests.livesrv import eventually, serve_app
 from tests.scheduler.probesite import orders, probe_of, sleep_site
 from tests.scheduler.served import AUTH, served_api
-from tests.scheduler.test_slurm_bridge import Bridge
+from tests.slurm.test_bridge import Bridge
 from tests.slurmserver import SlurmCluster
 
 pytestmark = pytest.mark.e2e

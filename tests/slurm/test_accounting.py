@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scheduler.slurm.accounting import (
+from slurm.accounting import (
     SACCT_COLUMNS,
     AccountingError,
     SlurmJob,

@@ -12,12 +12,12 @@ import pytest
 from predictor.catalog import Catalog, load_catalog
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from scheduler.slurm import ingest
-from scheduler.slurm.ingest import ingest_slurm
-from scheduler.slurm.rules import Exclude, Rules
-from scheduler.slurm.submit_history import Submission, submit_features
+from slurm import ingest
+from slurm.ingest import ingest_slurm
+from slurm.rules import Exclude, Rules
+from slurm.submit_history import Submission, submit_features
 from tests.conftest import CATALOG_YAML
-from tests.scheduler.slurm.test_ingest import _sacct
+from tests.slurm.test_ingest import _sacct
 
 LATER = datetime(2026, 3, 2, tzinfo=UTC)
 

@@ -26,9 +26,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from predictor.store.job_history import JobRecord
-from scheduler.slurm.accounting import ENDED, FINISHED, QUEUED, Parsed, SlurmJob
-from scheduler.slurm.rules import Rules
-from scheduler.slurm.submit_history import Submission
+from slurm.accounting import ENDED, FINISHED, QUEUED, Parsed, SlurmJob
+from slurm.rules import Rules
+from slurm.submit_history import Submission
 
 log = logging.getLogger(__name__)
 _NUMBER = re.compile(r"\d+")

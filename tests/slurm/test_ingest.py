@@ -19,12 +19,12 @@ from predictor.live import live_metrics
 from predictor.memsize import MIB
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from scheduler.slurm.accounting import SACCT_COLUMNS
-from scheduler.slurm.ingest import Inputs, ingest_slurm
-from scheduler.slurm.rules import JobFacts, Rule, Rules, map_job
-from scheduler.slurm.submit import advise
+from slurm.accounting import SACCT_COLUMNS
+from slurm.ingest import Inputs, ingest_slurm
+from slurm.rules import JobFacts, Rule, Rules, map_job
+from slurm.submit import advise
 from tests.livesrv import eventually
-from tests.scheduler.slurm.conftest import readable
+from tests.slurm.conftest import readable
 from tests.slurmserver import SlurmCluster
 
 RULES = Rules(partitions={"debug": "cpu-small"})

@@ -4,12 +4,12 @@ One measurement per run of a job that ran and ended, validated like any row (:fu
 
 - ``run_id`` ``slurm-<cluster>-<job id>-<start>``: a requeued job's runs are distinct, a run imported twice (from
   ``sacct`` and from the completion log alike) is stored once;
-- ``algorithm``, ``platform`` and ``params`` from :func:`scheduler.slurm.rules.map_job` (the plugin's tag in the
+- ``algorithm``, ``platform`` and ``params`` from :func:`slurm.rules.map_job` (the plugin's tag in the
   comment, else the rules on the job's name and partition); features are read from the input files it names, but
   only regular files under the data roots, each within a size and a time budget (:class:`Inputs`): a job's words
   are its user's, and could name a FIFO (a read that never ends), a gzip bomb or any file of the importing user. A
-  job neither maps is a run of its job class (:func:`scheduler.slurm.rules.class_of`) when the catalog has one,
-  with its history features at its submit time (:func:`scheduler.slurm.submit_history.submit_features`: the jobs read are
+  job neither maps is a run of its job class (:func:`slurm.rules.class_of`) when the catalog has one,
+  with its history features at its submit time (:func:`slurm.submit_history.submit_features`: the jobs read are
   recorded as history first);
 - ``wall_seconds`` the elapsed time; ``machine`` the node of a one-node job;
 - ``max_rss_kb`` its steps' largest ``MaxRSS`` (sacct with slurmdbd; the completion log has none); for a job killed
@@ -25,7 +25,7 @@ algorithm and without a job class, jobs that never ran (ended with no elapsed ti
 (``PENDING``, ``REQUEUED``, ...). Rejected: lines that cannot be read and jobs whose mapping or values the catalog
 refuses.
 
-Every ended job but the excluded, mapped or not, is also its user's history (:mod:`scheduler.slurm.history`).
+Every ended job but the excluded, mapped or not, is also its user's history (:mod:`slurm.history`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from predictor.paths import PathRefused, resolve_under_roots
 from predictor.records import RowError, validate_record
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from scheduler.slurm.accounting import (
+from slurm.accounting import (
     ENDED,
     FAILED,
     FINISHED,
@@ -58,10 +58,10 @@ from scheduler.slurm.accounting import (
     read_jobcomp,
     read_sacct,
 )
-from scheduler.slurm.history import history_records, submission_of
-from scheduler.slurm.rules import JobFacts, JobMapping, MappingError, Rules, class_of, map_job
-from scheduler.slurm.settings import SlurmSettings
-from scheduler.slurm.submit_history import submit_features_of_many
+from slurm.history import history_records, submission_of
+from slurm.rules import JobFacts, JobMapping, MappingError, Rules, class_of, map_job
+from slurm.settings import SlurmSettings
+from slurm.submit_history import submit_features_of_many
 
 SlurmFormat = Literal["sacct", "jobcomp"]
 CANCELLED_EXIT = 2  # as the SWF import stores a cancelled job

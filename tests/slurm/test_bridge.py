@@ -15,8 +15,8 @@ from sqlalchemy import create_engine, text
 
 from data.datagen import write_family_fasta
 from predictor.settings import PROJECT_ROOT, Settings
-from scheduler.slurm.settings import SlurmSettings
 from serving.app import create_app
+from slurm.settings import SlurmSettings
 from tests.livesrv import Killable, eventually, serve_app
 from tests.scheduler.served import AUTH, seed_profile, served_api
 from tests.slurmserver import SlurmCluster

@@ -20,12 +20,12 @@ from predictor.atomic import read_state
 from predictor.catalog import Catalog
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory
-from scheduler.slurm.control import Slurm
-from scheduler.slurm.follow import Cursor, Follower
-from scheduler.slurm.rules import Rules
+from slurm.control import Slurm
+from slurm.follow import Cursor, Follower
+from slurm.rules import Rules
 from tests.conftest import CATALOG_YAML
 from tests.livesrv import eventually
-from tests.scheduler.slurm.conftest import readable
+from tests.slurm.conftest import readable
 from tests.slurmserver import SlurmCluster
 
 PROJECT = Path(__file__).resolve().parents[3]

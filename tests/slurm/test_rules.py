@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from predictor.catalog import Catalog, load_catalog
-from scheduler.slurm.rules import JobMapping, Rules, RulesError, class_of, load_rules
+from slurm.rules import JobMapping, Rules, RulesError, class_of, load_rules
 from tests.conftest import CATALOG_YAML
 
 CLASSES = """

@@ -40,10 +40,10 @@ from features import FeatureError
 from predictor.domain import Estimate
 from predictor.memsize import MIB
 from predictor.oracle import RuntimeOracle
-from scheduler.slurm.accounting import QUEUED, SlurmJob
-from scheduler.slurm.control import QueuedJob, Slurm, SlurmError, partition_max_memory, partition_max_time
-from scheduler.slurm.ingest import run_id_of
-from scheduler.slurm.rules import JobMapping
+from slurm.accounting import QUEUED, SlurmJob
+from slurm.control import QueuedJob, Slurm, SlurmError, partition_max_memory, partition_max_time
+from slurm.ingest import run_id_of
+from slurm.rules import JobMapping
 
 log = logging.getLogger(__name__)
 QUANTILES = (0.99, 0.999, 0.9999)
@@ -78,7 +78,7 @@ RELAUNCH_DELAY_S = 2.0
 """Seconds a requeued job stays held before its release (a guard's pass takes that much longer per requeue).
 Slurm's own requeue waits out the job credential's lifetime (minutes); releasing at once instead, slurmd can refuse
 the launch when it falls in the second the killed run's credential was revoked ("Job credential revoked": the job
-ends FAILED; about half the runs of tests/scheduler/slurm/test_resource_guard.py did). A start time in the future is no
+ends FAILED; about half the runs of tests/slurm/test_resource_guard.py did). A start time in the future is no
 cure: only the backfill pass (every 30 s) would start the job then."""
 
 

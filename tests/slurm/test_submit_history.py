@@ -14,7 +14,7 @@ from features.history import FEATURE_NAMES, history_features
 from features.swf import SwfJob, SwfLog, read_swf
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
-from scheduler.slurm.submit_history import Submission, submit_features
+from slurm.submit_history import Submission, submit_features
 from tests.traces import trace
 
 SAMPLE = 2_000

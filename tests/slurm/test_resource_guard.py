@@ -17,15 +17,15 @@ from predictor.memsize import MIB
 from predictor.oracle import build_oracle
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
-from scheduler.slurm.accounting import SlurmJob, read_jobcomp
-from scheduler.slurm.control import Slurm
-from scheduler.slurm.follow import Follower
-from scheduler.slurm.ingest import run_id_of
-from scheduler.slurm.resource_guard import GuardDecision, ResourceGuard, oracle_uppers
-from scheduler.slurm.rules import JobMapping, Rules
+from slurm.accounting import SlurmJob, read_jobcomp
+from slurm.control import Slurm
+from slurm.follow import Follower
+from slurm.ingest import run_id_of
+from slurm.resource_guard import GuardDecision, ResourceGuard, oracle_uppers
+from slurm.rules import JobMapping, Rules
 from tests.livesrv import eventually
-from tests.scheduler.slurm.conftest import readable
 from tests.serving.conftest import Home, train_home
+from tests.slurm.conftest import readable
 from tests.slurmserver import NODE_MEMORY_MB, SlurmCluster
 
 RULES = Rules(partitions={"debug": "cpu1"})

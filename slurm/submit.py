@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from predictor.domain import Estimate
 from predictor.memsize import slurm_memory
 from predictor.walltime import optional_walltime, slurm_walltime
-from scheduler.slurm.rules import JobFacts, JobMapping
-from scheduler.slurm.words import tagged_comment
+from slurm.rules import JobFacts, JobMapping
+from slurm.words import tagged_comment
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import pytest
 
 from predictor.domain import Estimate
 from predictor.memsize import MIB
-from scheduler.slurm.rules import JobFacts, JobMapping
-from scheduler.slurm.submit import advise
+from slurm.rules import JobFacts, JobMapping
+from slurm.submit import advise
 
 MAPPING = JobMapping("mafft", "cpu1")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.slurm.ingest import Inputs
+from slurm.ingest import Inputs
 from tests.required import required
 from tests.slurmserver import SlurmCluster, memory_enforceable
 from tests.slurmserver import available as slurm_available

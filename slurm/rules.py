@@ -17,7 +17,7 @@ A YAML file (``PREDICTOR_SLURM_RULES``)::
       accounts: [secret]
       partitions: [private]
 
-The job's own words (:mod:`scheduler.slurm.words`) come on top, each overriding the one before: the rule's
+The job's own words (:mod:`slurm.words`) come on top, each overriding the one before: the rule's
 ``params``, the comment's ``predictor:`` words, ``PREDICTOR_JOB``, then ``#PREDICTOR`` lines. A job whose words
 name the algorithm needs no rule. File parameters given relative are taken from the job's working directory.
 """
@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from predictor.catalog import Catalog
 from predictor.jobfeatures import file_parameters
 from predictor.records import RowError, typed_params
-from scheduler.slurm.words import (
+from slurm.words import (
     NAMING,
     RESERVED,
     WordsError,

@@ -41,9 +41,9 @@ from predictor.catalog import Catalog
 from predictor.passes import every_interval
 from predictor.walltime import slurm_walltime
 from scheduler.orders import OrderKind
-from scheduler.slurm.control import QueuedJob, Slurm, SlurmError
 from scheduler.state import JobStatus
 from scheduler.store import SchedulerStore
+from slurm.control import QueuedJob, Slurm, SlurmError
 
 log = logging.getLogger(__name__)
 PREFIX = "sched-"
