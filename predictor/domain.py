@@ -7,9 +7,10 @@ what only the API adds) and the store its own tables, each converting to and fro
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, Self, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, computed_field, field_validator
 
@@ -37,6 +38,24 @@ and kept out of the fallback estimate."""
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+T = TypeVar("T")
+
+
+class typed_property(property, Generic[T]):
+    """A read-only ``property`` whose value has the getter's type, for ``@computed_field`` to decorate: mypy does not
+    support decorators on top of ``@property`` itself (its ``prop-decorator`` error)."""
+
+    def __init__(self, fget: Callable[[Any], T]) -> None:
+        super().__init__(fget)
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None, /) -> Self: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None, /) -> T: ...
+    def __get__(self, instance: object, owner: type | None = None, /) -> Self | T:
+        return super().__get__(instance, owner)
 
 
 class Measurement(BaseModel):
@@ -158,22 +177,22 @@ class AnsweredEstimate(Estimate):
     """An estimate as the API answers it: the record and its Slurm strings (walltimes and memory sizes), derived from it."""
 
     @computed_field(description="``seconds`` as a Slurm walltime, rounded up (HH:MM:SS or D-HH:MM:SS).")
-    @property
+    @typed_property
     def walltime(self) -> str | None:
         return optional_walltime(self.seconds)
 
     @computed_field(description="``limit`` as a Slurm walltime, rounded up: a value for `sbatch --time`.")
-    @property
+    @typed_property
     def limit_walltime(self) -> str | None:
         return optional_walltime(self.limit)
 
     @computed_field(description="``memory`` as a Slurm memory size, whole mebibytes rounded up (e.g. 3500M).")
-    @property
+    @typed_property
     def memory_slurm(self) -> str | None:
         return optional_slurm_memory(self.memory)
 
     @computed_field(description="``memory_limit`` as a Slurm memory size, rounded up: a value for `sbatch --mem`.")
-    @property
+    @typed_property
     def memory_limit_slurm(self) -> str | None:
         return optional_slurm_memory(self.memory_limit)
 

@@ -91,13 +91,14 @@ def _transformed_target(model: TransformedTargetRegressor) -> Rows | None:
 
 def _pipeline(model: Pipeline) -> Rows | None:
     """Each step in turn, when every step is recognised."""
-    stages = [_compile(step) for _, step in model.steps if step not in (None, "passthrough")]
-    if not stages or any(stage is None for stage in stages):
+    compiled = [_compile(step) for _, step in model.steps if step not in (None, "passthrough")]
+    stages = [stage for stage in compiled if stage is not None]
+    if not stages or len(stages) < len(compiled):
         return None
 
     def run(X: np.ndarray) -> np.ndarray:
         for stage in stages:
-            X = stage(X)  # type: ignore[misc]
+            X = stage(X)
         return X
 
     return run

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,6 +23,13 @@ from predictor.domain import Measurement, Target
 from predictor.registry import Champion
 
 LOG_FLOOR = 1.0e-3  # both sides of a log error are floored here, as training's metrics floor them
+
+
+class Record(Protocol):
+    """Values read by column name: a dict of :meth:`LiveMember.record`, or a row of the store (a ``RowMapping``,
+    whose keys may also be columns, so it is no ``Mapping[str, Any]``)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 @dataclass
@@ -96,7 +103,7 @@ class LiveMember:
         }
 
     @classmethod
-    def from_record(cls, row: Mapping[str, Any]) -> LiveMember:
+    def from_record(cls, row: Record) -> LiveMember:
         """The member a row of :meth:`record` holds."""
         model = AsymmetricOnlineRegressor.from_state(dict(row["params"]), dict(row["state"]))
         return cls(

@@ -267,7 +267,7 @@ class RuntimeOracle(Oracle):
         limit_quantile = self.limit_quantile if limit_quantile is None else limit_quantile
         memory_quantile = self.memory_limit_quantile if memory_limit_quantile is None else memory_limit_quantile
         memory = _memory_answers(served.memory, jobs, coverage, memory_quantile)
-        results: list[dict[str, Estimate | None]] = [dict.fromkeys(job.platforms) for job in jobs]
+        results: list[dict[str, Estimate]] = [{} for _ in jobs]
         groups: dict[Pair, list[int]] = {}
         for index, job in enumerate(jobs):
             for platform in job.platforms:
@@ -289,7 +289,10 @@ class RuntimeOracle(Oracle):
                     _fallback(profile, algorithm, platform, NOT_FINITE), more
                 )
         ceiling = self._memory_ceiling
-        return [{p: within_reach(e, ceiling[p]) for p, e in r.items()} for r in results]  # type: ignore[arg-type]
+        # Each job's estimates in the order of its platforms (the fallbacks above were filled in first).
+        return [
+            {p: within_reach(r[p], ceiling[p]) for p in job.platforms} for job, r in zip(jobs, results, strict=True)
+        ]
 
     def estimate_matrix(
         self,
@@ -381,7 +384,7 @@ def _model_columns(
     answers, finite, check = _scored(model, matrix, coverage, limit_quantile)
     cap_at_request(answers, champion.feature_names, matrix)
     lists = {key: _finite_list(column, finite) for key, column in answers.items()}
-    intervals = {"coverage": coverage, "limit_quantile": limit_quantile} if len(answers) > 1 else {}
+    interval = len(answers) > 1
     outside = check.outside.tolist() if check is not None else [False] * len(matrix)
     beyond = check.out_of_range if check is not None else [[] for _ in range(len(matrix))]
     return ScoredColumns(
@@ -395,8 +398,12 @@ def _model_columns(
         out_of_domain=beyond,
         feature_names=tuple(champion.feature_names),
         used=matrix,
-        **lists,
-        **intervals,
+        seconds=lists["seconds"],
+        lower=lists.get("lower"),
+        upper=lists.get("upper"),
+        limit=lists.get("limit"),
+        coverage=coverage if interval else None,
+        limit_quantile=limit_quantile if interval else None,
     )
 
 
@@ -588,8 +595,8 @@ def _log_factors(
 ) -> tuple[float, float, float]:
     """Log multipliers of an estimate for its interval's lower and upper ends and its walltime limit."""
     recorded = dict(quantiles)
-    levels = ((1 - coverage) / 2, (1 + coverage) / 2, limit_quantile)
-    return tuple(quantile_at(recorded, level) for level in levels)  # type: ignore[return-value]
+    lower, upper = (1 - coverage) / 2, (1 + coverage) / 2
+    return quantile_at(recorded, lower), quantile_at(recorded, upper), quantile_at(recorded, limit_quantile)
 
 
 def _fallback(profile: ProfileTable, algorithm: str, platform: str, reason: str) -> Estimate:

@@ -346,10 +346,10 @@ def _input_features(
     try:
         return job_features(algorithm, located, **budget_options(algorithm, budget_s))
     except FeatureError as exc:
-        name = next((n for n in named if located[n] == exc.source), None)
-        where = f"param.{name}" if name else "params"
+        failed = next((n for n in named if located[n] == exc.source), None)
+        where = f"param.{failed}" if failed else "params"
         raise RowError(
-            where, f"{_unreadable(named[name]) if name else 'the inputs cannot be read'}: {exc.problem}"
+            where, f"{_unreadable(named[failed]) if failed else 'the inputs cannot be read'}: {exc.problem}"
         ) from None
 
 

@@ -15,11 +15,20 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 Rows = Callable[[np.ndarray], np.ndarray]
+
+
+class LinearRegressor(Protocol):
+    """A fitted scikit-learn linear regressor (its private ``LinearModel``): ``predict(X)`` is ``X @ coef_ + intercept_``."""
+
+    coef_: np.ndarray
+    intercept_: float | np.ndarray
+
+    def predict(self, X: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -73,7 +82,7 @@ _MLFLOW_URI_VARIABLES = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
 _MLFLOW_URIS_LOCK = threading.RLock()
 
 
-def linear_model_base() -> type | None:
+def linear_model_base() -> type[LinearRegressor] | None:
     """scikit-learn's private base class of its linear regressors, or None when it is gone."""
     try:
         from sklearn.linear_model._base import LinearModel
@@ -162,7 +171,7 @@ def registry_aliases(uri: str, names: Sequence[str], alias: str) -> RegistryAlia
     if url.get_backend_name() == "sqlite" and not (url.database and os.path.exists(url.database)):
         return None
     wanted = {"names": list(names), "alias": alias, "workspace": _DEFAULT_WORKSPACE}
-    expanding = sqlalchemy.bindparam("names", expanding=True)
+    expanding: sqlalchemy.BindParameter[str] = sqlalchemy.bindparam("names", expanding=True)
     engine = sqlalchemy.create_engine(url, poolclass=NullPool)
     try:
         with engine.connect() as connection:

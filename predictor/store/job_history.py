@@ -26,7 +26,6 @@ from sqlalchemy import (
     Engine,
     Float,
     Row,
-    Select,
     and_,
     bindparam,
     case,
@@ -40,7 +39,7 @@ from sqlalchemy import (
 
 from features.history import LAST, UserHistory
 from predictor.store.limits import column_problem
-from predictor.store.store import dialect_insert
+from predictor.store.store import AnySelect, dialect_insert
 from predictor.store.tables import job_history as table
 from predictor.store.tables import job_history_users as users
 
@@ -192,7 +191,7 @@ class JobHistory:
         return None if first is None else datetime.fromtimestamp(first, UTC)
 
 
-def _state_queries(ties: bool) -> tuple[Select[Any], Select[Any]]:
+def _state_queries(ties: bool) -> tuple[AnySelect, AnySelect]:
     """The two queries of :meth:`JobHistory.user_state`, built once (building one costs more than running it): the
     counts and sums in one round trip, and the latest run times. ``ties``: jobs submitted at ``now`` count when their
     ``seq`` is below the bound ``seq``."""
@@ -298,8 +297,8 @@ def _summarize(conn: Connection, cluster: str, user: str) -> None:
     mine = and_(users.c.cluster == cluster, users.c.user == user)
     conn.execute(select(users.c.cluster).where(mine).with_for_update())
     summed = dict(conn.execute(_SUMS, values).one()._mapping)
-    recent = [float(r) for r in conn.execute(_RECENT, values).scalars()]
-    recent += [None] * (LAST - len(recent))  # type: ignore[list-item]  # fewer ended runs: nulls
+    recent: list[float | None] = [float(r) for r in conn.execute(_RECENT, values).scalars()]
+    recent += [None] * (LAST - len(recent))  # fewer ended runs: nulls
     changes = {**summed, **{f"recent{i + 1}": run for i, run in enumerate(recent)}}
     conn.execute(users.update().where(mine).values(**changes))
 
@@ -325,7 +324,7 @@ def _summed(summary: Row[Any]) -> UserHistory:
     )
 
 
-def _summary_queries() -> tuple[Select[Any], Select[Any], Select[Any], Select[Any]]:
+def _summary_queries() -> tuple[AnySelect, AnySelect, AnySelect, AnySelect]:
     """The user's summary row, its sums over the user's rows, their latest run times, and whether the user has a job."""
     c = table.c
     mine = and_(c.cluster == bindparam("cluster"), c.user == bindparam("user"))

@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from predictor.store.tables import Base
+from predictor.store.tables import Base, mapped_table
 
 
 class SchedJobRow(Base):
@@ -162,10 +162,10 @@ class SchedProbeRow(Base):
     outcome: Mapped[str | None] = mapped_column(String(16), nullable=True)  # done, capped, cancelled or failed
 
 
-sched_jobs = SchedJobRow.__table__
-sched_runs = SchedRunRow.__table__
-sched_machines = SchedMachineRow.__table__
-sched_orders = SchedOrderRow.__table__
-sched_events = SchedEventRow.__table__
-sched_lease = SchedLeaseRow.__table__
-sched_probes = SchedProbeRow.__table__
+sched_jobs = mapped_table(SchedJobRow)
+sched_runs = mapped_table(SchedRunRow)
+sched_machines = mapped_table(SchedMachineRow)
+sched_orders = mapped_table(SchedOrderRow)
+sched_events = mapped_table(SchedEventRow)
+sched_lease = mapped_table(SchedLeaseRow)
+sched_probes = mapped_table(SchedProbeRow)

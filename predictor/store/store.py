@@ -7,11 +7,11 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
 from alembic import command
@@ -20,6 +20,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     LargeBinary,
+    RowMapping,
     Text,
     cast,
     create_engine,
@@ -44,6 +45,9 @@ from predictor.store.tables import model_decisions, served_estimates, set_aside
 
 if TYPE_CHECKING:
     from predictor.online import LiveMember
+
+AnySelect: TypeAlias = Select[*tuple[Any, ...]]
+"""A SELECT of any number of columns of any types (``Select[Any]`` would be one column)."""
 
 log = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -308,7 +312,7 @@ class MeasurementStore:
         stmt = select(*(type_coerce(c, NullType()).label(c.name) for c in columns)).where(columns.id.in_(newest))
         return self._decision_rows(stmt.order_by(columns.id.desc()))
 
-    def _decision_rows(self, stmt: Select[Any]) -> list[dict[str, Any]]:
+    def _decision_rows(self, stmt: AnySelect) -> list[dict[str, Any]]:
         """The ``model_decisions`` rows ``stmt`` selects, each read column by column (:func:`_read_back`)."""
         columns = model_decisions.c
         dialect = self.engine.dialect
@@ -330,12 +334,12 @@ class MeasurementStore:
         stmt = self._readable().order_by(table.c.recorded_at, table.c.id)
         return self._read(_filtered(stmt, algorithm, platform, successful_only, with_censored))
 
-    def _readable(self) -> Select[Any]:
+    def _readable(self) -> AnySelect:
         """Every column of the measurements, the JSON ones as their stored text (SQLite: bytes), parsed by :meth:`_read`."""
         raw = LargeBinary if self.dialect == "sqlite" else Text  # SQLite keeps any bytes in a column, even not UTF-8
         return select(*(cast(c, raw).label(c.name) if c.name in JSON_COLUMNS else c for c in table.c))
 
-    def _read(self, stmt: Select[Any]) -> list[dict[str, Any]]:
+    def _read(self, stmt: AnySelect) -> list[dict[str, Any]]:
         """The rows of ``stmt`` (a :meth:`_readable` query) as column values without the id; a row that cannot be read
         is moved to ``measurements_set_aside`` with its reason and logged, once: one such row made every read fail."""
         with self.engine.connect() as conn:
@@ -380,7 +384,7 @@ class MeasurementStore:
             self._set_aside([(row, f"set aside: {reason}") for row in picked])
         return [row["run_id"] for row in picked]
 
-    def _set_aside(self, unreadable: list[tuple[Mapping[str, Any], str]]) -> None:
+    def _set_aside(self, unreadable: Sequence[tuple[Mapping[str, Any], str]]) -> None:
         """Move each row out of the measurements, with its reason, in one transaction."""
         now = datetime.now(UTC)
         rows = [
@@ -415,7 +419,7 @@ def live_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
     return frame.astype({**dict.fromkeys(numbers, "float64"), "wall_seconds": "float64", "max_rss_kb": "float64"})
 
 
-def _medians() -> Select[Any]:
+def _medians() -> AnySelect:
     """(algorithm, platform, median wall seconds, runs) of successful runs of at most a year, per pair."""
     pair = (table.c.algorithm, table.c.platform)
     ranked = (
@@ -508,11 +512,11 @@ def _as_utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
-def _read_back(row: Mapping[str, Any], readers: dict[str, Callable[[Any], Any] | None]) -> dict[str, Any]:
+def _read_back(row: RowMapping, readers: Mapping[str, Callable[[Any], Any] | None]) -> dict[str, Any]:
     """A row read column by column; a value its column's type cannot read is kept raw and named in ``unreadable``."""
     out: dict[str, Any] = {"unreadable": []}
-    for name, value in row.items():
-        read = readers[name]
+    for name in row:
+        value, read = row[name], readers[name]
         try:
             out[name] = value if read is None or value is None else read(value)
         except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
@@ -522,8 +526,8 @@ def _read_back(row: Mapping[str, Any], readers: dict[str, Callable[[Any], Any] |
 
 
 def _filtered(
-    stmt: Select[Any], algorithm: str | None, platform: str | None, successful_only: bool, with_censored: bool = False
-) -> Select[Any]:
+    stmt: AnySelect, algorithm: str | None, platform: str | None, successful_only: bool, with_censored: bool = False
+) -> AnySelect:
     """Apply the optional algorithm, platform and success filters shared by the queries (censored runs pass with ``with_censored``)."""
     if algorithm is not None:
         stmt = stmt.where(table.c.algorithm == algorithm)

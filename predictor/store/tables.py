@@ -15,6 +15,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     UniqueConstraint,
     false,
@@ -220,12 +221,21 @@ class OnlineMemberRow(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
-measurements = MeasurementRow.__table__
-served_estimates = ServedEstimateRow.__table__
-model_decisions = ModelDecisionRow.__table__
-set_aside = SetAsideRow.__table__
-job_history = JobHistoryRow.__table__
-job_history_users = JobHistoryUserRow.__table__
+def mapped_table(row: type[Base]) -> Table:
+    """The table a row class maps: a declarative class with a ``__tablename__`` builds a :class:`Table`, which its
+    ``__table__`` (typed as any ``FromClause``) does not tell mypy."""
+    mapped = row.__table__
+    if not isinstance(mapped, Table):
+        raise TypeError(f"{row.__name__} maps {type(mapped).__name__}, not a table")
+    return mapped
 
 
-online_members = OnlineMemberRow.__table__
+measurements = mapped_table(MeasurementRow)
+served_estimates = mapped_table(ServedEstimateRow)
+model_decisions = mapped_table(ModelDecisionRow)
+set_aside = mapped_table(SetAsideRow)
+job_history = mapped_table(JobHistoryRow)
+job_history_users = mapped_table(JobHistoryUserRow)
+
+
+online_members = mapped_table(OnlineMemberRow)

@@ -32,7 +32,10 @@ connection = context.config.attributes.get("connection")
 if connection is not None:
     _run(connection)
 else:
-    engine = create_engine(context.config.get_main_option("sqlalchemy.url"))
+    url = context.config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("no connection handed over and no sqlalchemy.url set: nothing to migrate")
+    engine = create_engine(url)
     with engine.begin() as connection:
         _run(connection)
     engine.dispose()
