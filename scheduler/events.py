@@ -218,6 +218,8 @@ class EventLoop:
                 run = self._stop(order, job, now, keep=kind is not OrderKind.CANCEL)
             if kind in (OrderKind.START, OrderKind.MIGRATE, OrderKind.REPLICATE):
                 target = order.target if kind is OrderKind.MIGRATE else order.machine
+                if target is None:
+                    raise OrderError(f"{order}: a migration needs a target machine")
                 run = self._launch(order, job, target, now)
             issued.append(order._replace(attempt=run.attempt, nodes=run.nodes))
         state.replan(deferrals)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import groupby
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -41,10 +41,21 @@ def per_slot(needs: Sequence[int]) -> int:
     return needs.memory if isinstance(needs, Needs) else 0
 
 
+@overload
+def capacity(free: np.ndarray, memory: Sequence[int] | np.ndarray | None, each: int) -> np.ndarray: ...
+
+
+@overload
+def capacity(
+    free: Sequence[int], memory: Sequence[int] | np.ndarray | None, each: int
+) -> np.ndarray | Sequence[int]: ...
+
+
 def capacity(
     free: Sequence[int] | np.ndarray, memory: Sequence[int] | np.ndarray | None, each: int
 ) -> np.ndarray | Sequence[int]:
-    """Slots per node a job whose slots bring ``each`` bytes may take: the free slots, fewer where memory runs out."""
+    """Slots per node a job whose slots bring ``each`` bytes may take: the free slots, fewer where memory runs out
+    (an array whenever ``free`` is one)."""
     if not each or memory is None:
         return free
     return np.minimum(free, np.asarray(memory) // each)
@@ -71,7 +82,7 @@ def _slots(size: int, params: Mapping[str, Any], node_slots: int) -> tuple[int, 
     return (node_slots,) * whole + ((rest,) if rest else ())
 
 
-def place(needs: Sequence[int], capacity: Sequence[int]) -> Allocation | None:
+def place(needs: Sequence[int], capacity: Sequence[int] | np.ndarray) -> Allocation | None:
     """Best fit: each need (largest first) on the node of least room that holds it; None if the nodes cannot.
 
     Taking the tightest node for the largest need first finds an allocation whenever one exists.

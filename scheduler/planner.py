@@ -60,13 +60,12 @@ class Profile:
     def earliest(self, t0: float, size: int, duration: float, memory: int = 0) -> float:
         """Earliest start >= t0 at which ``size`` slots (and ``memory`` bytes) stay free for ``duration`` (INF if never)."""
         times, free, room = self.times, self.free, self.memory
-        if room is None:
-            memory = 0  # memory never limits this machine
         i = max(bisect_right(times, t0) - 1, 0)
         start = max(t0, times[0])
         n = len(times)
         while i < n:
-            if free[i] < size or (memory and room[i] < memory):  # type: ignore[index]  # room is set where memory is
+            # memory never limits a machine without a memory size (room None)
+            if free[i] < size or (memory and room is not None and room[i] < memory):
                 if i + 1 >= n:
                     return INF
                 start = times[i + 1]

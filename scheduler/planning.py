@@ -24,9 +24,9 @@ from scheduler.planning_times import Correction
 
 log = logging.getLogger("scheduler")
 Family = Literal["easy", "conservative", "edf"]
-FAMILIES: tuple[str, ...] = get_args(Family)
+FAMILIES: tuple[Family, ...] = get_args(Family)
 PlanSource = Literal["last-two", "requested", "service"]
-SOURCES: tuple[str, ...] = get_args(PlanSource)  # whose estimates plan
+SOURCES: tuple[PlanSource, ...] = get_args(PlanSource)  # whose estimates plan
 NUMBERS = ("point", "q0.75")  # the service's point, or its point scaled by its residuals' 0.75 quantile
 CORRECTIONS: tuple[Correction, ...] = ("tsafrir", "quantile", "doubling")  # those a configuration chooses among
 ORDERS = ("fcfs", "sjbf", "saf")
@@ -65,12 +65,15 @@ class PlanningConfig:
         """The configuration a decision row's details recorded, checked."""
         if not isinstance(record, dict) or set(record) - {"source", "number", "correction", "order"}:
             raise ValueError(f"not a planning configuration: {record}")
-        config = cls(**{k: str(v) for k, v in record.items()})
-        if config.source not in SOURCES or config.correction not in CORRECTIONS or config.order not in ORDERS:
+        values, default = {k: str(v) for k, v in record.items()}, cls()
+        source = values.get("source", default.source)
+        correction = values.get("correction", default.correction)
+        number, order = values.get("number", default.number), values.get("order", default.order)
+        if source not in SOURCES or correction not in CORRECTIONS or order not in ORDERS:
             raise ValueError(f"not a planning configuration: {record}")
-        if config.number != "point" and (config.source != "service" or config.number not in NUMBERS):
+        if number != "point" and (source != "service" or number not in NUMBERS):
             raise ValueError(f"not a planning configuration: {record}")
-        return config
+        return cls(source, number, correction, order)
 
     def label(self, family: Family) -> str:
         """A short name for tables."""

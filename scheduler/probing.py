@@ -153,7 +153,9 @@ class IdleProber:
         ]
         closed = [record for m in busy if (record := self.preempt(m, now)) is not None]
         lost = [run for run in self.running.values() if now - run.start > run.seconds + OVERDUE_S]
-        return closed + [self.ended(run.machine, run.token, now, failed=True) for run in lost]  # type: ignore[misc]
+        return closed + [
+            record for run in lost if (record := self.ended(run.machine, run.token, now, failed=True)) is not None
+        ]
 
     def ended(
         self, machine: str, token: int, now: float, *, capped: bool | None = None, failed: bool = False

@@ -16,7 +16,9 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Engine,
+    FromClause,
     LargeBinary,
+    RowMapping,
     Table,
     Text,
     cast,
@@ -30,15 +32,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from predictor.domain import Measurement, ServedEstimate
-from predictor.store.scheduler_tables import (
-    sched_events,
-    sched_jobs,
-    sched_lease,
-    sched_machines,
-    sched_orders,
-    sched_probes,
-    sched_runs,
-)
+from predictor.store import scheduler_tables
 from predictor.store.store import insert_measurements, insert_served
 from scheduler.orders import Order, OrderKind
 from scheduler.probing import ProbeJob, ProbeRecord, ProbeRun
@@ -55,6 +49,22 @@ from scheduler.state import (
 )
 
 log = logging.getLogger(__name__)
+
+
+def _table(clause: FromClause) -> Table:
+    """The table behind a mapped class's ``__table__``, which SQLAlchemy types as any FROM clause."""
+    if not isinstance(clause, Table):
+        raise TypeError(f"{clause!r} is not a table")
+    return clause
+
+
+sched_events = _table(scheduler_tables.sched_events)
+sched_jobs = _table(scheduler_tables.sched_jobs)
+sched_lease = _table(scheduler_tables.sched_lease)
+sched_machines = _table(scheduler_tables.sched_machines)
+sched_orders = _table(scheduler_tables.sched_orders)
+sched_probes = _table(scheduler_tables.sched_probes)
+sched_runs = _table(scheduler_tables.sched_runs)
 
 CHUNK = 500
 PROBE_ORDERS = (OrderKind.PROBE.value, OrderKind.CANCEL_PROBE.value)
@@ -118,10 +128,12 @@ class SchedulerStore:
         for machine in state.machines.values():
             state.refresh(machine)
         planned = [
-            j for j in state.jobs.values() if j.status is JobStatus.PENDING and j.planned_machine in state.machines
+            (j, j.planned_machine, j.planned_start or 0.0)
+            for j in state.jobs.values()
+            if j.status is JobStatus.PENDING and j.planned_machine is not None and j.planned_machine in state.machines
         ]
-        planned.sort(key=lambda j: (j.planned_start or 0.0, j.seq))
-        state.replan([(j, j.planned_machine, j.planned_start or 0.0) for j in planned])  # type: ignore[misc]
+        planned.sort(key=lambda p: (p[2], p[0].seq))
+        state.replan(planned)
         state.dirty_jobs.clear()
         state.dirty_machines.clear()
         return state
@@ -267,7 +279,7 @@ class SchedulerStore:
         with self.engine.connect() as conn:
             rows = [dict(row) for row in conn.execute(stmt.order_by(sched_orders.c.seq).limit(limit)).mappings()]
             tokens = {r["attempt"] for r in rows if r["kind"] in PROBE_ORDERS}
-            found = (
+            found: Iterable[RowMapping] = (
                 conn.execute(select(sched_probes).where(sched_probes.c.token.in_(tokens))).mappings() if tokens else []
             )
             probes = {p["token"]: dict(p) for p in found}

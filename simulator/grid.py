@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from scheduler.sites import SITES, DataStores, Files, Grid
 
@@ -34,7 +34,10 @@ if TYPE_CHECKING:
 _EPS_BYTES = 1e-3  # a transfer this close to its end has ended (float residue of the shared-rate sums)
 
 
-class SharedLink:
+Key = TypeVar("Key", bound=Hashable)
+
+
+class SharedLink(Generic[Key]):
     """A link whose bandwidth is shared equally by the transfers on it (egalitarian processor sharing).
 
     In virtual time ``served`` (bytes each transfer has received, growing at
@@ -47,19 +50,19 @@ class SharedLink:
         self.bandwidth = bandwidth
         self.clock = 0.0
         self.served = 0.0
-        self.tags: dict[Hashable, tuple[float, float]] = {}  # key -> (tag, bytes)
-        self._heap: list[tuple[float, int, Hashable]] = []
+        self.tags: dict[Key, tuple[float, float]] = {}  # key -> (tag, bytes)
+        self._heap: list[tuple[float, int, Key]] = []
         self._seq = 0
 
     def __len__(self) -> int:
         return len(self.tags)
 
-    def __contains__(self, key: Hashable) -> bool:
+    def __contains__(self, key: Key) -> bool:
         return key in self.tags
 
-    def advance(self, now: float) -> list[tuple[Hashable, float]]:
+    def advance(self, now: float) -> list[tuple[Key, float]]:
         """Move to ``now``; (key, end time) of each transfer that ended on the way, in order."""
-        ended: list[tuple[Hashable, float]] = []
+        ended: list[tuple[Key, float]] = []
         while self.tags:
             tag, key = self._head()
             n = len(self.tags)
@@ -75,14 +78,14 @@ class SharedLink:
         self.clock = now
         return ended
 
-    def add(self, key: Hashable, nbytes: float) -> None:
+    def add(self, key: Key, nbytes: float) -> None:
         """Start a transfer (after :meth:`advance` to now)."""
         tag = self.served + nbytes
         self.tags[key] = (tag, nbytes)
         self._seq += 1
         heapq.heappush(self._heap, (tag, self._seq, key))
 
-    def remove(self, key: Hashable) -> float:
+    def remove(self, key: Key) -> float:
         """Abort a transfer (after :meth:`advance` to now); returns the bytes it had received."""
         tag, nbytes = self.tags.pop(key)
         return nbytes - (tag - self.served)
@@ -94,7 +97,7 @@ class SharedLink:
         tag, _ = self._head()
         return self.clock + max(tag - self.served, 0.0) * len(self.tags) / self.bandwidth
 
-    def _head(self) -> tuple[float, Hashable]:
+    def _head(self) -> tuple[float, Key]:
         heap = self._heap
         while heap[0][2] not in self.tags or self.tags[heap[0][2]][0] != heap[0][0]:
             heapq.heappop(heap)  # an aborted transfer (or an older one under a reused key)
@@ -150,7 +153,7 @@ class Staging:
     def __init__(self, grid: Grid, state: State) -> None:
         self.stores = DataStores(grid)
         state.sites = self.stores
-        self.link = SharedLink(grid.bandwidth)
+        self.link: SharedLink[tuple[str, str]] = SharedLink(grid.bandwidth)
         self.open: dict[tuple[str, str], _Open] = {}
         self.log: list[StagedRun] = []
         self._arrived: list[tuple[str, str, float, float]] = []
@@ -218,10 +221,10 @@ class Staging:
 
     def _advance(self, now: float) -> None:
         for key, at in self.link.advance(now):
-            run = self.open[key]  # type: ignore[index]
+            run = self.open[key]
             run.staged = at
             self.stores.store(run.site, run.missing)
-            self._arrived.append((key[0], key[1], at, run.compute))  # type: ignore[index]
+            self._arrived.append((key[0], key[1], at, run.compute))
         self.stores.transfers = len(self.link)
 
 

@@ -212,7 +212,7 @@ def service_catalog(workload: Workload) -> Catalog:
         runs_on.setdefault(spec.algorithm, set()).update(spec.true_times)
     for m in workload.history:
         runs_on.setdefault(m.algorithm, set()).add(m.platform)
-    algorithms = {
+    algorithms: dict[str, dict[str, dict[str, dict[str, object]]]] = {
         name: {"parameters": {}, "implementations": {p: {} for p in sorted(where) if p in platforms}}
         for name, where in runs_on.items()
     }

@@ -88,6 +88,18 @@ class Source(Protocol):
     def ended(self, job: MemoryJob) -> None: ...
 
 
+class Fallback(Source, Protocol):
+    """A source with a limit for every job: what :func:`replay` falls back to."""
+
+    def limit(self, job: MemoryJob) -> float: ...
+
+
+class _Regressor(Protocol):
+    """A fitted scikit-learn regressor, as :func:`_fit` uses it."""
+
+    def predict(self, x: np.ndarray) -> np.ndarray: ...
+
+
 @dataclass
 class NodeShare:
     """The memory a job gets without a request: its processors' share of a node, or the most a placement allows."""
@@ -297,7 +309,12 @@ def _fit(x: np.ndarray, y: np.ndarray, seed: int) -> list[Callable[[np.ndarray],
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # a few hundred steps on a handful of rows, as Sizey does
         fitted = [r.fit(x, y / scale) for r in regressors]
-    return [lambda row, r=r: float(r.predict(row[None, :])[0]) * scale for r in fitted]
+    return [_predictor(r, scale) for r in fitted]
+
+
+def _predictor(regressor: _Regressor, scale: float) -> Callable[[np.ndarray], float]:
+    """``regressor``'s prediction for one row, in the units of the peaks it was fitted on (divided by ``scale``)."""
+    return lambda row: float(regressor.predict(row[None, :])[0]) * scale
 
 
 def _offset(rule: OffsetRule, errors: Sequence[float]) -> float:
@@ -312,7 +329,7 @@ def _offset(rule: OffsetRule, errors: Sequence[float]) -> float:
     return max(under) if under else 0.05
 
 
-def replay(jobs: Sequence[MemoryJob], source: Source, fallback: Source) -> list[float]:
+def replay(jobs: Sequence[MemoryJob], source: Source, fallback: Fallback) -> list[float]:
     """Each job's limit per processor from ``source`` at its submission (``fallback`` where it has none), the source
     told of every job that had ended by then."""
     ends: list[tuple[float, int]] = []

@@ -63,9 +63,10 @@ def compute(result: SimResult) -> Metrics:
     error against the real start and the share within 10 minutes. ``overcommits`` counts the starts that put a
     node's true memory above its size (the simulator's count).
     """
-    finished = [j for j in result.jobs if j.status in ("done", "failed") and j.end is not None]
-    completions = [j.end - j.submit for j in finished]
-    running = [j.end - j.start if j.start is not None else 0.0 for j in finished]
+    ended = [(j, j.end) for j in result.jobs if j.status in ("done", "failed") and j.end is not None]
+    finished = [j for j, _ in ended]
+    completions = [end - j.submit for j, end in ended]
+    running = [end - j.start if j.start is not None else 0.0 for j, end in ended]
     slowdown = [c / max(r, 10.0) for c, r in zip(completions, running)]
     t0 = min((j.submit for j in result.jobs), default=0.0)
     t1 = max([j.end for j in result.jobs if j.end is not None] + [s.end for s in result.segments], default=t0)
@@ -76,12 +77,12 @@ def compute(result: SimResult) -> Metrics:
         down = sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in result.offline.get(machine, []))
         online += max(span - down, 0.0)
     joules = sum((s.end - s.start) * s.share * result.power.get(s.platform, 0.0) for s in result.segments)
-    with_deadline = [j for j in result.jobs if j.deadline is not None]
-    late = [max(0.0, (j.end if j.status == "done" and j.end is not None else t1) - j.deadline) for j in with_deadline]
-    misses = sum(1 for j, lateness in zip(with_deadline, late) if lateness > 0 or j.status != "done")
+    with_deadline = [(j, j.deadline) for j in result.jobs if j.deadline is not None]
+    late = [max(0.0, (j.end if j.status == "done" and j.end is not None else t1) - due) for j, due in with_deadline]
+    misses = sum(1 for (j, _), lateness in zip(with_deadline, late) if lateness > 0 or j.status != "done")
     n = len(finished)
     waits = [c - r for c, r in zip(completions, running)]
-    told = [(j.estimate, j.end - j.start) for j in finished if j.estimate is not None and j.start is not None]
+    told = [(j.estimate, end - j.start) for j, end in ended if j.estimate is not None and j.start is not None]
     errors = [
         abs(j.predicted_start - j.start)
         for j in result.jobs

@@ -76,15 +76,11 @@ def candidates(family: Family) -> list[PlanningConfig]:
     site's rules with the corrections that need no quantiles, the service with its numbers and every correction."""
     numbers = {"last-two": ("point",), "requested": ("point",), "service": NUMBERS}
     if family == "edf":
-        return [PlanningConfig(s, n) for s in SOURCES for n in numbers[s]]  # type: ignore[arg-type]
+        return [PlanningConfig(s, n) for s in SOURCES for n in numbers[s]]
     corrections = {s: tuple(c for c in CORRECTIONS if s == "service" or c != "quantile") for s in SOURCES}
     if family == "conservative":
-        return [PlanningConfig(s, n, c) for s in SOURCES for n in numbers[s] for c in corrections[s]]  # type: ignore[arg-type]
-    return [
-        PlanningConfig(s, n, c, o)  # type: ignore[arg-type]
-        for s in SOURCES
-        for n, c, o in product(numbers[s], corrections[s], ORDERS)
-    ]
+        return [PlanningConfig(s, n, c) for s in SOURCES for n in numbers[s] for c in corrections[s]]
+    return [PlanningConfig(s, n, c, o) for s in SOURCES for n, c, o in product(numbers[s], corrections[s], ORDERS)]
 
 
 class ServedAnswers(Oracle, QuantileOracle):

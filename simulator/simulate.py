@@ -355,7 +355,10 @@ class Simulation:
                 keep = kind is not OrderKind.CANCEL
                 self._stop(order.job, order.machine, now, "paused" if keep else "cancelled", keep)
             if kind in (OrderKind.START, OrderKind.REPLICATE, OrderKind.MIGRATE):
-                self._start(order.job, order.target if kind is OrderKind.MIGRATE else order.machine, now, order.nodes)
+                target = order.target if kind is OrderKind.MIGRATE else order.machine
+                # the event loop gives every migration it issues a target (EventLoop._apply)
+                assert target is not None
+                self._start(order.job, target, now, order.nodes)
 
     def _start(self, job_id: str, machine_id: str, now: float, nodes: tuple[tuple[int, int], ...] = ()) -> None:
         if self.prober is not None:
@@ -512,8 +515,8 @@ def backlog(workload: Workload, policy: Policy, oracle: Oracle) -> EventLoop:
     """
     scheduler = EventLoop(policy, oracle)
     Staging.attach(workload, scheduler.state)
-    for spec in workload.cluster.machines:
-        scheduler.machine_gained(workload.cluster.machine(spec), 0.0)
+    for machine in workload.cluster.machines:
+        scheduler.machine_gained(workload.cluster.machine(machine), 0.0)
     for spec in workload.jobs:
         job = spec.job()
         job.estimates = seconds(oracle.estimate(job.algorithm, job.params))

@@ -160,13 +160,13 @@ class EASY(Backfilling):
                 # there, node by node (one that ends before it needs only the room there is now)
                 past = plan if machine is reserved and now + seconds > shadow else None
                 needs = machine.needs(job)
-                nodes = room.place(needs, past.window(now, seconds, needs.memory) if past is not None else None)
-                if nodes is None:
+                placed = room.place(needs, past.window(now, seconds, needs.memory) if past is not None else None)
+                if placed is None:
                     continue
                 if past is not None:
-                    past.reserve(now, seconds, nodes, needs.memory)
-                out.append(o.start(job.id, machine.id, "backfill", nodes))
-                room.take(nodes, needs.memory)
+                    past.reserve(now, seconds, placed, needs.memory)
+                out.append(o.start(job.id, machine.id, "backfill", placed))
+                room.take(placed, needs.memory)
                 break
         return out
 

@@ -199,7 +199,11 @@ def replay(
         if index >= stop or (limit is not None and len(specs) >= limit):
             break
         requested = job.requested_time if job.requested_time != UNKNOWN else -1.0
-        params = {"job": job.job, "user": job.user, "requested_time": requested}
+        params: dict[str, float | bool | list[tuple[int, int]]] = {
+            "job": job.job,
+            "user": job.user,
+            "requested_time": requested,
+        }
         if nodes == "packed" and node_request(job):
             params |= {"node_request": node_request(job), "exclusive": "#excl" in (job.node_request or "")}
         ended[f"{name}-{job.job}"] = job.end if job.end is not None else job.submit + job.run

@@ -174,6 +174,6 @@ def job_completions(workload: Workload, result: SimResult) -> dict[str, float | 
         span = record.end - record.submit if record.status == "done" and record.end is not None else None
         if name not in out:
             out[name] = span
-        elif out[name] is not None:
-            out[name] = None if span is None else max(out[name], span)  # type: ignore[type-var]
+        elif (longest := out[name]) is not None:
+            out[name] = None if span is None else max(longest, span)
     return out
