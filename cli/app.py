@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
 from rich.text import Text
-from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from cli import learn, measure, plan, probe, serve, simulate, slurm
@@ -24,18 +25,29 @@ from predictor.addresses import RedactingFormatter
 class OneLineErrors(TyperGroup):
     """The top group: a bad option, value or command is one ``error:`` line, as every command's own errors are."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
         """Run the command line; click's boxed usage error becomes one line naming the command's --help, and a
         ``PREDICTOR_*`` value a settings class refuses one line naming the variable; exit status 2."""
         if logging.lastResort is not None:  # what a command logs without a handler of its own: addresses redacted
             logging.lastResort.setFormatter(RedactingFormatter())
         try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
+            code = super().main(
+                args, prog_name, complete_var, standalone_mode=False, windows_expand_args=windows_expand_args, **extra
+            )
         except NoArgsIsHelpError as exc:
             exc.show()
             code = exc.exit_code
         except ClickException as exc:
-            where = f" (see `{exc.ctx.command_path} --help`)" if getattr(exc, "ctx", None) is not None else ""
+            ctx = exc.ctx if isinstance(exc, UsageError) else None
+            where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
             err_console.print(Text.assemble(("error:", "red"), " ", plain(exc.format_message() + where)))
             code = exc.exit_code
         except typer.Abort:

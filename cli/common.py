@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+from typer._click import Context, Parameter
 from typer.core import TyperArgument, TyperCommand
 
 if TYPE_CHECKING:
@@ -25,15 +26,22 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
-class PathsCommand(TyperCommand):
-    """A command whose help types a repeated path argument as ``<file>...``, where typer prints ``<list[Path]>``."""
+class PathsArgument(TyperArgument):
+    """A repeated path argument whose help types it as ``<file>...``, where typer prints ``<list[Path]>``."""
 
-    def get_params(self, ctx: typer.Context) -> list[Any]:
+    def display_type_rich(self, ctx: Context) -> str | None:
+        return f"<{self.type_descriptor.path_type}>..."
+
+
+class PathsCommand(TyperCommand):
+    """A command whose repeated path arguments are :class:`PathsArgument` in its help."""
+
+    def get_params(self, ctx: Context) -> list[Parameter]:
         params = super().get_params(ctx)
         for param in params:
             if isinstance(param, TyperArgument) and param.type_descriptor.is_list:
-                shown = f"<{param.type_descriptor.path_type}>..."
-                param.display_type_rich = lambda ctx, shown=shown: shown  # type: ignore[method-assign]
+                # typer builds the argument and takes no class for it: it becomes the subclass, which only adds help.
+                param.__class__ = PathsArgument
         return params
 
 

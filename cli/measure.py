@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.table import Table
@@ -22,6 +22,9 @@ from cli.common import (
     print_table,
     typed_params,
 )
+
+if TYPE_CHECKING:
+    from predictor.domain import Measurement
 
 commands = typer.Typer()
 
@@ -69,32 +72,50 @@ def ingest(
     mapping = parse_pairs(map_, "--map")
     any_rejected = False
     for path in files:
-        options = {"algorithm": algorithm, "platform": platform, "machine": machine, "rejects_dir": rejects_dir}
         kind = file_format or path.suffix.lower().lstrip(".")
         try:
             if kind in ("swf", "sacct", "jobcomp") and mapping:
                 article = "an SWF" if kind == "swf" else f"a Slurm {kind}"
                 raise IngestError(f"--map renames CSV and Parquet columns; {article} log has fixed fields")
-            if kind == "swf":
-                report = ingest_swf(path, store, catalog, **options)
-            elif kind in ("sacct", "jobcomp"):
-                if algorithm or platform or machine:
-                    raise IngestError(
-                        "Slurm jobs are mapped by PREDICTOR_SLURM_RULES and their own words, not --algorithm/--platform/--machine"
+            match kind:
+                case "swf":
+                    report = ingest_swf(
+                        path,
+                        store,
+                        catalog,
+                        algorithm=algorithm,
+                        platform=platform,
+                        machine=machine,
+                        rejects_dir=rejects_dir,
                     )
-                slurm = SlurmSettings()
-                report = ingest_slurm(
-                    path,
-                    store,
-                    catalog,
-                    load_rules(slurm.rules),
-                    file_format=kind,
-                    cluster=slurm.cluster,
-                    rejects_dir=rejects_dir,
-                    inputs=Inputs.of(settings.data_roots, slurm),
-                )
-            else:
-                report = ingest_file(path, store, catalog, mapping=mapping, file_format=file_format, **options)
+                case "sacct" | "jobcomp":
+                    if algorithm or platform or machine:
+                        raise IngestError(
+                            "Slurm jobs are mapped by PREDICTOR_SLURM_RULES and their own words, not --algorithm/--platform/--machine"
+                        )
+                    slurm = SlurmSettings()
+                    report = ingest_slurm(
+                        path,
+                        store,
+                        catalog,
+                        load_rules(slurm.rules),
+                        file_format=kind,
+                        cluster=slurm.cluster,
+                        rejects_dir=rejects_dir,
+                        inputs=Inputs.of(settings.data_roots, slurm),
+                    )
+                case _:
+                    report = ingest_file(
+                        path,
+                        store,
+                        catalog,
+                        algorithm=algorithm,
+                        platform=platform,
+                        mapping=mapping,
+                        machine=machine,
+                        file_format=file_format,
+                        rejects_dir=rejects_dir,
+                    )
         except (IngestError, RulesError) as exc:
             raise fail(str(exc)) from None
         console.print(
@@ -195,12 +216,19 @@ def sweep(
                 store,
                 workdir or settings.resolved_home / "sweep-inputs",
                 budget_s=budget_s,
-                on_run=lambda m, done, total: update(done, total, f"{m.algorithm}@{m.platform} {m.wall_seconds:.2f}s"),
+                on_run=lambda m, done, total: update(done, total, _run_label(m)),
             )
     except (PlanError, FeatureError, MissingProgram) as exc:
         raise fail(str(exc)) from None
     failed = sum(not m.succeeded for m in runs)
     console.print(f"{len(runs)} runs stored ({failed} failed)")
+
+
+def _run_label(measurement: Measurement | None) -> str:
+    """How the sweep's progress names a finished run (``run_sweep``'s callback may be given none)."""
+    if measurement is None:
+        return "no measurement"
+    return f"{measurement.algorithm}@{measurement.platform} {measurement.wall_seconds:.2f}s"
 
 
 @commands.command()

@@ -6,6 +6,7 @@ import errno
 import json
 import socket
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -236,10 +237,11 @@ def predict(
     walltimes, and the memory and memory limit as Slurm sizes (where the pair has a memory champion)."""
     from features import FeatureError
     from predictor.catalog import load_catalog
-    from predictor.domain import AnsweredEstimate
+    from predictor.domain import AnsweredEstimate, Estimate
 
     settings = load_settings()
     catalog = load_catalog(*settings.catalog_paths)
+    estimates: Mapping[str, Estimate]
     try:
         params = typed_params(parse_pairs(param, "--param"), algorithm, catalog)
         if url:

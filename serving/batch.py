@@ -89,7 +89,7 @@ def answer_batch(state: ServiceState, request: BatchPredictRequest) -> bytes:
     """The JSON answer for a batch: ``results[i]`` is job i's estimates or its own error."""
     keep = ("platform", *(f for f in ESTIMATE_FIELDS if f in ALWAYS or request.fields is None or f in request.fields))
     results: list[Item | None] = [None] * len(request.jobs)
-    groups: dict[GroupKey, list[int]] = {}
+    groups: dict[GroupKey, tuple[list[int], list[list[float]]]] = {}
     singles = []
     for index, job in enumerate(request.jobs):
         if job.features:
@@ -97,11 +97,13 @@ def answer_batch(state: ServiceState, request: BatchPredictRequest) -> bytes:
                 frozenset((k, type(v), v) for k, v in job.params.items()) if job.params else NO_PARAMS
             )  # typed: True is not 1
             platforms = tuple(job.platforms) if job.platforms is not None else None
-            groups.setdefault((job.algorithm, platforms, tuple(job.features), params), []).append(index)
+            indices, matrix = groups.setdefault((job.algorithm, platforms, tuple(job.features), params), ([], []))
+            indices.append(index)
+            matrix.append(list(job.features.values()))
         else:
             singles.append(index)
-    for key, indices in groups.items():
-        _answer_group(state, request, key, indices, keep, results)
+    for key, (indices, matrix) in groups.items():
+        _answer_group(state, request, key, indices, matrix, keep, results)
     _answer_singles(state, request, singles, keep, results)
     return orjson.dumps({"results": results})
 
@@ -111,10 +113,12 @@ def _answer_group(
     request: BatchPredictRequest,
     key: GroupKey,
     indices: list[int],
+    matrix: list[list[float]],
     keep: tuple[str, ...],
     results: list[Item | None],
 ) -> None:
-    """Estimate the jobs at ``indices`` (alike by ``key``) as one matrix and write their answers into ``results``."""
+    """Estimate the jobs at ``indices`` (alike by ``key``; ``matrix`` holds their features, a row each) in one call and
+    write their answers into ``results``."""
     algorithm, platforms, names, params = key
     asked = list(platforms) if platforms is not None else None
     try:
@@ -122,8 +126,8 @@ def _answer_group(
         columns = state.oracle.estimate_matrix(
             algorithm,
             names,
-            [list(request.jobs[i].features.values()) for i in indices],
-            asked,  # type: ignore[union-attr]
+            matrix,
+            asked,
             {k: v for k, _, v in params},
             coverage=request.coverage,
             limit_quantile=request.limit_quantile,

@@ -223,8 +223,9 @@ class ChampionWatcher:
                 if member is not None and member.version == champion.champion.version:
                     models[target][pair] = _live_model(existing, champion, member)
                     continue
-                same = existing is not None and existing.champion is champion.champion
-                models[target][pair] = existing if same else serve_model(champion.champion, champion.examples)  # type: ignore[assignment]
+                if existing is None or existing.champion is not champion.champion:
+                    existing = serve_model(champion.champion, champion.examples)
+                models[target][pair] = existing
         try:
             profile = self.profile_table()
         except Exception:

@@ -41,17 +41,19 @@ WORKER_HEALTHCHECK_S = (
 
 
 class BoundedHead(HttpToolsProtocol):
-    """httptools' protocol that refuses a request head over ``config.h11_max_incomplete_event_size`` bytes with a 431,
-    and one that takes over ``head_timeout_s`` to arrive with a 408."""
+    """httptools' protocol that refuses a request head over ``max_head_bytes`` bytes with a 431, and one that takes over
+    ``head_timeout_s`` to arrive with a 408."""
 
-    def __init__(self, *args: Any, head_timeout_s: float, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, head_timeout_s: float, max_head_bytes: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._max_head_bytes = max_head_bytes
         self._head: int | None = 0  # bytes of the current request's head so far; None once the head is complete
         self._tail = b""  # the last bytes seen, for a head end split across reads
         self._refused: asyncio.TimerHandle | None = None
         self._head_timeout_s = head_timeout_s
         self._head_timer: asyncio.TimerHandle | None = None  # armed while a head is awaited or arriving
 
+    # As HttpToolsProtocol does (with the same ignore), asyncio's BaseTransport is narrowed to the Transport it gets.
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm_head_timer()
@@ -64,7 +66,7 @@ class BoundedHead(HttpToolsProtocol):
             seen = self._tail + data
             end = seen.find(HEAD_END)
             self._head += len(data) if end < 0 else end + len(HEAD_END) - len(self._tail)
-            if self._head > self.config.h11_max_incomplete_event_size:
+            if self._head > self._max_head_bytes:
                 self._refuse()
                 return
             if end < 0:
@@ -95,7 +97,7 @@ class BoundedHead(HttpToolsProtocol):
 
     def _refuse(self) -> None:
         """Answer 431 for a head over the size limit."""
-        limit = self.config.h11_max_incomplete_event_size
+        limit = self._max_head_bytes
         self._answer_and_close(
             b"431 Request Header Fields Too Large", f"request line and headers are over the limit of {limit} bytes"
         )
@@ -132,7 +134,7 @@ class BoundedHead(HttpToolsProtocol):
 def server_options(api: ApiSettings) -> dict[str, Any]:
     """uvicorn options the API is served with (``predictor serve`` and the tests' live servers alike)."""
     return {
-        "http": partial(BoundedHead, head_timeout_s=api.header_timeout_s),
+        "http": partial(BoundedHead, head_timeout_s=api.header_timeout_s, max_head_bytes=api.max_header_bytes),
         "h11_max_incomplete_event_size": api.max_header_bytes,
     }
 

@@ -14,7 +14,7 @@ from predictor.live import live_report
 from predictor.training_status import read_status
 from scheduler.service import SchedulerService
 from serving.deps import ServiceState, State
-from serving.schemas.health import ReadyOut, TrainingOut
+from serving.schemas.health import Readiness, ReadyOut, TrainingOut
 
 router = APIRouter(tags=["operations"])
 
@@ -55,7 +55,9 @@ def readiness(state: ServiceState, scheduler: SchedulerService | None) -> ReadyO
     reasons += [f"{pair}: {why}" for pair, why in sorted(status.unavailable.items())]
     if scheduler is not None and scheduler.inbox_error:  # a database error may name the store's address
         reasons.append(f"scheduler inbox stuck: {redact_addresses(scheduler.inbox_error)}")
-    verdict = "ready" if not reasons else "not_ready" if champions == 0 and status.unavailable else "degraded"
+    verdict: Readiness = (
+        "ready" if not reasons else "not_ready" if champions == 0 and status.unavailable else "degraded"
+    )
     training = read_status(state.settings.resolved_home)
     return ReadyOut(
         status=verdict,

@@ -28,7 +28,7 @@ async def models(state: State) -> list[ModelOut]:
         for pair, served in sorted(served_models.items()):
             c = served.champion
             facts = loaded.get(pair)
-            same = facts is not None and facts.champion is c
+            same = facts if facts is not None and facts.champion is c else None
             out.append(
                 ModelOut(
                     algorithm=c.algorithm,
@@ -41,11 +41,11 @@ async def models(state: State) -> list[ModelOut]:
                     rule=c.rule,
                     features=c.feature_names,
                     metrics=c.metrics,
-                    registered_at=facts.registered_at if same else None,
-                    fit_seconds=facts.fit_seconds if same else None,
+                    registered_at=same.registered_at if same is not None else None,
+                    fit_seconds=same.fit_seconds if same is not None else None,
                     intervals=bool(served.quantiles),
                     prediction_path=served.path,
-                    origin=facts.origin if same else "unknown",
+                    origin=same.origin if same is not None else "unknown",
                     live={k: v if v == v else None for k, v in live[target][pair].items()}
                     if pair in live[target]
                     else None,

@@ -104,7 +104,8 @@ def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOu
     facts = JobFacts(job.name, job.comment, job.partition, job.work_dir, job.directives, job.environment)
     try:
         rules = _rules(state.slurm.rules)
-        if any(rules.exclude.excludes(user, job.account or None, job.partition) for user in _users(job) or [None]):
+        users: list[str | None] = list(_users(job)) or [None]
+        if any(rules.exclude.excludes(user, job.account or None, job.partition) for user in users):
             return None
         mapping = map_job(rules, facts, state.catalog)
     except MappingError as exc:
@@ -152,7 +153,7 @@ def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOu
         reason = advice.time_min_reason
     else:
         reason = f"{advice.time_min_reason}; {why}"
-    served = estimated is not None and estimated.seconds is not None
+    served = estimated if estimated is not None and estimated.seconds is not None else None
     try:  # the tagged comment is checked to be one bounded line like the job's own
         return SlurmAdviceOut(
             algorithm=mapping.algorithm,
@@ -165,12 +166,12 @@ def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOu
             limit=advice.limit,
             memory=advice.memory,
             memory_limit=estimated.memory_limit if estimated is not None else None,
-            seconds=estimated.seconds if served else None,
-            model_name=estimated.model_name if served else None,
-            model_version=estimated.model_version if served else None,
-            member=estimated.member if served else None,
-            rule=served and estimated.rule,
-            reason=None if served else (estimated.reason if estimated is not None else "no estimate"),
+            seconds=served.seconds if served is not None else None,
+            model_name=served.model_name if served is not None else None,
+            model_version=served.model_version if served is not None else None,
+            member=served.member if served is not None else None,
+            rule=served is not None and served.rule,
+            reason=None if served is not None else (estimated.reason if estimated is not None else "no estimate"),
         )
     except ValidationError as exc:
         raise HTTPException(422, _problems(exc)) from None

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+Readiness = Literal["ready", "degraded", "not_ready"]
+
 
 class TrainingOut(BaseModel):
     """The retrain worker's progress, as it keeps it under the home (:mod:`predictor.training_status`)."""
@@ -46,7 +48,7 @@ class ReadyOut(BaseModel):
         }
     )
 
-    status: Literal["ready", "degraded", "not_ready"] = Field(
+    status: Readiness = Field(
         description="'degraded': serving, with the reasons; 'not_ready' (503): champions exist but none is served."
     )
     champions: int = Field(description="Time champions served.")

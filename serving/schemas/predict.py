@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic.json_schema import JsonDict
 
 from predictor.domain import AnsweredEstimate, EstimateColumns
 from predictor.memsize import optional_slurm_memory
 from serving.schemas.common import Coverage, FiniteFloat, Name, ParamValue, Probability, StrictModel
 
-FEATURES_EXAMPLE = {
+FEATURES_EXAMPLE: JsonDict = {
     "input.bytes": 13240.0,
     "input.sequences": 40.0,
     "input.residues": 12000.0,
@@ -19,8 +20,8 @@ FEATURES_EXAMPLE = {
     "input.min_length": 300.0,
     "input.max_length": 300.0,
 }
-JOB_EXAMPLE = {"algorithm": "mafft", "params": {"input": "samples/family-40x300.fa"}}
-ESTIMATE_EXAMPLE = {
+JOB_EXAMPLE: JsonDict = {"algorithm": "mafft", "params": {"input": "samples/family-40x300.fa"}}
+ESTIMATE_EXAMPLE: JsonDict = {
     "platform": "cpu1",
     "seconds": 0.61,
     "lower": 0.45,
@@ -159,14 +160,18 @@ class PredictResponse(BaseModel):
 class EstimateColumnsOut(EstimateColumns):
     """One platform's estimates for every row, as columns (null where a row has no finite estimate)."""
 
-    @computed_field(
+    # mypy cannot type a decorated property (python/mypy#1362): the ignore pydantic's computed_field documents.
+    @computed_field(  # type: ignore[prop-decorator]
         description="``memory`` per row as Slurm memory sizes (e.g. 3500M); null without a memory champion."
     )
     @property
     def memory_slurm(self) -> list[str | None] | None:
         return None if self.memory is None else [optional_slurm_memory(m) for m in self.memory]
 
-    @computed_field(description="``memory_limit`` per row as Slurm memory sizes: values for `sbatch --mem`.")
+    # As above: the ignore pydantic documents for a computed_field over a property.
+    @computed_field(  # type: ignore[prop-decorator]
+        description="``memory_limit`` per row as Slurm memory sizes: values for `sbatch --mem`."
+    )
     @property
     def memory_limit_slurm(self) -> list[str | None] | None:
         return None if self.memory_limit is None else [optional_slurm_memory(m) for m in self.memory_limit]
