@@ -57,13 +57,9 @@ class CVResult:
     fold_metrics: list[dict[str, float]]
     metrics: dict[str, float]
     fit_seconds: float
-    scored: np.ndarray = field(default=None)  # None: every row
+    scored: np.ndarray
     tuned: list[Mapping[str, Any]] = field(default_factory=list)
     curves: list[Mapping[str, np.ndarray]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        every = np.ones(len(self.predictions), dtype=bool)
-        object.__setattr__(self, "scored", every if self.scored is None else np.asarray(self.scored, dtype=bool))
 
 
 def inner_attribute(model: Any, attribute: str) -> Any:

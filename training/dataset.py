@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
@@ -47,7 +47,7 @@ class MeasurementFrames(Protocol):
     ) -> pd.DataFrame: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TrainingSet:
     """Features ``X`` (columns ``feature_names``) and ``target`` values ``y`` of one pair, ordered by run id.
 
@@ -63,26 +63,48 @@ class TrainingSet:
     y: np.ndarray
     feature_names: list[str]
     run_ids: list[str]
-    censored: np.ndarray = field(default=None)  # None: no row is censored
-    target: Target = Target.TIME
-    ended: np.ndarray = field(default=None)  # None: the runs ended in row order
-    submitted: np.ndarray = field(default=None)  # None: each run's job was submitted when it ended
+    censored: np.ndarray
+    target: Target
+    ended: np.ndarray
+    submitted: np.ndarray
 
-    def __post_init__(self) -> None:
-        mask = np.zeros(len(self.y), dtype=bool) if self.censored is None else np.asarray(self.censored, dtype=bool)
-        if mask.shape != (len(self.y),):
-            raise ValueError(f"censored has shape {mask.shape}, need one flag per row ({len(self.y)})")
-        object.__setattr__(self, "censored", mask)
-        ended = (
-            np.arange(len(self.y), dtype="float64") if self.ended is None else np.asarray(self.ended, dtype="float64")
+    def __init__(
+        self,
+        algorithm: str,
+        platform: str,
+        X: pd.DataFrame,
+        y: np.ndarray,
+        feature_names: list[str],
+        run_ids: list[str],
+        censored: np.ndarray | None = None,
+        target: Target = Target.TIME,
+        ended: np.ndarray | None = None,
+        submitted: np.ndarray | None = None,
+    ) -> None:
+        """The set, its masks and times checked: ``censored`` None (no row is), ``ended`` None (the runs ended in row
+        order) and ``submitted`` None (each run's job was submitted when it ended) are filled in here."""
+        mask = np.zeros(len(y), dtype=bool) if censored is None else np.asarray(censored, dtype=bool)
+        if mask.shape != (len(y),):
+            raise ValueError(f"censored has shape {mask.shape}, need one flag per row ({len(y)})")
+        ended_at = np.arange(len(y), dtype="float64") if ended is None else np.asarray(ended, dtype="float64")
+        if ended_at.shape != (len(y),) or not np.isfinite(ended_at).all():
+            raise ValueError(f"ended needs one finite time per row ({len(y)}), got shape {ended_at.shape}")
+        submitted_at = ended_at if submitted is None else np.asarray(submitted, dtype="float64")
+        if submitted_at.shape != (len(y),) or not np.isfinite(submitted_at).all():
+            raise ValueError(f"submitted needs one finite time per row ({len(y)}), got shape {submitted_at.shape}")
+        # Frozen: the fields are set past the dataclass's __setattr__, as its own __init__ would.
+        vars(self).update(
+            algorithm=algorithm,
+            platform=platform,
+            X=X,
+            y=y,
+            feature_names=feature_names,
+            run_ids=run_ids,
+            censored=mask,
+            target=target,
+            ended=ended_at,
+            submitted=np.minimum(submitted_at, ended_at),
         )
-        if ended.shape != (len(self.y),) or not np.isfinite(ended).all():
-            raise ValueError(f"ended needs one finite time per row ({len(self.y)}), got shape {ended.shape}")
-        object.__setattr__(self, "ended", ended)
-        submitted = ended if self.submitted is None else np.asarray(self.submitted, dtype="float64")
-        if submitted.shape != (len(self.y),) or not np.isfinite(submitted).all():
-            raise ValueError(f"submitted needs one finite time per row ({len(self.y)}), got shape {submitted.shape}")
-        object.__setattr__(self, "submitted", np.minimum(submitted, ended))
 
     def __len__(self) -> int:
         return len(self.y)

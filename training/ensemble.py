@@ -54,7 +54,7 @@ def greedy_selection(
 
 def blend(predictions: Mapping[str, np.ndarray], weights: Counter[str]) -> np.ndarray:
     """The weighted mean of the chosen members' predictions."""
-    return sum(w * predictions[name] for name, w in weights.items()) / sum(weights.values())
+    return np.sum([w * predictions[name] for name, w in weights.items()], axis=0) / sum(weights.values())
 
 
 def cross_validated_ensemble(

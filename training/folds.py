@@ -71,11 +71,11 @@ class FoldPlan:
     def forward_chain(
         cls,
         run_ids: Sequence[str],
-        ended: Sequence[float],
+        ended: Sequence[float] | np.ndarray,
         n_folds: int,
         start: float = FORWARD_START,
-        submitted: Sequence[float] | None = None,
-        finished: Sequence[bool] | None = None,
+        submitted: Sequence[float] | np.ndarray | None = None,
+        finished: Sequence[bool] | np.ndarray | None = None,
     ) -> FoldPlan:
         """Windows of the runs' ``submitted`` times (their end times when not given): the first ``start`` share of the
         runs (and enough that :data:`MIN_TRAIN` of them had ended) only train; the rest is cut into up to ``n_folds``

@@ -194,8 +194,8 @@ def judge(
         reason, numbers = jump
         return Decision(Verdict.KEPT, None, True, name, incumbent.label, prefix + reason, {**gate, **numbers})
     same = dict(challenger) == dict(incumbent.composition)
-    learned_incumbent = not same and not incumbent.rule and incumbent_predictions is not None
-    if learned_incumbent and rule is not None and rule_predictions is not None:
+    learned_incumbent = not same and not incumbent.rule
+    if learned_incumbent and incumbent_predictions is not None and rule is not None and rule_predictions is not None:
         held = _bound(y, priors, incumbent_predictions, rule_predictions, jobs, settings)
         kept = _windows_won(y, priors, incumbent_predictions, rule_predictions, windows, settings.metric)
         if held.high >= -settings.margin or not kept.most:

@@ -113,7 +113,9 @@ def latest_session(
     judged_by = {v for k, v in parent.data.tags.items() if k.startswith("metric.")}  # one per program or job class
     metric = judged_by.pop() if len(judged_by) == 1 else settings.selection_metric
     rows.sort(key=lambda r: (r.platform, r.metrics.get(metric, float("inf")), r.model))
-    coverages = {child.data.params.get("interval_nominal_coverage") for child in children} - {None}
+    coverages = {
+        coverage for child in children if (coverage := child.data.params.get("interval_nominal_coverage")) is not None
+    }
     return SessionReport(
         algorithm=algorithm,
         run_id=parent.info.run_id,

@@ -35,7 +35,7 @@ def test_each_fold_is_predicted_by_members_chosen_on_the_other_folds() -> None:
     # "a" is exact on fold 1's rows only, "b" on fold 0's only: each fold gets the member the other fold chose.
     a = np.where(plan.folds == 1, Y, Y + 5.0)
     b = np.where(plan.folds == 0, Y, Y + 5.0)
-    results = [CVResult(name, p, PRIORS, [], {}, 0.0) for name, p in (("a", a), ("b", b))]
+    results = [CVResult(name, p, PRIORS, [], {}, 0.0, plan.scored) for name, p in (("a", a), ("b", b))]
     result, served = cross_validated_ensemble(results, ts, plan, "mae")
     np.testing.assert_allclose(result.predictions, Y + 5.0)  # no peeking at a fold's own rows
     assert result.model_name == "ensemble" and result.metrics["mae"] == 5.0
