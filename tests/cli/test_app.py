@@ -1,4 +1,5 @@
-"""The ``predictor`` command itself: it starts without the heavy libraries, and a bad command line is one error line."""
+"""The ``predictor`` command itself: its version, a help for every command, no heavy library at start, and a bad command
+line as one error line."""
 
 from __future__ import annotations
 
@@ -6,11 +7,30 @@ import json
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
+from predictor import __version__
 
 HEAVY = ("torch", "lightgbm", "mlflow", "sklearn", "fastapi")
+COMMANDS = [
+    ["ingest"],
+    ["profile"],
+    ["sweep"],
+    ["train"],
+    ["report"],
+    ["serve"],
+    ["predict"],
+    ["export"],
+    ["describe"],
+    ["simulate"],
+    ["compare"],
+    ["algorithms"],
+    ["models", "list"],
+    ["probe", "plan"],
+    ["probe", "run"],
+]
 
 
 def test_importing_the_cli_loads_no_heavy_library() -> None:
@@ -95,3 +115,28 @@ def test_an_error_that_is_not_a_setting_keeps_its_traceback() -> None:
     except ValidationError as exc:
         assert settings_error(exc) is None
     assert settings_error(ValueError("PREDICTOR_CV_FOLDS")) is None
+
+
+def test_version_is_the_package_version(runner):
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"predictor {__version__}"
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_help_names_values_not_python_types(runner, command):
+    result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.stdout and "<list[" not in result.stdout
+
+
+def test_repeatable_options_show_what_to_give(runner):
+    shown = {
+        "ingest": ["FILE", "<file>...", "COLUMN=FIELD"],
+        "profile": ["NAME=VALUE"],
+        "train": ["ALGORITHM", "MODEL"],
+        "predict": ["NAME=VALUE", "PLATFORM"],
+    }
+    for command, metavars in shown.items():
+        text = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).stdout
+        assert all(m in text for m in metavars), (command, text)

@@ -276,3 +276,9 @@ def test_a_terminal_escape_in_a_name_is_shown_not_sent(runner: CliRunner) -> Non
     assert "\x1b" not in result.output
     (line,) = [line for line in result.output.splitlines() if line.startswith("error:")]  # MLflow logs its setup
     assert line.startswith("error: no champion of \\x1b[2J\\x1b[31mmafft on cpu1")
+
+
+def test_models_list_on_a_fresh_home_says_there_are_none(runner):
+    result = runner.invoke(app, ["models", "list"])
+    assert result.exit_code == 0, result.output
+    assert "no champions registered" in result.stderr

@@ -13,6 +13,9 @@ from typer.testing import CliRunner
 from cli.app import app
 from predictor.store import MeasurementStore
 
+MAFFT_JOB = {"algorithm": "mafft", "platforms": ["cpu1"], "files": {"input": "fam"}}
+FAMILY = {"grid": {"n_sequences": [4], "length": [40], "mutation_rate": [0.2]}}
+
 BLASTN_PLAN = {
     "inputs": {
         "db": {"generator": "blastdb", "alphabet": "dna", "grid": {"n_sequences": [4]}, "options": {"length": 60}},
@@ -83,3 +86,53 @@ def test_a_sweep_without_blast_is_one_line_before_any_input_is_made(
         "error: makeblastdb: program not found on PATH; install the Debian package ncbi-blast+"
     )
     assert result.stderr.count("\n") == 1 and not (tmp_path / "inputs").exists()
+
+
+def test_algorithms_lists_parameters_with_types_defaults_choices_and_platforms(runner):
+    result = runner.invoke(app, ["algorithms"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "blastn: Nucleotide query" in out and "mafft" in out and "hmmsearch" in out
+    assert "word_size" in out and "4..64" in out and "megablast, dc-megablast, blastn, blastn-short" in out
+    assert "platforms: cpu1, cpu2" in out
+
+
+def test_algorithms_of_an_unknown_one_is_one_error_line(runner):
+    result = runner.invoke(app, ["algorithms", "--algorithm", "blastx"])
+    assert result.exit_code == 2
+    assert (
+        result.stderr.startswith("error: unknown algorithm 'blastx'; known: blastn") and result.stderr.count("\n") == 1
+    )
+
+
+@pytest.mark.parametrize(
+    ("plan", "problem"),
+    [
+        ("[1, 2", "plan.yaml:1:6: cannot read plan: expected ',' or ']'"),
+        (
+            {"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "algorithm": "blastx"}]},
+            "jobs.blastx: unknown algorithm 'blastx'",
+        ),
+        (
+            {"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "platforms": ["gpu9"]}]},
+            "jobs.mafft: unknown platform 'gpu9'",
+        ),
+        (
+            {"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "grid": {"colour": [1]}}]},
+            "jobs.mafft: unknown parameter(s) colour",
+        ),
+        (
+            {"inputs": {"fam": FAMILY}, "jobs": [{**MAFFT_JOB, "files": {}}]},
+            "jobs.mafft: required parameter(s) input set neither",
+        ),
+        ({"inputs": {"fam": {**FAMILY, "options": {"bogus": 1}}}, "jobs": [MAFFT_JOB]}, "inputs.fam: cannot generate"),
+    ],
+    ids=["yaml", "algorithm", "platform", "parameter", "required", "generator"],
+)
+def test_a_bad_sweep_plan_is_one_error_line_and_runs_nothing(runner, tmp_path, plan, problem):
+    path = tmp_path / "plan.yaml"
+    path.write_text(plan if isinstance(plan, str) else yaml.safe_dump(plan))
+    result = runner.invoke(app, ["sweep", "--plan", str(path)])
+    assert result.exit_code == 2, result.output
+    assert problem in result.stderr and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)

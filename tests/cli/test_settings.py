@@ -14,7 +14,7 @@ from predictor.settings import Settings
 from serving.settings import ApiSettings
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("predictor", "features", "models", "data", "training", "scheduler", "simulator", "serving", "cli")
+PACKAGES = ("predictor", "features", "models", "data", "training", "scheduler", "slurm", "simulator", "serving", "cli")
 
 
 def settings_classes(root: Path = ROOT) -> set[str]:
