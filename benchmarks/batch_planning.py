@@ -47,7 +47,7 @@ from benchmarks.instances.batches import KINDS, Instance, as_workload, generate
 from benchmarks.instances.check import checked_makespan
 from scheduler.batch import exact
 from scheduler.batch.relaxations import batch_lower_bound
-from scheduler.genetic.ga import Settings, evolve
+from scheduler.genetic.ga import GaSettings, evolve
 from scheduler.genetic.model import Problem
 from scheduler.orders import OrderKind
 from scheduler.policies.batch import HEURISTICS, heuristic_plans, plan
@@ -152,9 +152,9 @@ def run_instance(
     found, seconds = timed(lambda: plan(times, ready, budget, rng=rng))
     searched = record("batch-search", found.assign, seconds, source=found.source)
     problem = problem_of(instance)
-    paper, seconds = timed(lambda: evolve(problem, Settings(), np.random.default_rng([seed, 1])).best.nodes[0])
+    paper, seconds = timed(lambda: evolve(problem, GaSettings(), np.random.default_rng([seed, 1])).best.nodes[0])
     record("ga (paper)", paper, seconds)
-    settings = Settings(budget=0.8 * budget)  # the seeding heuristics and a last polish come on top
+    settings = GaSettings(budget=0.8 * budget)  # the seeding heuristics and a last polish come on top
     strong, seconds = timed(
         lambda: evolve_strong(problem, settings, np.random.default_rng([seed, 2]), polish=budget / 10).best.nodes[0]
     )

@@ -58,7 +58,7 @@ def node_size(path: Path) -> tuple[int, int]:
     return cluster.node_memory, cluster.cpus_per_node
 
 
-def grids(node: tuple[int, int]) -> dict[str, list[Callable[[], ml.Source]]]:
+def grids(node: tuple[int, int]) -> dict[str, list[Callable[[], ml.MemorySource]]]:
     """Every setting of each learned source the tuning part chooses from."""
     sizey = {scope: ml.SizeyModels(scope) for scope in ml.SCOPES}  # one set of fitted models per scope, shared
     return {
@@ -80,7 +80,7 @@ def grids(node: tuple[int, int]) -> dict[str, list[Callable[[], ml.Source]]]:
 
 
 def choose(
-    jobs: Sequence[ml.MemoryJob], split: int, makers: Sequence[Callable[[], ml.Source]], fallback: ml.Source
+    jobs: Sequence[ml.MemoryJob], split: int, makers: Sequence[Callable[[], ml.MemorySource]], fallback: ml.MemorySource
 ) -> tuple[str, list[float], ml.Score]:
     """The setting with the least waste and at most 1 % over on the tuning part (else the fewest over): its name,
     its limits on every job, and its tuning score."""

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.insta
 
 from benchmarks.instances.coscheduling import Setup, generate
 from scheduler.genetic.baselines import NAMES, greedy
-from scheduler.genetic.ga import Evolution, Settings, breed, evolve, random_population
+from scheduler.genetic.ga import Evolution, GaSettings, breed, evolve, random_population
 from scheduler.genetic.model import Problem, evaluate, evaluate_reference
 from scheduler.policies.genetic import evolve_strong
 from simulator import compare
@@ -55,13 +55,13 @@ FAST = "jobs-ll-rep-fast (extra)"  # not the paper's: objects to the store with 
 def quality(instances: int, runs: int, nodes: list[int], jobs: int, generations: int, mutation: float) -> pd.DataFrame:
     """One row per (nodes, instance, algorithm, run): the makespan of Fig 6's evaluation."""
     variants: dict[str, Callable[[Problem, np.random.Generator], Evolution]] = {
-        "GA all varying": partial(_plain, Settings(generations=generations)),
-        "GA rep-none": partial(_plain, Settings(generations=generations, replicate=False)),
-        "GA strong (extra)": partial(evolve_strong, settings=Settings(generations=generations)),
+        "GA all varying": partial(_plain, GaSettings(generations=generations)),
+        "GA rep-none": partial(_plain, GaSettings(generations=generations, replicate=False)),
+        "GA strong (extra)": partial(evolve_strong, settings=GaSettings(generations=generations)),
     }
     if mutation > 0:
         variants[f"GA mutation {mutation:g} (extra)"] = partial(
-            _plain, Settings(generations=generations, mutation=mutation)
+            _plain, GaSettings(generations=generations, mutation=mutation)
         )
     rows = []
     for n in nodes:
@@ -98,7 +98,7 @@ def quality(instances: int, runs: int, nodes: list[int], jobs: int, generations:
     return out
 
 
-def _plain(settings: Settings, problem: Problem, rng: np.random.Generator) -> Evolution:
+def _plain(settings: GaSettings, problem: Problem, rng: np.random.Generator) -> Evolution:
     """The paper's GA with ``settings``."""
     return evolve(problem, settings, rng)
 
@@ -119,7 +119,7 @@ def speed(jobs: int, children: int, repeat: int) -> list[list[str]]:
     rng = np.random.default_rng(0)
     population = random_population(problem, children, rng)
     parents = population.take(np.arange(10))
-    settings = Settings(children=children)
+    settings = GaSettings(children=children)
 
     def loop() -> list:
         return [evaluate_reference(problem, *(s[i] for s in population)) for i in range(children)]

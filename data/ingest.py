@@ -82,7 +82,7 @@ class IngestReport:
     skipped: tuple[Reject, ...] = ()
 
 
-class _Unreadable(Exception):
+class _UnreadableFile(Exception):
     """The file could not be read on from ``line`` on (the cause is chained)."""
 
     def __init__(self, line: int) -> None:
@@ -142,7 +142,7 @@ def ingest_file(
                         stored + len(result.stored),
                         duplicates + len(result.duplicates),
                     )
-            except _Unreadable as exc:
+            except _UnreadableFile as exc:
                 kept = f"; the {rows} rows before it were handled ({stored} stored)" if rows else ""
                 raise IngestError(f"{path}: unreadable from line {exc.line} on: {exc.__cause__}{kept}") from exc
     finally:
@@ -221,7 +221,7 @@ class _CsvTable:
                     yield chunk
                     chunk = []
         except (OSError, csv.Error, ValueError) as exc:
-            raise _Unreadable(self._next_line) from exc
+            raise _UnreadableFile(self._next_line) from exc
         if chunk:
             yield chunk
 
@@ -243,7 +243,7 @@ class _ParquetTable:
             try:
                 batch = next(batches, None)
             except (OSError, pa.ArrowException, ValueError) as exc:
-                raise _Unreadable(position + 2) from exc
+                raise _UnreadableFile(position + 2) from exc
             if batch is None:
                 return
             columns = [column.to_pylist() for column in batch.columns]

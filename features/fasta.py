@@ -68,7 +68,7 @@ FEATURE_NAMES: tuple[str, ...] = (
 
 
 @dataclass
-class _Tally:
+class _FastaTally:
     """Totals over scanned text: counts, composition, and length moments of complete records."""
 
     scanned: int = 0
@@ -111,9 +111,9 @@ class _Tally:
 
 
 class _Scanner:
-    """Feeds consecutive chunks of FASTA text into a :class:`_Tally`, carrying line and record state."""
+    """Feeds consecutive chunks of FASTA text into a :class:`_FastaTally`, carrying line and record state."""
 
-    def __init__(self, tally: _Tally) -> None:
+    def __init__(self, tally: _FastaTally) -> None:
         self.tally = tally
         self._lower = np.empty(0, dtype=np.uint8)  # scratch space reused by every chunk
         self._hits = np.empty(0, dtype=bool)
@@ -228,14 +228,14 @@ class _Scanner:
         tally.non_nucleotide_letters += len(prefix.translate(None, _NOT_NON_NUCLEOTIDE))
 
 
-def _check_records(tally: _Tally, *, in_order: bool) -> None:
+def _check_records(tally: _FastaTally, *, in_order: bool) -> None:
     """Every complete record has a sequence; ``in_order``: the records were read from the start, so say which."""
     if tally.first_empty is not None:
         which = f"record {tally.first_empty}" if in_order else "a record"
         raise BadInput(f"{which} has a header but no sequence")
 
 
-def _features(size: int, tally: _Tally, scale: float | None) -> dict[str, float]:
+def _features(size: int, tally: _FastaTally, scale: float | None) -> dict[str, float]:
     """Feature values from a tally; ``scale`` (total over scanned) marks an estimate from a sample."""
     factor = 1.0 if scale is None else scale
     sequences = tally.sequences * factor
@@ -329,7 +329,7 @@ class FastaExtractor:
     def _full(self, stream: Stream, size: int, compressed: bool, budgeted: bool) -> dict[str, float]:
         """Exact features from every byte of ``stream``; over the time budget (if ``budgeted``) is an error."""
         started = time.monotonic()
-        tally = _Tally()
+        tally = _FastaTally()
         scanner = _Scanner(tally)
         buf = read_buffer(size, compressed, _CHUNK_BYTES)
         n = _read_start(stream, buf)
@@ -346,7 +346,7 @@ class FastaExtractor:
     def _sampled_blocks(self, stream: Stream, size: int) -> dict[str, float]:
         """Estimated features from ``sample_blocks`` blocks spread evenly over a plain file."""
         started = time.monotonic()
-        tally = _Tally()
+        tally = _FastaTally()
         scanner = _Scanner(tally)
         buf = bytearray(self.block_bytes)
         last = size - self.block_bytes
@@ -373,7 +373,7 @@ class FastaExtractor:
     def _sampled_prefix(self, stream: gzip.GzipFile, raw: FileIO, size: int) -> dict[str, float]:
         """Features from the first blocks of a gzip stream, scaled by the compressed bytes they used."""
         started = time.monotonic()
-        tally = _Tally()
+        tally = _FastaTally()
         scanner = _Scanner(tally)
         buf = bytearray(self.block_bytes)
         n = _read_start(stream, buf)

@@ -37,7 +37,7 @@ _PHRED_OFFSET = 33
 
 
 @dataclass
-class _Tally:
+class _FastqTally:
     """Totals over the records scanned so far."""
 
     reads: int = 0
@@ -133,9 +133,9 @@ class FastqExtractor:
         }
 
 
-def _scan(stream: Stream, buf: bytearray, deadline: Deadline) -> _Tally:
+def _scan(stream: Stream, buf: bytearray, deadline: Deadline) -> _FastqTally:
     """Tally every record of the stream, chunk by chunk through ``buf``, carrying an incomplete record to the next chunk."""
-    tally = _Tally()
+    tally = _FastqTally()
     n = fill(stream, buf)
     _check_start(bytes(buf[: min(n, 1 << 16)]))
     carry = bytes(buf[:n]).lstrip()

@@ -43,7 +43,7 @@ class SpecError(ValueError):
     """A spec that does not parse: the message names the part at fault and what was expected."""
 
 
-class _Unreadable(ValueError):
+class _UnreadableSpec(ValueError):
     """A value that is not of its parameter's type; the message says what was expected."""
 
 
@@ -136,22 +136,22 @@ def bind_options(
             raise SpecError(f"{what} {name!r}: option {key!r} is given twice")
         try:
             options[key] = _read(parameters[key].annotation, raw)
-        except _Unreadable as exc:
+        except _UnreadableSpec as exc:
             raise SpecError(f"{what} {name!r}: option {key!r} expects {exc}, got {raw!r}") from None
     return options
 
 
 def _read(annotation: Any, raw: str) -> Any:
-    """``raw`` as a value of ``annotation`` (see the module docstring), or _Unreadable saying what was expected."""
+    """``raw`` as a value of ``annotation`` (see the module docstring), or _UnreadableSpec saying what was expected."""
     if annotation is bool:
         if raw.lower() not in ("true", "false"):
-            raise _Unreadable("true or false")
+            raise _UnreadableSpec("true or false")
         return raw.lower() == "true"
     if annotation in (int, float):
         try:
             return annotation(raw)
         except ValueError:
-            raise _Unreadable("a whole number" if annotation is int else "a number") from None
+            raise _UnreadableSpec("a whole number" if annotation is int else "a number") from None
     if annotation in (str, inspect.Parameter.empty):
         return raw
     if annotation is Path:
@@ -159,24 +159,24 @@ def _read(annotation: Any, raw: str) -> Any:
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Literal:
         if raw not in args:
-            raise _Unreadable(f"one of {', '.join(map(str, args))}")
+            raise _UnreadableSpec(f"one of {', '.join(map(str, args))}")
         return raw
     if origin in (Union, types.UnionType):
         expected = []
         for member in (a for a in args if a is not type(None)):
             try:
                 return _read(member, raw)
-            except _Unreadable as exc:
+            except _UnreadableSpec as exc:
                 expected.append(str(exc))
-        raise _Unreadable(" or ".join(expected))
+        raise _UnreadableSpec(" or ".join(expected))
     if origin is tuple and args[1:] == (Ellipsis,):
         return tuple(_read(args[0], part.strip()) for part in raw.split("+") if part.strip())
     if annotation == WarmGain:
         try:
             return parse_warm_gain(raw)
         except ValueError as exc:
-            raise _Unreadable(f"warm gains ALGORITHM@PLATFORM:GAIN;... ({exc})") from None
-    raise _Unreadable(f"a {annotation}, which a spec cannot give")
+            raise _UnreadableSpec(f"warm gains ALGORITHM@PLATFORM:GAIN;... ({exc})") from None
+    raise _UnreadableSpec(f"a {annotation}, which a spec cannot give")
 
 
 def existing_file(name: str) -> Path:

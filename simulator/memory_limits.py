@@ -78,7 +78,7 @@ def memory_jobs(log: SwfLog) -> list[MemoryJob]:
     return sorted(out, key=lambda j: j.submit)
 
 
-class Source(Protocol):
+class MemorySource(Protocol):
     """A memory limit per processor at a job's submission (None: no opinion, the fallback decides)."""
 
     name: str
@@ -88,7 +88,7 @@ class Source(Protocol):
     def ended(self, job: MemoryJob) -> None: ...
 
 
-class Fallback(Source, Protocol):
+class Fallback(MemorySource, Protocol):
     """A source with a limit for every job: what :func:`replay` falls back to."""
 
     def limit(self, job: MemoryJob) -> float: ...
@@ -329,7 +329,7 @@ def _offset(rule: OffsetRule, errors: Sequence[float]) -> float:
     return max(under) if under else 0.05
 
 
-def replay(jobs: Sequence[MemoryJob], source: Source, fallback: Fallback) -> list[float]:
+def replay(jobs: Sequence[MemoryJob], source: MemorySource, fallback: Fallback) -> list[float]:
     """Each job's limit per processor from ``source`` at its submission (``fallback`` where it has none), the source
     told of every job that had ended by then."""
     ends: list[tuple[float, int]] = []

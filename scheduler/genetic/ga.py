@@ -17,7 +17,7 @@ only from the ``numpy.random.Generator`` passed in: same seed, same schedule.
 
 Beyond the paper (the strong GA of ``memetic.py``): ``evolve`` may start from given
 schedules (``initial``, the rest of the first population random) and polish the best
-parent of every generation by local search (``polish``), and ``Settings.budget`` stops
+parent of every generation by local search (``polish``), and ``GaSettings.budget`` stops
 it after that many seconds.
 """
 
@@ -34,7 +34,7 @@ from scheduler.genetic.model import Chromosomes, Problem, evaluate
 
 
 @dataclass(frozen=True)
-class Settings:
+class GaSettings:
     """The GA's knobs; the defaults are the paper's (10 parents, 50 children, 100 generations, no mutation)."""
 
     parents: int = 10
@@ -147,7 +147,7 @@ def select(
 
 def evolve(
     problem: Problem,
-    settings: Settings,
+    settings: GaSettings,
     rng: np.random.Generator,
     initial: Chromosomes | None = None,
     polish: Callable[[Chromosomes, float], tuple[Chromosomes, float]] | None = None,

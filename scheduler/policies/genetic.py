@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.genetic.baselines import greedy
-from scheduler.genetic.ga import Evolution, Settings, evolve
+from scheduler.genetic.ga import Evolution, GaSettings, evolve
 from scheduler.genetic.memetic import polisher, seeded
 from scheduler.genetic.model import Problem, timeline
 from scheduler.genetic.window import check_size, snapshot
@@ -32,7 +32,7 @@ SEED_ALL_UP_TO = 5000  # jobs x nodes up to which every list heuristic seeds the
 
 
 def evolve_strong(
-    problem: Problem, settings: Settings, rng: np.random.Generator, polish: float = 0.02, search: float = 0.0
+    problem: Problem, settings: GaSettings, rng: np.random.Generator, polish: float = 0.02, search: float = 0.0
 ) -> Evolution:
     """The strong GA: Phan, Ranganathan & Sion 2005's, seeded with batch-search's plan and the list heuristics' schedules, polished ``polish`` seconds a generation.
 
@@ -74,7 +74,7 @@ class GeneticCoScheduling(Policy):
         if budget < 0:
             raise ValueError(f"budget is seconds >= 0, got {budget}")
         self.window = check_size(window)
-        self.settings = Settings(parents, children, generations, mutation, budget=budget if strong else None)
+        self.settings = GaSettings(parents, children, generations, mutation, budget=budget if strong else None)
         self.rng = np.random.default_rng(seed)
         self.strong, self.polish, self.budget = strong, polish, budget
         self.name = "ga-strong" if strong else "ga"

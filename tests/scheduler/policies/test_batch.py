@@ -177,7 +177,7 @@ def test_the_strong_ga_never_ends_worse_than_the_heuristics_it_starts_from():
     from benchmarks.instances.coscheduling import Setup
     from benchmarks.instances.coscheduling import generate as paper_instance
     from scheduler.genetic.baselines import greedy
-    from scheduler.genetic.ga import Settings, evolve
+    from scheduler.genetic.ga import GaSettings, evolve
     from scheduler.genetic.model import Problem
     from scheduler.policies.genetic import evolve_strong
 
@@ -195,15 +195,15 @@ def test_the_strong_ga_never_ends_worse_than_the_heuristics_it_starts_from():
         checked_makespan(instance.times, instance.ready, a)
         for a in heuristic_plans(instance.times, instance.ready).values()
     )
-    strong = evolve_strong(problem, Settings(generations=5), np.random.default_rng(0), polish=0.01)
+    strong = evolve_strong(problem, GaSettings(generations=5), np.random.default_rng(0), polish=0.01)
     assert checked_makespan(instance.times, instance.ready, strong.best.nodes[0]) == pytest.approx(strong.makespan)
     assert strong.makespan <= best
     assert (
-        evolve(problem, Settings(generations=5), np.random.default_rng(0)).makespan > strong.makespan
+        evolve(problem, GaSettings(generations=5), np.random.default_rng(0)).makespan > strong.makespan
     )  # the paper's GA, unseeded
     # the paper's model, with data objects: never worse than jobs-LL with the fast replication it is seeded with
     paper = paper_instance(Setup(jobs=20, nodes=4, stores=4), 0)
-    strong = evolve_strong(paper, Settings(generations=3), np.random.default_rng(0), polish=0.01)
+    strong = evolve_strong(paper, GaSettings(generations=3), np.random.default_rng(0), polish=0.01)
     assert strong.makespan <= greedy(paper, "ll", "fast", np.random.default_rng(0)).makespan[0]
     assert np.all(np.diff(strong.history) <= 1e-9)  # elitism: the best never gets worse
 

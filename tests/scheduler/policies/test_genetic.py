@@ -8,7 +8,7 @@ import pytest
 from benchmarks.instances.coscheduling import Setup, generate
 from scheduler.genetic.baselines import greedy
 from scheduler.genetic.ga import (
-    Settings,
+    GaSettings,
     evolve,
     order_crossover,
     random_population,
@@ -157,7 +157,7 @@ def test_assignment_crossover_and_reversal_mutation():
 def test_elitism_keeps_the_best_and_evolution_is_seeded():
     problem = generate(Setup(jobs=30, nodes=5, stores=5, objects=15), 0)
     runs = [
-        evolve(problem, Settings(parents=4, children=12, generations=30), np.random.default_rng(7)) for _ in range(2)
+        evolve(problem, GaSettings(parents=4, children=12, generations=30), np.random.default_rng(7)) for _ in range(2)
     ]
     history = runs[0].history
     assert len(history) == 31 and (np.diff(history) <= 0).all()
@@ -175,7 +175,7 @@ def test_elitism_keeps_the_best_and_evolution_is_seeded():
 
 def test_ga_beats_the_greedy_baselines_on_a_paper_like_instance():
     problem = generate(Setup(jobs=40, nodes=10, stores=10), 3)
-    ga = evolve(problem, Settings(generations=40), np.random.default_rng(0)).makespan
+    ga = evolve(problem, GaSettings(generations=40), np.random.default_rng(0)).makespan
     rng = np.random.default_rng(0)
     best_greedy = min(
         greedy(problem, jobs, rep, rng, runs=5).makespan.mean() for jobs in ("ll", "rand") for rep in ("none", "rand")
@@ -207,7 +207,7 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="order and nodes must be 1 x 3"):
         timeline(HAND, np.array([[0, 1, 2]]), np.array([[0, 1]]), np.array([[0, 0]]))
     with pytest.raises(ValueError, match="parents"):
-        Settings(parents=60)
+        GaSettings(parents=60)
     with pytest.raises(ValueError, match="window"):
         make_policy("ga:window=0")
 
