@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Engine,
-    FromClause,
     LargeBinary,
     RowMapping,
     Table,
@@ -32,7 +31,15 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from predictor.domain import Measurement, ServedEstimate
-from predictor.store import scheduler_tables
+from predictor.store.scheduler_tables import (
+    sched_events,
+    sched_jobs,
+    sched_lease,
+    sched_machines,
+    sched_orders,
+    sched_probes,
+    sched_runs,
+)
 from predictor.store.store import insert_measurements, insert_served
 from scheduler.orders import Order, OrderKind
 from scheduler.probing import ProbeJob, ProbeRecord, ProbeRun
@@ -50,21 +57,6 @@ from scheduler.state import (
 
 log = logging.getLogger(__name__)
 
-
-def _table(clause: FromClause) -> Table:
-    """The table behind a mapped class's ``__table__``, which SQLAlchemy types as any FROM clause."""
-    if not isinstance(clause, Table):
-        raise TypeError(f"{clause!r} is not a table")
-    return clause
-
-
-sched_events = _table(scheduler_tables.sched_events)
-sched_jobs = _table(scheduler_tables.sched_jobs)
-sched_lease = _table(scheduler_tables.sched_lease)
-sched_machines = _table(scheduler_tables.sched_machines)
-sched_orders = _table(scheduler_tables.sched_orders)
-sched_probes = _table(scheduler_tables.sched_probes)
-sched_runs = _table(scheduler_tables.sched_runs)
 
 CHUNK = 500
 PROBE_ORDERS = (OrderKind.PROBE.value, OrderKind.CANCEL_PROBE.value)
