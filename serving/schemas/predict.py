@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.json_schema import JsonDict
 
-from predictor.domain import AnsweredEstimate, EstimateColumns
+from predictor.domain import AnsweredEstimate, EstimateColumns, typed_property
 from predictor.memsize import optional_slurm_memory
 from serving.schemas.common import Coverage, FiniteFloat, Name, ParamValue, Probability, StrictModel
 
@@ -160,19 +160,15 @@ class PredictResponse(BaseModel):
 class EstimateColumnsOut(EstimateColumns):
     """One platform's estimates for every row, as columns (null where a row has no finite estimate)."""
 
-    # mypy cannot type a decorated property (python/mypy#1362): the ignore pydantic's computed_field documents.
-    @computed_field(  # type: ignore[prop-decorator]
+    @computed_field(
         description="``memory`` per row as Slurm memory sizes (e.g. 3500M); null without a memory champion."
     )
-    @property
+    @typed_property
     def memory_slurm(self) -> list[str | None] | None:
         return None if self.memory is None else [optional_slurm_memory(m) for m in self.memory]
 
-    # As above: the ignore pydantic documents for a computed_field over a property.
-    @computed_field(  # type: ignore[prop-decorator]
-        description="``memory_limit`` per row as Slurm memory sizes: values for `sbatch --mem`."
-    )
-    @property
+    @computed_field(description="``memory_limit`` per row as Slurm memory sizes: values for `sbatch --mem`.")
+    @typed_property
     def memory_limit_slurm(self) -> list[str | None] | None:
         return None if self.memory_limit is None else [optional_slurm_memory(m) for m in self.memory_limit]
 
