@@ -55,7 +55,7 @@ from loadgen import post_json, run
 from data.ingest import ingest_file
 from predictor.catalog import load_catalog
 from predictor.domain import Measurement, ServedEstimate
-from predictor.oracle import Job, RuntimeOracle, serve_model
+from predictor.oracle import ResolvedJob, RuntimeOracle, serve_model
 from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
 from scheduler.run_times import Oracle
@@ -85,7 +85,7 @@ class Service:
     retrains: int = 0
 
     def estimate(self, m: Measurement) -> float | None:
-        answer = self.oracle.estimate_jobs([Job(m.algorithm, (m.platform,), m.features)])[0][m.platform]
+        answer = self.oracle.estimate_jobs([ResolvedJob(m.algorithm, (m.platform,), m.features)])[0][m.platform]
         return answer.seconds if not answer.fallback else None
 
     def train(self, settings: WorkerSettings, pairs: Sequence[tuple[str, str]]) -> None:

@@ -15,7 +15,7 @@ from rich.table import Table
 from cli.common import console, fail, load_settings, open_store, parse_duration, print_table, repeat_passes
 
 if TYPE_CHECKING:
-    from data.sweep import Plan
+    from data.sweep import SweepPlan
     from predictor.catalog import Catalog
     from predictor.store import MeasurementStore
 
@@ -45,7 +45,7 @@ WorkdirOption = Annotated[
 @contextmanager
 def _probing(
     plan_file: Path | None, workdir: Path | None, rule: str
-) -> Iterator[tuple[Catalog, Plan, MeasurementStore, Path, Any]]:
+) -> Iterator[tuple[Catalog, SweepPlan, MeasurementStore, Path, Any]]:
     """The catalog, the plan (default: the bundled one), the store, the inputs' folder, the checked rule; bad ones: one error line."""
     from data.acquisition import RULES
     from data.profile import MissingProgram

@@ -38,7 +38,7 @@ DEMAND_FLOOR = 1.0  # a candidate no user submits anything like keeps this weigh
 
 
 @dataclass(frozen=True)
-class Pick:
+class AcquisitionPick:
     """One ranked candidate: its row in the pool, the value of measuring it, its estimated seconds and the score."""
 
     index: int
@@ -129,7 +129,7 @@ def rank(
     cost_weight: float = 1.0,
     submitted: pd.DataFrame | None = None,
     seed: int = 0,
-) -> list[Pick]:
+) -> list[AcquisitionPick]:
     """The ``n`` candidates of ``pool`` (feature rows) most worth measuring, best first, given the finished runs
     ``measured`` (feature rows, the pool's columns) that took ``seconds``; ``submitted``: the users' own jobs."""
     if rule not in RULES:
@@ -149,7 +149,7 @@ def rank(
     spread = answers.std(axis=0) if answers is not None else None
     picked_near = np.full(len(points), np.inf)
     free = np.ones(len(points), dtype=bool)
-    picks: list[Pick] = []
+    picks: list[AcquisitionPick] = []
     for _ in range(min(n, len(points))):
         if spread is None:
             value = covered * demand
@@ -157,7 +157,7 @@ def rank(
             value = spread * (1.0 - np.exp(-((picked_near / radius) ** 2)))
         score = np.where(free, value / penalty, -np.inf)
         best = int(np.argmax(score))
-        picks.append(Pick(best, float(value[best]), float(cost[best]), float(score[best])))
+        picks.append(AcquisitionPick(best, float(value[best]), float(cost[best]), float(score[best])))
         free[best] = False
         step = np.sqrt(((points - points[best]) ** 2).sum(axis=1))
         covered = np.minimum(covered, step)

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from data.acquisition import Pick, Rule, rank
+from data.acquisition import AcquisitionPick, Rule, rank
 from data.profile import profile_command
-from data.sweep import Plan, PlanError, SweepRun, check_jobs, command_for, expand, materialise_inputs
+from data.sweep import PlanError, SweepPlan, SweepRun, check_jobs, command_for, expand, materialise_inputs
 from predictor.catalog import Catalog
 from predictor.domain import Measurement, Source
 from predictor.jobfeatures import job_features
@@ -33,7 +33,7 @@ PREFIX = "probe"  # run ids of probes: probe-<digest of plan seed and job>
 
 
 @dataclass(frozen=True)
-class Candidate:
+class ProbeCandidate:
     """A job probing could run, and its features (read from its inputs)."""
 
     run: SweepRun
@@ -47,16 +47,16 @@ class Candidate:
 class Ranked:
     """A candidate with its place in the ranking."""
 
-    candidate: Candidate
-    pick: Pick
+    candidate: ProbeCandidate
+    pick: AcquisitionPick
 
 
-def pairs_of(plan: Plan) -> list[tuple[str, str]]:
+def pairs_of(plan: SweepPlan) -> list[tuple[str, str]]:
     """The (algorithm, platform) pairs a plan has jobs for, in the plan's order."""
     return list(dict.fromkeys((job.algorithm, p) for job in plan.jobs for p in job.platforms))
 
 
-def restrict(plan: Plan, algorithm: str, platform: str) -> Plan:
+def restrict(plan: SweepPlan, algorithm: str, platform: str) -> SweepPlan:
     """The plan's jobs of one pair, one run each, with only the input sets they read (and the sets those sample)."""
     jobs = [
         job.model_copy(update={"platforms": [platform]})
@@ -73,17 +73,17 @@ def restrict(plan: Plan, algorithm: str, platform: str) -> Plan:
     return plan.model_copy(update={"jobs": jobs, "inputs": inputs, "repeats": 1})
 
 
-def candidates(plan: Plan, catalog: Catalog, workdir: Path, algorithm: str, platform: str) -> list[Candidate]:
+def candidates(plan: SweepPlan, catalog: Catalog, workdir: Path, algorithm: str, platform: str) -> list[ProbeCandidate]:
     """Every job of the pair in ``plan``, its inputs generated (or reused) in ``workdir`` and its features read."""
     pair_plan = restrict(plan, algorithm, platform)
     check_jobs(pair_plan, catalog)
     definition = catalog.algorithm(algorithm)
     runs = expand(pair_plan, catalog, materialise_inputs(pair_plan, workdir))
-    return [Candidate(run, job_features(definition, run.params)) for run in runs]
+    return [ProbeCandidate(run, job_features(definition, run.params)) for run in runs]
 
 
 def rank_candidates(
-    pool: list[Candidate],
+    pool: list[ProbeCandidate],
     store: MeasurementStore,
     *,
     seed: int,
@@ -111,7 +111,7 @@ def rank_candidates(
 
 
 def run_probes(
-    plan: Plan,
+    plan: SweepPlan,
     catalog: Catalog,
     store: MeasurementStore,
     workdir: Path,

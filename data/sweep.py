@@ -86,7 +86,7 @@ class InputSet(BaseModel):
         return self
 
 
-class JobSpec(BaseModel):
+class SweepJob(BaseModel):
     """Runs of one algorithm: every input of the named sets x every parameter combination x platform."""
 
     model_config = ConfigDict(extra="forbid")
@@ -97,17 +97,17 @@ class JobSpec(BaseModel):
     grid: dict[str, list[Any]] = Field(default_factory=dict)
 
 
-class Plan(BaseModel):
+class SweepPlan(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seed: int = 0
     repeats: int = Field(default=1, ge=1, description="Identical runs of each job, to measure noise.")
     timeout_s: float = Field(default=600, gt=0)
     inputs: dict[str, InputSet]
-    jobs: list[JobSpec]
+    jobs: list[SweepJob]
 
     @model_validator(mode="after")
-    def _references(self) -> Plan:
+    def _references(self) -> SweepPlan:
         for name, spec in self.inputs.items():
             source = self.inputs.get(spec.source) if spec.source else None
             if spec.source and (source is None or source.generator in _SAMPLERS):
@@ -134,10 +134,10 @@ class SweepRun:
         return f"{prefix}-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
-def load_plan(path: Path) -> Plan:
+def load_plan(path: Path) -> SweepPlan:
     """The plan in a YAML file; any problem is a one-line PlanError naming the file (and the line, for bad YAML)."""
     try:
-        return Plan.model_validate(yaml.safe_load(path.read_text()))
+        return SweepPlan.model_validate(yaml.safe_load(path.read_text()))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -276,7 +276,7 @@ _BUILDERS: dict[str, Callable[[_Namer, Path | None], _Built]] = {
 }
 
 
-def materialise_inputs(plan: Plan, workdir: Path) -> dict[str, list[Path]]:
+def materialise_inputs(plan: SweepPlan, workdir: Path) -> dict[str, list[Path]]:
     """Generate (or reuse) every input of the plan, sources before the sets sampled from them; paths per set."""
     workdir.mkdir(parents=True, exist_ok=True)
     built: dict[str, _Built] = {}
@@ -290,7 +290,7 @@ def materialise_inputs(plan: Plan, workdir: Path) -> dict[str, list[Path]]:
     return {name: b.files for name, b in built.items()}
 
 
-def check_jobs(plan: Plan, catalog: Catalog) -> None:
+def check_jobs(plan: SweepPlan, catalog: Catalog) -> None:
     """Refuse jobs the catalog cannot run (unknown algorithm, platform or parameter, a required one unset) as a PlanError."""
     for job in plan.jobs:
         where = f"jobs.{job.algorithm}"
@@ -311,7 +311,7 @@ def check_jobs(plan: Plan, catalog: Catalog) -> None:
             raise PlanError(f"{where}: required parameter(s) {', '.join(unset)} set neither in files nor in grid")
 
 
-def expand(plan: Plan, catalog: Catalog, inputs: dict[str, list[Path]]) -> list[SweepRun]:
+def expand(plan: SweepPlan, catalog: Catalog, inputs: dict[str, list[Path]]) -> list[SweepRun]:
     """Every run of the plan, in the plan's seeded random order."""
     runs = []
     for job in plan.jobs:
@@ -325,7 +325,7 @@ def expand(plan: Plan, catalog: Catalog, inputs: dict[str, list[Path]]) -> list[
     return runs
 
 
-def programs_of(plan: Plan, catalog: Catalog) -> list[str]:
+def programs_of(plan: SweepPlan, catalog: Catalog) -> list[str]:
     """Every program the plan runs: its input generators' tools, each job's program and its platforms' launchers."""
     programs = [tool for spec in plan.inputs.values() for tool in _GENERATOR_TOOLS.get(spec.generator, ())]
     for job in plan.jobs:
@@ -341,7 +341,7 @@ def command_for(run: SweepRun, catalog: Catalog) -> list[str]:
 
 
 def run_sweep(
-    plan: Plan,
+    plan: SweepPlan,
     catalog: Catalog,
     store: MeasurementStore,
     workdir: Path,

@@ -25,7 +25,7 @@ from predictor.registry import Champion
 LOG_FLOOR = 1.0e-3  # both sides of a log error are floored here, as training's metrics floor them
 
 
-class Record(Protocol):
+class ColumnValues(Protocol):
     """Values read by column name: a dict of :meth:`LiveMember.record`, or a row of the store (a ``RowMapping``,
     whose keys may also be columns, so it is no ``Mapping[str, Any]``)."""
 
@@ -103,7 +103,7 @@ class LiveMember:
         }
 
     @classmethod
-    def from_record(cls, row: Record) -> LiveMember:
+    def from_record(cls, row: ColumnValues) -> LiveMember:
         """The member a row of :meth:`record` holds."""
         model = AsymmetricOnlineRegressor.from_state(dict(row["params"]), dict(row["state"]))
         return cls(

@@ -56,7 +56,7 @@ PARAM_CACHE_SIZE = 4096  # distinct parameter sets remembered; cleared whole whe
 
 
 @dataclass(frozen=True)
-class Job:
+class ResolvedJob:
     """A job ready to estimate: its algorithm, the platforms asked about, and its features."""
 
     algorithm: str
@@ -215,20 +215,19 @@ class RuntimeOracle(Oracle):
             served.profile if profile_table is None else MappingProxyType(dict(profile_table)),
         )
 
-    def eligible_platforms(self, algorithm: str, platforms: Sequence[str] | None = None) -> list[str]:
+    def eligible_platforms(self, algorithm: Algorithm, platforms: Sequence[str] | None = None) -> list[str]:
         """Platforms with an implementation of ``algorithm``, restricted to ``platforms`` if given (KeyError if unknown)."""
-        implemented = self.catalog.algorithm(algorithm).platforms
+        implemented = algorithm.platforms
         if platforms is None:
             return implemented
         for name in platforms:
             self.catalog.platform(name)
         return [p for p in dict.fromkeys(platforms) if p in implemented]
 
-    def features(self, algorithm: str, params: dict[str, Any], budget_s: float | None = None) -> dict[str, float]:
+    def features(self, algorithm: Algorithm, params: dict[str, Any], budget_s: float | None = None) -> dict[str, float]:
         """Features of a job, extracted as the catalog declares; file reading bounded by ``budget_s`` where supported."""
-        definition = self.catalog.algorithm(algorithm)
-        options = {BUDGET_OPTION: budget_s} if budget_s is not None and self._supports_budget(definition) else {}
-        return job_features(definition, params, **options)
+        options = {BUDGET_OPTION: budget_s} if budget_s is not None and self._supports_budget(algorithm) else {}
+        return job_features(algorithm, params, **options)
 
     def prepare(
         self,
@@ -238,15 +237,27 @@ class RuntimeOracle(Oracle):
         features: Mapping[str, float] | None = None,
         *,
         budget_s: float | None = None,
-    ) -> Job:
+    ) -> ResolvedJob:
         """Check a job and gather its features; given ``features`` replace file reading (parameters still count)."""
+        return self.resolve(self.catalog.algorithm(algorithm), params, platforms, features, budget_s=budget_s)
+
+    def resolve(
+        self,
+        algorithm: Algorithm,
+        params: dict[str, Any] | None = None,
+        platforms: Sequence[str] | None = None,
+        features: Mapping[str, float] | None = None,
+        *,
+        budget_s: float | None = None,
+    ) -> ResolvedJob:
+        """:meth:`prepare` for an algorithm already looked up in the catalog (the API looks it up once per request)."""
         params = params or {}
         eligible = tuple(self.eligible_platforms(algorithm, platforms))
         if features is None:
             found = self.features(algorithm, params, budget_s)
         else:
-            found = self._with_given(self.catalog.algorithm(algorithm), params, features)
-        return Job(algorithm, eligible, found)
+            found = self._with_given(algorithm, params, features)
+        return ResolvedJob(algorithm.name, eligible, found)
 
     def answer(self, job: JobQuery) -> dict[str, Estimate]:
         """Estimate one job on each eligible platform; given ``features`` skip reading its input files."""
@@ -254,7 +265,7 @@ class RuntimeOracle(Oracle):
 
     def estimate_jobs(
         self,
-        jobs: Sequence[Job],
+        jobs: Sequence[ResolvedJob],
         *,
         coverage: float | None = None,
         limit_quantile: float | None = None,
@@ -307,8 +318,32 @@ class RuntimeOracle(Oracle):
         memory_limit_quantile: float | None = None,
     ) -> list[ScoredColumns]:
         """Estimates for rows of precomputed features named by ``columns`` (``params`` shared by all rows): one model call per platform."""
-        definition = self.catalog.algorithm(algorithm)
-        eligible = self.eligible_platforms(algorithm, platforms)
+        return self.estimate_rows(
+            self.catalog.algorithm(algorithm),
+            columns,
+            rows,
+            platforms,
+            params,
+            coverage=coverage,
+            limit_quantile=limit_quantile,
+            memory_limit_quantile=memory_limit_quantile,
+        )
+
+    def estimate_rows(
+        self,
+        definition: Algorithm,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[float]] | np.ndarray,
+        platforms: Sequence[str] | None = None,
+        params: dict[str, Any] | None = None,
+        *,
+        coverage: float | None = None,
+        limit_quantile: float | None = None,
+        memory_limit_quantile: float | None = None,
+    ) -> list[ScoredColumns]:
+        """:meth:`estimate_matrix` for an algorithm already looked up in the catalog (the API looks it up once)."""
+        algorithm = definition.name
+        eligible = self.eligible_platforms(definition, platforms)
         X = np.asarray(rows, dtype=float).reshape(-1, len(columns))
         known = {name: X[:, i] for i, name in enumerate(columns)}
         for name, value in self._parameter_features(definition, params or {}).items():
@@ -424,7 +459,7 @@ def _with_memory_columns(
 
 
 def _memory_answers(
-    memory: Mapping[Pair, ServedModel], jobs: Sequence[Job], coverage: float, limit_quantile: float
+    memory: Mapping[Pair, ServedModel], jobs: Sequence[ResolvedJob], coverage: float, limit_quantile: float
 ) -> dict[tuple[int, str], MemoryAnswer]:
     """The memory answer of each (job index, platform) whose pair has a memory champion with the features it needs and a
     finite answer: one model call per memory champion."""

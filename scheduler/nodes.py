@@ -9,7 +9,7 @@ each node at most once; a job never holds more slots on a node than the node has
 
 Memory: a machine may give each node a memory size (``Machine.node_memory``, bytes; None: unlimited, the default)
 and a job its memory (``Job.memory``, bytes for the whole job; None: unknown). The job's memory is spread evenly
-over the slots it holds (:class:`Needs` carries it per slot), so on a node it may take only as many slots as both
+over the slots it holds (:class:`SlotNeeds` carries it per slot), so on a node it may take only as many slots as both
 the node's free slots and its free memory allow (:func:`capacity`); with either size unknown memory never counts.
 """
 
@@ -24,13 +24,13 @@ import numpy as np
 Allocation = tuple[tuple[int, int], ...]
 
 
-class Needs(tuple[int, ...]):
+class SlotNeeds(tuple[int, ...]):
     """The slots a job needs on each of its nodes, largest first, and the memory each slot brings (``memory``,
     bytes; 0 when memory does not count): a tuple wherever only slots matter."""
 
     memory: int
 
-    def __new__(cls, slots: Sequence[int], memory: int = 0) -> Needs:
+    def __new__(cls, slots: Sequence[int], memory: int = 0) -> SlotNeeds:
         needs = super().__new__(cls, slots)
         needs.memory = memory
         return needs
@@ -38,7 +38,7 @@ class Needs(tuple[int, ...]):
 
 def per_slot(needs: Sequence[int]) -> int:
     """The memory each slot of ``needs`` brings (0 for plain slot counts)."""
-    return needs.memory if isinstance(needs, Needs) else 0
+    return needs.memory if isinstance(needs, SlotNeeds) else 0
 
 
 @overload
@@ -61,11 +61,11 @@ def capacity(
     return np.minimum(free, np.asarray(memory) // each)
 
 
-def node_needs(size: int, params: Mapping[str, Any], node_slots: int, memory: int | None = None) -> Needs:
+def node_needs(size: int, params: Mapping[str, Any], node_slots: int, memory: int | None = None) -> SlotNeeds:
     """The slots the job needs on each of its nodes, largest first (``(size,)`` on a pooled machine), carrying
     ``memory`` (the job's bytes, None when it does not count) spread over them."""
     slots = _slots(size, params, node_slots)
-    return Needs(slots, -(-memory // sum(slots)) if memory and sum(slots) else 0)
+    return SlotNeeds(slots, -(-memory // sum(slots)) if memory and sum(slots) else 0)
 
 
 def _slots(size: int, params: Mapping[str, Any], node_slots: int) -> tuple[int, ...]:

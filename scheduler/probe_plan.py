@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data.acquisition import Rule
-from data.probe import Candidate, Ranked, candidates, pairs_of, rank_candidates
-from data.sweep import Plan, load_plan
+from data.probe import ProbeCandidate, Ranked, candidates, pairs_of, rank_candidates
+from data.sweep import SweepPlan, load_plan
 from predictor.catalog import Catalog
 from predictor.settings import Settings
 from predictor.store import MeasurementStore
@@ -30,7 +30,7 @@ Pair = tuple[str, str]
 class PlanCandidates:
     """A :class:`scheduler.probing.ProbeSource` over a plan's candidates per (algorithm, platform), ranked against the store."""
 
-    pools: dict[Pair, list[Candidate]]
+    pools: dict[Pair, list[ProbeCandidate]]
     store: MeasurementStore
     seed: int
     rule: Rule
@@ -42,7 +42,7 @@ class PlanCandidates:
     @classmethod
     def from_plan(
         cls,
-        plan: Plan,
+        plan: SweepPlan,
         catalog: Catalog,
         store: MeasurementStore,
         workdir: Path,
@@ -94,7 +94,7 @@ class PlanCandidates:
             self._ranked[pair] = (now, ranking)
         return ranking
 
-    def _id(self, candidate: Candidate) -> str:
+    def _id(self, candidate: ProbeCandidate) -> str:
         return candidate.run_id(self.seed)
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import PlainSerializer, TypeAdapter
 
-from scheduler.nodes import Allocation, Needs, Room, capacity, node_needs
+from scheduler.nodes import Allocation, Room, SlotNeeds, capacity, node_needs
 
 if TYPE_CHECKING:
     from scheduler.sites import DataStores
@@ -202,7 +202,7 @@ class Machine:
         """Its free slots and memory per node, for one scheduling pass to take from."""
         return Room(self.node_free(), self.memory_free())
 
-    def needs(self, job: Job) -> Needs:
+    def needs(self, job: Job) -> SlotNeeds:
         """The slots ``job`` needs on each of the nodes it would take here, largest first, with its memory per slot
         where both the machine's and the job's memory are known."""
         return node_needs(

@@ -14,7 +14,7 @@ from predictor.settings import Settings
 from scheduler.settings import ProbeSettings, SchedulerSettings
 from serving import docs, errors
 from serving.limits import BodyLimit
-from serving.metrics import Metrics
+from serving.metrics import ApiMetrics
 from serving.routers import catalog, health, models, observations, planning, predict
 from serving.routers import scheduler as scheduler_routes
 from serving.routers import slurm as slurm_routes
@@ -53,7 +53,7 @@ def create_app(
     scheduling = scheduling or SchedulerSettings()
     probing = probing or ProbeSettings()
     slurm = slurm or SlurmSettings()
-    metrics = Metrics()
+    metrics = ApiMetrics()
     log = configure_logging(api.log_level)
 
     @asynccontextmanager

@@ -31,7 +31,7 @@ from predictor.domain import Target
 from predictor.online import LiveMember, holds, with_live_member
 from predictor.oracle import Pair, ProfileTable, RuntimeOracle, ServedModel, serve_model
 from predictor.registry import registered_name
-from serving.metrics import Metrics
+from serving.metrics import ApiMetrics
 from serving.telemetry import LOGGER_NAME
 
 LOAD_WAIT_FACTOR = 20  # how many registry waits loading the first champions may take before the cache is served
@@ -69,7 +69,7 @@ class ChampionWatcher:
         *,
         interval_s: float,
         profile_table: Callable[[], ProfileTable],
-        metrics: Metrics,
+        metrics: ApiMetrics,
         live_members: Callable[[], Mapping[tuple[str, str, Target], LiveMember]] = dict,
     ) -> None:
         self.oracle = oracle

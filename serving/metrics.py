@@ -29,7 +29,7 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
-class Metrics:
+class ApiMetrics:
     """The service's metrics in a registry of their own, so several apps (tests) never share counters."""
 
     def __init__(self) -> None:

@@ -13,7 +13,7 @@ from predictor.store import MeasurementStore
 from scheduler.planning import FollowedDecision
 from scheduler.settings import ProbeSettings, SchedulerSettings
 from serving.hotswap import ChampionWatcher
-from serving.metrics import Metrics
+from serving.metrics import ApiMetrics
 from serving.settings import ApiSettings
 from slurm.settings import SlurmSettings
 
@@ -31,7 +31,7 @@ class ServiceState:
     store: MeasurementStore
     oracle: RuntimeOracle
     watcher: ChampionWatcher
-    metrics: Metrics
+    metrics: ApiMetrics
     slurm_planning: FollowedDecision  # the newest backfilling decision of the Slurm cluster (its time_min follows it)
 
 
@@ -41,7 +41,7 @@ def build_state(
     scheduling: SchedulerSettings,
     probing: ProbeSettings,
     slurm: SlurmSettings,
-    metrics: Metrics,
+    metrics: ApiMetrics,
 ) -> ServiceState:
     """Load the catalog, open and migrate the store, and start following the champions (cache fallback included)."""
     catalog = load_catalog(*settings.catalog_paths)

@@ -16,7 +16,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from predictor.addresses import redact_addresses
-from serving.metrics import Metrics
+from serving.metrics import ApiMetrics
 
 LOGGER_NAME = "serving"
 REQUEST_ID_HEADER = "x-request-id"
@@ -59,7 +59,7 @@ def configure_logging(level: str) -> logging.Logger:
 class Telemetry:
     """Gives every request an id (the client's ``x-request-id`` when sane), echoes it, logs and measures the request."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: ApiMetrics) -> None:
         self.app = app
         self.metrics = metrics
         self.log = logging.getLogger(LOGGER_NAME)

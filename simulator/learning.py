@@ -18,8 +18,7 @@ from typing import Any
 from predictor.catalog import Catalog
 from predictor.domain import Estimate, Measurement, ServedEstimate, Source, Target
 from predictor.intervals import scaled
-from predictor.oracle import Job as OracleJob
-from predictor.oracle import JobQuery, Oracle, ServedModel
+from predictor.oracle import JobQuery, Oracle, ResolvedJob, ServedModel
 from scheduler.run_times import ObservingOracle, QuantileOracle, job_key
 from scheduler.state import Job, Machine, Run
 from simulator.workload import Workload
@@ -170,7 +169,7 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
                 for k, f, where in self.queue[algorithm][start : start + (1 if live else CHUNK)]
                 if platform in where and k not in found
             ]
-            answers = self.oracle.estimate_jobs([OracleJob(algorithm, (platform,), f) for _, f in chunk])
+            answers = self.oracle.estimate_jobs([ResolvedJob(algorithm, (platform,), f) for _, f in chunk])
             found.update((k, a[platform]) for (k, _), a in zip(chunk, answers, strict=True))
         return found[key]
 

@@ -31,8 +31,7 @@ from typing import Any, Literal
 from features.swf import UNKNOWN, read_swf
 from predictor.domain import Estimate, Measurement, ServedEstimate, Source
 from predictor.intervals import scaled
-from predictor.oracle import Job as OracleJob
-from predictor.oracle import JobQuery, Oracle
+from predictor.oracle import JobQuery, Oracle, ResolvedJob
 from scheduler.planning import (  # the configuration production follows, defined once
     CORRECTIONS,
     NUMBERS,
@@ -144,9 +143,9 @@ def service_answers(workload: Workload, settings: WorkerSettings | None = None) 
         key = job_key(spec.algorithm, spec.params)
         if submitted:
             platforms = tuple(spec.true_times)
-            answers[key] = loop.oracle.estimate_jobs([OracleJob(spec.algorithm, platforms, dict(spec.features or {}))])[
-                0
-            ]
+            answers[key] = loop.oracle.estimate_jobs(
+                [ResolvedJob(spec.algorithm, platforms, dict(spec.features or {}))]
+            )[0]
             quantiles[key] = {
                 p: dict(model.quantiles) for p in platforms if (model := loop.oracle.models.get((spec.algorithm, p)))
             }

@@ -113,7 +113,7 @@ class Segment:
 
 
 @dataclass(frozen=True, slots=True)
-class JobRecord:
+class JobOutcome:
     """How one job went."""
 
     id: str
@@ -141,7 +141,7 @@ class SimResult:
     workload: str
     policy: str
     estimates: str
-    jobs: list[JobRecord]
+    jobs: list[JobOutcome]
     segments: list[Segment]
     power: dict[str, float]
     slots: dict[str, int]
@@ -457,7 +457,7 @@ class Simulation:
     def _last_time(self) -> float:
         return max((s.end for s in self.segments), default=0.0)
 
-    def _records(self) -> list[JobRecord]:
+    def _records(self) -> list[JobOutcome]:
         state = self.scheduler.state
         last: dict[str, tuple[float, str]] = {}
         for s in self.segments:
@@ -471,7 +471,7 @@ class Simulation:
             end = job.ended if job is not None else None
             estimate = job.estimates.get(platform) if job is not None and platform is not None else None
             out.append(
-                JobRecord(
+                JobOutcome(
                     id=spec.id,
                     algorithm=spec.algorithm,
                     submit=spec.submit,

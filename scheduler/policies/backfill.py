@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from scheduler import orders as o
-from scheduler.nodes import Allocation, Needs, Room
+from scheduler.nodes import Allocation, Room, SlotNeeds
 from scheduler.orders import Order
 from scheduler.planning_times import CORRECTIONS, Correction, planned_end, planning_seconds
 from scheduler.policy import Context, Policy
@@ -207,7 +207,7 @@ class Conservative(Backfilling):
         return out
 
 
-def _fit_now(job: Job, machines: list[Machine], rooms: dict[str, Room]) -> tuple[Machine, Needs, Allocation] | None:
+def _fit_now(job: Job, machines: list[Machine], rooms: dict[str, Room]) -> tuple[Machine, SlotNeeds, Allocation] | None:
     """The first machine with room for the job now, its needs there and the nodes it would take there."""
     for machine in machines:
         if machine.platform in job.estimates:

@@ -42,7 +42,7 @@ HEURISTICS: dict[str, Callable[[], BatchMapping]] = {
 STARTS = ("heft", "kpb")  # cheap at 1,000 x 50 (O(jobs x machines)); the others cost up to ~1 s there
 
 
-class Plan(NamedTuple):
+class BatchPlan(NamedTuple):
     """A batch's assignment (machine per job), its makespan, and what produced it."""
 
     assign: np.ndarray
@@ -65,7 +65,7 @@ def plan(
     exact_cells: int = 2000,
     starts: Sequence[str] = STARTS,
     rng: np.random.Generator | None = None,
-) -> Plan:
+) -> BatchPlan:
     """Plan the batch within about ``budget`` seconds (plus ``exact_seconds`` for the MILP when jobs x machines <= ``exact_cells``).
 
     A quarter of the budget goes to descents from each start, the rest to iterated local
@@ -74,20 +74,20 @@ def plan(
     times = np.asarray(times, dtype=float)
     ready = np.asarray(ready, dtype=float)
     began = time.perf_counter()
-    best = Plan(np.zeros(0, dtype=np.intp), float("inf"), "")
+    best = BatchPlan(np.zeros(0, dtype=np.intp), float("inf"), "")
     share = 0.25 * budget / max(1, len(starts))
     for name, assign in heuristic_plans(times, ready, starts).items():
         load = loads(times, ready, assign)
         descend(times, assign, load, time.perf_counter() + share)
         if load.max() < best.makespan:
-            best = Plan(assign, float(load.max()), name)
+            best = BatchPlan(assign, float(load.max()), name)
     found = improve(times, ready, best.assign, max(0.0, budget - (time.perf_counter() - began)), rng)
     if found.makespan < best.makespan:
-        best = Plan(found.assign, found.makespan, f"{best.source} + search")
+        best = BatchPlan(found.assign, found.makespan, f"{best.source} + search")
     if exact_seconds > 0 and times.size <= exact_cells:
         solved = exact.solve(times, ready, exact_seconds, best.makespan)
         if solved.assign is not None and solved.makespan < best.makespan:
-            best = Plan(solved.assign, solved.makespan, "milp")
+            best = BatchPlan(solved.assign, solved.makespan, "milp")
     return best
 
 

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from predictor.domain import Measurement, ServedEstimate
-from predictor.oracle import Job
+from predictor.oracle import ResolvedJob
 from predictor.paths import resolve_under_roots
 from predictor.records import RowError, validate_record
 from serving.auth import require_token
@@ -94,7 +94,7 @@ def _store(state: ServiceState, items: list[ObservationIn]) -> ObservationsRespo
 def _served_now(state: ServiceState, runs: list[Measurement], told: set[str]) -> list[ServedEstimate]:
     """What the champions serve now for the runs the client did not say were served (one model call per pair)."""
     pending = [m for m in runs if m.informative and m.run_id not in told]
-    jobs = [Job(m.algorithm, (m.platform,), m.features) for m in pending]
+    jobs = [ResolvedJob(m.algorithm, (m.platform,), m.features) for m in pending]
     out = []
     for m, answer in zip(pending, state.oracle.estimate_jobs(jobs), strict=True):
         served = ServedEstimate.of(m.run_id, m.algorithm, answer[m.platform], origin="service")
