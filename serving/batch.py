@@ -122,9 +122,9 @@ def _answer_group(
     algorithm, platforms, names, params = key
     asked = list(platforms) if platforms is not None else None
     try:
-        check_job(state.catalog, algorithm, asked)
-        columns = state.oracle.estimate_matrix(
-            algorithm,
+        definition = check_job(state.catalog, algorithm, asked)
+        columns = state.oracle.estimate_rows(
+            definition,
             names,
             matrix,
             asked,

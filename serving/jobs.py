@@ -9,9 +9,9 @@ from fastapi import HTTPException
 from pydantic import TypeAdapter
 
 from features import FeatureError
-from predictor.catalog import Catalog
+from predictor.catalog import Algorithm, Catalog
 from predictor.domain import Estimate
-from predictor.oracle import Job
+from predictor.oracle import ResolvedJob
 from predictor.paths import PathRefused, resolve_file_params, without_roots
 from serving.schemas.predict import EstimateOut, PredictRequest
 from serving.state import ServiceState
@@ -28,15 +28,18 @@ class JobRejected(Exception):
         return HTTPException(self.status, self.detail)
 
 
-def check_job(catalog: Catalog, algorithm: str, platforms: list[str] | None) -> None:
-    """JobRejected (404) for an algorithm or platform the catalog does not know."""
-    if algorithm not in catalog.algorithms:
+def check_job(catalog: Catalog, algorithm: str, platforms: list[str] | None) -> Algorithm:
+    """The catalog's definition of ``algorithm``, looked up once per request; JobRejected (404) for an algorithm or
+    platform the catalog does not know."""
+    definition = catalog.algorithms.get(algorithm)
+    if definition is None:
         raise JobRejected(404, f"unknown algorithm {algorithm!r}; known: {', '.join(sorted(catalog.algorithms))}")
     unknown = [p for p in platforms or [] if p not in catalog.platforms]
     if unknown:
         raise JobRejected(
             404, f"unknown platform(s) {', '.join(unknown)}; known: {', '.join(sorted(catalog.platforms))}"
         )
+    return definition
 
 
 def deadline(state: ServiceState) -> float:
@@ -44,10 +47,9 @@ def deadline(state: ServiceState) -> float:
     return time.monotonic() + state.api.feature_budget_s
 
 
-def prepare(state: ServiceState, job: PredictRequest, until: float) -> Job:
+def prepare(state: ServiceState, job: PredictRequest, until: float) -> ResolvedJob:
     """Check ``job`` against the catalog and the data roots and gather its features before ``until``; JobRejected if not."""
-    catalog = state.catalog
-    check_job(catalog, job.algorithm, job.platforms)
+    definition = check_job(state.catalog, job.algorithm, job.platforms)
     params = job.params
     budget = None
     try:
@@ -58,8 +60,8 @@ def prepare(state: ServiceState, job: PredictRequest, until: float) -> Job:
                 raise JobRejected(
                     422, f"the feature-extraction budget of {budget_s} s for this request is spent; send features"
                 )
-            params = resolve_file_params(catalog.algorithm(job.algorithm), params, state.settings.data_roots)
-        return state.oracle.prepare(job.algorithm, params, job.platforms, job.features, budget_s=budget)
+            params = resolve_file_params(definition, params, state.settings.data_roots)
+        return state.oracle.resolve(definition, params, job.platforms, job.features, budget_s=budget)
     except PathRefused as exc:
         raise JobRejected(exc.status, exc.detail) from None
     except FeatureError as exc:

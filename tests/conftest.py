@@ -75,6 +75,7 @@ SERVERS = {
     "tests/serving/test_scheduler_routes.py::base": "the API with its scheduler under uvicorn",
     "tests/serving/test_scheduler_routes.py::served_on": "the API under uvicorn on each store backend",
     "tests/serving/test_fallback.py::served": "the API under uvicorn",
+    "tests/serving/test_jobs.py::counted": "the API under uvicorn",
     "tests/serving/test_fuzz.py::fuzzed": "the API under uvicorn",
     "tests/serving/test_jsonbody.py::base": "a small app under uvicorn",
     "tests/serving/test_limits.py::strict": "the API under uvicorn",

@@ -100,9 +100,9 @@ def _predict_matrix(state: ServiceState, request: MatrixPredictRequest) -> bytes
     """The JSON answer for a feature matrix, one column of answers per field and platform."""
     catalog = state.catalog
     try:
-        check_job(catalog, request.algorithm, request.platforms)
-        columns = state.oracle.estimate_matrix(
-            request.algorithm,
+        definition = check_job(catalog, request.algorithm, request.platforms)
+        columns = state.oracle.estimate_rows(
+            definition,
             request.columns,
             request.rows,
             request.platforms,
