@@ -36,7 +36,8 @@ class OneLineErrors(TyperGroup):
     ) -> Any:
         """Run the command line; click's boxed usage error becomes one line naming the command's --help, and a
         ``PREDICTOR_*`` value a settings class refuses one line naming the variable; exit status 2."""
-        if logging.lastResort is not None:  # what a command logs without a handler of its own: addresses redacted
+        # what a command logs without a handler of its own: addresses redacted
+        if logging.lastResort is not None:
             logging.lastResort.setFormatter(RedactingFormatter())
         try:
             code = super().main(
@@ -53,7 +54,8 @@ class OneLineErrors(TyperGroup):
         except typer.Abort:
             err_console.print("aborted")
             code = 1
-        except Exception as exc:  # a bad PREDICTOR_* value is one line too; anything else stays its traceback
+        # a bad PREDICTOR_* value is one line too; anything else stays its traceback
+        except Exception as exc:
             if (refused := settings_error(exc)) is None:
                 raise
             err_console.print(Text.assemble(("error:", "red"), " ", plain(refused)))

@@ -16,8 +16,10 @@ import time
 
 import typer
 
-PARENT_POLL_S = 2.0  # how often a child worker looks whether its API still runs
-STOP_WAIT_S = 15.0  # how long a child worker may take to stop before it is killed
+# how often a child worker looks whether its API still runs
+PARENT_POLL_S = 2.0
+# how long a child worker may take to stop before it is killed
+STOP_WAIT_S = 15.0
 
 
 class BackgroundWorker:

@@ -55,7 +55,8 @@ def load_settings() -> Settings:
 def settings_error(exc: BaseException) -> str | None:
     """One line for ``PREDICTOR_*`` values a settings class of :data:`cli.settings.GROUPS` refused (each variable and
     why, never its value: it may be a token); None for any other error, which stays the error it is."""
-    validation = sys.modules.get("pydantic_core")  # loaded by whoever built the settings; not imported here (slow)
+    # loaded by whoever built the settings; not imported here (slow)
+    validation = sys.modules.get("pydantic_core")
     if validation is None or not isinstance(exc, validation.ValidationError):
         return None
     from cli.settings import GROUPS

@@ -68,7 +68,8 @@ def train(
     settings = TrainingSettings()
     store = open_store(settings)
     _check_train_choices(algorithm, model, {a for a, _ in store.pairs()}, lambda: load_catalog(*settings.catalog_paths))
-    from cli.progress import progress  # training's libraries (MLflow, the zoo, pandas) only once the choices are sound
+    # training's libraries (MLflow, the zoo, pandas) only once the choices are sound
+    from cli.progress import progress
     from training.champions import MlflowChampions
     from training.dataset import load_training_sets
     from training.guard import Verdict
@@ -86,7 +87,8 @@ def train(
         steps = count(1)
 
         def advance(label: str) -> None:
-            done = next(steps)  # the serving champions' members and the registrations add steps to the estimate
+            # the serving champions' members and the registrations add steps to the estimate
+            done = next(steps)
             update(done, max(done, total), label)
 
         book = MlflowChampions(settings.resolved_tracking_uri)
@@ -302,7 +304,8 @@ def worker(
     handler = logging.StreamHandler()
     handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler])
-    logging.getLogger("alembic").setLevel(logging.WARNING)  # the store's migrations at each start say nothing here
+    # the store's migrations at each start say nothing here
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     settings = WorkerSettings()
     store = open_store(settings)
     from cli.background import exit_on_sigterm, stop_with
@@ -375,7 +378,8 @@ def _print_champions(champions: list[dict[str, Any]], where: str) -> None:
         table.add_column(
             column, justify="left" if column in ("algorithm", "platform", "member", "target") else "right", no_wrap=True
         )
-    order = {t.value: i for i, t in enumerate(Target)}  # run time first; a service's row without a target is run time's
+    # run time first; a service's row without a target is run time's
+    order = {t.value: i for i, t in enumerate(Target)}
     for c in sorted(
         champions, key=lambda c: (c["algorithm"], c["platform"], order.get(c.get("target") or "time", len(order)))
     ):
@@ -401,7 +405,8 @@ def _training_summary(settings: Settings, url: str | None) -> str | None:
         def training_of(client: PredictorClient) -> dict[str, Any] | None:
             try:
                 return client.ready().get("training")
-            except PredictorError:  # not ready (503): its champions are listed all the same
+            # not ready (503): its champions are listed all the same
+            except PredictorError:
                 return None
 
         training = from_service(url, training_of)
@@ -527,9 +532,8 @@ def models_rollback(
     chosen = versions[to]
     client.set_registered_model_alias(name, CHAMPION_ALIAS, to)
     if JUDGED_TAG in client.get_registered_model(name).tags:
-        client.delete_registered_model_tag(
-            name, JUDGED_TAG
-        )  # the session it noted judged another version: the next train judges again
+        # the session it noted judged another version: the next train judges again
+        client.delete_registered_model_tag(name, JUDGED_TAG)
     reason = (
         f"rolled back by hand from version {serving.version} to version {to}: kept until new runs arrive (runs set "
         "aside with `predictor runs set-aside` are never trained on)"

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-Update = Callable[[int, int | None, str], None]  # (steps done, steps in all or None while unknown, what is being done)
+# (steps done, steps in all or None while unknown, what is being done)
+Update = Callable[[int, int | None, str], None]
 
 PLAIN_EVERY_S = 10.0
 

@@ -61,7 +61,8 @@ def serve(
     settings = load_settings()
     listen = ApiSettings.of(settings)
     host, port, workers = host or listen.host, port or listen.port, workers or listen.workers
-    sock = claim_port(host, port)  # before anything is said or loaded: a taken port is one error line
+    # before anything is said or loaded: a taken port is one error line
+    sock = claim_port(host, port)
     from serving.app import create_app
     from serving.server import serve_on, serve_workers
 
@@ -77,7 +78,8 @@ def serve(
     try:
         if workers > 1:
             typer.echo(f"{workers} workers; the scheduler is not served here: run `predictor scheduler` beside them")
-            sock.close()  # uvicorn's supervisor binds it again at once, before its workers load anything
+            # uvicorn's supervisor binds it again at once, before its workers load anything
+            sock.close()
             if train:
                 worker.start()
             serve_workers(settings, api, host, port, workers)
@@ -108,7 +110,8 @@ def scheduler(
     settings = load_settings()
     scheduling = SchedulerSettings()
     host, port = host or ApiSettings.of(settings).host, port or scheduling.port
-    sock = claim_port(host, port)  # before anything is said or loaded: a taken port is one error line
+    # before anything is said or loaded: a taken port is one error line
+    sock = claim_port(host, port)
     from scheduler.store import SchedulerStore
     from serving.app import create_app
     from serving.server import serve_on
@@ -246,7 +249,8 @@ def predict(
         params = typed_params(parse_pairs(param, "--param"), algorithm, catalog)
         if url:
             estimates = from_service(url, lambda client: client.predict(algorithm, params, platform))
-        else:  # the job checked and its inputs read before any model is loaded: a wrong path is said at once
+        # the job checked and its inputs read before any model is loaded: a wrong path is said at once
+        else:
             from predictor.jobfeatures import job_features
 
             for name in platform or []:

@@ -33,8 +33,10 @@ Rule = Literal["uncertainty", "coverage"]
 RULES: tuple[Rule, ...] = ("uncertainty", "coverage")
 # Fast members of different shapes (milliseconds to fit a few hundred rows): their disagreement is the uncertainty.
 COMMITTEE = ("linear_log", "quadratic_log", "lightgbm_log")
-MIN_COMMITTEE_ROWS = 8  # fewer finished runs than this: the uncertainty rule falls back to coverage
-DEMAND_FLOOR = 1.0  # a candidate no user submits anything like keeps this weight; the most submitted gets twice it
+# fewer finished runs than this: the uncertainty rule falls back to coverage
+MIN_COMMITTEE_ROWS = 8
+# a candidate no user submits anything like keeps this weight; the most submitted gets twice it
+DEMAND_FLOOR = 1.0
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,8 @@ class FeatureSpace:
     def __init__(self, pool: pd.DataFrame) -> None:
         logged = signed_log1p(pool.to_numpy(dtype="float64"))
         spread = logged.std(axis=0)
-        keep = (
-            spread > 0 if np.any(spread > 0) else np.ones(len(spread), dtype=bool)
-        )  # one candidate left: keep every feature
+        # one candidate left: keep every feature
+        keep = spread > 0 if np.any(spread > 0) else np.ones(len(spread), dtype=bool)
         self.columns = [c for c, k in zip(pool.columns, keep, strict=True) if k]
         self.center = logged[:, keep].mean(axis=0)
         self.scale = np.where(spread[keep] > 0, spread[keep], 1.0)
@@ -144,7 +145,8 @@ def rank(
     cost = np.maximum(estimated_cost(measured, seconds, pool, answers), 1e-3)
     penalty = cost**cost_weight
     demand = demand_weight(space, points, submitted, radius)
-    far = float(np.abs(points).sum(axis=1).max()) + 1.0  # farther than any real distance: "nothing measured yet"
+    # farther than any real distance: "nothing measured yet"
+    far = float(np.abs(points).sum(axis=1).max()) + 1.0
     covered = np.minimum(nearest(points, known), far)
     spread = answers.std(axis=0) if answers is not None else None
     picked_near = np.full(len(points), np.inf)

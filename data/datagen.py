@@ -48,8 +48,10 @@ AMINO_ACID_FREQUENCIES: dict[str, float] = {
     "V": 6.87,
 }
 
-_BATCH_RESIDUES = 1 << 24  # residues generated per batch: bounds memory whatever the file size
-_LUT_BITS = 16  # residues are drawn through a 2**16-entry table, i.e. to 1/65536 precision
+# residues generated per batch: bounds memory whatever the file size
+_BATCH_RESIDUES = 1 << 24
+# residues are drawn through a 2**16-entry table, i.e. to 1/65536 precision
+_LUT_BITS = 16
 
 
 def _residue_table(alphabet: Alphabet, gc: float) -> np.ndarray:
@@ -188,7 +190,8 @@ def _substitute(rng: np.random.Generator, residues: np.ndarray, rate: float, tab
     mutated = np.flatnonzero(rng.random(residues.size) < rate)
     replacement = _draw(rng, table, mutated.size)
     clash = replacement == residues[mutated]
-    while clash.any():  # redraw substitutions that kept the original residue
+    # redraw substitutions that kept the original residue
+    while clash.any():
         replacement[clash] = _draw(rng, table, int(clash.sum()))
         clash = replacement == residues[mutated]
     residues[mutated] = replacement

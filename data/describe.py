@@ -20,7 +20,8 @@ from rich.table import Table
 
 from predictor.store import RUN_COLUMNS, MeasurementStore
 
-_LOG_X_SPAN = 100.0  # a positive feature spanning this factor or more is plotted on a log axis
+# a positive feature spanning this factor or more is plotted on a log axis
+_LOG_X_SPAN = 100.0
 
 
 @dataclass(frozen=True)

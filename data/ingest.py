@@ -47,9 +47,11 @@ from predictor.records import OBJECTS, ROW, Defaults, Record, RowError, missing,
 from predictor.store import MeasurementStore
 
 CHUNK_ROWS = 5000
-GC_THRESHOLD = 100_000  # allocations between collections of the youngest generation while rows stream through
+# allocations between collections of the youngest generation while rows stream through
+GC_THRESHOLD = 100_000
 REJECT_COLUMNS = ("_line", "_field", "_error")
-Row = tuple[int, list[Any]]  # the line a row starts on, and its cells
+# the line a row starts on, and its cells
+Row = tuple[int, list[Any]]
 
 
 class IngestError(ValueError):
@@ -297,7 +299,8 @@ def _kind(target: str) -> tuple[str, str] | None:
     return None
 
 
-PARTS = ("fields", "objects", *OBJECTS)  # the parts of a Record, in the order _record fills them
+# the parts of a Record, in the order _record fills them
+PARTS = ("fields", "objects", *OBJECTS)
 
 
 def _plan(targets: list[str | None]) -> list[tuple[int, int, str]]:

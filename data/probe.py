@@ -29,7 +29,8 @@ from predictor.domain import Measurement, Source
 from predictor.jobfeatures import job_features
 from predictor.store import MeasurementStore
 
-PREFIX = "probe"  # run ids of probes: probe-<digest of plan seed and job>
+# run ids of probes: probe-<digest of plan seed and job>
+PREFIX = "probe"
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,10 @@ from predictor.domain import CacheState, Measurement, Source
 from predictor.jobfeatures import job_features
 
 SHELL = "/bin/sh"
-PID_FD, STDIN_FD, GATE_FD = 3, 4, 5  # the shell's descriptors: where it writes the pid, our stdin, the gate
-FIRST_FREE_FD = 10  # descriptors are copied above the shell's before they are put in place, so none overwrites another
+# the shell's descriptors: where it writes the pid, our stdin, the gate
+PID_FD, STDIN_FD, GATE_FD = 3, 4, 5
+# descriptors are copied above the shell's before they are put in place, so none overwrites another
+FIRST_FREE_FD = 10
 # The background job waits for the gate to close, then becomes the command with our stdin and nothing else of ours.
 LAUNCH = '{ read _; exec "$@" <&4 4<&- 5<&-; } <&5 3>&- & echo $! >&3'
 PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
@@ -90,7 +92,8 @@ def exit_status_of(wait_status: int) -> int:
     return os.waitstatus_to_exitcode(wait_status)
 
 
-Output = int | IO[Any] | None  # a file descriptor, subprocess.DEVNULL, a file, None for ours; stderr: also STDOUT
+# a file descriptor, subprocess.DEVNULL, a file, None for ours; stderr: also STDOUT
+Output = int | IO[Any] | None
 
 
 def run_measured(
@@ -147,7 +150,8 @@ def _held(command: Sequence[str], stdout: Output, stderr: Output) -> tuple[int, 
                     os.close(pid_write)
                     os.close(gate_read)
                 line = pids.readline()
-                os.waitpid(shell, 0)  # once the shell has exited, the held command is our child
+                # once the shell has exited, the held command is our child
+                os.waitpid(shell, 0)
             return int(line), shell, gate
         except BaseException:
             os.close(gate)

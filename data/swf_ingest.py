@@ -48,9 +48,11 @@ from predictor.records import RowError, validate_record
 from predictor.store import MeasurementStore
 from predictor.store.job_history import JobHistory, JobRecord
 
-EXIT_STATUS = {1: 0, 0: 1, 5: 2}  # SWF status -> exit status: completed, failed, cancelled
+# SWF status -> exit status: completed, failed, cancelled
+EXIT_STATUS = {1: 0, 0: 1, 5: 2}
 STATUS_NAMES = {0: "failed", 1: "completed", 2: "partial", 3: "partial", 4: "partial", 5: "cancelled"}  # SWF 2.2
-_CLUSTER = re.compile(r"(?:^|[:+#])cl_(\w+)")  # a positive cluster property in a node request
+# a positive cluster property in a node request
+_CLUSTER = re.compile(r"(?:^|[:+#])cl_(\w+)")
 _CONTEXT = {
     "user": "user",
     "group": "group",

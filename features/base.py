@@ -10,8 +10,10 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 class CostClass(str, Enum):
     """How much of an input an extractor has to read, so callers can budget for it."""
 
-    METADATA = "metadata"  # only parameters or a file's metadata (size, header)
-    SAMPLED = "sampled"  # a bounded number of blocks, whatever the input size
+    # only parameters or a file's metadata (size, header)
+    METADATA = "metadata"
+    # a bounded number of blocks, whatever the input size
+    SAMPLED = "sampled"
     FULL_SCAN = "full_scan"  # every byte of the input
 
 

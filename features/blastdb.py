@@ -27,8 +27,10 @@ from features.base import CostClass, FeatureError
 
 FEATURE_NAMES: tuple[str, ...] = ("sequences", "residues", "mean_length", "max_length", "volumes", "is_nucleotide")
 _SUFFIXES = {".nal": True, ".nin": True, ".pal": False, ".pin": False}  # alias or index file -> is nucleotide
-_MAX_ALIAS_DEPTH = 8  # aliases may name aliases; deeper is a loop
-_MAX_ALIAS_BYTES = 1 << 20  # of an alias file read (a real one lists volumes in a few hundred bytes)
+# aliases may name aliases; deeper is a loop
+_MAX_ALIAS_DEPTH = 8
+# of an alias file read (a real one lists volumes in a few hundred bytes)
+_MAX_ALIAS_BYTES = 1 << 20
 
 
 class _BadDb(Exception):
@@ -101,14 +103,16 @@ def _read(path: Path, depth: int) -> _Volumes:
 def _read_index(path: Path) -> _Volumes:
     """Counts from one volume's index file header."""
     with path.open("rb") as fh:
-        data = fh.read(4096)  # the header is a few hundred bytes; the offset arrays follow
+        # the header is a few hundred bytes; the offset arrays follow
+        data = fh.read(4096)
     try:
         version, seqtype = struct.unpack_from(">ii", data, 0)
         if version not in (4, 5):
             raise _BadDb(f"{path.name}: unknown BLAST database format version {version} (expected 4 or 5)")
         if seqtype not in (0, 1):
             raise _BadDb(f"{path.name}: unknown sequence type {seqtype} (expected 0 or 1)")
-        offset = 12 if version == 5 else 8  # version 5 stores the volume number here
+        # version 5 stores the volume number here
+        offset = 12 if version == 5 else 8
         for _ in range(3 if version == 5 else 2):  # title, [LMDB file name,] date
             (length,) = struct.unpack_from(">i", data, offset)
             if not 0 <= length <= len(data):

@@ -41,16 +41,21 @@ import numpy as np
 from features.base import CostClass
 from features.textio import BadInput, Stream, feature_errors, fill, is_binary, open_input, read_buffer
 
-_CHUNK_BYTES = 1 << 23  # full-scan read size: amortises per-chunk calls; memory stays a few times this
-_SNIFF_BYTES = 1 << 16  # prefix checked for binary content and the leading '>'
-_MIN_NUCLEOTIDE = 0.9  # fraction of letters from the nucleotide alphabet that makes input nucleotide
-_CLASSIFY_BYTES = 1 << 19  # the alphabet is judged on this prefix of every chunk: a large sample, a small cost
+# full-scan read size: amortises per-chunk calls; memory stays a few times this
+_CHUNK_BYTES = 1 << 23
+# prefix checked for binary content and the leading '>'
+_SNIFF_BYTES = 1 << 16
+# fraction of letters from the nucleotide alphabet that makes input nucleotide
+_MIN_NUCLEOTIDE = 0.9
+# the alphabet is judged on this prefix of every chunk: a large sample, a small cost
+_CLASSIFY_BYTES = 1 << 19
 
 _NL, _CR, _GT = ord("\n"), ord("\r"), ord(">")
 _IUPAC = b"ACGTUNRYKMSWBDHV"
 _LETTERS = bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(ord("a"), ord("z") + 1))
 _NON_LETTERS = bytes(b for b in range(256) if b not in _LETTERS)
-_NOT_NON_NUCLEOTIDE = _NON_LETTERS + _IUPAC + _IUPAC.lower()  # deleting these leaves non-nucleotide letters
+# deleting these leaves non-nucleotide letters
+_NOT_NON_NUCLEOTIDE = _NON_LETTERS + _IUPAC + _IUPAC.lower()
 
 
 FEATURE_NAMES: tuple[str, ...] = (
@@ -83,7 +88,8 @@ class _FastaTally:
     length_squares: int = 0
     min_length: int | None = None
     max_length: int | None = None
-    first_empty: int | None = None  # the position, among complete records, of the first without sequence
+    # the position, among complete records, of the first without sequence
+    first_empty: int | None = None
 
     def add_lengths(self, lengths: np.ndarray) -> None:
         """Account for complete records of the given lengths (each within one chunk, so squares fit int64)."""
@@ -123,8 +129,10 @@ class _Scanner:
         """Forget the open record: the next chunk does not follow the previous one."""
         self.at_line_start = at_line_start
         self.in_header = False
-        self.open_length: int | None = None  # residues of the open record; None before its header
-        self.in_sequence_line = False  # the text so far ends inside a sequence line
+        # residues of the open record; None before its header
+        self.open_length: int | None = None
+        # the text so far ends inside a sequence line
+        self.in_sequence_line = False
 
     def finish(self) -> None:
         """End of input: the open record is complete."""
@@ -140,9 +148,11 @@ class _Scanner:
             raise BadInput("binary data (NUL bytes), not FASTA text")
         a = np.frombuffer(buf, np.uint8, n)
         newlines = np.flatnonzero(a == _NL)
-        ends_line = bool(a[-1] == _NL)  # before header bytes are blanked with newlines
+        # before header bytes are blanked with newlines
+        ends_line = bool(a[-1] == _NL)
         start = 0
-        if self.in_header:  # a header line continued from the previous chunk
+        # a header line continued from the previous chunk
+        if self.in_header:
             if newlines.size == 0:
                 self.tally.scanned += n
                 self.at_line_start = False
@@ -359,7 +369,8 @@ class FastaExtractor:
                 n = _read_start(stream, buf)
                 scanner.restart(at_line_start=True)
                 scanner.feed(buf, n)
-            else:  # from the first line start on, so a cut header is not taken for residues
+            # from the first line start on, so a cut header is not taken for residues
+            else:
                 n = fill(stream, buf)
                 skip = buf.find(_NL, 0, n) + 1
                 block = buf[skip:n]

@@ -54,8 +54,10 @@ FEATURE_NAMES: tuple[str, ...] = (
     "time.hour",
     "time.weekday",
 )
-LAST = 3  # how many of a user's latest run times the features keep
-REQUEST_TIME = "request.time"  # the job's requested seconds: its kill limit, which no estimate of it should pass
+# how many of a user's latest run times the features keep
+LAST = 3
+# the job's requested seconds: its kill limit, which no estimate of it should pass
+REQUEST_TIME = "request.time"
 
 
 @dataclass
@@ -76,8 +78,10 @@ def history_features(jobs: Sequence[SwfJob], start_time: float = 0.0, tz: tzinfo
     """Features of every job (same order as ``jobs``) from what was known at its submit time."""
     order = sorted(range(len(jobs)), key=lambda i: jobs[i].submit)
     users: dict[int, UserHistory] = {}
-    starts: list[tuple[float, int, float]] = []  # (start, index, end) of submitted jobs not yet started
-    ends: list[tuple[float, int]] = []  # (end, index) of started jobs not yet finished
+    # (start, index, end) of submitted jobs not yet started
+    starts: list[tuple[float, int, float]] = []
+    # (end, index) of started jobs not yet finished
+    ends: list[tuple[float, int]] = []
     out: list[dict[str, float]] = [{} for _ in jobs]
     first_submit = jobs[order[0]].submit if jobs else 0.0
     for i in order:

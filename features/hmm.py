@@ -20,7 +20,8 @@ from features.textio import BadInput, Deadline, Stream, feature_errors, is_binar
 
 FEATURE_NAMES: tuple[str, ...] = ("bytes", "models", "total_length", "mean_length", "max_length", "is_nucleotide")
 _CHUNK_BYTES = 1 << 23
-_MAX_MODEL_BYTES = 1 << 28  # a model's text above this is not a profile (Pfam's largest is a few tens of MB)
+# a model's text above this is not a profile (Pfam's largest is a few tens of MB)
+_MAX_MODEL_BYTES = 1 << 28
 _ALPHABETS = {b"amino": False, b"dna": True, b"rna": True}  # -> is nucleotide
 _LENG = re.compile(rb"^LENG[ \t]+(\S+)[ \t\r]*$", re.MULTILINE)
 _ALPH = re.compile(rb"^ALPH[ \t]+(\S+)[ \t\r]*$", re.MULTILINE)
@@ -70,7 +71,8 @@ def _scan(stream: Stream, deadline: Deadline) -> tuple[list[int], bool]:
         while (end := data.find(b"\n//", pos)) != -1:
             line_end = data.find(b"\n", end + 3)
             if line_end == -1 and chunk:
-                break  # the end line continues in the next chunk
+                # the end line continues in the next chunk
+                break
             length, nucleotide = _model(data[pos : end + 1], len(lengths) + 1)
             lengths.append(length)
             alphabets.add(nucleotide)

@@ -9,7 +9,8 @@ from typing import Any, ClassVar
 from features.base import CostClass, FeatureError
 
 PARAM_TYPES = ("int", "float", "bool", "categorical", "string", "file")
-_SKIPPED = ("string", "file")  # not features themselves: files are read by the file extractors
+# not features themselves: files are read by the file extractors
+_SKIPPED = ("string", "file")
 _TRUE = ("true", "yes", "1")
 _FALSE = ("false", "no", "0")
 

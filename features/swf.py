@@ -44,7 +44,8 @@ STANDARD_FIELDS = (
 )
 EXTENDED_FIELDS = ("cpus", "queue_name", "node_request")
 UNKNOWN = -1
-STATUSES = (-1, 0, 1, 2, 3, 4, 5)  # unknown, failed, completed, partial (2-4), cancelled
+# unknown, failed, completed, partial (2-4), cancelled
+STATUSES = (-1, 0, 1, 2, 3, 4, 5)
 _INTEGER_FIELDS = frozenset(STANDARD_FIELDS) - {
     "submit",
     "wait",
@@ -55,7 +56,8 @@ _INTEGER_FIELDS = frozenset(STANDARD_FIELDS) - {
     "requested_memory",
     "think_time",
 }
-_REQUIRED = ("job", "submit")  # a job without a number or a submit time cannot be placed in the log
+# a job without a number or a submit time cannot be placed in the log
+_REQUIRED = ("job", "submit")
 
 
 @dataclass(frozen=True)

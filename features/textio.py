@@ -14,9 +14,12 @@ from features.base import FeatureError
 
 GZIP_MAGIC = b"\x1f\x8b"
 _TEXT = bytes([9, 10, 13, *range(32, 127)])
-_MAX_NON_PRINTABLE = 0.1  # fraction of non-text bytes in a prefix above which input is binary
-Stream = gzip.GzipFile | FileIO  # an input as read: the gzip stream over the file, or the file itself
-SMALL_INPUT = 1 << 17  # glibc's default mmap threshold: smaller buffers come from the heap (see read_buffer)
+# fraction of non-text bytes in a prefix above which input is binary
+_MAX_NON_PRINTABLE = 0.1
+# an input as read: the gzip stream over the file, or the file itself
+Stream = gzip.GzipFile | FileIO
+# glibc's default mmap threshold: smaller buffers come from the heap (see read_buffer)
+SMALL_INPUT = 1 << 17
 
 
 class BadInput(Exception):
@@ -45,7 +48,8 @@ def read_buffer(size: int, compressed: bool, most: int) -> bytearray:
     (a full chunk, once freed, raises glibc's mapping threshold and is then reused). A gzip input's size
     says nothing of its text, so it always gets ``most``.
     """
-    exact = size + 1  # the whole file and one byte: end of input in one read
+    # the whole file and one byte: end of input in one read
+    exact = size + 1
     return bytearray(min(most, exact) if not compressed and exact <= SMALL_INPUT else most)
 
 

@@ -21,7 +21,8 @@ from models.transforms import log_seconds, signed_log1p
 
 LOG_2PI = math.log(2 * math.pi)
 MAX_ITER = 1000
-MIN_SIGMA = 1e-6  # in units of the log target's spread: keeps the likelihood bounded when a fit is exact
+# in units of the log target's spread: keeps the likelihood bounded when a fit is exact
+MIN_SIGMA = 1e-6
 
 
 class TobitLogRegression(RegressorMixin, BaseEstimator):
@@ -68,7 +69,8 @@ class TobitLogRegression(RegressorMixin, BaseEstimator):
         self.intercept_ = centre + unit * float(result.x[0])
         self.coef_ = unit * result.x[1:-1]
         self.scale_ = unit * math.exp(result.x[-1])
-        self.n_iter_ = int(result.nit)  # 0 when nothing is censored: the ridge start is the optimum
+        # 0 when nothing is censored: the ridge start is the optimum
+        self.n_iter_ = int(result.nit)
         return self
 
     def predict(self, X: Any) -> np.ndarray:

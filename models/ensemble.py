@@ -41,7 +41,8 @@ class AveragedRegressor(RegressorMixin, BaseEstimator):
         """Fit a clone of every member on ``X`` and ``y``."""
         self._check_members()
         checked, y = validate_data(self, X, y, y_numeric=True)
-        X = X if hasattr(self, "feature_names_in_") else checked  # members see column names when there are some
+        # members see column names when there are some
+        X = X if hasattr(self, "feature_names_in_") else checked
         self.estimators_ = [clone(estimator).fit(X, y) for _, estimator in self.estimators]
         return self
 

@@ -31,11 +31,14 @@ from models.transforms import signed_log1p
 
 Side = Literal["absolute", "squared", "exponential"]
 SIDES: tuple[str, ...] = ("absolute", "squared", "exponential")
-HISTOGRAM_EDGES = np.linspace(-12.0, 12.0, 481)  # log-residual bins of 0.05 (a factor of about 1.05)
+# log-residual bins of 0.05 (a factor of about 1.05)
+HISTOGRAM_EDGES = np.linspace(-12.0, 12.0, 481)
 _EDGES = HISTOGRAM_EDGES.tolist()
-RESIDUAL_HALF_LIFE = 2000  # rows after which a residual counts half as much in the interval's quantiles
+# rows after which a residual counts half as much in the interval's quantiles
+RESIDUAL_HALF_LIFE = 2000
 _GROWTH = 2.0 ** (1.0 / RESIDUAL_HALF_LIFE)
-_EXP_CAP = 5.0  # the exponential side's argument is capped, so one wild job cannot blow the weights up
+# the exponential side's argument is capped, so one wild job cannot blow the weights up
+_EXP_CAP = 5.0
 
 
 def side_gradient(kind: str, error: float) -> float:
@@ -199,10 +202,13 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
 
     def _reset(self, n_features: int) -> None:
         """No knowledge: zero weights, unknown scales, an empty residual histogram."""
-        self.coef_ = np.zeros(n_features + 1)  # the last is the intercept, on a constant column of 1
+        # the last is the intercept, on a constant column of 1
+        self.coef_ = np.zeros(n_features + 1)
         self.scale_ = np.zeros(n_features + 1)
-        self.norm_ = 0.0  # N of normalised online learning: the sum of squared normalised inputs
-        self.target_scale_ = 0.0  # the largest run seen, the unit of ``log=False``'s target
+        # N of normalised online learning: the sum of squared normalised inputs
+        self.norm_ = 0.0
+        # the largest run seen, the unit of ``log=False``'s target
+        self.target_scale_ = 0.0
         self.n_seen_ = 0
         self.residual_counts_ = np.zeros(len(HISTOGRAM_EDGES) - 1)
         self._increment = 1.0
@@ -273,10 +279,12 @@ class AsymmetricOnlineRegressor(RegressorMixin, BaseEstimator):
         coef, scale = self.coef_, self.scale_
         t = self._target(seconds)
         if self.n_seen_ == 0 and coef[-1] == 0.0:
-            coef[-1] = t  # start from the first run: the intercept then only has to learn corrections
+            # start from the first run: the intercept then only has to learn corrections
+            coef[-1] = t
         size = np.abs(z)
         grown = size > scale
-        if grown.any():  # a feature larger than ever before: shrink its weight to its new scale (NAG)
+        # a feature larger than ever before: shrink its weight to its new scale (NAG)
+        if grown.any():
             old, new = scale[grown], size[grown]
             coef[grown] *= np.where(old > 0, (old / new) ** 2, 1.0)
             scale[grown] = new

@@ -42,7 +42,8 @@ def bic_support(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
         warnings.simplefilter("always", ConvergenceWarning)
         try:
             lasso = LassoLarsIC(criterion="bic", noise_variance=noise).fit(X, y)
-        except ValueError:  # scikit-learn's LARS solver can fail outright on a degenerate path: keep every column
+        # scikit-learn's LARS solver can fail outright on a degenerate path: keep every column
+        except ValueError:
             return np.arange(p), len(caught) + 1
     others = [w for w in caught if not issubclass(w.category, ConvergenceWarning)]
     for w in others:

@@ -46,7 +46,8 @@ from models.transforms import log_seconds, signed_log1p
 ZOO: dict[str, Callable[..., RegressorMixin]] = {}
 
 
-TARGETS = frozenset({"time", "memory"})  # what a member can learn: a run's wall seconds, its peak resident bytes
+# what a member can learn: a run's wall seconds, its peak resident bytes
+TARGETS = frozenset({"time", "memory"})
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ class Needs:
 
 
 NEEDS: dict[str, Needs] = {}
-REQUEST_COLUMN = "request.time"  # a job's requested run time, the column a batch site's rules read
+# a job's requested run time, the column a batch site's rules read
+REQUEST_COLUMN = "request.time"
 
 
 def register(

@@ -3,6 +3,7 @@
 from importlib.metadata import PackageNotFoundError, version
 
 try:
-    __version__ = version("runtime-predictor")  # the installed package's, as pyproject.toml gave it
+    # the installed package's, as pyproject.toml gave it
+    __version__ = version("runtime-predictor")
 except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"

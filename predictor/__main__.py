@@ -2,7 +2,6 @@
 
 from cli.app import app
 
-if (
-    __name__ == "__main__"
-):  # not when a worker process started by spawn (``predictor serve --workers N``) imports this module
+# not when a worker process started by spawn (``predictor serve --workers N``) imports this module
+if __name__ == "__main__":
     app(prog_name="predictor")

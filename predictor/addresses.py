@@ -23,7 +23,8 @@ def shown_address(uri: str) -> str:
     scheme, _, rest = uri.partition("://")
     end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
     authority, path = rest[:end], rest[end:]
-    host_port = authority.rpartition("@")[2]  # a password may hold an unescaped "@": the host follows the last one
+    # a password may hold an unescaped "@": the host follows the last one
+    host_port = authority.rpartition("@")[2]
     if host_port:
         return f"{scheme}://{_host_port(scheme, host_port)}"
     return f"{scheme}://{re.split(r'[?#]', path, maxsplit=1)[0]}"

@@ -33,7 +33,8 @@ def ensure_token(home: Path) -> tuple[str, bool]:
     path.parent.mkdir(parents=True, exist_ok=True)
     token = secrets.token_urlsafe(32)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable by others, not even briefly
+        # never readable by others, not even briefly
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         existing = read_token(home)
         if existing is None:

@@ -20,7 +20,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-THREADS = "threads"  # the template field filled with the platform's thread count
+# the template field filled with the platform's thread count
+THREADS = "threads"
 SECTIONS = ("platforms", "algorithms")
 
 
@@ -170,7 +171,8 @@ class Algorithm(_Strict):
         for part in self.implementations[platform].command:
             name = part.removeprefix("{").removesuffix("}")
             spec = self.parameters.get(name)
-            if spec is None or spec.flag is None:  # the checks at load keep a flag's part to exactly "{name}"
+            # the checks at load keep a flag's part to exactly "{name}"
+            if spec is None or spec.flag is None:
                 command.append(part.format(**values))
             elif not isinstance(values[name], bool):
                 raise ValueError(f"{self.name}: parameter {name} must be true or false, got {values[name]!r}")

@@ -44,17 +44,22 @@ from predictor.registry import (
 )
 from predictor.thirdparty import registry_aliases
 
-KEEP_VERSIONS = 3  # cached versions kept per registered model; older ones are pruned
-_CACHED_FOLDER = re.compile(r"(\d+)(?:-[0-9a-f]+)?")  # <version>-<key>, or <version> as cached before keys
+# cached versions kept per registered model; older ones are pruned
+KEEP_VERSIONS = 3
+# <version>-<key>, or <version> as cached before keys
+_CACHED_FOLDER = re.compile(r"(\d+)(?:-[0-9a-f]+)?")
+# a loaded model's pickle is read by these versions only
 _PICKLED_WITH = (
     "numpy",
     "scikit-learn",
     "lightgbm",
     "torch",
     "mlflow",
-)  # a loaded model's pickle is read by these versions only
-_NO_MODEL = "RESOURCE_DOES_NOT_EXIST"  # the registry does not know the registered model at all
-_NO_ALIAS = "INVALID_PARAMETER_VALUE"  # the model is registered, without a champion alias
+)
+# the registry does not know the registered model at all
+_NO_MODEL = "RESOURCE_DOES_NOT_EXIST"
+# the model is registered, without a champion alias
+_NO_ALIAS = "INVALID_PARAMETER_VALUE"
 Pair = tuple[str, str]
 
 
@@ -97,7 +102,8 @@ class LoadedChampion:
     fit_seconds: float | None
     origin: str
     examples: np.ndarray | None
-    key: str | None = None  # its ChampionVersion.key (None: cached before versions had keys)
+    # its ChampionVersion.key (None: cached before versions had keys)
+    key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +139,8 @@ class ChampionSource:
     def __init__(self, tracking_uri: str, cache_dir: Path, connect_timeout_s: float = 10.0) -> None:
         self.tracking_uri = tracking_uri
         self.cache_dir = cache_dir
-        self.connect_timeout_s = connect_timeout_s  # a database registry that does not connect within it is unavailable
+        # a database registry that does not connect within it is unavailable
+        self.connect_timeout_s = connect_timeout_s
 
     def versions(self, pairs: list[Pair], target: Target = Target.TIME) -> dict[Pair, ChampionVersion]:
         """The version each pair's alias points at (pairs without one are left out); RegistryUnavailable if unreachable."""
@@ -273,7 +280,8 @@ class ChampionSource:
             write_json_atomically(staging / "champion.json", facts)
             try:
                 staging.rename(folder)
-            except OSError:  # another process cached the same version first
+            # another process cached the same version first
+            except OSError:
                 if not (folder / "champion.json").exists():
                     raise
         finally:
@@ -329,7 +337,8 @@ def _loaded_model(folder: Path, feature_names: list[str]) -> tuple[str, Any, np.
         flavor, model, examples = pickle.loads(loaded.read_bytes())
         return flavor, model, examples
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-        pass  # no pickle yet, or one an older library version cannot read: load from the MLflow folder again
+        # no pickle yet, or one an older library version cannot read: load from the MLflow folder again
+        pass
     import mlflow
     from mlflow.models import Model
 
@@ -342,11 +351,13 @@ def _loaded_model(folder: Path, feature_names: list[str]) -> tuple[str, Any, np.
     examples = _examples(meta, model_dir, feature_names)
     try:
         write_bytes_atomically(loaded, pickle.dumps((flavor, model, examples), protocol=pickle.HIGHEST_PROTOCOL))
-        for stale in folder.glob("loaded-*.pickle"):  # pickled by other library versions: never read again
+        # pickled by other library versions: never read again
+        for stale in folder.glob("loaded-*.pickle"):
             if stale != loaded:
                 stale.unlink(missing_ok=True)
     except (pickle.PicklingError, TypeError, AttributeError, OSError):
-        pass  # a model that does not pickle (or a read-only cache) is loaded from MLflow's folder every time
+        # a model that does not pickle (or a read-only cache) is loaded from MLflow's folder every time
+        pass
     return flavor, model, examples
 
 

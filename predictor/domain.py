@@ -15,7 +15,9 @@ from typing import Any, Generic, Self, TypeVar, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, computed_field, field_validator
 
 from predictor.memsize import optional_slurm_memory
-from predictor.target import Target as Target  # re-exported: its home is predictor.target (the CLI imports it light)
+
+# re-exported: its home is predictor.target (the CLI imports it light)
+from predictor.target import Target as Target
 from predictor.walltime import optional_walltime
 
 
@@ -27,8 +29,10 @@ class CacheState(str, Enum):
 
 class Source(str, Enum):
     PRODUCTION = "production"  # a real job of a real user
-    PROBE = "probe"  # a run the project made to learn (profiling, sweeps, idle-time runs)
-    IMPORT = "import"  # brought in from a file or a foreign log
+    # a run the project made to learn (profiling, sweeps, idle-time runs)
+    PROBE = "probe"
+    # brought in from a file or a foreign log
+    IMPORT = "import"
 
 
 MAX_WALL_SECONDS = 366 * 86_400

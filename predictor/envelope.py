@@ -43,13 +43,16 @@ from models.transforms import MIN_SECONDS, log_seconds
 from models.transforms import signed_log1p as _slog
 from predictor.intervals import QUANTILE_LEVELS
 
-MAX_ROWS = 2000  # distinct trained jobs kept for the distance check, runs for the law's errors (a seeded sample beyond)
-MAX_EXCESS = 3.0  # how far out counts at most: the log-width beyond the range grows at most twofold (sqrt(1 + 3))
-LAW_RIDGE = (
-    1e-3  # the power law's ridge per run on its exponents: they stay finite on collinear or barely varying features
-)
-HELD_IN = 0.7  # the share of runs the law is refitted on to measure its errors beyond them
-MIN_HELD_OUT = 5  # fewer runs beyond the held-in share: no extrapolation quantiles (the champion's, widened, answer)
+# distinct trained jobs kept for the distance check, runs for the law's errors (a seeded sample beyond)
+MAX_ROWS = 2000
+# how far out counts at most: the log-width beyond the range grows at most twofold (sqrt(1 + 3))
+MAX_EXCESS = 3.0
+# the power law's ridge per run on its exponents: they stay finite on collinear or barely varying features
+LAW_RIDGE = 1e-3
+# the share of runs the law is refitted on to measure its errors beyond them
+HELD_IN = 0.7
+# fewer runs beyond the held-in share: no extrapolation quantiles (the champion's, widened, answer)
+MIN_HELD_OUT = 5
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,8 @@ class TrainingEnvelope:
     law_intercept: float
     law_coef: np.ndarray
     floor: float
-    law_quantiles: dict[float, float] = field(default_factory=dict)  # log(actual / law) beyond a held-out range
+    # log(actual / law) beyond a held-out range
+    law_quantiles: dict[float, float] = field(default_factory=dict)
 
     @classmethod
     def fit(cls, X: pd.DataFrame, y: np.ndarray, *, seed: int = 0, law_errors: bool = True) -> TrainingEnvelope:
@@ -136,9 +140,8 @@ class TrainingEnvelope:
             np.maximum(np.maximum(scaled - high, low - scaled).max(axis=1), 0.0) if X.shape[1] else np.zeros(len(X))
         )
         if self.reach > 0:
-            points = (
-                scaled if np.isfinite(scaled).all() else np.nan_to_num(scaled)
-            )  # nan_to_num costs more than the query
+            # nan_to_num costs more than the query
+            points = scaled if np.isfinite(scaled).all() else np.nan_to_num(scaled)
             distance, _ = self._tree.query(points, k=1)
             far = distance > self.reach
             excess = np.maximum(excess, np.where(far, distance / self.reach - 1.0, 0.0))
@@ -148,7 +151,8 @@ class TrainingEnvelope:
         names = self.feature_names
         excess = np.where(outside, np.minimum(excess, MAX_EXCESS), 0.0)
         beyond: list[list[str]] = [[] for _ in range(len(X))]
-        for i in np.flatnonzero(out_of_range):  # most rows lie within every range: only the others are spelled out
+        # most rows lie within every range: only the others are spelled out
+        for i in np.flatnonzero(out_of_range):
             beyond[i] = [names[j] for j in np.flatnonzero(out[i])]
         return Check(outside, excess, beyond)
 
@@ -184,9 +188,8 @@ class TrainingEnvelope:
             law_intercept=float(raw["law_intercept"]),
             floor=float(raw["floor"]),
             **arrays,
-            law_quantiles={
-                float(k): float(v) for k, v in raw.get("law_quantiles", {}).items()
-            },  # absent before they were kept
+            # absent before they were kept
+            law_quantiles={float(k): float(v) for k, v in raw.get("law_quantiles", {}).items()},
         )
 
 

@@ -61,7 +61,8 @@ def compile_rows(model: Any, feature_names: Sequence[str], probes: np.ndarray) -
 def _agrees(fast: Rows, reference: Rows, probes: np.ndarray) -> bool:
     """Whether ``fast`` gives the numbers of ``reference`` on ``probes`` (NaN where it does)."""
     try:
-        with np.errstate(over="ignore", invalid="ignore"):  # far-out probes overflow exp of log-seconds models
+        # far-out probes overflow exp of log-seconds models
+        with np.errstate(over="ignore", invalid="ignore"):
             return bool(np.allclose(fast(probes), reference(probes), rtol=RTOL, atol=0.0, equal_nan=True))
     except (ValueError, TypeError, ArithmeticError):
         return False

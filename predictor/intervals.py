@@ -21,7 +21,8 @@ from predictor.kaplan_meier import product_limit
 
 QUANTILE_LEVELS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.975, 0.99)
 MIN_SECONDS = 1e-3
-MAX_COVERAGE = 0.999999  # closer to 1, the upper level (1 + coverage) / 2 rounds to 1.0 in floating point
+# closer to 1, the upper level (1 + coverage) / 2 rounds to 1.0 in floating point
+MAX_COVERAGE = 0.999999
 
 
 def log_ratios(actual: np.ndarray, predicted: np.ndarray) -> np.ndarray:

@@ -54,7 +54,8 @@ def feature_names(algorithm: Algorithm) -> frozenset[str]:
     return frozenset({*files, *_params_extractor(algorithm).names, *algorithm.derived} or HISTORY_FEATURES)
 
 
-_KNOWN: dict[int, tuple[Algorithm, frozenset[str]]] = {}  # id -> (the algorithm, its names): see known_feature_names
+# id -> (the algorithm, its names): see known_feature_names
+_KNOWN: dict[int, tuple[Algorithm, frozenset[str]]] = {}
 
 
 def known_feature_names(algorithm: Algorithm) -> frozenset[str]:
@@ -62,7 +63,8 @@ def known_feature_names(algorithm: Algorithm) -> frozenset[str]:
     (an extractor per parameter) costs more than the rest of the row's checks. A loaded catalog never changes."""
     hit = _KNOWN.get(id(algorithm))
     if hit is None or hit[0] is not algorithm:
-        if len(_KNOWN) > 4096:  # catalogs loaded again and again (tests): forget the old ones
+        # catalogs loaded again and again (tests): forget the old ones
+        if len(_KNOWN) > 4096:
             _KNOWN.clear()
         hit = _KNOWN[id(algorithm)] = (algorithm, feature_names(algorithm))
     return hit[1]

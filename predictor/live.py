@@ -40,7 +40,8 @@ LIVE_METRICS = (
     "limit_exceeded",
     "interval_coverage",
 )
-LOG_FLOOR = 1.0e-3  # both sides of a log error floored here, as forward validation floors them
+# both sides of a log error floored here, as forward validation floors them
+LOG_FLOOR = 1.0e-3
 
 
 class LiveWindows(Protocol):

@@ -7,7 +7,8 @@ import re
 
 MIB = 1024**2
 GIB = 1024**3
-MAX_BYTES = 2**63 - 1  # the most a store's integer column holds: a larger size is no machine's
+# the most a store's integer column holds: a larger size is no machine's
+MAX_BYTES = 2**63 - 1
 _UNITS = {"": 1024**2, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}  # bare numbers: MiB
 _SIZE = re.compile(r"^\s*(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[KMGTP]?)(?P<per>[nc]?)\s*$", re.IGNORECASE)
 
@@ -41,6 +42,7 @@ def parse_slurm_memory(text: str, *, cpus: int = 1, nodes: int = 1) -> int:
     per = match["per"].lower()
     scale = cpus if per == "c" else nodes if per == "n" else 1
     total = size * max(scale, 1)
-    if not total <= MAX_BYTES:  # inf too: a number of hundreds of digits
+    # inf too: a number of hundreds of digits
+    if not total <= MAX_BYTES:
         raise MemorySizeError(f"{text[:40]!r} is over {MAX_BYTES} bytes: no machine's memory")
     return int(math.ceil(total))

@@ -22,7 +22,8 @@ from models.online import AsymmetricOnlineRegressor
 from predictor.domain import Measurement, Target
 from predictor.registry import Champion
 
-LOG_FLOOR = 1.0e-3  # both sides of a log error are floored here, as training's metrics floor them
+# both sides of a log error are floored here, as training's metrics floor them
+LOG_FLOOR = 1.0e-3
 
 
 class ColumnValues(Protocol):
@@ -121,7 +122,8 @@ class LiveMember:
         )
 
 
-LIVE_REVISION_TAG = "live_revision"  # on a served champion that learns online: the live member's revision it holds
+# on a served champion that learns online: the live member's revision it holds
+LIVE_REVISION_TAG = "live_revision"
 
 
 def with_live_member(champion: Champion, member: LiveMember) -> Champion:

@@ -52,7 +52,8 @@ ProfileTable = Mapping[Pair, tuple[float, int]]
 BUDGET_OPTION = "time_budget_s"
 NO_CHAMPION = "no champion model for this algorithm and platform"
 NOT_FINITE = "the model's estimate is not a finite number for these features"
-PARAM_CACHE_SIZE = 4096  # distinct parameter sets remembered; cleared whole when full
+# distinct parameter sets remembered; cleared whole when full
+PARAM_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,8 @@ def serve_model(champion: Champion, examples: np.ndarray | None = None) -> Serve
     rows, path = compile_rows(champion.model, champion.feature_names, probe_rows(len(champion.feature_names), examples))
     try:
         quantiles = tuple(sorted(champion.residual_quantiles.items()))
-    except (ValueError, TypeError, AttributeError):  # a malformed tag means no interval, never a failed load
+    # a malformed tag means no interval, never a failed load
+    except (ValueError, TypeError, AttributeError):
         quantiles = ()
     return ServedModel(champion, rows, path, quantiles)
 
@@ -383,7 +385,8 @@ class RuntimeOracle(Oracle):
         try:
             key = (algorithm.name, frozenset((k, type(v), v) for k, v in params.items()))  # typed: True is not 1
             hash(key)
-        except TypeError:  # unhashable values: compute, and let the checks say what is wrong
+        # unhashable values: compute, and let the checks say what is wrong
+        except TypeError:
             key = None
         if key is not None and key in self._param_cache:
             return self._param_cache[key]
@@ -549,16 +552,16 @@ def _scored(
     from ``seconds``.
     """
     envelope = model.champion.envelope
-    law: dict[float, float] = {}  # the log-ratio quantiles of rows outside the envelope, when there are some
+    # the log-ratio quantiles of rows outside the envelope, when there are some
+    law: dict[float, float] = {}
     with np.errstate(all="ignore"):
         seconds, check = served_points(model.rows(X), X, envelope)
         if envelope is not None and check is not None and check.outside.any():
             law = envelope.law_quantiles or dict(model.quantiles)
         answers = {"seconds": seconds}
         if model.quantiles:
-            factors = np.array(_log_factors(model.quantiles, coverage, limit_quantile))[
-                :, None
-            ]  # broadcast over the rows
+            # broadcast over the rows
+            factors = np.array(_log_factors(model.quantiles, coverage, limit_quantile))[:, None]
             if check is not None and law:
                 beyond = np.array(_log_factors(tuple(sorted(law.items())), coverage, limit_quantile))[
                     :, None
@@ -618,8 +621,10 @@ def outside_reason(features: list[str]) -> str:
     return f"outside the training data ({where}): monotone power-law estimate, interval widened"
 
 
-MIN_LOWER = 1e-6  # seconds: the least lower end of an interval (a positive number however wide the interval)
-MAX_LIMIT_RATIO = 100.0  # no limit above 100 times its estimate (nor a lower end below a hundredth): a documented cap
+# seconds: the least lower end of an interval (a positive number however wide the interval)
+MIN_LOWER = 1e-6
+# no limit above 100 times its estimate (nor a lower end below a hundredth): a documented cap
+MAX_LIMIT_RATIO = 100.0
 MAX_LOG_RATIO = float(np.log(MAX_LIMIT_RATIO))
 _ESTIMATES = TypeAdapter(list[Estimate])
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from predictor.catalog import Algorithm
 
-SHOWN_CHARS = 120  # of a client's path, echoed in an answer
+# of a client's path, echoed in an answer
+SHOWN_CHARS = 120
 
 
 class PathRefused(ValueError):
@@ -84,7 +85,8 @@ def resolve_under_roots(value: Any, roots: list[Path], max_bytes: int | None = N
                 if max_bytes is not None:
                     _check_size(value, [real] if real.is_file() else members, max_bytes)
                 return real
-        except OSError as exc:  # e.g. a name over the file system's 255 bytes
+        # e.g. a name over the file system's 255 bytes
+        except OSError as exc:
             raise PathNotFound(
                 f"input path {_shown(value)} cannot be looked up under the data roots: {exc.strerror}"
             ) from None

@@ -274,7 +274,8 @@ def _integer(field: str, value: Any) -> int:
         return value
     if isinstance(value, str):
         try:
-            return int(value)  # exact, where a float would round large values
+            # exact, where a float would round large values
+            return int(value)
         except ValueError:
             pass
     if not isinstance(value, bool):

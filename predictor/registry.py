@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
 CHAMPION_ALIAS = "champion"
-ENVELOPE_ARTIFACT = "envelope.json"  # in the run of the registered version: see predictor.envelope
+# in the run of the registered version: see predictor.envelope
+ENVELOPE_ARTIFACT = "envelope.json"
 # The driver option that bounds a connect, for the databases MLflow reaches over the network through SQLAlchemy.
 CONNECT_TIMEOUT_OPTION = {"postgresql": "connect_timeout", "mysql": "connect_timeout"}
 
@@ -76,7 +77,8 @@ class Champion:
     feature_names: list[str]
     model: Predicts
     tags: dict[str, str] = field(default_factory=dict)
-    envelope: TrainingEnvelope | None = None  # what it was trained on; None for versions registered before envelopes
+    # what it was trained on; None for versions registered before envelopes
+    envelope: TrainingEnvelope | None = None
 
     @property
     def residual_quantiles(self) -> dict[float, float]:

@@ -93,7 +93,8 @@ class Settings(BaseSettings):
 
 def check_database_url(url: str) -> None:
     """Raise ValueError, naming no part of ``url``, when SQLAlchemy cannot parse it or knows no such database dialect."""
-    from sqlalchemy.engine import make_url  # imported here: a command that sets no store URL does not pay for it
+    # imported here: a command that sets no store URL does not pay for it
+    from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
     try:

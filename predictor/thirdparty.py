@@ -38,7 +38,8 @@ class PrivateApi:
     name: str
     distribution: str
     lowest: str  # the oldest release it was checked on
-    below: str  # the first release it was not checked on
+    # the first release it was not checked on
+    below: str
     purpose: str
 
     def checked_on(self, installed: str) -> bool:
@@ -76,8 +77,10 @@ MLFLOW_REGISTRY_TABLES = PrivateApi(
     "of a local `predictor predict`'s registry time",
 )
 PRIVATE_APIS = (LINEAR_MODEL, INNER_PREDICTOR, MLFLOW_URIS, MLFLOW_REGISTRY_TABLES)
-_DATABASES = ("sqlite", "postgresql", "mysql")  # the schemes of a registry MLflow keeps in a database
-_DEFAULT_WORKSPACE = "default"  # MLflow's workspace when none is configured (mlflow.utils.workspace_utils)
+# the schemes of a registry MLflow keeps in a database
+_DATABASES = ("sqlite", "postgresql", "mysql")
+# MLflow's workspace when none is configured (mlflow.utils.workspace_utils)
+_DEFAULT_WORKSPACE = "default"
 _MLFLOW_URI_VARIABLES = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
 _MLFLOW_URIS_LOCK = threading.RLock()
 
@@ -266,7 +269,8 @@ def _mlflow_uris_problems() -> list[str]:
     before, variables = mlflow_set_uris(), {name: os.environ.get(name) for name in _MLFLOW_URI_VARIABLES}
     if before is None:
         return [f"{MLFLOW_URIS.name}: cannot be read"]
-    uri = "sqlite:////nonexistent/thirdparty-check.db"  # never opened: setting a URI connects to nothing
+    # never opened: setting a URI connects to nothing
+    uri = "sqlite:////nonexistent/thirdparty-check.db"
     with mlflow_uris(uri):
         inside = mlflow_set_uris(), (mlflow.get_tracking_uri(), mlflow.get_registry_uri())
     after = mlflow_set_uris(), {name: os.environ.get(name) for name in _MLFLOW_URI_VARIABLES}

@@ -33,7 +33,8 @@ def optional_walltime(seconds: float | None) -> str | None:
 
 
 LIMITLESS = frozenset({"UNLIMITED", "INFINITE", "PARTITION_LIMIT", "NONE", ""})
-MAX_DURATION_S = (2**32 - 3) * 60.0  # Slurm's longest finite duration (NO_VAL and INFINITE minutes are above)
+# Slurm's longest finite duration (NO_VAL and INFINITE minutes are above)
+MAX_DURATION_S = (2**32 - 3) * 60.0
 _DURATION = re.compile(
     r"(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)"
 )

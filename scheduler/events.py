@@ -140,7 +140,8 @@ class EventLoop:
         if self.on_termination is not None:
             self.on_termination(job, now - run.start)
         issued: list[Order] = []
-        if not job.status.final and not job.active_runs():  # runs left are orphans: _give_up cancels them too
+        # runs left are orphans: _give_up cancels them too
+        if not job.status.final and not job.active_runs():
             self._give_up(job, JobStatus.FAILED, now, reason or f"terminated with an error on {machine_id}", issued)
         return issued + self._pass(Event.JOB_FAILED, now)
 

@@ -21,7 +21,8 @@ from typing import Any
 from scheduler.state import Job
 
 GRID_ATTRIBUTES = "grid-attributes"
-LEVEL_BASE = 10.0  # Topology = 10**n: an order of magnitude per network level (section 4.4.3, after [Wei95])
+# Topology = 10**n: an order of magnitude per network level (section 4.4.3, after [Wei95])
+LEVEL_BASE = 10.0
 NODE_KEYS = ("arch", "os", "speed", "processors", "load", "path")
 
 

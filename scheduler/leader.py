@@ -82,7 +82,8 @@ class LeasedScheduler:
         while not self._stop.wait(self.ttl_s / 3):
             try:
                 self._step()
-            except Exception:  # the database is down or busy: the lease lapses on its own if this goes on
+            # the database is down or busy: the lease lapses on its own if this goes on
+            except Exception:
                 log.exception("renewing or taking the scheduler lease failed")
 
     def _step(self) -> None:
@@ -98,7 +99,8 @@ class LeasedScheduler:
         if epoch is None:
             return
         fence = Fence(self.holder, epoch, self.ttl_s)
-        service = self.build(fence)  # loads the committed state: whatever the previous holder finished
+        # loads the committed state: whatever the previous holder finished
+        service = self.build(fence)
         service.start_polling(self.poll_s)
         with self._changed:
             self._fence, self._service = fence, service

@@ -87,7 +87,8 @@ def place(needs: Sequence[int], capacity: Sequence[int] | np.ndarray) -> Allocat
 
     Taking the tightest node for the largest need first finds an allocation whenever one exists.
     """
-    if len(needs) == 1:  # the pooled case, and one-node jobs: no arrays
+    # the pooled case, and one-node jobs: no arrays
+    if len(needs) == 1:
         need = needs[0]
         best = min(((room, node) for node, room in enumerate(capacity) if room >= need), default=None)
         return None if best is None else ((int(best[1]), need),)

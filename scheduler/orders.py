@@ -9,16 +9,22 @@ from typing import NamedTuple
 class OrderKind(str, Enum):
     """What to do with a job."""
 
-    START = "start"  # start (or resume from its checkpoint) the job on ``machine`` now
-    DEFER = "defer"  # hold the job for ``machine``, expected to start at ``at`` (the plan; not sent)
-    CANCEL = "cancel"  # abort the job's run on ``machine``; ``requeue`` restarts it later, else it ends
-    PAUSE = "pause"  # checkpoint the job's run on ``machine`` and free it; the job waits with its progress
-    MIGRATE = "migrate"  # checkpoint the run on ``machine`` and resume it on ``target`` now
-    REPLICATE = "replicate"  # start one more copy on ``machine``; the first copy to end wins
-    PROBE = (
-        "probe"  # run the idle-time probe ``job`` on ``machine`` now, through the profile wrapper, killed at its cap
-    )
-    CANCEL_PROBE = "cancel_probe"  # kill the probe ``job`` on ``machine`` at once (a real job takes the machine)
+    # start (or resume from its checkpoint) the job on ``machine`` now
+    START = "start"
+    # hold the job for ``machine``, expected to start at ``at`` (the plan; not sent)
+    DEFER = "defer"
+    # abort the job's run on ``machine``; ``requeue`` restarts it later, else it ends
+    CANCEL = "cancel"
+    # checkpoint the job's run on ``machine`` and free it; the job waits with its progress
+    PAUSE = "pause"
+    # checkpoint the run on ``machine`` and resume it on ``target`` now
+    MIGRATE = "migrate"
+    # start one more copy on ``machine``; the first copy to end wins
+    REPLICATE = "replicate"
+    # run the idle-time probe ``job`` on ``machine`` now, through the profile wrapper, killed at its cap
+    PROBE = "probe"
+    # kill the probe ``job`` on ``machine`` at once (a real job takes the machine)
+    CANCEL_PROBE = "cancel_probe"
 
 
 class Order(NamedTuple):
@@ -31,10 +37,10 @@ class Order(NamedTuple):
     target: str | None = None
     requeue: bool = True
     reason: str = ""
-    attempt: int | None = None  # the run it starts or stops; set by the event loop when it applies the order
-    nodes: tuple[
-        tuple[int, int], ...
-    ] = ()  # START on a machine of nodes: the (node, slots) to take (scheduler/nodes.py)
+    # the run it starts or stops; set by the event loop when it applies the order
+    attempt: int | None = None
+    # START on a machine of nodes: the (node, slots) to take (scheduler/nodes.py)
+    nodes: tuple[tuple[int, int], ...] = ()
 
     @property
     def sent(self) -> bool:

@@ -40,7 +40,8 @@ class Profile:
         self.times = [now]
         self.free = [free_now]
         self.memory = None if memory_now is None else [memory_now]
-        soon = math.nextafter(now, INF)  # an overrunning job's slots free "any moment", never now
+        # an overrunning job's slots free "any moment", never now
+        soon = math.nextafter(now, INF)
         for at, size, *held in sorted(releases):
             at = max(at, soon)
             if at == INF:
@@ -292,7 +293,8 @@ def rank_seconds(matrix: np.ndarray, rank: str) -> np.ndarray:
 def ready_at(state: State, job: Job, placed: Mapping[str, Slot], now: float) -> tuple[float, str | None]:
     """(earliest start the job's dependencies allow, None) or (INF, the dependency not placed yet)."""
     r = -INF
-    soon = math.nextafter(now, INF)  # a running dependency is never done "now"
+    # a running dependency is never done "now"
+    soon = math.nextafter(now, INF)
     jobs = state.jobs
     for dep_id in job.depends_on:
         dep = jobs.get(dep_id)

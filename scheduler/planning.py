@@ -27,11 +27,14 @@ Family = Literal["easy", "conservative", "edf"]
 FAMILIES: tuple[Family, ...] = get_args(Family)
 PlanSource = Literal["last-two", "requested", "service"]
 SOURCES: tuple[PlanSource, ...] = get_args(PlanSource)  # whose estimates plan
-NUMBERS = ("point", "q0.75")  # the service's point, or its point scaled by its residuals' 0.75 quantile
+# the service's point, or its point scaled by its residuals' 0.75 quantile
+NUMBERS = ("point", "q0.75")
 CORRECTIONS: tuple[Correction, ...] = ("tsafrir", "quantile", "doubling")  # those a configuration chooses among
 ORDERS = ("fcfs", "sjbf", "saf")
-PLATFORM_PREFIX = "planning:"  # a planning decision's platform is this and its family
-FOLLOW_EVERY_S = 5.0  # how stale the followed decision may be: the route asks at most this often
+# a planning decision's platform is this and its family
+PLATFORM_PREFIX = "planning:"
+# how stale the followed decision may be: the route asks at most this often
+FOLLOW_EVERY_S = 5.0
 
 
 @dataclass(frozen=True, order=True)
@@ -173,6 +176,7 @@ class FollowedDecision:
                 try:
                     found = planning_decisions(self.store, self.families, self.site)
                     self._decision = found[0] if found else None
-                except Exception:  # the database is down or busy: keep following what was read last
+                # the database is down or busy: keep following what was read last
+                except Exception:
                     log.exception("reading the planning decision failed; keeping the last one read")
             return self._decision

@@ -21,9 +21,11 @@ from scheduler.state import INF, Job, Run, requested_seconds
 
 Correction = Literal["tsafrir", "requested", "quantile", "doubling"]
 CORRECTIONS: tuple[str, ...] = ("tsafrir", "requested", "quantile", "doubling")
-Quantiles = Callable[[Job, str], Sequence[float]]  # a job's served quantiles on a platform, in seconds, ascending
+# a job's served quantiles on a platform, in seconds, ascending
+Quantiles = Callable[[Job, str], Sequence[float]]
 TSAFRIR_STEPS = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0)
-OVERDUE = 60.0  # a job past its kill limit (the log let some run on) is expected to end within this many seconds
+# a job past its kill limit (the log let some run on) is expected to end within this many seconds
+OVERDUE = 60.0
 
 
 def kill_limit(job: Job) -> float:

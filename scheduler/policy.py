@@ -19,8 +19,10 @@ class Event(str, Enum):
     MACHINE_LOST = "machine_lost"  # a machine went offline
     JOB_ENDED = "job_ended"  # a job ended cleanly
     JOB_FAILED = "job_failed"  # a job terminated with an error
-    FOLLOW_UP = "follow_up"  # the loop's own pass after orders freed machines
-    WAKE_UP = "wake_up"  # a time the policy asked to look again at (its ``wake_at()``)
+    # the loop's own pass after orders freed machines
+    FOLLOW_UP = "follow_up"
+    # a time the policy asked to look again at (its ``wake_at()``)
+    WAKE_UP = "wake_up"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +33,10 @@ class Context:
     state: State
     oracle: Oracle
     event: Event
-    preempt: bool = False  # may cancel, pause or migrate running lower-priority jobs (high-priority arrivals)
-    rebalance: bool = False  # may move running jobs onto idle machines when that gains significantly (a machine gained)
+    # may cancel, pause or migrate running lower-priority jobs (high-priority arrivals)
+    preempt: bool = False
+    # may move running jobs onto idle machines when that gains significantly (a machine gained)
+    rebalance: bool = False
     arrivals: tuple[str, ...] = ()
 
 

@@ -99,7 +99,8 @@ class LocalProbeExecutor:
             child = self._children.get(token)
             if child is not None and child.poll() is None:
                 continue
-            if child is None and group_alive(pid):  # its session: the profiler and the program
+            # its session: the profiler and the program
+            if child is None and group_alive(pid):
                 continue
             self.db.report_probe_end(
                 self.machine, probe_id, int(token), f"exit {child.returncode}" if child is not None else "lost"

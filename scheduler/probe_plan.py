@@ -37,7 +37,8 @@ class PlanCandidates:
     cost_weight: float = 1.0
     refresh_s: float = 300.0
     _ranked: dict[Pair, tuple[float, list[Ranked]]] = field(default_factory=dict)  # pair -> (when ranked, ranking)
-    _tried: set[str] = field(default_factory=set)  # run ids of probes that ended (a failed one leaves no run)
+    # run ids of probes that ended (a failed one leaves no run)
+    _tried: set[str] = field(default_factory=set)
 
     @classmethod
     def from_plan(

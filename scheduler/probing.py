@@ -26,7 +26,8 @@ from predictor.domain import Measurement, Source
 from scheduler.state import Machine, State
 
 HOUR = 3600.0
-OVERDUE_S = 120.0  # a real probe not reported ended this long after its cap is taken for lost
+# a real probe not reported ended this long after its cap is taken for lost
+OVERDUE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,8 @@ class IdleProber:
     duration: Callable[[ProbeJob, str], float] = unknown_duration
     running: dict[str, ProbeRun] = field(default_factory=dict)
     records: list[ProbeRecord] = field(default_factory=list)
-    used: dict[tuple[str, int], float] = field(
-        default_factory=dict
-    )  # (platform, clock hour) -> machine-seconds reserved
+    # (platform, clock hour) -> machine-seconds reserved
+    used: dict[tuple[str, int], float] = field(default_factory=dict)
     refused: dict[str, set[str]] = field(default_factory=dict)  # machine -> probes cancelled there
     _token: int = 0
 
@@ -201,7 +201,8 @@ class IdleProber:
         )
         if probe is None:
             return None
-        full = self.duration(probe, machine.platform)  # inf for a real run: it reserves and may use its whole cap
+        # inf for a real run: it reserves and may use its whole cap
+        full = self.duration(probe, machine.platform)
         self._token += 1
         run = ProbeRun(
             probe, machine.id, machine.platform, now, min(full, budget.cap_s), full > budget.cap_s, self._token
@@ -238,14 +239,14 @@ class RankedCandidates:
     """
 
     candidates: list[ProbeJob]
-    known: dict[tuple[str, str], list[tuple[dict[str, float], float]]]  # pair -> (features, seconds) of finished runs
+    # pair -> (features, seconds) of finished runs
+    known: dict[tuple[str, str], list[tuple[dict[str, float], float]]]
     rule: Rule = "coverage"
     cost_weight: float = 1.0
     measurements: list[Measurement] = field(default_factory=list)
     _probed: set[tuple[str, str]] = field(default_factory=set)  # (probe id, platform)
-    _ranked: dict[tuple[str, str], list[tuple[float, ProbeJob]]] = field(
-        default_factory=dict
-    )  # pair -> (score, job), best first
+    # pair -> (score, job), best first
+    _ranked: dict[tuple[str, str], list[tuple[float, ProbeJob]]] = field(default_factory=dict)
 
     def next_probe(self, platform: str, machine: str, now: float, refused: frozenset[str]) -> ProbeJob | None:
         best: tuple[float, ProbeJob] | None = None

@@ -61,10 +61,14 @@ log = logging.getLogger("scheduler")
 MACHINE_EVENTS = ("gained", "lost")
 JOB_EVENTS = ("ended", "failed")
 PROBE_EVENTS = ("probe_ended",)
-MAX_SLOTS = 1_000_000  # slots of one machine (the API's bound too)
-MAX_HEALTHY = 100_000  # job ids one returning machine may report healthy
-MAX_MEMORY = 2**50  # bytes of one node or one job (1 PiB; the API's bound too)
-UNAVAILABLE = (OperationalError, InterfaceError, PoolTimeout)  # the database is down or busy: retry, never reject
+# slots of one machine (the API's bound too)
+MAX_SLOTS = 1_000_000
+# job ids one returning machine may report healthy
+MAX_HEALTHY = 100_000
+# bytes of one node or one job (1 PiB; the API's bound too)
+MAX_MEMORY = 2**50
+# the database is down or busy: retry, never reject
+UNAVAILABLE = (OperationalError, InterfaceError, PoolTimeout)
 OUTCOME_CHARS = 1000
 
 
@@ -89,9 +93,8 @@ class InboxPayload(BaseModel):
     healthy: list[Ident] = Field(default_factory=list, max_length=MAX_HEALTHY)
     node_memory: int | None = Field(default=None, ge=1, le=MAX_MEMORY, strict=True)  # a new machine's bytes per node
     reason: str = Field(default="", max_length=4096, strict=True)
-    attempt: int | None = Field(
-        default=None, ge=1, strict=True
-    )  # the run an end is about (a probe's: its order's attempt)
+    # the run an end is about (a probe's: its order's attempt)
+    attempt: int | None = Field(default=None, ge=1, strict=True)
 
 
 class InboxEvent(BaseModel):
@@ -146,7 +149,8 @@ class SchedulerService:
             if isinstance(chosen, Backfilling) and chosen.planned
             else None
         )
-        self._followed: int | None = -1  # the planning decision planned with (None: none yet; -1: not looked yet)
+        # the planning decision planned with (None: none yet; -1: not looked yet)
+        self._followed: int | None = -1
         self._follow_planning()
 
     @property
@@ -276,7 +280,8 @@ class SchedulerService:
             try:
                 self.sync()
                 self.start_probes()
-            except Exception:  # a database hiccup must not kill the poller; the next round retries
+            # a database hiccup must not kill the poller; the next round retries
+            except Exception:
                 log.exception("applying inbox events failed")
             self._stop.wait(interval_s)
 

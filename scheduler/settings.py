@@ -14,9 +14,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from predictor.settings import Settings
 
-ProbeRule = Literal[
-    "uncertainty", "coverage"
-]  # data.acquisition.RULES (tests/scheduler/test_probing_service.py keeps them equal)
+# data.acquisition.RULES (tests/scheduler/test_probing_service.py keeps them equal)
+ProbeRule = Literal["uncertainty", "coverage"]
 
 
 class SchedulerSettings(BaseSettings):

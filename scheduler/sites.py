@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-SITES = "sites"  # the workload capability (Workload.provides) that data-aware policies need
-MBPS = 1e6 / 8  # bytes per second of one megabit per second
-MB = 2**20  # bytes in a megabyte (the paper's file sizes)
+# the workload capability (Workload.provides) that data-aware policies need
+SITES = "sites"
+# bytes per second of one megabit per second
+MBPS = 1e6 / 8
+# bytes in a megabyte (the paper's file sizes)
+MB = 2**20
 
 Files = tuple[tuple[str, int], ...]  # (file name, bytes)
 

@@ -36,7 +36,8 @@ from scheduler.policies import POLICIES, PolicyChoice
 from scheduler.policies.profile_driven import WarmGain
 from scheduler.policy import Policy
 
-Items = list[tuple[str | None, str]]  # a spec's options as (KEY, VALUE) text; KEY None for the bare first value
+# a spec's options as (KEY, VALUE) text; KEY None for the bare first value
+Items = list[tuple[str | None, str]]
 
 
 class SpecError(ValueError):

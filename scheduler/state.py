@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from scheduler.sites import DataStores
 
 INF = math.inf
-OVERRUN_MARGIN = 0.5  # a run past its estimate is expected to need this fraction of its estimate again
+# a run past its estimate is expected to need this fraction of its estimate again
+OVERRUN_MARGIN = 0.5
 
 
 class JobStatus(str, Enum):
@@ -47,8 +48,10 @@ class Run:
     estimate: float | None
     progress0: float = 0.0
     orphan: bool = False
-    nodes: Allocation = ()  # (node, slots) it holds on a machine of nodes (scheduler/nodes.py); empty on a pool
-    memory: int = 0  # bytes it holds with each slot, on a machine with a memory size (0: memory not counted)
+    # (node, slots) it holds on a machine of nodes (scheduler/nodes.py); empty on a pool
+    nodes: Allocation = ()
+    # bytes it holds with each slot, on a machine with a memory size (0: memory not counted)
+    memory: int = 0
 
     def end_after(self, now: float) -> float:
         """Expected end seen at ``now``: as estimated, or, once overdue, ``OVERRUN_MARGIN`` of the estimate from now."""
@@ -70,8 +73,10 @@ def requested_seconds(params: Mapping[str, Any]) -> float | None:
     return float(asked) if asked is not None and float(asked) > 0 else None
 
 
-ASKED = {"asked": True}  # field metadata: the submitter gives it (the other fields are what the scheduler decides)
-KEPT_ELSEWHERE = {"stored": False}  # field metadata: no sched_jobs column (runs have their table; inputs: simulations)
+# field metadata: the submitter gives it (the other fields are what the scheduler decides)
+ASKED = {"asked": True}
+# field metadata: no sched_jobs column (runs have their table; inputs: simulations)
+KEPT_ELSEWHERE = {"stored": False}
 NameSet = Annotated[frozenset[str], PlainSerializer(sorted, return_type=list[str], when_used="json")]
 """A set of names, written as a sorted list (a JSON column, an API body), so the same set is always the same text."""
 
@@ -99,15 +104,14 @@ class Job:
     platforms: tuple[str, ...] | None = field(default=None, metadata=ASKED)
     checkpoint: NameSet = field(default=frozenset(), metadata=ASKED)
     data: str | None = field(default=None, metadata=ASKED)
-    inputs: tuple[tuple[str, int], ...] = field(
-        default=(), metadata=ASKED | KEPT_ELSEWHERE
-    )  # Santos-Neto et al. 2004: (name, bytes), see scheduler/sites.py
-    memory: int | None = field(default=None, metadata=ASKED)  # bytes it may use, as its user asked (None: not given)
+    # Santos-Neto et al. 2004: (name, bytes), see scheduler/sites.py
+    inputs: tuple[tuple[str, int], ...] = field(default=(), metadata=ASKED | KEPT_ELSEWHERE)
+    # bytes it may use, as its user asked (None: not given)
+    memory: int | None = field(default=None, metadata=ASKED)
     seq: int = 0
     estimates: dict[str, float | None] = field(default_factory=dict)
-    planned_memory: dict[str, int] = field(
-        default_factory=dict
-    )  # without ``memory``: the oracle's memory limit per platform
+    # without ``memory``: the oracle's memory limit per platform
+    planned_memory: dict[str, int] = field(default_factory=dict)
     status: JobStatus = JobStatus.PENDING
     runs: dict[str, Run] = field(default_factory=dict, metadata=KEPT_ELSEWHERE)
     progress: float = 0.0
@@ -166,11 +170,16 @@ class Machine:
     idle_since: float = 0.0
     busy_until: float = 0.0
     overrun: float = 0.0
-    attributes: dict[str, Any] = field(default_factory=dict)  # what the grid's information agent says (gridinfo)
-    node_slots: int = 0  # > 0: the slots are nodes of this many, and jobs are placed on them (scheduler/nodes.py)
-    node_used: list[int] = field(default_factory=list)  # slots taken on each node (empty on a pool)
-    node_memory: int | None = None  # bytes of each node (of the pool, on a pool); None: memory never limits
-    memory_used: list[int] = field(default_factory=list)  # bytes taken on each node (one entry on a pool)
+    # what the grid's information agent says (gridinfo)
+    attributes: dict[str, Any] = field(default_factory=dict)
+    # > 0: the slots are nodes of this many, and jobs are placed on them (scheduler/nodes.py)
+    node_slots: int = 0
+    # slots taken on each node (empty on a pool)
+    node_used: list[int] = field(default_factory=list)
+    # bytes of each node (of the pool, on a pool); None: memory never limits
+    node_memory: int | None = None
+    # bytes taken on each node (one entry on a pool)
+    memory_used: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.node_slots and not self.node_used:
@@ -253,9 +262,8 @@ class State:
         self.dirty_jobs: set[str] = set()
         self.dirty_machines: set[str] = set()
         self._seq = 0
-        self.sites: DataStores | None = (
-            None  # Santos-Neto et al. 2004: what each site's data server holds (scheduler/sites.py)
-        )
+        # Santos-Neto et al. 2004: what each site's data server holds (scheduler/sites.py)
+        self.sites: DataStores | None = None
 
     def add_job(self, job: Job) -> None:
         """Register a job (pending or restored in any status)."""

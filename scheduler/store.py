@@ -345,7 +345,8 @@ class SchedulerStore:
                     return None
                 conn.commit()
                 return epoch
-        except IntegrityError:  # another process inserted the first row at the same moment: it holds the lease
+        # another process inserted the first row at the same moment: it holds the lease
+        except IntegrityError:
             return None
 
     def renew_lease(self, fence: Fence) -> bool:

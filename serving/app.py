@@ -59,7 +59,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.service = await run_in_threadpool(build_state, settings, api, scheduling, probing, slurm, metrics)
-        gc.freeze()  # what startup loaded (MLflow, scikit-learn, models) lives on: keep full collections from rescanning it
+        # what startup loaded (MLflow, scikit-learn, models) lives on: keep full collections from rescanning it
+        gc.freeze()
         before = gc.get_threshold()
         gc.set_threshold(YOUNG_GC_THRESHOLD, *before[1:])
         status = app.state.service.watcher.status
@@ -76,16 +77,20 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url=None,  # served from the package's files by serving.docs, never from a CDN
+        # served from the package's files by serving.docs, never from a CDN
+        docs_url=None,
         redoc_url=None,
     )
-    app.state.api = api  # for the server around it (serving.server.server_options)
+    # for the server around it (serving.server.server_options)
+    app.state.api = api
     app.state.run_scheduler = scheduling.embedded if scheduler is None else scheduler
-    app.state.scheduler = None  # the LeasedScheduler once the scheduler router's lifespan starts it
+    # the LeasedScheduler once the scheduler router's lifespan starts it
+    app.state.scheduler = None
     for module in (health, catalog, models, planning, predict, observations, scheduler_routes, slurm_routes):
         app.include_router(module.router)
     errors.install(app)
     docs.install(app)
     app.add_middleware(BodyLimit, max_bytes=api.max_body_bytes)
-    app.add_middleware(Telemetry, metrics=metrics)  # outermost of ours: sees every answer, 413s included
+    # outermost of ours: sees every answer, 413s included
+    app.add_middleware(Telemetry, metrics=metrics)
     return app

@@ -28,9 +28,8 @@ from serving.schemas.predict import ESTIMATE_FIELDS, BatchPredictRequest, Estima
 Params = frozenset[tuple[str, type, Any]]
 GroupKey = tuple[str, tuple[str, ...] | None, tuple[str, ...], Params]
 Item = dict[str, Any]
-ALWAYS = tuple(
-    EstimateOut.model_json_schema(mode="serialization")["required"]
-)  # platform, seconds and the Slurm strings
+# platform, seconds and the Slurm strings
+ALWAYS = tuple(EstimateOut.model_json_schema(mode="serialization")["required"])
 NO_PARAMS: Params = frozenset()
 SHARED = frozenset(
     {
@@ -93,9 +92,8 @@ def answer_batch(state: ServiceState, request: BatchPredictRequest) -> bytes:
     singles = []
     for index, job in enumerate(request.jobs):
         if job.features:
-            params = (
-                frozenset((k, type(v), v) for k, v in job.params.items()) if job.params else NO_PARAMS
-            )  # typed: True is not 1
+            # typed: True is not 1
+            params = frozenset((k, type(v), v) for k, v in job.params.items()) if job.params else NO_PARAMS
             platforms = tuple(job.platforms) if job.platforms is not None else None
             indices, matrix = groups.setdefault((job.algorithm, platforms, tuple(job.features), params), ([], []))
             indices.append(index)
@@ -192,7 +190,8 @@ def _rows(state: ServiceState, algorithm: str, column: ScoredColumns, keep: tupl
     a thousand rows cost about 1.5 ms, against 6 ms zipping every field row by row.
     """
     n = len(column.seconds)
-    if column.used is None and column.memory is None:  # the profile table (or nothing) answered every row alike
+    # the profile table (or nothing) answered every row alike
+    if column.used is None and column.memory is None:
         same = EstimateOut(
             platform=column.platform,
             seconds=column.seconds[0] if n else None,
@@ -208,9 +207,8 @@ def _rows(state: ServiceState, algorithm: str, column: ScoredColumns, keep: tupl
         if values is not None:
             for row, value in zip(rows, values, strict=True):
                 row[name] = value
-    if (
-        column.used is not None and None in column.seconds
-    ):  # a row without a finite time gets the profile table's, as alone
+    # a row without a finite time gets the profile table's, as alone
+    if column.used is not None and None in column.seconds:
         lost = _plain(
             EstimateOut.model_validate(
                 state.oracle.fallback(algorithm, column.platform, NOT_FINITE), from_attributes=True

@@ -26,7 +26,8 @@ DESCRIPTIONS = {
 }
 
 
-MAX_ERRORS = 50  # problems listed in one 422 (how many there were is said): an answer stays small whatever the body
+# problems listed in one 422 (how many there were is said): an answer stays small whatever the body
+MAX_ERRORS = 50
 
 
 class InvalidBody(HTTPException):

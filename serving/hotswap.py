@@ -34,7 +34,8 @@ from predictor.registry import registered_name
 from serving.metrics import ApiMetrics
 from serving.telemetry import LOGGER_NAME
 
-LOAD_WAIT_FACTOR = 20  # how many registry waits loading the first champions may take before the cache is served
+# how many registry waits loading the first champions may take before the cache is served
+LOAD_WAIT_FACTOR = 20
 
 
 @dataclass
@@ -44,9 +45,8 @@ class Status:
     source: str = "none"  # registry | cache | none
     registry_error: str | None = None
     last_refresh: datetime | None = None
-    unavailable: dict[str, str] = field(
-        default_factory=dict
-    )  # algorithm/platform -> why the registry's champion is not served
+    # algorithm/platform -> why the registry's champion is not served
+    unavailable: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,8 @@ class ChampionWatcher:
         self._refreshing = threading.Lock()  # one refresh at a time
         self._state = threading.RLock()  # guards loaded, status and the swap
         self._stop = threading.Event()
-        self._answered = threading.Event()  # the registry said where the aliases point, or failed to
+        # the registry said where the aliases point, or failed to
+        self._answered = threading.Event()
         self._first = threading.Event()  # the first refresh is over
         self._thread: threading.Thread | None = None
 
@@ -94,7 +95,8 @@ class ChampionWatcher:
         self._thread = threading.Thread(target=self._run, name="champion-watcher", daemon=True)
         self._thread.start()
         if self._answered.wait(wait_s) and self.status.registry_error is None:
-            self._first.wait(wait_s * LOAD_WAIT_FACTOR)  # the registry is up: give loading (cold imports) its time
+            # the registry is up: give loading (cold imports) its time
+            self._first.wait(wait_s * LOAD_WAIT_FACTOR)
         if self.status.source == "none":
             self.serve_cache()
 
@@ -123,7 +125,8 @@ class ChampionWatcher:
         try:
             for target in Target:
                 lookups[target] = self.source.lookup(self.pairs, target)
-                self._answered.set()  # the registry answers: its time aliases are known
+                # the registry answers: its time aliases are known
+                self._answered.set()
         except RegistryUnavailable as exc:
             self._unavailable(str(exc))
             return Refresh(error=str(exc))
@@ -136,7 +139,8 @@ class ChampionWatcher:
             loaded, kept = self.loaded[target], fresh[target]
             for pair, version in lookup.found.items():
                 current = loaded.get(pair)
-                if current is not None and current.key == version.key:  # not the number: a restore reuses numbers
+                # not the number: a restore reuses numbers
+                if current is not None and current.key == version.key:
                     kept[pair] = replace(current, origin="registry")
                     continue
                 try:
@@ -156,9 +160,8 @@ class ChampionWatcher:
         removed = []
         for target in Target:
             for pair in self.loaded[target]:
-                if (
-                    pair not in fresh[target]
-                ):  # the alias was withdrawn from a model the registry knows: forget it here too
+                # the alias was withdrawn from a model the registry knows: forget it here too
+                if pair not in fresh[target]:
                     self.source.forget(pair, target)
                     removed.append(_label(pair, target))
         self._swap(fresh, source="registry", error=None, unavailable=unavailable)

@@ -30,8 +30,10 @@ from starlette.types import Receive, Scope
 
 from serving.errors import MAX_ERRORS, InvalidBody
 
-INLINE_BYTES = 64 << 10  # bodies read on the event loop; larger ones in a worker thread
-MAX_MEMBERS = 1000  # the most members of one JSON object a refused body is checked for (features hold at most 1,000)
+# bodies read on the event loop; larger ones in a worker thread
+INLINE_BYTES = 64 << 10
+# the most members of one JSON object a refused body is checked for (features hold at most 1,000)
+MAX_MEMBERS = 1000
 
 
 class FastJsonRequest(Request):
@@ -49,7 +51,8 @@ class FastJsonRequest(Request):
                 return self._json
             try:
                 self._json = from_json(body) if self._model is None else self._model.model_validate_json(body)
-            except ValueError:  # pydantic's ValidationError included: json.loads and FastAPI's validation say why
+            # pydantic's ValidationError included: json.loads and FastAPI's validation say why
+            except ValueError:
                 return await super().json()
         return self._json
 
@@ -58,12 +61,14 @@ def _read_large(body: bytes, model: type[BaseModel] | None) -> Any:
     """A large body read off the event loop: the model, plain values, or its problems (see the module docstring)."""
     try:
         return from_json(body) if model is None else model.model_validate_json(body)
-    except ValidationError as exc:  # JSON that does not parse is one error; any other is the model's
+    # JSON that does not parse is one error; any other is the model's
+    except ValidationError as exc:
         if exc.error_count() != 1 or exc.errors(include_url=False)[0]["type"] != "json_invalid":
             raise _refused(exc, body) from None
     except ValueError:
         pass
-    return json.loads(body)  # raises the JSONDecodeError FastAPI answers, or gives what pydantic-core would not read
+    # raises the JSONDecodeError FastAPI answers, or gives what pydantic-core would not read
+    return json.loads(body)
 
 
 def _refused(exc: ValidationError, body: bytes) -> HTTPException:

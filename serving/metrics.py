@@ -33,7 +33,8 @@ class ApiMetrics:
     """The service's metrics in a registry of their own, so several apps (tests) never share counters."""
 
     def __init__(self) -> None:
-        disable_created_metrics()  # the *_created series only add noise to scrapes
+        # the *_created series only add noise to scrapes
+        disable_created_metrics()
         self.shared = bool(os.environ.get(MULTIPROC_ENV))  # several worker processes, one sum
         self.registry = CollectorRegistry()
         self.requests = Counter(
@@ -70,7 +71,8 @@ class ApiMetrics:
             registry=self.registry,
             multiprocess_mode="livemin",
         )
-        self.live = {  # run time's as predictor_live_<metric>, peak memory's as predictor_live_memory_<metric>
+        # run time's as predictor_live_<metric>, peak memory's as predictor_live_memory_<metric>
+        self.live = {
             (target, name): Gauge(
                 f"predictor_live_{'' if target is Target.TIME else 'memory_'}{name}",
                 f"Live {name} of served {'run-time' if target is Target.TIME else 'peak-memory'} estimates over each "

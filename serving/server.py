@@ -32,12 +32,14 @@ from serving.settings import ApiSettings
 from serving.telemetry import LOGGER_NAME
 
 HEAD_END = b"\r\n\r\n"
-LINGER_S = 1.0  # how long a refused connection's remaining bytes are read and dropped before it closes
-STARTUP_FAILURE = 3  # uvicorn's exit status when the app cannot start
-STARTED_POLL_S = 0.2  # how often serve_on looks whether uvicorn listens yet
-WORKER_HEALTHCHECK_S = (
-    180  # a worker that does not answer uvicorn's ping this long is replaced (a start loads every champion)
-)
+# how long a refused connection's remaining bytes are read and dropped before it closes
+LINGER_S = 1.0
+# uvicorn's exit status when the app cannot start
+STARTUP_FAILURE = 3
+# how often serve_on looks whether uvicorn listens yet
+STARTED_POLL_S = 0.2
+# a worker that does not answer uvicorn's ping this long is replaced (a start loads every champion)
+WORKER_HEALTHCHECK_S = 180
 
 
 class BoundedHead(HttpToolsProtocol):
@@ -47,11 +49,14 @@ class BoundedHead(HttpToolsProtocol):
     def __init__(self, *args: Any, head_timeout_s: float, max_head_bytes: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._max_head_bytes = max_head_bytes
-        self._head: int | None = 0  # bytes of the current request's head so far; None once the head is complete
-        self._tail = b""  # the last bytes seen, for a head end split across reads
+        # bytes of the current request's head so far; None once the head is complete
+        self._head: int | None = 0
+        # the last bytes seen, for a head end split across reads
+        self._tail = b""
         self._refused: asyncio.TimerHandle | None = None
         self._head_timeout_s = head_timeout_s
-        self._head_timer: asyncio.TimerHandle | None = None  # armed while a head is awaited or arriving
+        # armed while a head is awaited or arriving
+        self._head_timer: asyncio.TimerHandle | None = None
 
     # As HttpToolsProtocol does (with the same ignore), asyncio's BaseTransport is narrowed to the Transport it gets.
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -60,9 +65,11 @@ class BoundedHead(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if self._refused is not None:
-            return  # dropped: the answer is on its way and the connection closes
+            # dropped: the answer is on its way and the connection closes
+            return
         if self._head is not None:
-            self._arm_head_timer()  # the first bytes of a keep-alive connection's next head
+            # the first bytes of a keep-alive connection's next head
+            self._arm_head_timer()
             seen = self._tail + data
             end = seen.find(HEAD_END)
             self._head += len(data) if end < 0 else end + len(HEAD_END) - len(self._tail)
@@ -78,7 +85,8 @@ class BoundedHead(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self._head, self._tail = 0, b""  # the next request on this connection starts with its head
+        # the next request on this connection starts with its head
+        self._head, self._tail = 0, b""
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._refused is not None:
@@ -157,7 +165,8 @@ def serve_on(
     server = uvicorn.Server(config)  # the app logs each request
     address = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
-    def started() -> None:  # uvicorn says where it listens only for sockets it bound itself
+    # uvicorn says where it listens only for sockets it bound itself
+    def started() -> None:
         logging.getLogger("uvicorn.error").info("Uvicorn running on %s (Press CTRL+C to quit)", address)
         if when_started is not None:
             when_started()
@@ -183,9 +192,11 @@ def serve_workers(settings: Settings, api: ApiSettings, host: str, port: int, wo
     import uvicorn
 
     metrics_dir = Path(os.environ.get(MULTIPROC_ENV) or settings.resolved_home / "metrics")
-    shutil.rmtree(metrics_dir, ignore_errors=True)  # the counts of an earlier run must not be added to this one's
+    # the counts of an earlier run must not be added to this one's
+    shutil.rmtree(metrics_dir, ignore_errors=True)
     metrics_dir.mkdir(parents=True)
-    os.environ[MULTIPROC_ENV] = str(metrics_dir)  # read by each worker as it starts (they inherit the environment)
+    # read by each worker as it starts (they inherit the environment)
+    os.environ[MULTIPROC_ENV] = str(metrics_dir)
     os.environ["PREDICTOR_SCHEDULER_EMBEDDED"] = "false"
     uvicorn.run(
         "serving.app:create_app",

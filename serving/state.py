@@ -32,7 +32,8 @@ class ServiceState:
     oracle: RuntimeOracle
     watcher: ChampionWatcher
     metrics: ApiMetrics
-    slurm_planning: FollowedDecision  # the newest backfilling decision of the Slurm cluster (its time_min follows it)
+    # the newest backfilling decision of the Slurm cluster (its time_min follows it)
+    slurm_planning: FollowedDecision
 
 
 def build_state(

@@ -41,7 +41,8 @@ class JsonFormatter(logging.Formatter):
         entry.update(getattr(record, "fields", {}))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return redact_addresses(json.dumps(entry, default=str))  # a registry's password or token is never logged
+        # a registry's password or token is never logged
+        return redact_addresses(json.dumps(entry, default=str))
 
 
 def configure_logging(level: str) -> logging.Logger:
@@ -63,7 +64,8 @@ class Telemetry:
         self.app = app
         self.metrics = metrics
         self.log = logging.getLogger(LOGGER_NAME)
-        self._prefix = secrets.token_hex(6)  # per process: ids stay unique across restarts and workers
+        # per process: ids stay unique across restarts and workers
+        self._prefix = secrets.token_hex(6)
         self._counter = itertools.count(1)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -71,9 +73,8 @@ class Telemetry:
             await self.app(scope, receive, send)
             return
         request_id = _request_id(scope) or f"{self._prefix}-{next(self._counter):x}"
-        REQUEST_ID.set(
-            request_id
-        )  # the request's own task context; the 500 handler outside this middleware reads it too
+        # the request's own task context; the 500 handler outside this middleware reads it too
+        REQUEST_ID.set(request_id)
         started = time.perf_counter()
         status = 500
 

@@ -22,7 +22,8 @@ import numpy as np
 from scheduler.batch.relaxations import INF, lp_bound, preemptive_related_bound, related_speeds
 from simulator.workload import JobSpec, Workload
 
-LP_PAIRS = 50_000  # (job, platform) pairs above which a workload's bound skips the LP (about 4 s of CPU per LP there)
+# (job, platform) pairs above which a workload's bound skips the LP (about 4 s of CPU per LP there)
+LP_PAIRS = 50_000
 
 
 def platform_times(spec: JobSpec, workload: Workload, slots: dict[str, int]) -> dict[str, float]:
@@ -60,7 +61,8 @@ def completion_lower_bound(workload: Workload) -> float:
     slots: dict[str, int] = {}
     machines = [(m.platform, m.slots) for m in workload.cluster.machines]
     known = {m.id for m in workload.cluster.machines}
-    for event in workload.machine_events:  # machines that join later add capacity; count it to stay a bound
+    # machines that join later add capacity; count it to stay a bound
+    for event in workload.machine_events:
         if event.kind == "gained" and event.platform is not None and event.machine not in known:
             known.add(event.machine)
             machines.append((event.platform, event.slots))
@@ -77,7 +79,8 @@ def completion_lower_bound(workload: Workload) -> float:
         latest_single = max(latest_single, spec.submit + min(usable.values()))
     counts = np.array([slots[p] for p in platforms], dtype=float)
     sizes = np.array([spec.size for spec in workload.jobs], dtype=float)
-    bound = float(sizes @ times.min(axis=1)) / counts.sum()  # all work, each job at its fastest, over every slot
+    # all work, each job at its fastest, over every slot
+    bound = float(sizes @ times.min(axis=1)) / counts.sum()
     if np.isfinite(times).sum() <= LP_PAIRS:
         bound = max(bound, lp_bound(times, counts, sizes=sizes))
     related = related_speeds(times)

@@ -29,7 +29,8 @@ from simulator.workload import Cluster, Workload, WorkloadRecipe
 
 DEFAULT_ESTIMATES: dict[str, EstimateSource] = {"oracle": Truth(), "model": Fitted(), "noisy:0.5": Noisy(0.5)}
 CONFIDENCE = 0.95
-KEYS = ("policy", "estimates")  # what a summary row is about; ``seed`` is what it averages over
+# what a summary row is about; ``seed`` is what it averages over
+KEYS = ("policy", "estimates")
 TABLE_METRICS = (
     "makespan",
     "makespan_ratio",
@@ -57,8 +58,10 @@ OCCASIONAL_METRICS = (
     "start_error_median",
     "start_within_10min",
 )
-HIGHER_IS_BETTER = frozenset({"done", "utilisation", "start_within_10min"})  # every other metric ranks smallest first
-Progress = Callable[[str, int, int], None]  # (label of the run just finished, runs done, runs in all)
+# every other metric ranks smallest first
+HIGHER_IS_BETTER = frozenset({"done", "utilisation", "start_within_10min"})
+# (label of the run just finished, runs done, runs in all)
+Progress = Callable[[str, int, int], None]
 
 
 def resolve_policies(
@@ -160,7 +163,8 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
             if n < 2:
                 half = math.nan
             elif values.min() == values.max():
-                half = 0.0  # exactly, not a rounding residue of the mean
+                # exactly, not a rounding residue of the mean
+                half = 0.0
             else:
                 half = float(stats.t.ppf(quantile, n - 1) * values.std(ddof=1) / math.sqrt(n))
             out.append(
@@ -255,9 +259,8 @@ def plot(summary: pd.DataFrame, metric: str, path: str | Path, title: str = "") 
     ax.set_xlabel("estimates")
     ax.set_ylabel(f"{metric} (mean, {int(part['runs'].max())} runs, {CONFIDENCE:.0%} CI)")
     ax.set_title(title or metric)
-    ax.legend(
-        fontsize=8, ncols=1 + len(policies) // 16, loc="upper left", bbox_to_anchor=(1.01, 1.0)
-    )  # beside the bars
+    # beside the bars
+    ax.legend(fontsize=8, ncols=1 + len(policies) // 16, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120, bbox_inches="tight")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from simulator.simulate import Segment, SimResult
 
-LABEL_LIMIT = 60  # bars are labelled with their job when a run has at most this many
+# bars are labelled with their job when a run has at most this many
+LABEL_LIMIT = 60
 
 
 def plot(result: SimResult, path: str | Path, title: str | None = None) -> Path:
@@ -22,7 +23,8 @@ def plot(result: SimResult, path: str | Path, title: str | None = None) -> Path:
     machines = sorted(result.platform_of, key=lambda m: (result.platform_of[m], m))
     row = {m: i for i, m in enumerate(machines)}
     label = len(result.segments) <= LABEL_LIMIT
-    by_job = len({s.algorithm for s in result.segments}) == 1  # one program: tell its jobs apart instead
+    # one program: tell its jobs apart instead
+    by_job = len({s.algorithm for s in result.segments}) == 1
     key = (lambda s: s.job) if by_job else (lambda s: s.algorithm)
     algorithms = sorted({key(s) for s in result.segments})
     palette = plt.get_cmap("tab10" if len(algorithms) <= 10 else "tab20")

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from scheduler.state import State
     from simulator.workload import JobSpec, Workload
 
-_EPS_BYTES = 1e-3  # a transfer this close to its end has ended (float residue of the shared-rate sums)
+# a transfer this close to its end has ended (float residue of the shared-rate sums)
+_EPS_BYTES = 1e-3
 
 
 Key = TypeVar("Key", bound=Hashable)
@@ -100,7 +101,8 @@ class SharedLink(Generic[Key]):
     def _head(self) -> tuple[float, Key]:
         heap = self._heap
         while heap[0][2] not in self.tags or self.tags[heap[0][2]][0] != heap[0][0]:
-            heapq.heappop(heap)  # an aborted transfer (or an older one under a reused key)
+            # an aborted transfer (or an older one under a reused key)
+            heapq.heappop(heap)
         return heap[0][0], heap[0][2]
 
 
@@ -157,7 +159,8 @@ class Staging:
         self.open: dict[tuple[str, str], _Open] = {}
         self.log: list[StagedRun] = []
         self._arrived: list[tuple[str, str, float, float]] = []
-        self._promised: float | None = None  # the wake-up the simulator holds (one per distinct time)
+        # the wake-up the simulator holds (one per distinct time)
+        self._promised: float | None = None
 
     @classmethod
     def attach(cls, workload: Workload, state: State) -> Staging | None:

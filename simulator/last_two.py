@@ -27,7 +27,8 @@ class LastTwoMeanOracle(Oracle, TerminationOracle):
 
     def __init__(self, workload: Workload) -> None:
         self.eligible = {job_key(j.algorithm, j.params): tuple(j.true_times) for j in workload.jobs}
-        self.recent: dict[Any, deque[float]] = {}  # user -> run times of their last terminated jobs, newest last
+        # user -> run times of their last terminated jobs, newest last
+        self.recent: dict[Any, deque[float]] = {}
         self.served: dict[str, dict[str, Estimate]] = {}
 
     def answer(self, job: JobQuery) -> dict[str, Estimate]:

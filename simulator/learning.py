@@ -26,7 +26,8 @@ from training.memory import MemoryChampions, MemoryMeasurements
 from training.service_loop import LoopCosts, ServiceLoop
 from training.settings import WorkerSettings
 
-CHUNK = 512  # upcoming jobs of an algorithm estimated together, in one model call per platform
+# upcoming jobs of an algorithm estimated together, in one model call per platform
+CHUNK = 512
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ class LearningOracle(Oracle, QuantileOracle, ObservingOracle):
         self.answers: dict[tuple[str, str], tuple[object, dict[str, Estimate]]] = {}  # per pair: (what served, answers)
         self.served: dict[str, dict[str, Estimate]] = {}
         self.served_by: dict[str, dict[str, ServedModel | None]] = {}  # the model behind each first answer
-        self.ladders: dict[tuple[str, str], tuple[float, ...]] = {}  # quantiles() of jobs that outlived their estimate
+        # quantiles() of jobs that outlived their estimate
+        self.ladders: dict[tuple[str, str], tuple[float, ...]] = {}
         self.instant = workload.clock()
         self.loop.record(workload.history)
 

@@ -53,8 +53,10 @@ class MemoryJob:
     run: float
     requested_time: float | None
     peak: float  # bytes per processor
-    requested: float | None = None  # bytes per processor, where the user asked
-    size: float | None = None  # bytes of the job's inputs, where known (a catalog program's run)
+    # bytes per processor, where the user asked
+    requested: float | None = None
+    # bytes of the job's inputs, where known (a catalog program's run)
+    size: float | None = None
 
     @property
     def peak_total(self) -> float:
@@ -219,9 +221,8 @@ class SizeyModels:
 
     def __init__(self, scope: Scope = "user", seed: int = 0) -> None:
         self.scope, self.seed = scope, seed
-        self.fitted: dict[
-            tuple[tuple[int, ...], int], list[Callable[[np.ndarray], float]]
-        ] = {}  # (class, ended): models
+        # (class, ended): models
+        self.fitted: dict[tuple[tuple[int, ...], int], list[Callable[[np.ndarray], float]]] = {}
         self.predictions: dict[int, tuple[float, ...] | None] = {}
 
     def predict(self, job: MemoryJob, ended: Sequence[MemoryJob]) -> tuple[float, ...] | None:
@@ -260,7 +261,8 @@ class SizeyStyle:
         key = job_class(job, self.models.scope)
         predictions = self.models.predict(job, self.ended_jobs.get(key, []))
         if predictions is None:
-            return None  # fewer than two of the class's jobs ended: nothing to fit yet
+            # fewer than two of the class's jobs ended: nothing to fit yet
+            return None
         errors = self.errors.get(key) or [deque() for _ in SIZEY_MODELS]
         biggest = max(predictions)
         raq = [
@@ -307,7 +309,8 @@ def _fit(x: np.ndarray, y: np.ndarray, seed: int) -> list[Callable[[np.ndarray],
         make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(8,), max_iter=200, random_state=seed)),
     ]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # a few hundred steps on a handful of rows, as Sizey does
+        # a few hundred steps on a handful of rows, as Sizey does
+        warnings.simplefilter("ignore", ConvergenceWarning)
         fitted = [r.fit(x, y / scale) for r in regressors]
     return [_predictor(r, scale) for r in fitted]
 

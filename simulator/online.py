@@ -24,7 +24,8 @@ from scheduler.run_times import QuantileOracle, TerminationOracle, job_key
 from scheduler.state import Job, requested_seconds
 from simulator.workload import Workload
 
-LADDER = (0.6, 0.7, 0.8, 0.9, 0.95, 0.99)  # residual quantiles a job that outlives its plan climbs, in order
+# residual quantiles a job that outlives its plan climbs, in order
+LADDER = (0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 _AREA = (FEATURE_NAMES.index("request.procs"), FEATURE_NAMES.index("request.time"))
 
 
@@ -37,10 +38,12 @@ class OnlineOptions:
     under_weight: float = 1.0
     over_weight: float = 1.0
     dead_zone: float = 0.0
-    area: bool = True  # weight each job by 1 + log(1 + processors x request)
+    # weight each job by 1 + log(1 + processors x request)
+    area: bool = True
     log: bool = True
     plan: Literal["point", "quantile"] = "point"
-    level: float = 0.9  # the residual quantile planned with when plan="quantile"
+    # the residual quantile planned with when plan="quantile"
+    level: float = 0.9
 
     def label(self) -> str:
         """A short name of these options, for tables."""
@@ -73,7 +76,8 @@ class OnlineOracle(Oracle, QuantileOracle, TerminationOracle):
         self.ladders: dict[str, tuple[float, ...]] = {}
         seen: set[str] = set()
         rows, runs = [], []
-        for m in workload.history:  # a replay's history holds one measurement per platform of a job: learn it once
+        # a replay's history holds one measurement per platform of a job: learn it once
+        for m in workload.history:
             job = m.run_id.rsplit("-", 1)[0]
             if job not in seen:
                 seen.add(job)

@@ -32,7 +32,9 @@ from features.swf import UNKNOWN, read_swf
 from predictor.domain import Estimate, Measurement, ServedEstimate, Source
 from predictor.intervals import scaled
 from predictor.oracle import JobQuery, Oracle, ResolvedJob
-from scheduler.planning import (  # the configuration production follows, defined once
+
+# the configuration production follows, defined once
+from scheduler.planning import (
     CORRECTIONS,
     NUMBERS,
     ORDERS,
@@ -210,11 +212,13 @@ class Choice:
     chosen: PlanningConfig
     promoted: bool
     reason: str
-    scores: dict[PlanningConfig, float] = field(default_factory=dict)  # mean objective relative to the incumbent's
+    # mean objective relative to the incumbent's
+    scores: dict[PlanningConfig, float] = field(default_factory=dict)
     jobs: int = 0
     cpu_seconds: float = 0.0
     raw: dict[PlanningConfig, list[float]] = field(default_factory=dict)  # the objective on each window
-    challenger: PlanningConfig | None = None  # the best candidate by mean score, promoted or not
+    # the best candidate by mean score, promoted or not
+    challenger: PlanningConfig | None = None
 
     @property
     def runner_up(self) -> PlanningConfig | None:

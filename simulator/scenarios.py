@@ -33,11 +33,14 @@ from simulator.workloads import bag_of_tasks, clusters, dataset, ncbi, swf, walk
 from simulator.workloads.figures import FIGURES
 
 GENERATORS: dict[str, Callable[..., Workload]] = {
-    "ncbi": ncbi.generate,  # Kontothanassis & Goddeau 2004's NCBI-like trace
+    # Kontothanassis & Goddeau 2004's NCBI-like trace
+    "ncbi": ncbi.generate,
     "walker": walker_grid.generate,  # Walker 2001's grid
-    "bot": bag_of_tasks.generate,  # Santos-Neto et al. 2004's data-intensive bag of tasks
+    # Santos-Neto et al. 2004's data-intensive bag of tasks
+    "bot": bag_of_tasks.generate,
 }
-ESTIMATES: dict[str, tuple[type[EstimateSource], str | None]] = {  # name -> (source, the option a bare value sets)
+# name -> (source, the option a bare value sets)
+ESTIMATES: dict[str, tuple[type[EstimateSource], str | None]] = {
     "oracle": (Truth, None),
     "none": (Blind, None),
     "requested": (Requested, None),

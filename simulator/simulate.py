@@ -30,7 +30,8 @@ from simulator.grid import GridRecord, Staging
 from simulator.retries import KILLS, RetryPolicy, kill
 from simulator.workload import JobSpec, MachineEvent, Workload
 
-ENDED = ("done", "failed", *KILLS)  # the outcomes that end a job's run by itself (not the scheduler's order)
+# the outcomes that end a job's run by itself (not the scheduler's order)
+ENDED = ("done", "failed", *KILLS)
 
 
 class _Kind(IntEnum):
@@ -39,9 +40,12 @@ class _Kind(IntEnum):
     END = 0  # a run's end
     MACHINE = 1  # a machine lost or gained
     ARRIVAL = 2  # jobs submitted
-    WAKE = 3  # a pass the policy asked for, once the moment's ends, machine events and arrivals are in
-    STAGED = 4  # Santos-Neto et al. 2004: an input transfer over the home link may have ended (simulator/grid.py)
-    PROBE_END = 5  # an idle-time probe's end (scheduler/probing.py); probes never reach the scheduler
+    # a pass the policy asked for, once the moment's ends, machine events and arrivals are in
+    WAKE = 3
+    # Santos-Neto et al. 2004: an input transfer over the home link may have ended (simulator/grid.py)
+    STAGED = 4
+    # an idle-time probe's end (scheduler/probing.py); probes never reach the scheduler
+    PROBE_END = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +113,8 @@ class Segment:
     outcome: str
     share: float
     algorithm: str
-    nodes: tuple[tuple[int, int], ...] = ()  # the (node, slots) it held on a machine of nodes
+    # the (node, slots) it held on a machine of nodes
+    nodes: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +130,14 @@ class JobOutcome:
     start: float | None
     end: float | None
     platform: str | None
-    estimate: float | None = None  # the seconds the scheduler was told at submission, on the platform it ran on
-    requested: float | None = None  # the user's requested time (the kill limit), where the workload has one
-    predicted_start: float | None = (
-        None  # the start the plan gave it right after its submission (its arrival if it started)
-    )
-    memory: int | None = None  # the memory it planned with (its limit), bytes
+    # the seconds the scheduler was told at submission, on the platform it ran on
+    estimate: float | None = None
+    # the user's requested time (the kill limit), where the workload has one
+    requested: float | None = None
+    # the start the plan gave it right after its submission (its arrival if it started)
+    predicted_start: float | None = None
+    # the memory it planned with (its limit), bytes
+    memory: int | None = None
     true_memory: int | None = None  # its true peak, bytes
 
 
@@ -150,9 +157,12 @@ class SimResult:
     passes: int
     wall_seconds: float
     orders: dict[str, int] = field(default_factory=dict)
-    grid: GridRecord | None = None  # Santos-Neto et al. 2004: each run's transfer and the data servers' final contents
-    probes: list[ProbeRecord] = field(default_factory=list)  # idle-time probes, when a prober was given
-    overcommits: int = 0  # starts that put a node's true memory above its size (see the module docstring)
+    # Santos-Neto et al. 2004: each run's transfer and the data servers' final contents
+    grid: GridRecord | None = None
+    # idle-time probes, when a prober was given
+    probes: list[ProbeRecord] = field(default_factory=list)
+    # starts that put a node's true memory above its size (see the module docstring)
+    overcommits: int = 0
 
 
 @dataclass(slots=True)
@@ -184,7 +194,8 @@ class Simulation:
             )
         self.workload = workload
         self.prober = prober
-        self._real_events = 0  # events of the workload still queued: probing stops with the workload
+        # events of the workload still queued: probing stops with the workload
+        self._real_events = 0
         # an oracle that learns (the ``service`` estimates) hears of every cleanly finished run, as the service's store does;
         # one that follows users' recent runs (``last_two_mean``) hears of every run that ends
         self.scheduler = EventLoop(
@@ -195,7 +206,8 @@ class Simulation:
             on_termination=oracle.terminated if isinstance(oracle, TerminationOracle) else None,
         )
         self.specs: dict[str, JobSpec] = {j.id: j for j in workload.jobs}
-        self.events: list[tuple[float, _Kind, int, _Event]] = []  # (time, kind, seq, payload): seq breaks every tie
+        # (time, kind, seq, payload): seq breaks every tie
+        self.events: list[tuple[float, _Kind, int, _Event]] = []
         self.active: dict[tuple[str, str], _Attempt] = {}
         self.true_progress: dict[str, float] = {}
         self.warm: dict[str, str | None] = {}
@@ -208,15 +220,16 @@ class Simulation:
         self.slots = {m.id: m.slots for m in workload.cluster.machines}
         self._seq = 0
         self._token = 0
-        self._wake: float | None = None  # the last wake-up pushed for the policy (see EventLoop.wake_at)
-        self.staging = Staging.attach(
-            workload, self.scheduler.state
-        )  # Santos-Neto et al. 2004: runs fetch inputs first (sites only)
+        # the last wake-up pushed for the policy (see EventLoop.wake_at)
+        self._wake: float | None = None
+        # Santos-Neto et al. 2004: runs fetch inputs first (sites only)
+        self.staging = Staging.attach(workload, self.scheduler.state)
         self.predicted_start: dict[str, float] = {}
         self.enforce, self.retry = enforce or retry is not None, retry
         self.retried: list[JobSpec] = []  # the retries' submissions, in order
         self.node_memory = {m.id: m.node_memory for m in workload.cluster.machines if m.node_memory is not None}
-        self.memory_in_use: dict[tuple[str, int], float] = {}  # (machine, node): true bytes of the runs on it
+        # (machine, node): true bytes of the runs on it
+        self.memory_in_use: dict[tuple[str, int], float] = {}
         self.overcommits = 0
 
     def run(self, estimates: str = "") -> SimResult:
@@ -362,7 +375,8 @@ class Simulation:
 
     def _start(self, job_id: str, machine_id: str, now: float, nodes: tuple[tuple[int, int], ...] = ()) -> None:
         if self.prober is not None:
-            self.prober.preempt(machine_id, now)  # a real job takes the machine from its probe at once
+            # a real job takes the machine from its probe at once
+            self.prober.preempt(machine_id, now)
         spec = self.specs[job_id]
         platform = self.platform_of[machine_id]
         done = self.true_progress.get(job_id, 0.0) if platform in spec.checkpoint else 0.0
@@ -375,7 +389,8 @@ class Simulation:
         self._hold_memory(spec, machine_id, nodes, 1)
         if self.staging is not None and self.staging.start(spec, machine_id, now, seconds):
             self._push_staged()
-            return  # it computes once its inputs are at its site: see _staged
+            # it computes once its inputs are at its site: see _staged
+            return
         killed = kill(spec, seconds) if self.enforce else None
         if killed is not None and (not spec.fails or killed[0] < seconds * spec.fail_at):
             self._push(now + killed[0], _RunEnd(job_id, machine_id, self._token, killed[1]))
@@ -440,7 +455,8 @@ class Simulation:
                 attempt.nodes,
             )
         )
-        if self.staging is not None:  # Santos-Neto et al. 2004: log its transfer, abort it if unfinished
+        # Santos-Neto et al. 2004: log its transfer, abort it if unfinished
+        if self.staging is not None:
             self.staging.stop(job_id, machine_id, now, outcome)
             self._push_staged()
 

@@ -30,8 +30,10 @@ class MachineSpec:
     platform: str
     slots: int = 1
     attributes: dict[str, Any] = field(default_factory=dict, hash=False)  # see scheduler.gridinfo
-    node_slots: int = 0  # > 0: the slots are nodes of this many and a job is placed on nodes (scheduler/nodes.py)
-    node_memory: int | None = None  # bytes of each node (of the pool, pooled); None: memory never limits
+    # > 0: the slots are nodes of this many and a job is placed on nodes (scheduler/nodes.py)
+    node_slots: int = 0
+    # bytes of each node (of the pool, pooled); None: memory never limits
+    node_memory: int | None = None
 
 
 @dataclass
@@ -63,7 +65,8 @@ class Cluster:
         counts: dict[str, int] = {}
         for m in self.machines:
             counts[m.platform] = counts.get(m.platform, 0) + 1
-        if len(counts) > 12:  # e.g. a grid where every machine is its own platform
+        # e.g. a grid where every machine is its own platform
+        if len(counts) > 12:
             return f"{len(self.machines)} machines on {len(counts)} platforms"
         return ", ".join(f"{n} x {p}" for p, n in counts.items())
 
@@ -96,9 +99,8 @@ class JobSpec:
     data: str | None = None
     fails: bool = False
     fail_at: float = 1.0
-    inputs: tuple[
-        tuple[str, int], ...
-    ] = ()  # Santos-Neto et al. 2004: input files (name, bytes) its site must hold (simulator/grid.py)
+    # Santos-Neto et al. 2004: input files (name, bytes) its site must hold (simulator/grid.py)
+    inputs: tuple[tuple[str, int], ...] = ()
     memory: int | None = None
     true_memory: int | None = None
 
@@ -130,12 +132,14 @@ class Workload:
     history: list[Measurement] = field(default_factory=list)
     warm_gain: dict[tuple[str, str], float] = field(default_factory=dict)
     notes: str = ""
-    provides: frozenset[str] = frozenset()  # capabilities beyond jobs and machines that some policies need
-    grid: Grid | None = (
-        None  # Santos-Neto et al. 2004: sites, their data servers and the home link (capability "sites", simulator/grid.py)
-    )
-    ended: dict[str, float] = field(default_factory=dict)  # job id -> when it ended at the site, where a log says
-    origin: datetime | None = None  # the instant of simulated time 0 (a log's), where known
+    # capabilities beyond jobs and machines that some policies need
+    provides: frozenset[str] = frozenset()
+    # Santos-Neto et al. 2004: sites, their data servers and the home link (capability "sites", simulator/grid.py)
+    grid: Grid | None = None
+    # job id -> when it ended at the site, where a log says
+    ended: dict[str, float] = field(default_factory=dict)
+    # the instant of simulated time 0 (a log's), where known
+    origin: datetime | None = None
 
     def clock(self) -> Callable[[float], datetime]:
         """The instant of a simulated time: after ``origin``, else after the history's last recorded run (a replayed

@@ -57,10 +57,10 @@ FINISHED = frozenset({"COMPLETED"})
 STOPPED = frozenset({"TIMEOUT", "OUT_OF_MEMORY", "PREEMPTED", "DEADLINE"})  # the system ended the run before it was
 # done (a limit, a preemption): censored, its time and memory lower bounds
 FAILED = frozenset({"FAILED", "NODE_FAIL", "BOOT_FAIL", "CANCELLED"})
-ENDED = FINISHED | STOPPED | FAILED  # states of a job that ended; any other (PENDING, RUNNING, REQUEUED, ...) did not
-QUEUED = frozenset(
-    {"PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "REQUEUED"}
-)  # waiting or running: squeue's states
+# states of a job that ended; any other (PENDING, RUNNING, REQUEUED, ...) did not
+ENDED = FINISHED | STOPPED | FAILED
+# waiting or running: squeue's states
+QUEUED = frozenset({"PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "REQUEUED"})
 SQUEUE_FIELDS = (
     "id",
     "state",
@@ -77,7 +77,8 @@ SQUEUE_FIELDS = (
     "work_dir",
     "name",
 )
-SQUEUE_FORMAT = "%i|%T|%u|%g|%a|%P|%q|%l|%C|%D|%V|%S|%Z|%j"  # the fields above, the name last (it may hold a '|')
+# the fields above, the name last (it may hold a '|')
+SQUEUE_FORMAT = "%i|%T|%u|%g|%a|%P|%q|%l|%C|%D|%V|%S|%Z|%j"
 JOBCOMP_LINE = re.compile(
     r"JobId=(?P<JobId>\d+) UserId=(?P<UserId>[^\s()]*)\((?P<Uid>\d+)\) GroupId=(?P<GroupId>[^\s()]*)\((?P<Gid>\d+)\) "
     r"Name=(?P<Name>(?s:.*)) JobState=(?P<JobState>[A-Z_]+) Partition=(?P<Partition>\S*) TimeLimit=(?P<TimeLimit>\S*) "
@@ -94,10 +95,13 @@ the one free text before the state; read greedily, it ends at the record's last 
 follow, so words in a name can never stand for the fields before it (the id, the user) nor after it. Slurm writes the
 name and the working directory raw, line breaks included: such a record spans lines (see :func:`read_jobcomp`)."""
 _JOBCOMP_ID = re.compile(r"JobId=(\d+) ")
-MAX_LINE = 65_536  # characters of one accounting line: a longer one is refused unread
-MAX_COUNT = 2**32 - 3  # Slurm keeps CPUs and nodes in 32 bits (NO_VAL and INFINITE above)
+# characters of one accounting line: a longer one is refused unread
+MAX_LINE = 65_536
+# Slurm keeps CPUs and nodes in 32 bits (NO_VAL and INFINITE above)
+MAX_COUNT = 2**32 - 3
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # Slurm keeps times as Unix seconds
-CLOCK_SKEW = timedelta(days=1)  # how far past this machine's clock a time may lie (the cluster's clock may run ahead)
+# how far past this machine's clock a time may lie (the cluster's clock may run ahead)
+CLOCK_SKEW = timedelta(days=1)
 _MEMORY = re.compile(r"(?:^|,)mem=([^,]+)")
 
 
@@ -115,7 +119,8 @@ class SlurmJob:
 
     job_id: str
     name: str
-    state: str  # the first word: COMPLETED, FAILED, TIMEOUT, CANCELLED, ...
+    # the first word: COMPLETED, FAILED, TIMEOUT, CANCELLED, ...
+    state: str
     elapsed: float
     time_limit: float | None
     partition: str | None
@@ -134,10 +139,12 @@ class SlurmJob:
     account: str | None = None
     qos: str | None = None
     req_nodes: int | None = None
-    array_job: str | None = None  # the array's job id and this task's index, for an array's task (sacct's JobID
+    # the array's job id and this task's index, for an array's task (sacct's JobID
+    array_job: str | None = None
     # 40_2, the completion log's ArrayJobId and ArrayTaskId)
     array_task: str | None = None
-    max_rss_kb: int | None = None  # the largest resident set of its steps' tasks (sacct's MaxRSS), KiB; None: unknown
+    # the largest resident set of its steps' tasks (sacct's MaxRSS), KiB; None: unknown
+    max_rss_kb: int | None = None
 
     @property
     def req_mem_mb(self) -> int | None:
@@ -151,7 +158,8 @@ class SlurmJob:
         return replace(self, comment=comment)
 
 
-Parsed = tuple[int, "SlurmJob | AccountingError | None"]  # a line number and its job, its problem, or None (a step)
+# a line number and its job, its problem, or None (a step)
+Parsed = tuple[int, "SlurmJob | AccountingError | None"]
 
 
 def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
@@ -172,7 +180,8 @@ def read_sacct(lines: Iterable[str]) -> Iterator[Parsed]:
             "header",
             f"sacct output lacks columns {', '.join(missing or SACCT_REQUIRED)}; run sacct -P -X -o {','.join(SACCT_COLUMNS)}",
         )
-    held: list[Parsed] = []  # the last job read and the lines after it, given once its steps are read
+    # the last job read and the lines after it, given once its steps are read
+    held: list[Parsed] = []
     step_rss: int | None = None  # the largest MaxRSS of its steps, KiB
     for number, line in numbered:
         if not line.strip():
@@ -466,7 +475,8 @@ def _time(field: str, text: str) -> datetime | None:
         return None
     try:
         value = datetime.fromisoformat(text).astimezone(UTC)
-    except (ValueError, OverflowError):  # year 1 in a zone east of UTC is year 0 in UTC
+    # year 1 in a zone east of UTC is year 0 in UTC
+    except (ValueError, OverflowError):
         raise AccountingError(field, f"not a time: {text[:40]!r}") from None
     if value < EPOCH:
         raise AccountingError(field, f"{text} is before 1970: not a time Slurm keeps")

@@ -47,8 +47,10 @@ from slurm.control import QueuedJob, Slurm, SlurmError
 
 log = logging.getLogger(__name__)
 PREFIX = "sched-"
-PROBE_PREFIX = "predictor-probe-"  # probes' Slurm jobs: predictor-probe-<n>, outside the scheduler jobs' names
-PROBE_MARGIN_S = 60.0  # Slurm's limit beyond the probe's cap: the profile wrapper kills it first and stores it censored
+# probes' Slurm jobs: predictor-probe-<n>, outside the scheduler jobs' names
+PROBE_PREFIX = "predictor-probe-"
+# Slurm's limit beyond the probe's cap: the profile wrapper kills it first and stores it censored
+PROBE_MARGIN_S = 60.0
 FINAL = frozenset(
     {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "PREEMPTED", "DEADLINE"}
 )
@@ -62,9 +64,11 @@ class BridgeState:
     cursor: int = 0
     runs: dict[str, list[Any]] = field(default_factory=dict)  # job -> [machine, attempt]
     reported: list[str] = field(default_factory=list)  # "job:attempt" whose end was sent
-    cancelled: list[str] = field(default_factory=list)  # "job:attempt" the bridge stopped itself
+    # "job:attempt" the bridge stopped itself
+    cancelled: list[str] = field(default_factory=list)
     nodes: dict[str, bool] = field(default_factory=dict)  # node -> reported online
-    probes: dict[str, list[str]] = field(default_factory=dict)  # probe number -> [machine, probe id] while it runs
+    # probe number -> [machine, probe id] while it runs
+    probes: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,8 @@ class SlurmBridge:
         jobs = self.db.load().jobs
         for job in jobs.values():
             if job.status.final and job.id in queued and queued[job.id].held:
-                self.slurm.cancel(queued[job.id].job_id)  # dropped or cancelled by the scheduler before it ran
+                # dropped or cancelled by the scheduler before it ran
+                self.slurm.cancel(queued[job.id].job_id)
             if job.status not in ACTIVE or job.id in queued or job.id in self.state.runs:
                 continue
             script = self._script(job.algorithm, job.params, node_platform)

@@ -97,7 +97,8 @@ class Follower:
         self.guard = guard
         self.queue = queue
         self.inputs = inputs
-        self._queued: dict[str, str] = {}  # job id -> state of the queued jobs recorded, to record only changes
+        # job id -> state of the queued jobs recorded, to record only changes
+        self._queued: dict[str, str] = {}
 
     def cursor(self) -> Cursor:
         """The saved cursor (the start when there is none, or it is unreadable)."""
@@ -105,7 +106,8 @@ class Follower:
 
     def poll(self) -> FollowPass:
         """Store the completions written since the cursor and move the cursor past them."""
-        self._record_queue()  # before the log is read: a job that ends meanwhile has its end recorded after
+        # before the log is read: a job that ends meanwhile has its end recorded after
+        self._record_queue()
         cursor = self.cursor()
         try:
             stat = self.log_path.stat()

@@ -32,7 +32,8 @@ from slurm.submit_history import Submission
 
 log = logging.getLogger(__name__)
 _NUMBER = re.compile(r"\d+")
-NAME_LENGTH = 200  # the longest job name the table keeps (a longer one is cut)
+# the longest job name the table keeps (a longer one is cut)
+NAME_LENGTH = 200
 
 
 def history_records(parsed: Iterable[Parsed], cluster: str, rules: Rules) -> list[JobRecord]:
@@ -62,17 +63,20 @@ def history_record(job: SlurmJob, cluster: str, rules: Rules) -> JobRecord | Non
         return None
     if rules.exclude.excludes(job.user, job.account, job.partition):
         return None
-    if job.state in QUEUED:  # as it stands: submitted, perhaps started, not ended
+    # as it stands: submitted, perhaps started, not ended
+    if job.state in QUEUED:
         start, end = job.start, None
     elif job.start is not None and job.end is not None and (job.state in FINISHED or job.elapsed > 0):
         start, end = job.start, job.end
         if job.state == "TIMEOUT" and job.time_limit:
             end = min(end, start + timedelta(seconds=job.time_limit))
-    else:  # ended before it started: a submission only (its end kept: a start the queue saw is not left running)
+    # ended before it started: a submission only (its end kept: a start the queue saw is not left running)
+    else:
         start, end = None, job.end
     try:
         return _record(job, cluster, start=start, end=end)
-    except ValueError as exc:  # a value its column cannot hold: the job is left out of the history, and said so
+    # a value its column cannot hold: the job is left out of the history, and said so
+    except ValueError as exc:
         log.warning("job %s is not recorded as history: %s", job.job_id, exc)
         return None
 

@@ -64,8 +64,10 @@ from slurm.settings import SlurmSettings
 from slurm.submit_history import submit_features_of_many
 
 SlurmFormat = Literal["sacct", "jobcomp"]
-CANCELLED_EXIT = 2  # as the SWF import stores a cancelled job
-HISTORY_FEATURES = frozenset(FEATURE_NAMES)  # what a job class's runs are described by
+# as the SWF import stores a cancelled job
+CANCELLED_EXIT = 2
+# what a job class's runs are described by
+HISTORY_FEATURES = frozenset(FEATURE_NAMES)
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,8 @@ def convert(
         except RowError as exc:
             out.rejected.append(Reject(line, exc.field, exc.message))
             continue
-        except (ValueError, ArithmeticError) as exc:  # a value no check above foresaw: this line alone is set aside
+        # a value no check above foresaw: this line alone is set aside
+        except (ValueError, ArithmeticError) as exc:
             out.rejected.append(Reject(line, "(row)", f"{type(exc).__name__}: {str(exc)[:300]}"))
             continue
         out.measurements.append(measurement)
@@ -366,7 +369,8 @@ def ingest_slurm(
     )
 
 
-CHUNK_LINES = 5000  # lines of an accounting file read, recorded and stored at a time
+# lines of an accounting file read, recorded and stored at a time
+CHUNK_LINES = 5000
 
 
 def _chunks(path: Path, file_format: SlurmFormat) -> Iterator[list[tuple[int, SlurmJob | AccountingError | None, str]]]:

@@ -50,7 +50,8 @@ QUANTILES = (0.99, 0.999, 0.9999)
 MEMORY_FACTOR = 2.0
 RESOURCES = {"TIMEOUT": "time", "OUT_OF_MEMORY": "memory", "PREEMPTED": "none", "NODE_FAIL": "none"}
 """The ended states the guard requeues, and the resource each raises (``none``: requeued as it was)."""
-BACK = QUEUED - {"REQUEUED"}  # waiting or running again (REQUEUED is a requeue on its way, the guard's own too)
+# waiting or running again (REQUEUED is a requeue on its way, the guard's own too)
+BACK = QUEUED - {"REQUEUED"}
 REFUSED = "presently disabled"
 """What scontrol answers for a job that may not be requeued: a refusal for good, not a failure to try again."""
 Uppers = Callable[[JobMapping, float], "Estimate | None"]
@@ -155,7 +156,8 @@ class ResourceGuard:
         run_id = run_id_of(job, self.cluster)
         history = self.history()
         if any(d.run_id == run_id for d in history):
-            return None  # decided before; a requeue left half done is finished by resume()
+            # decided before; a requeue left half done is finished by resume()
+            return None
         requeued = sum(d.job_id == job.job_id and d.resource == resource and d.action == "requeued" for d in history)
 
         def declined(reason: str) -> GuardDecision:
@@ -309,7 +311,8 @@ class ResourceGuard:
     def _carry_out(self, decision: GuardDecision) -> GuardDecision:
         """Requeue held, raise the resource, release; each step again is harmless, so a half-done requeue is finished."""
         state = self._state(decision.job_id)
-        if state == "COMPLETING":  # its processes are still being killed: Slurm takes no requeue yet
+        # its processes are still being killed: Slurm takes no requeue yet
+        if state == "COMPLETING":
             log.info("job %s is still completing; requeued on the next pass", decision.job_id)
             return decision
         if back := self._back_in_queue(decision.job_id):
@@ -320,9 +323,8 @@ class ResourceGuard:
             if state in RESOURCES:
                 self.slurm.requeue(decision.job_id, hold=True)
             self.slurm.update(decision.job_id, **decision.scontrol_fields(), StartTime="now")
-            time.sleep(
-                RELAUNCH_DELAY_S
-            )  # the run ended before its requeue: this keeps the release past its kill's second
+            # the run ended before its requeue: this keeps the release past its kill's second
+            time.sleep(RELAUNCH_DELAY_S)
             self.slurm.release(decision.job_id)
         except SlurmError as exc:
             if REFUSED in str(exc):

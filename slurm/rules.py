@@ -116,7 +116,8 @@ class JobFacts:
     partition: str | None = None
     work_dir: str | None = None
     directives: str = ""  # the words of its #PREDICTOR lines
-    environment: str = ""  # the value of its PREDICTOR_JOB variable
+    # the value of its PREDICTOR_JOB variable
+    environment: str = ""
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,8 @@ class SubmitAdvice:
     time_min: int | None
     time_limit: int | None
     comment: str
-    estimate: str | None  # the estimate as a Slurm walltime, for the log and the user
+    # the estimate as a Slurm walltime, for the log and the user
+    estimate: str | None
     limit: str | None
     memory: str | None = None
     time_min_reason: str = ""  # why time_min is set, or why not
@@ -77,7 +78,8 @@ def advise(
     elif time_min is None:
         why = "no limit served"
     elif cap is not None and time_min >= cap:
-        time_min = None  # a limit not below what the job may run already: a time_min would change nothing, or kill
+        # a limit not below what the job may run already: a time_min would change nothing, or kill
+        time_min = None
         why = "the served limit is not below the job's limit"
     else:
         why = "the served limit" + (", below the job's limit" if cap is not None else "")

@@ -57,7 +57,8 @@ def submit_features_of_many(
 def _features(history: JobHistory, job: Submission, state: UserHistory, tz: tzinfo) -> dict[str, float]:
     """The job's features from its user's state at its submit time."""
     first = job.submit
-    if not state.submitted:  # only a user's first job reads the site's first submission
+    # only a user's first job reads the site's first submission
+    if not state.submitted:
         known = history.first_submit(job.cluster)
         first = min(first, known) if known is not None else first
     return features_at(

@@ -18,7 +18,8 @@ TAG = "predictor:"
 DIRECTIVE = "#PREDICTOR"
 ENVIRONMENT = "PREDICTOR_JOB"
 NAMING = ("algorithm", "platform")
-SERVED = (  # what the tag says of the estimate served at submission
+# what the tag says of the estimate served at submission
+SERVED = (
     "estimate",
     "limit",
     "model",

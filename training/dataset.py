@@ -125,7 +125,8 @@ class TrainingSet:
         """A digest of everything training reads of the set: its target, runs, their features, target values and censoring."""
         digest = hashlib.sha256()
         named = [self.algorithm, self.platform, self.feature_names, self.run_ids]
-        if self.target is not Target.TIME:  # a run-time set's digest is the one it had before sets had targets
+        # a run-time set's digest is the one it had before sets had targets
+        if self.target is not Target.TIME:
             named.append(self.target.value)
         digest.update(json.dumps(named).encode())
         for array in (self.X.to_numpy(dtype="float64"), self.y, self.censored):

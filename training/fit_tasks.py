@@ -15,7 +15,8 @@ from training.crossval import FoldFit, fit_every_fold, fit_fold, refit
 from training.dataset import TrainingSet
 from training.folds import FoldPlan
 
-EVERY_FOLD = -1  # a Fit's fold when one pass fits every fold (an online member on a forward plan)
+# a Fit's fold when one pass fits every fold (an online member on a forward plan)
+EVERY_FOLD = -1
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,8 @@ class Failed:
     error: str
 
 
-FitResult = FoldFit | list[FoldFit] | Refit | Failed  # what one fit gives: a fold, every fold, a refit, or its failure
+# what one fit gives: a fold, every fold, a refit, or its failure
+FitResult = FoldFit | list[FoldFit] | Refit | Failed
 
 
 def run_one(fit: Fit, training_set: TrainingSet, plan: FoldPlan, seed: int) -> tuple[Fit, FitResult]:

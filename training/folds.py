@@ -23,9 +23,12 @@ import pandas as pd
 from sklearn.model_selection import KFold
 
 MIN_ROWS = 3
-MIN_TRAIN = 2  # runs a forward plan's first fold trains on, at least
-FORWARD_START = 0.5  # share of the runs (the earliest) a forward plan only trains on
-UNSCORED = -1  # the fold id of a run no fold scores (a forward plan's first stretch)
+# runs a forward plan's first fold trains on, at least
+MIN_TRAIN = 2
+# share of the runs (the earliest) a forward plan only trains on
+FORWARD_START = 0.5
+# the fold id of a run no fold scores (a forward plan's first stretch)
+UNSCORED = -1
 FORWARD_COLUMNS = ("run_id", "fold", "scheme", "trains_from")
 Scheme = Literal["forward", "shuffled"]
 
@@ -96,7 +99,8 @@ class FoldPlan:
             raise ValueError(f"need one finite end (and submission) time per run, for {n_rows} runs")
         if not 0.0 < start < 1.0:
             raise ValueError(f"the trained-only share must lie in (0, 1), got {start}")
-        if np.all(subs == subs[0]):  # one instant for every run: row order decides
+        # one instant for every run: row order decides
+        if np.all(subs == subs[0]):
             subs = ends = np.arange(n_rows, dtype="float64")
         order = np.lexsort((np.arange(n_rows), subs))
         ordered = subs[order]
@@ -118,7 +122,8 @@ class FoldPlan:
         starts = []
         for fold, (a, b) in enumerate(zip(snapped, [*snapped[1:], n_rows], strict=True)):
             folds[order[a:b]] = fold
-            starts.append(ordered[a - 1])  # the window opens after the last submission before it
+            # the window opens after the last submission before it
+            starts.append(ordered[a - 1])
         trains_from = np.searchsorted(np.asarray(starts), ends, side="left")  # the first window starting at or after
         return cls(run_ids=[str(r) for r in run_ids], folds=folds, scheme="forward", trains_from=trains_from)
 

@@ -45,17 +45,24 @@ from models.zoo import is_rule
 from training.metrics import compute_metrics
 from training.significance import BOOTSTRAP_METRIC, paired_bootstrap
 
-Composition = Mapping[str, int]  # zoo member -> weight (one member: weight 1)
-JUMP_SHARE = 0.05  # more new runs of known inputs than this share, each far from its input's past: a flag
-MIN_JUMP_RUNS = 2  # new runs of one known input that can flag it on their own
+# zoo member -> weight (one member: weight 1)
+Composition = Mapping[str, int]
+# more new runs of known inputs than this share, each far from its input's past: a flag
+JUMP_SHARE = 0.05
+# new runs of one known input that can flag it on their own
+MIN_JUMP_RUNS = 2
 
 
 class Verdict(str, Enum):
-    PROMOTED = "promoted"  # the challenger takes the alias (it won, or nothing served before)
-    REFRESHED = "refreshed"  # the incumbent's composition, refitted on more runs, takes the alias
+    # the challenger takes the alias (it won, or nothing served before)
+    PROMOTED = "promoted"
+    # the incumbent's composition, refitted on more runs, takes the alias
+    REFRESHED = "refreshed"
     KEPT = "kept"  # the alias stays where it is
-    FORCED = "forced"  # the challenger takes the alias because it was told to
-    UNCHANGED = "unchanged"  # not trained: the same runs, members and settings were judged already
+    # the challenger takes the alias because it was told to
+    FORCED = "forced"
+    # not trained: the same runs, members and settings were judged already
+    UNCHANGED = "unchanged"
 
 
 class Serve(str, Enum):
@@ -69,13 +76,17 @@ class Incumbent:
 
     version: str
     composition: dict[str, int]
-    trained_runs: frozenset[str] | None  # run ids it was fitted on (None: unknown)
+    # run ids it was fitted on (None: unknown)
+    trained_runs: frozenset[str] | None
     feature_names: list[str]
-    predict: Callable[[np.ndarray], np.ndarray] | None = None  # the served model on rows in feature_names order
+    # the served model on rows in feature_names order
+    predict: Callable[[np.ndarray], np.ndarray] | None = None
     n_rows: int | None = None  # runs it was trained on
     metrics: dict[str, float] = field(default_factory=dict)  # its cross-validated metrics
-    judged: str | None = None  # fingerprint of the last training session that judged this pair (see training.pipeline)
-    judged_by: str = "rae"  # the forward-validation metric that judged it: its live error drifts by the same
+    # fingerprint of the last training session that judged this pair (see training.pipeline)
+    judged: str | None = None
+    # the forward-validation metric that judged it: its live error drifts by the same
+    judged_by: str = "rae"
 
     @property
     def label(self) -> str:
@@ -117,13 +128,16 @@ class Decision:
     """What the guard decided for one pair, why, and what training must therefore register."""
 
     verdict: Verdict
-    serve: Serve | None  # whose composition gets the alias (refitted on every row); None: the alias stays
-    register_challenger: bool  # the challenger is registered (with or without the alias)
+    # whose composition gets the alias (refitted on every row); None: the alias stays
+    serve: Serve | None
+    # the challenger is registered (with or without the alias)
+    register_challenger: bool
     challenger: str
     incumbent: str | None
     reason: str
     details: dict[str, float] = field(default_factory=dict)
-    metric: str = "rae"  # the forward-validation metric it judged by
+    # the forward-validation metric it judged by
+    metric: str = "rae"
 
 
 def label(composition: Composition) -> str:
@@ -317,7 +331,8 @@ def _refresh(
     served = np.maximum(np.asarray(incumbent.predict(X[new]), dtype="float64"), 0.0)
     n_runs, n_jobs = int(new.sum()), len(np.unique(jobs[new]))
     apart = _disagreement(y[new], served)
-    if apart > settings.max_disagreement and not incumbent.rule:  # a rule is far from new inputs by nature
+    # a rule is far from new inputs by nature
+    if apart > settings.max_disagreement and not incumbent.rule:
         reason = (
             f"{prefix}flagged: the {n_runs} new run(s) of {n_jobs} job(s) took a median {apart:,.0f}x apart from what version "
             f"{incumbent.version} serves for them (over {settings.max_disagreement:g}x): not refreshed on them, "

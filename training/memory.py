@@ -220,7 +220,8 @@ class MemoryMeasurements:
         self, algorithm: str | None = None, platform: str | None = None, *, informative_only: bool = False
     ) -> int:
         if algorithm is not None and platform is not None and informative_only:
-            return self._informative.get((algorithm, platform), 0)  # the simulator asks this at every job end
+            # the simulator asks this at every job end
+            return self._informative.get((algorithm, platform), 0)
         return sum(1 for r in self._select(algorithm, platform) if not informative_only or _informative(r))
 
     def profile_table(self) -> dict[tuple[str, str], tuple[float, int]]:

@@ -38,7 +38,8 @@ METRICS = (
 LOWER_IS_BETTER = frozenset(
     {"mae", "rmse", "rae", "rrse", "mape", "median_ape", "male", "mdale", "underestimate_rate", "mean_underestimate"}
 )
-LOG_FLOOR = 1.0e-3  # both sides of a log error are floored here (a millisecond, a kilobyte's millionth)
+# both sides of a log error are floored here (a millisecond, a kilobyte's millionth)
+LOG_FLOOR = 1.0e-3
 
 
 def absolute_log_errors(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
@@ -110,7 +111,8 @@ def _finished_metrics(y: np.ndarray, pred: np.ndarray, prior: np.ndarray) -> dic
         "mape": 100.0 * float(ape.mean()) if some else math.nan,
         "median_ape": 100.0 * float(np.median(ape)) if some else math.nan,
         "male": float(log_errors.mean()),
-        "mdale": float(np.quantile(log_errors, 0.5, method="lower")),  # the bootstrap's median (training.significance)
+        # the bootstrap's median (training.significance)
+        "mdale": float(np.quantile(log_errors, 0.5, method="lower")),
         "within_10pct": float((ape <= 0.10).mean()) if some else math.nan,
         "within_25pct": float((ape <= 0.25).mean()) if some else math.nan,
         "within_factor_2": float(((ratio >= 0.5) & (ratio <= 2.0)).mean()) if some else math.nan,

@@ -63,12 +63,14 @@ def relative_errors(actual: np.ndarray, predicted: np.ndarray, title: str) -> Fi
     order = np.argsort(actual[positive], kind="stable")
     errors = 100.0 * (predicted[positive] - actual[positive]) / actual[positive]
     figure, axes = _figure(7, 4, title)
-    stems = np.full((len(order), 3), np.nan)  # one stem per run, as a single path broken by NaN (800 paths are slow)
+    # one stem per run, as a single path broken by NaN (800 paths are slow)
+    stems = np.full((len(order), 3), np.nan)
     stems[:, 0], stems[:, 1] = 0.0, errors[order]
     axes.plot(np.repeat(np.arange(len(order)), 3), stems.ravel(), linewidth=1.0)
     axes.axhline(0.0, color="black", linewidth=1)
     if np.abs(errors).max(initial=0.0) > 100.0:
-        axes.set_yscale("symlog", linthresh=100.0)  # linear within +-100 %, logarithmic beyond
+        # linear within +-100 %, logarithmic beyond
+        axes.set_yscale("symlog", linthresh=100.0)
         _plain_log_ticks(axes)
     axes.set(xlabel="run (ordered by measured seconds)", ylabel="relative error (%)")
     return figure

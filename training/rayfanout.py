@@ -17,7 +17,8 @@ from training.fit_tasks import Fit, FitResult, run_one
 from training.folds import FoldPlan
 
 log = logging.getLogger(__name__)
-WAIT_BATCH = 64  # results taken per wait: a wait scans the pending list, so take many at a time
+# results taken per wait: a wait scans the pending list, so take many at a time
+WAIT_BATCH = 64
 WAIT_S = 0.5
 
 

@@ -132,7 +132,8 @@ def _row(child: mlflow.entities.Run, parent_tags: dict[str, str]) -> ReportRow:
     """A report row from a candidate's child run."""
     tags, metrics = child.data.tags, child.data.metrics
     platform, model = tags["platform"], tags["model_kind"]
-    if child.data.params.get("role") == "incumbent":  # the serving ensemble's fixed weights, beside the session's own
+    # the serving ensemble's fixed weights, beside the session's own
+    if child.data.params.get("role") == "incumbent":
         model = f"{model} (incumbent)"
     return ReportRow(
         platform=platform,

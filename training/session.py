@@ -115,7 +115,8 @@ class TrainingOutcome:
     n_rows: int
     serving_run: str | None = None
     target: Target = Target.TIME
-    metric: str = "rae"  # the forward-validation metric that judged the pair
+    # the forward-validation metric that judged the pair
+    metric: str = "rae"
 
 
 @dataclass

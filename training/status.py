@@ -15,7 +15,8 @@ from predictor.training_status import TrainingStatus, now_iso, write_status
 from training.pipeline import TrainingOutcome
 
 log = logging.getLogger(__name__)
-LOG_EVERY_S = 30.0  # a progress line in the worker's log at most this often
+# a progress line in the worker's log at most this often
+LOG_EVERY_S = 30.0
 
 
 class StatusReport:
@@ -66,5 +67,6 @@ class StatusReport:
         self.status = self.status.with_(**changes)
         try:
             write_status(self.home, self.status)
-        except OSError:  # a full or read-only disk must not stop training: the status is for people
+        # a full or read-only disk must not stop training: the status is for people
+        except OSError:
             log.warning("cannot write the training status under %s", self.home, exc_info=True)

@@ -317,7 +317,8 @@ def load_out_of_fold(tracking_uri: str, run_id: str) -> pd.DataFrame:
     except (OSError, MlflowException) as exc:
         raise FileNotFoundError(f"run {run_id} has no {OUT_OF_FOLD}: {redact_addresses(str(exc))}") from exc
     table = pd.read_csv(path, dtype={"run_id": str})
-    if "censored" not in table:  # written before censored runs were trained on: none of its runs was
+    # written before censored runs were trained on: none of its runs was
+    if "censored" not in table:
         table["censored"] = False
     missing = sorted(set(OUT_OF_FOLD_COLUMNS) - set(table.columns))
     if missing:

@@ -168,9 +168,8 @@ def retrain_due(
 
     ``on_start`` hears, before each target's training, which pairs it trains and about how many steps ``progress``
     will be called for."""
-    if (
-        book is None
-    ):  # the registry of the settings, not whatever MLflow's process-wide default points at (a stale ./mlflow.db)
+    # the registry of the settings, not whatever MLflow's process-wide default points at (a stale ./mlflow.db)
+    if book is None:
         from training.champions import MlflowChampions
 
         book = MlflowChampions(settings.resolved_tracking_uri)

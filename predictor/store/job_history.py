@@ -103,7 +103,8 @@ class JobHistory:
             merged[rec.key] = _merge(merged[rec.key], rec) if rec.key in merged else rec
         if not merged:
             return 0
-        keys = sorted(merged)  # one lock order for concurrent PostgreSQL writers
+        # one lock order for concurrent PostgreSQL writers
+        keys = sorted(merged)
         with self.engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn:
             known = set()
             touched = {(rec.cluster, rec.user) for rec in merged.values()}
@@ -111,7 +112,8 @@ class JobHistory:
                 chunk = select(table.c.key, table.c.cluster, table.c.user).where(table.c.key.in_(keys[i : i + CHUNK]))
                 for key, cluster, user in conn.execute(chunk):
                     known.add(key)
-                    touched.add((cluster, user))  # a record may give a key to another user: both are summed again
+                    # a record may give a key to another user: both are summed again
+                    touched.add((cluster, user))
             stmt = dialect_insert(conn)(table)
             required = {"key", "cluster", "user", "submit_at", "seq"}
             stmt = stmt.on_conflict_do_update(
@@ -129,7 +131,8 @@ class JobHistory:
             conn.commit()
         new = len(set(keys) - known)
         if new >= ANALYZE_AFTER and self.engine.dialect.name == "postgresql":
-            with self.engine.connect() as conn:  # a bulk import: statistics now, not at autovacuum's next pass
+            # a bulk import: statistics now, not at autovacuum's next pass
+            with self.engine.connect() as conn:
                 conn.execute(text("ANALYZE job_history"))
                 conn.commit()
         return new
@@ -219,9 +222,10 @@ def _state_queries(ties: bool) -> tuple[AnySelect, AnySelect]:
     )
     done = select(func.count().label("n"), func.sum(c.end_at - c.start_at).label("total")).where(finished).subquery()
     busy = select(func.count().label("n"), func.sum(func.coalesce(running.c.min_cpus, 0)).label("procs")).subquery()
-    counts = select(  # three one-row aggregates side by side: one round trip
-        submitted.c.n, submitted.c.last, done.c.n, done.c.total, busy.c.n, busy.c.procs
-    ).select_from(submitted.join(done, true()).join(busy, true()))
+    # three one-row aggregates side by side: one round trip
+    counts = select(submitted.c.n, submitted.c.last, done.c.n, done.c.total, busy.c.n, busy.c.procs).select_from(
+        submitted.join(done, true()).join(busy, true())
+    )
     recent = select(c.end_at - c.start_at).where(finished).order_by(c.end_at.desc(), c.seq.desc()).limit(LAST)
     return counts, recent
 
@@ -237,11 +241,13 @@ class _Sweep:
     def __init__(self, jobs: list[tuple[Any, ...]]) -> None:
         self.jobs = jobs
         self.next = 0  # the first row not submitted yet
-        self.starts: list[tuple[float, int]] = []  # (start, row) of submitted rows not started yet
+        # (start, row) of submitted rows not started yet
+        self.starts: list[tuple[float, int]] = []
         self.ends: list[tuple[float, int]] = []  # (end, row) of running rows that end
         self.running = self.procs = self.finished = 0
         self.total = 0.0
-        self.recent: list[tuple[float, int, float]] = []  # (end, seq, run time) of the latest ended, newest first
+        # (end, seq, run time) of the latest ended, newest first
+        self.recent: list[tuple[float, int, float]] = []
 
     def at(self, now: float, seq: float) -> UserHistory:
         """The state at ``now`` for a job of ``seq`` (inf: after every job submitted at ``now``)."""
@@ -308,7 +314,8 @@ def _covers(summary: Row[Any], now: float, before_seq: int | None) -> bool:
     job submitted at ``now`` counts)."""
     times = [t for t in (summary.last_submit, summary.last_start, summary.last_end) if t is not None]
     if not times:
-        return True  # no job of the user left: nothing at any instant
+        # no job of the user left: nothing at any instant
+        return True
     return now > max(times) or (now == max(times) and before_seq is None)
 
 

@@ -30,7 +30,8 @@ def _column_checks() -> list[tuple[str, Callable[[Any], str | None]]]:
     for column in measurements.columns:
         field = Measurement.model_fields.get(column.name)
         if field is None or (isinstance(field.annotation, type) and issubclass(field.annotation, Enum)):
-            continue  # not a field, or one of a few short names
+            # not a field, or one of a few short names
+            continue
         if isinstance(column.type, String | Integer):  # BigInteger included
             checks.append((column.name, partial(column_problem, column)))
     return checks

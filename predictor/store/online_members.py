@@ -12,7 +12,8 @@ from sqlalchemy import Connection, Engine, delete, select, tuple_
 from predictor.domain import Measurement, Target
 from predictor.store.tables import online_members
 
-if TYPE_CHECKING:  # the learner is imported when a member exists: a store that has none stays as quick to import
+# the learner is imported when a member exists: a store that has none stays as quick to import
+if TYPE_CHECKING:
     from predictor.online import LiveMember
 
 Key = tuple[str, str, Target]

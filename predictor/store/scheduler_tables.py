@@ -48,9 +48,8 @@ class SchedJobRow(Base):
     checkpoint: Mapped[list[str]] = mapped_column(JSON)
     data: Mapped[str | None] = mapped_column(String(200), nullable=True)
     memory: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # bytes its user asked for
-    planned_memory: Mapped[dict[str, int]] = mapped_column(
-        JSON
-    )  # without memory: bytes it is planned with per platform
+    # without memory: bytes it is planned with per platform
+    planned_memory: Mapped[dict[str, int]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16))
     progress: Mapped[float] = mapped_column(Float)
     attempts: Mapped[int] = mapped_column(Integer)
@@ -73,9 +72,8 @@ class SchedRunRow(Base):
     estimate: Mapped[float | None] = mapped_column(Float, nullable=True)
     progress0: Mapped[float] = mapped_column(Float)
     orphan: Mapped[bool] = mapped_column(Boolean)
-    memory: Mapped[int] = mapped_column(
-        BigInteger, server_default="0"
-    )  # bytes it holds with each slot (0: not counted)
+    # bytes it holds with each slot (0: not counted)
+    memory: Mapped[int] = mapped_column(BigInteger, server_default="0")
 
 
 class SchedMachineRow(Base):
@@ -90,9 +88,8 @@ class SchedMachineRow(Base):
     online: Mapped[bool] = mapped_column(Boolean)
     warm: Mapped[str | None] = mapped_column(String(200), nullable=True)
     idle_since: Mapped[float] = mapped_column(Float)
-    node_memory: Mapped[int | None] = mapped_column(
-        BigInteger, nullable=True
-    )  # bytes per node; None: memory never limits
+    # bytes per node; None: memory never limits
+    node_memory: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class SchedOrderRow(Base):
@@ -135,9 +132,8 @@ class SchedLeaseRow(Base):
 
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     holder: Mapped[str] = mapped_column(String(200))
-    epoch: Mapped[int] = mapped_column(
-        Integer
-    )  # grows by one at every takeover: a fenced-out holder's writes are refused
+    # grows by one at every takeover: a fenced-out holder's writes are refused
+    epoch: Mapped[int] = mapped_column(Integer)
     expires_at: Mapped[float] = mapped_column(Float)
 
 
@@ -147,10 +143,10 @@ class SchedProbeRow(Base):
     __tablename__ = "sched_probes"
     __table_args__ = (Index("ix_sched_probes_ended", "ended"),)
 
-    token: Mapped[int] = mapped_column(
-        Integer, primary_key=True, autoincrement=False
-    )  # the prober's number; orders name it
-    probe: Mapped[str] = mapped_column(String(200))  # the candidate, and the run id its measurement is stored under
+    # the prober's number; orders name it
+    token: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    # the candidate, and the run id its measurement is stored under
+    probe: Mapped[str] = mapped_column(String(200))
     algorithm: Mapped[str] = mapped_column(String(200))
     platform: Mapped[str] = mapped_column(String(200))
     machine_id: Mapped[str] = mapped_column(String(200))

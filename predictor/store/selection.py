@@ -15,8 +15,10 @@ class RunSelection:
     or ``until`` is given (an algorithm or a platform alone names too much to set aside by mistake)."""
 
     run_ids: frozenset[str] = field(default_factory=frozenset)
-    like: str | None = None  # a run id: the runs of the same input (equal features and parameters)
-    user: str | None = None  # the ``user`` of the runs' context (accounting imports and SWF logs record it)
+    # a run id: the runs of the same input (equal features and parameters)
+    like: str | None = None
+    # the ``user`` of the runs' context (accounting imports and SWF logs record it)
+    user: str | None = None
     since: datetime | None = None  # recorded at or after
     until: datetime | None = None  # recorded before
     algorithm: str | None = None

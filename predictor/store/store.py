@@ -52,14 +52,17 @@ AnySelect: TypeAlias = Select[*tuple[Any, ...]]
 log = logging.getLogger(__name__)
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-IN_CHUNK = 10_000  # values in one SQL IN list (SQLite caps a statement's parameters)
-MAX_SQL_INTEGER = 2**63 - 1  # the largest LIMIT both backends take (a larger Python int overflows the driver)
+# values in one SQL IN list (SQLite caps a statement's parameters)
+IN_CHUNK = 10_000
+# the largest LIMIT both backends take (a larger Python int overflows the driver)
+MAX_SQL_INTEGER = 2**63 - 1
 # Arbitrary constant key of the PostgreSQL advisory lock that serialises concurrent migrations.
 MIGRATION_LOCK_KEY = 0x6D656173
 # Alembic keeps the running migration context in module globals, so one process migrates one database at a time.
 _ALEMBIC_LOCK = threading.Lock()
 # Rows of a pair's live window: what it was served beside what it measured (see live_window).
-JSON_COLUMNS = ("params", "features", "context")  # read as text and parsed row by row (see MeasurementStore._read)
+# read as text and parsed row by row (see MeasurementStore._read)
+JSON_COLUMNS = ("params", "features", "context")
 LIVE_COLUMNS = (
     "run_id",
     "seconds",
@@ -77,7 +80,8 @@ LIVE_COLUMNS = (
     "censored",
     "max_rss_kb",
 )
-SERVED_LIVE = LIVE_COLUMNS[1:-3]  # the served estimate's columns of a live window (its run's: the last three)
+# the served estimate's columns of a live window (its run's: the last three)
+SERVED_LIVE = LIVE_COLUMNS[1:-3]
 
 
 @dataclass
@@ -103,9 +107,8 @@ class MeasurementStore:
         self.engine: Engine = create_engine(parsed)
         if self.dialect == "sqlite":
             _configure_sqlite(self.engine)
-        self._profile: tuple[tuple[Any, ...], dict[tuple[str, str], tuple[float, int]]] | None = (
-            None  # see profile_table
-        )
+        # see profile_table
+        self._profile: tuple[tuple[Any, ...], dict[tuple[str, str], tuple[float, int]]] | None = None
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest revision; a lock makes concurrent callers take turns."""
@@ -336,7 +339,8 @@ class MeasurementStore:
 
     def _readable(self) -> AnySelect:
         """Every column of the measurements, the JSON ones as their stored text (SQLite: bytes), parsed by :meth:`_read`."""
-        raw = LargeBinary if self.dialect == "sqlite" else Text  # SQLite keeps any bytes in a column, even not UTF-8
+        # SQLite keeps any bytes in a column, even not UTF-8
+        raw = LargeBinary if self.dialect == "sqlite" else Text
         return select(*(cast(c, raw).label(c.name) if c.name in JSON_COLUMNS else c for c in table.c))
 
     def _read(self, stmt: AnySelect) -> list[dict[str, Any]]:

@@ -113,9 +113,8 @@ class ModelDecisionRow(Base):
     decided_at: Mapped[datetime] = mapped_column(UTCDateTime)
     algorithm: Mapped[str] = mapped_column(String(200))
     platform: Mapped[str] = mapped_column(String(200))
-    target: Mapped[str] = mapped_column(
-        String(16), server_default="time"
-    )  # predictor.domain.Target: run time, peak memory
+    # predictor.domain.Target: run time, peak memory
+    target: Mapped[str] = mapped_column(String(16), server_default="time")
     decision: Mapped[str] = mapped_column(String(16))
     trigger: Mapped[str] = mapped_column(String(200))
     challenger: Mapped[str] = mapped_column(String(200))
@@ -137,7 +136,8 @@ class SetAsideRow(Base):
     measurement_id: Mapped[int] = mapped_column(Integer, unique=True)
     run_id: Mapped[str] = mapped_column(String(200))
     reason: Mapped[str] = mapped_column(Text)
-    row: Mapped[str] = mapped_column(Text)  # the row's columns as JSON, its unreadable ones as the text they hold
+    # the row's columns as JSON, its unreadable ones as the text they hold
+    row: Mapped[str] = mapped_column(Text)
     set_aside_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
@@ -193,7 +193,8 @@ class JobHistoryUserRow(Base):
     running_procs: Mapped[int] = mapped_column(BigInteger)
     finished: Mapped[int] = mapped_column(BigInteger)  # started and ended
     finished_total: Mapped[float] = mapped_column(Float)  # their run times' sum
-    recent1: Mapped[float | None] = mapped_column(Float, nullable=True)  # the latest ended runs' times, newest first
+    # the latest ended runs' times, newest first
+    recent1: Mapped[float | None] = mapped_column(Float, nullable=True)
     recent2: Mapped[float | None] = mapped_column(Float, nullable=True)
     recent3: Mapped[float | None] = mapped_column(Float, nullable=True)
 

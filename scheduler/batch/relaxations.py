@@ -13,9 +13,8 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 INF = float("inf")
-SLACK = (
-    1e-7  # relative, HiGHS's default tolerance: an LP optimum (not a breakpoint) is shaded down by it to stay a bound
-)
+# relative, HiGHS's default tolerance: an LP optimum (not a breakpoint) is shaded down by it to stay a bound
+SLACK = 1e-7
 
 
 def lp_bound(
@@ -52,9 +51,11 @@ def lp_bound(
     def least(threshold: float) -> float:
         return _relaxed_makespan(work, counts, ready, np.isfinite(finish) & (finish <= threshold))
 
-    free = least(INF)  # no restriction: at most every restricted optimum
+    # no restriction: at most every restricted optimum
+    free = least(INF)
     steps = np.unique(finish[np.isfinite(finish) & (finish >= float(earliest.max()))])
-    first = int(np.searchsorted(steps, free, side="left"))  # steps[first - 1] < free: its LP cannot fit within it
+    # steps[first - 1] < free: its LP cannot fit within it
+    first = int(np.searchsorted(steps, free, side="left"))
     if first == len(steps):
         return free * (1.0 - SLACK)
     low, high, before = first, first, least(float(steps[first - 1])) if first > 0 else INF
@@ -65,7 +66,8 @@ def lp_bound(
         low, before = high + 1, value
         high = min(high + gap, len(steps) - 1)
         gap *= 2
-    while low < high:  # the first fitting step lies in (low - 1, high]
+    # the first fitting step lies in (low - 1, high]
+    while low < high:
         mid = (low + high) // 2
         value = least(float(steps[mid]))
         if value <= steps[mid]:

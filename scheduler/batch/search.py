@@ -25,7 +25,8 @@ from typing import NamedTuple
 import numpy as np
 
 INF = float("inf")
-EPS = 1e-9  # relative: a step must lower the critical load by more than rounding
+# relative: a step must lower the critical load by more than rounding
+EPS = 1e-9
 
 
 class Result(NamedTuple):
@@ -154,9 +155,8 @@ def _chain(
     last = np.r_[assign[ranked][1:] != assign[ranked][:-1], True]
     ejected = np.full(machines, -1)
     ejected[assign[ranked[last]]] = ranked[last]
-    freed = np.where(
-        ejected >= 0, current[np.maximum(ejected, 0)], -INF
-    )  # what each machine's longest relocatable job frees
+    # what each machine's longest relocatable job frees
+    freed = np.where(ejected >= 0, current[np.maximum(ejected, 0)], -INF)
     chained = np.maximum(left[:, None], load[None, :] + rows - freed[None, :])
     chained[:, c] = INF
     pick = int(chained.argmin())
@@ -174,7 +174,8 @@ def _balancing_step(times: np.ndarray, assign: np.ndarray, load: np.ndarray, cur
     _, top = _critical(assign, load)
     source = load[assign]
     change = times * (2.0 * load[None, :] + times) - (current * (2.0 * source - current))[:, None]
-    change[(load[None, :] + times) >= top * (1.0 - EPS)] = INF  # would reach the makespan (also: the job's own machine)
+    # would reach the makespan (also: the job's own machine)
+    change[(load[None, :] + times) >= top * (1.0 - EPS)] = INF
     pick = int(change.argmin())
     if not change.flat[pick] < -EPS * top * top:
         return False
@@ -205,9 +206,12 @@ def _exchange_step(
     picked = picked[slow[picked] > 1.0 + EPS]
     if not picked.size:
         return False
-    home = assign[picked]  # s: each candidate's machine; the partner b sits on assign[b]
-    new_home = (load[home] - current[picked])[:, None] + columns[home]  # s after a leaves and b arrives (k x jobs)
-    new_away = (load[assign] - current)[None, :] + times[picked][:, assign]  # b's machine after b leaves and a arrives
+    # s: each candidate's machine; the partner b sits on assign[b]
+    home = assign[picked]
+    # s after a leaves and b arrives (k x jobs)
+    new_home = (load[home] - current[picked])[:, None] + columns[home]
+    # b's machine after b leaves and a arrives
+    new_away = (load[assign] - current)[None, :] + times[picked][:, assign]
     change = new_home**2 - load[home][:, None] ** 2 + new_away**2 - load[assign][None, :] ** 2
     change[(new_home >= limit) | (new_away >= limit) | (home[:, None] == assign[None, :])] = INF
     pick = int(change.argmin())
@@ -244,7 +248,8 @@ def improve(
     load = loads(times, ready, assign)
     steps = descend(times, assign, load, deadline)
     best, best_load, best_span = assign.copy(), load.copy(), _critical(assign, load)[1]
-    floor = float((ready[None, :] + times).min(axis=1).max())  # the longest task alone: nothing ends sooner
+    # the longest task alone: nothing ends sooner
+    floor = float((ready[None, :] + times).min(axis=1).max())
     kicks = stale = 0
     while stale < patience and best_span > floor * (1.0 + EPS) and time.perf_counter() < deadline:
         kicks += 1

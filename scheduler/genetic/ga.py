@@ -41,8 +41,10 @@ class GaSettings:
     children: int = 50
     generations: int = 100
     mutation: float = 0.0
-    replicate: bool = True  # False: the paper's "GA rep-none", objects never replicated
-    budget: float | None = None  # seconds: no new generation starts after it (None: all of them)
+    # False: the paper's "GA rep-none", objects never replicated
+    replicate: bool = True
+    # seconds: no new generation starts after it (None: all of them)
+    budget: float | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.parents <= self.children:
@@ -58,7 +60,8 @@ class Evolution(NamedTuple):
 
     best: Chromosomes
     makespan: float
-    history: np.ndarray  # generations + 1 entries: after the initial population, then after each generation
+    # generations + 1 entries: after the initial population, then after each generation
+    history: np.ndarray
 
 
 def random_nodes(eligible: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
@@ -95,9 +98,11 @@ def order_crossover(first: np.ndarray, second: np.ndarray, rng: np.random.Genera
     taken = np.zeros((count, length), dtype=bool)
     taken[rows, first] = keep  # the jobs the slice holds
     rest = second[rows, np.argsort(taken[rows, second], axis=1, kind="stable")]  # second's other jobs first, in order
-    gaps = np.argsort(keep, axis=1, kind="stable")  # positions outside the slice first, left to right
+    # positions outside the slice first, left to right
+    gaps = np.argsort(keep, axis=1, kind="stable")
     child = np.empty_like(first)
-    child[rows, gaps] = rest  # the tail lands on the slice's positions and is overwritten next
+    # the tail lands on the slice's positions and is overwritten next
+    child[rows, gaps] = rest
     return np.where(keep, first, child)
 
 
@@ -111,7 +116,8 @@ def reversal_mutation(order: np.ndarray, rate: float, rng: np.random.Generator) 
     """Each row, with probability ``rate``, has the jobs between two random positions (inclusive) reversed."""
     count, length = order.shape
     ends = np.sort(rng.integers(0, length, size=(count, 2)), axis=1)
-    ends[rng.random(count) >= rate] = 0  # rows left alone: the empty reversal [0, 0]
+    # rows left alone: the empty reversal [0, 0]
+    ends[rng.random(count) >= rate] = 0
     at = np.arange(length)
     inside = (at >= ends[:, :1]) & (at <= ends[:, 1:])
     source = np.where(inside, ends[:, :1] + ends[:, 1:] - at, at)

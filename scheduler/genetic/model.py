@@ -160,9 +160,12 @@ class Problem:
 class Chromosomes(NamedTuple):
     """A population of schedules (Phan, Ranganathan & Sion 2005, section 4.3): P rows of each string."""
 
-    order: np.ndarray  # (P x J) permutation of jobs: the queue order
-    nodes: np.ndarray  # (P x J) node of job j (indexed by job, not by queue position)
-    stores: np.ndarray  # (P x D) local store of object o, or Problem.no_replica
+    # (P x J) permutation of jobs: the queue order
+    order: np.ndarray
+    # (P x J) node of job j (indexed by job, not by queue position)
+    nodes: np.ndarray
+    # (P x D) local store of object o, or Problem.no_replica
+    stores: np.ndarray
 
     def take(self, rows: np.ndarray) -> Chromosomes:
         """The chromosomes at ``rows``."""
@@ -173,7 +176,8 @@ class Timeline(NamedTuple):
     """What a schedule does: each job's node, start and end of computation, and the makespan (P rows)."""
 
     nodes: np.ndarray  # (P x J) by job
-    start: np.ndarray  # (P x J) by job: when computation begins (after the slowest object arrives)
+    # (P x J) by job: when computation begins (after the slowest object arrives)
+    start: np.ndarray
     end: np.ndarray  # (P x J) by job
     makespan: np.ndarray  # (P,)
 
@@ -197,21 +201,29 @@ def timeline(problem: Problem, order: np.ndarray, nodes: np.ndarray | None, stor
         )
     rows = np.arange(population)
     column = rows[:, None]
-    width = problem.objects + 1  # objects plus the dummy one that pads each job's list
+    # objects plus the dummy one that pads each job's list
+    width = problem.objects + 1
     padded = np.concatenate([stores, np.full((population, 1), problem.no_replica)], axis=1)
-    first = problem.first_hop[np.arange(width), padded]  # (P x D+1) copy time of each object to its store
-    last = problem.last_hop[np.arange(width), padded]  # (P x D+1 x C) hop from that store to each node
-    needs = problem.needs[order]  # (P x J x K) objects of the job at each queue position
-    slots = (column * width)[:, :, None] + needs  # their cells in the flattened NAOT table
-    copies = first[column[:, :, None], needs]  # (P x J x K) first-hop times along the queue
+    # (P x D+1) copy time of each object to its store
+    first = problem.first_hop[np.arange(width), padded]
+    # (P x D+1 x C) hop from that store to each node
+    last = problem.last_hop[np.arange(width), padded]
+    # (P x J x K) objects of the job at each queue position
+    needs = problem.needs[order]
+    # their cells in the flattened NAOT table
+    slots = (column * width)[:, :, None] + needs
+    # (P x J x K) first-hop times along the queue
+    copies = first[column[:, :, None], needs]
     naot = np.full(population * width, INF)
     nact = np.tile(problem.start_times(), population)  # flattened (P x C) NACT table
     base = rows * problem.nodes
     compute = problem.compute
-    if nodes is None:  # jobs-LL: the node is chosen as the walk goes
+    # jobs-LL: the node is chosen as the walk goes
+    if nodes is None:
         chosen = np.empty((population, jobs), dtype=np.intp)
         unusable = np.where(problem.eligible, 0.0, INF)
-    else:  # everything but the clocks is known up front: gather it once
+    # everything but the clocks is known up front: gather it once
+    else:
         chosen = np.atleast_2d(nodes)[column, order]  # node of the job at each queue position
         hops = last[column[:, :, None], needs, chosen[:, :, None]]
         works = compute[order, chosen]
@@ -247,7 +259,8 @@ def evaluate_reference(problem: Problem, order: np.ndarray, nodes: np.ndarray, s
     makespan = 0.0
     for j in order:
         c = int(nodes[j])
-        clock = nact[c]  # the job is dispatched when its node is free
+        # the job is dispatched when its node is free
+        clock = nact[c]
         max_td = 0.0
         for o in np.flatnonzero(problem.requires[j]):
             s = int(stores[o])
@@ -257,7 +270,8 @@ def evaluate_reference(problem: Problem, order: np.ndarray, nodes: np.ndarray, s
             else:
                 td = problem.size[o] / problem.remote_to_store[problem.source[o], s]  # line 17
                 final_hop = problem.size[o] / problem.store_to_node[s, c]  # line 23
-            naot[o] = min(naot[o], clock + td)  # lines 18-22: a copy already under way, or one of our own
+            # lines 18-22: a copy already under way, or one of our own
+            naot[o] = min(naot[o], clock + td)
             max_td = max(max_td, max(naot[o], clock) + final_hop - clock)  # line 26, as a delay from dispatch
         completion = nact[c] + max_td + float(problem.compute[j, c])  # lines 31-32
         nact[c] = max(nact[c], completion)  # line 33

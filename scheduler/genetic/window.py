@@ -47,7 +47,8 @@ class Window:
         for j in sorted(range(len(self.jobs)), key=lambda j: (begins[j], nodes[j])):
             lane, begin = int(nodes[j]), float(begins[j])
             if begin == INF:
-                continue  # no lane will ever take it as things stand; it waits for a later pass
+                # no lane will ever take it as things stand; it waits for a later pass
+                continue
             job, machine = self.jobs[j].id, self.machines[lane]
             if lane not in seen and self.free[lane] and begin <= self.now:
                 starts.append(start(job, machine, "ga window"))

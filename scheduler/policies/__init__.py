@@ -50,7 +50,8 @@ class Registered:
 POLICIES: dict[str, Registered] = {
     "fcfs": Registered(FCFS),
     "edf": Registered(EDFDeferral),  # Brandstätter-Müller et al. 2011
-    "easy": Registered(EASY),  # backfilling, as batch schedulers do (issue 19)
+    # backfilling, as batch schedulers do (issue 19)
+    "easy": Registered(EASY),
     "conservative": Registered(Conservative),
     "affinity": Registered(Affinity),  # Kontothanassis & Goddeau 2004
     "greedy1": Registered(greedy1),
@@ -60,13 +61,15 @@ POLICIES: dict[str, Registered] = {
     "minmin": Registered(MinMin),
     "maxmin": Registered(MaxMin),
     "sufferage": Registered(Sufferage),
-    "heft": Registered(HEFT),  # HEFT's order for independent jobs (rank=mean|median)
+    # HEFT's order for independent jobs (rank=mean|median)
+    "heft": Registered(HEFT),
     "kpb": Registered(KPercentBest),
-    "batch-search": Registered(BatchSearch),  # the best list heuristic + local search (+ a MILP for small windows)
-    "ga": Registered(GeneticCoScheduling),  # Phan, Ranganathan & Sion 2005, the paper's GA
-    "ga-strong": Registered(
-        partial(GeneticCoScheduling, strong=True, window=1000)
-    ),  # seeded with batch-search, local search
+    # the best list heuristic + local search (+ a MILP for small windows)
+    "batch-search": Registered(BatchSearch),
+    # Phan, Ranganathan & Sion 2005, the paper's GA
+    "ga": Registered(GeneticCoScheduling),
+    # seeded with batch-search, local search
+    "ga-strong": Registered(partial(GeneticCoScheduling, strong=True, window=1000)),
     "jobs-ll-rep-none": Registered(partial(GreedyCoScheduling, "ll", "none")),
     "jobs-ll-rep-rand": Registered(partial(GreedyCoScheduling, "ll", "rand")),
     "jobs-rand-rep-none": Registered(partial(GreedyCoScheduling, "rand", "none")),

@@ -68,7 +68,8 @@ class Affinity(Policy):
         for job in left:
             due = {p: job.submit + self.weight * self.profile.hot_saving(job, p) for p in job.estimates if p in least}
             soonest = min((due[p] + least[p] for p in due), default=INF)
-            if soonest > now:  # no free machine's penalty is waited out yet
+            # no free machine's penalty is waited out yet
+            if soonest > now:
                 if soonest != INF and (self._wake is None or soonest < self._wake):
                     self._wake = soonest
                 continue

@@ -36,10 +36,14 @@ from scheduler.state import INF, Job, Machine
 class Backfilling(Policy):
     """What both backfillers share: the queue, the machines and the running jobs' planned ends."""
 
-    replans_every_end = True  # the event loop replans at every end rather than start the plan's next jobs itself
-    places_nodes = True  # it gives each start its nodes on a machine of nodes (scheduler/nodes.py)
-    plans_memory = True  # placement and reservations count each node's free memory
-    family: ClassVar[Literal["easy", "conservative"]]  # whose planning decisions it follows when ``planned``
+    # the event loop replans at every end rather than start the plan's next jobs itself
+    replans_every_end = True
+    # it gives each start its nodes on a machine of nodes (scheduler/nodes.py)
+    places_nodes = True
+    # placement and reservations count each node's free memory
+    plans_memory = True
+    # whose planning decisions it follows when ``planned``
+    family: ClassVar[Literal["easy", "conservative"]]
 
     def __init__(self, correction: Correction = "tsafrir", planned: bool = False) -> None:
         if correction not in CORRECTIONS:
@@ -85,7 +89,8 @@ class Backfilling(Policy):
         return make_profile(now, room.free, releases, on_nodes=bool(machine.node_slots), memory_now=room.memory)
 
 
-BACKFILL_ORDERS: tuple[str, ...] = ("fcfs", "sjbf", "saf")  # arrival, shortest planning time, smallest area first
+# arrival, shortest planning time, smallest area first
+BACKFILL_ORDERS: tuple[str, ...] = ("fcfs", "sjbf", "saf")
 
 
 class EASY(Backfilling):
@@ -195,13 +200,15 @@ class Conservative(Backfilling):
                 if at < best:
                     best, where, seconds = at, machine, length
             if where is None:
-                continue  # it fits no machine, ever: it waits for one to join
+                # it fits no machine, ever: it waits for one to join
+                continue
             needs, plan = where.needs(job), profiles[where.id]
             nodes = rooms[where.id].place(needs, plan.window(best, seconds, needs.memory)) if best <= now else None
             if nodes is not None:
                 out.append(o.start(job.id, where.id, nodes=nodes))
                 rooms[where.id].take(nodes, needs.memory)
-            else:  # later, or now on slots of a run that ends at this instant but is not reported yet
+            # later, or now on slots of a run that ends at this instant but is not reported yet
+            else:
                 out.append(o.defer(job.id, where.id, best))
             plan.reserve(best, seconds, nodes or plan.place(needs, best, seconds) or (), needs.memory)
         return out

@@ -39,7 +39,8 @@ HEURISTICS: dict[str, Callable[[], BatchMapping]] = {
     "maxmin": MaxMin,
     "sufferage": Sufferage,
 }
-STARTS = ("heft", "kpb")  # cheap at 1,000 x 50 (O(jobs x machines)); the others cost up to ~1 s there
+# cheap at 1,000 x 50 (O(jobs x machines)); the others cost up to ~1 s there
+STARTS = ("heft", "kpb")
 
 
 class BatchPlan(NamedTuple):
@@ -117,8 +118,7 @@ class BatchSearch(Policy):
         problem = window.problem
         times = problem.compute
         found = plan(times, problem.start_times() - ctx.now, self.budget, self.exact, self.exact_cells, rng=self.rng)
-        order = np.lexsort(
-            (times[np.arange(len(found.assign)), found.assign], found.assign)
-        )  # each slot's jobs shortest first
+        # each slot's jobs shortest first
+        order = np.lexsort((times[np.arange(len(found.assign)), found.assign], found.assign))
         stores = np.zeros((1, 0), dtype=np.intp)
         return window.orders(timeline(problem, order[None, :], found.assign[None, :], stores))

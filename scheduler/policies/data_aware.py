@@ -258,8 +258,10 @@ class XSufferage(Policy):
     name = "xsufferage"
 
     def __init__(self) -> None:
-        self._expected: dict[str, float] = {}  # machine -> expected end of the run this policy started there
-        self._rows: dict[str, np.ndarray] = {}  # task -> estimates per processor, then its input bytes
+        # machine -> expected end of the run this policy started there
+        self._expected: dict[str, float] = {}
+        # task -> estimates per processor, then its input bytes
+        self._rows: dict[str, np.ndarray] = {}
         self._rows_for: tuple[str, ...] = ()
 
     def schedule(self, ctx: Context) -> list[Order]:

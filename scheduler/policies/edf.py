@@ -41,7 +41,8 @@ class EDFDeferral(Policy):
     larger than the machine's memory is never placed there, and a rebalance moves none onto it.
     """
 
-    plans_memory = True  # placements now and later count each machine's free memory
+    # placements now and later count each machine's free memory
+    plans_memory = True
 
     def __init__(
         self,

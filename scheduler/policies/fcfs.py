@@ -18,8 +18,10 @@ class FCFS(Policy):
     that fit it (:mod:`scheduler.nodes`).
     """
 
-    places_nodes = True  # it gives each start its nodes on a machine of nodes
-    plans_memory = True  # a start takes only nodes with the job's memory free
+    # it gives each start its nodes on a machine of nodes
+    places_nodes = True
+    # a start takes only nodes with the job's memory free
+    plans_memory = True
 
     def __init__(self, fastest_only: bool = False) -> None:
         self.fastest_only = fastest_only

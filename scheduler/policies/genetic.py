@@ -28,7 +28,8 @@ from scheduler.orders import Order
 from scheduler.policies.batch import HEURISTICS, STARTS, heuristic_plans, plan
 from scheduler.policy import Context, Policy
 
-SEED_ALL_UP_TO = 5000  # jobs x nodes up to which every list heuristic seeds the strong GA (above: the cheap STARTS)
+# jobs x nodes up to which every list heuristic seeds the strong GA (above: the cheap STARTS)
+SEED_ALL_UP_TO = 5000
 
 
 def evolve_strong(

@@ -13,7 +13,8 @@ from scheduler.policy import Context, Policy
 from scheduler.state import INF, Job, Machine
 
 Cost = Literal["estimate", "warm", "learned"]
-Group = tuple[str, str | None]  # (platform, data set read last): free machines that cost a job the same
+# (platform, data set read last): free machines that cost a job the same
+Group = tuple[str, str | None]
 
 
 class Greedy(Policy):
@@ -65,13 +66,15 @@ class Greedy(Policy):
         out: list[Order] = []
         while True:
             usable = np.where(room.fits > 0, cost, INF)
-            best_group = usable.argmin(axis=1)  # the first of equals: the group idle longest
+            # the first of equals: the group idle longest
+            best_group = usable.argmin(axis=1)
             best = usable[rows, best_group]
             placeable = best < INF
             if not placeable.any():
                 return out
             usable[rows, best_group] = INF
-            gap = usable.min(axis=1) - np.where(placeable, best, 0.0)  # second best minus best (INF: no second)
+            # second best minus best (INF: no second)
+            gap = usable.min(axis=1) - np.where(placeable, best, 0.0)
             benefit = np.where(placeable, np.where(room.fits[rows, best_group] > 1, 0.0, gap), -INF)
             j = int(benefit.argmax())  # the first of equals: the oldest job
             job, g = waiting[j], int(best_group[j])

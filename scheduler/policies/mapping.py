@@ -52,10 +52,12 @@ class Columns:
     def __init__(self, state: State, now: float, depth: int = 1) -> None:
         pools = Pools(state, now)
         self.now = now
-        self.soon = math.nextafter(now, INF)  # a busy machine whose run is overdue frees "any moment", never now
+        # a busy machine whose run is overdue frees "any moment", never now
+        self.soon = math.nextafter(now, INF)
         self.platforms: list[str] = []
         self.heaps: list[list[tuple[float, int, float, str]] | None] = []
-        self.machines: list[str] = []  # a many-slot column's machine ("" for a pool)
+        # a many-slot column's machine ("" for a pool)
+        self.machines: list[str] = []
         rows: list[list[float]] = []
         for platform in sorted(pools.power):
             heap = pools.heaps.get(platform)
@@ -125,7 +127,8 @@ class Completions:
         self.seconds = seconds
         self.sizes = sizes
         self.lane = sizes - 1  # the lane each job waits for
-        self.placed: list[tuple[int, str, float, float]] = []  # (job, machine, start, end) in mapping order
+        # (job, machine, start, end) in mapping order
+        self.placed: list[tuple[int, str, float, float]] = []
         self._matrix: np.ndarray | None = None
 
     @property
@@ -335,12 +338,14 @@ class MinMin(BatchMapping):
         times = ect.columns.times
         seconds = ect.seconds.tolist()
         open_ = [True] * ect.jobs
-        groups = []  # per job size: (lane, jobs of that size by run time in each column, next candidate per column)
+        # per job size: (lane, jobs of that size by run time in each column, next candidate per column)
+        groups = []
         for size in np.unique(ect.sizes):
             members = np.flatnonzero(ect.sizes == size)
             by_time = members[np.argsort(ect.seconds[:, members], axis=1, kind="stable")].tolist()
             groups.append((int(size) - 1, by_time, [0] * len(by_time)))
-        while True:  # small loops in plain Python: a round touches a few numbers per column
+        # small loops in plain Python: a round touches a few numbers per column
+        while True:
             best, pick = INF, (-1, -1)
             for lane, by_time, at in groups:
                 for c, column in enumerate(by_time):
@@ -405,13 +410,15 @@ class Sufferage(BatchMapping):
             idx = np.flatnonzero(open_)
             suffer = second[idx] - best[idx]
             column = arg[idx]
-            order = np.lexsort((idx, -suffer, column))  # by column, largest sufferage first, then queue order
+            # by column, largest sufferage first, then queue order
+            order = np.lexsort((idx, -suffer, column))
             ranked = column[order]
             winners = np.sort(idx[order[np.r_[True, ranked[1:] != ranked[:-1]]]])
             for j in winners:
                 ect.assign(int(j), int(arg[j]))
             open_[winners] = False
-            changed = arg[winners]  # a pool's second machine may have changed even where its first did not
+            # a pool's second machine may have changed even where its first did not
+            changed = arg[winners]
             stale = np.flatnonzero(open_ & (np.isin(arg, changed) | np.isin(arg2, changed)))
             if stale.size:
                 arg[stale], best[stale], arg2[stale], second[stale] = ect.best_two(stale)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from scheduler.state import Job, JobStatus, Machine, State
 
-WarmGain = Mapping[tuple[str, str], float]  # (algorithm, platform) -> fraction of the run a warm cache saves
+# (algorithm, platform) -> fraction of the run a warm cache saves
+WarmGain = Mapping[tuple[str, str], float]
 
 
 def warm_hit(job: Job, machine: Machine) -> bool:
@@ -41,7 +42,8 @@ class _Mean:
         return self.total / self.n
 
 
-Key = tuple[str, str, bool]  # (algorithm, platform, whether the machine's cache held the job's data)
+# (algorithm, platform, whether the machine's cache held the job's data)
+Key = tuple[str, str, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +69,10 @@ class ProfileTable:
         self.warm_gain = warm_gain
         self.walls: dict[Key, _Mean] = {}
         self.ratios: dict[Key, _Mean] = {}
-        self._running: dict[str, dict[str, _Start]] = {}  # machine -> job -> its run, until the run is learned
-        self._probes: dict[Key, tuple[str, float]] = {}  # key never seen to end -> (job, start) of its first run
+        # machine -> job -> its run, until the run is learned
+        self._running: dict[str, dict[str, _Start]] = {}
+        # key never seen to end -> (job, start) of its first run
+        self._probes: dict[Key, tuple[str, float]] = {}
 
     def started(self, job: Job, machine: Machine, now: float) -> None:
         """Remember a run the policy starts, to learn from it once it ends."""

@@ -69,7 +69,8 @@ class StaticPlacement(Policy):
 
     def __init__(self) -> None:
         self._view: GridView | None = None
-        self._placed: dict[str, list[str]] = {}  # grid job -> machines its tasks were given, in order (ASSIGNMENT)
+        # grid job -> machines its tasks were given, in order (ASSIGNMENT)
+        self._placed: dict[str, list[str]] = {}
 
     def schedule(self, ctx: Context) -> list[Order]:
         """Keep every earlier assignment (START once its machine frees), then place each new task."""
@@ -84,7 +85,8 @@ class StaticPlacement(Policy):
         for machine_id, queue in state.plan.items():
             i = view.index[machine_id]
             if not view.machines[i].online:
-                continue  # its waiting tasks are placed anew below
+                # its waiting tasks are placed anew below
+                continue
             for job_id in queue:
                 job = state.jobs[job_id]
                 if job.status is JobStatus.PENDING and job.planned_machine == machine_id:
@@ -101,7 +103,8 @@ class StaticPlacement(Policy):
             app = Application.of(job)
             candidates = view.eligible(job, app)
             if not len(candidates):
-                continue  # no machine can run it (now): it waits, as with fcfs and edf
+                # no machine can run it (now): it waits, as with fcfs and edf
+                continue
             placed = self._placed.setdefault(app.job, [])
             i = self.choose(
                 view, app, candidates, load, [view.index[p] for p in placed if p in view.index], latency_cache

@@ -53,7 +53,8 @@ def readiness(state: ServiceState, scheduler: SchedulerService | None) -> ReadyO
     if status.source == "cache":
         reasons.append("serving the champions cached on disk")
     reasons += [f"{pair}: {why}" for pair, why in sorted(status.unavailable.items())]
-    if scheduler is not None and scheduler.inbox_error:  # a database error may name the store's address
+    # a database error may name the store's address
+    if scheduler is not None and scheduler.inbox_error:
         reasons.append(f"scheduler inbox stuck: {redact_addresses(scheduler.inbox_error)}")
     verdict: Readiness = (
         "ready" if not reasons else "not_ready" if champions == 0 and status.unavailable else "degraded"

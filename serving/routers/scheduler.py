@@ -50,7 +50,8 @@ from serving.schemas.scheduler import (
 )
 
 POLL_S = 1.0
-MAX_SEQ = 2**31 - 1  # job and order numbers are 32-bit integer columns (PostgreSQL's integer)
+# job and order numbers are 32-bit integer columns (PostgreSQL's integer)
+MAX_SEQ = 2**31 - 1
 JobId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The job's id.")]
 MachineId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The machine's id.")]
 
@@ -58,9 +59,8 @@ MachineId = Annotated[str, Path(min_length=1, max_length=200, pattern=ID_PATTERN
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Start the scheduler on the loaded service state (entered after the app's own lifespan) and stop it first."""
-    if (
-        not app.state.run_scheduler or app.state.scheduler is not None
-    ):  # off, or started already (the router included twice)
+    # off, or started already (the router included twice)
+    if not app.state.run_scheduler or app.state.scheduler is not None:
         yield
         return
     state: ServiceState = app.state.service
@@ -244,9 +244,8 @@ def _submit(state: ServiceState, service: SchedulerService, items: list[JobIn], 
                 raise exc.http() from None
             rejected[index] = RejectedJobOut(index=index, id=item.id, status=exc.status, detail=exc.detail)
             continue
-        asked = item.model_dump(
-            include=set(ASKED_FIELDS)
-        )  # JobIn's fields are Job's, by name (tests/scheduler/test_job_fields.py)
+        # JobIn's fields are Job's, by name (tests/scheduler/test_job_fields.py)
+        asked = item.model_dump(include=set(ASKED_FIELDS))
         jobs[index] = job_from_plain(
             asked
             | {

@@ -116,11 +116,13 @@ def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOu
     if mapping is None:
         mapping = class_of(rules, state.catalog, state.slurm.cluster, job.partition)
         if mapping is None or not _users(job) or not plugin:
-            return None  # no class, no user, or a caller that is not the plugin: no history is read
+            # no class, no user, or a caller that is not the plugin: no history is read
+            return None
         submission = _submission(state, job)
         features = submit_features(JobHistory(state.store.engine), submission, submission.submit.tzinfo or UTC)
         if not features["history.finished_jobs"]:
-            return None  # a user with no finished job yet: nothing learned of them (their jobs are, once they end)
+            # a user with no finished job yet: nothing learned of them (their jobs are, once they end)
+            return None
     try:
         request = PredictRequest(
             algorithm=mapping.algorithm, params=mapping.params, platforms=[mapping.platform], features=features
@@ -134,7 +136,8 @@ def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOu
     if estimated is not None:
         state.metrics.count_estimates([estimated])
     if features is not None and (estimated is None or estimated.seconds is None):
-        return None  # a job class without a model yet: nothing to set (its run is learned from all the same)
+        # a job class without a model yet: nothing to set (its run is learned from all the same)
+        return None
     planned, why = _time_min_rule(state)
     advice: SubmitAdvice = advise(
         facts,
@@ -154,7 +157,8 @@ def _advise(state: ServiceState, job: SlurmJobIn, plugin: bool) -> SlurmAdviceOu
     else:
         reason = f"{advice.time_min_reason}; {why}"
     served = estimated if estimated is not None and estimated.seconds is not None else None
-    try:  # the tagged comment is checked to be one bounded line like the job's own
+    # the tagged comment is checked to be one bounded line like the job's own
+    try:
         return SlurmAdviceOut(
             algorithm=mapping.algorithm,
             platform=mapping.platform,

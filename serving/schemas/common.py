@@ -13,7 +13,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, Stric
 
 from predictor.intervals import MAX_COVERAGE
 
-FiniteFloat = Annotated[float, Strict(), Field(allow_inf_nan=False)]  # a JSON number: true is no 1.0, "2" no 2.0
+# a JSON number: true is no 1.0, "2" no 2.0
+FiniteFloat = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 Measured = FiniteFloat
 Count = Annotated[int, Strict()]  # a JSON integer: true is no 1
 Text = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]
@@ -21,7 +22,8 @@ Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00]*$")
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 ParamValue = StrictBool | Int64 | FiniteFloat | Text
-Probability = Annotated[float, Strict(), Field(gt=0, lt=1)]  # a JSON number: "0.5" is refused, as documented
+# a JSON number: "0.5" is refused, as documented
+Probability = Annotated[float, Strict(), Field(gt=0, lt=1)]
 Coverage = Annotated[float, Strict(), Field(gt=0, le=MAX_COVERAGE)]
 MAX_DEPTH = 8
 

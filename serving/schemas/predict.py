@@ -124,9 +124,8 @@ class MatrixPredictRequest(IntervalOptions):
 class EstimateOut(AnsweredEstimate):
     """The estimate for one platform, or the reason there is none."""
 
-    seconds: float | None = Field(
-        description="Estimated wall seconds; null when nothing can be estimated."
-    )  # in every answer
+    # in every answer
+    seconds: float | None = Field(description="Estimated wall seconds; null when nothing can be estimated.")
 
 
 ESTIMATE_FIELDS = tuple(n for n in (*EstimateOut.model_fields, *EstimateOut.model_computed_fields) if n != "platform")

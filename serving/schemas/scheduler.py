@@ -10,7 +10,8 @@ from scheduler.service import MAX_HEALTHY, MAX_MEMORY, MAX_SLOTS
 from serving.schemas.common import Count, FiniteFloat, Name, Text
 from serving.schemas.predict import PredictRequest
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"  # ids travel in URL paths: letters, digits and a few marks
+# ids travel in URL paths: letters, digits and a few marks
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+-]*$"
 Ident = Annotated[str, Field(min_length=1, max_length=200, pattern=ID_PATTERN)]
 
 

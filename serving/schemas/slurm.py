@@ -12,7 +12,8 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 MAX_TEXT = 65_536
-MAX_MINUTES = 2**32 - 3  # Slurm's largest finite limit (NO_VAL and INFINITE are above)
+# Slurm's largest finite limit (NO_VAL and INFINITE are above)
+MAX_MINUTES = 2**32 - 3
 CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # every control character but tab
 
 
@@ -26,7 +27,8 @@ def _one_line(value: str) -> str:
 Line = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_one_line)]
 ShortLine = Annotated[str, Field(max_length=4096), AfterValidator(_one_line)]
 Minutes = Annotated[StrictInt, Field(ge=1, le=MAX_MINUTES)]  # a JSON integer: true is no 1
-Count = Annotated[StrictInt, Field(ge=0, le=MAX_MINUTES)]  # a uid, a gid, CPUs, nodes, megabytes: below Slurm's NO_VAL
+# a uid, a gid, CPUs, nodes, megabytes: below Slurm's NO_VAL
+Count = Annotated[StrictInt, Field(ge=0, le=MAX_MINUTES)]
 
 
 class SlurmJobIn(BaseModel):

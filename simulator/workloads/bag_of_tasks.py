@@ -33,11 +33,13 @@ from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Work
 SPEEDS = {1: (10.0, 10.0), 2: (6.7, 13.4), 4: (4.0, 16.0), 8: (2.2, 17.6)}  # Table 1: heterogeneity -> U(low, high)
 GRANULARITIES_MB = (3, 15, 75)
 APP_HETEROGENEITIES = (0.0, 0.25, 0.5, 0.75, 1.0)
-APPLICATIONS = ("vis", "search")  # visualization: cost set by the input; pattern search: bounded by it
+# visualization: cost set by the input; pattern search: bounded by it
+APPLICATIONS = ("vis", "search")
 COST_MS_PER_KB = 1.602171
 GRID_POWER = 1000.0
 SITE_RANGE = (2, 12)
-SPEED_STEP = 0.5  # speeds are rounded so that processors of one speed share a platform (fewer estimates per task)
+# speeds are rounded so that processors of one speed share a platform (fewer estimates per task)
+SPEED_STEP = 0.5
 
 
 def generate(
@@ -78,7 +80,8 @@ def generate(
     members = {site: tuple(m.id for m in machines if m.id.startswith(f"{site}-")) for site in site_names}
 
     sizes = _input_sizes(rng, granularity * MB, app_heterogeneity, total_gb * 2**30)
-    bound = sizes / 1024 * cost_ms_per_kb / 1000.0  # reference seconds to process the whole input
+    # reference seconds to process the whole input
+    bound = sizes / 1024 * cost_ms_per_kb / 1000.0
     costs = bound if app == "vis" else rng.uniform(np.minimum(1.0, bound), bound)
     jobs = [
         JobSpec(

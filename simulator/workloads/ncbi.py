@@ -66,7 +66,8 @@ PROGRAMS = {
     "tblastn": Program(0.014, "nt", 400.0, 1200.0),
     "tblastx": Program(0.028, "nt", 900.0, 1200.0),
 }
-DATABASE_GB = {"nt": 15.0, "nr": 2.3}  # data plus indices (Kontothanassis & Goddeau 2004, section 3.1)
+# data plus indices (Kontothanassis & Goddeau 2004, section 3.1)
+DATABASE_GB = {"nt": 15.0, "nr": 2.3}
 # Kontothanassis & Goddeau 2004, section 3.2: a warm cache cuts blastn by 21% on type 6 and blastp by 12.5% on type 2.
 WARM_GAIN = {("blastn", "type6"): 0.21, ("blastp", "type2"): 0.125}
 # Relative arrival rate by clock hour: busy working day, quiet small hours (the shape of Kontothanassis & Goddeau 2004's Fig 9).

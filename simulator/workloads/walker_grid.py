@@ -38,9 +38,12 @@ from simulator.simulate import SimResult
 from simulator.workload import Cluster, JobSpec, MachineSpec, PlatformSpec, Workload
 
 REFERENCE_MHZ = 533.0
-RATIOS = (0.0, 0.05, 0.1, 0.2, 0.35, 0.5)  # six ranges, as in section 5.3.1 (the thesis does not list them)
-LINK_COST = (0.5, 1.0, 1.5, 4.0, 30.0)  # true communication time by levels apart: node, switch, cluster, site, WAN
-USER_ASF = {"x86": 1.0, "alpha": 0.25, "mips": 1.0}  # Fig 8, rounded: what users tell the scheduler
+# six ranges, as in section 5.3.1 (the thesis does not list them)
+RATIOS = (0.0, 0.05, 0.1, 0.2, 0.35, 0.5)
+# true communication time by levels apart: node, switch, cluster, site, WAN
+LINK_COST = (0.5, 1.0, 1.5, 4.0, 30.0)
+# Fig 8, rounded: what users tell the scheduler
+USER_ASF = {"x86": 1.0, "alpha": 0.25, "mips": 1.0}
 ALL_BINARIES = ("x86/linux", "alpha/linux", "mips/irix")
 RUN_NOISE_SIGMA = 0.05
 
@@ -63,9 +66,8 @@ class NodeGroup:
 
 NPACINET_1 = (
     NodeGroup("umn", 4, "x86", "linux", 533.0, 2, "umn", "giganet", 4, 1.0),
-    NodeGroup(
-        "cent", 90, "x86", "linux", 400.0, 2, "uva", "centurion", 15, 0.70 * 533.0 / 400.0
-    ),  # Fig 8: 70% of a 533
+    # Fig 8: 70% of a 533
+    NodeGroup("cent", 90, "x86", "linux", 400.0, 2, "uva", "centurion", 15, 0.70 * 533.0 / 400.0),
 )
 NPACINET_2 = NPACINET_1 + (
     NodeGroup("alpha", 64, "alpha", "linux", 533.0, 1, "uva", "alphas", 64, 0.25),

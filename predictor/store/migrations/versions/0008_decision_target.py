@@ -17,7 +17,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("model_decisions") as batch:  # every decision before this one was about run time
+    # every decision before this one was about run time
+    with op.batch_alter_table("model_decisions") as batch:
         batch.add_column(sa.Column("target", sa.String(16), nullable=False, server_default="time"))
 
 

@@ -18,9 +18,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table(
-        "sched_jobs"
-    ) as batch:  # jobs before this one asked for no memory and were planned with none
+    # jobs before this one asked for no memory and were planned with none
+    with op.batch_alter_table("sched_jobs") as batch:
         batch.add_column(sa.Column("memory", sa.BigInteger(), nullable=True))
         batch.add_column(sa.Column("planned_memory", sa.JSON(), nullable=False, server_default="{}"))
     with op.batch_alter_table("sched_runs") as batch:

@@ -20,7 +20,8 @@ COLUMNS = ("memory", "memory_lower", "memory_upper", "memory_limit")
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("served_estimates") as batch:  # estimates served before this one recorded no memory
+    # estimates served before this one recorded no memory
+    with op.batch_alter_table("served_estimates") as batch:
         for name in COLUMNS:
             batch.add_column(sa.Column(name, sa.Float(), nullable=True))
         batch.add_column(sa.Column("memory_model_name", sa.String(200), nullable=True))
