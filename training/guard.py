@@ -9,8 +9,11 @@ the version the ``champion`` alias points at: a composition fitted on the runs t
 them on the same rows:
 
 - **Do no harm.** A learned composition serves only if it beats the best rule: the one-sided bootstrap bound of its
-  lead on the selection metric (:mod:`training.significance`, resampling jobs) must lie beyond ``margin``, and it must
-  score better on most of the forward windows (a lead from one window alone is one stretch's accident). Otherwise the
+  lead on the selection metric (:mod:`training.significance`, resampling jobs) must lie beyond ``margin``, it must
+  score better on most of the forward windows (a lead from one window alone is one stretch's accident), and it must
+  not score worse than the rule on the runs that arrived since the serving version was trained, when there are at
+  least ``recent_min_runs`` of them (the jobs nearest to the ones it will answer: a lead the older windows give can
+  be gone, as wagap's class means showed, and the retrain that live drift triggers is judged on them). Otherwise the
   rule is the challenger, and a learned incumbent that does not beat the rule either gives way to it.
 - A challenger of another composition must beat the incumbent's composition on the very same plan (same bound).
   Otherwise it is registered as a ``challenger`` version and the alias stays.
@@ -111,7 +114,8 @@ class RunsSeen:
 class GuardSettings:
     """How sure the guard must be: a lead beyond ``margin`` % points at one-sided ``confidence``; a refresh is judged on at
     least ``min_new_jobs`` new jobs and refused only when worse than the served version by more than ``refresh_tolerance``;
-    new runs a median ``max_disagreement`` times apart from what serves flag the pair instead."""
+    new runs a median ``max_disagreement`` times apart from what serves flag the pair instead; a learned composition
+    is held to the rule on the runs since the serving version was trained when there are ``recent_min_runs``."""
 
     metric: str = "rae"
     margin: float = 0.0
@@ -119,6 +123,7 @@ class GuardSettings:
     min_new_jobs: int = 10
     refresh_tolerance: float = 5.0
     max_disagreement: float = 100.0
+    recent_min_runs: int = 30
     n_resamples: int = 2000
     seed: int = 0
 
@@ -186,15 +191,18 @@ def judge(
         )
     gate: dict[str, float] = {}
     said = ""
+    recent = _recent_rows(incumbent, run_ids, settings)
     if not force and rule is not None and rule_predictions is not None and dict(challenger) != dict(rule):
         lead = _bound(y, priors, challenger_predictions, rule_predictions, jobs, settings)
         won = _windows_won(y, priors, challenger_predictions, rule_predictions, windows, settings.metric)
-        gate = {f"rule_{k}": v for k, v in _numbers(lead).items()}
-        if lead.high < -settings.margin and won.most:
-            said = f"{label(challenger)} beats the rule {label(rule)}: {_said(lead, settings)}{won}"
+        late = _recent_scores(y, priors, challenger_predictions, rule_predictions, recent, settings.metric)
+        gate = {f"rule_{k}": v for k, v in _numbers(lead).items()} | late.numbers("rule")
+        if lead.high < -settings.margin and won.most and late.holds:
+            said = f"{label(challenger)} beats the rule {label(rule)}: {_said(lead, settings)}{won}{late}"
         else:
             said = (
-                f"{label(challenger)} does not beat the rule {label(rule)}, which serves: {_said(lead, settings)}{won}"
+                f"{label(challenger)} does not beat the rule {label(rule)}, which serves: "
+                f"{_said(lead, settings)}{won}{late}"
             )
             challenger, challenger_predictions = rule, rule_predictions
     name = label(challenger)
@@ -212,9 +220,13 @@ def judge(
     if learned_incumbent and incumbent_predictions is not None and rule is not None and rule_predictions is not None:
         held = _bound(y, priors, incumbent_predictions, rule_predictions, jobs, settings)
         kept = _windows_won(y, priors, incumbent_predictions, rule_predictions, windows, settings.metric)
-        if held.high >= -settings.margin or not kept.most:
-            reason = f"{prefix}the serving {incumbent.label} does not beat the rule: {_said(held, settings)}{kept}"
+        late = _recent_scores(y, priors, incumbent_predictions, rule_predictions, recent, settings.metric)
+        if held.high >= -settings.margin or not kept.most or not late.holds:
+            reason = (
+                f"{prefix}the serving {incumbent.label} does not beat the rule: {_said(held, settings)}{kept}{late}"
+            )
             numbers = {**gate, **{f"incumbent_rule_{k}": v for k, v in _numbers(held).items()}}
+            numbers |= late.numbers("incumbent_rule")
             return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, incumbent.label, reason, numbers)
     if not same:
         if incumbent_predictions is None:
@@ -418,6 +430,54 @@ def _windows_won(
             of += 1
             won += int(score_a < score_b)
     return _Windows(won, of)
+
+
+def _recent_rows(incumbent: Incumbent | None, run_ids: list[str], settings: GuardSettings) -> np.ndarray | None:
+    """The rows of runs the serving version was not trained on, when it says which it was and there are at least
+    ``recent_min_runs`` of them (None: no such test)."""
+    if incumbent is None or incumbent.trained_runs is None:
+        return None
+    trained = incumbent.trained_runs
+    rows = np.array([r not in trained for r in run_ids], dtype=bool)
+    return rows if int(rows.sum()) >= settings.recent_min_runs else None
+
+
+@dataclass(frozen=True)
+class _Recent:
+    """Two compositions' ``metric`` on the runs since the serving version was trained (``runs`` 0: not tested)."""
+
+    metric: str = ""
+    runs: int = 0
+    score: float = float("nan")
+    rule: float = float("nan")
+
+    @property
+    def holds(self) -> bool:
+        """Not worse than the rule there (true when untested or when either score is undefined)."""
+        return not (self.runs and np.isfinite(self.score) and np.isfinite(self.rule) and self.score > self.rule)
+
+    def numbers(self, prefix: str) -> dict[str, float]:
+        if not self.runs:
+            return {}
+        return {f"{prefix}_recent_runs": float(self.runs), f"{prefix}_recent": self.score, f"{prefix}_recent_rule": self.rule}
+
+    def __str__(self) -> str:
+        if not self.runs:
+            return ""
+        return (
+            f"; {self.metric.upper()} {self.score:.3g} against the rule's {self.rule:.3g} on the {self.runs} runs since"
+        )
+
+
+def _recent_scores(
+    y: np.ndarray, priors: np.ndarray, a: np.ndarray, rule: np.ndarray, rows: np.ndarray | None, metric: str
+) -> _Recent:
+    """``a``'s and the rule's ``metric`` on the recent ``rows`` (out-of-fold predictions, so each was forward)."""
+    if rows is None:
+        return _Recent()
+    score = compute_metrics(y[rows], a[rows], priors[rows]).get(metric, np.nan)
+    against = compute_metrics(y[rows], rule[rows], priors[rows]).get(metric, np.nan)
+    return _Recent(metric, int(rows.sum()), float(score), float(against))
 
 
 def _said(bound: _Bound, settings: GuardSettings) -> str:

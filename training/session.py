@@ -584,6 +584,7 @@ def guard_settings(settings: TrainingSettings, metric: str | None = None) -> Gua
         confidence=settings.guard_confidence,
         min_new_jobs=settings.guard_min_new_jobs,
         refresh_tolerance=settings.guard_refresh_tolerance,
+        recent_min_runs=settings.guard_recent_min_runs,
         seed=settings.seed,
     )
 
@@ -602,6 +603,7 @@ def session_fingerprint(settings: TrainingSettings, ts: TrainingSet, members: Se
         settings.guard_confidence,
         settings.guard_min_new_jobs,
         settings.guard_refresh_tolerance,
+        settings.guard_recent_min_runs,
     ]
     return hashlib.sha256(f"{ts.fingerprint}|{json.dumps(config)}".encode()).hexdigest()
 

@@ -65,6 +65,12 @@ class TrainingSettings(Settings):
         ge=0,
         description="A refresh is refused only when worse than the served version by more than this (% points).",
     )
+    guard_recent_min_runs: int = Field(
+        default=30,
+        ge=1,
+        description="A learned champion must not lose to the site's rule on the runs since the serving version was "
+        "trained, when there are at least this many.",
+    )
 
 
 class WorkerSettings(TrainingSettings):

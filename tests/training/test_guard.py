@@ -546,3 +546,39 @@ def test_one_poisoned_run_on_each_of_many_inputs_is_flagged_by_their_share() -> 
         decision.verdict is Verdict.KEPT
         and "20 of the 100 new runs of inputs version 1 was trained on" in decision.reason
     )
+
+
+def test_a_learned_lead_gone_on_the_runs_since_the_serving_version_does_not_serve() -> None:
+    """Issue 39, wagap: a class mean chosen on the forward windows kept serving while the last two runs beat it on the
+    jobs after. The runs since the serving version was trained are the nearest to what comes next: a learned
+    composition that scores worse than the rule there does not serve, however it did on the older windows."""
+    y, prior, jobs, ids = _rows(150)
+    rng = np.random.default_rng(6)
+    windows = np.repeat([0, 1, 2], 50)
+    rule = y * rng.lognormal(0, 0.5, len(y))
+    good = y * rng.lognormal(0, 0.05, len(y))
+    # exact on the first 110 runs, twice off on the 40 the serving version never saw
+    faded = np.where(np.arange(len(y)) < 110, good, 2.0 * y)
+    common = {"y": y, "priors": prior, "jobs": jobs, "run_ids": ids, "X": None, "windows": windows}
+    common |= {"settings": GUARD, "rule": {"last_two_mean": 1}, "rule_predictions": rule}
+    serving = _incumbent({"mean": 1}, ids[:110])
+    before = judge(
+        **common, challenger={"mean": 1}, challenger_predictions=faded, incumbent=None, incumbent_predictions=None
+    )
+    assert before.challenger == "mean"  # no serving version: nothing is recent, the windows and the bound decide
+    after = judge(
+        **common, challenger={"mean": 1}, challenger_predictions=faded, incumbent=serving, incumbent_predictions=faded
+    )
+    assert (after.verdict, after.serve, after.challenger) == (Verdict.PROMOTED, Serve.CHALLENGER, "last_two_mean")
+    assert "mean does not beat the rule last_two_mean, which serves" in after.reason
+    assert "on the 40 runs since" in after.reason and after.details["rule_recent_runs"] == 40
+    assert after.details["rule_recent"] > after.details["rule_recent_rule"]
+    few = _incumbent({"mean": 1}, ids[:130])  # 20 new runs: under recent_min_runs, no such test
+    kept = judge(
+        **common, challenger={"mean": 1}, challenger_predictions=faded, incumbent=few, incumbent_predictions=faded
+    )
+    assert kept.challenger == "mean" and "runs since" not in kept.reason
+    held = judge(
+        **common, challenger={"mean": 1}, challenger_predictions=good, incumbent=serving, incumbent_predictions=good
+    )
+    assert held.challenger == "mean" and "mean beats the rule last_two_mean" in held.reason
