@@ -1,6 +1,6 @@
 """What the job_submit plugin adds to ``sbatch``: p50/p99 over N submissions with the plugin off and on, same run.
 
-A private single-node Slurm (tests/slurmserver.py) and the API over a trained home (tests/serving/conftest.py)
+A private single-node Slurm (tests/slurmserver.py) and the API over a trained home (tests/trained.py)
 run on 127.0.0.1. Submissions alternate in blocks between a pass-through job_submit.lua ("off") and the project's
 plugin ("on"), so both modes see the same machine load; the first submission after each switch (slurmctld reloads
 the script then) is not counted. Jobs are submitted held and cancelled at the end. Then the API is replaced by a
@@ -25,8 +25,8 @@ from serving.app import create_app
 from slurm.plugin import render_plugin
 from slurm.settings import SlurmSettings
 from tests.livesrv import Silent, serve_app
-from tests.serving.conftest import train_home
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
+from tests.trained import train_home
 
 BLOCK = 20
 

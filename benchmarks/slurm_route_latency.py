@@ -3,7 +3,7 @@
 The store holds benchmarks/submit_latency.py's synthetic year (``--runs`` finished runs of ``--users`` users of
 cluster ``bench``, partition ``batch``, plus jobs running now), on SQLite (a file) and on a private PostgreSQL server
 (tests/pgserver.py). The API (in this process, uvicorn on 127.0.0.1) serves a mafft champion trained on real FASTA
-features (tests/serving/conftest.py) and a champion of the job class ``bench-batch`` trained on synthetic runs with
+features (tests/trained.py) and a champion of the job class ``bench-batch`` trained on synthetic runs with
 history features. Requests alternate between a job naming no program (a random known user: its class, features
 from the user's history in the store) and today's catalog job (``#PREDICTOR algorithm=mafft input=...``: features
 read from the FASTA file), each ``POST /v1/slurm/estimate?format=text`` on a new connection as the plugin makes it
@@ -40,7 +40,7 @@ from serving.app import create_app
 from slurm.settings import SlurmSettings
 from tests.livesrv import serve_app
 from tests.pgserver import throwaway_database
-from tests.serving.conftest import api_settings, train_home
+from tests.trained import api_settings, train_home
 from training.pipeline import run_training
 
 WARM_UP = 30

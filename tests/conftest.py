@@ -28,6 +28,7 @@ from tests.pgserver import PostgresServer, find_bindir
 from tests.required import required
 from tests.slurmserver import SlurmCluster
 from tests.slurmserver import available as slurm_available
+from tests.trained import base, trained  # noqa: F401 (fixtures: defined once, for tests/serving and tests/cli alike)
 
 CATALOG_YAML = """
 platforms:
@@ -71,7 +72,7 @@ SERVERS = {
     "tests/conftest.py::postgres_server": "PostgreSQL (tests/pgserver.py)",
     "tests/conftest.py::slurm_cluster": "Slurm: munged, slurmctld, slurmd (tests/slurmserver.py)",
     "tests/slurm/conftest.py::slurm_memory_cluster": "Slurm with cgroups",
-    "tests/serving/conftest.py::base": "the API under uvicorn (tests/livesrv.py), over the session's trained home",
+    "tests/trained.py::base": "the API under uvicorn (tests/livesrv.py), over the session's trained home",
     "tests/serving/test_scheduler_routes.py::base": "the API with its scheduler under uvicorn",
     "tests/serving/test_scheduler_routes.py::served_on": "the API under uvicorn on each store backend",
     "tests/serving/test_fallback.py::served": "the API under uvicorn",
@@ -136,7 +137,7 @@ SLOW = {
     ),
     "tests/cli/test_learn.py::trained": "a home trained through the CLI, for each test",
     "tests/cli/test_plan.py::test_a_choice_is_recorded_and_the_next_one_starts_from_it": "two plan choices",
-    "tests/serving/conftest.py::trained": "the API tests' trained home",
+    "tests/trained.py::trained": "the API and CLI tests' trained home",
     "tests/simulator/test_learning.py::run": "a simulated run that retrains through the pipeline as jobs end",
     "tests/simulator/test_plan_choice.py::test_a_candidate_better_on_one_window_alone_is_not_promoted": (
         "replays of every candidate configuration"

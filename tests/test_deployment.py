@@ -19,8 +19,8 @@ from predictor.settings import PROJECT_ROOT
 from predictor.store import MeasurementStore
 from serving.client import wait_until_ready
 from tests.livesrv import eventually, free_port
-from tests.serving.conftest import TOKEN, Home, measurements
 from tests.serving.test_learning_loop import _observations
+from tests.trained import TOKEN, Home, measurements
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 PROCFILE = PROJECT_ROOT / "deploy" / "Procfile"

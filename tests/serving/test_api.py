@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serving.conftest import Home
+from tests.trained import Home
 
 
 @pytest.fixture(scope="module")

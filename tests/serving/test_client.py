@@ -7,7 +7,7 @@ import pytest
 from predictor.domain import Measurement
 from serving.client import PredictorClient, PredictorError
 from tests.livesrv import free_port
-from tests.serving.conftest import TOKEN
+from tests.trained import TOKEN
 
 
 def test_predict_batch_and_matrix(base, features_of):

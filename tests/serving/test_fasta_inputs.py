@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.serving.conftest import Home
+from tests.trained import Home
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import pytest
 from benchmarks.fuzz_api import fuzz, summary
 from serving.app import create_app
 from tests.livesrv import serve_app
-from tests.serving.conftest import TOKEN, Home
+from tests.trained import TOKEN, Home
 
 EXAMPLES = 10
 

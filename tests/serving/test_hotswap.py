@@ -22,7 +22,7 @@ from predictor.store import MeasurementStore
 from serving.app import create_app
 from serving.telemetry import LOGGER_NAME, JsonFormatter
 from tests.livesrv import eventually, free_port, serve_app
-from tests.serving.conftest import TOKEN, Home, api_settings, train_home
+from tests.trained import TOKEN, Home, api_settings, train_home
 from training.pipeline import run_training
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}

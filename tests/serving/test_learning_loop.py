@@ -16,7 +16,7 @@ from predictor.jobfeatures import job_features
 from predictor.settings import BUNDLED_DATA, PROJECT_ROOT
 from serving.app import create_app
 from tests.livesrv import serve_app
-from tests.serving.conftest import TOKEN, Home, api_settings, train_home
+from tests.trained import TOKEN, Home, api_settings, train_home
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 SLOWER = 3.0  # the new runs take three times what the served champions learnt: their estimates are off

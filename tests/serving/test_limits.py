@@ -15,7 +15,7 @@ from predictor.settings import PROJECT_ROOT, Settings
 from serving.app import create_app
 from serving.settings import ApiSettings
 from tests.livesrv import serve_app, serve_cli
-from tests.serving.conftest import Home
+from tests.trained import Home
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ from predictor.store import MeasurementStore
 from serving.app import create_app
 from serving.client import PredictorClient
 from tests.livesrv import free_port, serve_app
-from tests.serving.conftest import TOKEN, Home, api_settings, measurements, peak_bytes, train_home, train_memory
 from tests.serving.test_predict import _same_answer
+from tests.trained import TOKEN, Home, api_settings, measurements, peak_bytes, train_home, train_memory
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 JOB = {"algorithm": "mafft", "params": {"input": "f13.fa"}}

@@ -12,7 +12,7 @@ import pytest
 from predictor.store import MeasurementStore
 from serving.app import create_app
 from tests.livesrv import serve_app
-from tests.serving.conftest import TOKEN, Home
+from tests.trained import TOKEN, Home
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 

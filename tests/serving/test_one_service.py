@@ -12,7 +12,7 @@ from predictor.settings import BUNDLED_DATA
 from predictor.store import MeasurementStore
 from serving.app import create_app
 from tests.livesrv import serve_app
-from tests.serving.conftest import measurements, train_home
+from tests.trained import measurements, train_home
 from training.service_loop import ServiceLoop
 from training.settings import WorkerSettings
 

@@ -16,7 +16,7 @@ from scheduler.planning import PlanningConfig
 from serving.app import create_app
 from simulator.plan_choice import Choice, LiveScore, Serving
 from tests.livesrv import serve_app
-from tests.serving.conftest import Home
+from tests.trained import Home
 
 EASY_PLUS_PLUS = PlanningConfig()
 SERVICE = PlanningConfig("service", "q0.75", "doubling", "saf")

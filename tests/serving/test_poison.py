@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from serving.app import create_app
 from tests.livesrv import serve_app
-from tests.serving.conftest import TOKEN, measurements, train_home
+from tests.trained import TOKEN, measurements, train_home
 
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 

@@ -18,7 +18,7 @@ from scheduler.service import MAX_MEMORY
 from scheduler.settings import SchedulerSettings
 from serving.app import create_app
 from tests.livesrv import serve_app
-from tests.serving.conftest import TOKEN, Home, train_home, train_memory
+from tests.trained import TOKEN, Home, train_home, train_memory
 
 pytestmark = pytest.mark.e2e  # the API under uvicorn
 AUTH = {"authorization": f"Bearer {TOKEN}"}

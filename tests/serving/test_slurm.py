@@ -25,8 +25,8 @@ from slurm.settings import SlurmSettings
 from tests.livesrv import Silent, eventually, serve_app
 from tests.planning import record_planning
 from tests.required import required
-from tests.serving.conftest import Home, train_home, train_memory
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
+from tests.trained import Home, train_home, train_memory
 
 RULES = 'partitions: {debug: cpu1}\nrules:\n  - name: "align-*"\n    algorithm: mafft\n'
 

@@ -36,8 +36,8 @@ from slurm.rules import load_rules
 from slurm.settings import SlurmSettings
 from tests.livesrv import eventually, serve_app
 from tests.required import required
-from tests.serving.conftest import api_settings
 from tests.slurmserver import PASS_THROUGH, SlurmCluster
+from tests.trained import api_settings
 from training.pipeline import run_training
 from training.settings import TrainingSettings
 

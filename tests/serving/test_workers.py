@@ -12,7 +12,7 @@ import pytest
 
 from predictor.settings import PROJECT_ROOT
 from tests.livesrv import eventually, serve_cli
-from tests.serving.conftest import TOKEN
+from tests.trained import TOKEN
 
 CLIENTS = 6
 REQUESTS = 10  # per client and round

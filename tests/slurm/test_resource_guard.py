@@ -24,9 +24,9 @@ from slurm.ingest import run_id_of
 from slurm.resource_guard import GuardDecision, ResourceGuard, oracle_uppers
 from slurm.rules import JobMapping, Rules
 from tests.livesrv import eventually
-from tests.serving.conftest import Home, train_home
 from tests.slurm.conftest import readable
 from tests.slurmserver import NODE_MEMORY_MB, SlurmCluster
+from tests.trained import Home, train_home
 
 RULES = Rules(partitions={"debug": "cpu1"})
 Parts = tuple[Follower, ResourceGuard, MeasurementStore]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from predictor.walltime import slurm_walltime
 from tests.livesrv import free_port
-from tests.serving.conftest import Home
+from tests.trained import Home
 
 
 @pytest.fixture
