@@ -97,10 +97,15 @@ def paired_bootstrap(
     tails = (1.0 - level) / 2.0
     result = {}
     sums = counts @ per_group
-    drawn_by_metric = {metric: (scores(observed)[0], scores(sums)) for metric, scores in SUMMED.items()}
-    ones = np.ones((1, n_groups))
-    medians = [_weighted_medians(absolute_log_errors(y, p), group_of_row, w) for p in (a, b) for w in (ones, counts)]
-    drawn_by_metric["mdale"] = (100.0 * (medians[0][0] - medians[2][0]), 100.0 * (medians[1] - medians[3]))
+    drawn_by_metric = {
+        metric: (scores(observed)[0], scores(sums)) for metric, scores in SUMMED.items() if metric in metrics
+    }
+    if "mdale" in metrics:
+        ones = np.ones((1, n_groups))
+        medians = [
+            _weighted_medians(absolute_log_errors(y, p), group_of_row, w) for p in (a, b) for w in (ones, counts)
+        ]
+        drawn_by_metric["mdale"] = (100.0 * (medians[0][0] - medians[2][0]), 100.0 * (medians[1] - medians[3]))
     for metric, (now, drawn) in drawn_by_metric.items():
         drawn = drawn[np.isfinite(drawn)]
         low, high = np.quantile(drawn, [tails, 1.0 - tails]) if len(drawn) else (np.nan, np.nan)

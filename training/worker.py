@@ -107,7 +107,8 @@ def why_due(
         if attempted > trained:
             since = f"the last attempt ({attempted} runs; {since} serves)"
         return f"{new} new runs since {since}"
-    if new <= 0:
+    # the drift window holds at most the new runs: fewer than drift_min_runs cannot drift, and need no read
+    if new < settings.drift_min_runs:
         return None
     return _drift(settings, store, algorithm, platform, incumbent, new, target)
 

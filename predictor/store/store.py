@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+import numpy as np
 import pandas as pd
 from alembic import command
 from alembic.config import Config
@@ -60,9 +61,9 @@ MAX_SQL_INTEGER = 2**63 - 1
 MIGRATION_LOCK_KEY = 0x6D656173
 # Alembic keeps the running migration context in module globals, so one process migrates one database at a time.
 _ALEMBIC_LOCK = threading.Lock()
-# Rows of a pair's live window: what it was served beside what it measured (see live_window).
 # read as text and parsed row by row (see MeasurementStore._read)
 JSON_COLUMNS = ("params", "features", "context")
+# Rows of a pair's live window: what it was served beside what it measured (see live_window).
 LIVE_COLUMNS = (
     "run_id",
     "seconds",
@@ -418,9 +419,22 @@ class MeasurementStore:
 
 def live_frame(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
     """A live window from rows of :data:`LIVE_COLUMNS`: the served and measured numbers as floats (NaN where none)."""
-    frame = pd.DataFrame(rows, columns=list(LIVE_COLUMNS))
-    numbers = ["seconds", "lower", "upper", "limit", "memory", "memory_lower", "memory_upper", "memory_limit"]
-    return frame.astype({**dict.fromkeys(numbers, "float64"), "wall_seconds": "float64", "max_rss_kb": "float64"})
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(LIVE_COLUMNS)
+    return pd.DataFrame(
+        {
+            name: np.array(values, dtype="float64")
+            if name in _LIVE_NUMBERS
+            else pd.Series(values, dtype=None if rows else object)
+            for name, values in zip(LIVE_COLUMNS, columns, strict=True)
+        }
+    )
+
+
+# the columns of a live window that hold numbers (NaN where none): built as float arrays, one pass each
+_LIVE_NUMBERS = frozenset(
+    ("seconds", "lower", "upper", "limit", "memory", "memory_lower", "memory_upper", "memory_limit")
+    + ("wall_seconds", "max_rss_kb")
+)
 
 
 def _medians() -> AnySelect:
