@@ -429,6 +429,11 @@ def _decisions(loop: ServiceLoop) -> dict[str, Any]:
         "triggers": dict(triggers),
         "serving": serving,
         "live_members": sorted(f"{a}/{p}" for a, p, _ in loop.store.live),
+        # each decision in order, to say why a class's member served where it lost
+        "log": [
+            {k: d[k] for k in ("algorithm", "platform", "trigger", "decision", "challenger", "n_rows", "reason")}
+            for d in loop.decisions
+        ],
     }
 
 

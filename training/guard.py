@@ -141,7 +141,7 @@ class Decision:
     incumbent: str | None
     reason: str
     details: dict[str, float] = field(default_factory=dict)
-    # the forward-validation metric it judged by
+    # the forward-validation metric it judged by: the served version is tagged with it, and its live error drifts by it
     metric: str = "rae"
 
 
@@ -188,6 +188,7 @@ def judge(
             label(challenger),
             incumbent.label,
             "forced: the guard was overridden",
+            metric=settings.metric,
         )
     gate: dict[str, float] = {}
     said = ""
@@ -208,13 +209,22 @@ def judge(
     name = label(challenger)
     if incumbent is None:
         reason = "; ".join(r for r in ("no champion served before", said) if r)
-        return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, None, reason, gate)
+        return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, None, reason, gate, metric=settings.metric)
     prefix = f"{said}; " if said else ""
     seen = every_run or RunsSeen(y, jobs, run_ids)
     jump = _known_inputs_jump(seen.y, seen.jobs, seen.run_ids, incumbent, settings)
     if jump is not None:
         reason, numbers = jump
-        return Decision(Verdict.KEPT, None, True, name, incumbent.label, prefix + reason, {**gate, **numbers})
+        return Decision(
+            Verdict.KEPT,
+            None,
+            True,
+            name,
+            incumbent.label,
+            prefix + reason,
+            {**gate, **numbers},
+            metric=settings.metric,
+        )
     same = dict(challenger) == dict(incumbent.composition)
     learned_incumbent = not same and not incumbent.rule
     if learned_incumbent and incumbent_predictions is not None and rule is not None and rule_predictions is not None:
@@ -227,19 +237,28 @@ def judge(
             )
             numbers = {**gate, **{f"incumbent_rule_{k}": v for k, v in _numbers(held).items()}}
             numbers |= late.numbers("incumbent_rule")
-            return Decision(Verdict.PROMOTED, Serve.CHALLENGER, True, name, incumbent.label, reason, numbers)
+            return Decision(
+                Verdict.PROMOTED, Serve.CHALLENGER, True, name, incumbent.label, reason, numbers, metric=settings.metric
+            )
     if not same:
         if incumbent_predictions is None:
             reason = (
                 f"{prefix}the incumbent {incumbent.label} could not be scored on these runs (a member does not apply "
                 "or failed): nothing takes the alias without a comparison (--promote overrides)"
             )
-            return Decision(Verdict.KEPT, None, True, name, incumbent.label, reason, gate)
+            return Decision(Verdict.KEPT, None, True, name, incumbent.label, reason, gate, metric=settings.metric)
         lead = _bound(y, priors, challenger_predictions, incumbent_predictions, jobs, settings)
         if lead.high < -settings.margin:
             reason = f"{prefix}{name} beats {incumbent.label}: {_said(lead, settings)}"
             return Decision(
-                Verdict.PROMOTED, Serve.CHALLENGER, True, name, incumbent.label, reason, {**gate, **_numbers(lead)}
+                Verdict.PROMOTED,
+                Serve.CHALLENGER,
+                True,
+                name,
+                incumbent.label,
+                reason,
+                {**gate, **_numbers(lead)},
+                metric=settings.metric,
             )
         lost = f"{prefix}{name} does not beat {incumbent.label}: {_said(lead, settings)}"
         return _refresh(
@@ -333,13 +352,17 @@ def _refresh(
     new = np.array([r not in trained for r in run_ids]) if trained is not None else np.ones(len(run_ids), dtype=bool)
     if trained is not None and not new.any():
         reason = f"{prefix}no runs since version {incumbent.version} was trained: nothing to refresh"
-        return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, details)
+        return Decision(
+            Verdict.KEPT, None, register, challenger, incumbent.label, reason, details, metric=settings.metric
+        )
     if incumbent.predict is None or X is None:
         reason = (
             f"{prefix}a refresh of {incumbent.label} cannot be compared with version {incumbent.version}, which "
             "cannot be scored on these runs: kept (--promote overrides)"
         )
-        return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, details)
+        return Decision(
+            Verdict.KEPT, None, register, challenger, incumbent.label, reason, details, metric=settings.metric
+        )
     served = np.maximum(np.asarray(incumbent.predict(X[new]), dtype="float64"), 0.0)
     n_runs, n_jobs = int(new.sum()), len(np.unique(jobs[new]))
     apart = _disagreement(y[new], served)
@@ -351,23 +374,46 @@ def _refresh(
             "check the runs (--promote overrides)"
         )
         return Decision(
-            Verdict.KEPT, None, register, challenger, incumbent.label, reason, {**details, "flag_disagreement": apart}
+            Verdict.KEPT,
+            None,
+            register,
+            challenger,
+            incumbent.label,
+            reason,
+            {**details, "flag_disagreement": apart},
+            metric=settings.metric,
         )
     if n_jobs < settings.min_new_jobs:
         reason = (
             f"{prefix}{n_jobs} new job(s) are too few to compare a refresh of {incumbent.label} with version "
             f"{incumbent.version} (at least {settings.min_new_jobs}): kept until more arrive"
         )
-        return Decision(Verdict.KEPT, None, register, challenger, incumbent.label, reason, details)
+        return Decision(
+            Verdict.KEPT, None, register, challenger, incumbent.label, reason, details, metric=settings.metric
+        )
     change = _bound(y[new], priors[new], refreshed[new], served, jobs[new], settings)
     said = f"refreshed minus served on {n_runs} new run(s): {_said(change, settings)}"
     numbers = {**details, **{f"refresh_{k}": v for k, v in _numbers(change).items()}}
     if change.low > settings.refresh_tolerance:
         return Decision(
-            Verdict.KEPT, None, register, challenger, incumbent.label, f"{prefix}refresh is worse, {said}", numbers
+            Verdict.KEPT,
+            None,
+            register,
+            challenger,
+            incumbent.label,
+            f"{prefix}refresh is worse, {said}",
+            numbers,
+            metric=settings.metric,
         )
     return Decision(
-        Verdict.REFRESHED, Serve.INCUMBENT, register, challenger, incumbent.label, f"{prefix}{said}", numbers
+        Verdict.REFRESHED,
+        Serve.INCUMBENT,
+        register,
+        challenger,
+        incumbent.label,
+        f"{prefix}{said}",
+        numbers,
+        metric=settings.metric,
     )
 
 
@@ -459,7 +505,11 @@ class _Recent:
     def numbers(self, prefix: str) -> dict[str, float]:
         if not self.runs:
             return {}
-        return {f"{prefix}_recent_runs": float(self.runs), f"{prefix}_recent": self.score, f"{prefix}_recent_rule": self.rule}
+        return {
+            f"{prefix}_recent_runs": float(self.runs),
+            f"{prefix}_recent": self.score,
+            f"{prefix}_recent_rule": self.rule,
+        }
 
     def __str__(self) -> str:
         if not self.runs:

@@ -611,7 +611,7 @@ def session_fingerprint(settings: TrainingSettings, ts: TrainingSet, members: Se
 def _unchanged(ts: TrainingSet, incumbent: Incumbent, metric: str) -> TrainingOutcome:
     """The outcome of a pair not trained again: the same session already judged it, and its champion stays."""
     reason = f"same runs, members and settings as the session that judged version {incumbent.version}: not trained (--force retrains)"
-    decision = Decision(Verdict.UNCHANGED, None, False, incumbent.label, incumbent.label, reason)
+    decision = Decision(Verdict.UNCHANGED, None, False, incumbent.label, incumbent.label, reason, metric=metric)
     return TrainingOutcome(
         algorithm=ts.algorithm,
         platform=ts.platform,

@@ -582,3 +582,22 @@ def test_a_learned_lead_gone_on_the_runs_since_the_serving_version_does_not_serv
         **common, challenger={"mean": 1}, challenger_predictions=good, incumbent=serving, incumbent_predictions=good
     )
     assert held.challenger == "mean" and "mean beats the rule last_two_mean" in held.reason
+
+
+def test_a_decision_carries_the_metric_it_was_judged_by() -> None:
+    """A job class is judged by its median log error, and its served version says so: the worker's drift compares
+    the live error with the forward one on that metric (a version tagged ``rae`` by default drifted on a job class's
+    RAE, thousands of % on wagap's queues, and retrained at nearly every check)."""
+    y, prior, jobs, ids = _rows()
+    common = {"y": y, "priors": prior, "jobs": jobs, "run_ids": ids, "X": None, "incumbent_predictions": None}
+    for metric in ("mdale", "rae"):
+        settings = GuardSettings(metric=metric, n_resamples=200)
+        first = judge(**common, challenger={"mean": 1}, challenger_predictions=y, incumbent=None, settings=settings)
+        kept = judge(
+            **common,
+            challenger={"mean": 1},
+            challenger_predictions=y,
+            incumbent=_incumbent({"mean": 1}, ids),
+            settings=settings,
+        )
+        assert first.metric == kept.metric == metric
