@@ -294,3 +294,21 @@ def test_a_rule_serving_drifts_like_any_champion(settings: WorkerSettings, store
     store.add(more, served=_served(more, 50.0))
     (trigger,) = due(settings, store, book)
     assert trigger.reason.startswith("live RAE ") and "since the last attempt" in trigger.reason
+
+
+def test_a_job_class_chosen_by_its_median_log_error_drifts_on_rae(
+    settings: WorkerSettings, store: MeasurementStore
+) -> None:
+    """A job class's champion is chosen, and its version tagged, by MdALE; its drift is judged on RAE all the same
+    (training/worker.py says why: judged on MdALE, HPC2N's class retrained 12 times instead of 27 and lost to the
+    last two runs)."""
+    settings = settings.model_copy(update={"retrain_min_new_runs": 10_000})  # only the drift can trigger here
+    book, tracker = MemoryChampions(), MemoryTracker(0.9)
+    runs = [m.model_copy(update={"features": {**m.features, "request.time": 1e5}}) for m in _runs(40)]
+    store.add(runs)
+    (first,) = retrain_due(settings, store, book=book, tracker=tracker)
+    assert first.metric == "mdale" and book.incumbent("tool", "cpu").judged_by == "mdale"
+    slower = [m.model_copy(update={"features": {**m.features, "request.time": 1e5}}) for m in _runs(10, 40, 4.0, 3)]
+    store.add(slower, served=_served(slower, 4.0))
+    (trigger,) = due(settings, store, book)
+    assert trigger.reason.startswith("live RAE ") and "over 10 runs since the last attempt" in trigger.reason
