@@ -233,33 +233,23 @@ class RuntimeOracle(Oracle):
 
     def prepare(
         self,
-        algorithm: str,
+        algorithm: str | Algorithm,
         params: dict[str, Any] | None = None,
         platforms: Sequence[str] | None = None,
         features: Mapping[str, float] | None = None,
         *,
         budget_s: float | None = None,
     ) -> ResolvedJob:
-        """Check a job and gather its features; given ``features`` replace file reading (parameters still count)."""
-        return self.resolve(self.catalog.algorithm(algorithm), params, platforms, features, budget_s=budget_s)
-
-    def resolve(
-        self,
-        algorithm: Algorithm,
-        params: dict[str, Any] | None = None,
-        platforms: Sequence[str] | None = None,
-        features: Mapping[str, float] | None = None,
-        *,
-        budget_s: float | None = None,
-    ) -> ResolvedJob:
-        """:meth:`prepare` for an algorithm already looked up in the catalog (the API looks it up once per request)."""
+        """Check a job and gather its features; given ``features`` replace file reading (parameters still count).
+        ``algorithm``: its name, or its catalog definition already looked up (the API's, once a request)."""
+        definition = self._definition(algorithm)
         params = params or {}
-        eligible = tuple(self.eligible_platforms(algorithm, platforms))
+        eligible = tuple(self.eligible_platforms(definition, platforms))
         if features is None:
-            found = self.features(algorithm, params, budget_s)
+            found = self.features(definition, params, budget_s)
         else:
-            found = self._with_given(algorithm, params, features)
-        return ResolvedJob(algorithm.name, eligible, found)
+            found = self._with_given(definition, params, features)
+        return ResolvedJob(definition.name, eligible, found)
 
     def answer(self, job: JobQuery) -> dict[str, Estimate]:
         """Estimate one job on each eligible platform; given ``features`` skip reading its input files."""
@@ -309,7 +299,7 @@ class RuntimeOracle(Oracle):
 
     def estimate_matrix(
         self,
-        algorithm: str,
+        algorithm: str | Algorithm,
         columns: Sequence[str],
         rows: Sequence[Sequence[float]] | np.ndarray,
         platforms: Sequence[str] | None = None,
@@ -319,31 +309,10 @@ class RuntimeOracle(Oracle):
         limit_quantile: float | None = None,
         memory_limit_quantile: float | None = None,
     ) -> list[ScoredColumns]:
-        """Estimates for rows of precomputed features named by ``columns`` (``params`` shared by all rows): one model call per platform."""
-        return self.estimate_rows(
-            self.catalog.algorithm(algorithm),
-            columns,
-            rows,
-            platforms,
-            params,
-            coverage=coverage,
-            limit_quantile=limit_quantile,
-            memory_limit_quantile=memory_limit_quantile,
-        )
-
-    def estimate_rows(
-        self,
-        definition: Algorithm,
-        columns: Sequence[str],
-        rows: Sequence[Sequence[float]] | np.ndarray,
-        platforms: Sequence[str] | None = None,
-        params: dict[str, Any] | None = None,
-        *,
-        coverage: float | None = None,
-        limit_quantile: float | None = None,
-        memory_limit_quantile: float | None = None,
-    ) -> list[ScoredColumns]:
-        """:meth:`estimate_matrix` for an algorithm already looked up in the catalog (the API looks it up once)."""
+        """Estimates for rows of precomputed features named by ``columns`` (``params`` shared by all rows): one model call
+        per platform. ``algorithm``: its name, or its catalog definition already looked up (the API's, once a request)."""
+        definition = self._definition(algorithm)
+        algorithm = definition.name
         algorithm = definition.name
         eligible = self.eligible_platforms(definition, platforms)
         X = np.asarray(rows, dtype=float).reshape(-1, len(columns))
@@ -374,6 +343,10 @@ class RuntimeOracle(Oracle):
     def fallback(self, algorithm: str, platform: str, reason: str) -> Estimate:
         """The profile table's answer for the pair, marked as fallback with ``reason`` (none when nothing was measured)."""
         return _fallback(self._served.profile, algorithm, platform, reason)
+
+    def _definition(self, algorithm: str | Algorithm) -> Algorithm:
+        """The catalog's definition of ``algorithm``, looked up by name unless given (KeyError if unknown)."""
+        return algorithm if isinstance(algorithm, Algorithm) else self.catalog.algorithm(algorithm)
 
     def _with_given(self, algorithm: Algorithm, params: dict[str, Any], given: Mapping[str, float]) -> dict[str, float]:
         """Parameter features, then derived ones where their operands are known, then the given features on top."""

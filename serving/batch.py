@@ -121,7 +121,7 @@ def _answer_group(
     asked = list(platforms) if platforms is not None else None
     try:
         definition = check_job(state.catalog, algorithm, asked)
-        columns = state.oracle.estimate_rows(
+        columns = state.oracle.estimate_matrix(
             definition,
             names,
             matrix,

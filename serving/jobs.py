@@ -61,7 +61,7 @@ def prepare(state: ServiceState, job: PredictRequest, until: float) -> ResolvedJ
                     422, f"the feature-extraction budget of {budget_s} s for this request is spent; send features"
                 )
             params = resolve_file_params(definition, params, state.settings.data_roots)
-        return state.oracle.resolve(definition, params, job.platforms, job.features, budget_s=budget)
+        return state.oracle.prepare(definition, params, job.platforms, job.features, budget_s=budget)
     except PathRefused as exc:
         raise JobRejected(exc.status, exc.detail) from None
     except FeatureError as exc:

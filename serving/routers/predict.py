@@ -101,7 +101,7 @@ def _predict_matrix(state: ServiceState, request: MatrixPredictRequest) -> bytes
     catalog = state.catalog
     try:
         definition = check_job(catalog, request.algorithm, request.platforms)
-        columns = state.oracle.estimate_rows(
+        columns = state.oracle.estimate_matrix(
             definition,
             request.columns,
             request.rows,
