@@ -88,7 +88,7 @@ class Incumbent:
     metrics: dict[str, float] = field(default_factory=dict)  # its cross-validated metrics
     # fingerprint of the last training session that judged this pair (see training.pipeline)
     judged: str | None = None
-    # the forward-validation metric that judged it: its live error drifts by the same
+    # the forward-validation metric that judged it (its version's tag; drift is judged on RAE, see training.worker)
     judged_by: str = "rae"
 
     @property
@@ -141,7 +141,7 @@ class Decision:
     incumbent: str | None
     reason: str
     details: dict[str, float] = field(default_factory=dict)
-    # the forward-validation metric it judged by: the served version is tagged with it, and its live error drifts by it
+    # the forward-validation metric it judged by: the served version is tagged with it
     metric: str = "rae"
 
 
