@@ -96,7 +96,6 @@ class MlflowChampions:
             n_rows=int(tags["n_rows"]) if "n_rows" in tags else (len(trained) if trained is not None else None),
             metrics={k[3:]: float(v) for k, v in tags.items() if k.startswith("cv_")},
             judged=judged,
-            judged_by=tags.get("judged_by", "rae"),
         )
 
     def served_model(

@@ -88,12 +88,16 @@ class Incumbent:
     metrics: dict[str, float] = field(default_factory=dict)  # its cross-validated metrics
     # fingerprint of the last training session that judged this pair (see training.pipeline)
     judged: str | None = None
-    # the forward-validation metric that judged it (its version's tag; drift is judged on RAE, see training.worker)
-    judged_by: str = "rae"
 
     @property
     def label(self) -> str:
         return label(self.composition)
+
+    def unseen(self, run_ids: list[str]) -> np.ndarray | None:
+        """Per run, whether this version was not trained on it (None: its training runs are unknown)."""
+        if self.trained_runs is None:
+            return None
+        return np.array([r not in self.trained_runs for r in run_ids], dtype=bool)
 
     @property
     def rule(self) -> bool:
@@ -141,8 +145,9 @@ class Decision:
     incumbent: str | None
     reason: str
     details: dict[str, float] = field(default_factory=dict)
-    # the forward-validation metric it judged by: the served version is tagged with it
-    metric: str = "rae"
+    # the forward-validation metric it judged by: the served version is tagged with it (no default: every decision
+    # says it, which a default of "rae" once kept every job class's version from doing)
+    metric: str = field(kw_only=True)
 
 
 def label(composition: Composition) -> str:
@@ -284,10 +289,8 @@ def _known_inputs_jump(
     y: np.ndarray, jobs: np.ndarray, run_ids: list[str], incumbent: Incumbent, settings: GuardSettings
 ) -> tuple[str, dict[str, float]] | None:
     """Why the new runs of inputs the serving version was trained on flag the pair, or None (module docstring)."""
-    if incumbent.trained_runs is None:
-        return None
-    new = np.array([r not in incumbent.trained_runs for r in run_ids], dtype=bool)
-    if not new.any() or new.all():
+    new = incumbent.unseen(run_ids)
+    if new is None or not new.any() or new.all():
         return None
     worst: tuple[float, int, int] | None = None  # (factor, new runs, job)
     far_runs = known_runs = 0
@@ -348,9 +351,9 @@ def _refresh(
     ``said`` opens the reason (what was decided before); ``register``: the challenger, of another composition, lost and
     is kept as a registered challenger."""
     prefix = f"{said}; " if said else ""
-    trained = incumbent.trained_runs
-    new = np.array([r not in trained for r in run_ids]) if trained is not None else np.ones(len(run_ids), dtype=bool)
-    if trained is not None and not new.any():
+    unseen = incumbent.unseen(run_ids)
+    new = np.ones(len(run_ids), dtype=bool) if unseen is None else unseen
+    if unseen is not None and not new.any():
         reason = f"{prefix}no runs since version {incumbent.version} was trained: nothing to refresh"
         return Decision(
             Verdict.KEPT, None, register, challenger, incumbent.label, reason, details, metric=settings.metric
@@ -481,11 +484,8 @@ def _windows_won(
 def _recent_rows(incumbent: Incumbent | None, run_ids: list[str], settings: GuardSettings) -> np.ndarray | None:
     """The rows of runs the serving version was not trained on, when it says which it was and there are at least
     ``recent_min_runs`` of them (None: no such test)."""
-    if incumbent is None or incumbent.trained_runs is None:
-        return None
-    trained = incumbent.trained_runs
-    rows = np.array([r not in trained for r in run_ids], dtype=bool)
-    return rows if int(rows.sum()) >= settings.recent_min_runs else None
+    rows = None if incumbent is None else incumbent.unseen(run_ids)
+    return rows if rows is not None and int(rows.sum()) >= settings.recent_min_runs else None
 
 
 @dataclass(frozen=True)

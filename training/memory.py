@@ -101,7 +101,6 @@ class MemoryChampions:
             n_rows=len(served.trained_runs),
             metrics=champion.metrics,
             judged=self.judged.get(key),
-            judged_by=champion.tags.get("judged_by", "rae"),
         )
 
     def remember(self, algorithm: str, platform: str, fingerprint: str, target: Target = Target.TIME) -> None:

@@ -307,7 +307,7 @@ def test_a_job_class_chosen_by_its_median_log_error_drifts_on_rae(
     runs = [m.model_copy(update={"features": {**m.features, "request.time": 1e5}}) for m in _runs(40)]
     store.add(runs)
     (first,) = retrain_due(settings, store, book=book, tracker=tracker)
-    assert first.metric == "mdale" and book.incumbent("tool", "cpu").judged_by == "mdale"
+    assert first.metric == "mdale" and book.alias[("tool", "cpu", Target.TIME)].champion.tags["judged_by"] == "mdale"
     slower = [m.model_copy(update={"features": {**m.features, "request.time": 1e5}}) for m in _runs(10, 40, 4.0, 3)]
     store.add(slower, served=_served(slower, 4.0))
     (trigger,) = due(settings, store, book)
