@@ -23,7 +23,7 @@ from training.live_members import refresh_live_members
 from training.memory import MemoryChampions, MemoryMeasurements, MemoryTracker
 from training.pipeline import TrainingOutcome, decision_row, train
 from training.settings import WorkerSettings
-from training.worker import last_attempt, why_due
+from training.worker import why_due
 
 
 @dataclass
@@ -78,23 +78,13 @@ class ServiceLoop:
         due: dict[tuple[Pair, Target], str] = {}
         for pair in sorted({(m.algorithm, m.platform) for m in runs}):
             for target in self.targets:
-                reason = self._due(pair, target)
+                # the worker's rule, which reads no live window while too few runs arrived for either trigger
+                reason = why_due(self.settings, self.store, *pair, self.book.incumbent(*pair, target), target)
                 if reason is not None:
                     due[(pair, target)] = reason
         outcomes = self._retrain(due) if due else []
         self._serve(profile=bool(outcomes or new_pairs))
         return outcomes
-
-    def _due(self, pair: Pair, target: Target) -> str | None:
-        """The worker's rule for one pair's target, skipped when too few runs arrived since the last attempt for either
-        of its triggers to fire (the common case at a job's end)."""
-        incumbent = self.book.incumbent(*pair, target)
-        if incumbent is not None and target is Target.TIME:
-            attempted = max(incumbent.n_rows or 0, last_attempt(self.store, *pair, target))
-            fewest = min(self.settings.retrain_min_new_runs, self.settings.drift_min_runs)
-            if self.store.count(*pair, informative_only=True) - attempted < fewest:
-                return None
-        return why_due(self.settings, self.store, *pair, incumbent, target)
 
     def _retrain(self, due: dict[tuple[Pair, Target], str]) -> list[TrainingOutcome]:
         """Train the due pairs of each target under the guard, record the decisions, and make the live members."""
