@@ -313,7 +313,6 @@ class RuntimeOracle(Oracle):
         per platform. ``algorithm``: its name, or its catalog definition already looked up (the API's, once a request)."""
         definition = self._definition(algorithm)
         algorithm = definition.name
-        algorithm = definition.name
         eligible = self.eligible_platforms(definition, platforms)
         X = np.asarray(rows, dtype=float).reshape(-1, len(columns))
         known = {name: X[:, i] for i, name in enumerate(columns)}
