@@ -114,20 +114,11 @@ class JobHistory:
                     known.add(key)
                     # a record may give a key to another user: both are summed again
                     touched.add((cluster, user))
-            stmt = dialect_insert(conn)(table)
-            required = {"key", "cluster", "user", "submit_at", "seq"}
-            stmt = stmt.on_conflict_do_update(
-                index_elements=["key"],
-                set_={
-                    c.name: stmt.excluded[c.name] if c.name in required else func.coalesce(stmt.excluded[c.name], c)
-                    for c in table.c
-                    if c.name not in ("id", "key")
-                },
-            )
+            writes = _writes(conn)
             for i in range(0, len(keys), CHUNK):
-                conn.execute(stmt, [_row(merged[k]) for k in keys[i : i + CHUNK]])
+                conn.execute(writes.upsert, [_row(merged[k]) for k in keys[i : i + CHUNK]])
             for cluster, user in sorted(touched):
-                _summarize(conn, cluster, user)
+                _summarize(conn, writes, cluster, user)
             conn.commit()
         new = len(set(keys) - known)
         if new >= ANALYZE_AFTER and self.engine.dialect.name == "postgresql":
@@ -292,21 +283,51 @@ class _Sweep:
         self.recent = sorted([*self.recent, (end, seq, end - start)], reverse=True)[:LAST]
 
 
-def _summarize(conn: Connection, cluster: str, user: str) -> None:
+def _summarize(conn: Connection, writes: _Writes, cluster: str, user: str) -> None:
     """Sum up the user's rows again into their ``job_history_users`` row (inside the recording transaction; on
     PostgreSQL the summary row is locked first, so two writers of one user's jobs sum up one after the other, the
     second seeing the first's rows)."""
     values = {"cluster": cluster, "user": user}
-    insert = dialect_insert(conn)(users)
-    empty = {"submitted": 0, "running": 0, "running_procs": 0, "finished": 0, "finished_total": 0.0}
-    conn.execute(insert.values(**values, **empty).on_conflict_do_nothing(index_elements=["cluster", "user"]))
-    mine = and_(users.c.cluster == cluster, users.c.user == user)
-    conn.execute(select(users.c.cluster).where(mine).with_for_update())
+    conn.execute(writes.ensure_summary, {**values, **_EMPTY_SUMMARY})
+    conn.execute(_LOCK_SUMMARY, values)
     summed = dict(conn.execute(_SUMS, values).one()._mapping)
     recent: list[float | None] = [float(r) for r in conn.execute(_RECENT, values).scalars()]
     recent += [None] * (LAST - len(recent))  # fewer ended runs: nulls
     changes = {**summed, **{f"recent{i + 1}": run for i, run in enumerate(recent)}}
-    conn.execute(users.update().where(mine).values(**changes))
+    conn.execute(_UPDATE_SUMMARY, {"summary_cluster": cluster, "summary_user": user, **changes})
+
+
+@dataclass(frozen=True)
+class _Writes:
+    """The dialect's statements of :meth:`JobHistory.record`, built once (building the upsert cost more than running
+    it): the job rows' upsert (a stored key's known fields never erased) and the summary row's insert-if-missing."""
+
+    upsert: Any
+    ensure_summary: Any
+
+
+_WRITES: dict[str, _Writes] = {}
+_EMPTY_SUMMARY = {"submitted": 0, "running": 0, "running_procs": 0, "finished": 0, "finished_total": 0.0}
+
+
+def _writes(conn: Connection) -> _Writes:
+    """The statements for ``conn``'s dialect (:class:`_Writes`)."""
+    name = conn.dialect.name
+    if name not in _WRITES:
+        insert = dialect_insert(conn)
+        stmt = insert(table)
+        required = {"key", "cluster", "user", "submit_at", "seq"}
+        upsert = stmt.on_conflict_do_update(
+            index_elements=["key"],
+            set_={
+                c.name: stmt.excluded[c.name] if c.name in required else func.coalesce(stmt.excluded[c.name], c)
+                for c in table.c
+                if c.name not in ("id", "key")
+            },
+        )
+        ensure = insert(users).on_conflict_do_nothing(index_elements=["cluster", "user"])
+        _WRITES[name] = _Writes(upsert, ensure)
+    return _WRITES[name]
 
 
 def _covers(summary: Row[Any], now: float, before_seq: int | None) -> bool:
@@ -355,6 +376,15 @@ def _summary_queries() -> tuple[AnySelect, AnySelect, AnySelect, AnySelect]:
 
 
 _SUMS, _RECENT, _SUMMARY_ROW, _ANY_JOB = _summary_queries()
+# the summary row locked (PostgreSQL; SQLite's writer already holds the database), and set from its parameters
+_LOCK_SUMMARY = (
+    select(users.c.cluster)
+    .where(users.c.cluster == bindparam("cluster"), users.c.user == bindparam("user"))
+    .with_for_update()
+)
+_UPDATE_SUMMARY = users.update().where(
+    users.c.cluster == bindparam("summary_cluster"), users.c.user == bindparam("summary_user")
+)
 
 
 def _merge(old: JobRecord, new: JobRecord) -> JobRecord:
