@@ -3,10 +3,11 @@
 A single-row ``predict`` of a scikit-learn model costs about a millisecond, mostly input validation and
 pandas; LightGBM's default threading adds more. Structures the zoo builds (LightGBM's booster on one
 thread, fixed transforms, standard scaling, linear models, target transforms, pipelines of these,
-constants) are evaluated here on a float matrix directly. Each compiled function is checked against the
-model's own ``predict`` on probe rows when it is built, and anything unrecognised or different is served
-by ``predict`` on a DataFrame instead: correctness first. The model given is never changed. The private
-APIs of scikit-learn and LightGBM this needs are reached through :mod:`predictor.thirdparty`.
+constants, the history rule, weighted ensembles of these) are evaluated here on a float matrix directly.
+Each compiled function is checked against the model's own ``predict`` on probe rows when it is built, and
+anything unrecognised or different is served by ``predict`` on a DataFrame instead: correctness first. The
+model given is never changed. The private APIs of scikit-learn and LightGBM this needs are reached through
+:mod:`predictor.thirdparty`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from sklearn.dummy import DummyRegressor
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
+from models.baselines import HistoryBaseline, first_known
+from models.ensemble import AveragedRegressor
 from predictor import thirdparty
 
 Rows = thirdparty.Rows
@@ -142,6 +145,22 @@ def _constant(model: DummyRegressor) -> Rows | None:
     return lambda X: np.full(X.shape[0], constant[0])
 
 
+def _history(model: HistoryBaseline) -> Rows:
+    """The first known history column, capped at the request (:func:`models.baselines.first_known`)."""
+    columns, cap, mean = list(model.column_indices_), model.cap_index_, float(model.mean_)
+    return lambda X: first_known(X, columns, cap, mean)
+
+
+def _averaged(model: AveragedRegressor) -> Rows | None:
+    """The members' weighted mean, when every member is recognised."""
+    members = [_compile(estimator) for estimator in model.estimators_]
+    compiled = [member for member in members if member is not None]
+    if len(compiled) < len(members):
+        return None
+    weights = model.weights
+    return lambda X: np.average([np.asarray(m(X), dtype=float).reshape(-1) for m in compiled], axis=0, weights=weights)
+
+
 def _lightgbm(model: Any) -> Rows | None:
     """LightGBM's booster on one thread, for a fitted ``LGBMRegressor`` (None for anything else).
 
@@ -163,4 +182,6 @@ _BUILDERS: tuple[tuple[type, Callable[[Any], Rows | None]], ...] = (
     (FunctionTransformer, _function),
     (StandardScaler, _scaler),
     (DummyRegressor, _constant),
+    (HistoryBaseline, _history),
+    (AveragedRegressor, _averaged),
 )

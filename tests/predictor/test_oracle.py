@@ -13,6 +13,8 @@ import pytest
 from data.datagen import write_family_fasta
 from features import FeatureError
 from models import make_model
+from models.baselines import HistoryBaseline
+from models.ensemble import AveragedRegressor
 from predictor import thirdparty
 from predictor.catalog import Catalog
 from predictor.domain import MAX_WALL_SECONDS, AnsweredEstimate
@@ -74,6 +76,24 @@ def test_fast_path_gives_the_numbers_of_predict(name):
     assert path == "fast"
     np.testing.assert_allclose(rows(fresh), model.predict(pd.DataFrame(fresh, columns=NAMES)), rtol=1e-9)
     np.testing.assert_allclose(rows(fresh[:1]), model.predict(pd.DataFrame(fresh[:1], columns=NAMES)), rtol=1e-9)
+
+
+def test_the_history_rule_and_ensembles_take_the_fast_path_with_the_numbers_of_predict():
+    """The rules and ensembles a guard often serves: column picks with NaN and zero as unknown, capped; weighted means."""
+    _, X = fitted("linear")
+    rows = X.to_numpy().copy()
+    rows[::3, 0], rows[1::4, 1], rows[::5, 2] = np.nan, 0.0, np.nan
+    y = X["a"].to_numpy()
+    rule = HistoryBaseline(columns=("a", "b"), cap_column="c").fit(pd.DataFrame(rows, columns=NAMES), y)
+    linear = make_model("linear", seed=0).fit(X, y)
+    ensemble = AveragedRegressor.from_fitted([("rule", rule), ("linear", linear)], [2.0, 1.0], X)
+    # the linear member refuses NaN, the rule reads it as unknown: the ensemble is checked on zeros for NaN
+    for model, matrix in ((rule, rows), (ensemble, np.nan_to_num(rows))):
+        compiled, path = compile_rows(model, NAMES, probe_rows(3, matrix[:3]))
+        assert path == "fast"
+        np.testing.assert_allclose(compiled(matrix), model.predict(pd.DataFrame(matrix, columns=NAMES)), rtol=1e-12)
+    unknown = AveragedRegressor.from_fitted([("rule", rule), ("other", Counting())], [1.0, 1.0], X)
+    assert compile_rows(unknown, NAMES, probe_rows(3))[1] == "generic"
 
 
 @pytest.mark.parametrize(
