@@ -92,7 +92,7 @@ def paired_bootstrap(
     )
     per_group = np.zeros((n_groups, columns.shape[1]))
     np.add.at(per_group, group_of_row, columns)
-    counts = np.random.default_rng(seed).multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_resamples)
+    counts = resample_counts(seed, n_groups, n_resamples)
     observed = per_group.sum(axis=0)[None, :]
     tails = (1.0 - level) / 2.0
     result = {}
@@ -113,6 +113,31 @@ def paired_bootstrap(
             metric, float(now), float(low), float(high), float((drawn < 0).mean()) if len(drawn) else np.nan
         )
     return result
+
+
+# The latest draws of resample counts by (seed, jobs), at most this many kept: the guard and the ensemble's check compare
+# several pairs of models on one pair's runs, each with the same seed and the same jobs.
+_KEPT_DRAWS = 2
+_draws: dict[tuple[int, int], np.ndarray] = {}
+
+
+def resample_counts(seed: int, n_groups: int, n_resamples: int) -> np.ndarray:
+    """How often each of ``n_groups`` jobs is drawn in each of ``n_resamples`` resamples (a read-only array).
+
+    The multinomial draw costs more than the rest of a bootstrap, and the same seed and jobs give the same draw: a
+    draw of more resamples begins with that of fewer (one row after the other from one stream), so the latest draws
+    are kept and sliced, and the answer is the very draw of the seed.
+    """
+    kept = _draws.get((seed, n_groups))
+    if kept is None or len(kept) < n_resamples:
+        kept = np.random.default_rng(seed).multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_resamples)
+        kept = kept.astype(np.int32)
+        kept.flags.writeable = False
+        _draws.pop((seed, n_groups), None)
+        while len(_draws) >= _KEPT_DRAWS:
+            _draws.pop(next(iter(_draws)))
+        _draws[(seed, n_groups)] = kept
+    return kept[:n_resamples]
 
 
 def _weighted_medians(values: np.ndarray, group_of_row: np.ndarray, counts: np.ndarray, block: int = 256) -> np.ndarray:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from training import significance
 from training.metrics import compute_metrics
-from training.significance import Difference, paired_bootstrap
+from training.significance import Difference, paired_bootstrap, resample_counts
 
 
 def _jobs(n_jobs: int, repeats: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -71,6 +72,19 @@ def test_the_same_seed_gives_the_same_interval() -> None:
     y, prior, groups = _jobs(20, 3)
     a, b = y * 1.05, y * 0.9
     assert paired_bootstrap(y, prior, a, b, groups, seed=7) == paired_bootstrap(y, prior, a, b, groups, seed=7)
+
+
+def test_kept_draws_are_the_seeds_own_draws() -> None:
+    """The kept draw of 4,000 resamples serves 2,000 as the seed's own draw of 2,000; a kept draw cannot be changed."""
+    fresh = np.random.default_rng(3).multinomial(300, np.full(300, 1.0 / 300), size=2000)
+    resample_counts(3, 300, 4000)
+    kept = resample_counts(3, 300, 2000)
+    np.testing.assert_array_equal(kept, fresh)
+    with pytest.raises(ValueError, match="read-only"):
+        kept[0, 0] = 5
+    for jobs in range(10, 20):
+        resample_counts(3, jobs, 10)
+    assert len(significance._draws) <= significance._KEPT_DRAWS
 
 
 @pytest.mark.parametrize(
