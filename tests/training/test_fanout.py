@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from training.crossval import FoldFit, collect, cross_validate
 from training.dataset import TrainingSet
@@ -44,6 +45,21 @@ def test_serial_fits_come_back_in_order(sets: list[TrainingSet]) -> None:
     plans = [FoldPlan.create(ts.run_ids, 3, seed=2) for ts in sets]
     fits = [Fit(1, "mean", fold) for fold in (2, 0, None, 1)]
     assert [f for f, _ in run_fits(fits, sets, plans, seed=0, n_jobs=1)] == fits
+
+
+def openblas_threads() -> set[int]:
+    return {pool["num_threads"] for pool in threadpool_info() if pool["internal_api"] == "openblas"}
+
+
+def test_serial_fits_run_on_one_blas_thread_and_give_the_machine_back(sets: list[TrainingSet]) -> None:
+    """While the results come in, this process's OpenBLAS runs one thread; after the last, what it ran before."""
+    plans = [FoldPlan.create(ts.run_ids, 3, seed=2) for ts in sets]
+    fits = [Fit(0, "linear_log", fold) for fold in (0, 1, 2)]
+    with threadpool_limits(limits=2):
+        assert openblas_threads() == {2}
+        during = [openblas_threads() for _ in run_fits(fits, sets, plans, seed=0, n_jobs=1)]
+        assert during == [{1}] * 3
+        assert openblas_threads() == {2}
 
 
 def test_collect_needs_every_fold(sets: list[TrainingSet]) -> None:
