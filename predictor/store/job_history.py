@@ -352,8 +352,9 @@ def _summed(summary: Row[Any]) -> UserHistory:
     )
 
 
-def _summary_queries() -> tuple[AnySelect, AnySelect, AnySelect, AnySelect]:
-    """The user's summary row, its sums over the user's rows, their latest run times, and whether the user has a job."""
+def _summary_queries() -> tuple[AnySelect, AnySelect, AnySelect, AnySelect, AnySelect]:
+    """The user's summary row, its sums over the user's rows, their latest run times, whether the user has a job, and
+    the summary row locked (PostgreSQL; SQLite's writer already holds the database)."""
     c = table.c
     mine = and_(c.cluster == bindparam("cluster"), c.user == bindparam("user"))
     mine_summary = and_(users.c.cluster == bindparam("cluster"), users.c.user == bindparam("user"))
@@ -372,16 +373,12 @@ def _summary_queries() -> tuple[AnySelect, AnySelect, AnySelect, AnySelect]:
     recent = select(c.end_at - c.start_at).where(mine, ended).order_by(c.end_at.desc(), c.seq.desc()).limit(LAST)
     row = select(users).where(mine_summary)
     any_job = select(c.id).where(mine).limit(1)
-    return sums, recent, row, any_job
+    lock = select(users.c.cluster).where(mine_summary).with_for_update()
+    return sums, recent, row, any_job, lock
 
 
-_SUMS, _RECENT, _SUMMARY_ROW, _ANY_JOB = _summary_queries()
-# the summary row locked (PostgreSQL; SQLite's writer already holds the database), and set from its parameters
-_LOCK_SUMMARY = (
-    select(users.c.cluster)
-    .where(users.c.cluster == bindparam("cluster"), users.c.user == bindparam("user"))
-    .with_for_update()
-)
+_SUMS, _RECENT, _SUMMARY_ROW, _ANY_JOB, _LOCK_SUMMARY = _summary_queries()
+# the summary row set from its parameters (an UPDATE's own column names are taken by its SET clause)
 _UPDATE_SUMMARY = users.update().where(
     users.c.cluster == bindparam("summary_cluster"), users.c.user == bindparam("summary_user")
 )
